@@ -1,0 +1,169 @@
+// Password login, sessions, logout and password change. Tokens are 32 random bytes returned once;
+// only their SHA-256 is stored. A session expires when idle for SVC_SESSION_IDLE_MINUTES or
+// SVC_SESSION_ABSOLUTE_HOURS after login, whichever comes first.
+import type { Config } from '../config.ts';
+import type { Ctx } from '../context.ts';
+import { AppError, notFound, rateLimited, validationFailed } from '../http/errors.ts';
+import { newId, newToken, sha256Hex } from '../lib/ids.ts';
+import { record } from '../audit/service.ts';
+import { normalizeEmail, setLastLogin, setPassword, userByEmail, userById, type UserRow } from '../users/store.ts';
+import { firstScope } from '../tenancy/scope.ts';
+import { membershipsOfUser } from '../tenancy/store.ts';
+import { hashPassword, needsRehash, passwordProblem, verifyAgainstDummy, verifyPassword } from './password.ts';
+import { FailureLimiter } from './ratelimit.ts';
+import {
+  insertSession, liveSessionsOfUser, revokeSessionById, revokeUserSessions, type SessionRow,
+} from './store.ts';
+
+export interface LoginLimits { byEmail: FailureLimiter; byAddress: FailureLimiter }
+
+export function createLoginLimits(config: Config): LoginLimits {
+  const windowMs = config.loginWindowSeconds * 1000;
+  return {
+    byEmail: new FailureLimiter(config.loginMaxFailuresPerEmail, windowMs),
+    byAddress: new FailureLimiter(config.loginMaxFailuresPerAddress, windowMs),
+  };
+}
+
+export const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'e-mail address or password is wrong');
+
+export interface StartedSession { token: string; session: SessionRow }
+
+export function idleCutoff(ctx: Ctx): string {
+  return new Date(ctx.now().getTime() - ctx.config.sessionIdleMinutes * 60_000).toISOString();
+}
+
+/** Creates a session for a user; the caller runs it inside its transaction. */
+function startSession(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', scope?: Pick<SessionRow, 'organization_id' | 'workspace_id' | 'project_id'>): StartedSession {
+  const now = ctx.now();
+  const token = newToken();
+  const actor = { ...ctx.actor, type: 'user' as const, userId: user.id, isSystemAdmin: user.is_system_admin === 1 };
+  const s = scope ?? (() => {
+    const first = firstScope(ctx.db, actor, membershipsOfUser(ctx.db, user.id));
+    return { organization_id: first.organizationId, workspace_id: first.workspaceId, project_id: first.projectId };
+  })();
+  const session: SessionRow = {
+    id: newId('ses'), token_hash: sha256Hex(token), user_id: user.id, kind,
+    created_at: now.toISOString(), last_seen_at: now.toISOString(),
+    expires_at: new Date(now.getTime() + ctx.config.sessionAbsoluteHours * 3_600_000).toISOString(),
+    revoked_at: null, revoked_reason: null, ip: ctx.ip, user_agent: ctx.userAgent?.slice(0, 400) ?? null,
+    ...s,
+  };
+  insertSession(ctx.db, session);
+  return { token, session };
+}
+
+export interface LoginResult extends StartedSession { user: UserRow }
+
+/**
+ * Checks e-mail and password. Unknown e-mail and wrong password take the same path and time and
+ * give the same 401; a suspended account is told only to whoever knows its password.
+ */
+export async function login(ctx: Ctx, limits: LoginLimits, email: string, password: string, kind: 'bearer' | 'browser'): Promise<LoginResult> {
+  const emailKey = normalizeEmail(email);
+  const addressKey = ctx.ip ?? 'unknown';
+  const nowMs = ctx.now().getTime();
+  const wait = Math.max(limits.byEmail.retryAfter(emailKey, nowMs), limits.byAddress.retryAfter(addressKey, nowMs));
+  if (wait > 0) {
+    record(ctx, { action: 'auth.login', targetType: 'user', result: 'denied', metadata: { email: emailKey, reason: 'rate_limited' } });
+    throw rateLimited(wait);
+  }
+  const user = userByEmail(ctx.db, emailKey);
+  const ok = user?.password_hash
+    ? await verifyPassword(password, user.password_hash)
+    : await verifyAgainstDummy(password, ctx.config.scryptLogN);
+  if (!user || !ok) {
+    limits.byEmail.fail(emailKey, nowMs);
+    limits.byAddress.fail(addressKey, nowMs);
+    record(ctx, {
+      action: 'auth.login', targetType: 'user', targetId: user?.id ?? null, result: 'failure',
+      actorUserId: null, metadata: { email: emailKey, reason: user ? 'wrong_password' : 'unknown_email' },
+    });
+    throw invalidCredentials();
+  }
+  if (user.status !== 'active') {
+    record(ctx, { action: 'auth.login', targetType: 'user', targetId: user.id, result: 'denied', actorUserId: user.id, actorName: user.name, metadata: { reason: 'account_suspended' } });
+    throw new AppError(403, 'account_suspended', 'this account is suspended; contact your administrator');
+  }
+  limits.byEmail.reset(emailKey);
+  const rehash = needsRehash(user.password_hash!, ctx.config.scryptLogN) ? await hashPassword(password, ctx.config.scryptLogN) : null;
+  return ctx.db.tx(() => {
+    const now = ctx.now().toISOString();
+    if (rehash) setPassword(ctx.db, user.id, rehash, user.password_must_change === 1, user.password_changed_at ?? now);
+    setLastLogin(ctx.db, user.id, now);
+    const started = startSession(ctx, user, kind);
+    record(ctx, {
+      action: 'auth.login', targetType: 'session', targetId: started.session.id, actorUserId: user.id, actorName: user.name,
+      organizationId: null, workspaceId: null, projectId: null, metadata: { kind, rehashed: !!rehash },
+    });
+    return { ...started, user: userById(ctx.db, user.id)! };
+  });
+}
+
+function requireUser(ctx: Ctx): UserRow {
+  const user = ctx.actor.userId ? userById(ctx.db, ctx.actor.userId) : undefined;
+  if (!user) throw new AppError(401, 'unauthenticated', 'a user session is required');
+  return user;
+}
+
+export function logout(ctx: Ctx): void {
+  const user = requireUser(ctx);
+  if (!ctx.actor.sessionId) return;
+  ctx.db.tx(() => {
+    revokeSessionById(ctx.db, user.id, ctx.actor.sessionId!, ctx.now().toISOString(), 'logout');
+    record(ctx, { action: 'auth.logout', targetType: 'session', targetId: ctx.actor.sessionId });
+  });
+}
+
+/**
+ * Changes the password after checking the current one. Every session of the user is revoked,
+ * the one used included, and a fresh session of the same kind and scope is returned.
+ */
+export async function changePassword(ctx: Ctx, limits: LoginLimits, currentPassword: string, newPassword: string): Promise<StartedSession> {
+  const user = requireUser(ctx);
+  const nowMs = ctx.now().getTime();
+  const wait = limits.byEmail.retryAfter(user.email_normalized, nowMs);
+  if (wait > 0) throw rateLimited(wait);
+  if (!(await verifyPassword(currentPassword, user.password_hash))) {
+    limits.byEmail.fail(user.email_normalized, nowMs);
+    record(ctx, { action: 'auth.password.change', targetType: 'user', targetId: user.id, result: 'failure', metadata: { reason: 'wrong_current_password' } });
+    throw validationFailed({ currentPassword: 'is not the current password' });
+  }
+  const problem = passwordProblem(newPassword, user.email) ?? (newPassword === currentPassword ? 'must differ from the current password' : null);
+  if (problem) throw validationFailed({ newPassword: problem });
+  const hash = await hashPassword(newPassword, ctx.config.scryptLogN);
+  return ctx.db.tx(() => {
+    const now = ctx.now().toISOString();
+    setPassword(ctx.db, user.id, hash, false, now);
+    const revoked = revokeUserSessions(ctx.db, user.id, now, 'password_changed');
+    const kind = ctx.actor.sessionKind ?? 'bearer';
+    const s = ctx.scope;
+    const started = startSession(ctx, user, kind, { organization_id: s.organizationId, workspace_id: s.workspaceId, project_id: s.projectId });
+    record(ctx, { action: 'auth.password.changed', targetType: 'user', targetId: user.id, metadata: { sessionsRevoked: revoked } });
+    return started;
+  });
+}
+
+export function listSessions(ctx: Ctx): SessionRow[] {
+  const user = requireUser(ctx);
+  return liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), idleCutoff(ctx));
+}
+
+export function revokeSession(ctx: Ctx, sessionId: string): void {
+  const user = requireUser(ctx);
+  ctx.db.tx(() => {
+    if (revokeSessionById(ctx.db, user.id, sessionId, ctx.now().toISOString(), 'revoked_by_user') === 0) {
+      throw notFound('no live session with that id');
+    }
+    record(ctx, { action: 'auth.session.revoked', targetType: 'session', targetId: sessionId });
+  });
+}
+
+export function revokeOtherSessions(ctx: Ctx): number {
+  const user = requireUser(ctx);
+  return ctx.db.tx(() => {
+    const n = revokeUserSessions(ctx.db, user.id, ctx.now().toISOString(), 'revoked_by_user', ctx.actor.sessionId);
+    record(ctx, { action: 'auth.sessions.revoked', targetType: 'user', targetId: user.id, metadata: { count: n, scope: 'others' } });
+    return n;
+  });
+}

@@ -1,0 +1,46 @@
+// What every command shares: configuration from flags and environment, the database opened and
+// migrated, a context for the local operator, and output as text or one JSON document.
+import type { Argv } from 'yargs';
+import { loadConfig, type Config } from '../config.ts';
+import { createContext, type Ctx } from '../context.ts';
+import { openDb } from '../db/db.ts';
+import { migrate } from '../db/migrate.ts';
+import { createLogger } from '../log.ts';
+
+export interface SharedArgs { dataDir?: string; storageDir?: string; json?: boolean }
+
+export function sharedOptions<T>(y: Argv<T>) {
+  return y
+    .option('data-dir', { type: 'string', describe: 'data directory (SVC_DATA_DIR, default ./data)' })
+    .option('storage-dir', { type: 'string', describe: 'storage root (SVC_STORAGE_DIR, default ./storage)' })
+    .option('json', { type: 'boolean', default: false, describe: 'print one JSON document on stdout' });
+}
+
+export function configFrom(args: SharedArgs & { host?: string; port?: number }): Config {
+  return loadConfig({ dataDir: args.dataDir, storageDir: args.storageDir, host: args.host, port: args.port });
+}
+
+/** Opens the database for one command, runs fn as the local operator, closes it again. */
+export async function withOperator<T>(args: SharedArgs, fn: (ctx: Ctx) => T | Promise<T>): Promise<T> {
+  const config = configFrom(args);
+  const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
+  try {
+    migrate(db);
+    const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
+    return await fn(createContext({ db, config, log }));
+  } finally {
+    db.close();
+  }
+}
+
+/** Prints `data` as JSON with --json, else the text lines. */
+export function output(args: SharedArgs, data: unknown, text: string | string[]): void {
+  if (args.json) process.stdout.write(JSON.stringify(data, null, 2) + '\n');
+  else process.stdout.write((Array.isArray(text) ? text.join('\n') : text) + '\n');
+}
+
+export async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}

@@ -1,0 +1,32 @@
+// svc orgs ...
+import type { Argv } from 'yargs';
+import { createOrganization } from '../tenancy/service.ts';
+import { presentOrganization } from '../tenancy/present.ts';
+import { userByEmail, userById } from '../users/store.ts';
+import { validationFailed } from '../http/errors.ts';
+import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
+
+interface CreateArgs extends SharedArgs { name: string; owner?: string }
+
+const create = {
+  command: 'create',
+  describe: 'create an organization, optionally with an owner (e-mail or user id)',
+  builder: (y: Argv) => sharedOptions(y)
+    .option('name', { type: 'string', demandOption: true })
+    .option('owner', { type: 'string', describe: 'e-mail address or id of the user who becomes org_owner' }),
+  handler: async (args: CreateArgs) => {
+    const org = await withOperator(args, (ctx) => {
+      const owner = args.owner ? (userById(ctx.db, args.owner) ?? userByEmail(ctx.db, args.owner)) : undefined;
+      if (args.owner && !owner) throw validationFailed({ owner: `names no user: ${args.owner}` });
+      return createOrganization(ctx, { name: args.name, ownerUserId: owner?.id });
+    });
+    output(args, presentOrganization(org), `created organization ${org.id} "${org.name}"`);
+  },
+};
+
+export const orgsCommand = {
+  command: 'orgs <command>',
+  describe: 'manage organizations',
+  builder: (y: Argv) => y.command(create).demandCommand(1),
+  handler: () => {},
+};

@@ -1,0 +1,130 @@
+// One typed, frozen Config built from command-line flags and SVC_* environment variables.
+// Flags win over environment, environment wins over the default. Every setting is declared once in
+// SETTINGS below; the README's configuration table is checked against it by test/readme.test.ts.
+import path from 'node:path';
+
+type Kind = 'string' | 'int' | 'bool' | 'enum';
+
+interface Setting {
+  key: keyof ConfigValues;
+  env: string;
+  flag?: string;
+  kind: Kind;
+  default: string;
+  doc: string;
+  min?: number;
+  max?: number;
+  values?: readonly string[];
+  secret?: boolean;
+}
+
+export interface ConfigValues {
+  host: string;
+  port: number;
+  dataDir: string;
+  storageDir: string;
+  dbSynchronous: 'full' | 'normal';
+  allowDevContext: boolean;
+  frontendOrigin: string;
+  publicUrl: string;
+  trustProxy: boolean;
+  maxBodyBytes: number;
+  sessionIdleMinutes: number;
+  sessionAbsoluteHours: number;
+  scryptLogN: number;
+  loginMaxFailuresPerEmail: number;
+  loginMaxFailuresPerAddress: number;
+  loginWindowSeconds: number;
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+}
+
+export const SETTINGS: readonly Setting[] = [
+  { key: 'host', env: 'SVC_HOST', flag: 'host', kind: 'string', default: '127.0.0.1', doc: 'Address to listen on.' },
+  { key: 'port', env: 'SVC_PORT', flag: 'port', kind: 'int', default: '8080', min: 0, max: 65535, doc: 'Port to listen on; 0 picks any free port.' },
+  { key: 'dataDir', env: 'SVC_DATA_DIR', flag: 'data-dir', kind: 'string', default: './data', doc: 'Data directory: the SQLite file `svc.db` and snapshots in `backups/`.' },
+  { key: 'storageDir', env: 'SVC_STORAGE_DIR', flag: 'storage-dir', kind: 'string', default: './storage', doc: 'Storage root with `assets/`, `outputs/`, `frames/`, `tmp/`, `cache/`.' },
+  { key: 'dbSynchronous', env: 'SVC_DB_SYNCHRONOUS', kind: 'enum', values: ['full', 'normal'], default: 'full', doc: '`full`: a committed write survives power loss. `normal`: faster, the last commits may be lost on power loss (never corrupted).' },
+  { key: 'allowDevContext', env: 'SVC_ALLOW_DEV_CONTEXT', kind: 'bool', default: '0', doc: 'Development bypass: `1` honours the `x-user-id`, `x-organization-id`, `x-workspace-id`, `x-project-id` headers. Never in production.' },
+  { key: 'frontendOrigin', env: 'SVC_FRONTEND_ORIGIN', kind: 'string', default: '', doc: 'Origin of the web front end allowed to use cookie sessions (besides the service\'s own origin).' },
+  { key: 'publicUrl', env: 'SVC_PUBLIC_URL', kind: 'string', default: '', doc: 'Public base URL of the service ({base_url}); default `http://HOST:PORT` as listened on.' },
+  { key: 'trustProxy', env: 'SVC_TRUST_PROXY', kind: 'bool', default: '0', doc: '`1` takes the client address from the first `X-Forwarded-For` entry (only behind a trusted reverse proxy).' },
+  { key: 'maxBodyBytes', env: 'SVC_MAX_BODY_BYTES', kind: 'int', default: '1048576', min: 1024, max: 1073741824, doc: 'Largest JSON request body; larger bodies get 413 `payload_too_large`.' },
+  { key: 'sessionIdleMinutes', env: 'SVC_SESSION_IDLE_MINUTES', kind: 'int', default: '720', min: 1, max: 525600, doc: 'A session unused for this long expires (12 hours).' },
+  { key: 'sessionAbsoluteHours', env: 'SVC_SESSION_ABSOLUTE_HOURS', kind: 'int', default: '168', min: 1, max: 8760, doc: 'A session expires this long after login whatever its use (7 days).' },
+  { key: 'scryptLogN', env: 'SVC_SCRYPT_LOG_N', kind: 'int', default: '17', min: 4, max: 20, doc: 'log2 of the scrypt cost N for new password hashes (OWASP: 17, i.e. N=2^17, r=8, p=1). Lower only for tests.' },
+  { key: 'loginMaxFailuresPerEmail', env: 'SVC_LOGIN_MAX_FAILURES_PER_EMAIL', kind: 'int', default: '10', min: 1, max: 100000, doc: 'Failed logins allowed per e-mail address within the window before 429 `rate_limited`.' },
+  { key: 'loginMaxFailuresPerAddress', env: 'SVC_LOGIN_MAX_FAILURES_PER_ADDRESS', kind: 'int', default: '30', min: 1, max: 100000, doc: 'Failed logins allowed per client address within the window before 429 `rate_limited`.' },
+  { key: 'loginWindowSeconds', env: 'SVC_LOGIN_WINDOW_SECONDS', kind: 'int', default: '900', min: 1, max: 86400, doc: 'Window of the failed-login limits (15 minutes).' },
+  { key: 'logLevel', env: 'SVC_LOG_LEVEL', kind: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info', doc: 'Lowest level written to the JSON log on stderr.' },
+];
+
+export type Config = Readonly<ConfigValues & {
+  dbPath: string;
+  backupsDir: string;
+  /** Where each setting came from: default, env or flag. */
+  sources: Readonly<Record<keyof ConfigValues, 'default' | 'env' | 'flag'>>;
+}>;
+
+export class ConfigError extends Error {}
+
+function parseValue(s: Setting, raw: string, origin: string): string | number | boolean {
+  const where = `${origin} ${s.flag && origin === 'flag' ? `--${s.flag}` : s.env}`;
+  switch (s.kind) {
+    case 'string':
+      return raw;
+    case 'int': {
+      if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${where} must be an integer, got "${raw}"`);
+      const n = Number(raw);
+      if ((s.min !== undefined && n < s.min) || (s.max !== undefined && n > s.max)) {
+        throw new ConfigError(`${where} must be between ${s.min} and ${s.max}, got ${n}`);
+      }
+      return n;
+    }
+    case 'bool':
+      if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+      if (['0', 'false', 'no', 'off', ''].includes(raw.toLowerCase())) return false;
+      throw new ConfigError(`${where} must be 0 or 1, got "${raw}"`);
+    case 'enum': {
+      const v = raw.toLowerCase();
+      if (!s.values!.includes(v)) throw new ConfigError(`${where} must be one of ${s.values!.join(', ')}, got "${raw}"`);
+      return v;
+    }
+  }
+}
+
+/**
+ * Builds the configuration. `flags` holds command-line values keyed by setting key (undefined = not
+ * given); `env` is usually process.env. Relative directories resolve against `cwd`.
+ */
+export function loadConfig(
+  flags: Partial<Record<keyof ConfigValues, string | number | boolean | undefined>> = {},
+  env: NodeJS.ProcessEnv = process.env,
+  cwd = process.cwd(),
+): Config {
+  const values: Record<string, unknown> = {};
+  const sources: Record<string, 'default' | 'env' | 'flag'> = {};
+  for (const s of SETTINGS) {
+    const flag = flags[s.key];
+    if (flag !== undefined && flag !== null) {
+      values[s.key] = parseValue(s, String(flag), 'flag');
+      sources[s.key] = 'flag';
+    } else if (env[s.env] !== undefined && env[s.env] !== '') {
+      values[s.key] = parseValue(s, env[s.env]!, 'environment variable');
+      sources[s.key] = 'env';
+    } else {
+      values[s.key] = parseValue(s, s.default, 'default');
+      sources[s.key] = 'default';
+    }
+  }
+  const v = values as unknown as ConfigValues;
+  v.dataDir = path.resolve(cwd, v.dataDir);
+  v.storageDir = path.resolve(cwd, v.storageDir);
+  v.frontendOrigin = v.frontendOrigin.replace(/\/+$/, '');
+  v.publicUrl = v.publicUrl.replace(/\/+$/, '');
+  return Object.freeze({
+    ...v,
+    dbPath: path.join(v.dataDir, 'svc.db'),
+    backupsDir: path.join(v.dataDir, 'backups'),
+    sources: Object.freeze(sources) as Config['sources'],
+  });
+}

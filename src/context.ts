@@ -1,0 +1,93 @@
+// Ctx is the only thing services see: who acts, in which scope, with which permissions, on which
+// database, under which request id. HTTP builds it per request; the CLI, the worker and tests build
+// it with createContext().
+import os from 'node:os';
+import type { Db } from './db/db.ts';
+import type { Config } from './config.ts';
+import type { Logger } from './log.ts';
+import { newId } from './lib/ids.ts';
+import type { MembershipRow, Permission, ScopeIds } from './tenancy/roles.ts';
+import { effectivePermissions } from './tenancy/roles.ts';
+
+export interface Actor {
+  type: 'user' | 'operator' | 'system' | 'anonymous';
+  userId: string | null;
+  name: string;
+  email: string | null;
+  isSystemAdmin: boolean;
+  sessionId: string | null;
+  sessionKind: 'bearer' | 'browser' | null;
+}
+
+export interface Ctx {
+  readonly db: Db;
+  readonly config: Config;
+  readonly log: Logger;
+  readonly actor: Actor;
+  readonly scope: ScopeIds;
+  /** Active memberships of the acting user (empty for the operator and the system). */
+  readonly memberships: readonly MembershipRow[];
+  readonly permissions: readonly Permission[];
+  readonly requestId: string;
+  readonly ip: string | null;
+  readonly userAgent: string | null;
+  now(): Date;
+  afterCommit(fn: () => void): void;
+}
+
+export const NO_SCOPE: ScopeIds = Object.freeze({ organizationId: null, workspaceId: null, projectId: null });
+
+export const ANONYMOUS: Actor = Object.freeze({
+  type: 'anonymous', userId: null, name: 'anonymous', email: null, isSystemAdmin: false, sessionId: null, sessionKind: null,
+});
+
+/** The person at the server's console: the CLI acts as this actor, above every organization. */
+export function operatorActor(): Actor {
+  let who = 'unknown';
+  try {
+    who = os.userInfo().username;
+  } catch { /* no passwd entry */ }
+  return { type: 'operator', userId: null, name: `local operator (${who})`, email: null, isSystemAdmin: true, sessionId: null, sessionKind: null };
+}
+
+export const SYSTEM_ACTOR: Actor = Object.freeze({
+  type: 'system', userId: null, name: 'system', email: null, isSystemAdmin: true, sessionId: null, sessionKind: null,
+});
+
+export interface ContextInit {
+  db: Db;
+  config: Config;
+  log: Logger;
+  actor?: Actor;
+  scope?: ScopeIds;
+  memberships?: readonly MembershipRow[];
+  requestId?: string;
+  ip?: string | null;
+  userAgent?: string | null;
+  now?: () => Date;
+}
+
+export function createContext(init: ContextInit): Ctx {
+  const actor = init.actor ?? operatorActor();
+  const scope = init.scope ?? NO_SCOPE;
+  const memberships = init.memberships ?? [];
+  return {
+    db: init.db,
+    config: init.config,
+    log: init.log,
+    actor,
+    scope,
+    memberships,
+    permissions: effectivePermissions(actor.isSystemAdmin, memberships, scope),
+    requestId: init.requestId ?? newId('req'),
+    ip: init.ip ?? null,
+    userAgent: init.userAgent ?? null,
+    now: init.now ?? (() => new Date()),
+    afterCommit: (fn) => init.db.afterCommit(fn),
+  };
+}
+
+/** The same actor and request, acting in another scope (permissions recomputed). */
+export function withScope(ctx: Ctx, scope: ScopeIds): Ctx {
+  return { ...ctx, scope, permissions: effectivePermissions(ctx.actor.isSystemAdmin, ctx.memberships, scope) };
+}

@@ -1,0 +1,100 @@
+// The OpenAPI 3.1 document, generated from the route table and the input schemas: every route with
+// its security, access rule, parameters, body and the contract's error answers.
+import type { Route, Router } from './router.ts';
+import type { JsonSchema } from './validate.ts';
+
+const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: {
+      type: 'object',
+      required: ['code', 'message'],
+      properties: {
+        code: { type: 'string', description: 'snake_case error code' },
+        message: { type: 'string', description: 'text for people' },
+        details: { type: 'object', description: 'optional; validation_failed carries details.fields { name: reason }' },
+      },
+    },
+  },
+};
+
+const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
+function accessText(r: Route): string {
+  const m = r.meta;
+  if (m.auth === 'none') return 'Access: none (public).';
+  const parts: string[] = [];
+  if (m.systemAdmin) parts.push('system administrator');
+  if (m.orgRoles) parts.push(`organization role ${m.orgRoles.join(' or ')}`);
+  if (m.permission) parts.push(`permission ${([] as string[]).concat(m.permission).join(' or ')}`);
+  if (m.scope && m.scope !== 'none') parts.push(`${m.scope} scope`);
+  return `Access: ${parts.length ? parts.join(', ') : 'any logged-in user'}.`;
+}
+
+function operation(r: Route) {
+  const m = r.meta;
+  const params: unknown[] = [...r.pattern.matchAll(/:(\w+)/g)].map((x) => ({ name: x[1], in: 'path', required: true, schema: { type: 'string' } }));
+  const q = m.query?.json as (JsonSchema & { properties?: Record<string, JsonSchema>; required?: string[] }) | undefined;
+  for (const [name, schema] of Object.entries(q?.properties ?? {})) {
+    params.push({ name, in: 'query', required: q?.required?.includes(name) ?? false, schema });
+  }
+  const ok = m.response?.status ?? 200;
+  const responses: Record<string, unknown> = {
+    [String(ok)]: { description: m.response?.description ?? 'success', ...(m.response?.schema ? { content: { 'application/json': { schema: m.response.schema } } } : {}) },
+  };
+  if (m.body) {
+    responses['400'] = errorResponse('invalid_json');
+    responses['413'] = errorResponse('payload_too_large');
+    responses['422'] = errorResponse('validation_failed');
+  } else if (m.query) {
+    responses['422'] = errorResponse('validation_failed');
+  }
+  if (m.auth !== 'none') {
+    responses['401'] = errorResponse('unauthenticated');
+    responses['403'] = errorResponse('permission_denied, scope_forbidden or another 403 code');
+  }
+  return {
+    operationId: `${r.method.toLowerCase()}${r.pattern.replace(/[:/{}-](\w)?/g, (_s, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+    summary: m.summary,
+    description: accessText(r),
+    tags: m.tags ?? [],
+    security: m.auth === 'none' ? [] : [{ bearerAuth: [] }, { cookieSession: [] }],
+    ...(params.length ? { parameters: params } : {}),
+    ...(m.body ? { requestBody: { required: true, content: { 'application/json': { schema: m.body.json } } } } : {}),
+    responses,
+    'x-access': {
+      auth: m.auth ?? 'session', scope: m.scope ?? 'none',
+      ...(m.permission ? { permission: m.permission } : {}),
+      ...(m.orgRoles ? { orgRoles: m.orgRoles } : {}),
+      ...(m.systemAdmin ? { systemAdmin: true } : {}),
+    },
+  };
+}
+
+export function buildOpenApi(router: Router, version: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of router.routes) {
+    const p = r.pattern.replace(/:(\w+)/g, '{$1}');
+    (paths[p] ??= {})[r.method.toLowerCase()] = operation(r);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'svc',
+      version,
+      description: 'Production backend for episodic short dramas made with generative models. Errors always have the body '
+        + '{ "error": { "code", "message", "details"? } }. Lists take page (from 1) and pageSize (default 50, clamped to 1..200) '
+        + 'and answer { items, pagination: { page, pageSize, total } }.',
+    },
+    servers: [{ url: '/' }],
+    paths,
+    components: {
+      schemas: { Error: ERROR_SCHEMA },
+      securitySchemes: {
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'Session token from POST /api/auth/login' },
+        cookieSession: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Browser session (HttpOnly; Secure; SameSite=Lax); state-changing requests need an allowed Origin' },
+      },
+    },
+  };
+}

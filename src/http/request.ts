@@ -1,0 +1,51 @@
+// Reading a request: the body once, with a size limit (413), parsed as JSON (400 invalid_json);
+// the client address; the request id.
+import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config.ts';
+import { newId } from '../lib/ids.ts';
+import { AppError, invalidJson, payloadTooLarge } from './errors.ts';
+
+export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) throw payloadTooLarge(limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw payloadTooLarge(limit);
+    chunks.push(chunk);
+  }
+  return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
+}
+
+/** The JSON body, or undefined when there is none. */
+export async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const buf = await readBody(req, limit);
+  if (buf.length === 0) return undefined;
+  const type = String(req.headers['content-type'] ?? 'application/json').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/json' && !type.endsWith('+json')) {
+    throw new AppError(415, 'unsupported_media_type', 'request body must be application/json');
+  }
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch {
+    throw invalidJson();
+  }
+}
+
+export function clientAddress(req: IncomingMessage, config: Config): string | null {
+  if (config.trustProxy) {
+    const fwd = req.headers['x-forwarded-for'];
+    const first = (Array.isArray(fwd) ? fwd[0] : fwd)?.split(',')[0]?.trim();
+    if (first) return first;
+  }
+  return req.socket.remoteAddress ?? null;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** The caller's x-request-id when it is a sane token, else a new one. */
+export function requestId(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('req');
+}

@@ -1,0 +1,136 @@
+// Method + path pattern -> route. Patterns are literal segments and ":name" parameters; matching
+// walks a segment tree, literal before parameter. An unknown path is 404; a known path with another
+// method is 405 with Allow.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Schema, JsonSchema } from './validate.ts';
+import type { Ctx } from '../context.ts';
+import type { Permission, OrgRole } from '../tenancy/roles.ts';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+export type ScopeLevel = 'none' | 'organization' | 'workspace' | 'project';
+
+export interface RouteMeta<B = unknown, Q = unknown> {
+  summary: string;
+  tags?: string[];
+  /** 'session' (default): a user session is required. 'none': open to anyone. */
+  auth?: 'none' | 'session';
+  /** Which scope the route acts in; ids come from the path (:organizationId, ...) or the session. */
+  scope?: ScopeLevel;
+  /** The caller needs at least one of these permissions in the resolved scope. */
+  permission?: Permission | Permission[];
+  /** The caller needs one of these organization roles (system administrators pass). */
+  orgRoles?: OrgRole[];
+  systemAdmin?: boolean;
+  body?: Schema<B>;
+  query?: Schema<Q>;
+  response?: { status?: number; description: string; schema?: JsonSchema };
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string | string[]>;
+  /** A raw payload (bytes or a stream) instead of JSON. */
+  raw?: Buffer | string | Readable;
+}
+
+export interface Call<B = unknown, Q = unknown> {
+  req: IncomingMessage;
+  res: ServerResponse;
+  params: Record<string, string>;
+  url: URL;
+  body: B;
+  query: Q;
+  ctx: Ctx;
+}
+
+export type Handler<B = unknown, Q = unknown> = (c: Call<B, Q>) => Reply | Promise<Reply>;
+
+export interface Route {
+  method: Method;
+  pattern: string;
+  meta: RouteMeta<any, any>;
+  handler: Handler<any, any>;
+}
+
+interface Node {
+  literal: Map<string, Node>;
+  param?: { name: string; node: Node };
+  routes: Map<Method, Route>;
+}
+
+const newNode = (): Node => ({ literal: new Map(), routes: new Map() });
+
+export type Match = { route: Route; params: Record<string, string> } | { allow: Method[] } | null;
+
+export class Router {
+  readonly routes: Route[] = [];
+  private readonly root = newNode();
+
+  add<B, Q>(method: Method, pattern: string, meta: RouteMeta<B, Q>, handler: Handler<B, Q>): void {
+    let node = this.root;
+    for (const seg of split(pattern)) {
+      if (seg.startsWith(':')) {
+        const name = seg.slice(1);
+        if (node.param && node.param.name !== name) {
+          throw new Error(`route ${pattern}: parameter :${name} conflicts with :${node.param.name}`);
+        }
+        node.param ??= { name, node: newNode() };
+        node = node.param.node;
+      } else {
+        let next = node.literal.get(seg);
+        if (!next) node.literal.set(seg, (next = newNode()));
+        node = next;
+      }
+    }
+    if (node.routes.has(method)) throw new Error(`duplicate route ${method} ${pattern}`);
+    const route: Route = { method, pattern, meta, handler };
+    node.routes.set(method, route);
+    this.routes.push(route);
+  }
+
+  get<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('GET', p, m, h); }
+  post<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('POST', p, m, h); }
+  put<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('PUT', p, m, h); }
+  patch<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('PATCH', p, m, h); }
+  delete<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('DELETE', p, m, h); }
+
+  match(method: string, pathname: string): Match {
+    const params: Record<string, string> = {};
+    const node = walk(this.root, split(pathname), 0, params);
+    if (!node || node.routes.size === 0) return null;
+    const route = node.routes.get((method === 'HEAD' ? 'GET' : method) as Method);
+    if (route) return { route, params };
+    return { allow: [...node.routes.keys()] };
+  }
+}
+
+function split(path: string): string[] {
+  return path.split('/').filter((s) => s !== '');
+}
+
+function walk(node: Node, segs: string[], i: number, params: Record<string, string>): Node | null {
+  if (i === segs.length) return node;
+  const lit = node.literal.get(segs[i]);
+  if (lit) {
+    const found = walk(lit, segs, i + 1, params);
+    if (found && found.routes.size > 0) return found;
+  }
+  if (node.param) {
+    let value: string;
+    try {
+      value = decodeURIComponent(segs[i]);
+    } catch {
+      return null;
+    }
+    const found = walk(node.param.node, segs, i + 1, params);
+    if (found && found.routes.size > 0) {
+      params[node.param.name] = value;
+      return found;
+    }
+  }
+  return null;
+}
+
+export const json = (status: number, body: unknown, headers?: Record<string, string | string[]>): Reply => ({ status, body, headers });

@@ -1,0 +1,174 @@
+// A small schema language: each schema checks input (collecting every field error for one 422
+// `validation_failed` answer), gives the typed result, and describes itself as JSON Schema for the
+// OpenAPI document. Query strings use the same schemas with coercion of numbers and booleans.
+import { validationFailed } from './errors.ts';
+
+export type JsonSchema = Record<string, unknown>;
+
+interface ParseState { errors: Record<string, string>; coerce: boolean }
+
+export interface Schema<T> {
+  readonly json: JsonSchema;
+  readonly optional: boolean;
+  check(value: unknown, path: string, st: ParseState): T;
+}
+
+export type Infer<S> = S extends Schema<infer T> ? T : never;
+
+type Shape = Record<string, Schema<unknown>>;
+type OptionalKeys<S extends Shape> = { [K in keyof S]: S[K]['optional'] extends true ? K : never }[keyof S];
+type RequiredKeys<S extends Shape> = Exclude<keyof S, OptionalKeys<S>>;
+export type InferShape<S extends Shape> =
+  { [K in RequiredKeys<S>]: Infer<S[K]> } & { [K in OptionalKeys<S>]?: Infer<S[K]> };
+
+function fail(st: ParseState, path: string, reason: string): void {
+  if (!(path in st.errors)) st.errors[path || 'body'] = reason;
+}
+
+function make<T>(json: JsonSchema, check: (value: unknown, path: string, st: ParseState) => T): Schema<T> & { optional: false } {
+  return { json, optional: false, check };
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export interface StringOpts { min?: number; max?: number; pattern?: RegExp; format?: 'email' | 'date' | 'uri'; trim?: boolean; description?: string }
+
+export function string(o: StringOpts = {}) {
+  const max = o.max ?? 10_000;
+  const json: JsonSchema = { type: 'string', maxLength: max };
+  if (o.min !== undefined) json.minLength = o.min;
+  if (o.pattern) json.pattern = o.pattern.source;
+  if (o.format) json.format = o.format;
+  if (o.description) json.description = o.description;
+  return make<string>(json, (value, path, st) => {
+    if (typeof value !== 'string') { fail(st, path, 'must be a string'); return ''; }
+    const s = o.trim === false ? value : value.trim();
+    if (o.min !== undefined && s.length < o.min) fail(st, path, o.min === 1 ? 'must not be empty' : `must be at least ${o.min} characters`);
+    else if (s.length > max) fail(st, path, `must be at most ${max} characters`);
+    else if (o.pattern && !o.pattern.test(s)) fail(st, path, 'has an invalid format');
+    else if (o.format === 'email' && !EMAIL.test(s)) fail(st, path, 'must be an e-mail address');
+    else if (o.format === 'date' && !isDate(s)) fail(st, path, 'must be a date YYYY-MM-DD');
+    else if (o.format === 'uri' && !URL.canParse(s)) fail(st, path, 'must be an absolute URL');
+    return s;
+  });
+}
+
+function isDate(s: string): boolean {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(s)) return false;
+  const d = new Date(`${s}T00:00:00Z`);
+  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
+}
+
+function numeric(integer: boolean, o: { min?: number; max?: number; description?: string }) {
+  const json: JsonSchema = { type: integer ? 'integer' : 'number' };
+  if (o.min !== undefined) json.minimum = o.min;
+  if (o.max !== undefined) json.maximum = o.max;
+  if (o.description) json.description = o.description;
+  return make<number>(json, (value, path, st) => {
+    let n = value;
+    if (st.coerce && typeof value === 'string' && value.trim() !== '') n = Number(value);
+    if (typeof n !== 'number' || !Number.isFinite(n)) { fail(st, path, `must be ${integer ? 'an integer' : 'a number'}`); return 0; }
+    if (integer && !Number.isInteger(n)) { fail(st, path, 'must be an integer'); return 0; }
+    if (o.min !== undefined && n < o.min) fail(st, path, `must be at least ${o.min}`);
+    else if (o.max !== undefined && n > o.max) fail(st, path, `must be at most ${o.max}`);
+    return n;
+  });
+}
+
+export const int = (o: { min?: number; max?: number; description?: string } = {}) => numeric(true, o);
+export const number = (o: { min?: number; max?: number; description?: string } = {}) => numeric(false, o);
+
+export function boolean(o: { description?: string } = {}) {
+  return make<boolean>({ type: 'boolean', ...(o.description ? { description: o.description } : {}) }, (value, path, st) => {
+    if (st.coerce && typeof value === 'string') {
+      if (value === '1' || value === 'true') return true;
+      if (value === '0' || value === 'false') return false;
+    }
+    if (typeof value !== 'boolean') { fail(st, path, 'must be true or false'); return false; }
+    return value;
+  });
+}
+
+export function oneOf<const V extends readonly string[]>(values: V, o: { description?: string } = {}) {
+  return make<V[number]>({ type: 'string', enum: [...values], ...(o.description ? { description: o.description } : {}) }, (value, path, st) => {
+    if (typeof value !== 'string' || !values.includes(value)) { fail(st, path, `must be one of ${values.join(', ')}`); return values[0]; }
+    return value as V[number];
+  });
+}
+
+export function array<T>(item: Schema<T>, o: { min?: number; max?: number } = {}) {
+  const max = o.max ?? 1000;
+  return make<T[]>({ type: 'array', items: item.json, maxItems: max, ...(o.min !== undefined ? { minItems: o.min } : {}) }, (value, path, st) => {
+    if (!Array.isArray(value)) { fail(st, path, 'must be an array'); return []; }
+    if (o.min !== undefined && value.length < o.min) fail(st, path, `must have at least ${o.min} items`);
+    if (value.length > max) { fail(st, path, `must have at most ${max} items`); return []; }
+    return value.map((v, i) => item.check(v, `${path}[${i}]`, st));
+  });
+}
+
+export function object<S extends Shape>(shape: S, o: { description?: string; allowUnknown?: boolean } = {}) {
+  const required = Object.entries(shape).filter(([, s]) => !s.optional).map(([k]) => k);
+  const json: JsonSchema = {
+    type: 'object',
+    properties: Object.fromEntries(Object.entries(shape).map(([k, s]) => [k, s.json])),
+    ...(required.length ? { required } : {}),
+    ...(o.allowUnknown ? {} : { additionalProperties: false }),
+    ...(o.description ? { description: o.description } : {}),
+  };
+  const schema = make<InferShape<S>>(json, (value, path, st) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      fail(st, path, 'must be an object');
+      return {} as InferShape<S>;
+    }
+    const input = value as Record<string, unknown>;
+    const out: Record<string, unknown> = {};
+    for (const [k, s] of Object.entries(shape)) {
+      const p = path ? `${path}.${k}` : k;
+      if (input[k] === undefined) {
+        if (!s.optional) fail(st, p, 'is required');
+        continue;
+      }
+      out[k] = s.check(input[k], p, st);
+    }
+    if (!o.allowUnknown) {
+      for (const k of Object.keys(input)) if (!(k in shape)) fail(st, path ? `${path}.${k}` : k, 'is not a known field');
+    }
+    return out as InferShape<S>;
+  });
+  return Object.assign(schema, { shape });
+}
+
+export function optional<T>(s: Schema<T>): Schema<T | undefined> & { optional: true } {
+  return { json: s.json, optional: true, check: (v, p, st) => (v === undefined ? undefined : s.check(v, p, st)) };
+}
+
+export function nullable<T>(s: Schema<T>): Schema<T | null> & { optional: false } {
+  return make<T | null>({ anyOf: [s.json, { type: 'null' }] }, (v, p, st) => (v === null ? null : s.check(v, p, st)));
+}
+
+/** Parses a JSON body (or query object with coerce) or throws 422 validation_failed naming every bad field. */
+export function parse<T>(schema: Schema<T>, input: unknown, coerce = false): T {
+  const st: ParseState = { errors: {}, coerce };
+  const value = schema.check(input, '', st);
+  if (Object.keys(st.errors).length > 0) throw validationFailed(st.errors);
+  return value;
+}
+
+/** The contract's list query: page from 1, pageSize default 50 clamped to 1..200. */
+export const PageQuery = object({
+  page: optional(int({ description: 'page number from 1' })),
+  pageSize: optional(int({ description: 'items per page, default 50, clamped to 1..200' })),
+}, { allowUnknown: true });
+
+/** Standard list paging: page from 1, pageSize default 50 clamped to 1..200 (the contract). */
+export function paging(query: URLSearchParams): { page: number; pageSize: number; offset: number } {
+  const page = clampInt(query.get('page'), 1, 1, Number.MAX_SAFE_INTEGER);
+  const pageSize = clampInt(query.get('pageSize'), 50, 1, 200);
+  return { page, pageSize, offset: (page - 1) * pageSize };
+}
+
+/** A numeric query value clamped into [min, max]; missing or unparsable gives the default. */
+export function clampInt(raw: string | null, dflt: number, min: number, max: number): number {
+  if (raw === null || raw.trim() === '' || !/^-?\d+$/.test(raw.trim())) return dflt;
+  return Math.min(max, Math.max(min, Number(raw)));
+}

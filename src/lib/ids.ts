@@ -1,0 +1,37 @@
+// Opaque, prefixed, roughly time-ordered identifiers ("usr_01jd...") and secret tokens.
+import crypto from 'node:crypto';
+
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz'; // Crockford base32, lower case
+
+function base32(bytes: Uint8Array): string {
+  let out = '';
+  let bits = 0;
+  let value = 0;
+  for (const b of bytes) {
+    value = (value << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      out += ALPHABET[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  if (bits > 0) out += ALPHABET[(value << (5 - bits)) & 31];
+  return out;
+}
+
+/** prefix + 48-bit millisecond time + 80 random bits: sortable by creation, unguessable. */
+export function newId(prefix: string): string {
+  const buf = Buffer.allocUnsafe(16);
+  buf.writeUIntBE(Date.now(), 0, 6);
+  crypto.randomFillSync(buf, 6, 10);
+  return `${prefix}_${base32(buf)}`;
+}
+
+/** A secret bearer value: 32 random bytes, base64url. */
+export function newToken(bytes = 32): string {
+  return crypto.randomBytes(bytes).toString('base64url');
+}
+
+export function sha256Hex(value: string | Buffer): string {
+  return crypto.createHash('sha256').update(value).digest('hex');
+}

@@ -1,0 +1,57 @@
+// JSON-lines logger. Lines are buffered and written once per event-loop turn (one write call for a
+// burst of requests instead of one per line); flush() writes what is pending at once.
+export type Level = 'debug' | 'info' | 'warn' | 'error';
+const RANK: Record<Level | 'silent', number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+export interface Logger {
+  debug(msg: string, fields?: Record<string, unknown>): void;
+  info(msg: string, fields?: Record<string, unknown>): void;
+  warn(msg: string, fields?: Record<string, unknown>): void;
+  error(msg: string, fields?: Record<string, unknown>): void;
+  flush(): void;
+}
+
+export interface Sink { write(chunk: string): unknown }
+
+const FLUSH_BYTES = 64 * 1024;
+
+export function createLogger(level: Level | 'silent' = 'info', sink: Sink = process.stderr): Logger {
+  const min = RANK[level];
+  let buffer: string[] = [];
+  let size = 0;
+  let scheduled = false;
+
+  const flush = (): void => {
+    scheduled = false;
+    if (buffer.length === 0) return;
+    const out = buffer.join('');
+    buffer = [];
+    size = 0;
+    sink.write(out);
+  };
+
+  const write = (lvl: Level, msg: string, fields?: Record<string, unknown>): void => {
+    if (RANK[lvl] < min) return;
+    const line = JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }, errorReplacer) + '\n';
+    buffer.push(line);
+    size += line.length;
+    if (size >= FLUSH_BYTES || lvl === 'error') flush();
+    else if (!scheduled) {
+      scheduled = true;
+      setImmediate(flush);
+    }
+  };
+
+  return {
+    debug: (m, f) => write('debug', m, f),
+    info: (m, f) => write('info', m, f),
+    warn: (m, f) => write('warn', m, f),
+    error: (m, f) => write('error', m, f),
+    flush,
+  };
+}
+
+function errorReplacer(_key: string, value: unknown): unknown {
+  if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
+  return value;
+}

@@ -1,0 +1,71 @@
+// svc serve: open the database (migrating it), prepare storage, listen, print the one line
+// "listening on http://HOST:PORT", and shut down cleanly on SIGTERM/SIGINT within 10 s.
+import http from 'node:http';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type { Config } from './config.ts';
+import { openDb, type Db } from './db/db.ts';
+import { migrate } from './db/migrate.ts';
+import { createLogger, type Logger } from './log.ts';
+import { createApp, type App } from './app.ts';
+
+export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
+
+export function prepareDirectories(config: Config): void {
+  fs.mkdirSync(config.backupsDir, { recursive: true });
+  for (const d of STORAGE_SUBDIRS) fs.mkdirSync(path.join(config.storageDir, d), { recursive: true });
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  app: App;
+  db: Db;
+  server: http.Server;
+  close(): Promise<void>;
+}
+
+const SHUTDOWN_GRACE_MS = 8_000;
+
+/** Starts the service; the caller prints the listening line and wires signals (see cli/serve.ts). */
+export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  prepareDirectories(config);
+  const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
+  const m = migrate(db);
+  if (m.applied.length) log.info('database migrated', { from: m.from, to: m.to, applied: m.applied });
+  if (config.allowDevContext) {
+    log.warn('SVC_ALLOW_DEV_CONTEXT=1: x-user-id and x-*-id headers act as credentials and scope. NEVER use this in production.');
+  }
+  const app = createApp({ config, db, log });
+  const server = http.createServer({ keepAliveTimeout: 5_000, requestTimeout: 300_000 }, (req, res) => {
+    void app.handle(req, res);
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    app,
+    db,
+    server,
+    close() {
+      closing ??= (async () => {
+        const done = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeIdleConnections();
+        const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        await done;
+        clearTimeout(force);
+        await app.close();
+        db.close();
+        log.flush();
+      })();
+      return closing;
+    },
+  };
+}

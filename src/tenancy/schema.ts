@@ -1,0 +1,14 @@
+// Input of the tenancy routes.
+import * as v from '../http/validate.ts';
+
+const name = v.string({ min: 1, max: 200 });
+const id = v.string({ min: 1, max: 64 });
+
+export const OrganizationBody = v.object({ name, ownerUserId: v.optional(id) });
+export const WorkspaceBody = v.object({ name });
+export const ProjectBody = v.object({ name, templateId: v.optional(v.string({ min: 1, max: 100 })) });
+export const ContextPatchBody = v.object({
+  organizationId: v.optional(id),
+  workspaceId: v.optional(id),
+  projectId: v.optional(id),
+});

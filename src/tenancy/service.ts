@@ -1,0 +1,127 @@
+// Organizations, workspaces, projects, role grants and the session's current scope.
+import type { Ctx } from '../context.ts';
+import { conflict, notFound, validationFailed } from '../http/errors.ts';
+import { newId } from '../lib/ids.ts';
+import { record } from '../audit/service.ts';
+import { setSessionScope } from '../auth/store.ts';
+import { userById } from '../users/store.ts';
+import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from './roles.ts';
+import { canSeeProject, canSeeWorkspace, fillScope, resolveScope, type ScopeRequest } from './scope.ts';
+import {
+  allOrganizations, insertMembership, insertOrganization, insertProject, insertWorkspace, membershipAt,
+  organizationById, organizationsByIds, projectById, projectsOfWorkspace, workspaceById, workspacesOfOrganization,
+  setMembershipRole, type FullMembershipRow, type OrganizationRow, type ProjectRow, type WorkspaceRow,
+} from './store.ts';
+
+export function createOrganization(ctx: Ctx, input: { name: string; ownerUserId?: string }): OrganizationRow {
+  const owner = input.ownerUserId ? userById(ctx.db, input.ownerUserId) : undefined;
+  if (input.ownerUserId && !owner) throw validationFailed({ ownerUserId: 'names no user' });
+  const now = ctx.now().toISOString();
+  const org: OrganizationRow = { id: newId('org'), name: input.name, time_zone: 'UTC', created_at: now, created_by: ctx.actor.userId };
+  ctx.db.tx(() => {
+    insertOrganization(ctx.db, org);
+    record(ctx, { action: 'organization.created', targetType: 'organization', targetId: org.id, organizationId: org.id, workspaceId: null, projectId: null, metadata: { name: org.name, ownerUserId: owner?.id ?? null } });
+    if (owner) grantRole(ctx, { userId: owner.id, level: 'organization', scopeId: org.id, role: 'org_owner' });
+  });
+  return org;
+}
+
+export function createWorkspace(ctx: Ctx, organizationId: string, input: { name: string }): WorkspaceRow {
+  if (!organizationById(ctx.db, organizationId)) throw notFound('no such organization');
+  const ws: WorkspaceRow = { id: newId('wsp'), organization_id: organizationId, name: input.name, created_at: ctx.now().toISOString(), created_by: ctx.actor.userId };
+  ctx.db.tx(() => {
+    insertWorkspace(ctx.db, ws);
+    record(ctx, { action: 'workspace.created', targetType: 'workspace', targetId: ws.id, organizationId, workspaceId: ws.id, projectId: null, metadata: { name: ws.name } });
+  });
+  return ws;
+}
+
+export function createProject(ctx: Ctx, workspaceId: string, input: { name: string; templateId?: string }): ProjectRow {
+  const ws = workspaceById(ctx.db, workspaceId);
+  if (!ws) throw notFound('no such workspace');
+  const now = ctx.now().toISOString();
+  const p: ProjectRow = {
+    id: newId('prj'), organization_id: ws.organization_id, workspace_id: ws.id, name: input.name, status: 'draft',
+    template_id: input.templateId ?? null, created_at: now, created_by: ctx.actor.userId, updated_at: now,
+    archived_at: null, archived_by: null, archived_from_status: null,
+  };
+  ctx.db.tx(() => {
+    insertProject(ctx.db, p);
+    record(ctx, { action: 'project.created', targetType: 'project', targetId: p.id, organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id, metadata: { name: p.name, templateId: p.template_id } });
+  });
+  return p;
+}
+
+export interface Grant { userId: string; level: Level; scopeId: string; role: Role; accessMode?: 'full' | 'project-only' }
+
+/**
+ * Gives a user a role at one level, creating the memberships the hierarchy implies: an
+ * organization member row for every user inside an organization, and a project_guest workspace
+ * row (access mode project-only) for a project-only member. Idempotent for the same role.
+ */
+export function grantRole(ctx: Ctx, g: Grant): FullMembershipRow {
+  if (ROLE_LEVEL[g.role] !== g.level) throw validationFailed({ role: `is not a ${g.level} role` });
+  if (!userById(ctx.db, g.userId)) throw validationFailed({ userId: 'names no user' });
+  let org: string, ws: string | null = null, project: string | null = null;
+  if (g.level === 'organization') {
+    if (!organizationById(ctx.db, g.scopeId)) throw validationFailed({ scopeId: 'names no organization' });
+    org = g.scopeId;
+  } else if (g.level === 'workspace') {
+    const w = workspaceById(ctx.db, g.scopeId);
+    if (!w) throw validationFailed({ scopeId: 'names no workspace' });
+    org = w.organization_id; ws = w.id;
+  } else {
+    const p = projectById(ctx.db, g.scopeId);
+    if (!p) throw validationFailed({ scopeId: 'names no project' });
+    org = p.organization_id; ws = p.workspace_id; project = p.id;
+  }
+  return ctx.db.tx(() => {
+    if (g.level !== 'organization' && !membershipAt(ctx.db, g.userId, 'organization', org)) {
+      grantRole(ctx, { userId: g.userId, level: 'organization', scopeId: org, role: 'org_member' });
+    }
+    if (g.level === 'project' && !membershipAt(ctx.db, g.userId, 'workspace', ws!)) {
+      grantRole(ctx, { userId: g.userId, level: 'workspace', scopeId: ws!, role: 'project_guest', accessMode: 'project-only' });
+    }
+    const accessMode = g.accessMode ?? (g.role === 'project_guest' ? 'project-only' : 'full');
+    const existing = membershipAt(ctx.db, g.userId, g.level, g.scopeId);
+    if (existing) {
+      if (existing.role === g.role && existing.status === 'active') return existing;
+      setMembershipRole(ctx.db, existing.id, g.role, accessMode);
+    } else {
+      insertMembership(ctx.db, {
+        id: newId('mem'), user_id: g.userId, level: g.level, scope_id: g.scopeId, organization_id: org, workspace_id: ws,
+        project_id: project, role: g.role, access_mode: accessMode, status: 'active', created_at: ctx.now().toISOString(), created_by: ctx.actor.userId,
+      });
+    }
+    record(ctx, {
+      action: existing ? 'membership.role_changed' : 'membership.created', targetType: 'user', targetId: g.userId,
+      organizationId: org, workspaceId: ws, projectId: project,
+      metadata: { level: g.level, role: g.role, previousRole: existing?.role ?? null, accessMode },
+    });
+    return membershipAt(ctx.db, g.userId, g.level, g.scopeId)!;
+  });
+}
+
+export function listOrganizations(ctx: Ctx): OrganizationRow[] {
+  if (ctx.actor.isSystemAdmin) return allOrganizations(ctx.db);
+  return organizationsByIds(ctx.db, [...new Set(ctx.memberships.map((m) => m.organization_id))]);
+}
+
+export function listWorkspaces(ctx: Ctx, organizationId: string): WorkspaceRow[] {
+  return workspacesOfOrganization(ctx.db, organizationId).filter((w) => canSeeWorkspace(ctx.actor, ctx.memberships, w));
+}
+
+export function listProjects(ctx: Ctx, workspaceId: string): ProjectRow[] {
+  const ws = workspaceById(ctx.db, workspaceId);
+  if (!ws) return [];
+  return projectsOfWorkspace(ctx.db, ws.organization_id, ws.id).filter((p) => canSeeProject(ctx.actor, ctx.memberships, p));
+}
+
+/** Moves the session's current scope after checking visibility (403 scope_forbidden otherwise). */
+export function changeScope(ctx: Ctx, req: ScopeRequest): ScopeIds {
+  if (!req.organizationId && !req.workspaceId && !req.projectId) throw validationFailed({ body: 'name an organizationId, workspaceId or projectId' });
+  const scope = fillScope(ctx.db, ctx.actor, ctx.memberships, resolveScope(ctx.db, ctx.actor, ctx.memberships, req));
+  if (!ctx.actor.sessionId) throw conflict('no_session', 'only a session has a current scope to change');
+  setSessionScope(ctx.db, ctx.actor.sessionId, scope.organizationId, scope.workspaceId, scope.projectId);
+  return scope;
+}

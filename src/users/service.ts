@@ -1,0 +1,50 @@
+// Creating user accounts (CLI `svc users create`, and the administrator's routes later).
+import type { Ctx } from '../context.ts';
+import { conflict, forbidden, validationFailed } from '../http/errors.ts';
+import { newId } from '../lib/ids.ts';
+import { generatePassword, hashPassword, passwordProblem } from '../auth/password.ts';
+import { record } from '../audit/service.ts';
+import { insertUser, normalizeEmail, userByEmail, type UserRow } from './store.ts';
+
+export interface NewUser {
+  email: string;
+  name: string;
+  /** Omitted: a one-time initial password is generated and must be changed at first login. */
+  password?: string;
+  isSystemAdmin?: boolean;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export async function createUser(ctx: Ctx, input: NewUser): Promise<{ user: UserRow; initialPassword: string | null }> {
+  if (!ctx.actor.isSystemAdmin) throw forbidden('permission_denied', 'only a system administrator can create accounts');
+  const email = input.email.trim();
+  const name = input.name.trim();
+  const fields: Record<string, string> = {};
+  if (!EMAIL.test(email) || email.length > 320) fields.email = 'must be an e-mail address';
+  if (name.length < 1 || name.length > 200) fields.name = 'must be 1 to 200 characters';
+  const problem = input.password === undefined ? null : passwordProblem(input.password, email);
+  if (problem) fields.password = problem;
+  if (Object.keys(fields).length) throw validationFailed(fields);
+  if (userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
+
+  const initialPassword = input.password === undefined ? generatePassword() : null;
+  const hash = await hashPassword(input.password ?? initialPassword!, ctx.config.scryptLogN);
+  const now = ctx.now().toISOString();
+  const user: UserRow = {
+    id: newId('usr'), email, email_normalized: normalizeEmail(email), name, status: 'active',
+    is_system_admin: input.isSystemAdmin ? 1 : 0, password_hash: hash, password_must_change: initialPassword ? 1 : 0,
+    password_changed_at: now, last_login_at: null, created_at: now, updated_at: now,
+  };
+  ctx.db.tx(() => {
+    // Checked again inside the transaction: the hash above took time.
+    if (userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
+    insertUser(ctx.db, user);
+    record(ctx, {
+      action: 'user.created', targetType: 'user', targetId: user.id,
+      organizationId: null, workspaceId: null, projectId: null,
+      metadata: { email, systemAdmin: user.is_system_admin === 1, initialPassword: initialPassword ? 'generated' : 'provided' },
+    });
+  });
+  return { user, initialPassword };
+}
