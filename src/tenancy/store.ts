@@ -48,7 +48,7 @@ export const projectById = (db: Db, id: string) => db.get<ProjectRow>('SELECT * 
 /** Active memberships of a user, oldest first (the order that decides a new session's scope). */
 export function membershipsOfUser(db: Db, userId: string): FullMembershipRow[] {
   return db.all<FullMembershipRow>(
-    "SELECT * FROM memberships WHERE user_id = ? AND status = 'active' ORDER BY created_at, id", userId);
+    "SELECT * FROM memberships WHERE user_id = ? AND status = 'active' ORDER BY created_at, rowid", userId);
 }
 
 export function membershipAt(db: Db, userId: string, level: Level, scopeId: string): FullMembershipRow | undefined {
@@ -60,22 +60,22 @@ export function setMembershipRole(db: Db, id: string, role: Role, accessMode: 'f
 }
 
 export function allOrganizations(db: Db): OrganizationRow[] {
-  return db.all<OrganizationRow>('SELECT * FROM organizations ORDER BY created_at, id');
+  return db.all<OrganizationRow>('SELECT * FROM organizations ORDER BY created_at, rowid');
 }
 
 export function organizationsByIds(db: Db, ids: string[]): OrganizationRow[] {
   if (ids.length === 0) return [];
   return db.all<OrganizationRow>(
-    'SELECT * FROM organizations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id', JSON.stringify(ids));
+    'SELECT * FROM organizations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY created_at, rowid', JSON.stringify(ids));
 }
 
 export function workspacesOfOrganization(db: Db, organizationId: string): WorkspaceRow[] {
-  return db.all<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, id', organizationId);
+  return db.all<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
 }
 
 export function projectsOfWorkspace(db: Db, organizationId: string, workspaceId: string): ProjectRow[] {
   return db.all<ProjectRow>(
-    'SELECT * FROM projects WHERE organization_id = ? AND workspace_id = ? ORDER BY created_at, id', organizationId, workspaceId);
+    'SELECT * FROM projects WHERE organization_id = ? AND workspace_id = ? ORDER BY created_at, rowid', organizationId, workspaceId);
 }
 
 export interface NamedMembership {
@@ -94,5 +94,5 @@ export function namedMembershipsOfUser(db: Db, userId: string): NamedMembership[
        LEFT JOIN workspaces w ON w.id = m.workspace_id
        LEFT JOIN projects p ON p.id = m.project_id
       WHERE m.user_id = ? AND m.status = 'active'
-      ORDER BY m.created_at, m.id`, userId);
+      ORDER BY m.created_at, m.rowid`, userId);
 }

@@ -1,10 +1,11 @@
 // Creating user accounts (CLI `svc users create`, and the administrator's routes later).
 import type { Ctx } from '../context.ts';
-import { conflict, forbidden, validationFailed } from '../http/errors.ts';
+import { conflict, forbidden, notFound, validationFailed } from '../http/errors.ts';
+import { revokeUserSessions } from '../auth/store.ts';
 import { newId } from '../lib/ids.ts';
 import { generatePassword, hashPassword, passwordProblem } from '../auth/password.ts';
 import { record } from '../audit/service.ts';
-import { insertUser, normalizeEmail, userByEmail, type UserRow } from './store.ts';
+import { insertUser, normalizeEmail, updateUserStatus, userByEmail, userById, type UserRow } from './store.ts';
 
 export interface NewUser {
   email: string;
@@ -47,4 +48,24 @@ export async function createUser(ctx: Ctx, input: NewUser): Promise<{ user: User
     });
   });
   return { user, initialPassword };
+}
+
+/**
+ * Suspends or reactivates an account. Suspension revokes every session of the user in the same
+ * transaction, so their tokens are 401 from the next request on.
+ */
+export function setUserStatus(ctx: Ctx, userId: string, status: 'active' | 'suspended'): UserRow {
+  const user = userById(ctx.db, userId);
+  if (!user) throw notFound('no such user');
+  if (user.status === status) return user;
+  return ctx.db.tx(() => {
+    const now = ctx.now().toISOString();
+    updateUserStatus(ctx.db, userId, status, now);
+    const revoked = status === 'suspended' ? revokeUserSessions(ctx.db, userId, now, 'account_suspended') : 0;
+    record(ctx, {
+      action: status === 'suspended' ? 'user.suspended' : 'user.activated', targetType: 'user', targetId: userId,
+      organizationId: null, workspaceId: null, projectId: null, metadata: { previousStatus: user.status, sessionsRevoked: revoked },
+    });
+    return userById(ctx.db, userId)!;
+  });
 }

@@ -43,3 +43,7 @@ export function setPassword(db: Db, id: string, hash: string, mustChange: boolea
 export function setLastLogin(db: Db, id: string, now: string): void {
   db.run('UPDATE users SET last_login_at = ? WHERE id = ?', now, id);
 }
+
+export function updateUserStatus(db: Db, id: string, status: 'active' | 'suspended', now: string): void {
+  db.run('UPDATE users SET status = ?, updated_at = ? WHERE id = ?', status, now, id);
+}

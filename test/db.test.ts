@@ -1,0 +1,101 @@
+// The database layer: pragmas, nested transactions with after-commit hooks, migrations, append-only audit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { openDb } from '../src/db/db.ts';
+import { currentSchemaVersion, migrate, SchemaVersionError } from '../src/db/migrate.ts';
+import { tempDir } from './helpers/server.ts';
+
+function fresh(t: any, opts = {}) {
+  const db = openDb(path.join(tempDir(t), 'svc.db'), opts);
+  t.after(() => db.close());
+  migrate(db);
+  return db;
+}
+
+test('opens with WAL, foreign keys, a busy timeout and durable commits by default', (t) => {
+  const db = fresh(t);
+  assert.equal(db.get<any>('PRAGMA journal_mode')!.journal_mode, 'wal');
+  assert.equal(db.get<any>('PRAGMA foreign_keys')!.foreign_keys, 1);
+  assert.equal(db.get<any>('PRAGMA synchronous')!.synchronous, 2, 'FULL');
+  assert.equal(db.get<any>('PRAGMA busy_timeout')!.timeout, 5000);
+  const normal = fresh(t, { synchronous: 'normal' });
+  assert.equal(normal.get<any>('PRAGMA synchronous')!.synchronous, 1, 'NORMAL');
+  assert.throws(() => db.run("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ('w', 'missing', 'n', 'now')"), /FOREIGN KEY/);
+});
+
+test('prepared statements are cached by their SQL', (t) => {
+  const db = fresh(t);
+  assert.equal(db.prepare('SELECT 1 AS x'), db.prepare('SELECT 1 AS x'));
+  assert.notEqual(db.prepare('SELECT 1 AS x'), db.prepare('SELECT 2 AS x'));
+});
+
+test('tx nests as savepoints: an inner failure undoes only the inner work', (t) => {
+  const db = fresh(t);
+  const insert = (id: string) => db.run("INSERT INTO organizations (id, name, created_at) VALUES (?, 'n', 'now')", id);
+  const ids = () => db.all<{ id: string }>('SELECT id FROM organizations ORDER BY id').map((r) => r.id);
+  db.tx(() => {
+    insert('a');
+    assert.throws(() => db.tx(() => { insert('b'); throw new Error('inner'); }), /inner/);
+    db.tx(() => insert('c'));
+  });
+  assert.deepEqual(ids(), ['a', 'c']);
+  assert.throws(() => db.tx(() => { insert('d'); db.tx(() => insert('e')); throw new Error('outer'); }), /outer/);
+  assert.deepEqual(ids(), ['a', 'c']);
+  assert.equal(db.inTransaction, false);
+});
+
+test('after-commit hooks run once after the outermost commit and never after a rollback', (t) => {
+  const db = fresh(t);
+  const seen: string[] = [];
+  db.tx(() => {
+    db.afterCommit(() => seen.push('outer'));
+    db.tx(() => db.afterCommit(() => seen.push('inner')));
+    assert.throws(() => db.tx(() => { db.afterCommit(() => seen.push('rolled back')); throw new Error('x'); }));
+    assert.deepEqual(seen, [], 'nothing before commit');
+  });
+  assert.deepEqual(seen, ['outer', 'inner']);
+  assert.throws(() => db.tx(() => { db.afterCommit(() => seen.push('never')); throw new Error('y'); }));
+  db.afterCommit(() => seen.push('now'));
+  assert.deepEqual(seen, ['outer', 'inner', 'now']);
+  const errors: unknown[] = [];
+  db.onHookError = (e) => errors.push(e);
+  db.tx(() => db.afterCommit(() => { throw new Error('hook failed'); }));
+  assert.equal(errors.length, 1, 'a failing hook is reported, the commit stands');
+});
+
+test('a transaction function must be synchronous', (t) => {
+  const db = fresh(t);
+  assert.throws(() => db.tx((async () => {}) as any), /synchronous/);
+  assert.equal(db.inTransaction, false);
+});
+
+test('migrate applies schema.sql once and records the version', (t) => {
+  const db = openDb(path.join(tempDir(t), 'svc.db'));
+  t.after(() => db.close());
+  const first = migrate(db);
+  assert.deepEqual(first, { from: 0, to: currentSchemaVersion(), applied: ['schema.sql'] });
+  assert.equal(db.get<any>('PRAGMA user_version')!.user_version, currentSchemaVersion());
+  assert.deepEqual(migrate(db).applied, []);
+});
+
+test('a database written by a newer version is refused with a clear message', (t) => {
+  const db = fresh(t);
+  db.exec(`PRAGMA user_version = ${currentSchemaVersion() + 1}`);
+  assert.throws(() => migrate(db), (e: unknown) => e instanceof SchemaVersionError && /newer version of svc/.test(e.message));
+});
+
+test('a database with foreign tables and no version is left alone', (t) => {
+  const db = openDb(path.join(tempDir(t), 'other.db'));
+  t.after(() => db.close());
+  db.exec('CREATE TABLE something (x)');
+  assert.throws(() => migrate(db), /no svc schema version/);
+});
+
+test('the audit log is append-only', (t) => {
+  const db = fresh(t);
+  db.run("INSERT INTO audit_log (id, created_at, actor_type, action, result) VALUES ('aud_1', 'now', 'system', 'x', 'success')");
+  assert.throws(() => db.run("UPDATE audit_log SET action = 'y'"), /append-only/);
+  assert.throws(() => db.run('DELETE FROM audit_log'), /append-only/);
+  assert.equal(db.get<any>('SELECT action FROM audit_log')!.action, 'x');
+});

@@ -1,0 +1,60 @@
+// A real server on an ephemeral port over a temporary SQLite file and storage folder, and a small
+// fetch wrapper. Password hashing cost is lowered for speed (SVC_SCRYPT_LOG_N=10).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createContext, type Ctx } from '../../src/context.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
+import { startServer, type RunningServer } from '../../src/server.ts';
+
+export interface Answer<T = any> { status: number; headers: Headers; body: T; text: string }
+
+export interface CallOptions { token?: string; body?: unknown; headers?: Record<string, string>; raw?: string | Buffer }
+
+export interface TestServer extends RunningServer {
+  config: Config;
+  log: Logger;
+  /** Every log line the server wrote. */
+  logs: string[];
+  dir: string;
+  call<T = any>(method: string, path: string, opts?: CallOptions): Promise<Answer<T>>;
+  /** A context for the local operator on the server's database (for factories). */
+  operator(): Ctx;
+}
+
+export const TEST_ENV = { SVC_SCRYPT_LOG_N: '10', SVC_LOG_LEVEL: 'info' };
+
+export function tempDir(t: TestContext): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export async function startTestServer(t: TestContext, env: Record<string, string> = {}): Promise<TestServer> {
+  const dir = tempDir(t);
+  const config = loadConfig({ port: 0, host: '127.0.0.1', dataDir: path.join(dir, 'data'), storageDir: path.join(dir, 'storage') }, { ...TEST_ENV, ...env });
+  const logs: string[] = [];
+  const log = createLogger(config.logLevel, { write: (chunk: string) => { logs.push(...chunk.split('\n').filter(Boolean)); } });
+  const running = await startServer(config, log);
+  t.after(() => running.close());
+  const call = async (method: string, p: string, opts: CallOptions = {}): Promise<Answer> => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | Buffer | undefined = opts.raw;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(running.url + p, { method, headers, body, redirect: 'manual' });
+    const text = await res.text();
+    let parsed: unknown = null;
+    if (text && (res.headers.get('content-type') ?? '').includes('json')) parsed = JSON.parse(text);
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+  return {
+    ...running, config, log, logs, dir, call,
+    operator: () => createContext({ db: running.db, config, log }),
+  };
+}
