@@ -16,7 +16,7 @@ export function sharedOptions<T>(y: Argv<T>) {
     .option('json', { type: 'boolean', default: false, describe: 'print one JSON document on stdout' });
 }
 
-export function configFrom(args: SharedArgs & { host?: string; port?: number }): Config {
+export function configFrom(args: SharedArgs & { host?: string; port?: string }): Config {
   return loadConfig({ dataDir: args.dataDir, storageDir: args.storageDir, host: args.host, port: args.port });
 }
 

@@ -4,6 +4,8 @@ import { createOrganization } from '../tenancy/service.ts';
 import { presentOrganization } from '../tenancy/present.ts';
 import { userByEmail, userById } from '../users/store.ts';
 import { validationFailed } from '../http/errors.ts';
+import { parse } from '../http/validate.ts';
+import { OrganizationBody } from '../tenancy/schema.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 
 interface CreateArgs extends SharedArgs { name: string; owner?: string }
@@ -12,13 +14,13 @@ const create = {
   command: 'create',
   describe: 'create an organization, optionally with an owner (e-mail or user id)',
   builder: (y: Argv) => sharedOptions(y)
-    .option('name', { type: 'string', demandOption: true })
-    .option('owner', { type: 'string', describe: 'e-mail address or id of the user who becomes org_owner' }),
+    .option('name', { type: 'string', demandOption: true, requiresArg: true })
+    .option('owner', { type: 'string', requiresArg: true, describe: 'e-mail address or id of the user who becomes org_owner' }),
   handler: async (args: CreateArgs) => {
     const org = await withOperator(args, (ctx) => {
       const owner = args.owner ? (userById(ctx.db, args.owner) ?? userByEmail(ctx.db, args.owner)) : undefined;
       if (args.owner && !owner) throw validationFailed({ owner: `names no user: ${args.owner}` });
-      return createOrganization(ctx, { name: args.name, ownerUserId: owner?.id });
+      return createOrganization(ctx, parse(OrganizationBody, { name: args.name, ownerUserId: owner?.id }));
     });
     output(args, presentOrganization(org), `created organization ${org.id} "${org.name}"`);
   },

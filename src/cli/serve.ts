@@ -8,8 +8,8 @@ export const serveCommand = {
   describe: 'run the HTTP service',
   builder: (y: Argv) => sharedOptions(y)
     .option('host', { type: 'string', describe: 'listen address (SVC_HOST, default 127.0.0.1)' })
-    .option('port', { type: 'number', describe: 'listen port, 0 = any free port (SVC_PORT, default 8080)' }),
-  handler: async (args: SharedArgs & { host?: string; port?: number }) => {
+    .option('port', { type: 'string', describe: 'listen port, 0 = any free port (SVC_PORT, default 8080)' }),
+  handler: async (args: SharedArgs & { host?: string; port?: string }) => {
     const running = await startServer(configFrom(args));
     process.stdout.write(`listening on ${running.url}\n`);
     let stopping = false;

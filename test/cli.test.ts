@@ -1,0 +1,410 @@
+// bin/svc as a real child process: users and organizations created from the command line, the
+// database migrated and refused when newer, the server listening, logging in and stopping on
+// SIGTERM, flags winning over SVC_* variables, and the re-execution under an older system Node.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DatabaseSync } from 'node:sqlite';
+import { currentSchemaVersion } from '../src/db/migrate.ts';
+
+const BIN_SVC = fileURLToPath(new URL('../bin/svc', import.meta.url));
+const PASSWORD = 'a long test password';
+const LISTENING = /^listening on http:\/\/127\.0\.0\.1:(\d+)$/;
+/** Longest a command may run before it is killed (and the test fails). */
+const COMMAND_TIMEOUT_MS = 15_000;
+
+interface Result { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+
+/** The child's environment: the caller's minus every SVC_* setting, plus cheap scrypt and `extra`. */
+function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith('SVC_') && k !== 'NODE_TEST_CONTEXT') env[k] = v;
+  }
+  return { ...env, SVC_SCRYPT_LOG_N: '10', ...extra };
+}
+
+const lines = (s: string): string[] => s.split('\n').filter((l) => l !== '');
+
+const describe = (r: Result): string => `exit ${r.code} signal ${r.signal}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
+
+function exited(child: ChildProcess): boolean {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+/**
+ * One test's world: its own temporary directory (cwd of every child, holding data/ and storage/)
+ * and every child it started; both are cleaned up in t.after, children first, whatever failed.
+ */
+class Sandbox {
+  readonly root: string;
+  readonly data: string;
+  readonly storage: string;
+  private readonly children = new Set<ChildProcess>();
+
+  constructor(t: TestContext) {
+    this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-test-'));
+    this.data = path.join(this.root, 'data');
+    this.storage = path.join(this.root, 'storage');
+    t.after(async () => {
+      const running = [...this.children].filter((c) => !exited(c));
+      await Promise.all(running.map((c) => new Promise<void>((resolve) => {
+        c.once('exit', () => resolve());
+        c.kill('SIGKILL');
+        setTimeout(resolve, 5_000).unref();
+      })));
+      fs.rmSync(this.root, { recursive: true, force: true });
+    });
+  }
+
+  /** --data-dir and --storage-dir of this sandbox. */
+  get dirs(): string[] {
+    return ['--data-dir', this.data, '--storage-dir', this.storage];
+  }
+
+  spawn(args: string[], opts: { env?: Record<string, string>; node?: string } = {}): ChildProcess {
+    const child = spawn(opts.node ?? process.execPath, [BIN_SVC, ...args], {
+      cwd: this.root, env: childEnv(opts.env), stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.children.add(child);
+    child.stdin!.on('error', () => { /* EPIPE when the child does not read its input */ });
+    child.stdout!.setEncoding('utf8');
+    child.stderr!.setEncoding('utf8');
+    return child;
+  }
+
+  /** Runs `svc args` to completion (killed after COMMAND_TIMEOUT_MS), `input` on its stdin. */
+  run(args: string[], opts: { input?: string; env?: Record<string, string>; node?: string } = {}): Promise<Result> {
+    const child = this.spawn(args, opts);
+    child.stdin!.end(opts.input ?? '');
+    return collect(child);
+  }
+
+  /** Starts `svc serve args` and waits for its first stdout line. */
+  async serve(args: string[], env: Record<string, string> = {}, node?: string): Promise<Server> {
+    const child = this.spawn(['serve', ...args], { env, node });
+    child.stdin!.end();
+    const done = collect(child);
+    let stdout = '';
+    const firstLine = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`serve printed no line within ${COMMAND_TIMEOUT_MS} ms; stdout: ${stdout}`)), COMMAND_TIMEOUT_MS);
+      const onData = (chunk: string) => {
+        stdout += chunk;
+        const nl = stdout.indexOf('\n');
+        if (nl >= 0) {
+          clearTimeout(timer);
+          child.stdout!.off('data', onData);
+          resolve(stdout.slice(0, nl));
+        }
+      };
+      child.stdout!.on('data', onData);
+      void done.then((r) => {
+        clearTimeout(timer);
+        reject(new Error(`serve ended before listening: ${describe(r)}`));
+      });
+    });
+    const m = LISTENING.exec(firstLine);
+    assert.ok(m, `first stdout line of serve: ${JSON.stringify(firstLine)}`);
+    return { child, firstLine, port: Number(m[1]), url: firstLine.slice('listening on '.length), done };
+  }
+}
+
+interface Server { child: ChildProcess; firstLine: string; port: number; url: string; done: Promise<Result> }
+
+/** Collects a child's output until it has exited and closed its streams; SIGKILL after the timeout. */
+function collect(child: ChildProcess): Promise<Result> {
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: string) => { stdout += c; });
+  child.stderr!.on('data', (c: string) => { stderr += c; });
+  const timer = setTimeout(() => child.kill('SIGKILL'), COMMAND_TIMEOUT_MS);
+  return new Promise((resolve, reject) => {
+    child.once('error', (err) => { clearTimeout(timer); reject(err); });
+    child.once('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });
+  });
+}
+
+/** Sends SIGTERM and asserts the server exits with code 0 within 10 s, having printed one stdout line. */
+async function stop(server: Server): Promise<Result> {
+  const started = Date.now();
+  assert.ok(server.child.kill('SIGTERM'), 'SIGTERM delivered');
+  let timer: NodeJS.Timeout | undefined;
+  const r = await Promise.race([
+    server.done,
+    new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error('serve still running 10 s after SIGTERM')), 10_000); }),
+  ]).finally(() => clearTimeout(timer));
+  assert.equal(r.code, 0, describe(r));
+  assert.ok(Date.now() - started < 10_000);
+  assert.deepEqual(lines(r.stdout), [server.firstLine], 'the listening line is the only stdout line');
+  assert.ok(r.stdout.endsWith('\n'));
+  return r;
+}
+
+/** Asserts a failed command: non-zero exit (not a signal), nothing on stdout, one line on stderr. */
+function assertOneLineFailure(r: Result): string {
+  assert.ok(r.code !== null && r.code !== 0, describe(r));
+  assert.equal(r.stdout, '', describe(r));
+  const errLines = lines(r.stderr);
+  assert.equal(errLines.length, 1, describe(r));
+  assert.ok(r.stderr.endsWith('\n'));
+  return errLines[0];
+}
+
+async function api(url: string, method: string, p: string, opts: { token?: string; body?: unknown } = {}) {
+  const headers: Record<string, string> = {};
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+  if (opts.body !== undefined) headers['content-type'] = 'application/json';
+  const res = await fetch(url + p, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body) });
+  const text = await res.text();
+  return { status: res.status, text, body: text ? JSON.parse(text) : null };
+}
+
+async function login(url: string, email: string, password: string) {
+  const r = await api(url, 'POST', '/api/auth/login', { body: { email, password } });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(typeof r.body.token, 'string');
+  assert.ok(r.body.token.length >= 20, r.text);
+  return r.body as { token: string; passwordChangeRequired: boolean; user: { id: string; email: string } };
+}
+
+function createAdmin(sb: Sandbox, email = 'a@b.c', extra: string[] = sb.dirs, env: Record<string, string> = {}): Promise<Result> {
+  return sb.run(['users', 'create', '--email', email, '--name', 'A', '--system-admin', '--password-stdin', '--json', ...extra], { input: `${PASSWORD}\n`, env });
+}
+
+function query<T>(dbFile: string, sql: string, ...params: string[]): T[] {
+  const db = new DatabaseSync(dbFile, { readOnly: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+test('users create --password-stdin --json, then serve: login, /api/context, SIGTERM exits 0', async (t) => {
+  const sb = new Sandbox(t);
+  const created = await createAdmin(sb);
+  assert.equal(created.code, 0, describe(created));
+  assert.equal(created.stderr, '');
+  const doc = JSON.parse(created.stdout); // throws unless stdout is exactly one JSON document
+  assert.equal(doc.user.email, 'a@b.c');
+  assert.equal(doc.user.name, 'A');
+  assert.equal(doc.user.isSystemAdmin, true);
+  assert.equal(doc.user.passwordChangeRequired, false);
+  assert.match(doc.user.id, /^usr_/);
+  assert.equal('initialPassword' in doc, false);
+  assert.doesNotMatch(created.stdout, /scrypt|password_hash/);
+
+  const server = await sb.serve(['--port', '0', ...sb.dirs]);
+  assert.match(server.firstLine, /^listening on http:\/\/127\.0\.0\.1:\d+$/);
+  assert.notEqual(server.port, 0);
+  // The trailing newline of stdin is not part of the password.
+  const session = await login(server.url, 'a@b.c', PASSWORD);
+  assert.equal(session.passwordChangeRequired, false);
+  assert.equal(session.user.id, doc.user.id);
+  const ctx = await api(server.url, 'GET', '/api/context', { token: session.token });
+  assert.equal(ctx.status, 200, ctx.text);
+  assert.equal(ctx.body.user.email, 'a@b.c');
+  assert.equal(ctx.body.user.isSystemAdmin, true);
+  const anonymous = await api(server.url, 'GET', '/api/context');
+  assert.equal(anonymous.status, 401, anonymous.text);
+
+  await stop(server);
+  assert.ok(fs.existsSync(path.join(sb.storage, 'assets')), 'serve prepared the storage directory given by --storage-dir');
+});
+
+test('users create without --password-stdin prints a one-time password that must be changed', async (t) => {
+  const sb = new Sandbox(t);
+  const r = await sb.run(['users', 'create', '--email', 'new@b.c', '--name', 'New', ...sb.dirs]);
+  assert.equal(r.code, 0, describe(r));
+  assert.equal(r.stderr, '');
+  assert.throws(() => JSON.parse(r.stdout), 'text mode without --json');
+  const out = lines(r.stdout);
+  assert.equal(out.length, 2, r.stdout);
+  assert.match(out[0], /^created user usr_\S+ <new@b\.c>$/);
+  const m = /^one-time initial password \(change it at first login\): (\S+)$/.exec(out[1]);
+  assert.ok(m, r.stdout);
+  const initial = m[1];
+  assert.ok(initial.length >= 10, initial);
+
+  const server = await sb.serve(['--port', '0', ...sb.dirs]);
+  const session = await login(server.url, 'new@b.c', initial);
+  assert.equal(session.passwordChangeRequired, true);
+  const wrong = await api(server.url, 'POST', '/api/auth/login', { body: { email: 'new@b.c', password: initial + 'x' } });
+  assert.equal(wrong.status, 401, wrong.text);
+  await stop(server);
+});
+
+test('a duplicate e-mail address (other case) fails with one stderr line and nothing on stdout', async (t) => {
+  const sb = new Sandbox(t);
+  const first = await createAdmin(sb, 'a@b.c');
+  assert.equal(first.code, 0, describe(first));
+  for (const json of [true, false]) {
+    const dup = await sb.run(['users', 'create', '--email', 'A@B.C', '--name', 'Other', ...(json ? ['--json'] : []), ...sb.dirs]);
+    const line = assertOneLineFailure(dup);
+    assert.match(line, /e-mail/);
+    assert.match(line, /exists|already/);
+  }
+  const rows = query<{ email: string }>(path.join(sb.data, 'svc.db'), 'SELECT email FROM users');
+  assert.deepEqual(rows.map((u) => u.email), ['a@b.c']);
+});
+
+test('orgs create --owner by e-mail prints the organization; an unknown owner fails', async (t) => {
+  const sb = new Sandbox(t);
+  const user = await createAdmin(sb);
+  assert.equal(user.code, 0, describe(user));
+  const userId = JSON.parse(user.stdout).user.id as string;
+
+  const r = await sb.run(['orgs', 'create', '--name', 'Studio', '--owner', 'a@b.c', '--json', ...sb.dirs]);
+  assert.equal(r.code, 0, describe(r));
+  assert.equal(r.stderr, '');
+  const org = JSON.parse(r.stdout);
+  assert.match(org.id, /^org_/);
+  assert.equal(org.name, 'Studio');
+  const dbFile = path.join(sb.data, 'svc.db');
+  const owners = query<{ user_id: string; role: string }>(dbFile, "SELECT user_id, role FROM memberships WHERE level = 'organization' AND scope_id = ?", org.id);
+  // node:sqlite rows have a null prototype; copy them for deepEqual.
+  assert.deepEqual(owners.map((m) => ({ ...m })), [{ user_id: userId, role: 'org_owner' }]);
+
+  const bad = await sb.run(['orgs', 'create', '--name', 'Nope', '--owner', 'nobody@x.y', '--json', ...sb.dirs]);
+  const line = assertOneLineFailure(bad);
+  assert.match(line, /nobody@x\.y/);
+  const orgs = query<{ name: string }>(dbFile, 'SELECT name FROM organizations');
+  assert.deepEqual(orgs.map((o) => o.name), ['Studio']);
+});
+
+test('invalid input is refused with one line and nothing written: names, e-mail, password, port', async (t) => {
+  const sb = new Sandbox(t);
+  assert.equal((await createAdmin(sb)).code, 0);
+  for (const name of ['', '   ', 'x'.repeat(201)]) {
+    assert.match(assertOneLineFailure(await sb.run(['orgs', 'create', '--name', name, ...sb.dirs])), /name must/);
+  }
+  assert.match(assertOneLineFailure(await sb.run(['orgs', 'create', '--name', ...sb.dirs])), /name/);
+  assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'not-an-address', '--name', 'X', ...sb.dirs])), /email must be an e-mail address/);
+  assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'short@b.c', '--name', 'X', '--password-stdin', ...sb.dirs], { input: 'short\n' })), /password must be at least 10 characters/);
+  assert.match(assertOneLineFailure(await sb.run(['serve', '--port', 'abc', ...sb.dirs])), /--port must be an integer, got "abc"/);
+  const dbFile = path.join(sb.data, 'svc.db');
+  assert.deepEqual(query<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM organizations').map((r) => r.n), [0]);
+  assert.deepEqual(query<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM users').map((r) => r.n), [1]);
+});
+
+test('migrate --json applies schema.sql to a fresh database, then nothing', async (t) => {
+  const sb = new Sandbox(t);
+  const version = currentSchemaVersion();
+  const dbFile = path.join(sb.data, 'svc.db');
+  const first = await sb.run(['migrate', '--json', '--data-dir', sb.data]);
+  assert.equal(first.code, 0, describe(first));
+  assert.equal(first.stderr, '');
+  const a = JSON.parse(first.stdout);
+  assert.equal(a.database, dbFile);
+  assert.equal(a.from, 0);
+  assert.equal(a.to, version);
+  assert.ok(a.applied.includes('schema.sql'), first.stdout);
+  assert.equal(query<{ user_version: number }>(dbFile, 'PRAGMA user_version')[0].user_version, version);
+
+  const second = await sb.run(['migrate', '--json', '--data-dir', sb.data]);
+  assert.equal(second.code, 0, describe(second));
+  const b = JSON.parse(second.stdout);
+  assert.deepEqual({ from: b.from, to: b.to, applied: b.applied }, { from: version, to: version, applied: [] });
+});
+
+test('a database written by a newer version makes serve and migrate fail with one line', async (t) => {
+  const sb = new Sandbox(t);
+  const m = await sb.run(['migrate', '--data-dir', sb.data]);
+  assert.equal(m.code, 0, describe(m));
+  const dbFile = path.join(sb.data, 'svc.db');
+  const db = new DatabaseSync(dbFile);
+  db.exec('PRAGMA user_version = 999');
+  db.close();
+
+  const runs = await Promise.all([
+    sb.run(['serve', '--port', '0', ...sb.dirs]),
+    sb.run(['migrate', ...sb.dirs]),
+    sb.run(['migrate', '--json', ...sb.dirs]),
+  ]);
+  for (const r of runs) {
+    const line = assertOneLineFailure(r);
+    assert.match(line, /written by a newer version/);
+    assert.match(line, /999/);
+  }
+  assert.equal(query<{ user_version: number }>(dbFile, 'PRAGMA user_version')[0].user_version, 999, 'the database is left alone');
+});
+
+test('flags win over the environment: --port 0 beats SVC_PORT=1', async (t) => {
+  const sb = new Sandbox(t);
+  const server = await sb.serve(['--port', '0', ...sb.dirs], { SVC_PORT: '1' });
+  assert.notEqual(server.port, 1);
+  assert.notEqual(server.port, 0);
+  const health = await api(server.url, 'GET', '/api/health');
+  assert.equal(health.status, 200, health.text);
+  assert.deepEqual(health.body, { status: 'ok' });
+  await stop(server);
+});
+
+test('SVC_DATA_DIR is used without --data-dir; --data-dir beats it', async (t) => {
+  const sb = new Sandbox(t);
+  // Not ./data: the children run in sb.root, where the default would land.
+  const envData = path.join(sb.root, 'env-data');
+  const other = path.join(sb.root, 'other');
+  const viaEnv = await sb.run(['users', 'create', '--email', 'a@b.c', '--name', 'A', '--password-stdin'], {
+    input: PASSWORD, env: { SVC_DATA_DIR: envData, SVC_STORAGE_DIR: sb.storage },
+  });
+  assert.equal(viaEnv.code, 0, describe(viaEnv));
+  assert.match(viaEnv.stdout, /^created user usr_\S+ <a@b\.c>\n$/);
+  assert.ok(fs.existsSync(path.join(envData, 'svc.db')), 'the database is in SVC_DATA_DIR');
+  assert.equal(fs.existsSync(path.join(sb.root, 'data')), false, 'the default ./data was not used');
+
+  // The same data directory by flag sees that user.
+  const viaFlag = await sb.run(['users', 'create', '--email', 'A@B.C', '--name', 'A', '--data-dir', envData]);
+  assert.match(assertOneLineFailure(viaFlag), /e-mail/);
+
+  // The flag wins over a different SVC_DATA_DIR.
+  const both = await sb.run(['users', 'create', '--email', 'a@b.c', '--name', 'A', '--data-dir', envData], { env: { SVC_DATA_DIR: other } });
+  assert.match(assertOneLineFailure(both), /e-mail/);
+  assert.equal(fs.existsSync(other), false, 'SVC_DATA_DIR was ignored when --data-dir was given');
+});
+
+/** /usr/bin/node when it exists and is older than 22.18, else why the test is skipped. */
+function oldSystemNode(): { node: string } | { skip: string } {
+  const node = '/usr/bin/node';
+  if (!fs.existsSync(node)) return { skip: `${node} does not exist` };
+  const v = execFileSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+  const [major, minor] = v.split('.').map(Number);
+  if (major > 22 || (major === 22 && minor >= 18)) return { skip: `${node} is ${v}, new enough to run svc itself` };
+  return { node };
+}
+
+test('an older /usr/bin/node re-executes bin/svc with the project\'s Node', async (t) => {
+  const sys = oldSystemNode();
+  if ('skip' in sys) {
+    t.skip(sys.skip);
+    return;
+  }
+  const sb = new Sandbox(t);
+  const help = await sb.run(['--help'], { node: sys.node });
+  assert.equal(help.code, 0, describe(help));
+  assert.match(help.stdout, /\bserve\b/);
+  assert.match(help.stdout, /\bmigrate\b/);
+  assert.equal(help.stderr, '');
+
+  // The exit code of the re-executed command comes through.
+  const none = await sb.run([], { node: sys.node });
+  assert.equal(none.code, 2, describe(none));
+  assert.match(assertOneLineFailure(none), /name a command/);
+});
+
+test('under an older /usr/bin/node, serve still stops cleanly on SIGTERM', async (t) => {
+  const sys = oldSystemNode();
+  if ('skip' in sys) {
+    t.skip(sys.skip);
+    return;
+  }
+  const sb = new Sandbox(t);
+  const server = await sb.serve(['--port', '0', ...sb.dirs], {}, sys.node);
+  const health = await api(server.url, 'GET', '/api/health');
+  assert.equal(health.status, 200, health.text);
+  await stop(server);
+});
