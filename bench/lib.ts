@@ -1,0 +1,200 @@
+// Shared by the bench/*.bench.ts scripts: temporary directories, svc set up through its own CLI,
+// servers as child processes (same Node binary) waited for by their "listening on URL" line, an
+// aligned plain-text table, and the machine's figures. Every child and temporary directory is
+// registered and removed when the script exits, also on an error or a signal.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+export const SVC_BIN = path.join(ROOT, 'bin', 'svc');
+
+/** Environment overrides for a child: a string sets the variable, undefined removes an inherited one. */
+export type EnvOverrides = Record<string, string | undefined>;
+
+const children = new Set<ChildProcess>();
+const dirs = new Set<string>();
+
+function cleanup(): void {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  children.clear();
+  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  dirs.clear();
+}
+let armed = false;
+/** Installed with the first child or directory, so that merely importing this file adds no handlers. */
+function armCleanup(): void {
+  if (armed) return;
+  armed = true;
+  process.on('exit', cleanup);
+  for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(sig, () => {
+      cleanup();
+      process.exit(code);
+    });
+  }
+}
+
+function childEnv(overrides: EnvOverrides = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const [k, v] of Object.entries(overrides)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+/** A fresh directory under the OS temp dir, removed when the script exits. */
+export function tempDir(prefix = 'svc-bench-'): string {
+  armCleanup();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  dirs.add(dir);
+  return dir;
+}
+
+export interface Running {
+  url: string;
+  pid: number;
+  /** SIGTERM, then wait for the exit (SIGKILL after 15 s); resolves to the exit code or signal. */
+  stop(): Promise<number | string>;
+}
+
+const LISTENING = /^listening on (http:\/\/\S+)$/;
+
+/**
+ * Starts `node ...args` (process.execPath), resolves once it prints "listening on URL" on stdout.
+ * Its stderr goes to `stderrFile` (appended) or is ignored.
+ */
+export async function startProcess(args: string[], opts: { env?: EnvOverrides; stderrFile?: string } = {}): Promise<Running> {
+  armCleanup();
+  const errFd = opts.stderrFile ? fs.openSync(opts.stderrFile, 'a') : null;
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(opts.env), stdio: ['ignore', 'pipe', errFd ?? 'ignore'] });
+  if (errFd !== null) fs.closeSync(errFd);
+  children.add(child);
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => {
+      children.delete(child);
+      resolve(code ?? signal ?? 'unknown');
+    });
+  });
+  const lines = readline.createInterface({ input: child.stdout! });
+  let listening = false;
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${args.join(' ')}: no "listening on" line within 30 s`)), 30_000);
+    lines.on('line', (line) => {
+      const m = LISTENING.exec(line.trim());
+      if (m && !listening) {
+        listening = true;
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    void exited.then((how) => {
+      if (listening) return;
+      clearTimeout(timer);
+      const tail = opts.stderrFile ? fs.readFileSync(opts.stderrFile, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
+      reject(new Error(`${args.join(' ')} exited (${how}) before listening${tail ? `:\n${tail}` : ''}`));
+    });
+  });
+  return {
+    url,
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const hard = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        const how = await exited;
+        clearTimeout(hard);
+        return how;
+      }
+      return exited;
+    },
+  };
+}
+
+export interface SvcDirs { dataDir: string; storageDir: string }
+
+/** Runs `svc ARGS --json --data-dir D --storage-dir S` to completion and returns its JSON output. */
+export function svcCli(d: SvcDirs, args: string[], opts: { input?: string; env?: EnvOverrides } = {}): any {
+  const r = spawnSync(process.execPath, [SVC_BIN, ...args, '--json', '--data-dir', d.dataDir, '--storage-dir', d.storageDir], {
+    cwd: ROOT, env: childEnv(opts.env), input: opts.input ?? '', encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`svc ${args.join(' ')} failed (${r.status ?? r.signal}): ${r.stderr.trim() || r.error?.message}`);
+  return JSON.parse(r.stdout);
+}
+
+export interface SvcSetup extends SvcDirs { dir: string; logFile: string; email: string; password: string; userId: string }
+
+/** A temporary data and storage directory holding one active user created with `svc users create`. */
+export function setupSvc(opts: { env?: EnvOverrides; email?: string; password?: string } = {}): SvcSetup {
+  const dir = tempDir();
+  const d = { dataDir: path.join(dir, 'data'), storageDir: path.join(dir, 'storage') };
+  const email = opts.email ?? 'bench@example.com';
+  const password = opts.password ?? 'bench-password-0123';
+  const out = svcCli(d, ['users', 'create', '--email', email, '--name', 'Bench User', '--password-stdin'], { input: password + '\n', env: opts.env });
+  return { ...d, dir, logFile: path.join(dir, 'svc.log'), email, password, userId: out.user.id };
+}
+
+/** `svc serve` on 127.0.0.1 and an ephemeral port over the setup's directories; stderr (the JSON log) to setup.logFile. */
+export function startSvc(s: SvcSetup, env: EnvOverrides = {}): Promise<Running> {
+  return startProcess(
+    [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', s.dataDir, '--storage-dir', s.storageDir],
+    { env, stderrFile: s.logFile },
+  );
+}
+
+/** POST /api/auth/login; returns the Bearer token or throws. */
+export async function login(url: string, email: string, password: string): Promise<string> {
+  const res = await fetch(`${url}/api/auth/login`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }),
+  });
+  const body = (await res.json()) as { token?: string };
+  if (res.status !== 200 || !body.token) throw new Error(`login failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.token;
+}
+
+export interface Machine { cpu: string; cores: number; node: string; os: string; memGiB: number; load: string; date: string }
+
+export function machine(): Machine {
+  const cpus = os.cpus();
+  return {
+    cpu: cpus[0]?.model.trim() ?? 'unknown',
+    cores: cpus.length,
+    node: process.version,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    memGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    load: os.loadavg().slice(0, 2).map((l) => l.toFixed(2)).join(' / '),
+    date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  };
+}
+
+export function machineLine(m = machine()): string {
+  return `${m.cpu}, ${m.cores} cores, ${m.memGiB} GiB, Node ${m.node}, ${m.os}, load ${m.load} (1/5 min), ${m.date}`;
+}
+
+/** Formats a number with `digits` decimals and thousands separators. */
+export const num = (n: number, digits = 0): string =>
+  n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+
+/** Nearest-rank percentile (p in 0..100) of unsorted samples. */
+export function percentile(samples: readonly number[], p: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+/**
+ * Prints an aligned plain-text table: rows[0] is the header; cells that look numeric are right
+ * aligned. Notes follow the table, then the machine line.
+ */
+export function printTable(title: string, rows: ReadonlyArray<ReadonlyArray<string | number>>, notes: readonly string[] = []): void {
+  const cells = rows.map((r) => r.map(String));
+  const widths = cells[0].map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const numeric = /^[-+]?[\d,.]+\s*(%|ms|s|x|×)?$/;
+  const line = (r: string[]) => r.map((c, i) => (i > 0 && numeric.test(c) ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ').trimEnd();
+  const out = [`\n${title}`, line(cells[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map(line)];
+  for (const n of notes) out.push(`  ${n}`);
+  out.push(`  machine: ${machineLine()}`);
+  process.stdout.write(out.join('\n') + '\n');
+}
