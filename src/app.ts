@@ -39,52 +39,59 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindAuthRoutes(router, limits);
   bindTenancyRoutes(router);
 
-  async function dispatch(req: IncomingMessage, res: ServerResponse, rid: string, setActor: (id: string) => void): Promise<Reply> {
-    const url = new URL(req.url ?? '/', 'http://svc.invalid');
-    const m = router.match(req.method ?? 'GET', url.pathname);
-    if (!m) throw notFound(`no route for ${url.pathname}`);
+  /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
+  function dispatch(req: IncomingMessage, res: ServerResponse, rid: string, setActor: (id: string) => void): Reply | Promise<Reply> {
+    const raw = req.url ?? '/';
+    const q = raw.indexOf('?');
+    const path = q < 0 ? raw : raw.slice(0, q);
+    const searchParams = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
+    const m = router.match(req.method ?? 'GET', path);
+    if (!m) throw notFound(`no route for ${path}`);
     if ('allow' in m) throw methodNotAllowed(m.allow);
     const { route, params } = m;
     const meta = route.meta;
-    const now = new Date();
-    const auth = meta.auth === 'none' ? null : authenticate(req, db, config, now);
+    db.syncCache();
+    const auth = meta.auth === 'none' ? null : authenticate(req, db, config, new Date());
     if (meta.auth !== 'none') {
       if (!auth) throw unauthenticated();
       setActor(auth.actor.userId ?? auth.actor.type);
-      if (auth.passwordChangeRequired && !url.pathname.startsWith('/api/auth/')) {
+      if (auth.passwordChangeRequired && !path.startsWith('/api/auth/')) {
         throw forbidden('password_change_required', 'this account has a one-time password; change it with POST /api/auth/password first');
       }
     }
-    const body = meta.body ? parse(meta.body, (await readJson(req, config.maxBodyBytes)) ?? {}) : undefined;
-    const query = meta.query ? parse(meta.query, Object.fromEntries(url.searchParams), true) : undefined;
-    const resolved = auth ? resolveRequestScope(db, config, req, auth, params) : { scope: NO_SCOPE, memberships: [] };
-    const ctx = createContext({
-      db, config, log, actor: auth?.actor ?? ANONYMOUS, scope: resolved.scope, memberships: resolved.memberships,
-      requestId: rid, ip: clientAddress(req, config), userAgent: (req.headers['user-agent'] as string | undefined) ?? null,
-    });
-    checkAccess(meta, ctx);
-    return route.handler({ req, res, params, url, body, query, ctx });
+    const run = (rawBody: unknown): Reply | Promise<Reply> => {
+      const body = meta.body ? parse(meta.body, rawBody ?? {}) : undefined;
+      const query = meta.query ? parse(meta.query, Object.fromEntries(searchParams), true) : undefined;
+      const resolved = auth ? resolveRequestScope(db, config, req, auth, params) : { scope: NO_SCOPE, memberships: [] };
+      const ctx = createContext({
+        db, config, log, actor: auth?.actor ?? ANONYMOUS, scope: resolved.scope, memberships: resolved.memberships,
+        requestId: rid, ip: clientAddress(req, config), userAgent: (req.headers['user-agent'] as string | undefined) ?? null,
+      });
+      checkAccess(meta, ctx);
+      return route.handler({ req, res, params, path, searchParams, body, query, ctx });
+    };
+    return meta.body ? readJson(req, config.maxBodyBytes).then(run) : run(undefined);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const rid = requestId(req);
     let actorId: string | null = null;
-    res.setHeader('x-request-id', rid);
-    res.once('finish', () => {
-      const q = (req.url ?? '').indexOf('?');
-      log.info('request', {
-        method: req.method, path: q < 0 ? req.url : req.url!.slice(0, q), status: res.statusCode,
-        ms: Math.round((performance.now() - started) * 100) / 100, requestId: rid, actorId,
-      });
-    });
     let reply: Reply;
     try {
-      reply = await dispatch(req, res, rid, (id) => { actorId = id; });
+      const r = dispatch(req, res, rid, (id) => { actorId = id; });
+      reply = r instanceof Promise ? await r : r;
     } catch (err) {
       reply = errorReply(err, rid, log);
     }
-    send(req, res, reply);
+    send(req, res, reply, rid, () => {
+      const url = req.url ?? '';
+      const q = url.indexOf('?');
+      log.info('request', {
+        method: req.method, path: q < 0 ? url : url.slice(0, q), status: res.statusCode,
+        ms: Math.round((performance.now() - started) * 100) / 100, requestId: rid, actorId,
+      });
+    });
   }
 
   return {
@@ -104,31 +111,33 @@ function errorReply(err: unknown, rid: string, log: Logger): Reply {
   return { status: e.status, body: e.body(), headers };
 }
 
-function send(req: IncomingMessage, res: ServerResponse, reply: Reply): void {
+/** Writes the reply, then the access-log line (for a stream: when it has finished). */
+function send(req: IncomingMessage, res: ServerResponse, reply: Reply, rid: string, logLine: () => void): void {
   if (res.headersSent) {
     if (!res.writableEnded) res.destroy();
+    logLine();
     return;
   }
-  const headers: Record<string, string | string[]> = { ...BASE_HEADERS, ...reply.headers };
+  const headers: Record<string, string | string[]> = { ...BASE_HEADERS, 'x-request-id': rid, ...reply.headers };
+  if (reply.raw instanceof Readable) {
+    res.writeHead(reply.status, headers);
+    res.once('close', logLine);
+    reply.raw.on('error', () => res.destroy());
+    reply.raw.pipe(res);
+    return;
+  }
   if (reply.raw !== undefined) {
-    if (reply.raw instanceof Readable) {
-      res.writeHead(reply.status, headers);
-      reply.raw.on('error', () => res.destroy());
-      reply.raw.pipe(res);
-      return;
-    }
     res.writeHead(reply.status, headers);
     res.end(reply.raw);
-    return;
-  }
-  if (reply.body === undefined) {
+  } else if (reply.body === undefined) {
     res.writeHead(reply.status === 200 ? 204 : reply.status, headers);
     res.end();
-    return;
+  } else {
+    const payload = JSON.stringify(reply.body);
+    headers['content-type'] = 'application/json; charset=utf-8';
+    headers['content-length'] = String(Buffer.byteLength(payload));
+    res.writeHead(reply.status, headers);
+    res.end(req.method === 'HEAD' ? undefined : payload);
   }
-  const payload = JSON.stringify(reply.body);
-  headers['content-type'] = 'application/json; charset=utf-8';
-  headers['content-length'] = String(Buffer.byteLength(payload));
-  res.writeHead(reply.status, headers);
-  res.end(req.method === 'HEAD' ? undefined : payload);
+  logLine();
 }

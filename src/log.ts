@@ -32,7 +32,9 @@ export function createLogger(level: Level | 'silent' = 'info', sink: Sink = proc
 
   const write = (lvl: Level, msg: string, fields?: Record<string, unknown>): void => {
     if (RANK[lvl] < min) return;
-    const line = JSON.stringify({ time: new Date().toISOString(), level: lvl, msg, ...fields }, errorReplacer) + '\n';
+    const head = `{"time":"${new Date().toISOString()}","level":"${lvl}","msg":${JSON.stringify(msg)}`;
+    const rest = fields ? JSON.stringify(fields, errorReplacer) : '{}';
+    const line = (rest.length > 2 ? `${head},${rest.slice(1)}` : `${head}}`) + '\n';
     buffer.push(line);
     size += line.length;
     if (size >= FLUSH_BYTES || lvl === 'error') flush();

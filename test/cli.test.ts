@@ -211,6 +211,12 @@ test('users create --password-stdin --json, then serve: login, /api/context, SIG
   assert.equal(ctx.body.user.isSystemAdmin, true);
   const anonymous = await api(server.url, 'GET', '/api/context');
   assert.equal(anonymous.status, 401, anonymous.text);
+  // A write by another process (the CLI on the same data directory) is seen by the next request.
+  assert.equal(ctx.body.memberships.length, 0);
+  const org = await sb.run(['orgs', 'create', '--name', 'Studio', '--owner', 'a@b.c', '--json', ...sb.dirs]);
+  assert.equal(org.code, 0, describe(org));
+  const after = await api(server.url, 'GET', '/api/context', { token: session.token });
+  assert.deepEqual(after.body.memberships.map((m: { organizationId: string; role: string }) => [m.organizationId, m.role]), [[JSON.parse(org.stdout).id, 'org_owner']]);
 
   await stop(server);
   assert.ok(fs.existsSync(path.join(sb.storage, 'assets')), 'serve prepared the storage directory given by --storage-dir');

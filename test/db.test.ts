@@ -99,3 +99,43 @@ test('the audit log is append-only', (t) => {
   assert.throws(() => db.run('DELETE FROM audit_log'), /append-only/);
   assert.equal(db.get<any>('SELECT action FROM audit_log')!.action, 'x');
 });
+
+test('the read cache sees this connection\'s writes at once and other connections\' commits after syncCache', (t) => {
+  const dir = tempDir(t);
+  const a = openDb(path.join(dir, 'svc.db'));
+  t.after(() => a.close());
+  migrate(a);
+  const b = openDb(path.join(dir, 'svc.db'));
+  t.after(() => b.close());
+  const name = (db = a) => db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o')?.name;
+  a.syncCache();
+  assert.equal(name(), undefined);
+  a.run("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'one', 'now')");
+  assert.equal(name(), 'one', 'own write empties the cache');
+  b.run("UPDATE organizations SET name = 'two' WHERE id = 'o'");
+  assert.equal(name(), 'one', 'another connection\'s commit is not seen before syncCache');
+  a.syncCache();
+  assert.equal(name(), 'two');
+  a.syncCache();
+  assert.equal(name(), 'two', 'a quiet database keeps its cache');
+  // Inside a transaction the cache is bypassed, and a rollback leaves nothing behind.
+  assert.throws(() => a.tx(() => {
+    a.run("UPDATE organizations SET name = 'three' WHERE id = 'o'");
+    assert.equal(name(), 'three', 'reads its own uncommitted write');
+    throw new Error('roll back');
+  }));
+  assert.equal(name(), 'two');
+  const rows = a.cachedAll<{ id: string }>('SELECT id FROM organizations');
+  assert.ok(Object.isFrozen(rows) && Object.isFrozen(rows[0]), 'cached rows are shared, so frozen');
+});
+
+test('the read cache also works without a WAL shared-memory file (PRAGMA data_version)', (t) => {
+  const db = openDb(':memory:');
+  t.after(() => db.close());
+  migrate(db);
+  db.syncCache();
+  db.run("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'one', 'now')");
+  assert.equal(db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o')?.name, 'one');
+  db.syncCache();
+  assert.equal(db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o')?.name, 'one');
+});

@@ -76,7 +76,8 @@ test('x-request-id is echoed when sane and generated otherwise', async (t) => {
   const given = await s.call('GET', '/api/health', { headers: { 'x-request-id': 'abc-123.def' } });
   assert.equal(given.headers.get('x-request-id'), 'abc-123.def');
   const bad = await s.call('GET', '/api/health', { headers: { 'x-request-id': 'has spaces <script>' } });
-  assert.match(bad.headers.get('x-request-id')!, /^req_[0-9a-z]{26}$/);
+  assert.match(bad.headers.get('x-request-id')!, /^req_[0-9a-z]{10}-[0-9a-z]+$/);
+  assert.notEqual(bad.headers.get('x-request-id'), (await s.call('GET', '/api/health')).headers.get('x-request-id'));
   const none = await s.call('GET', '/api/nowhere');
   assert.match(none.headers.get('x-request-id')!, /^req_/);
 });

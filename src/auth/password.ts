@@ -11,13 +11,26 @@ const P = 1;
 
 interface Parsed { logN: number; r: number; p: number; salt: Buffer; hash: Buffer }
 
-function scrypt(password: string, salt: Buffer, logN: number, r: number, p: number, keylen: number): Promise<Buffer> {
+// At most two hashes run at once (128 MiB each at N=2^17): the rest wait here instead of filling
+// the libuv pool that file I/O shares.
+const MAX_PARALLEL = 2;
+let running = 0;
+const waiting: Array<() => void> = [];
+
+async function scrypt(password: string, salt: Buffer, logN: number, r: number, p: number, keylen: number): Promise<Buffer> {
+  if (running >= MAX_PARALLEL) await new Promise<void>((resolve) => waiting.push(resolve));
+  running++;
   const N = 2 ** logN;
   // scrypt needs 128 * N * r bytes; allow twice that so the default 32 MiB cap never refuses.
   const maxmem = 256 * N * r + 1024 * 1024;
-  return new Promise((resolve, reject) => {
-    crypto.scrypt(password.normalize('NFC'), salt, keylen, { N, r, p, maxmem }, (err, key) => (err ? reject(err) : resolve(key)));
-  });
+  try {
+    return await new Promise<Buffer>((resolve, reject) => {
+      crypto.scrypt(password.normalize('NFC'), salt, keylen, { N, r, p, maxmem }, (err, key) => (err ? reject(err) : resolve(key)));
+    });
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
 }
 
 export async function hashPassword(password: string, logN: number): Promise<string> {
@@ -47,11 +60,16 @@ export function needsRehash(stored: string, logN: number): boolean {
 
 const dummies = new Map<number, Promise<string>>();
 
-/** Spends the same work as a real verification, for unknown e-mail addresses (no timing oracle). */
-export async function verifyAgainstDummy(password: string, logN: number): Promise<false> {
+/** The hash that unknown e-mail addresses are checked against; made at start so the first one is not slower. */
+export function dummyHash(logN: number): Promise<string> {
   let dummy = dummies.get(logN);
   if (!dummy) dummies.set(logN, (dummy = hashPassword(crypto.randomBytes(16).toString('hex'), logN)));
-  await verifyPassword(password, await dummy);
+  return dummy;
+}
+
+/** Spends the same work as a real verification, for unknown e-mail addresses (no timing oracle). */
+export async function verifyAgainstDummy(password: string, logN: number): Promise<false> {
+  await verifyPassword(password, await dummyHash(logN));
   return false;
 }
 

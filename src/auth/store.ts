@@ -35,8 +35,9 @@ export function insertSession(db: Db, s: SessionRow): void {
   );
 }
 
+/** The session of a token (through the read cache: revocations write, so they empty it). */
 export function sessionByTokenHash(db: Db, tokenHash: string): SessionWithUser | undefined {
-  return db.get<SessionWithUser>(
+  return db.cachedGet<SessionWithUser>(
     `SELECT s.*, u.name AS user_name, u.email AS user_email, u.status AS user_status,
             u.is_system_admin AS user_is_system_admin, u.password_must_change AS user_password_must_change
        FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?`, tokenHash);

@@ -14,6 +14,36 @@ export interface OpenOptions {
 }
 
 const STATEMENT_CACHE_LIMIT = 1000;
+const READ_CACHE_LIMIT = 20_000;
+
+/** Both 48-byte copies of the WAL-index header at the start of the -shm file. */
+const WAL_HEADER_BYTES = 96;
+
+interface Shm { fd: number; last: Buffer; next: Buffer }
+
+function openShm(dbPath: string): Shm | null {
+  if (dbPath === ':memory:') return null;
+  try {
+    return { fd: fs.openSync(`${dbPath}-shm`, 'r'), last: Buffer.alloc(WAL_HEADER_BYTES), next: Buffer.alloc(WAL_HEADER_BYTES) };
+  } catch {
+    return null;
+  }
+}
+
+function readShmHeader(fd: number, into: Buffer): number {
+  try {
+    return fs.readSync(fd, into, 0, WAL_HEADER_BYTES, 0);
+  } catch {
+    return -1;
+  }
+}
+
+function paramKey(params: Param[]): string {
+  if (params.length === 1) return typeof params[0] === 'string' ? params[0] : `\u0001${String(params[0])}`;
+  let key = '';
+  for (const p of params) key += `\u0000${typeof p === 'string' ? '' : '\u0001'}${String(p)}`;
+  return key;
+}
 
 export class Db {
   readonly raw: DatabaseSync;
@@ -21,6 +51,11 @@ export class Db {
   private readonly statements = new Map<string, StatementSync>();
   private depth = 0;
   private pending: Array<() => void> = [];
+  /** SQL -> parameter key -> frozen row(s). */
+  private readonly cache = new Map<string, Map<string, unknown>>();
+  private cached = 0;
+  private dataVersion = -1;
+  private shm: Shm | null | undefined;
   /** Called with errors thrown by after-commit hooks (they must never undo a commit). */
   onHookError: (err: unknown) => void = (err) => { console.error(err); };
 
@@ -56,6 +91,7 @@ export class Db {
   }
 
   run(sql: string, ...params: Param[]): { changes: number; lastInsertRowid: number | bigint } {
+    this.invalidate();
     const r = this.prepare(sql).run(...params);
     return { changes: Number(r.changes), lastInsertRowid: r.lastInsertRowid };
   }
@@ -65,7 +101,77 @@ export class Db {
   }
 
   exec(sql: string): void {
+    this.invalidate();
     this.raw.exec(sql);
+  }
+
+  /**
+   * Read-through cache for small, hot reads (sessions, memberships, scope rows) outside
+   * transactions. Rows are frozen and shared. Any write through this connection empties it, and
+   * so does a commit by another connection or process, which syncCache() notices through
+   * PRAGMA data_version: call it once at the start of each unit of work (each request).
+   */
+  cachedGet<T = Row>(sql: string, ...params: Param[]): T | undefined {
+    if (this.depth > 0) return this.get<T>(sql, ...params);
+    const bySql = this.cacheFor(sql);
+    const key = paramKey(params);
+    if (bySql.has(key)) return bySql.get(key) as T | undefined;
+    const row = this.get<T>(sql, ...params);
+    this.remember(bySql, key, row === undefined ? undefined : Object.freeze(row));
+    return row;
+  }
+
+  cachedAll<T = Row>(sql: string, ...params: Param[]): T[] {
+    if (this.depth > 0) return this.all<T>(sql, ...params);
+    const bySql = this.cacheFor(sql);
+    const key = paramKey(params);
+    const hit = bySql.get(key) as T[] | undefined;
+    if (hit) return hit;
+    const rows = Object.freeze(this.all<T>(sql, ...params).map((r) => Object.freeze(r))) as T[];
+    this.remember(bySql, key, rows);
+    return rows;
+  }
+
+  private cacheFor(sql: string): Map<string, unknown> {
+    let m = this.cache.get(sql);
+    if (!m) this.cache.set(sql, (m = new Map()));
+    return m;
+  }
+
+  /**
+   * Empties the read cache when another connection (another thread or process) committed since
+   * the last call. The cheap check reads the two copies of the WAL-index header from the -shm file
+   * (SQLite's documented wal-index format: every commit increments iChange and moves mxFrame); a
+   * changed header, a torn read or a missing file all count as "changed". Without a -shm file (not
+   * WAL) it falls back to PRAGMA data_version, which costs a read transaction.
+   */
+  syncCache(): void {
+    if (this.shm === undefined) this.shm = openShm(this.path);
+    if (this.shm) {
+      const n = readShmHeader(this.shm.fd, this.shm.next);
+      if (n === WAL_HEADER_BYTES && this.shm.next.equals(this.shm.last)) return;
+      if (n !== WAL_HEADER_BYTES) this.shm.last.fill(0);
+      else this.shm.next.copy(this.shm.last);
+      this.invalidate();
+      return;
+    }
+    const v = Number((this.prepare('PRAGMA data_version').get() as { data_version: number }).data_version);
+    if (v !== this.dataVersion) {
+      this.dataVersion = v;
+      this.invalidate();
+    }
+  }
+
+  private remember(bySql: Map<string, unknown>, key: string, value: unknown): void {
+    if (this.cached >= READ_CACHE_LIMIT) this.invalidate();
+    bySql.set(key, value);
+    this.cached++;
+  }
+
+  private invalidate(): void {
+    if (this.cached === 0) return;
+    for (const m of this.cache.values()) m.clear();
+    this.cached = 0;
   }
 
   get inTransaction(): boolean {
@@ -80,6 +186,7 @@ export class Db {
     const outer = this.depth === 0;
     const sp = `sp${this.depth}`;
     const hooksBefore = this.pending.length;
+    this.invalidate();
     this.raw.exec(outer ? 'BEGIN IMMEDIATE' : `SAVEPOINT ${sp}`);
     this.depth++;
     let result: T;
@@ -101,6 +208,7 @@ export class Db {
       throw err;
     }
     this.depth--;
+    this.invalidate();
     if (outer) {
       try {
         this.raw.exec('COMMIT');
@@ -137,6 +245,8 @@ export class Db {
   }
 
   close(): void {
+    if (this.shm) fs.closeSync(this.shm.fd);
+    this.shm = null;
     if (!this.raw.isOpen) return;
     this.statements.clear();
     this.raw.close();

@@ -42,15 +42,6 @@ export function isAllowedOrigin(req: IncomingMessage, config: Config, origin: st
 
 /** Returns the authenticated actor, null when the request carries no credential, or throws 401/403. */
 export function authenticate(req: IncomingMessage, db: Db, config: Config, now: Date): Authenticated | null {
-  if (config.allowDevContext && typeof req.headers['x-user-id'] === 'string') {
-    const user = userById(db, req.headers['x-user-id']);
-    if (!user || user.status !== 'active') throw unauthenticated('x-user-id names no active user');
-    return {
-      actor: { type: 'user', userId: user.id, name: user.name, email: user.email, isSystemAdmin: user.is_system_admin === 1, sessionId: null, sessionKind: null },
-      session: null,
-      passwordChangeRequired: false,
-    };
-  }
   const authz = req.headers.authorization;
   let token: string | null = null;
   let viaCookie = false;
@@ -62,8 +53,17 @@ export function authenticate(req: IncomingMessage, db: Db, config: Config, now: 
     token = cookieValue(req.headers.cookie, SESSION_COOKIE);
     viaCookie = token !== null;
   }
+  const s = token && !(config.allowDevContext && req.headers['x-user-id'] !== undefined) ? sessionByTokenHash(db, sha256Hex(token)) : undefined;
+  if (config.allowDevContext && typeof req.headers['x-user-id'] === 'string') {
+    const user = userById(db, req.headers['x-user-id']);
+    if (!user || user.status !== 'active') throw unauthenticated('x-user-id names no active user');
+    return {
+      actor: { type: 'user', userId: user.id, name: user.name, email: user.email, isSystemAdmin: user.is_system_admin === 1, sessionId: null, sessionKind: null },
+      session: null,
+      passwordChangeRequired: false,
+    };
+  }
   if (!token) return null;
-  const s = sessionByTokenHash(db, sha256Hex(token));
   const nowIso = now.toISOString();
   const idleCutoff = now.getTime() - config.sessionIdleMinutes * 60_000;
   if (!s || s.revoked_at || s.expires_at <= nowIso || Date.parse(s.last_seen_at) <= idleCutoff || s.user_status !== 'active') {

@@ -43,9 +43,13 @@ export function clientAddress(req: IncomingMessage, config: Config): string | nu
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// Request ids need to be unique, not secret: a random prefix per process and a counter.
+const PROCESS_PREFIX = `req_${newId('x').slice(-10)}`;
+let requestCounter = 0;
 
-/** The caller's x-request-id when it is a sane token, else a new one. */
+/** The caller's x-request-id when it is a sane token, else a new one ("req_<process>-<counter>"). */
 export function requestId(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
-  return typeof given === 'string' && REQUEST_ID.test(given) ? given : newId('req');
+  if (typeof given === 'string' && REQUEST_ID.test(given)) return given;
+  return `${PROCESS_PREFIX}-${(++requestCounter).toString(36)}`;
 }

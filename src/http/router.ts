@@ -39,7 +39,9 @@ export interface Call<B = unknown, Q = unknown> {
   req: IncomingMessage;
   res: ServerResponse;
   params: Record<string, string>;
-  url: URL;
+  /** The path without the query string, and the query string's parameters. */
+  path: string;
+  searchParams: URLSearchParams;
   body: B;
   query: Q;
   ctx: Ctx;

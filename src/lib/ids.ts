@@ -19,11 +19,24 @@ function base32(bytes: Uint8Array): string {
   return out;
 }
 
+// Random bytes are drawn from the CSPRNG in blocks: one syscall per 409 ids instead of one each.
+const POOL = Buffer.allocUnsafe(4096);
+let poolOffset = POOL.length;
+
+function randomInto(buf: Buffer, offset: number, length: number): void {
+  if (poolOffset + length > POOL.length) {
+    crypto.randomFillSync(POOL);
+    poolOffset = 0;
+  }
+  POOL.copy(buf, offset, poolOffset, poolOffset + length);
+  poolOffset += length;
+}
+
 /** prefix + 48-bit millisecond time + 80 random bits: sortable by creation, unguessable. */
 export function newId(prefix: string): string {
   const buf = Buffer.allocUnsafe(16);
   buf.writeUIntBE(Date.now(), 0, 6);
-  crypto.randomFillSync(buf, 6, 10);
+  randomInto(buf, 6, 10);
   return `${prefix}_${base32(buf)}`;
 }
 
@@ -33,5 +46,5 @@ export function newToken(bytes = 32): string {
 }
 
 export function sha256Hex(value: string | Buffer): string {
-  return crypto.createHash('sha256').update(value).digest('hex');
+  return crypto.hash('sha256', value, 'hex');
 }

@@ -58,26 +58,35 @@ export interface MembershipRow {
 
 export interface ScopeIds { organizationId: string | null; workspaceId: string | null; projectId: string | null }
 
+const ALL_WITH_SYSTEM: readonly Permission[] = Object.freeze([...PERMISSIONS, SYSTEM_SETTINGS_ALL as Permission]);
+/** Memberships arrays are shared and frozen by the read cache, so results can be kept per array and scope. */
+const memo = new WeakMap<readonly MembershipRow[], Map<string, readonly Permission[]>>();
+
 /**
  * The permissions a user holds in a scope, from the memberships that apply to it:
  * the organization role (org_owner/org_admin act as producer everywhere), the workspace role
  * (when a workspace is in scope) and the project role (when a project is in scope).
  * At organization level only organization roles count.
  */
-export function effectivePermissions(isSystemAdmin: boolean, memberships: readonly MembershipRow[], scope: ScopeIds): Permission[] {
-  if (isSystemAdmin) return [...PERMISSIONS, SYSTEM_SETTINGS_ALL as Permission];
+export function effectivePermissions(isSystemAdmin: boolean, memberships: readonly MembershipRow[], scope: ScopeIds): readonly Permission[] {
+  if (isSystemAdmin) return ALL_WITH_SYSTEM;
+  const key = `${scope.organizationId}/${scope.workspaceId}/${scope.projectId}`;
+  let perScope = memo.get(memberships);
+  const hit = perScope?.get(key);
+  if (hit) return hit;
   const out = new Set<BasePermission>();
   for (const m of memberships) {
     if (m.organization_id !== scope.organizationId) continue;
-    if (m.level === 'organization') {
-      for (const p of ROLE_PERMISSIONS[m.role]) out.add(p);
-    } else if (m.level === 'workspace' && scope.workspaceId && m.workspace_id === scope.workspaceId) {
-      for (const p of ROLE_PERMISSIONS[m.role]) out.add(p);
-    } else if (m.level === 'project' && scope.projectId && m.project_id === scope.projectId) {
+    if (m.level === 'organization'
+      || (m.level === 'workspace' && scope.workspaceId && m.workspace_id === scope.workspaceId)
+      || (m.level === 'project' && scope.projectId && m.project_id === scope.projectId)) {
       for (const p of ROLE_PERMISSIONS[m.role]) out.add(p);
     }
   }
-  return PERMISSIONS.filter((p) => out.has(p));
+  const result = Object.freeze(PERMISSIONS.filter((p) => out.has(p)));
+  if (!perScope) memo.set(memberships, (perScope = new Map()));
+  perScope.set(key, result);
+  return result;
 }
 
 export function hasPermission(perms: readonly string[], wanted: Permission): boolean {

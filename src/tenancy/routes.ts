@@ -7,8 +7,8 @@ import { presentContext, presentOrganization, presentProject, presentWorkspace }
 import { changeScope, createOrganization, createProject, createWorkspace, listOrganizations, listProjects, listWorkspaces } from './service.ts';
 
 /** Pages an already visibility-filtered list: { items, pagination }. */
-function page<T, U>(url: URL, rows: T[], present: (row: T) => U) {
-  const { page, pageSize, offset } = paging(url.searchParams);
+function page<T, U>(searchParams: URLSearchParams, rows: T[], present: (row: T) => U) {
+  const { page, pageSize, offset } = paging(searchParams);
   return { items: rows.slice(offset, offset + pageSize).map(present), pagination: { page, pageSize, total: rows.length } };
 }
 
@@ -27,13 +27,13 @@ export function bindTenancyRoutes(r: Router): void {
   });
 
   r.get('/api/organizations', { summary: 'Organizations the caller may see.', tags, query: PageQuery },
-    ({ ctx, url }) => json(200, page(url, listOrganizations(ctx), presentOrganization)));
+    ({ ctx, searchParams }) => json(200, page(searchParams, listOrganizations(ctx), presentOrganization)));
 
   r.post('/api/organizations', { summary: 'Create an organization; ownerUserId becomes org_owner.', tags, systemAdmin: true, body: OrganizationBody, response: { status: 201, description: 'the organization' } },
     ({ ctx, body }) => json(201, presentOrganization(createOrganization(ctx, body))));
 
   r.get('/api/organizations/:organizationId/workspaces', { summary: 'Workspaces of the organization the caller may see.', tags, scope: 'organization', query: PageQuery },
-    ({ ctx, url, params }) => json(200, page(url, listWorkspaces(ctx, params.organizationId), presentWorkspace)));
+    ({ ctx, searchParams, params }) => json(200, page(searchParams, listWorkspaces(ctx, params.organizationId), presentWorkspace)));
 
   r.post('/api/organizations/:organizationId/workspaces', {
     summary: 'Create a workspace.', tags, scope: 'organization', orgRoles: ['org_owner', 'org_admin'], body: WorkspaceBody,
@@ -41,7 +41,7 @@ export function bindTenancyRoutes(r: Router): void {
   }, ({ ctx, body, params }) => json(201, presentWorkspace(createWorkspace(ctx, params.organizationId, body))));
 
   r.get('/api/workspaces/:workspaceId/projects', { summary: 'Projects of the workspace the caller may see.', tags, scope: 'workspace', query: PageQuery },
-    ({ ctx, url, params }) => json(200, page(url, listProjects(ctx, params.workspaceId), presentProject)));
+    ({ ctx, searchParams, params }) => json(200, page(searchParams, listProjects(ctx, params.workspaceId), presentProject)));
 
   r.post('/api/workspaces/:workspaceId/projects', {
     summary: 'Create a project (status draft).', tags, scope: 'workspace', permission: 'project:create', body: ProjectBody,

@@ -41,13 +41,13 @@ export function insertMembership(db: Db, m: FullMembershipRow): void {
   );
 }
 
-export const organizationById = (db: Db, id: string) => db.get<OrganizationRow>('SELECT * FROM organizations WHERE id = ?', id);
-export const workspaceById = (db: Db, id: string) => db.get<WorkspaceRow>('SELECT * FROM workspaces WHERE id = ?', id);
-export const projectById = (db: Db, id: string) => db.get<ProjectRow>('SELECT * FROM projects WHERE id = ?', id);
+export const organizationById = (db: Db, id: string) => db.cachedGet<OrganizationRow>('SELECT * FROM organizations WHERE id = ?', id);
+export const workspaceById = (db: Db, id: string) => db.cachedGet<WorkspaceRow>('SELECT * FROM workspaces WHERE id = ?', id);
+export const projectById = (db: Db, id: string) => db.cachedGet<ProjectRow>('SELECT * FROM projects WHERE id = ?', id);
 
 /** Active memberships of a user, oldest first (the order that decides a new session's scope). */
 export function membershipsOfUser(db: Db, userId: string): FullMembershipRow[] {
-  return db.all<FullMembershipRow>(
+  return db.cachedAll<FullMembershipRow>(
     "SELECT * FROM memberships WHERE user_id = ? AND status = 'active' ORDER BY created_at, rowid", userId);
 }
 
@@ -70,11 +70,11 @@ export function organizationsByIds(db: Db, ids: string[]): OrganizationRow[] {
 }
 
 export function workspacesOfOrganization(db: Db, organizationId: string): WorkspaceRow[] {
-  return db.all<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
+  return db.cachedAll<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
 }
 
 export function projectsOfWorkspace(db: Db, organizationId: string, workspaceId: string): ProjectRow[] {
-  return db.all<ProjectRow>(
+  return db.cachedAll<ProjectRow>(
     'SELECT * FROM projects WHERE organization_id = ? AND workspace_id = ? ORDER BY created_at, rowid', organizationId, workspaceId);
 }
 
@@ -86,7 +86,7 @@ export interface NamedMembership {
 }
 
 export function namedMembershipsOfUser(db: Db, userId: string): NamedMembership[] {
-  return db.all<NamedMembership>(
+  return db.cachedAll<NamedMembership>(
     `SELECT m.level, m.role, m.access_mode, m.organization_id, o.name AS organization_name,
             m.workspace_id, w.name AS workspace_name, m.project_id, p.name AS project_name
        FROM memberships m

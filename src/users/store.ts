@@ -28,7 +28,7 @@ export function insertUser(db: Db, u: UserRow): void {
 }
 
 export function userById(db: Db, id: string): UserRow | undefined {
-  return db.get<UserRow>('SELECT * FROM users WHERE id = ?', id);
+  return db.cachedGet<UserRow>('SELECT * FROM users WHERE id = ?', id);
 }
 
 export function userByEmail(db: Db, email: string): UserRow | undefined {
