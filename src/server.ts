@@ -9,6 +9,7 @@ import { openDb, type Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp, type App } from './app.ts';
+import { dummyHash } from './auth/password.ts';
 
 export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
 
@@ -38,6 +39,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     log.warn('SVC_ALLOW_DEV_CONTEXT=1: x-user-id and x-*-id headers act as credentials and scope. NEVER use this in production.');
   }
   const app = createApp({ config, db, log });
+  // Logins with unknown e-mail addresses are checked against a dummy hash; have it ready before
+  // the first request so that they take no longer than the others.
+  await dummyHash(config.scryptLogN);
   const server = http.createServer({ keepAliveTimeout: 5_000, requestTimeout: 300_000 }, (req, res) => {
     void app.handle(req, res);
   });

@@ -9,7 +9,7 @@ import { record } from '../audit/service.ts';
 import { normalizeEmail, setLastLogin, setPassword, userByEmail, userById, type UserRow } from '../users/store.ts';
 import { firstScope } from '../tenancy/scope.ts';
 import { membershipsOfUser } from '../tenancy/store.ts';
-import { dummyHash, hashPassword, needsRehash, passwordProblem, verifyAgainstDummy, verifyPassword } from './password.ts';
+import { hashPassword, needsRehash, passwordProblem, verifyAgainstDummy, verifyPassword } from './password.ts';
 import { FailureLimiter } from './ratelimit.ts';
 import {
   insertSession, liveSessionsOfUser, revokeSessionById, revokeUserSessions, type SessionRow,
@@ -18,8 +18,6 @@ import {
 export interface LoginLimits { byEmail: FailureLimiter; byAddress: FailureLimiter }
 
 export function createLoginLimits(config: Config): LoginLimits {
-  // Made now, so that the first login with an unknown e-mail is not slower than the others.
-  void dummyHash(config.scryptLogN);
   const windowMs = config.loginWindowSeconds * 1000;
   return {
     byEmail: new FailureLimiter(config.loginMaxFailuresPerEmail, windowMs),
