@@ -50,10 +50,6 @@ export function operatorActor(): Actor {
   return { type: 'operator', userId: null, name: `local operator (${who})`, email: null, isSystemAdmin: true, sessionId: null, sessionKind: null };
 }
 
-export const SYSTEM_ACTOR: Actor = Object.freeze({
-  type: 'system', userId: null, name: 'system', email: null, isSystemAdmin: true, sessionId: null, sessionKind: null,
-});
-
 export interface ContextInit {
   db: Db;
   config: Config;

@@ -30,7 +30,3 @@ export function insertAudit(db: Db, r: Omit<AuditRow, 'seq'>): void {
     r.project_id, r.action, r.target_type, r.target_id, r.result, r.metadata, r.ip, r.user_agent, r.request_id,
   );
 }
-
-export function auditByTarget(db: Db, targetType: string, targetId: string): AuditRow[] {
-  return db.all<AuditRow>('SELECT * FROM audit_log WHERE target_type = ? AND target_id = ? ORDER BY seq', targetType, targetId);
-}

@@ -20,8 +20,6 @@ export class AppError extends Error {
   }
 }
 
-export const badRequest = (code: string, message: string, details?: Record<string, unknown>) =>
-  new AppError(400, code, message, details);
 export const invalidJson = (message = 'request body is not valid JSON') => new AppError(400, 'invalid_json', message);
 export const unauthenticated = (message = 'a valid session is required') => new AppError(401, 'unauthenticated', message);
 export const forbidden = (code: string, message: string, details?: Record<string, unknown>) =>

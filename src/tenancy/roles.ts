@@ -43,10 +43,6 @@ export const ROLE_PERMISSIONS: Record<Role, readonly BasePermission[]> = {
   project_viewer: split('script:read delivery:view task:view'),
 };
 
-export function isRole(level: Level, role: string): role is Role {
-  return (ROLE_LEVEL as Record<string, Level>)[role] === level;
-}
-
 export interface MembershipRow {
   level: Level;
   role: Role;
