@@ -1,5 +1,5 @@
-// JSON-lines logger. Lines are buffered and written once per event-loop turn (one write call for a
-// burst of requests instead of one per line); flush() writes what is pending at once.
+// JSON-lines logger. Lines are buffered and written at most every FLUSH_MS (one write call for a
+// burst of requests instead of one per line); errors, a full buffer and flush() write at once.
 export type Level = 'debug' | 'info' | 'warn' | 'error';
 const RANK: Record<Level | 'silent', number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
@@ -14,6 +14,7 @@ export interface Logger {
 export interface Sink { write(chunk: string): unknown }
 
 const FLUSH_BYTES = 64 * 1024;
+const FLUSH_MS = 25;
 
 export function createLogger(level: Level | 'silent' = 'info', sink: Sink = process.stderr): Logger {
   const min = RANK[level];
@@ -30,9 +31,20 @@ export function createLogger(level: Level | 'silent' = 'info', sink: Sink = proc
     sink.write(out);
   };
 
+  let lastMs = 0;
+  let lastIso = '';
+  const now = (): string => {
+    const ms = Date.now();
+    if (ms !== lastMs) {
+      lastMs = ms;
+      lastIso = new Date(ms).toISOString();
+    }
+    return lastIso;
+  };
+
   const write = (lvl: Level, msg: string, fields?: Record<string, unknown>): void => {
     if (RANK[lvl] < min) return;
-    const head = `{"time":"${new Date().toISOString()}","level":"${lvl}","msg":${JSON.stringify(msg)}`;
+    const head = `{"time":"${now()}","level":"${lvl}","msg":${JSON.stringify(msg)}`;
     const rest = fields ? JSON.stringify(fields, errorReplacer) : '{}';
     const line = (rest.length > 2 ? `${head},${rest.slice(1)}` : `${head}}`) + '\n';
     buffer.push(line);
@@ -40,7 +52,7 @@ export function createLogger(level: Level | 'silent' = 'info', sink: Sink = proc
     if (size >= FLUSH_BYTES || lvl === 'error') flush();
     else if (!scheduled) {
       scheduled = true;
-      setImmediate(flush);
+      setTimeout(flush, FLUSH_MS).unref();
     }
   };
 
