@@ -12,6 +12,7 @@ CREATE TABLE users (
   password_hash TEXT,
   password_must_change INTEGER NOT NULL DEFAULT 0 CHECK (password_must_change IN (0, 1)),
   password_changed_at TEXT,
+  mfa_enabled INTEGER NOT NULL DEFAULT 0 CHECK (mfa_enabled IN (0, 1)),
   last_login_at TEXT,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
@@ -43,6 +44,26 @@ CREATE TABLE organizations (
   created_by TEXT
 );
 
+-- One per organization, made with it. Money in integer minor units of `currency`.
+CREATE TABLE billing_accounts (
+  organization_id TEXT PRIMARY KEY REFERENCES organizations(id),
+  plan_name TEXT NOT NULL,
+  billing_cycle TEXT NOT NULL CHECK (billing_cycle IN ('monthly', 'quarterly', 'annual')),
+  currency TEXT NOT NULL,
+  base_fee_minor INTEGER NOT NULL DEFAULT 0,
+  seat_unit_price_minor INTEGER NOT NULL DEFAULT 0,
+  storage_unit_price_minor INTEGER NOT NULL DEFAULT 0,
+  clip_unit_price_minor INTEGER NOT NULL DEFAULT 0,
+  seat_limit INTEGER NOT NULL,
+  storage_gb REAL NOT NULL,
+  monthly_clip_quota INTEGER NOT NULL,
+  quota_warning_percent REAL NOT NULL,
+  local_runner_only INTEGER NOT NULL DEFAULT 0 CHECK (local_runner_only IN (0, 1)),
+  cloud_connectors_require_approval INTEGER NOT NULL DEFAULT 1 CHECK (cloud_connectors_require_approval IN (0, 1)),
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+
 CREATE TABLE workspaces (
   id TEXT PRIMARY KEY,
   organization_id TEXT NOT NULL REFERENCES organizations(id),
@@ -68,6 +89,117 @@ CREATE TABLE projects (
 );
 CREATE INDEX projects_workspace ON projects(workspace_id);
 CREATE INDEX projects_org ON projects(organization_id);
+
+-- The production hierarchy of a project: series -> season -> episode -> shot. Every row carries its
+-- project and tenant ids so that every query can filter by them.
+CREATE TABLE series (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  title TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX series_project ON series(project_id);
+
+CREATE TABLE seasons (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  series_id TEXT NOT NULL REFERENCES series(id),
+  number INTEGER NOT NULL,
+  title TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX seasons_project ON seasons(project_id, position);
+
+CREATE TABLE episodes (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  season_id TEXT NOT NULL REFERENCES seasons(id),
+  number INTEGER NOT NULL,
+  title TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'draft',
+  position INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX episodes_project ON episodes(project_id, season_id, position);
+
+CREATE TABLE shots (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  episode_id TEXT NOT NULL REFERENCES episodes(id),
+  position INTEGER NOT NULL,
+  title TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  prompt TEXT NOT NULL DEFAULT '',
+  negative_prompt TEXT NOT NULL DEFAULT '',
+  duration_target_ms INTEGER,
+  aspect_ratio TEXT NOT NULL DEFAULT '9:16',
+  status TEXT NOT NULL DEFAULT 'draft',
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX shots_episode ON shots(project_id, episode_id, position);
+
+-- Generation jobs (filled by the jobs issue; the project lifecycle reads their status).
+CREATE TABLE generation_jobs (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  shot_id TEXT REFERENCES shots(id),
+  kind TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'blocked', 'failed', 'completed', 'cancelled')),
+  connector_id TEXT,
+  priority INTEGER NOT NULL DEFAULT 0,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  max_attempts INTEGER NOT NULL DEFAULT 3,
+  depends_on TEXT REFERENCES generation_jobs(id),
+  leased_by TEXT,
+  leased_at TEXT,
+  run_after TEXT,
+  input TEXT NOT NULL DEFAULT '{}',
+  output TEXT,
+  error TEXT,
+  created_by TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  started_at TEXT,
+  finished_at TEXT
+);
+CREATE INDEX generation_jobs_project ON generation_jobs(project_id, status);
+
+-- Invitations: the token is shown once; only its SHA-256 and a short hint are kept.
+CREATE TABLE invitations (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT REFERENCES workspaces(id),
+  project_id TEXT REFERENCES projects(id),
+  email TEXT NOT NULL,
+  email_normalized TEXT NOT NULL,
+  role TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('pending', 'accepted', 'revoked', 'expired')),
+  token_hash TEXT UNIQUE,
+  token_hint TEXT,
+  expires_at TEXT NOT NULL,
+  invited_by TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  accepted_at TEXT,
+  accepted_by TEXT,
+  revoked_at TEXT,
+  revoked_by TEXT
+);
+CREATE INDEX invitations_org ON invitations(organization_id, status);
+CREATE UNIQUE INDEX invitations_one_pending ON invitations(organization_id, email_normalized) WHERE status = 'pending';
 
 -- One row per role a user holds at one level. scope_id is the id of the organization, workspace or
 -- project the role applies to; the parent ids are denormalized so every query can filter by tenant.

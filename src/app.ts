@@ -6,7 +6,9 @@ import { Readable } from 'node:stream';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import type { Logger } from './log.ts';
-import { ANONYMOUS, NO_SCOPE, createContext } from './context.ts';
+import { ANONYMOUS, NO_SCOPE, createContext, type Ctx } from './context.ts';
+import { record } from './audit/service.ts';
+import { assertProjectWritable } from './tenancy/guard.ts';
 import { Router, type Reply } from './http/router.ts';
 import { AppError, internalError, methodNotAllowed, notFound, unauthenticated, forbidden } from './http/errors.ts';
 import { clientAddress, readJson, requestId } from './http/request.ts';
@@ -16,6 +18,7 @@ import { parse } from './http/validate.ts';
 import { bindAuthRoutes } from './auth/routes.ts';
 import { createLoginLimits } from './auth/service.ts';
 import { bindTenancyRoutes } from './tenancy/routes.ts';
+import { bindProjectRoutes } from './projects/routes.ts';
 import { bindSystemRoutes } from './system/routes.ts';
 
 export interface App {
@@ -38,6 +41,7 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindSystemRoutes(router);
   bindAuthRoutes(router, limits);
   bindTenancyRoutes(router);
+  bindProjectRoutes(router);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
   function dispatch(req: IncomingMessage, res: ServerResponse, rid: string, setActor: (id: string) => void): Reply | Promise<Reply> {
@@ -59,15 +63,27 @@ export function createApp({ config, db, log }: AppDeps): App {
         throw forbidden('password_change_required', 'this account has a one-time password; change it with POST /api/auth/password first');
       }
     }
+    const base = {
+      db, config, log, actor: auth?.actor ?? ANONYMOUS, requestId: rid,
+      ip: clientAddress(req, config), userAgent: (req.headers['user-agent'] as string | undefined) ?? null,
+    };
+    let resolved: ReturnType<typeof resolveRequestScope> = { scope: NO_SCOPE, memberships: [] };
+    if (auth) {
+      try {
+        resolved = resolveRequestScope(db, config, req, auth, params);
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'scope_forbidden') auditDenied(createContext(base), route.pattern, params);
+        throw err;
+      }
+    }
+    const ctx = createContext({ ...base, scope: resolved.scope, memberships: resolved.memberships });
+    checkAccess(meta, ctx);
+    if (meta.scope === 'project' && !meta.archivedOk && req.method !== 'GET' && req.method !== 'HEAD') {
+      assertProjectWritable(db, ctx.scope.projectId!);
+    }
+    const query = meta.query ? parse(meta.query, Object.fromEntries(searchParams), true) : undefined;
     const run = (rawBody: unknown): Reply | Promise<Reply> => {
       const body = meta.body ? parse(meta.body, rawBody ?? {}) : undefined;
-      const query = meta.query ? parse(meta.query, Object.fromEntries(searchParams), true) : undefined;
-      const resolved = auth ? resolveRequestScope(db, config, req, auth, params) : { scope: NO_SCOPE, memberships: [] };
-      const ctx = createContext({
-        db, config, log, actor: auth?.actor ?? ANONYMOUS, scope: resolved.scope, memberships: resolved.memberships,
-        requestId: rid, ip: clientAddress(req, config), userAgent: (req.headers['user-agent'] as string | undefined) ?? null,
-      });
-      checkAccess(meta, ctx);
       return route.handler({ req, res, params, path, searchParams, body, query, ctx });
     };
     return meta.body ? readJson(req, config.maxBodyBytes).then(run) : run(undefined);
@@ -101,6 +117,17 @@ export function createApp({ config, db, log }: AppDeps): App {
       log.flush();
     },
   };
+}
+
+/** A refused attempt to reach another tenant's organization, workspace or project (by id in the path). */
+function auditDenied(ctx: Ctx, pattern: string, params: Record<string, string>): void {
+  const [targetType, targetId] = params.projectId ? ['project', params.projectId]
+    : params.workspaceId ? ['workspace', params.workspaceId] : ['organization', params.organizationId];
+  record(ctx, {
+    action: 'access.denied', targetType, targetId, result: 'denied',
+    organizationId: params.organizationId ?? null, workspaceId: params.workspaceId ?? null, projectId: params.projectId ?? null,
+    metadata: { route: pattern, reason: 'scope_forbidden' },
+  });
 }
 
 function errorReply(err: unknown, rid: string, log: Logger): Reply {

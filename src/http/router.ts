@@ -22,6 +22,12 @@ export interface RouteMeta<B = unknown, Q = unknown> {
   /** The caller needs one of these organization roles (system administrators pass). */
   orgRoles?: OrgRole[];
   systemAdmin?: boolean;
+  /**
+   * Routes acting in a project scope with a writing method answer 409 project_archived on an
+   * archived project (one guard, in the request path). true exempts a route that manages the
+   * project itself rather than its production (lifecycle, members).
+   */
+  archivedOk?: boolean;
   body?: Schema<B>;
   query?: Schema<Q>;
   response?: { status?: number; description: string; schema?: JsonSchema };

@@ -172,3 +172,9 @@ export function clampInt(raw: string | null, dflt: number, min: number, max: num
   if (raw === null || raw.trim() === '' || !/^-?\d+$/.test(raw.trim())) return dflt;
   return Math.min(max, Math.max(min, Number(raw)));
 }
+
+/** Pages an already visibility-filtered list: { items, pagination }. */
+export function pageOf<T, U>(searchParams: URLSearchParams, rows: readonly T[], present: (row: T) => U) {
+  const { page, pageSize, offset } = paging(searchParams);
+  return { items: rows.slice(offset, offset + pageSize).map(present), pagination: { page, pageSize, total: rows.length } };
+}

@@ -3,17 +3,12 @@ import type { Ctx } from '../context.ts';
 import { presentUser } from '../users/present.ts';
 import { userById } from '../users/store.ts';
 import type { ScopeIds } from './roles.ts';
-import { namedMembershipsOfUser, organizationById, projectById, workspaceById, type OrganizationRow, type ProjectRow, type WorkspaceRow } from './store.ts';
+import { namedMembershipsOfUser, organizationById, projectById, workspaceById, type OrganizationRow, type WorkspaceRow } from './store.ts';
+import { presentProject } from '../projects/present.ts';
 
 export const presentOrganization = (o: OrganizationRow) => ({ id: o.id, name: o.name, timeZone: o.time_zone, createdAt: o.created_at });
 
 export const presentWorkspace = (w: WorkspaceRow) => ({ id: w.id, organizationId: w.organization_id, name: w.name, createdAt: w.created_at });
-
-export const presentProject = (p: ProjectRow) => ({
-  id: p.id, organizationId: p.organization_id, workspaceId: p.workspace_id, name: p.name, status: p.status,
-  templateId: p.template_id, createdAt: p.created_at, updatedAt: p.updated_at,
-  archivedAt: p.archived_at, archivedBy: p.archived_by, archivedFromStatus: p.archived_from_status,
-});
 
 /** GET /api/context: who, where, with which permissions, and every membership to switch to. */
 export function presentContext(ctx: Ctx, scope: ScopeIds, permissions: readonly string[]) {

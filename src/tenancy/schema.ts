@@ -6,7 +6,6 @@ const id = v.string({ min: 1, max: 64 });
 
 export const OrganizationBody = v.object({ name, ownerUserId: v.optional(id) });
 export const WorkspaceBody = v.object({ name });
-export const ProjectBody = v.object({ name, templateId: v.optional(v.string({ min: 1, max: 100 })) });
 export const ContextPatchBody = v.object({
   organizationId: v.optional(id),
   workspaceId: v.optional(id),

@@ -3,12 +3,13 @@ import type { Ctx } from '../context.ts';
 import { conflict, notFound, validationFailed } from '../http/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
+import { insertDefaultBillingAccount } from '../commercial/account.ts';
 import { setSessionScope } from '../auth/store.ts';
 import { userById } from '../users/store.ts';
 import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from './roles.ts';
 import { canSeeProject, canSeeWorkspace, fillScope, resolveScope, type ScopeRequest } from './scope.ts';
 import {
-  allOrganizations, insertMembership, insertOrganization, insertProject, insertWorkspace, membershipAt,
+  allOrganizations, insertMembership, insertOrganization, insertWorkspace, membershipAt,
   organizationById, organizationsByIds, projectById, projectsOfWorkspace, workspaceById, workspacesOfOrganization,
   setMembershipRole, type FullMembershipRow, type OrganizationRow, type ProjectRow, type WorkspaceRow,
 } from './store.ts';
@@ -20,6 +21,7 @@ export function createOrganization(ctx: Ctx, input: { name: string; ownerUserId?
   const org: OrganizationRow = { id: newId('org'), name: input.name, time_zone: 'UTC', created_at: now, created_by: ctx.actor.userId };
   ctx.db.tx(() => {
     insertOrganization(ctx.db, org);
+    insertDefaultBillingAccount(ctx.db, org.id, now);
     record(ctx, { action: 'organization.created', targetType: 'organization', targetId: org.id, organizationId: org.id, workspaceId: null, projectId: null, metadata: { name: org.name, ownerUserId: owner?.id ?? null } });
     if (owner) grantRole(ctx, { userId: owner.id, level: 'organization', scopeId: org.id, role: 'org_owner' });
   });
@@ -34,22 +36,6 @@ export function createWorkspace(ctx: Ctx, organizationId: string, input: { name:
     record(ctx, { action: 'workspace.created', targetType: 'workspace', targetId: ws.id, organizationId, workspaceId: ws.id, projectId: null, metadata: { name: ws.name } });
   });
   return ws;
-}
-
-export function createProject(ctx: Ctx, workspaceId: string, input: { name: string; templateId?: string }): ProjectRow {
-  const ws = workspaceById(ctx.db, workspaceId);
-  if (!ws) throw notFound('no such workspace');
-  const now = ctx.now().toISOString();
-  const p: ProjectRow = {
-    id: newId('prj'), organization_id: ws.organization_id, workspace_id: ws.id, name: input.name, status: 'draft',
-    template_id: input.templateId ?? null, created_at: now, created_by: ctx.actor.userId, updated_at: now,
-    archived_at: null, archived_by: null, archived_from_status: null,
-  };
-  ctx.db.tx(() => {
-    insertProject(ctx.db, p);
-    record(ctx, { action: 'project.created', targetType: 'project', targetId: p.id, organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id, metadata: { name: p.name, templateId: p.template_id } });
-  });
-  return p;
 }
 
 export interface Grant { userId: string; level: Level; scopeId: string; role: Role; accessMode?: 'full' | 'project-only' }

@@ -1,7 +1,8 @@
 // Factories that create what a test needs through the services, making missing parents on the way.
 import assert from 'node:assert/strict';
 import { createUser } from '../../src/users/service.ts';
-import { createOrganization, createProject, createWorkspace, grantRole } from '../../src/tenancy/service.ts';
+import { createOrganization, createWorkspace, grantRole } from '../../src/tenancy/service.ts';
+import { createProject } from '../../src/projects/service.ts';
 import type { Level, Role } from '../../src/tenancy/roles.ts';
 import { ROLE_LEVEL } from '../../src/tenancy/roles.ts';
 import type { TestServer } from './server.ts';

@@ -1,0 +1,31 @@
+// Projects: list and create in a workspace, read, change, lifecycle.
+import { json, type Router } from '../http/router.ts';
+import { PageQuery, pageOf } from '../http/validate.ts';
+import { listProjects } from '../tenancy/service.ts';
+import { projectById } from '../tenancy/store.ts';
+import { LifecycleBody, ProjectBody, ProjectPatchBody } from './schema.ts';
+import { presentProject } from './present.ts';
+import { changeLifecycle, createProject, updateProject } from './service.ts';
+
+export function bindProjectRoutes(r: Router): void {
+  const tags = ['projects'];
+  r.get('/api/workspaces/:workspaceId/projects', { summary: 'Projects of the workspace the caller may see.', tags, scope: 'workspace', query: PageQuery },
+    ({ ctx, searchParams, params }) => json(200, pageOf(searchParams, listProjects(ctx, params.workspaceId), presentProject)));
+
+  r.post('/api/workspaces/:workspaceId/projects', {
+    summary: 'Create a project (status draft) with one series, a first season, a pilot episode and a starter shot.',
+    tags, scope: 'workspace', permission: 'project:create', body: ProjectBody, response: { status: 201, description: 'the project' },
+  }, ({ ctx, body, params }) => json(201, presentProject(createProject(ctx, params.workspaceId, body))));
+
+  r.get('/api/projects/:projectId', { summary: 'The project.', tags, scope: 'project' },
+    ({ ctx, params }) => json(200, presentProject(projectById(ctx.db, params.projectId)!)));
+
+  r.patch('/api/projects/:projectId', {
+    summary: "Change the project's name or template.", tags, scope: 'project', permission: 'project:create', body: ProjectPatchBody,
+  }, ({ ctx, body, params }) => json(200, presentProject(updateProject(ctx, params.projectId, body))));
+
+  r.post('/api/projects/:projectId/lifecycle', {
+    summary: 'Apply one lifecycle action: pause, resume, activate, submit-review, archive, restore (see README for the state machine).',
+    tags, scope: 'project', permission: 'project:create', archivedOk: true, body: LifecycleBody,
+  }, ({ ctx, body, params }) => json(200, presentProject(changeLifecycle(ctx, params.projectId, body.action))));
+}
