@@ -19,7 +19,9 @@ import { bindAuthRoutes } from './auth/routes.ts';
 import { createLoginLimits } from './auth/service.ts';
 import { bindTenancyRoutes } from './tenancy/routes.ts';
 import { bindProjectRoutes } from './projects/routes.ts';
+import { bindMemberRoutes } from './members/routes.ts';
 import { bindSystemRoutes } from './system/routes.ts';
+import { bindUserRoutes } from './users/routes.ts';
 
 export interface App {
   router: Router;
@@ -42,6 +44,8 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindAuthRoutes(router, limits);
   bindTenancyRoutes(router);
   bindProjectRoutes(router);
+  bindUserRoutes(router);
+  bindMemberRoutes(router);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
   function dispatch(req: IncomingMessage, res: ServerResponse, rid: string, setActor: (id: string) => void): Reply | Promise<Reply> {

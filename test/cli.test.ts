@@ -414,3 +414,65 @@ test('under an older /usr/bin/node, serve still stops cleanly on SIGTERM', async
   assert.equal(health.status, 200, health.text);
   await stop(server);
 });
+
+test('users suspend from another process: the running server refuses the old token on the very next request', async (t) => {
+  const sb = new Sandbox(t);
+  assert.equal((await createAdmin(sb)).code, 0);
+  const created = await sb.run(['users', 'create', '--email', 'w@b.c', '--name', 'W', '--password-stdin', '--json', ...sb.dirs], { input: PASSWORD });
+  assert.equal(created.code, 0, describe(created));
+  const userId = JSON.parse(created.stdout).user.id as string;
+  const server = await sb.serve(['--port', '0', ...sb.dirs]);
+  const session = await login(server.url, 'w@b.c', PASSWORD);
+  assert.equal((await api(server.url, 'GET', '/api/context', { token: session.token })).status, 200);
+
+  const suspended = await sb.run(['users', 'suspend', 'w@b.c', ...sb.dirs]);
+  assert.equal(suspended.code, 0, describe(suspended));
+  assert.equal(suspended.stdout, `suspended user ${userId} <w@b.c>\n`);
+  // The server's read cache must notice the other process's commit.
+  const next = await api(server.url, 'GET', '/api/context', { token: session.token });
+  assert.equal(next.status, 401, next.text);
+
+  const listed = await sb.run(['users', 'list', '--json', ...sb.dirs]);
+  assert.equal(listed.code, 0, describe(listed));
+  const doc = JSON.parse(listed.stdout);
+  assert.equal(doc.pagination.total, 2);
+  const w = doc.items.find((u: { email: string }) => u.email === 'w@b.c');
+  assert.equal(w.status, 'suspended');
+  assert.equal(w.activeSessions, 0);
+  assert.doesNotMatch(listed.stdout, /scrypt|password_?hash/i);
+  const suspendedOnly = JSON.parse((await sb.run(['users', 'list', '--status', 'suspended', '--query', 'W@B', '--limit', '500', '--json', ...sb.dirs])).stdout);
+  assert.deepEqual(suspendedOnly.items.map((u: { id: string }) => u.id), [userId]);
+  assert.equal(suspendedOnly.pagination.pageSize, 200);
+
+  // Reactivated, then a one-time password from the command line that works and must be changed.
+  assert.equal((await sb.run(['users', 'activate', userId, ...sb.dirs])).code, 0);
+  const reset = await sb.run(['users', 'reset-password', 'w@b.c', ...sb.dirs]);
+  assert.equal(reset.code, 0, describe(reset));
+  const m = /^one-time password \(change it at next login\): (\S+)$/m.exec(reset.stdout);
+  assert.ok(m, reset.stdout);
+  const fresh = await login(server.url, 'w@b.c', m[1]);
+  assert.equal(fresh.passwordChangeRequired, true);
+  const revoked = await sb.run(['users', 'revoke-sessions', 'w@b.c', '--json', ...sb.dirs]);
+  assert.deepEqual(JSON.parse(revoked.stdout), { userId, revoked: 1 });
+  assert.equal((await api(server.url, 'GET', '/api/auth/session', { token: fresh.token })).status, 401);
+  const mfa = await sb.run(['users', 'reset-mfa', 'w@b.c', '--json', ...sb.dirs]);
+  assert.equal(JSON.parse(mfa.stdout).mfaEnabled, false);
+
+  // Refusals and unknown users: one stderr line, non-zero exit.
+  assert.match(assertOneLineFailure(await sb.run(['users', 'suspend', 'a@b.c', '--json', ...sb.dirs])), /last active system administrator/);
+  assert.match(assertOneLineFailure(await sb.run(['users', 'suspend', 'nobody@x.y', ...sb.dirs])), /nobody@x\.y/);
+  assert.match(assertOneLineFailure(await sb.run(['users', 'reset-password', 'usr_nobody', '--json', ...sb.dirs])), /usr_nobody/);
+
+  const org = await sb.run(['orgs', 'create', '--name', 'Studio', '--owner', 'w@b.c', '--json', ...sb.dirs]);
+  assert.equal(org.code, 0, describe(org));
+  const orgs = await sb.run(['orgs', 'list', '--json', ...sb.dirs]);
+  assert.deepEqual(JSON.parse(orgs.stdout).items.map((o: { name: string }) => o.name), ['Studio']);
+  assert.match(assertOneLineFailure(await sb.run(['users', 'suspend', 'w@b.c', ...sb.dirs])), /only active owner/);
+  const actions = query<{ action: string; actor_type: string }>(path.join(sb.data, 'svc.db'),
+    "SELECT action, actor_type FROM audit_log WHERE target_id = ? AND action LIKE 'user.%' ORDER BY seq", userId);
+  assert.deepEqual(actions.map((a) => [a.action, a.actor_type]), [
+    ['user.created', 'operator'], ['user.suspended', 'operator'], ['user.activated', 'operator'],
+    ['user.password_reset', 'operator'], ['user.sessions_revoked', 'operator'], ['user.mfa_reset', 'operator'],
+  ]);
+  await stop(server);
+});

@@ -1,32 +1,16 @@
 // Password login, logout, the current session, password change and own-session management.
-import type { IncomingMessage } from 'node:http';
-import type { Config } from '../config.ts';
 import { json, type Router } from '../http/router.ts';
-import { SESSION_COOKIE, isAllowedOrigin } from '../http/auth.ts';
 import { presentUser } from '../users/present.ts';
 import { userById } from '../users/store.ts';
 import { sessionOfUser } from './store.ts';
 import { LoginBody, PasswordChangeBody } from './schema.ts';
+import { CLEAR_COOKIE, fromBrowser, sessionCookie } from './cookies.ts';
 import { presentSession } from './present.ts';
 import {
   changePassword, listSessions, login, logout, revokeOtherSessions, revokeSession, type LoginLimits, type StartedSession,
 } from './service.ts';
 
-/** A login is a browser login when it comes from the service's own page or the configured front end. */
-function fromBrowser(req: IncomingMessage, config: Config): boolean {
-  const origin = req.headers.origin;
-  if (typeof origin === 'string') return isAllowedOrigin(req, config, origin);
-  return req.headers['sec-fetch-site'] === 'same-origin';
-}
-
-function sessionCookie(started: StartedSession): string {
-  const maxAge = Math.max(0, Math.floor((Date.parse(started.session.expires_at) - Date.now()) / 1000));
-  return `${SESSION_COOKIE}=${started.token}; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=${maxAge}`;
-}
-
-const CLEAR_COOKIE = `${SESSION_COOKIE}=; Path=/; HttpOnly; Secure; SameSite=Lax; Max-Age=0`;
-
-const tokenAnswer = (started: StartedSession) => ({ token: started.token, expiresAt: started.session.expires_at, sessionId: started.session.id });
+export const tokenAnswer = (started: StartedSession) => ({ token: started.token, expiresAt: started.session.expires_at, sessionId: started.session.id });
 
 export function bindAuthRoutes(r: Router, limits: LoginLimits): void {
   const tags = ['auth'];

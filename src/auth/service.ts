@@ -33,8 +33,8 @@ export function idleCutoff(ctx: Ctx): string {
   return new Date(ctx.now().getTime() - ctx.config.sessionIdleMinutes * 60_000).toISOString();
 }
 
-/** Creates a session for a user; the caller runs it inside its transaction. */
-function startSession(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', scope?: Pick<SessionRow, 'organization_id' | 'workspace_id' | 'project_id'>): StartedSession {
+/** Creates a session for a user; the caller runs it inside its transaction (it writes a row). */
+export function startSession(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', scope?: Pick<SessionRow, 'organization_id' | 'workspace_id' | 'project_id'>): StartedSession {
   const now = ctx.now();
   const token = newToken();
   const actor = { ...ctx.actor, type: 'user' as const, userId: user.id, isSystemAdmin: user.is_system_admin === 1 };

@@ -1,6 +1,6 @@
 // svc orgs ...
 import type { Argv } from 'yargs';
-import { createOrganization } from '../tenancy/service.ts';
+import { createOrganization, listOrganizations } from '../tenancy/service.ts';
 import { presentOrganization } from '../tenancy/present.ts';
 import { userByEmail, userById } from '../users/store.ts';
 import { validationFailed } from '../http/errors.ts';
@@ -26,9 +26,20 @@ const create = {
   },
 };
 
+const list = {
+  command: 'list',
+  describe: 'list every organization',
+  builder: (y: Argv) => sharedOptions(y),
+  handler: async (args: SharedArgs) => {
+    const orgs = (await withOperator(args, (ctx) => listOrganizations(ctx))).map(presentOrganization);
+    output(args, { items: orgs, pagination: { page: 1, pageSize: orgs.length, total: orgs.length } },
+      [...orgs.map((o) => `${o.id}  ${JSON.stringify(o.name)}  created ${o.createdAt}`), `${orgs.length} organizations`]);
+  },
+};
+
 export const orgsCommand = {
   command: 'orgs <command>',
   describe: 'manage organizations',
-  builder: (y: Argv) => y.command(create).demandCommand(1),
+  builder: (y: Argv) => y.command(create).command(list).demandCommand(1),
   handler: () => {},
 };

@@ -1,8 +1,11 @@
 // svc users ...
 import type { Argv } from 'yargs';
+import type { Ctx } from '../context.ts';
 import { createUser } from '../users/service.ts';
-import { presentUser } from '../users/present.ts';
-import { NewUserBody } from '../users/schema.ts';
+import { presentGovernedUser, presentUser, type GovernedUser } from '../users/present.ts';
+import { NewUserBody, UserListQuery } from '../users/schema.ts';
+import { findUser, listGovernedUsers, resetMfa, resetPassword, revokeSessions, updateUser } from '../users/governance.ts';
+import type { UserRow } from '../users/store.ts';
 import { parse } from '../http/validate.ts';
 import { output, readStdin, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 
@@ -27,9 +30,69 @@ const create = {
   },
 };
 
+interface ListArgs extends SharedArgs { query?: string; status?: string; limit?: number }
+
+const who = (u: UserRow) => `${u.id} <${u.email}>`;
+
+function userLine(g: ReturnType<typeof presentGovernedUser>): string {
+  const flags = [g.status, ...(g.isSystemAdmin ? ['system-admin'] : []), ...(g.mfaEnabled ? ['mfa'] : [])].join(',');
+  return `${g.id}  ${g.email}  ${flags}  sessions=${g.activeSessions}  memberships=${g.memberships.length}  ${JSON.stringify(g.name)}`;
+}
+
+const list = {
+  command: 'list',
+  describe: 'list users with status, sessions and memberships',
+  builder: (y: Argv) => sharedOptions(y)
+    .option('query', { type: 'string', requiresArg: true, describe: 'substring of the e-mail address or name (case-insensitive)' })
+    .option('status', { type: 'string', requiresArg: true, describe: 'active or suspended' })
+    .option('limit', { type: 'number', requiresArg: true, describe: 'at most this many users, default 50, clamped to 1..200' }),
+  handler: async (args: ListArgs) => {
+    const q = parse(UserListQuery, { query: args.query, status: args.status, limit: args.limit });
+    const { items, pagination } = await withOperator(args, (ctx) => listGovernedUsers(ctx, q));
+    const shown = items.map(presentGovernedUser);
+    output(args, { items: shown, pagination }, [...shown.map(userLine), `${shown.length} of ${pagination.total} users`]);
+  },
+};
+
+interface UserArgs extends SharedArgs { user?: string }
+
+/** `svc users <name> <email-or-id>`: finds the user (404 when unknown), acts, prints. */
+function onUser<T>(name: string, describe: string, act: (ctx: Ctx, user: UserRow) => T | Promise<T>, show: (r: T, user: UserRow) => { data: unknown; text: string | string[] }) {
+  return {
+    command: `${name} <user>`,
+    describe,
+    builder: (y: Argv) => sharedOptions(y).positional('user', { type: 'string', demandOption: true, describe: 'e-mail address or id of the user' }),
+    handler: async (args: UserArgs) => {
+      const { r, user } = await withOperator(args, async (ctx) => {
+        const user = findUser(ctx, String(args.user));
+        return { r: await act(ctx, user), user };
+      });
+      const { data, text } = show(r, user);
+      output(args, data, text);
+    },
+  };
+}
+
+const shown = (verb: string) => (g: GovernedUser) => ({ data: presentGovernedUser(g), text: `${verb} user ${who(g.user)}` });
+
+const suspend = onUser('suspend', 'suspend a user; every session is revoked at once',
+  (ctx, u) => updateUser(ctx, u.id, { status: 'suspended' }), shown('suspended'));
+const activate = onUser('activate', 'reactivate a suspended user',
+  (ctx, u) => updateUser(ctx, u.id, { status: 'active' }), shown('activated'));
+const resetMfaCommand = onUser('reset-mfa', 'turn MFA off for a user (enrolls again); every session is revoked',
+  (ctx, u) => resetMfa(ctx, u.id), shown('reset MFA of'));
+const resetPasswordCommand = onUser('reset-password', 'set a one-time password (printed once, changed at the next login); every session is revoked',
+  (ctx, u) => resetPassword(ctx, u.id), (r, u) => ({
+    data: { userId: u.id, email: u.email, initialPassword: r.initialPassword },
+    text: [`reset the password of user ${who(u)}`, `one-time password (change it at next login): ${r.initialPassword}`],
+  }));
+const revokeSessionsCommand = onUser('revoke-sessions', 'revoke every session of a user',
+  (ctx, u) => revokeSessions(ctx, u.id), (n, u) => ({ data: { userId: u.id, revoked: n }, text: `revoked ${n} session(s) of user ${who(u)}` }));
+
 export const usersCommand = {
   command: 'users <command>',
   describe: 'manage user accounts',
-  builder: (y: Argv) => y.command(create).demandCommand(1),
+  builder: (y: Argv) => y.command(create).command(list).command(suspend).command(activate)
+    .command(resetPasswordCommand).command(resetMfaCommand).command(revokeSessionsCommand).demandCommand(1),
   handler: () => {},
 };

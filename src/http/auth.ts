@@ -9,6 +9,7 @@ import { sha256Hex } from '../lib/ids.ts';
 import { sessionByTokenHash, touchSession, type SessionWithUser } from '../auth/store.ts';
 import { userById } from '../users/store.ts';
 import { AppError, unauthenticated } from './errors.ts';
+import { requestOrigin } from './request.ts';
 
 export const SESSION_COOKIE = 'svc_session';
 /** last_seen_at is written at most this often per session (idle expiry has this granularity). */
@@ -35,9 +36,7 @@ const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 export function isAllowedOrigin(req: IncomingMessage, config: Config, origin: string): boolean {
   if (config.frontendOrigin && origin === config.frontendOrigin) return true;
   if (config.publicUrl && origin === new URL(config.publicUrl).origin) return true;
-  const forwarded = config.trustProxy ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim() : '';
-  const proto = forwarded || ('encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http');
-  return !!req.headers.host && origin === `${proto}://${req.headers.host}`;
+  return origin === requestOrigin(req, config);
 }
 
 /** Returns the authenticated actor, null when the request carries no credential, or throws 401/403. */

@@ -53,3 +53,15 @@ export function requestId(req: IncomingMessage): string {
   if (typeof given === 'string' && REQUEST_ID.test(given)) return given;
   return `${PROCESS_PREFIX}-${(++requestCounter).toString(36)}`;
 }
+
+/** The service's origin as this client addressed it (scheme from X-Forwarded-Proto only behind a trusted proxy). */
+export function requestOrigin(req: IncomingMessage, config: Config): string | null {
+  const forwarded = config.trustProxy ? String(req.headers['x-forwarded-proto'] ?? '').split(',')[0].trim() : '';
+  const proto = forwarded || ('encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http');
+  return req.headers.host ? `${proto}://${req.headers.host}` : null;
+}
+
+/** Where people open links: the front end, else the public URL, else the origin the client used. */
+export function frontendBase(req: IncomingMessage, config: Config): string {
+  return config.frontendOrigin || config.publicUrl || requestOrigin(req, config) || 'http://localhost';
+}

@@ -1,6 +1,6 @@
 // Tenancy rows as the API shows them.
 import type { Ctx } from '../context.ts';
-import { presentUser } from '../users/present.ts';
+import { presentNamedMembership, presentUser } from '../users/present.ts';
 import { userById } from '../users/store.ts';
 import type { ScopeIds } from './roles.ts';
 import { namedMembershipsOfUser, organizationById, projectById, workspaceById, type OrganizationRow, type WorkspaceRow } from './store.ts';
@@ -29,11 +29,6 @@ export function presentContext(ctx: Ctx, scope: ScopeIds, permissions: readonly 
       project: roleAt('project', scope.projectId),
     },
     permissions,
-    memberships: namedMembershipsOfUser(ctx.db, user.id).map((m) => ({
-      level: m.level, role: m.role, accessMode: m.access_mode,
-      organizationId: m.organization_id, organizationName: m.organization_name,
-      workspaceId: m.workspace_id, workspaceName: m.workspace_name,
-      projectId: m.project_id, projectName: m.project_name,
-    })),
+    memberships: namedMembershipsOfUser(ctx.db, user.id).map(presentNamedMembership),
   };
 }

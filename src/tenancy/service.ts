@@ -9,7 +9,7 @@ import { userById } from '../users/store.ts';
 import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from './roles.ts';
 import { canSeeProject, canSeeWorkspace, fillScope, resolveScope, type ScopeRequest } from './scope.ts';
 import {
-  allOrganizations, insertMembership, insertOrganization, insertWorkspace, membershipAt,
+  activeOwnerCount, allOrganizations, insertMembership, insertOrganization, insertWorkspace, membershipAt,
   organizationById, organizationsByIds, projectById, projectsOfWorkspace, workspaceById, workspacesOfOrganization,
   setMembershipRole, type FullMembershipRow, type OrganizationRow, type ProjectRow, type WorkspaceRow,
 } from './store.ts';
@@ -62,16 +62,13 @@ export function grantRole(ctx: Ctx, g: Grant): FullMembershipRow {
     org = p.organization_id; ws = p.workspace_id; project = p.id;
   }
   return ctx.db.tx(() => {
-    if (g.level !== 'organization' && !membershipAt(ctx.db, g.userId, 'organization', org)) {
-      grantRole(ctx, { userId: g.userId, level: 'organization', scopeId: org, role: 'org_member' });
-    }
-    if (g.level === 'project' && !membershipAt(ctx.db, g.userId, 'workspace', ws!)) {
-      grantRole(ctx, { userId: g.userId, level: 'workspace', scopeId: ws!, role: 'project_guest', accessMode: 'project-only' });
-    }
+    if (g.level !== 'organization') ensureParent(ctx, g.userId, 'organization', org, 'org_member');
+    if (g.level === 'project') ensureParent(ctx, g.userId, 'workspace', ws!, 'project_guest');
     const accessMode = g.accessMode ?? (g.role === 'project_guest' ? 'project-only' : 'full');
     const existing = membershipAt(ctx.db, g.userId, g.level, g.scopeId);
     if (existing) {
       if (existing.role === g.role && existing.status === 'active') return existing;
+      if (existing.role === 'org_owner' && existing.status === 'active') assertKeepsAnOwner(ctx, org, g.userId);
       setMembershipRole(ctx.db, existing.id, g.role, accessMode);
     } else {
       insertMembership(ctx.db, {
@@ -86,6 +83,21 @@ export function grantRole(ctx: Ctx, g: Grant): FullMembershipRow {
     });
     return membershipAt(ctx.db, g.userId, g.level, g.scopeId)!;
   });
+}
+
+/** A parent membership the hierarchy needs: made when missing, reactivated (same role) when inactive. */
+function ensureParent(ctx: Ctx, userId: string, level: 'organization' | 'workspace', scopeId: string, role: Role): void {
+  const parent = membershipAt(ctx.db, userId, level, scopeId);
+  if (!parent) grantRole(ctx, { userId, level, scopeId, role });
+  else if (parent.status !== 'active') grantRole(ctx, { userId, level, scopeId, role: parent.role as Role });
+}
+
+/** 409 last_owner when `userId` is the organization's only active owner. */
+export function assertKeepsAnOwner(ctx: Ctx, organizationId: string, userId: string): void {
+  const m = membershipAt(ctx.db, userId, 'organization', organizationId);
+  if (m?.role === 'org_owner' && m.status === 'active' && activeOwnerCount(ctx.db, organizationId) <= 1) {
+    throw conflict('last_owner', 'an organization must keep an active owner; make someone else org_owner first', { organizationId, userId });
+  }
 }
 
 export function listOrganizations(ctx: Ctx): OrganizationRow[] {

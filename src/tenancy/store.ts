@@ -96,3 +96,10 @@ export function namedMembershipsOfUser(db: Db, userId: string): NamedMembership[
       WHERE m.user_id = ? AND m.status = 'active'
       ORDER BY m.created_at, m.rowid`, userId);
 }
+
+export function activeOwnerCount(db: Db, organizationId: string): number {
+  return db.get<{ n: number }>(
+    `SELECT count(*) AS n FROM memberships m JOIN users u ON u.id = m.user_id
+      WHERE m.organization_id = ? AND m.level = 'organization' AND m.role = 'org_owner' AND m.status = 'active' AND u.status = 'active'`,
+    organizationId)!.n;
+}

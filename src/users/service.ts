@@ -1,6 +1,6 @@
 // Creating user accounts (CLI `svc users create`, and the administrator's routes later).
 import type { Ctx } from '../context.ts';
-import { conflict, forbidden, notFound, validationFailed } from '../http/errors.ts';
+import { conflict, notFound, validationFailed } from '../http/errors.ts';
 import { revokeUserSessions } from '../auth/store.ts';
 import { newId } from '../lib/ids.ts';
 import { generatePassword, hashPassword, passwordProblem } from '../auth/password.ts';
@@ -12,8 +12,11 @@ import { insertUser, normalizeEmail, updateUserStatus, userByEmail, userById, ty
 /** Parsed with NewUserBody. Without a password a one-time initial password is generated and must be changed at first login. */
 export type NewUser = Infer<typeof NewUserBody>;
 
-export async function createUser(ctx: Ctx, input: NewUser): Promise<{ user: UserRow; initialPassword: string | null }> {
-  if (!ctx.actor.isSystemAdmin) throw forbidden('permission_denied', 'only a system administrator can create accounts');
+/**
+ * Creates an account. `within`, when given, runs in the same transaction as the insert (e.g. the
+ * memberships of an accepted invitation), and its result is returned as `extra`.
+ */
+export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within?: (user: UserRow) => T): Promise<{ user: UserRow; initialPassword: string | null; extra?: T }> {
   const { email, name } = input;
   const problem = input.password === undefined ? null : passwordProblem(input.password, email);
   if (problem) throw validationFailed({ password: problem });
@@ -25,9 +28,9 @@ export async function createUser(ctx: Ctx, input: NewUser): Promise<{ user: User
   const user: UserRow = {
     id: newId('usr'), email, email_normalized: normalizeEmail(email), name, status: 'active',
     is_system_admin: input.isSystemAdmin ? 1 : 0, password_hash: hash, password_must_change: initialPassword ? 1 : 0,
-    password_changed_at: now, last_login_at: null, created_at: now, updated_at: now,
+    password_changed_at: now, mfa_enabled: 0, last_login_at: null, created_at: now, updated_at: now,
   };
-  ctx.db.tx(() => {
+  const extra = ctx.db.tx(() => {
     // Checked again inside the transaction: the hash above took time.
     if (userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
     insertUser(ctx.db, user);
@@ -36,8 +39,9 @@ export async function createUser(ctx: Ctx, input: NewUser): Promise<{ user: User
       organizationId: null, workspaceId: null, projectId: null,
       metadata: { email, systemAdmin: user.is_system_admin === 1, initialPassword: initialPassword ? 'generated' : 'provided' },
     });
+    return within?.(user);
   });
-  return { user, initialPassword };
+  return { user, initialPassword, extra };
 }
 
 /**

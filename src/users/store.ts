@@ -1,4 +1,4 @@
-// SQL of user accounts.
+// SQL of user accounts, and the queries of global user governance.
 import type { Db } from '../db/db.ts';
 
 export interface UserRow {
@@ -11,6 +11,7 @@ export interface UserRow {
   password_hash: string | null;
   password_must_change: number;
   password_changed_at: string | null;
+  mfa_enabled: number;
   last_login_at: string | null;
   created_at: string;
   updated_at: string;
@@ -21,9 +22,9 @@ export const normalizeEmail = (email: string): string => email.trim().toLowerCas
 export function insertUser(db: Db, u: UserRow): void {
   db.run(
     `INSERT INTO users (id, email, email_normalized, name, status, is_system_admin, password_hash, password_must_change,
-       password_changed_at, last_login_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       password_changed_at, mfa_enabled, last_login_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     u.id, u.email, u.email_normalized, u.name, u.status, u.is_system_admin, u.password_hash, u.password_must_change,
-    u.password_changed_at, u.last_login_at, u.created_at, u.updated_at,
+    u.password_changed_at, u.mfa_enabled, u.last_login_at, u.created_at, u.updated_at,
   );
 }
 
@@ -46,4 +47,51 @@ export function setLastLogin(db: Db, id: string, now: string): void {
 
 export function updateUserStatus(db: Db, id: string, status: 'active' | 'suspended', now: string): void {
   db.run('UPDATE users SET status = ?, updated_at = ? WHERE id = ?', status, now, id);
+}
+
+export function setSystemAdmin(db: Db, id: string, isSystemAdmin: boolean, now: string): void {
+  db.run('UPDATE users SET is_system_admin = ?, updated_at = ? WHERE id = ?', isSystemAdmin ? 1 : 0, now, id);
+}
+
+export function clearMfa(db: Db, id: string, now: string): void {
+  db.run('UPDATE users SET mfa_enabled = 0, updated_at = ? WHERE id = ?', now, id);
+}
+
+export interface UserFilter { query?: string; status?: 'active' | 'suspended'; limit: number; offset: number }
+
+/** `%`, `_` and the escape character itself taken literally in a LIKE pattern with ESCAPE backslash. */
+const likeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/**
+ * One page of users, by e-mail address, and how many match in all. `query` is a substring of the
+ * e-mail address or the name; LIKE ignores the case of ASCII letters (other letters match exactly).
+ */
+export function listUsers(db: Db, f: UserFilter): { rows: UserRow[]; total: number } {
+  const pattern = f.query ? `%${likeLiteral(f.query)}%` : null;
+  const where = `WHERE (?1 IS NULL OR email_normalized LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')
+      AND (?2 IS NULL OR status = ?2)`;
+  const params = [pattern, f.status ?? null] as const;
+  const rows = db.all<UserRow>(`SELECT * FROM users ${where} ORDER BY email_normalized, id LIMIT ?3 OFFSET ?4`, ...params, f.limit, f.offset);
+  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM users ${where}`, ...params)!.n;
+  return { rows, total };
+}
+
+/** Active accounts holding the system administrator identity, `exceptId` left out. */
+export function countActiveSystemAdmins(db: Db, exceptId: string): number {
+  return db.get<{ n: number }>(
+    "SELECT count(*) AS n FROM users WHERE is_system_admin = 1 AND status = 'active' AND id <> ?", exceptId)!.n;
+}
+
+/**
+ * Organizations in which the user holds an active org_owner membership and no other active
+ * account does: suspending the user would leave them without an owner.
+ */
+export function organizationsOwnedOnlyBy(db: Db, userId: string): string[] {
+  return db.all<{ organization_id: string }>(
+    `SELECT m.organization_id FROM memberships m
+      WHERE m.user_id = ?1 AND m.level = 'organization' AND m.role = 'org_owner' AND m.status = 'active'
+        AND NOT EXISTS (SELECT 1 FROM memberships o JOIN users u ON u.id = o.user_id
+                         WHERE o.organization_id = m.organization_id AND o.level = 'organization' AND o.role = 'org_owner'
+                           AND o.status = 'active' AND o.user_id <> ?1 AND u.status = 'active')
+      ORDER BY m.created_at, m.rowid`, userId).map((r) => r.organization_id);
 }

@@ -1,0 +1,95 @@
+// Organization detail, members at three levels, invitations, and accepting them.
+import type { IncomingMessage } from 'node:http';
+import type { Config } from '../config.ts';
+import { json, type Router, type RouteMeta } from '../http/router.ts';
+import { frontendBase } from '../http/request.ts';
+import { pageOf } from '../http/validate.ts';
+import { organizationById, projectById, workspaceById } from '../tenancy/store.ts';
+import { orgRoleOf } from '../tenancy/scope.ts';
+import { presentOrganization } from '../tenancy/present.ts';
+import { tokenAnswer } from '../auth/routes.ts';
+import { fromBrowser, sessionCookie } from '../auth/cookies.ts';
+import { presentUser } from '../users/present.ts';
+import { seatUsage } from './seats.ts';
+import { memberScope, organizationMembers, removeMember, scopeMembers, setMemberRole } from './service.ts';
+import {
+  acceptInvitation, createInvitation, invitationForToken, registerWithInvitation, resendInvitation, revokeInvitation, type IssuedInvitation,
+} from './invitations.ts';
+import { invitationsOf } from './store.ts';
+import { InvitationBody, InvitationListQuery, RegisterBody, RoleBody, TokenBody, TokenQuery } from './schema.ts';
+import { presentInvitation, presentOrganizationMember, presentScopeMember } from './present.ts';
+
+const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
+
+function issued(req: IncomingMessage, config: Config, i: IssuedInvitation) {
+  const acceptUrl = `${frontendBase(req, config)}/invitations/accept?token=${encodeURIComponent(i.inviteToken)}`;
+  return { invitation: presentInvitation(i.invitation), inviteToken: i.inviteToken, acceptUrl };
+}
+
+export function bindMemberRoutes(r: Router): void {
+  const tags = ['members'];
+  r.get('/api/organizations/:organizationId', { summary: 'The organization, the caller\u2019s role in it and its seat use.', tags: ['tenancy'], scope: 'organization' }, ({ ctx, params }) => {
+    const org = organizationById(ctx.db, params.organizationId)!;
+    return json(200, { ...presentOrganization(org), role: orgRoleOf(ctx.memberships, org.id), seats: seatUsage(ctx.db, org.id, ctx.now().toISOString()) });
+  });
+
+  r.get('/api/organizations/:organizationId/members', { summary: 'Members with their organization role, status, last login and roles below.', tags, scope: 'organization' },
+    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, organizationMembers(ctx, params.organizationId), presentOrganizationMember)));
+  r.get('/api/workspaces/:workspaceId/members', { summary: 'Members of the workspace.', tags, scope: 'workspace' },
+    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'workspace', params.workspaceId), presentScopeMember)));
+  r.get('/api/projects/:projectId/members', { summary: 'Members holding a project role.', tags, scope: 'project' },
+    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'project', params.projectId), presentScopeMember)));
+
+  for (const [base, scope] of [['/api/organizations/:organizationId', 'organization'], ['/api/workspaces/:workspaceId', 'workspace'], ['/api/projects/:projectId', 'project']] as const) {
+    r.put(`${base}/members/:userId`, {
+      summary: `Set a member's ${scope} role (owners and admins; only owners grant or remove ownership; the last owner stays).`,
+      tags, scope, orgRoles: ADMINS, archivedOk: true, body: RoleBody,
+    }, ({ ctx, params, body }) => {
+      const { level, scopeId } = memberScope(params);
+      return json(200, presentScopeMember(setMemberRole(ctx, level, scopeId, params.userId, body.role)));
+    });
+    r.delete(`${base}/members/:userId`, {
+      summary: `Remove a member from the ${scope}${scope === 'organization' ? ' (every role in it)' : ''}.`, tags, scope, orgRoles: ADMINS, archivedOk: true,
+    }, ({ ctx, params }) => {
+      const { level, scopeId } = memberScope(params);
+      removeMember(ctx, level, scopeId, params.userId);
+      return { status: 204 };
+    });
+  }
+
+  const invite = { tags: ['invitations'], scope: 'organization' as const, permission: 'organization:members:invite' as const };
+  r.post('/api/organizations/:organizationId/invitations', {
+    summary: 'Invite by e-mail; answers inviteToken and acceptUrl once.', ...invite, body: InvitationBody, response: { status: 201, description: 'the invitation, inviteToken and acceptUrl' },
+  }, ({ ctx, req, params, body }) => json(201, issued(req, ctx.config, createInvitation(ctx, params.organizationId, body))));
+  r.get('/api/organizations/:organizationId/invitations', { summary: 'Invitations of the organization (status filter).', ...invite, query: InvitationListQuery },
+    ({ ctx, params, query, searchParams }) => json(200, pageOf(searchParams, invitationsOf(ctx.db, params.organizationId, query.status ?? null), presentInvitation)));
+  r.post('/api/organizations/:organizationId/invitations/:invitationId/resend', { summary: 'New token and expiry; the old link stops working.', ...invite },
+    ({ ctx, req, params }) => json(200, issued(req, ctx.config, resendInvitation(ctx, params.organizationId, params.invitationId))));
+  r.post('/api/organizations/:organizationId/invitations/:invitationId/revoke', { summary: 'Revoke; the seat is released.', ...invite },
+    ({ ctx, params }) => json(200, presentInvitation(revokeInvitation(ctx, params.organizationId, params.invitationId))));
+
+  r.get('/api/invitations/preview', { summary: 'What an invitation token grants (404 invitation_not_found, 410 invitation_expired).', tags: ['invitations'], auth: 'none', query: TokenQuery }, ({ ctx, query }) => {
+    const inv = invitationForToken(ctx, query.token);
+    const org = organizationById(ctx.db, inv.organization_id)!;
+    const ws = inv.workspace_id ? workspaceById(ctx.db, inv.workspace_id) : undefined;
+    const project = inv.project_id ? projectById(ctx.db, inv.project_id) : undefined;
+    return json(200, {
+      email: inv.email, role: inv.role, expiresAt: inv.expires_at,
+      organization: { id: org.id, name: org.name },
+      workspace: ws ? { id: ws.id, name: ws.name } : null,
+      project: project ? { id: project.id, name: project.name } : null,
+    });
+  });
+
+  r.post('/api/auth/register', {
+    summary: 'Create an account from an invitation (token, e-mail and expiry checked again) and log in.', tags: ['auth'], auth: 'none',
+    body: RegisterBody, response: { status: 201, description: 'session token, expiry and user' },
+  }, async ({ ctx, req, body }) => {
+    const kind = fromBrowser(req, ctx.config) ? 'browser' : 'bearer';
+    const { user, session } = await registerWithInvitation(ctx, body, kind);
+    return json(201, { ...tokenAnswer(session), user: presentUser(user) }, kind === 'browser' ? { 'set-cookie': sessionCookie(session) } : undefined);
+  });
+
+  r.post('/api/invitations/accept', { summary: 'Accept an invitation with the current account (same e-mail).', tags: ['invitations'], body: TokenBody },
+    ({ ctx, body }) => json(200, presentInvitation(acceptInvitation(ctx, body.token))));
+}

@@ -1,0 +1,193 @@
+// Projects: the starter hierarchy, PATCH, the lifecycle state machine from every state, archiving
+// with active jobs, and the archived-project guard over every route of the route table.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from './helpers/server.ts';
+import { makeTree, member } from './helpers/factories.ts';
+import { changeLifecycle } from '../src/projects/service.ts';
+import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/projects/lifecycle.ts';
+
+const audit = (s: TestServer, action: string, targetId: string) =>
+  s.db.all<any>('SELECT * FROM audit_log WHERE action = ? AND target_id = ? ORDER BY seq', action, targetId);
+
+test('a new project has one series, one season, a pilot episode and a starter shot, and is draft', async (t) => {
+  const s = await startTestServer(t);
+  const producer = await member(s, 'producer');
+  const r = await s.call('POST', `/api/workspaces/${producer.tree.workspaceId}/projects`, { token: producer.token, body: { name: 'Night Train', templateId: 'tpl-thriller' } });
+  assert.equal(r.status, 201, r.text);
+  assert.equal(r.body.status, 'draft');
+  assert.equal(r.body.templateId, 'tpl-thriller');
+  const count = (table: string) => s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE project_id = ?`, r.body.id)!.n;
+  assert.deepEqual(['series', 'seasons', 'episodes', 'shots'].map(count), [1, 1, 1, 1]);
+  const shot = s.db.get<any>('SELECT s.*, e.title AS episode_title, e.season_id FROM shots s JOIN episodes e ON e.id = s.episode_id WHERE s.project_id = ?', r.body.id)!;
+  assert.equal(shot.episode_title, 'Pilot');
+  assert.equal(shot.organization_id, producer.tree.organizationId);
+  assert.equal(s.db.get<any>('SELECT template_id FROM projects WHERE id = ?', r.body.id)!.template_id, 'tpl-thriller', 'templateId persisted');
+  const got = await s.call('GET', `/api/projects/${r.body.id}`, { token: producer.token });
+  assert.equal(got.status, 200);
+  assert.deepEqual(got.body.allowedActions, ['activate', 'archive']);
+});
+
+test('PATCH /api/projects/:id: 401, 403 without project:create, 403 across tenants (audited), 200 for a producer', async (t) => {
+  const s = await startTestServer(t);
+  const tree = makeTree(s);
+  const path = `/api/projects/${tree.projectId}`;
+  assert.equal((await s.call('PATCH', path, { body: { name: 'X' } })).status, 401);
+  const writer = await member(s, 'writer', tree);
+  const denied = await s.call('PATCH', path, { token: writer.token, body: { name: 'X' } });
+  assert.equal(denied.status, 403);
+  assert.equal(denied.body.error.code, 'permission_denied');
+  const outsider = await member(s, 'org_owner');
+  const cross = await s.call('PATCH', path, { token: outsider.token, body: { name: 'X' } });
+  assert.equal(cross.status, 403);
+  assert.equal(cross.body.error.code, 'scope_forbidden');
+  const attempts = audit(s, 'access.denied', tree.projectId);
+  assert.equal(attempts.length, 1);
+  assert.equal(attempts[0].actor_user_id, outsider.user.id);
+  assert.equal(attempts[0].result, 'denied');
+  const producer = await member(s, 'producer', tree);
+  const ok = await s.call('PATCH', path, { token: producer.token, body: { name: 'Renamed', templateId: null } });
+  assert.equal(ok.status, 200, ok.text);
+  assert.equal(ok.body.name, 'Renamed');
+  assert.equal(ok.body.templateId, null);
+  assert.equal((await s.call('PATCH', path, { token: producer.token, body: { name: '' } })).status, 422);
+  assert.equal(audit(s, 'project.updated', tree.projectId).length, 1);
+});
+
+// The documented state machine, written out independently of src/projects/lifecycle.ts.
+const EXPECTED: Record<string, Partial<Record<LifecycleAction, string>>> = {
+  draft: { activate: 'active', archive: 'archived' },
+  active: { pause: 'paused', 'submit-review': 'in_review', archive: 'archived' },
+  paused: { resume: 'active', archive: 'archived' },
+  in_review: { activate: 'active', pause: 'paused', archive: 'archived' },
+};
+const PATH_TO: Record<string, LifecycleAction[]> = { draft: [], active: ['activate'], paused: ['activate', 'pause'], in_review: ['activate', 'submit-review'] };
+
+test('every lifecycle action from every state: allowed ones move, others are 409 invalid_transition naming the allowed', async (t) => {
+  const s = await startTestServer(t);
+  const producer = await member(s, 'producer');
+  for (const [from, path] of Object.entries(PATH_TO)) {
+    for (const action of LIFECYCLE_ACTIONS) {
+      const p = (await s.call('POST', `/api/workspaces/${producer.tree.workspaceId}/projects`, { token: producer.token, body: { name: `${from} ${action}` } })).body;
+      for (const step of path) changeLifecycle(s.operator(), p.id, step);
+      const r = await s.call('POST', `/api/projects/${p.id}/lifecycle`, { token: producer.token, body: { action } });
+      const to = EXPECTED[from][action];
+      if (to) {
+        assert.equal(r.status, 200, `${from} --${action}--> ${r.text}`);
+        assert.equal(r.body.status, to, `${from} --${action}`);
+      } else {
+        assert.equal(r.status, 409, `${from} --${action} must be refused`);
+        assert.equal(r.body.error.code, 'invalid_transition');
+        assert.deepEqual(r.body.error.details.allowedActions, Object.keys(EXPECTED[from]).sort((a, b) => LIFECYCLE_ACTIONS.indexOf(a as LifecycleAction) - LIFECYCLE_ACTIONS.indexOf(b as LifecycleAction)));
+      }
+    }
+  }
+  // From archived only restore is allowed.
+  const p = (await s.call('POST', `/api/workspaces/${producer.tree.workspaceId}/projects`, { token: producer.token, body: { name: 'archived' } })).body;
+  changeLifecycle(s.operator(), p.id, 'archive');
+  for (const action of LIFECYCLE_ACTIONS.filter((a) => a !== 'restore')) {
+    const r = await s.call('POST', `/api/projects/${p.id}/lifecycle`, { token: producer.token, body: { action } });
+    assert.equal(r.status, 409, action);
+    assert.equal(r.body.error.code, 'invalid_transition');
+    assert.deepEqual(r.body.error.details.allowedActions, ['restore']);
+  }
+  assert.equal((await s.call('POST', `/api/projects/${p.id}/lifecycle`, { token: producer.token, body: { action: 'explode' } })).status, 422);
+  const writer = await member(s, 'writer', producer.tree);
+  assert.equal((await s.call('POST', `/api/projects/${p.id}/lifecycle`, { token: writer.token, body: { action: 'restore' } })).status, 403);
+});
+
+test('archive then restore returns the stored state, with archivedAt/By/FromStatus and audit', async (t) => {
+  const s = await startTestServer(t);
+  const producer = await member(s, 'producer');
+  for (const [from, path] of Object.entries(PATH_TO)) {
+    const p = (await s.call('POST', `/api/workspaces/${producer.tree.workspaceId}/projects`, { token: producer.token, body: { name: from } })).body;
+    for (const step of path) changeLifecycle(s.operator(), p.id, step);
+    const archived = await s.call('POST', `/api/projects/${p.id}/lifecycle`, { token: producer.token, body: { action: 'archive' } });
+    assert.equal(archived.body.status, 'archived');
+    assert.equal(archived.body.archivedFromStatus, from);
+    assert.equal(archived.body.archivedBy, producer.user.id);
+    assert.ok(Date.parse(archived.body.archivedAt));
+    const restored = await s.call('POST', `/api/projects/${p.id}/lifecycle`, { token: producer.token, body: { action: 'restore' } });
+    assert.equal(restored.status, 200);
+    assert.equal(restored.body.status, from);
+    assert.equal(restored.body.archivedAt, null);
+    assert.equal(audit(s, 'project.archived', p.id).length, 1);
+    assert.equal(audit(s, 'project.restored', p.id).length, 1);
+    assert.deepEqual(JSON.parse(audit(s, 'project.restored', p.id)[0].metadata), { action: 'restore', from: 'archived', to: from });
+  }
+});
+
+test('archive is refused with 409 project_has_active_jobs while a job is queued, running or blocked', async (t) => {
+  const s = await startTestServer(t);
+  const producer = await member(s, 'producer');
+  const { projectId, organizationId, workspaceId } = producer.tree;
+  const addJob = (status: string) => s.db.run(
+    `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, created_at, updated_at)
+     VALUES (?, ?, ?, ?, 'image', ?, 'now', 'now')`, `job_${status}`, organizationId, workspaceId, projectId, status);
+  for (const status of ['queued', 'running', 'blocked']) {
+    addJob(status);
+    const r = await s.call('POST', `/api/projects/${projectId}/lifecycle`, { token: producer.token, body: { action: 'archive' } });
+    assert.equal(r.status, 409, status);
+    assert.equal(r.body.error.code, 'project_has_active_jobs');
+    assert.equal(r.body.error.details.activeJobs, 1);
+    assert.equal(s.db.get<any>('SELECT status FROM projects WHERE id = ?', projectId)!.status, 'draft', 'unchanged');
+    s.db.run("UPDATE generation_jobs SET status = 'completed' WHERE id = ?", `job_${status}`);
+  }
+  addJob('failed');
+  const ok = await s.call('POST', `/api/projects/${projectId}/lifecycle`, { token: producer.token, body: { action: 'archive' } });
+  assert.equal(ok.status, 200, 'completed and failed jobs do not hold the archive');
+});
+
+/** Values for path parameters of every route; a route with a parameter missing here fails the test. */
+function fixtures(tree: { organizationId: string; workspaceId: string; projectId: string }, userId: string): Record<string, string> {
+  return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none' };
+}
+
+test('on an archived project every write route is 409 project_archived and every read route answers 200', async (t) => {
+  const s = await startTestServer(t);
+  const owner = await member(s, 'org_owner');
+  const tree = owner.tree;
+  changeLifecycle(s.operator(), tree.projectId, 'archive');
+  const fx = fixtures(tree, owner.user.id);
+  const projectRoutes = s.app.router.routes.filter((r) => r.meta.scope === 'project');
+  assert.ok(projectRoutes.length >= 3);
+  let writes = 0;
+  for (const route of projectRoutes) {
+    const path = route.pattern.replace(/:(\w+)/g, (_m, name: string) => {
+      assert.ok(fx[name], `add a fixture for :${name} (route ${route.method} ${route.pattern})`);
+      return fx[name];
+    });
+    const r = await s.call(route.method, path, { token: owner.token, ...(route.method === 'GET' ? {} : { body: {} }) });
+    if (route.method === 'GET') {
+      assert.equal(r.status, 200, `${route.method} ${route.pattern} stays readable: ${r.text}`);
+    } else if (!route.meta.archivedOk) {
+      writes++;
+      assert.equal(r.status, 409, `${route.method} ${route.pattern} must be guarded: ${r.text}`);
+      assert.equal(r.body.error.code, 'project_archived');
+    }
+  }
+  assert.ok(writes >= 1, 'at least one guarded write route exists');
+  // Reads outside the project scope still show it.
+  const list = await s.call('GET', `/api/workspaces/${tree.workspaceId}/projects`, { token: owner.token });
+  assert.equal(list.body.items[0].status, 'archived');
+});
+
+test('project-management routes exempt from the guard are exactly the lifecycle and member routes', async (t) => {
+  const s = await startTestServer(t);
+  const exempt = s.app.router.routes.filter((r) => r.meta.archivedOk).map((r) => `${r.method} ${r.pattern}`).sort();
+  assert.deepEqual(exempt.filter((r) => !/\/members\/:userId$/.test(r)), ['POST /api/projects/:projectId/lifecycle']);
+});
+
+test('every write route outside a project scope is a known non-production route (new production writes must act in a project scope)', async (t) => {
+  const s = await startTestServer(t);
+  const NON_PRODUCTION = [
+    /^\/api\/auth\//, /^\/api\/context$/, /^\/api\/invitations\//, /^\/api\/system\//,
+    /^\/api\/organizations(\/:organizationId\/(workspaces|members\/:userId|invitations(\/:invitationId\/(resend|revoke))?))?$/,
+    /^\/api\/workspaces\/:workspaceId\/(projects|members\/:userId)$/,
+  ];
+  const unguarded = s.app.router.routes
+    .filter((r) => r.method !== 'GET' && r.meta.scope !== 'project')
+    .filter((r) => !NON_PRODUCTION.some((re) => re.test(r.pattern)))
+    .map((r) => `${r.method} ${r.pattern}`);
+  assert.deepEqual(unguarded, [], 'a write route that is neither project-scoped (guarded) nor a known non-production route');
+});
