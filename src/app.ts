@@ -45,6 +45,9 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindTenancyRoutes(router);
   bindProjectRoutes(router);
   bindUserRoutes(router);
+  // (audit routes)
+  // (notification routes)
+  // (task routes)
   bindMemberRoutes(router);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
