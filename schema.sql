@@ -225,7 +225,15 @@ CREATE INDEX memberships_user ON memberships(user_id, status);
 CREATE INDEX memberships_scope ON memberships(scope_id, status);
 CREATE INDEX memberships_org ON memberships(organization_id, level);
 
--- Append-only: the triggers below refuse UPDATE and DELETE.
+-- Append-only: the triggers below refuse UPDATE and DELETE. Tamper evidence: each row carries
+-- prev_hash (the hash of the row before it in seq order; 64 zeros for the first row) and
+-- hash = lowercase hex SHA-256 of the UTF-8 text json_array(id, created_at, actor_type,
+-- actor_user_id, actor_name, organization_id, workspace_id, project_id, action, target_type,
+-- target_id, result, metadata, ip, user_agent, request_id, prev_hash), each value a JSON string or
+-- null (the same text as JavaScript's JSON.stringify of that array). Rows are appended by one
+-- INSERT ... SELECT that reads the last hash and hashes with svc_sha256() (src/audit/store.ts);
+-- `svc audit verify` re-walks the chain. The hash columns stay nullable only so that a row written
+-- by hand without them can exist; verify reports such a row as broken.
 CREATE TABLE audit_log (
   seq INTEGER PRIMARY KEY AUTOINCREMENT,
   id TEXT NOT NULL UNIQUE,
@@ -243,16 +251,120 @@ CREATE TABLE audit_log (
   metadata TEXT NOT NULL DEFAULT '{}',
   ip TEXT,
   user_agent TEXT,
-  request_id TEXT
+  request_id TEXT,
+  prev_hash TEXT NOT NULL,
+  hash TEXT NOT NULL
 );
-CREATE INDEX audit_org_time ON audit_log(organization_id, created_at);
+-- The indexes keep seq order within an organization, a target and an actor (every index ends with
+-- the rowid, seq): the list and the export read newest first without sorting.
+CREATE INDEX audit_org_seq ON audit_log(organization_id, seq);
 CREATE INDEX audit_target ON audit_log(target_type, target_id);
-CREATE INDEX audit_actor ON audit_log(actor_user_id, created_at);
+CREATE INDEX audit_actor ON audit_log(actor_user_id, seq);
 CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 
 -- == notifications ==
+-- Inbox: one row per recipient of an event (src/notifications/service.ts computes the recipients).
+CREATE TABLE notifications (
+  id TEXT PRIMARY KEY,
+  user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT REFERENCES workspaces(id),
+  project_id TEXT REFERENCES projects(id),
+  event_id TEXT NOT NULL,
+  category TEXT NOT NULL,
+  type TEXT NOT NULL,
+  subject TEXT NOT NULL,
+  body TEXT,
+  link TEXT,
+  read_at TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX notifications_inbox ON notifications(user_id, organization_id, created_at);
+CREATE INDEX notifications_unread ON notifications(user_id, organization_id) WHERE read_at IS NULL;
+
+-- A missing row means enabled.
+CREATE TABLE notification_preferences (
+  user_id TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  category TEXT NOT NULL,
+  enabled INTEGER NOT NULL CHECK (enabled IN (0, 1)),
+  updated_at TEXT NOT NULL,
+  PRIMARY KEY (user_id, organization_id, category)
+);
+
+-- Organization-level channels: a local JSON-lines log or a Standard Webhooks endpoint. The webhook
+-- secret is kept AES-256-GCM encrypted (key file DATA_DIR/notifications/secrets.key); only a hint is shown.
+CREATE TABLE notification_channels (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  kind TEXT NOT NULL CHECK (kind IN ('log', 'webhook')),
+  url TEXT,
+  description TEXT NOT NULL DEFAULT '',
+  enabled INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+  categories TEXT NOT NULL DEFAULT '[]',
+  secret_encrypted TEXT,
+  secret_hint TEXT,
+  created_at TEXT NOT NULL,
+  created_by TEXT,
+  updated_at TEXT NOT NULL,
+  CHECK ((kind = 'webhook' AND url IS NOT NULL AND secret_encrypted IS NOT NULL) OR (kind = 'log' AND url IS NULL))
+);
+CREATE INDEX notification_channels_org ON notification_channels(organization_id);
+
+-- Public destinations an organization's webhooks may reach (private and loopback ones need no entry).
+CREATE TABLE notification_allow_list (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  cidr TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  created_at TEXT NOT NULL,
+  created_by TEXT,
+  UNIQUE (organization_id, cidr)
+);
+
+-- Persistent outbox: one row per event and channel; the id is the webhook-id. A restart keeps it.
+CREATE TABLE notification_outbox (
+  id TEXT PRIMARY KEY,
+  channel_id TEXT NOT NULL REFERENCES notification_channels(id) ON DELETE CASCADE,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  event_id TEXT NOT NULL,
+  category TEXT NOT NULL,
+  type TEXT NOT NULL,
+  payload TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at TEXT NOT NULL,
+  lease_until TEXT,
+  last_attempt_at TEXT,
+  last_status_code INTEGER,
+  last_error TEXT,
+  delivered_at TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX notification_outbox_due ON notification_outbox(status, next_attempt_at);
+CREATE INDEX notification_outbox_channel ON notification_outbox(channel_id, created_at);
 
 -- == collaboration tasks ==
+CREATE TABLE tasks (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  title TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  type TEXT NOT NULL,
+  priority TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('todo', 'in_progress', 'blocked', 'done', 'cancelled')),
+  assignee_user_id TEXT REFERENCES users(id),
+  due_at TEXT,
+  linked_page TEXT,
+  created_by TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  completed_at TEXT
+);
+CREATE INDEX tasks_project ON tasks(project_id, status, created_at);
+CREATE INDEX tasks_assignee ON tasks(project_id, assignee_user_id);

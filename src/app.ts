@@ -22,6 +22,9 @@ import { bindProjectRoutes } from './projects/routes.ts';
 import { bindMemberRoutes } from './members/routes.ts';
 import { bindSystemRoutes } from './system/routes.ts';
 import { bindUserRoutes } from './users/routes.ts';
+import { bindNotificationRoutes } from './notifications/routes.ts';
+import { bindAuditRoutes } from './audit/routes.ts';
+import { bindTaskRoutes } from './tasks/routes.ts';
 
 export interface App {
   router: Router;
@@ -45,9 +48,9 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindTenancyRoutes(router);
   bindProjectRoutes(router);
   bindUserRoutes(router);
-  // (audit routes)
-  // (notification routes)
-  // (task routes)
+  bindAuditRoutes(router);
+  bindNotificationRoutes(router);
+  bindTaskRoutes(router);
   bindMemberRoutes(router);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
@@ -154,10 +157,14 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, rid: stri
   }
   const headers: Record<string, string | string[]> = { ...BASE_HEADERS, 'x-request-id': rid, ...reply.headers };
   if (reply.raw instanceof Readable) {
+    const stream = reply.raw;
     res.writeHead(reply.status, headers);
-    res.once('close', logLine);
-    reply.raw.on('error', () => res.destroy());
-    reply.raw.pipe(res);
+    res.once('close', () => {
+      if (!stream.destroyed) stream.destroy(); // the client went away: stop producing
+      logLine();
+    });
+    stream.on('error', () => res.destroy());
+    stream.pipe(res);
     return;
   }
   if (reply.raw !== undefined) {

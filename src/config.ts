@@ -36,6 +36,7 @@ export interface ConfigValues {
   loginMaxFailuresPerAddress: number;
   loginWindowSeconds: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  webhookRetryBaseMs: number;
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -56,6 +57,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'loginMaxFailuresPerAddress', env: 'SVC_LOGIN_MAX_FAILURES_PER_ADDRESS', kind: 'int', default: '30', min: 1, max: 100000, doc: 'Failed logins allowed per client address within the window before 429 `rate_limited`.' },
   { key: 'loginWindowSeconds', env: 'SVC_LOGIN_WINDOW_SECONDS', kind: 'int', default: '900', min: 1, max: 86400, doc: 'Window of the failed-login limits (15 minutes).' },
   { key: 'logLevel', env: 'SVC_LOG_LEVEL', kind: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info', doc: 'Lowest level written to the JSON log on stderr.' },
+  { key: 'webhookRetryBaseMs', env: 'SVC_WEBHOOK_RETRY_BASE_MS', kind: 'int', default: '1000', min: 1, max: 3600000, doc: 'First retry delay of a failed notification delivery; each later one doubles, capped at one hour (lower only for tests).' },
 ];
 
 export type Config = Readonly<ConfigValues & {

@@ -10,6 +10,7 @@ import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp, type App } from './app.ts';
 import { dummyHash } from './auth/password.ts';
+import { startDeliveryLoop } from './notifications/delivery.ts';
 
 export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
 
@@ -45,10 +46,16 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const server = http.createServer({ keepAliveTimeout: 5_000, requestTimeout: 300_000 }, (req, res) => {
     void app.handle(req, res);
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  const delivery = startDeliveryLoop({ db, config, log });
   const port = (server.address() as AddressInfo).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   let closing: Promise<void> | null = null;
@@ -65,6 +72,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
         await done;
         clearTimeout(force);
+        await delivery.stop();
         await app.close();
         db.close();
         log.flush();

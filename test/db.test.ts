@@ -5,6 +5,10 @@ import path from 'node:path';
 import { openDb } from '../src/db/db.ts';
 import { currentSchemaVersion, migrate, SchemaVersionError } from '../src/db/migrate.ts';
 import { tempDir } from './helpers/server.ts';
+import { record } from '../src/audit/service.ts';
+import { createContext } from '../src/context.ts';
+import { loadConfig } from '../src/config.ts';
+import { createLogger } from '../src/log.ts';
 
 function fresh(t: any, opts = {}) {
   const db = openDb(path.join(tempDir(t), 'svc.db'), opts);
@@ -94,7 +98,8 @@ test('a database with foreign tables and no version is left alone', (t) => {
 
 test('the audit log is append-only', (t) => {
   const db = fresh(t);
-  db.run("INSERT INTO audit_log (id, created_at, actor_type, action, result) VALUES ('aud_1', 'now', 'system', 'x', 'success')");
+  record(createContext({ db, config: loadConfig({}, {}), log: createLogger('silent') }), { action: 'x' });
+  assert.throws(() => db.run("INSERT INTO audit_log (id, created_at, actor_type, action, result) VALUES ('aud_2', 'now', 'system', 'x', 'success')"), /NOT NULL/, 'a row outside the chain is refused');
   assert.throws(() => db.run("UPDATE audit_log SET action = 'y'"), /append-only/);
   assert.throws(() => db.run('DELETE FROM audit_log'), /append-only/);
   assert.equal(db.get<any>('SELECT action FROM audit_log')!.action, 'x');

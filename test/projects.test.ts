@@ -5,6 +5,8 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { makeTree, member } from './helpers/factories.ts';
 import { changeLifecycle } from '../src/projects/service.ts';
+import { createTask } from '../src/tasks/service.ts';
+import { withScope } from '../src/context.ts';
 import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/projects/lifecycle.ts';
 
 const audit = (s: TestServer, action: string, targetId: string) =>
@@ -139,16 +141,17 @@ test('archive is refused with 409 project_has_active_jobs while a job is queued,
 });
 
 /** Values for path parameters of every route; a route with a parameter missing here fails the test. */
-function fixtures(tree: { organizationId: string; workspaceId: string; projectId: string }, userId: string): Record<string, string> {
-  return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none' };
+function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: string; projectId: string }, userId: string): Record<string, string> {
+  const task = createTask(withScope(s.operator(), tree), { title: 'fixture task' });
+  return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none', taskId: task.id };
 }
 
 test('on an archived project every write route is 409 project_archived and every read route answers 200', async (t) => {
   const s = await startTestServer(t);
   const owner = await member(s, 'org_owner');
   const tree = owner.tree;
+  const fx = fixtures(s, tree, owner.user.id);
   changeLifecycle(s.operator(), tree.projectId, 'archive');
-  const fx = fixtures(tree, owner.user.id);
   const projectRoutes = s.app.router.routes.filter((r) => r.meta.scope === 'project');
   assert.ok(projectRoutes.length >= 3);
   let writes = 0;
@@ -182,6 +185,7 @@ test('every write route outside a project scope is a known non-production route 
   const s = await startTestServer(t);
   const NON_PRODUCTION = [
     /^\/api\/auth\//, /^\/api\/context$/, /^\/api\/invitations\//, /^\/api\/system\//,
+    /^\/api\/notifications(\/|$)/, /^\/api\/notification-preferences\//, // a person's own inbox
     /^\/api\/organizations(\/:organizationId\/(workspaces|members\/:userId|invitations(\/:invitationId\/(resend|revoke))?))?$/,
     /^\/api\/workspaces\/:workspaceId\/(projects|members\/:userId)$/,
   ];

@@ -8,6 +8,7 @@ import { serveCommand } from './serve.ts';
 import { usersCommand } from './users.ts';
 import { orgsCommand } from './orgs.ts';
 import { migrateCommand } from './migrate.ts';
+import { auditCommand } from './audit.ts';
 
 function fail(message: string, code = 1): never {
   process.stderr.write(`svc: ${message.replace(/\s+/g, ' ').trim()}\n`);
@@ -22,6 +23,7 @@ export async function main(argv: string[]): Promise<void> {
       .command(migrateCommand)
       .command(usersCommand)
       .command(orgsCommand)
+      .command(auditCommand)
       .demandCommand(1, 'name a command; see svc --help')
       .strict()
       .fail((msg, err) => {

@@ -1,6 +1,7 @@
 // One DatabaseSync per thread: WAL, foreign keys, busy timeout, durable commits, a prepared
 // statement cache, and tx(fn) that nests as savepoints with after-commit hooks.
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -68,6 +69,10 @@ export class Db {
     this.raw.exec(`PRAGMA synchronous = ${opts.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
     this.raw.exec('PRAGMA foreign_keys = ON');
     this.raw.exec('PRAGMA temp_store = MEMORY');
+    // svc_sha256(text): lowercase hex SHA-256 of the text's UTF-8 bytes (NULL for NULL); the audit
+    // log's single-INSERT hash chain needs it on every connection (src/audit/store.ts).
+    this.raw.function('svc_sha256', { deterministic: true },
+      (text) => (text === null ? null : createHash('sha256').update(typeof text === 'string' ? text : String(text), 'utf8').digest('hex')));
   }
 
   prepare(sql: string): StatementSync {

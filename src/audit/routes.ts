@@ -1,0 +1,64 @@
+// The audit log: list with facets, one record with its related and account-security events, and a
+// streamed export. Access: audit:view; what the caller sees is its audit reach (scope.ts).
+import { json, type Router } from '../http/router.ts';
+import { paging } from '../http/validate.ts';
+import { presentAudit } from './present.ts';
+import { AuditExportQuery, AuditListQuery } from './schema.ts';
+import { auditDetail, exportAudit, listAudit } from './service.ts';
+import type { AuditReach } from './scope.ts';
+
+const presentReach = (r: AuditReach) => ({
+  kind: r.kind,
+  organizationId: r.organizationId,
+  workspaceId: r.workspaceId,
+  projectId: r.projectId,
+  includesOrganizationEvents: r.kind === 'workspace' || r.kind === 'project',
+});
+
+const CONTENT_TYPE = { csv: 'text/csv; charset=utf-8', json: 'application/json; charset=utf-8' } as const;
+
+export function bindAuditRoutes(r: Router): void {
+  // Scope 'none': the route reads the session's scope itself, so that a system administrator
+  // without any organization and organization-level holders both get in; audit:view is checked
+  // in that scope as usual.
+  const meta = { tags: ['audit'], scope: 'none' as const, permission: 'audit:view' as const };
+
+  r.get('/api/audit', {
+    ...meta, query: AuditListQuery,
+    summary: 'Audit records in the caller\'s audit scope, newest first, filtered; with facets (counts by action, targetType, result and actor over the filtered records, top 100 each) and the scope shown. A filter outside the scope is 403 scope_forbidden.',
+    response: { description: '{ auditLog, pagination: { page, pageSize, total }, facets: { action, targetType, result, actor }, scope: { kind, organizationId, workspaceId, projectId, includesOrganizationEvents } }' },
+  }, ({ ctx, query, searchParams }) => {
+    const { page, pageSize, offset } = paging(searchParams);
+    const p = listAudit(ctx, query, { limit: pageSize, offset });
+    return json(200, {
+      auditLog: p.rows.map(presentAudit),
+      pagination: { page, pageSize, total: p.total },
+      facets: p.facets,
+      scope: presentReach(p.reach),
+    });
+  });
+
+  r.get('/api/audit/export', {
+    ...meta, query: AuditExportQuery,
+    summary: 'Streams the matching audit records, newest first (with page and pageSize: the list\'s page), as a JSON array or UTF-8 CSV with a header row (RFC 4180 quoting; cells starting with = + - @ are prefixed with \'), as an attachment. Writes audit.exported.',
+    response: { description: 'application/json array or text/csv, Content-Disposition: attachment' },
+  }, ({ ctx, query, searchParams, res }) => {
+    const page = searchParams.has('pageSize') ? paging(searchParams) : undefined;
+    const out = exportAudit(ctx, query, query.format ?? 'json', page && { limit: page.pageSize, offset: page.offset });
+    res.once('close', () => out.stream.destroy());
+    return {
+      status: 200,
+      headers: { 'content-type': CONTENT_TYPE[out.format], 'content-disposition': `attachment; filename="${out.filename}"` },
+      raw: out.stream,
+    };
+  });
+
+  r.get('/api/audit/:auditId', {
+    ...meta,
+    summary: 'One audit record in the caller\'s audit scope (404 otherwise) with related (other records of the same target) and securityEvents (auth.* and user.* records of the same user account), both in scope, newest first, at most 50.',
+    response: { description: '{ ...record, related: [...], securityEvents: [...] }' },
+  }, ({ ctx, params }) => {
+    const d = auditDetail(ctx, params.auditId);
+    return json(200, { ...presentAudit(d.row), related: d.related.map(presentAudit), securityEvents: d.securityEvents.map(presentAudit) });
+  });
+}

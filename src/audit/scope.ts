@@ -1,0 +1,92 @@
+// Who sees which audit records. The reach comes from the session alone, never from input:
+// the system administrator sees everything; a holder of audit:view through an organization role
+// (org_owner, org_admin) sees every record of the current organization; one who holds it through a
+// workspace role (producer) sees the current workspace's records plus the organization-level
+// records (workspace_id IS NULL) of its organization; through a project role, the current project's
+// plus the organization-level ones. Filters only narrow that reach: an organizationId, workspaceId
+// or projectId filter outside it is 403 scope_forbidden (unknown ids alike).
+import type { Ctx } from '../context.ts';
+import type { Db } from '../db/db.ts';
+import { permissionDenied, scopeForbidden } from '../http/errors.ts';
+import { ROLE_PERMISSIONS, type MembershipRow } from '../tenancy/roles.ts';
+import { projectById, workspaceById } from '../tenancy/store.ts';
+import type { AuditFilters } from './schema.ts';
+import { and, type Where } from './store.ts';
+
+export type ReachKind = 'system' | 'organization' | 'workspace' | 'project';
+
+export interface AuditReach {
+  kind: ReachKind;
+  organizationId: string | null;
+  workspaceId: string | null;
+  projectId: string | null;
+}
+
+const grantsAudit = (m: MembershipRow) => ROLE_PERMISSIONS[m.role].includes('audit:view');
+
+/** The caller's audit reach in the session's current scope; 403 permission_denied without audit:view there. */
+export function auditReach(ctx: Ctx): AuditReach {
+  if (ctx.actor.isSystemAdmin) return { kind: 'system', organizationId: null, workspaceId: null, projectId: null };
+  const { organizationId, workspaceId, projectId } = ctx.scope;
+  if (!organizationId) throw permissionDenied('audit:view');
+  const mine = ctx.memberships.filter((m) => m.organization_id === organizationId && grantsAudit(m));
+  if (mine.some((m) => m.level === 'organization')) return { kind: 'organization', organizationId, workspaceId: null, projectId: null };
+  if (workspaceId && mine.some((m) => m.level === 'workspace' && m.workspace_id === workspaceId)) {
+    return { kind: 'workspace', organizationId, workspaceId, projectId: null };
+  }
+  if (workspaceId && projectId && mine.some((m) => m.level === 'project' && m.project_id === projectId)) {
+    return { kind: 'project', organizationId, workspaceId, projectId };
+  }
+  throw permissionDenied('audit:view');
+}
+
+/** The reach as SQL over audit_log, built from the session's ids only. */
+export function reachWhere(r: AuditReach): Where {
+  switch (r.kind) {
+    case 'system': return { sql: '1', params: [] };
+    case 'organization': return { sql: 'organization_id = ?', params: [r.organizationId] };
+    case 'workspace': return { sql: 'organization_id = ? AND (workspace_id = ? OR workspace_id IS NULL)', params: [r.organizationId, r.workspaceId] };
+    case 'project': return { sql: 'organization_id = ? AND (project_id = ? OR workspace_id IS NULL)', params: [r.organizationId, r.projectId] };
+  }
+}
+
+/**
+ * Checks the scope-narrowing filters against the reach: 403 scope_forbidden for an organization,
+ * workspace or project outside it (or unknown). A workspace or organization that contains the
+ * caller's own workspace or project is not outside it.
+ */
+export function checkNarrowing(db: Db, r: AuditReach, f: AuditFilters): void {
+  if (r.kind === 'system') return;
+  const refuse = (what: string) => scopeForbidden(`the ${what} filter is outside the audit records you may see`);
+  if (f.organizationId && f.organizationId !== r.organizationId) throw refuse('organizationId');
+  if (f.workspaceId) {
+    const w = workspaceById(db, f.workspaceId);
+    if (!w || w.organization_id !== r.organizationId || (r.kind !== 'organization' && w.id !== r.workspaceId)) throw refuse('workspaceId');
+  }
+  if (f.projectId) {
+    const p = projectById(db, f.projectId);
+    if (!p || p.organization_id !== r.organizationId
+      || (r.kind === 'workspace' && p.workspace_id !== r.workspaceId)
+      || (r.kind === 'project' && p.id !== r.projectId)) throw refuse('projectId');
+  }
+}
+
+const DAY_MS = 86_400_000;
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/** The filters as SQL (each one narrows). */
+export function filterWhere(f: AuditFilters): Where {
+  const eq = (column: string, value: string | undefined): Where | null => (value ? { sql: `${column} = ?`, params: [value] } : null);
+  const like = f.query ? `%${escapeLike(f.query)}%` : null;
+  return and(
+    eq('action', f.action), eq('target_type', f.targetType), eq('target_id', f.targetId), eq('result', f.result),
+    eq('actor_user_id', f.actorUserId), eq('organization_id', f.organizationId), eq('workspace_id', f.workspaceId),
+    eq('project_id', f.projectId),
+    f.from ? { sql: 'created_at >= ?', params: [`${f.from}T00:00:00.000Z`] } : null,
+    f.to ? { sql: 'created_at < ?', params: [new Date(Date.parse(`${f.to}T00:00:00.000Z`) + DAY_MS).toISOString()] } : null,
+    like ? {
+      sql: ['action', 'target_type', 'target_id', 'actor_name', 'metadata'].map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR '),
+      params: [like, like, like, like, like],
+    } : null,
+  );
+}

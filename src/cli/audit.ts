@@ -1,0 +1,28 @@
+// svc audit ...
+import type { Argv } from 'yargs';
+import { verifyChain } from '../audit/chain.ts';
+import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
+
+const verify = {
+  command: 'verify',
+  describe: 're-walk the audit log\'s hash chain; exits 1 naming the first broken row (seq and id)',
+  builder: (y: Argv) => sharedOptions(y),
+  handler: async (args: SharedArgs) => {
+    const report = await withOperator(args, (ctx) => verifyChain(ctx.db));
+    if (report.broken) {
+      // The report on stdout for scripts (with --json), the broken link as the one-line error.
+      if (args.json) output(args, report, '');
+      throw new Error(report.broken.message);
+    }
+    output(args, report, report.rows === 0
+      ? 'audit log intact: 0 rows'
+      : `audit log intact: ${report.rows} rows; head seq ${report.headSeq} hash ${report.headHash}`);
+  },
+};
+
+export const auditCommand = {
+  command: 'audit <command>',
+  describe: 'check the audit log',
+  builder: (y: Argv) => y.command(verify).demandCommand(1),
+  handler: () => {},
+};
