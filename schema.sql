@@ -368,3 +368,11 @@ CREATE TABLE tasks (
 );
 CREATE INDEX tasks_project ON tasks(project_id, status, created_at);
 CREATE INDEX tasks_assignee ON tasks(project_id, assignee_user_id);
+
+-- == production content ==
+
+-- == scripts and bible ==
+
+-- == assets ==
+
+-- == search ==

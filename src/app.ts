@@ -51,6 +51,10 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindAuditRoutes(router);
   bindNotificationRoutes(router);
   bindTaskRoutes(router);
+  // (production routes)
+  // (script routes)
+  // (asset routes)
+  // (search routes)
   bindMemberRoutes(router);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
