@@ -110,8 +110,10 @@ CREATE TABLE seasons (
   series_id TEXT NOT NULL REFERENCES series(id),
   number INTEGER NOT NULL,
   title TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'draft' CHECK (status IN ('draft', 'in_production', 'review', 'approved', 'delivered')),
   position INTEGER NOT NULL,
-  created_at TEXT NOT NULL
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
 );
 CREATE INDEX seasons_project ON seasons(project_id, position);
 
@@ -123,7 +125,7 @@ CREATE TABLE episodes (
   season_id TEXT NOT NULL REFERENCES seasons(id),
   number INTEGER NOT NULL,
   title TEXT NOT NULL,
-  status TEXT NOT NULL DEFAULT 'draft',
+  status TEXT NOT NULL DEFAULT 'draft' CHECK (status IN ('draft', 'in_production', 'review', 'approved', 'delivered')),
   position INTEGER NOT NULL,
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
@@ -138,12 +140,13 @@ CREATE TABLE shots (
   episode_id TEXT NOT NULL REFERENCES episodes(id),
   position INTEGER NOT NULL,
   title TEXT NOT NULL,
+  scene_id TEXT,
   description TEXT NOT NULL DEFAULT '',
   prompt TEXT NOT NULL DEFAULT '',
   negative_prompt TEXT NOT NULL DEFAULT '',
   duration_target_ms INTEGER,
-  aspect_ratio TEXT NOT NULL DEFAULT '9:16',
-  status TEXT NOT NULL DEFAULT 'draft',
+  aspect_ratio TEXT NOT NULL DEFAULT '9:16' CHECK (aspect_ratio IN ('9:16', '16:9', '1:1', '4:5')),
+  status TEXT NOT NULL DEFAULT 'draft' CHECK (status IN ('draft', 'ready', 'generating', 'review', 'approved')),
   created_at TEXT NOT NULL,
   updated_at TEXT NOT NULL
 );
@@ -370,9 +373,142 @@ CREATE INDEX tasks_project ON tasks(project_id, status, created_at);
 CREATE INDEX tasks_assignee ON tasks(project_id, assignee_user_id);
 
 -- == production content ==
+-- A shot's references to story bible entries and assets (ids; checked once those tables exist),
+-- in the order given.
+CREATE TABLE shot_references (
+  shot_id TEXT NOT NULL REFERENCES shots(id) ON DELETE CASCADE,
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  kind TEXT NOT NULL CHECK (kind IN ('bible', 'asset')),
+  ref_id TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  PRIMARY KEY (shot_id, kind, ref_id)
+);
+CREATE INDEX shot_references_ref ON shot_references(project_id, kind, ref_id);
+-- A shot's generation history and the removal checks read jobs by shot.
+CREATE INDEX generation_jobs_shot ON generation_jobs(shot_id, created_at);
 
 -- == scripts and bible ==
+-- Script (one per episode) and story bible (one per project): append-only revisions. The current
+-- document is the highest revision; every save or restore inserts revision n+1 with the full
+-- content JSON and its SHA-256. Revisions are never changed or removed (triggers refuse it).
+CREATE TABLE script_revisions (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  document_id TEXT NOT NULL REFERENCES episodes(id),
+  revision INTEGER NOT NULL CHECK (revision >= 1),
+  restored_from INTEGER,
+  author_user_id TEXT,
+  author_name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  content TEXT NOT NULL,
+  content_sha256 TEXT NOT NULL,
+  item_count INTEGER NOT NULL,
+  UNIQUE (document_id, revision)
+);
+CREATE INDEX script_revisions_project ON script_revisions(project_id, document_id, revision);
+CREATE TRIGGER script_revisions_no_update BEFORE UPDATE ON script_revisions
+BEGIN SELECT RAISE(ABORT, 'script revisions are immutable'); END;
+CREATE TRIGGER script_revisions_no_delete BEFORE DELETE ON script_revisions
+BEGIN SELECT RAISE(ABORT, 'script revisions are immutable'); END;
+
+CREATE TABLE bible_revisions (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  document_id TEXT NOT NULL REFERENCES projects(id),
+  revision INTEGER NOT NULL CHECK (revision >= 1),
+  restored_from INTEGER,
+  author_user_id TEXT,
+  author_name TEXT NOT NULL,
+  created_at TEXT NOT NULL,
+  content TEXT NOT NULL,
+  content_sha256 TEXT NOT NULL,
+  item_count INTEGER NOT NULL,
+  UNIQUE (document_id, revision),
+  CHECK (document_id = project_id)
+);
+CREATE TRIGGER bible_revisions_no_update BEFORE UPDATE ON bible_revisions
+BEGIN SELECT RAISE(ABORT, 'bible revisions are immutable'); END;
+CREATE TRIGGER bible_revisions_no_delete BEFORE DELETE ON bible_revisions
+BEGIN SELECT RAISE(ABORT, 'bible revisions are immutable'); END;
+
 
 -- == assets ==
+-- Assets of a project (image, video, audio, voice, reference, document) and their immutable file
+-- versions. A version's file lives at storage_path, relative to the storage root
+-- (assets/<first two hex digits>/<sha256>); identical content shares one file.
+CREATE TABLE assets (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  kind TEXT NOT NULL CHECK (kind IN ('image', 'video', 'audio', 'voice', 'reference', 'document')),
+  name TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  tags TEXT NOT NULL DEFAULT '[]',
+  status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'archived')),
+  current_version_id TEXT,
+  created_by TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  archived_at TEXT
+);
+CREATE INDEX assets_project ON assets(project_id, status, created_at);
+
+CREATE TABLE asset_versions (
+  id TEXT PRIMARY KEY,
+  asset_id TEXT NOT NULL REFERENCES assets(id),
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL REFERENCES workspaces(id),
+  project_id TEXT NOT NULL REFERENCES projects(id),
+  number INTEGER NOT NULL,
+  file_name TEXT NOT NULL,
+  mime_type TEXT NOT NULL,
+  declared_mime_type TEXT,
+  file_size INTEGER NOT NULL,
+  content_sha256 TEXT NOT NULL,
+  storage_path TEXT NOT NULL,
+  status TEXT NOT NULL DEFAULT 'ok' CHECK (status IN ('ok', 'corrupt')),
+  restored_from_version_id TEXT,
+  verified_at TEXT,
+  created_by TEXT,
+  created_at TEXT NOT NULL,
+  UNIQUE (asset_id, number)
+);
+CREATE INDEX asset_versions_org_path ON asset_versions(organization_id, storage_path);
+CREATE INDEX asset_versions_project ON asset_versions(project_id, storage_path);
 
 -- == search ==
+-- One row per searchable object, written by the domains through src/search/index.ts in the same
+-- transaction as the object. Only chosen display fields are indexed: never endpoints, keys, tokens
+-- or storage paths. search_fts is an FTS5 trigram index over it (kept in step by triggers).
+CREATE TABLE search_documents (
+  doc_key TEXT NOT NULL UNIQUE,
+  type TEXT NOT NULL,
+  target_id TEXT NOT NULL,
+  organization_id TEXT NOT NULL,
+  workspace_id TEXT,
+  project_id TEXT,
+  title TEXT NOT NULL,
+  subtitle TEXT NOT NULL DEFAULT '',
+  body TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL DEFAULT '',
+  target_tab TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+CREATE INDEX search_documents_project ON search_documents(project_id, updated_at);
+CREATE INDEX search_documents_org ON search_documents(organization_id, updated_at);
+CREATE VIRTUAL TABLE search_fts USING fts5(title, subtitle, body, content='search_documents', content_rowid='rowid', tokenize='trigram');
+CREATE TRIGGER search_documents_ai AFTER INSERT ON search_documents BEGIN
+  INSERT INTO search_fts(rowid, title, subtitle, body) VALUES (new.rowid, new.title, new.subtitle, new.body);
+END;
+CREATE TRIGGER search_documents_ad AFTER DELETE ON search_documents BEGIN
+  INSERT INTO search_fts(search_fts, rowid, title, subtitle, body) VALUES ('delete', old.rowid, old.title, old.subtitle, old.body);
+END;
+CREATE TRIGGER search_documents_au AFTER UPDATE ON search_documents BEGIN
+  INSERT INTO search_fts(search_fts, rowid, title, subtitle, body) VALUES ('delete', old.rowid, old.title, old.subtitle, old.body);
+  INSERT INTO search_fts(rowid, title, subtitle, body) VALUES (new.rowid, new.title, new.subtitle, new.body);
+END;

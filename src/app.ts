@@ -25,6 +25,10 @@ import { bindUserRoutes } from './users/routes.ts';
 import { bindNotificationRoutes } from './notifications/routes.ts';
 import { bindAuditRoutes } from './audit/routes.ts';
 import { bindTaskRoutes } from './tasks/routes.ts';
+import { bindAssetRoutes } from './assets/routes.ts';
+import { bindProductionRoutes } from './production/routes.ts';
+import { bindScriptRoutes } from './scripts/routes.ts';
+import { bindSearchRoutes } from './search/routes.ts';
 
 export interface App {
   router: Router;
@@ -51,10 +55,10 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindAuditRoutes(router);
   bindNotificationRoutes(router);
   bindTaskRoutes(router);
-  // (production routes)
-  // (script routes)
-  // (asset routes)
-  // (search routes)
+  bindProductionRoutes(router);
+  bindScriptRoutes(router);
+  bindAssetRoutes(router);
+  bindSearchRoutes(router);
   bindMemberRoutes(router);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */

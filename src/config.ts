@@ -37,6 +37,7 @@ export interface ConfigValues {
   loginWindowSeconds: number;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   webhookRetryBaseMs: number;
+  maxUploadBytes: number;
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -58,6 +59,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'loginWindowSeconds', env: 'SVC_LOGIN_WINDOW_SECONDS', kind: 'int', default: '900', min: 1, max: 86400, doc: 'Window of the failed-login limits (15 minutes).' },
   { key: 'logLevel', env: 'SVC_LOG_LEVEL', kind: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info', doc: 'Lowest level written to the JSON log on stderr.' },
   { key: 'webhookRetryBaseMs', env: 'SVC_WEBHOOK_RETRY_BASE_MS', kind: 'int', default: '1000', min: 1, max: 3600000, doc: 'First retry delay of a failed notification delivery; each later one doubles, capped at one hour (lower only for tests).' },
+  { key: 'maxUploadBytes', env: 'SVC_MAX_UPLOAD_BYTES', kind: 'int', default: '2147483648', min: 1, max: 1099511627776, doc: 'Largest file accepted by an asset upload (2 GiB); larger uploads get 413 `payload_too_large`.' },
 ];
 
 export type Config = Readonly<ConfigValues & {

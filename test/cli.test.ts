@@ -15,7 +15,7 @@ const BIN_SVC = fileURLToPath(new URL('../bin/svc', import.meta.url));
 const PASSWORD = 'a long test password';
 const LISTENING = /^listening on http:\/\/127\.0\.0\.1:(\d+)$/;
 /** Longest a command may run before it is killed (and the test fails). */
-const COMMAND_TIMEOUT_MS = 15_000;
+const COMMAND_TIMEOUT_MS = 30_000;
 
 interface Result { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
 

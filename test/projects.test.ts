@@ -143,7 +143,28 @@ test('archive is refused with 409 project_has_active_jobs while a job is queued,
 /** Values for path parameters of every route; a route with a parameter missing here fails the test. */
 function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: string; projectId: string }, userId: string): Record<string, string> {
   const task = createTask(withScope(s.operator(), tree), { title: 'fixture task' });
-  return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none', taskId: task.id };
+  // Script and bible: revision 1 of the pilot's script and of the project's bible (immutable rows, inserted as-is).
+  const episodeId = s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', tree.projectId)!.id;
+  for (const [table, documentId, content] of [['script_revisions', episodeId, '{"scenes":[]}'], ['bible_revisions', tree.projectId, '{"entries":[]}']]) {
+    s.db.run(`INSERT INTO ${table} (id, organization_id, workspace_id, project_id, document_id, revision, author_name, created_at, content, content_sha256, item_count)
+      VALUES (?, ?, ?, ?, ?, 1, 'fixture', '2026-01-01T00:00:00.000Z', ?, '', 0)`, `rev_fx_${table}`, tree.organizationId, tree.workspaceId, tree.projectId, documentId, content);
+  }
+  // Assets: one image asset whose version 1 is a small file on disk (rows inserted as-is).
+  const assetFile = Buffer.from('fixture asset content\n');
+  const assetSha = process.getBuiltinModule('node:crypto').createHash('sha256').update(assetFile).digest('hex');
+  const assetFs = process.getBuiltinModule('node:fs');
+  assetFs.mkdirSync(`${s.config.storageDir}/assets/${assetSha.slice(0, 2)}`, { recursive: true });
+  assetFs.writeFileSync(`${s.config.storageDir}/assets/${assetSha.slice(0, 2)}/${assetSha}`, assetFile);
+  s.db.run(`INSERT INTO assets (id, organization_id, workspace_id, project_id, kind, name, current_version_id, created_at, updated_at)
+    VALUES ('ast_fx', ?, ?, ?, 'image', 'fixture asset', 'asv_fx', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`, tree.organizationId, tree.workspaceId, tree.projectId);
+  s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
+    VALUES ('asv_fx', 'ast_fx', ?, ?, ?, 1, 'fixture.txt', 'text/plain; charset=utf-8', ?, ?, ?, '2026-01-01T00:00:00.000Z')`,
+  tree.organizationId, tree.workspaceId, tree.projectId, assetFile.length, assetSha, `assets/${assetSha.slice(0, 2)}/${assetSha}`);
+  return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none', taskId: task.id, episodeId, revision: '1', assetId: 'ast_fx', versionId: 'asv_fx',
+    // Production content: the starter season and shot of the project.
+    seasonId: s.db.get<{ id: string }>('SELECT id FROM seasons WHERE project_id = ?', tree.projectId)!.id,
+    shotId: s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', tree.projectId)!.id,
+  };
 }
 
 test('on an archived project every write route is 409 project_archived and every read route answers 200', async (t) => {

@@ -3,11 +3,11 @@ import type { Ctx } from '../context.ts';
 import { AppError, conflict, notFound } from '../http/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
+import { indexDocument } from '../search/index.ts';
 import { insertProject, projectById, workspaceById, type ProjectRow } from '../tenancy/store.ts';
 import { allowedActions, nextStatus, type LifecycleAction, type ProjectStatus } from './lifecycle.ts';
-import {
-  activeJobCount, insertEpisode, insertSeason, insertSeries, insertShot, updateProjectFields, updateProjectStatus,
-} from './store.ts';
+import { activeJobCount, insertSeries, updateProjectFields, updateProjectStatus } from './store.ts';
+import { insertEpisode, insertSeason, insertShot } from '../production/store.ts';
 
 /**
  * Creates a draft project with, in the same transaction, one series, its first season, a pilot
@@ -29,15 +29,30 @@ export function createProject(ctx: Ctx, workspaceId: string, input: { name: stri
     const seasonId = newId('sea');
     const episodeId = newId('epi');
     insertSeries(ctx.db, { ...tenant, id: seriesId, title: p.name, created_at: now });
-    insertSeason(ctx.db, { ...tenant, id: seasonId, series_id: seriesId, number: 1, title: 'Season 1', position: 1, created_at: now });
-    insertEpisode(ctx.db, { ...tenant, id: episodeId, season_id: seasonId, number: 1, title: 'Pilot', position: 1, created_at: now });
-    insertShot(ctx.db, { ...tenant, id: newId('sht'), episode_id: episodeId, position: 1, title: 'Shot 1', created_at: now });
+    insertSeason(ctx.db, { ...tenant, id: seasonId, series_id: seriesId, number: 1, title: 'Season 1', status: 'draft', position: 1, created_at: now, updated_at: now });
+    insertEpisode(ctx.db, { ...tenant, id: episodeId, season_id: seasonId, number: 1, title: 'Pilot', status: 'draft', position: 1, created_at: now, updated_at: now });
+    const shotId = newId('sht');
+    insertShot(ctx.db, {
+      ...tenant, id: shotId, episode_id: episodeId, position: 1, title: 'Shot 1', scene_id: null, description: '', prompt: '',
+      negative_prompt: '', duration_target_ms: null, aspect_ratio: '9:16', status: 'draft', created_at: now, updated_at: now,
+    });
+    indexProject(ctx, p);
+    const where = { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id, updatedAt: now };
+    indexDocument(ctx.db, { ...where, type: 'episode', id: episodeId, title: 'Pilot', subtitle: `${p.name} · Season 1, episode 1`, status: 'draft' });
+    indexDocument(ctx.db, { ...where, type: 'shot', id: shotId, title: 'Shot 1', subtitle: `${p.name} · Pilot`, status: 'draft' });
     record(ctx, {
       action: 'project.created', targetType: 'project', targetId: p.id, organizationId: p.organization_id,
       workspaceId: p.workspace_id, projectId: p.id, metadata: { name: p.name, templateId: p.template_id },
     });
   });
   return p;
+}
+
+function indexProject(ctx: Ctx, p: ProjectRow): void {
+  indexDocument(ctx.db, {
+    type: 'project', id: p.id, organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id,
+    title: p.name, subtitle: p.template_id ? `template ${p.template_id}` : '', status: p.status, updatedAt: p.updated_at,
+  });
 }
 
 function loadProject(ctx: Ctx, projectId: string): ProjectRow {
@@ -51,6 +66,7 @@ export function updateProject(ctx: Ctx, projectId: string, input: { name?: strin
     const p = loadProject(ctx, projectId);
     const next = { ...p, name: input.name ?? p.name, template_id: input.templateId !== undefined ? input.templateId : p.template_id, updated_at: ctx.now().toISOString() };
     updateProjectFields(ctx.db, next);
+    indexProject(ctx, next);
     record(ctx, {
       action: 'project.updated', targetType: 'project', targetId: p.id,
       metadata: { before: { name: p.name, templateId: p.template_id }, after: { name: next.name, templateId: next.template_id } },
@@ -82,6 +98,7 @@ export function changeLifecycle(ctx: Ctx, projectId: string, action: LifecycleAc
         ? { ...p, status: to, updated_at: now, archived_at: null, archived_by: null, archived_from_status: null }
         : { ...p, status: to, updated_at: now };
     updateProjectStatus(ctx.db, next);
+    indexProject(ctx, next);
     record(ctx, {
       action: action === 'archive' ? 'project.archived' : action === 'restore' ? 'project.restored' : 'project.lifecycle',
       targetType: 'project', targetId: p.id, metadata: { action, from, to },

@@ -9,25 +9,6 @@ export function insertSeries(db: Db, r: Tenant & { id: string; title: string; cr
     r.id, r.organization_id, r.workspace_id, r.project_id, r.title, r.created_at);
 }
 
-export function insertSeason(db: Db, r: Tenant & { id: string; series_id: string; number: number; title: string; position: number; created_at: string }): void {
-  db.run('INSERT INTO seasons (id, organization_id, workspace_id, project_id, series_id, number, title, position, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    r.id, r.organization_id, r.workspace_id, r.project_id, r.series_id, r.number, r.title, r.position, r.created_at);
-}
-
-export function insertEpisode(db: Db, r: Tenant & { id: string; season_id: string; number: number; title: string; position: number; created_at: string }): void {
-  db.run(
-    `INSERT INTO episodes (id, organization_id, workspace_id, project_id, season_id, number, title, position, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    r.id, r.organization_id, r.workspace_id, r.project_id, r.season_id, r.number, r.title, r.position, r.created_at, r.created_at);
-}
-
-export function insertShot(db: Db, r: Tenant & { id: string; episode_id: string; position: number; title: string; created_at: string }): void {
-  db.run(
-    `INSERT INTO shots (id, organization_id, workspace_id, project_id, episode_id, position, title, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    r.id, r.organization_id, r.workspace_id, r.project_id, r.episode_id, r.position, r.title, r.created_at, r.created_at);
-}
-
 export function hierarchyCounts(db: Db, projectId: string): { series: number; seasons: number; episodes: number; shots: number } {
   return db.get(
     `SELECT (SELECT count(*) FROM series WHERE project_id = ?1) AS series, (SELECT count(*) FROM seasons WHERE project_id = ?1) AS seasons,

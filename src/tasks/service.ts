@@ -7,6 +7,7 @@ import { forbidden, notFound, validationFailed } from '../http/errors.ts';
 import type { Infer } from '../http/validate.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
+import { indexDocument } from '../search/index.ts';
 import { notify } from '../notifications/service.ts';
 import { hasPermission } from '../tenancy/roles.ts';
 import { canSeeProject } from '../tenancy/scope.ts';
@@ -35,6 +36,13 @@ function checkAssignee(ctx: Ctx, userId: string | null | undefined): void {
   }
 }
 
+function indexTask(ctx: Ctx, t: TaskRow): void {
+  indexDocument(ctx.db, {
+    type: 'task', id: t.id, organizationId: t.organization_id, workspaceId: t.workspace_id, projectId: t.project_id,
+    title: t.title, subtitle: `${t.type} · ${t.priority}`, body: t.description, status: t.status, updatedAt: t.updated_at,
+  });
+}
+
 function notifyAssignee(ctx: Ctx, task: TaskRow): void {
   if (!task.assignee_user_id || task.assignee_user_id === ctx.actor.userId) return;
   notify(ctx, {
@@ -58,6 +66,7 @@ export function createTask(ctx: Ctx, input: Create): TaskRow {
   };
   return ctx.db.tx(() => {
     insertTask(ctx.db, task);
+    indexTask(ctx, task);
     record(ctx, { action: 'task.created', targetType: 'task', targetId: task.id, metadata: { title: task.title, status, assigneeUserId: task.assignee_user_id } });
     notifyAssignee(ctx, task);
     return task;
@@ -94,6 +103,7 @@ export function changeTask(ctx: Ctx, taskId: string, patch: Patch): TaskRow {
     if (changes.status) next.completed_at = next.status === 'done' ? now : null;
     if (Object.keys(changes).length === 0) return task;
     updateTask(ctx.db, next);
+    indexTask(ctx, next);
     record(ctx, {
       action: changes.status ? 'task.status_changed' : 'task.updated', targetType: 'task', targetId: task.id,
       metadata: { changes: changes.description ? { ...changes, description: { from: '(text)', to: '(text)' } } : changes },

@@ -1,0 +1,152 @@
+// Asset files on disk: receiving a stream into storage/tmp while hashing and counting (limits
+// enforced as the bytes arrive), sniffing the MIME type from the first bytes, and resolving stored
+// relative paths safely (inside the storage root, no "..", not absolute, realpath inside too).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { AppError } from '../http/errors.ts';
+
+// Every chunk read from a socket is a fresh off-heap buffer; V8 reclaims them only when a
+// collection runs, which external memory alone triggers late (around 64 MB). A young-generation
+// collection every COLLECT_EVERY bytes received keeps an upload's memory flat whatever its size.
+const COLLECT_EVERY = 16 * 1024 * 1024;
+let minorGc: (() => void) | null | undefined;
+function collectGarbage(): void {
+  if (minorGc === undefined) {
+    try {
+      v8.setFlagsFromString('--expose-gc');
+      const gc = vm.runInNewContext('gc') as (o?: { type: 'minor' | 'major'; execution?: 'sync' }) => void;
+      minorGc = () => gc({ type: 'minor' });
+    } catch {
+      minorGc = null;
+    }
+  }
+  minorGc?.();
+}
+
+export const SNIFF_BYTES = 512;
+
+/** assets/<first two hex digits>/<sha256>: the one place a content hash is stored. */
+export const assetPathOf = (sha256: string): string => `assets/${sha256.slice(0, 2)}/${sha256}`;
+
+export const tmpPathIn = (storageDir: string): string =>
+  path.join(storageDir, 'tmp', `upload-${crypto.randomBytes(12).toString('hex')}`);
+
+export interface Received { tmpPath: string; size: number; sha256: string; head: Buffer }
+
+/**
+ * Streams `source` into a new file under storage/tmp with backpressure, hashing as it goes.
+ * `check(total)` runs on every chunk before it is written and throws to abort (413, 409). On any
+ * failure the temporary file is removed and the error rethrown.
+ */
+export async function receiveToTmp(storageDir: string, source: Readable | AsyncIterable<Buffer>, check: (total: number) => void): Promise<Received> {
+  const tmpPath = tmpPathIn(storageDir);
+  const hash = crypto.createHash('sha256');
+  const headParts: Buffer[] = [];
+  let headLen = 0;
+  let size = 0;
+  const out = fs.createWriteStream(tmpPath, { flags: 'wx', highWaterMark: 1 << 20, flush: true });
+  try {
+    await pipeline(
+      source,
+      async function* (chunks: AsyncIterable<Buffer>) {
+        for await (const chunk of chunks) {
+          if (Math.floor(size / COLLECT_EVERY) !== Math.floor((size + chunk.length) / COLLECT_EVERY)) collectGarbage();
+          size += chunk.length;
+          check(size);
+          hash.update(chunk);
+          if (headLen < SNIFF_BYTES) {
+            const part = chunk.subarray(0, SNIFF_BYTES - headLen);
+            headParts.push(Buffer.from(part));
+            headLen += part.length;
+          }
+          yield chunk;
+        }
+      },
+      out,
+    );
+  } catch (err) {
+    // The stream may still be opening the file: remove it only once it is closed.
+    if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
+    fs.rmSync(tmpPath, { force: true });
+    throw err;
+  }
+  return { tmpPath, size, sha256: hash.digest('hex'), head: Buffer.concat(headParts, headLen) };
+}
+
+/** Hash and size of a file, streamed. */
+export async function hashFile(file: string): Promise<{ size: number; sha256: string }> {
+  const hash = crypto.createHash('sha256');
+  let size = 0;
+  await pipeline(fs.createReadStream(file, { highWaterMark: 1 << 20 }), async function* (chunks: AsyncIterable<Buffer>) {
+    for await (const c of chunks) {
+      size += c.length;
+      hash.update(c);
+    }
+  });
+  return { size, sha256: hash.digest('hex') };
+}
+
+export const unsafePath = (reason: string) => new AppError(422, 'unsafe_path', `the stored file path is unsafe: ${reason}`);
+
+/**
+ * The absolute path of a stored relative path, or 422 unsafe_path (absolute, "..", NUL, outside the
+ * storage root, or a symbolic link leading outside it), or 404 when the file is registered but not on disk.
+ */
+export function resolveStored(storageDir: string, rel: string): string {
+  if (!rel || rel.includes('\0') || rel.includes('\\')) throw unsafePath('empty or invalid characters');
+  if (path.isAbsolute(rel) || path.win32.isAbsolute(rel)) throw unsafePath('absolute');
+  if (rel.split('/').some((seg) => seg === '..')) throw unsafePath('parent segment');
+  const root = path.resolve(storageDir);
+  const abs = path.resolve(root, rel);
+  if (!abs.startsWith(root + path.sep)) throw unsafePath('outside the storage root');
+  let real: string;
+  try {
+    real = fs.realpathSync(abs);
+  } catch {
+    throw new AppError(404, 'not_found', 'the file is registered but not on disk');
+  }
+  const realRoot = fs.realpathSync(root);
+  if (!real.startsWith(realRoot + path.sep)) throw unsafePath('resolves outside the storage root');
+  return real;
+}
+
+const ascii = (b: Buffer, at: number, s: string) => b.length >= at + s.length && b.toString('latin1', at, at + s.length) === s;
+
+/** The MIME type from the first bytes of the content (never from the client). */
+export function sniffMime(b: Buffer): string {
+  if (b.length === 0) return 'application/octet-stream';
+  if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
+  if (ascii(b, 0, 'GIF87a') || ascii(b, 0, 'GIF89a')) return 'image/gif';
+  if (ascii(b, 0, 'RIFF') && ascii(b, 8, 'WEBP')) return 'image/webp';
+  if (ascii(b, 0, 'RIFF') && ascii(b, 8, 'WAVE')) return 'audio/wav';
+  if (ascii(b, 4, 'ftyp')) {
+    const brand = b.toString('latin1', 8, 12);
+    if (brand === 'qt  ') return 'video/quicktime';
+    if (brand === 'M4A ' || brand === 'M4B ') return 'audio/mp4';
+    return 'video/mp4';
+  }
+  if (b.length >= 4 && b.readUInt32BE(0) === 0x1a45dfa3) return b.includes('webm', 0, 'latin1') ? 'video/webm' : 'video/x-matroska';
+  if (ascii(b, 0, 'OggS')) return 'audio/ogg';
+  if (ascii(b, 0, 'fLaC')) return 'audio/flac';
+  if (ascii(b, 0, '%PDF-')) return 'application/pdf';
+  if (ascii(b, 0, 'ID3') || (b.length >= 2 && b[0] === 0xff && (b[1] & 0xe0) === 0xe0 && (b[1] & 0x06) !== 0)) return 'audio/mpeg';
+  return textType(b);
+}
+
+function textType(b: Buffer): string {
+  for (const c of b) if ((c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d && c !== 0x0c) || c === 0x7f) return 'application/octet-stream';
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(b, { stream: true });
+  } catch {
+    return 'application/octet-stream';
+  }
+  const t = text.replace(/^\uFEFF/, '').trimStart();
+  return t.startsWith('{') || t.startsWith('[') ? 'application/json' : 'text/plain; charset=utf-8';
+}

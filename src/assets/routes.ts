@@ -1,0 +1,91 @@
+// Assets and voice of the current project, and storage usage. Reads: script:read, delivery:view,
+// asset:edit or voice:edit; writes: asset:edit or voice:edit on the route, then the asset's kind
+// decides (voice -> voice:edit, others -> asset:edit).
+import type { IncomingMessage } from 'node:http';
+import { json, type Router } from '../http/router.ts';
+import { AppError, validationFailed } from '../http/errors.ts';
+import type { Permission } from '../tenancy/roles.ts';
+import { AssetCreateBody, AssetListQuery, AssetPatchBody, UploadQuery } from './schema.ts';
+import { presentAsset, presentVersion } from './present.ts';
+import { contentReply } from './content.ts';
+import { storageUsage } from './usage.ts';
+import {
+  archiveAsset, assetVersions, changeAsset, createAsset, currentVersion, getAsset, getVersion, listAssets, restoreVersion,
+  uploadVersion, verifyAsset,
+} from './service.ts';
+
+const READ: Permission[] = ['script:read', 'delivery:view', 'asset:edit', 'voice:edit'];
+const WRITE: Permission[] = ['asset:edit', 'voice:edit'];
+
+/** The file name from Content-Disposition (filename* of RFC 5987 first, then filename). */
+export function dispositionFileName(header: string | undefined): string | null {
+  if (!header) return null;
+  const star = /filename\*\s*=\s*([\w!#$&+.^`|~-]+)'[^']*'([^;]+)/i.exec(header);
+  if (star) {
+    try {
+      return decodeURIComponent(star[2].trim());
+    } catch { /* fall through */ }
+  }
+  const plain = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(header);
+  return plain ? (plain[1] ?? plain[2]).replace(/\\(.)/g, '$1') : null;
+}
+
+function uploadFileName(req: IncomingMessage, fromQuery: string | undefined): string {
+  const raw = fromQuery ?? dispositionFileName(req.headers['content-disposition']);
+  // eslint-disable-next-line no-control-regex
+  const name = (raw ?? '').split(/[\\/]/).pop()!.replace(/[\x00-\x1f\x7f]/g, '').trim();
+  if (!name || name === '.' || name === '..') throw validationFailed({ fileName: 'give the file name in ?fileName= or Content-Disposition' });
+  return name.slice(0, 255);
+}
+
+export function bindAssetRoutes(r: Router): void {
+  const tags = ['assets'];
+  const base = { tags, scope: 'project' as const };
+  r.get('/api/assets', { ...base, summary: 'Assets of the current project; kind, q (name or tag substring), includeArchived, page, pageSize.', permission: READ, query: AssetListQuery },
+    ({ ctx, query }) => {
+      const { rows, pagination } = listAssets(ctx, query);
+      return json(200, { items: rows.map((a) => presentAsset(a, currentVersion(ctx, a))), pagination });
+    });
+  r.post('/api/assets', { ...base, summary: 'Create an asset (voice: voice:edit; other kinds: asset:edit).', permission: WRITE, body: AssetCreateBody, response: { status: 201, description: 'the asset' } },
+    ({ ctx, body }) => json(201, presentAsset(createAsset(ctx, body))));
+  r.get('/api/assets/:assetId', { ...base, summary: 'An asset with its versions, newest first.', permission: READ }, ({ ctx, params }) => {
+    const a = getAsset(ctx, params.assetId);
+    return json(200, { ...presentAsset(a, currentVersion(ctx, a)), versions: assetVersions(ctx, a).map(presentVersion) });
+  });
+  r.patch('/api/assets/:assetId', { ...base, summary: 'Change name, description or tags.', permission: WRITE, body: AssetPatchBody },
+    ({ ctx, params, body }) => json(200, presentAsset(changeAsset(ctx, params.assetId, body))));
+  r.delete('/api/assets/:assetId', { ...base, summary: 'Archive the asset (versions and files are kept).', permission: WRITE },
+    ({ ctx, params }) => json(200, presentAsset(archiveAsset(ctx, params.assetId))));
+  r.post('/api/assets/:assetId/versions/upload', {
+    ...base, permission: WRITE, query: UploadQuery, response: { status: 201, description: 'the new version' },
+    summary: 'Upload a new version: the raw file as the body, its name in ?fileName= or Content-Disposition; the MIME type is sniffed from the bytes. 413 over SVC_MAX_UPLOAD_BYTES, 409 storage_quota_exceeded over the organization quota.',
+  }, async ({ ctx, req, params, query }) => {
+    const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+    if (type.startsWith('multipart/')) throw new AppError(415, 'unsupported_media_type', 'send the file itself as the body (not multipart)');
+    const declared = req.headers['content-length'];
+    const result = await uploadVersion(ctx, params.assetId, {
+      source: req.iterator({ destroyOnReturn: false }), fileName: uploadFileName(req, query.fileName), declaredType: type || null,
+      contentLength: declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : null,
+    });
+    return json(201, { ...presentVersion(result.version), deduplicated: result.deduplicated, asset: presentAsset(result.asset, result.version) });
+  });
+  r.post('/api/assets/:assetId/verify', { ...base, summary: 'Re-read the current version\'s file and compare hash and size; the result is audited (asset.verified); a mismatch marks the version corrupt.', permission: WRITE },
+    async ({ ctx, params }) => json(200, await verifyAsset(ctx, params.assetId)));
+  r.post('/api/assets/:assetId/versions/:versionId/restore', { ...base, summary: 'Make an older version current again, as a new version with the same file.', permission: WRITE, response: { status: 201, description: 'the new version' } },
+    ({ ctx, params }) => {
+      const { asset, version } = restoreVersion(ctx, params.assetId, params.versionId);
+      return json(201, { ...presentVersion(version), asset: presentAsset(asset, version) });
+    });
+  r.get('/api/assets/:assetId/content', { ...base, summary: 'The current version\'s file (ETag, If-None-Match 304, Range 206).', permission: READ }, ({ ctx, req, params }) => {
+    const a = getAsset(ctx, params.assetId);
+    const v = currentVersion(ctx, a);
+    if (!v) throw new AppError(404, 'not_found', 'the asset has no file yet');
+    return contentReply(req, ctx.config.storageDir, v);
+  });
+  r.get('/api/assets/:assetId/versions/:versionId/content', { ...base, summary: 'One version\'s file (ETag, If-None-Match 304, Range 206).', permission: READ },
+    ({ ctx, req, params }) => contentReply(req, ctx.config.storageDir, getVersion(ctx, getAsset(ctx, params.assetId), params.versionId)));
+  r.get('/api/usage/storage', {
+    tags: ['usage'], scope: 'organization',
+    summary: 'Storage of the current organization: usedBytes, limitBytes (billing storageGb in GiB), remainingBytes, occupancyRatio, projects (visible ones), largestFiles (top 10).',
+  }, ({ ctx }) => json(200, storageUsage(ctx)));
+}

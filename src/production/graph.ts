@@ -1,0 +1,52 @@
+// The production graph of the current project: series -> season -> episode -> scene -> shot -> job.
+// Scenes come from the shots' sceneId (one scene node per episode and sceneId); a shot without a
+// scene hangs from its episode. Every node has a status; edges are `contains` or `generated_by`.
+import type { Ctx } from '../context.ts';
+import { projectById } from '../tenancy/store.ts';
+import { episodesOfProject, jobsOfProjectShots, seasonsOfProject, seriesOfProject, shotsOfProject } from './store.ts';
+
+export interface GraphNode { id: string; type: 'series' | 'season' | 'episode' | 'scene' | 'shot' | 'job'; label: string; status: string; refId: string }
+export interface GraphEdge { from: string; to: string; kind: 'contains' | 'generated_by' }
+
+const SHOT_ORDER = ['draft', 'ready', 'generating', 'review', 'approved'];
+
+export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode[]; edges: GraphEdge[] } {
+  const projectId = ctx.scope.projectId!;
+  const project = projectById(ctx.db, projectId)!;
+  const nodes: GraphNode[] = [];
+  const edges: GraphEdge[] = [];
+  const contains = (from: string, to: string) => edges.push({ from, to, kind: 'contains' });
+  for (const s of seriesOfProject(ctx.db, projectId)) nodes.push({ id: s.id, type: 'series', label: s.title, status: project.status, refId: s.id });
+  for (const s of seasonsOfProject(ctx.db, projectId)) {
+    nodes.push({ id: s.id, type: 'season', label: s.title, status: s.status, refId: s.id });
+    contains(s.series_id, s.id);
+  }
+  for (const e of episodesOfProject(ctx.db, projectId)) {
+    nodes.push({ id: e.id, type: 'episode', label: e.title, status: e.status, refId: e.id });
+    contains(e.season_id, e.id);
+  }
+  const scenes = new Map<string, GraphNode>();
+  for (const sh of shotsOfProject(ctx.db, projectId, null)) {
+    let parent = sh.episode_id;
+    if (sh.scene_id) {
+      const sceneNodeId = `scene:${sh.episode_id}:${sh.scene_id}`;
+      let scene = scenes.get(sceneNodeId);
+      if (!scene) {
+        scene = { id: sceneNodeId, type: 'scene', label: sh.scene_id, status: sh.status, refId: sh.scene_id };
+        scenes.set(sceneNodeId, scene);
+        nodes.push(scene);
+        contains(sh.episode_id, sceneNodeId);
+      } else if (SHOT_ORDER.indexOf(sh.status) < SHOT_ORDER.indexOf(scene.status)) {
+        scene.status = sh.status; // a scene is as far along as its least advanced shot
+      }
+      parent = sceneNodeId;
+    }
+    nodes.push({ id: sh.id, type: 'shot', label: sh.title, status: sh.status, refId: sh.id });
+    contains(parent, sh.id);
+  }
+  for (const j of jobsOfProjectShots(ctx.db, projectId)) {
+    nodes.push({ id: j.id, type: 'job', label: j.kind, status: j.status, refId: j.id });
+    edges.push({ from: j.shot_id!, to: j.id, kind: 'generated_by' });
+  }
+  return { projectId, nodes, edges };
+}

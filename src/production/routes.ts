@@ -1,0 +1,70 @@
+// Production content of the current project: catalog (seasons, episodes), shots, graph, work items.
+// Reads need script:read; catalog changes project:create; shot changes job:create.
+import { json, type Router } from '../http/router.ts';
+import { pageOf } from '../http/validate.ts';
+import {
+  catalog, changeEpisode, changeSeason, createEpisode, createSeason, presentEpisodeRow, presentSeasonRow, removeEpisode, removeSeason,
+  reorderEpisode, reorderSeason,
+} from './catalog.ts';
+import { productionGraph } from './graph.ts';
+import { presentJob, presentShot } from './present.ts';
+import { CatalogPatchBody, EpisodeCreateBody, ReorderBody, SeasonCreateBody, ShotCreateBody, ShotListQuery, ShotPatchBody } from './schema.ts';
+import { changeShot, createShot, getShot, listShots, removeShot, reorderShot } from './shots.ts';
+import { jobsOfShot, referencesOf, referencesOfProject } from './store.ts';
+import { workItems } from './workitems.ts';
+
+export function bindProductionRoutes(r: Router): void {
+  const tags = ['production'];
+  const read = { tags, scope: 'project', permission: 'script:read' } as const;
+  const cat = { tags, scope: 'project', permission: 'project:create' } as const;
+  const shot = { tags, scope: 'project', permission: 'job:create' } as const;
+  const created = { status: 201, description: 'the created record' };
+
+  r.get('/api/production/catalog', { summary: 'Series, seasons and episodes of the current project (ordered), with counts and statuses.', ...read },
+    ({ ctx }) => json(200, catalog(ctx)));
+  r.post('/api/production/seasons', { summary: 'Add a season to the project\'s series (at `position`, default last).', ...cat, body: SeasonCreateBody, response: created },
+    ({ ctx, body }) => json(201, presentSeasonRow(createSeason(ctx, body))));
+  r.patch('/api/production/seasons/:seasonId', { summary: 'Rename a season or change its status.', ...cat, body: CatalogPatchBody },
+    ({ ctx, params, body }) => json(200, presentSeasonRow(changeSeason(ctx, params.seasonId, body))));
+  r.post('/api/production/seasons/:seasonId/reorder', { summary: 'Move a season to `position`; positions and numbers stay 1..n.', ...cat, body: ReorderBody },
+    ({ ctx, params, body }) => json(200, presentSeasonRow(reorderSeason(ctx, params.seasonId, body.position))));
+  r.delete('/api/production/seasons/:seasonId', { summary: 'Remove an empty season (409 season_has_episodes otherwise).', ...cat },
+    ({ ctx, params }) => { removeSeason(ctx, params.seasonId); return json(204, undefined); });
+  r.post('/api/production/seasons/:seasonId/episodes', { summary: 'Add an episode to a season (at `position`, default last).', ...cat, body: EpisodeCreateBody, response: created },
+    ({ ctx, params, body }) => json(201, presentEpisodeRow(createEpisode(ctx, params.seasonId, body))));
+  r.patch('/api/production/episodes/:episodeId', { summary: 'Rename an episode or change its status.', ...cat, body: CatalogPatchBody },
+    ({ ctx, params, body }) => json(200, presentEpisodeRow(changeEpisode(ctx, params.episodeId, body))));
+  r.post('/api/production/episodes/:episodeId/reorder', { summary: 'Move an episode to `position` within its season.', ...cat, body: ReorderBody },
+    ({ ctx, params, body }) => json(200, presentEpisodeRow(reorderEpisode(ctx, params.episodeId, body.position))));
+  r.delete('/api/production/episodes/:episodeId', { summary: 'Remove an episode without shots (409 episode_has_shots / episode_has_jobs otherwise).', ...cat },
+    ({ ctx, params }) => { removeEpisode(ctx, params.episodeId); return json(204, undefined); });
+
+  r.get('/api/production/shots', { summary: 'Shots of the project in order, or of one episode (`episodeId`); page, pageSize.', ...read, query: ShotListQuery },
+    ({ ctx, query, searchParams }) => {
+      const refs = referencesOfProject(ctx.db, ctx.scope.projectId!);
+      return json(200, pageOf(searchParams, listShots(ctx, query.episodeId), (s) => presentShot(s, refs)));
+    });
+  r.post('/api/production/shots', { summary: 'Create a shot in an episode (at `position`, default last).', ...shot, body: ShotCreateBody, response: created },
+    ({ ctx, body }) => { const s = createShot(ctx, body); return json(201, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
+  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media.', ...read }, ({ ctx, params }) => {
+    const s = getShot(ctx, params.shotId);
+    return json(200, {
+      ...presentShot(s, referencesOf(ctx.db, s.project_id, s.id)),
+      generationHistory: jobsOfShot(ctx.db, s.project_id, s.id).map(presentJob),
+      latestMedia: [],
+    });
+  });
+  r.patch('/api/production/shots/:shotId', { summary: 'Change a shot.', ...shot, body: ShotPatchBody },
+    ({ ctx, params, body }) => { const s = changeShot(ctx, params.shotId, body); return json(200, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
+  r.post('/api/production/shots/:shotId/reorder', { summary: 'Move a shot to `position` within its episode.', ...shot, body: ReorderBody },
+    ({ ctx, params, body }) => { const s = reorderShot(ctx, params.shotId, body.position); return json(200, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
+  r.delete('/api/production/shots/:shotId', { summary: 'Remove a shot without generation jobs (409 shot_has_jobs otherwise).', ...shot },
+    ({ ctx, params }) => { removeShot(ctx, params.shotId); return json(204, undefined); });
+
+  r.get('/api/production/graph', { summary: 'Nodes and edges series -> season -> episode -> scene -> shot -> job, with statuses.', ...read },
+    ({ ctx }) => json(200, productionGraph(ctx)));
+  r.get('/api/work-items', {
+    summary: 'The current user\'s derived to-do list in the current project: assigned open tasks, failed jobs, shots without media.',
+    tags, scope: 'project', permission: ['script:read', 'task:view'],
+  }, ({ ctx, searchParams }) => json(200, pageOf(searchParams, workItems(ctx), (i) => i)));
+}

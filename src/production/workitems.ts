@@ -1,0 +1,44 @@
+// The current user's to-do list in the current project, computed on every read, never stored:
+// tasks assigned to them that are not done or cancelled (everyone); failed generation jobs of the
+// project (holders of queue:manage or job:create); shots without media, i.e. not approved yet
+// (holders of job:create, who can generate them). Sorted by priority, then due date, then kind.
+import type { Ctx } from '../context.ts';
+import { hasPermission } from '../tenancy/roles.ts';
+import { failedJobsOfProject, openTasksOf, shotsOfProject } from './store.ts';
+
+export interface WorkItem {
+  kind: 'task' | 'failed_job' | 'shot_without_media';
+  id: string; title: string; status: string; priority: string; dueAt: string | null;
+  targetTab: 'tasks' | 'queue' | 'shots'; link: string;
+}
+
+const PRIORITY = ['urgent', 'high', 'normal', 'low'];
+const KIND = ['task', 'failed_job', 'shot_without_media'];
+
+export function workItems(ctx: Ctx): WorkItem[] {
+  const projectId = ctx.scope.projectId!;
+  const items: WorkItem[] = [];
+  if (ctx.actor.userId) {
+    for (const t of openTasksOf(ctx.db, projectId, ctx.actor.userId)) {
+      items.push({ kind: 'task', id: t.id, title: t.title, status: t.status, priority: t.priority, dueAt: t.due_at, targetTab: 'tasks', link: t.linked_page ?? `/tasks/${t.id}` });
+    }
+  }
+  if (hasPermission(ctx.permissions, 'queue:manage') || hasPermission(ctx.permissions, 'job:create')) {
+    for (const j of failedJobsOfProject(ctx.db, projectId)) {
+      items.push({
+        kind: 'failed_job', id: j.id, title: `Failed ${j.kind} job${j.error ? `: ${j.error.slice(0, 120)}` : ''}`, status: j.status,
+        priority: 'high', dueAt: null, targetTab: 'queue', link: `/jobs/${j.id}`,
+      });
+    }
+  }
+  if (hasPermission(ctx.permissions, 'job:create')) {
+    for (const s of shotsOfProject(ctx.db, projectId, null)) {
+      if (s.status === 'approved') continue;
+      items.push({ kind: 'shot_without_media', id: s.id, title: s.title, status: s.status, priority: 'normal', dueAt: null, targetTab: 'shots', link: `/production/shots/${s.id}` });
+    }
+  }
+  const rank = (i: WorkItem) => PRIORITY.indexOf(i.priority);
+  return items.sort((a, b) => rank(a) - rank(b)
+    || (a.dueAt === b.dueAt ? 0 : a.dueAt === null ? 1 : b.dueAt === null ? -1 : a.dueAt < b.dueAt ? -1 : 1)
+    || KIND.indexOf(a.kind) - KIND.indexOf(b.kind));
+}

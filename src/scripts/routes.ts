@@ -1,0 +1,83 @@
+// Script of each episode (/api/production/script/episodes/:episodeId...) and story bible of the
+// current project (/api/production/bible...): current document, save with optimistic concurrency,
+// revisions list and read, diff, restore.
+import type { IncomingMessage } from 'node:http';
+import { json, type Router } from '../http/router.ts';
+import { validationFailed } from '../http/errors.ts';
+import { PageQuery, paging } from '../http/validate.ts';
+import type { Ctx } from '../context.ts';
+import { BibleSaveBody, DiffQuery, RestoreBody, ScriptSaveBody } from './schema.ts';
+import { etag, presentRevision, presentRevisionSummary } from './present.ts';
+import {
+  baseRevisionOf, bibleDoc, current, diff, listRevisions, restore, revision, saveBible, saveScript, scriptDoc, type Doc,
+} from './service.ts';
+
+const ifMatch = (req: IncomingMessage) => (typeof req.headers['if-match'] === 'string' ? req.headers['if-match'] : undefined);
+
+function revisionParam(raw: string): number {
+  if (!/^\d{1,9}$/.test(raw) || Number(raw) < 1) throw validationFailed({ revision: 'must be a revision number from 1' });
+  return Number(raw);
+}
+
+/** The routes shared by both documents, under `base` (the document found by `doc`). */
+function bindRevisionRoutes(r: Router, base: string, what: string, doc: (ctx: Ctx, params: Record<string, string>) => Doc, edit: 'script:edit' | 'asset:edit') {
+  const tags = ['production'];
+  const read = { tags, scope: 'project' as const, permission: 'script:read' as const };
+  r.get(`${base}/revisions`, { summary: `Revisions of the ${what}, newest first, without content (page, pageSize).`, ...read, query: PageQuery }, ({ ctx, params, searchParams }) => {
+    const d = doc(ctx, params);
+    const { rows, pagination } = listRevisions(ctx, d, paging(searchParams));
+    return json(200, { items: rows.map(presentRevisionSummary(d)), pagination });
+  });
+  r.get(`${base}/revisions/:revision`, { summary: `One revision of the ${what} with its full content.`, ...read }, ({ ctx, params }) => {
+    const d = doc(ctx, params);
+    return json(200, presentRevision(d, revision(ctx, d, revisionParam(params.revision))));
+  });
+  r.get(`${base}/diff`, {
+    summary: `Diff of two revisions of the ${what} (from, to; 0 is the empty document), matched by ids: added, removed, changed with field changes and moved flags.`,
+    ...read, query: DiffQuery,
+  }, ({ ctx, params, query }) => json(200, diff(ctx, doc(ctx, params), query)));
+  r.post(`${base}/revisions/:revision/restore`, {
+    summary: `Make an older revision of the ${what} current again, as a new revision (baseRevision or If-Match; stale: 409 revision_conflict).`,
+    tags, scope: 'project', permission: edit, body: RestoreBody, response: { status: 201, description: 'the new revision' },
+  }, ({ ctx, params, body, req }) => {
+    const d = doc(ctx, params);
+    const row = restore(ctx, d, revisionParam(params.revision), baseRevisionOf(body.baseRevision, ifMatch(req)));
+    return json(201, presentRevision(d, row), etag(row));
+  });
+}
+
+export function bindScriptRoutes(r: Router): void {
+  const tags = ['production'];
+  const episode = '/api/production/script/episodes/:episodeId';
+  const scriptOf = (ctx: Ctx, params: Record<string, string>) => scriptDoc(ctx, params.episodeId);
+  r.get(episode, { summary: 'The current script of an episode of the current project (revision 0 and no scenes before the first save); ETag is the revision.', tags, scope: 'project', permission: 'script:read' }, ({ ctx, params }) => {
+    const d = scriptOf(ctx, params);
+    const row = current(ctx, d);
+    return json(200, presentRevision(d, row), etag(row));
+  });
+  r.put(episode, {
+    summary: 'Save the script as a new revision: { baseRevision, scenes } (or If-Match: "<revision>"); a stale base is 409 revision_conflict.',
+    tags, scope: 'project', permission: 'script:edit', body: ScriptSaveBody,
+  }, ({ ctx, params, body, req }) => {
+    const d = scriptOf(ctx, params);
+    const row = saveScript(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.scenes);
+    return json(200, presentRevision(d, row), etag(row));
+  });
+  bindRevisionRoutes(r, episode, 'episode\'s script', scriptOf, 'script:edit');
+
+  const bible = '/api/production/bible';
+  r.get(bible, { summary: 'The story bible of the current project (revision 0 and no entries before the first save); ETag is the revision.', tags, scope: 'project', permission: 'script:read' }, ({ ctx }) => {
+    const d = bibleDoc(ctx);
+    const row = current(ctx, d);
+    return json(200, presentRevision(d, row), etag(row));
+  });
+  r.put(bible, {
+    summary: 'Save the story bible as a new revision: { baseRevision, entries } (or If-Match); a stale base is 409 revision_conflict.',
+    tags, scope: 'project', permission: 'asset:edit', body: BibleSaveBody,
+  }, ({ ctx, body, req }) => {
+    const d = bibleDoc(ctx);
+    const row = saveBible(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.entries);
+    return json(200, presentRevision(d, row), etag(row));
+  });
+  bindRevisionRoutes(r, bible, 'story bible', (ctx) => bibleDoc(ctx), 'asset:edit');
+}

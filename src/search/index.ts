@@ -1,0 +1,47 @@
+// The one indexing function every domain calls, inside the transaction that writes the object.
+// Only display fields go in: titles, descriptions, prompts, statuses; never connector endpoints,
+// API keys, tokens or storage paths.
+import type { Db } from '../db/db.ts';
+
+export const SEARCH_TYPES = {
+  project: { label: 'Project', tab: 'overview' },
+  episode: { label: 'Episode', tab: 'catalog' },
+  script: { label: 'Script', tab: 'script' },
+  shot: { label: 'Shot', tab: 'shots' },
+  asset: { label: 'Asset', tab: 'assets' },
+  task: { label: 'Collaboration task', tab: 'tasks' },
+  job: { label: 'Generation job', tab: 'jobs' },
+  delivery: { label: 'Delivery record', tab: 'delivery' },
+} as const;
+export type SearchType = keyof typeof SEARCH_TYPES;
+
+export interface SearchDocument {
+  type: SearchType;
+  id: string;
+  organizationId: string;
+  workspaceId: string | null;
+  projectId: string | null;
+  title: string;
+  subtitle?: string;
+  body?: string;
+  status?: string;
+  updatedAt: string;
+}
+
+const MAX_BODY = 20_000;
+
+/** Adds or replaces the search document of one object. */
+export function indexDocument(db: Db, d: SearchDocument): void {
+  db.run(
+    `INSERT INTO search_documents (doc_key, type, target_id, organization_id, workspace_id, project_id, title, subtitle, body, status, target_tab, updated_at)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+     ON CONFLICT (doc_key) DO UPDATE SET title = ?7, subtitle = ?8, body = ?9, status = ?10, updated_at = ?12,
+       organization_id = ?4, workspace_id = ?5, project_id = ?6`,
+    `${d.type}:${d.id}`, d.type, d.id, d.organizationId, d.workspaceId, d.projectId, d.title, d.subtitle ?? '',
+    (d.body ?? '').slice(0, MAX_BODY), d.status ?? '', SEARCH_TYPES[d.type].tab, d.updatedAt,
+  );
+}
+
+export function removeDocument(db: Db, type: SearchType, id: string): void {
+  db.run('DELETE FROM search_documents WHERE doc_key = ?', `${type}:${id}`);
+}

@@ -1,0 +1,90 @@
+// Search inside the session's organization, workspace and visible projects. Terms of three or more
+// characters go through the FTS5 trigram index (any language, CJK included); when every term is
+// shorter (e.g. a two-character Chinese word) a bounded substring scan of the most recent documents
+// in scope answers instead. The tenant filter is built in SQL from the session, never from input.
+import type { Ctx } from '../context.ts';
+import { scopeForbidden } from '../http/errors.ts';
+import { listProjects } from '../tenancy/service.ts';
+import type { SearchType } from './index.ts';
+
+export interface SearchRow {
+  type: SearchType; target_id: string; organization_id: string; workspace_id: string | null; project_id: string | null;
+  title: string; subtitle: string; status: string; target_tab: string; snippet: string; score: number;
+}
+
+/** Documents scanned at most by the short-term fallback. */
+export const SUBSTRING_SCAN_LIMIT = 20_000;
+// Highlight markers inside snippets; present.ts turns them into ranges.
+export const MARK_OPEN = '\u0002';
+export const MARK_CLOSE = '\u0003';
+
+function terms(q: string): string[] {
+  return q.normalize('NFC').split(/\s+/).filter(Boolean).slice(0, 8);
+}
+
+const length = (s: string) => [...s].length;
+
+/** The ids of the projects the search may reach, or null for "the whole workspace's visible projects". */
+function projectIds(ctx: Ctx, scope: 'workspace' | 'project'): string[] {
+  if (scope === 'project') {
+    if (!ctx.scope.projectId) throw scopeForbidden('choose a project first (PATCH /api/context)');
+    return [ctx.scope.projectId];
+  }
+  if (!ctx.scope.workspaceId) throw scopeForbidden('choose a workspace first (PATCH /api/context)');
+  return listProjects(ctx, ctx.scope.workspaceId).map((p) => p.id);
+}
+
+export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'project'; limit: number }): SearchRow[] {
+  const words = terms(input.q.trim());
+  if (words.length === 0) return [];
+  const projects = JSON.stringify(projectIds(ctx, input.scope));
+  const org = ctx.scope.organizationId;
+  const long = words.filter((w) => length(w) >= 3);
+  const short = words.filter((w) => length(w) < 3);
+  // Every short term must appear too (a substring test over the document's text).
+  const shortFilter = short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 5}) > 0`).join('');
+  if (long.length > 0) {
+    const match = long.map((w) => `"${w.replace(/"/g, '""')}"`).join(' AND ');
+    // Rank first (cheap), then make snippets for the rows kept only.
+    const top = ctx.db.all<{ rowid: number; score: number }>(
+      `SELECT d.rowid AS rowid, bm25(search_fts, 5.0, 2.0, 1.0) AS score
+         FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
+        WHERE search_fts MATCH ?1 AND d.organization_id = ?2 AND d.project_id IN (SELECT value FROM json_each(?3))${shortFilter}
+        ORDER BY score LIMIT ?4`,
+      match, org, projects, input.limit, ...short,
+    );
+    if (top.length === 0) return [];
+    const rows = ctx.db.all<SearchRow>(
+      `SELECT d.rowid AS rowid, d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab,
+              snippet(search_fts, -1, '${MARK_OPEN}', '${MARK_CLOSE}', '…', 12) AS snippet
+         FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
+        WHERE search_fts MATCH ?1 AND search_fts.rowid IN (SELECT value FROM json_each(?2))`,
+      match, JSON.stringify(top.map((r) => r.rowid)),
+    ) as Array<SearchRow & { rowid: number }>;
+    const byRow = new Map(rows.map((r) => [r.rowid, r]));
+    return top.flatMap(({ rowid, score }) => {
+      const r = byRow.get(rowid);
+      if (!r) return [];
+      const { rowid: _rowid, ...rest } = r;
+      return [{ ...rest, score }];
+    });
+  }
+  // Only short terms: scan the organization's most recent documents (at most SUBSTRING_SCAN_LIMIT),
+  // newest first, and stop at `limit` matches.
+  const rows = ctx.db.all<Omit<SearchRow, 'snippet' | 'score'> & { body: string }>(
+    `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
+       FROM (SELECT * FROM search_documents WHERE organization_id = ?1 ORDER BY updated_at DESC LIMIT ${SUBSTRING_SCAN_LIMIT}) d
+      WHERE d.project_id IN (SELECT value FROM json_each(?2))${short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 3}) > 0`).join('')}
+      LIMIT ?${short.length + 3}`,
+    org, projects, ...short, input.limit,
+  );
+  return rows.map(({ body, ...r }) => ({ ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, short[0]), score: 0 }));
+}
+
+function excerpt(text: string, term: string): string {
+  const at = text.indexOf(term);
+  const from = Math.max(0, at - 24);
+  const to = Math.min(text.length, at + term.length + 24);
+  return `${from > 0 ? '…' : ''}${text.slice(from, at)}${MARK_OPEN}${term}${MARK_CLOSE}${text.slice(at + term.length, to)}${to < text.length ? '…' : ''}`;
+}
+

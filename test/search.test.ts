@@ -1,0 +1,105 @@
+// Search: tenant isolation with identical content, project-only guests, CJK queries of 2 and 4
+// characters, highlights, scopes, and what is never searchable.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestServer, type TestServer } from './helpers/server.ts';
+import { grant, login, makeProject, makeTree, makeUser, member, type Tree } from './helpers/factories.ts';
+import { createTask } from '../src/tasks/service.ts';
+import { withScope } from '../src/context.ts';
+import { indexDocument } from '../src/search/index.ts';
+
+function task(s: TestServer, tree: Tree, title: string, description = '') {
+  return createTask(withScope(s.operator(), tree), { title, description });
+}
+
+const search = (s: TestServer, token: string, q: string, extra = '') =>
+  s.call('GET', `/api/search?q=${encodeURIComponent(q)}${extra}`, { token });
+
+test('two organizations with identical content only ever see their own results', async (t) => {
+  const s = await startTestServer(t);
+  const a = await member(s, 'producer');
+  const b = await member(s, 'producer');
+  for (const m of [a, b]) task(s, m.tree, 'Storyboard for the night train', 'platform scene at dawn');
+  const ra = await search(s, a.token, 'night train');
+  assert.equal(ra.status, 200, ra.text);
+  assert.equal(ra.body.length, 1);
+  assert.equal(ra.body[0].organizationId, a.tree.organizationId);
+  assert.equal(ra.body[0].projectId, a.tree.projectId);
+  assert.equal(ra.body[0].type, 'task');
+  assert.equal(ra.body[0].typeLabel, 'Collaboration task');
+  assert.equal(ra.body[0].targetTab, 'tasks');
+  assert.match(ra.body[0].targetId, /^tsk_/);
+  const rb = await search(s, b.token, 'night train');
+  assert.deepEqual(rb.body.map((r: any) => r.organizationId), [b.tree.organizationId]);
+  // Input cannot widen the tenant filter.
+  const sneaky = await s.call('GET', `/api/search?q=night&organizationId=${b.tree.organizationId}&projectId=${b.tree.projectId}`, { token: a.token });
+  assert.ok(sneaky.body.every((r: any) => r.organizationId === a.tree.organizationId));
+});
+
+test('a project-only guest finds only its own projects; scope=project narrows to the current project', async (t) => {
+  const s = await startTestServer(t);
+  const tree = makeTree(s);
+  const other = makeProject(s, tree.workspaceId, 'Other show');
+  const producer = await member(s, 'producer', tree);
+  task(s, tree, 'Casting call for the lead');
+  task(s, { ...tree, projectId: other.id }, 'Casting call for the villain');
+  const guest = await makeUser(s);
+  grant(s, guest.id, 'project', tree.projectId, 'project_viewer');
+  const guestToken = await login(s, guest);
+  const g = await search(s, guestToken, 'casting');
+  assert.deepEqual(g.body.map((r: any) => r.title), ['Casting call for the lead']);
+  const all = await search(s, producer.token, 'casting');
+  assert.equal(all.body.length, 2);
+  const narrow = await search(s, producer.token, 'casting', '&scope=project');
+  assert.deepEqual(narrow.body.map((r: any) => r.projectId), [tree.projectId]);
+});
+
+test('Chinese queries of 2 and 4 characters find the shot, with highlights', async (t) => {
+  const s = await startTestServer(t);
+  const producer = await member(s, 'producer');
+  const { organizationId, workspaceId, projectId } = producer.tree;
+  const shot = s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', projectId)!;
+  indexDocument(s.db, {
+    type: 'shot', id: shot.id, organizationId, workspaceId, projectId, title: '第一场 夜行列车', subtitle: 'Pilot',
+    body: '主角在站台上等待末班车', status: 'draft', updatedAt: new Date().toISOString(),
+  });
+  task(s, producer.tree, 'Unrelated task', 'nothing to see');
+  for (const q of ['站台', '夜行列车', '站台上等待']) {
+    const r = await search(s, producer.token, q);
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.map((x: any) => x.targetId), [shot.id], q);
+    const { text, highlights } = r.body[0].snippet;
+    assert.ok(highlights.length >= 1, q);
+    assert.equal(text.slice(highlights[0][0], highlights[0][1]).includes(q.slice(0, 2)), true, `${q}: ${JSON.stringify(r.body[0].snippet)}`);
+  }
+  assert.deepEqual((await search(s, producer.token, '火车')).body, []);
+  assert.deepEqual((await search(s, producer.token, '站 夜行列车')).body.map((x: any) => x.targetId), [shot.id], 'a short term filters a long one');
+});
+
+test('empty q answers [], limit is clamped, and the route needs a session and a workspace', async (t) => {
+  const s = await startTestServer(t);
+  const producer = await member(s, 'producer');
+  for (let i = 0; i < 5; i++) task(s, producer.tree, `Dialogue pass ${i}`);
+  assert.deepEqual((await search(s, producer.token, '')).body, []);
+  assert.deepEqual((await search(s, producer.token, '   ')).body, []);
+  assert.equal((await search(s, producer.token, 'dialogue', '&limit=0')).body.length, 1);
+  assert.equal((await search(s, producer.token, 'dialogue', '&limit=3')).body.length, 3);
+  assert.equal((await s.call('GET', '/api/search?q=dialogue')).status, 401);
+  const orgOnly = await member(s, 'org_member');
+  const r = await search(s, orgOnly.token, 'dialogue');
+  assert.equal(r.status, 403);
+  assert.equal(r.body.error.code, 'scope_forbidden');
+  assert.equal((await search(s, producer.token, 'x', '&scope=everything')).status, 422);
+});
+
+test('the index holds display fields only: no storage paths, tokens or endpoints are searchable', async (t) => {
+  const s = await startTestServer(t);
+  const producer = await member(s, 'producer');
+  task(s, producer.tree, 'Review the teaser');
+  const text = JSON.stringify(s.db.all('SELECT * FROM search_documents'));
+  assert.ok(!text.includes(s.config.storageDir), 'no absolute storage path');
+  assert.ok(!text.includes(s.config.dataDir));
+  assert.deepEqual((await search(s, producer.token, s.config.storageDir)).body, []);
+  const tokens = s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions');
+  assert.deepEqual((await search(s, producer.token, tokens[0].token_hash.slice(0, 12))).body, []);
+});
