@@ -103,3 +103,22 @@ test('the index holds display fields only: no storage paths, tokens or endpoints
   const tokens = s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions');
   assert.deepEqual((await search(s, producer.token, tokens[0].token_hash.slice(0, 12))).body, []);
 });
+
+test('assets are found by name and file name, never by their storage path; an archived asset leaves the index', async (t) => {
+  const s = await startTestServer(t);
+  const producer = await member(s, 'producer');
+  const asset = await s.call('POST', '/api/assets', { token: producer.token, body: { kind: 'image', name: 'Heroine 站台 portrait', tags: ['lead'] } });
+  assert.equal(asset.status, 201, asset.text);
+  const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
+  const up = await fetch(`${s.url}/api/assets/${asset.body.id}/versions/upload?fileName=heroine-final.png`, {
+    method: 'POST', headers: { authorization: `Bearer ${producer.token}`, 'content-type': 'image/png' }, body: png,
+  });
+  assert.equal(up.status, 201, await up.text());
+  assert.deepEqual((await search(s, producer.token, 'heroine-final')).body.map((r: any) => r.targetId), [asset.body.id]);
+  assert.deepEqual((await search(s, producer.token, '站台')).body.map((r: any) => r.type), ['asset']);
+  const stored = s.db.get<{ storage_path: string }>('SELECT storage_path FROM asset_versions WHERE asset_id = ?', asset.body.id)!.storage_path;
+  assert.deepEqual((await search(s, producer.token, stored)).body, [], 'the storage path is not searchable');
+  assert.deepEqual((await search(s, producer.token, s.config.storageDir)).body, []);
+  assert.equal((await s.call('DELETE', `/api/assets/${asset.body.id}`, { token: producer.token })).status, 200);
+  assert.deepEqual((await search(s, producer.token, 'heroine')).body, []);
+});

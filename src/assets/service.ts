@@ -16,6 +16,7 @@ import { hasPermission } from '../tenancy/roles.ts';
 import { projectById } from '../tenancy/store.ts';
 import type { AssetCreateBody, AssetPatchBody } from './schema.ts';
 import { assetPathOf, hashFile, receiveToTmp, resolveStored, sniffMime, tmpPathIn, SNIFF_BYTES } from './files.ts';
+import { indexDocument, removeDocument } from '../search/index.ts';
 import {
   assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationHasFile,
   organizationStoredBytes, setVersionCheck, updateAsset, versionOfAsset, versionsOfAsset, type AssetRow, type VersionRow,
@@ -46,6 +47,15 @@ function editableAsset(ctx: Ctx, assetId: string): AssetRow {
 export const currentVersion = (ctx: Ctx, a: AssetRow): VersionRow | null =>
   a.current_version_id ? versionOfAsset(ctx.db, a.project_id, a.id, a.current_version_id) ?? null : null;
 
+/** The search document of an asset: name, kind, tags, description and file name; never its storage path. */
+function indexAsset(ctx: Ctx, a: AssetRow, fileName?: string): void {
+  const tags = (JSON.parse(a.tags) as string[]).join(' ');
+  indexDocument(ctx.db, {
+    type: 'asset', id: a.id, organizationId: a.organization_id, workspaceId: a.workspace_id, projectId: a.project_id,
+    title: a.name, subtitle: [a.kind, fileName].filter(Boolean).join(' · '), body: `${tags}\n${a.description}`, status: a.status, updatedAt: a.updated_at,
+  });
+}
+
 export function createAsset(ctx: Ctx, input: Infer<typeof AssetCreateBody>): AssetRow {
   requireKindPermission(ctx, input.kind);
   const p = projectById(ctx.db, ctx.scope.projectId!)!;
@@ -57,6 +67,7 @@ export function createAsset(ctx: Ctx, input: Infer<typeof AssetCreateBody>): Ass
   };
   return ctx.db.tx(() => {
     insertAsset(ctx.db, a);
+    indexAsset(ctx, a);
     record(ctx, { action: 'asset.created', targetType: 'asset', targetId: a.id, metadata: { kind: a.kind, name: a.name } });
     return a;
   });
@@ -73,6 +84,7 @@ export function changeAsset(ctx: Ctx, assetId: string, patch: Infer<typeof Asset
       tags: patch.tags ? JSON.stringify([...new Set(patch.tags)]) : a.tags, updated_at: ctx.now().toISOString(),
     };
     updateAsset(ctx.db, next);
+    indexAsset(ctx, next);
     record(ctx, { action: 'asset.updated', targetType: 'asset', targetId: a.id, metadata: { fields: Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined) } });
     return next;
   });
@@ -85,6 +97,7 @@ export function archiveAsset(ctx: Ctx, assetId: string): AssetRow {
     const now = ctx.now().toISOString();
     const next: AssetRow = { ...a, status: 'archived', archived_at: now, updated_at: now };
     updateAsset(ctx.db, next);
+    removeDocument(ctx.db, 'asset', a.id);
     record(ctx, { action: 'asset.archived', targetType: 'asset', targetId: a.id, metadata: { name: a.name } });
     return next;
   });
@@ -194,6 +207,7 @@ function addCurrentVersion(ctx: Ctx, a: AssetRow, v: VersionRow, action: string,
   insertVersion(ctx.db, v);
   const next: AssetRow = { ...a, current_version_id: v.id, updated_at: v.created_at };
   updateAsset(ctx.db, next);
+  indexAsset(ctx, next, v.file_name);
   record(ctx, { action, targetType: 'asset', targetId: a.id, metadata: { versionId: v.id, number: v.number, ...metadata } });
   return next;
 }
