@@ -6,7 +6,6 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeProject, makeTree, makeUser, member, type Tree } from './helpers/factories.ts';
 import { createTask } from '../src/tasks/service.ts';
 import { withScope } from '../src/context.ts';
-import { indexDocument } from '../src/search/index.ts';
 
 function task(s: TestServer, tree: Tree, title: string, description = '') {
   return createTask(withScope(s.operator(), tree), { title, description });
@@ -57,17 +56,17 @@ test('a project-only guest finds only its own projects; scope=project narrows to
 test('Chinese queries of 2 and 4 characters find the shot, with highlights', async (t) => {
   const s = await startTestServer(t);
   const producer = await member(s, 'producer');
-  const { organizationId, workspaceId, projectId } = producer.tree;
-  const shot = s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', projectId)!;
-  indexDocument(s.db, {
-    type: 'shot', id: shot.id, organizationId, workspaceId, projectId, title: '第一场 夜行列车', subtitle: 'Pilot',
-    body: '主角在站台上等待末班车', status: 'draft', updatedAt: new Date().toISOString(),
+  const shot = s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', producer.tree.projectId)!;
+  const changed = await s.call('PATCH', `/api/production/shots/${shot.id}`, {
+    token: producer.token, body: { title: '第一场 夜行列车', description: '主角在站台上等待末班车' },
   });
+  assert.equal(changed.status, 200, changed.text);
   task(s, producer.tree, 'Unrelated task', 'nothing to see');
   for (const q of ['站台', '夜行列车', '站台上等待']) {
     const r = await search(s, producer.token, q);
     assert.equal(r.status, 200);
     assert.deepEqual(r.body.map((x: any) => x.targetId), [shot.id], q);
+    assert.equal(r.body[0].type, 'shot');
     const { text, highlights } = r.body[0].snippet;
     assert.ok(highlights.length >= 1, q);
     assert.equal(text.slice(highlights[0][0], highlights[0][1]).includes(q.slice(0, 2)), true, `${q}: ${JSON.stringify(r.body[0].snippet)}`);

@@ -12,6 +12,8 @@ export interface SearchRow {
   title: string; subtitle: string; status: string; target_tab: string; snippet: string; score: number;
 }
 
+/** Matches ranked at most for one query (the newest ones in scope). */
+export const RANK_WINDOW = 500;
 /** Documents scanned at most by the short-term fallback. */
 export const SUBSTRING_SCAN_LIMIT = 20_000;
 // Highlight markers inside snippets; present.ts turns them into ranges.
@@ -42,32 +44,28 @@ export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'proje
   const long = words.filter((w) => length(w) >= 3);
   const short = words.filter((w) => length(w) < 3);
   // Every short term must appear too (a substring test over the document's text).
-  const shortFilter = short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 5}) > 0`).join('');
+  const shortFilter = short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 4}) > 0`).join('');
   if (long.length > 0) {
     const match = long.map((w) => `"${w.replace(/"/g, '""')}"`).join(' AND ');
-    // Rank first (cheap), then make snippets for the rows kept only.
+    // Rank (bm25, title over subtitle over body) among the RANK_WINDOW newest matches in scope: the
+    // index streams matches newest first, so the work stays bounded however common the term; then
+    // make snippets for the rows kept only.
     const top = ctx.db.all<{ rowid: number; score: number }>(
-      `SELECT d.rowid AS rowid, bm25(search_fts, 5.0, 2.0, 1.0) AS score
+      `SELECT search_fts.rowid AS rowid, bm25(search_fts, 5.0, 2.0, 1.0) AS score
          FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
         WHERE search_fts MATCH ?1 AND d.organization_id = ?2 AND d.project_id IN (SELECT value FROM json_each(?3))${shortFilter}
-        ORDER BY score LIMIT ?4`,
-      match, org, projects, input.limit, ...short,
-    );
-    if (top.length === 0) return [];
-    const rows = ctx.db.all<SearchRow>(
-      `SELECT d.rowid AS rowid, d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab,
-              snippet(search_fts, -1, '${MARK_OPEN}', '${MARK_CLOSE}', '…', 12) AS snippet
-         FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
-        WHERE search_fts MATCH ?1 AND search_fts.rowid IN (SELECT value FROM json_each(?2))`,
-      match, JSON.stringify(top.map((r) => r.rowid)),
-    ) as Array<SearchRow & { rowid: number }>;
-    const byRow = new Map(rows.map((r) => [r.rowid, r]));
-    return top.flatMap(({ rowid, score }) => {
-      const r = byRow.get(rowid);
-      if (!r) return [];
-      const { rowid: _rowid, ...rest } = r;
-      return [{ ...rest, score }];
-    });
+        ORDER BY search_fts.rowid DESC LIMIT ${RANK_WINDOW}`,
+      match, org, projects, ...short,
+    ).sort((a, b) => a.score - b.score).slice(0, input.limit);
+    // One lookup per kept row: MATCH with rowid = ? seeks instead of re-running the whole match.
+    return top.map(({ rowid, score }) => ({
+      ...ctx.db.get<Omit<SearchRow, 'score'>>(
+        `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab,
+                snippet(search_fts, -1, '${MARK_OPEN}', '${MARK_CLOSE}', '…', 12) AS snippet
+           FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
+          WHERE search_fts MATCH ?1 AND search_fts.rowid = ?2`, match, rowid)!,
+      score,
+    }));
   }
   // Only short terms: scan the organization's most recent documents (at most SUBSTRING_SCAN_LIMIT),
   // newest first, and stop at `limit` matches.
