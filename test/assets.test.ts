@@ -191,7 +191,33 @@ test('an upload is hashed like sha256sum, its MIME type sniffed (not trusted), a
   assert.equal(cd.body.fileName, '剧本.txt');
   const unnamed = await upload(s, producer.token, a.id, 'hello', { fileName: '' });
   assert.equal(unnamed.status, 422);
-  assert.equal((await upload(s, producer.token, a.id, 'x', { type: 'multipart/form-data; boundary=x' })).status, 415);
+  assert.equal((await upload(s, producer.token, a.id, 'x', { type: 'multipart/mixed; boundary=x' })).status, 415);
+  assert.equal((await upload(s, producer.token, a.id, 'x', { type: 'multipart/form-data; boundary=x' })).status, 422, 'no file part');
+});
+
+test('multipart/form-data uploads stream the first file part (fields before it skipped), hashed like a raw body', async (t) => {
+  const { s, producer } = await setup(t);
+  const a = await createAsset(s, producer.token, 'image');
+  // 5 MB of random bytes with the start of a delimiter planted inside, so chunk edges and near-misses are crossed.
+  const data = Buffer.concat([PNG, crypto.randomBytes(5 * 1024 * 1024), Buffer.from('\r\n--'), crypto.randomBytes(1000)]);
+  const form = new FormData();
+  form.append('note', 'a text field before the file');
+  form.append('file', new Blob([data], { type: 'application/octet-stream' }), 'poster final.png');
+  form.append('after', 'ignored');
+  const res = await fetch(`${s.url}/api/assets/${a.id}/versions/upload`, { method: 'POST', headers: { authorization: `Bearer ${producer.token}` }, body: form });
+  const body = await res.json() as any;
+  assert.equal(res.status, 201, JSON.stringify(body));
+  assert.equal(body.fileName, 'poster final.png');
+  assert.equal(body.fileSize, data.length);
+  assert.equal(body.contentSha256, crypto.createHash('sha256').update(data).digest('hex'));
+  assert.equal(body.mimeType, 'image/png', 'sniffed from the bytes, not the part\'s type');
+  const content = await fetch(`${s.url}/api/assets/${a.id}/content`, { headers: { authorization: `Bearer ${producer.token}` } });
+  assert.ok(Buffer.from(await content.arrayBuffer()).equals(data), 'byte-identical');
+  const noFile = new FormData();
+  noFile.append('note', 'only a field');
+  const refused = await fetch(`${s.url}/api/assets/${a.id}/versions/upload`, { method: 'POST', headers: { authorization: `Bearer ${producer.token}` }, body: noFile });
+  assert.equal(refused.status, 422);
+  assert.deepEqual(fs.readdirSync(path.join(s.config.storageDir, 'tmp')), [], 'nothing left in tmp');
 });
 
 test('verify detects a byte flipped on disk, marks the version corrupt and audits both results; restore makes a new version', async (t) => {

@@ -1,7 +1,6 @@
 // Assets and voice of the current project, and storage usage. Reads: script:read, delivery:view,
 // asset:edit or voice:edit; writes: asset:edit or voice:edit on the route, then the asset's kind
 // decides (voice -> voice:edit, others -> asset:edit).
-import type { IncomingMessage } from 'node:http';
 import { json, type Router } from '../http/router.ts';
 import { AppError, validationFailed } from '../http/errors.ts';
 import type { Permission } from '../tenancy/roles.ts';
@@ -9,6 +8,7 @@ import { AssetCreateBody, AssetListQuery, AssetPatchBody, UploadQuery } from './
 import { presentAsset, presentVersion } from './present.ts';
 import { contentReply } from './content.ts';
 import { storageUsage } from './usage.ts';
+import { dispositionFileName, firstFilePart, multipartBoundary } from './multipart.ts';
 import {
   archiveAsset, assetVersions, changeAsset, createAsset, currentVersion, getAsset, getVersion, listAssets, restoreVersion,
   uploadVersion, verifyAsset,
@@ -17,21 +17,8 @@ import {
 const READ: Permission[] = ['script:read', 'delivery:view', 'asset:edit', 'voice:edit'];
 const WRITE: Permission[] = ['asset:edit', 'voice:edit'];
 
-/** The file name from Content-Disposition (filename* of RFC 5987 first, then filename). */
-export function dispositionFileName(header: string | undefined): string | null {
-  if (!header) return null;
-  const star = /filename\*\s*=\s*([\w!#$&+.^`|~-]+)'[^']*'([^;]+)/i.exec(header);
-  if (star) {
-    try {
-      return decodeURIComponent(star[2].trim());
-    } catch { /* fall through */ }
-  }
-  const plain = /filename\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(header);
-  return plain ? (plain[1] ?? plain[2]).replace(/\\(.)/g, '$1') : null;
-}
-
-function uploadFileName(req: IncomingMessage, fromQuery: string | undefined): string {
-  const raw = fromQuery ?? dispositionFileName(req.headers['content-disposition']);
+/** A file name safe to store and show: its last path segment, without control characters. */
+function cleanFileName(raw: string | null | undefined): string {
   // eslint-disable-next-line no-control-regex
   const name = (raw ?? '').split(/[\\/]/).pop()!.replace(/[\x00-\x1f\x7f]/g, '').trim();
   if (!name || name === '.' || name === '..') throw validationFailed({ fileName: 'give the file name in ?fileName= or Content-Disposition' });
@@ -58,15 +45,21 @@ export function bindAssetRoutes(r: Router): void {
     ({ ctx, params }) => json(200, presentAsset(archiveAsset(ctx, params.assetId))));
   r.post('/api/assets/:assetId/versions/upload', {
     ...base, permission: WRITE, query: UploadQuery, response: { status: 201, description: 'the new version' },
-    summary: 'Upload a new version: the raw file as the body, its name in ?fileName= or Content-Disposition; the MIME type is sniffed from the bytes. 413 over SVC_MAX_UPLOAD_BYTES, 409 storage_quota_exceeded over the organization quota.',
+    summary: 'Upload a new version: the raw file as the body (name in ?fileName= or Content-Disposition) or multipart/form-data (the first part with a filename); the MIME type is sniffed from the bytes. 413 over SVC_MAX_UPLOAD_BYTES, 409 storage_quota_exceeded over the organization quota.',
   }, async ({ ctx, req, params, query }) => {
-    const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-    if (type.startsWith('multipart/')) throw new AppError(415, 'unsupported_media_type', 'send the file itself as the body (not multipart)');
+    const contentType = String(req.headers['content-type'] ?? '');
+    const type = contentType.split(';')[0].trim().toLowerCase();
     const declared = req.headers['content-length'];
-    const result = await uploadVersion(ctx, params.assetId, {
-      source: req.iterator({ destroyOnReturn: false }), fileName: uploadFileName(req, query.fileName), declaredType: type || null,
-      contentLength: declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : null,
-    });
+    const source = req.iterator({ destroyOnReturn: false });
+    const boundary = type === 'multipart/form-data' ? multipartBoundary(contentType) : null;
+    if (type.startsWith('multipart/') && !boundary) throw new AppError(415, 'unsupported_media_type', 'multipart uploads must be multipart/form-data with a boundary');
+    const part = boundary ? await firstFilePart(source, boundary) : null;
+    const result = await uploadVersion(ctx, params.assetId, part
+      ? { source: part.bytes, fileName: cleanFileName(query.fileName ?? part.fileName), declaredType: part.contentType, contentLength: null }
+      : {
+        source, fileName: cleanFileName(query.fileName ?? dispositionFileName(req.headers['content-disposition'])), declaredType: type || null,
+        contentLength: declared !== undefined && /^\d+$/.test(declared) ? Number(declared) : null,
+      });
     return json(201, { ...presentVersion(result.version), deduplicated: result.deduplicated, asset: presentAsset(result.asset, result.version) });
   });
   r.post('/api/assets/:assetId/verify', { ...base, summary: 'Re-read the current version\'s file and compare hash and size; the result is audited (asset.verified); a mismatch marks the version corrupt.', permission: WRITE },
