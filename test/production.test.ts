@@ -195,15 +195,24 @@ test('shots: fields, validation, references, generation history newest first and
   assert.equal(bad.status, 422);
   assert.deepEqual(Object.keys(bad.body.error.details.fields).sort(), ['aspectRatio', 'durationTargetMs', 'extra', 'status']);
   assert.equal((await api('POST', '/api/production/shots', { episodeId: 'epi_none' })).status, 422);
+  // References must name entries of the current story bible and assets of this project.
+  const bible = await api('PUT', '/api/production/bible', { baseRevision: 0, entries: [
+    { id: 'bib_a', kind: 'character', name: 'Mei' }, { id: 'bib_b', kind: 'location', name: 'Platform 9' }] });
+  assert.equal(bible.status, 200, bible.text);
+  const asset = await api('POST', '/api/assets', { kind: 'reference', name: 'Station mood board' });
+  assert.equal(asset.status, 201, asset.text);
+  const unknownRefs = await api('POST', '/api/production/shots', { episodeId, bibleEntryIds: ['bib_zz'], assetIds: ['ast_nope'] });
+  assert.equal(unknownRefs.status, 422);
+  assert.deepEqual(Object.keys(unknownRefs.body.error.details.fields).sort(), ['assetIds', 'bibleEntryIds']);
   const made = await api('POST', '/api/production/shots', {
     episodeId, title: 'Platform at night', sceneId: 'S1', description: 'Wide', prompt: 'a rainy platform, neon', negativePrompt: 'blur',
-    durationTargetMs: 4000, aspectRatio: '16:9', status: 'ready', bibleEntryIds: ['bib_a', 'bib_b', 'bib_a'], assetIds: ['ast_1'],
+    durationTargetMs: 4000, aspectRatio: '16:9', status: 'ready', bibleEntryIds: ['bib_a', 'bib_b', 'bib_a'], assetIds: [asset.body.id],
   });
   assert.equal(made.status, 201, made.text);
   assert.equal(made.body.projectId, tree.projectId);
   assert.deepEqual([made.body.sceneId, made.body.aspectRatio, made.body.status, made.body.durationTargetMs, made.body.position], ['S1', '16:9', 'ready', 4000, 2]);
   assert.deepEqual(made.body.bibleEntryIds, ['bib_a', 'bib_b']);
-  assert.deepEqual(made.body.assetIds, ['ast_1']);
+  assert.deepEqual(made.body.assetIds, [asset.body.id]);
   const patched = await api('PATCH', `/api/production/shots/${made.body.id}`, { sceneId: null, status: 'generating', assetIds: [], negativePrompt: '' });
   assert.equal(patched.status, 200, patched.text);
   assert.deepEqual([patched.body.sceneId, patched.body.status, patched.body.negativePrompt], [null, 'generating', '']);
@@ -244,7 +253,7 @@ test('on an archived project production writes are 409 project_archived; the cat
   assert.equal((await api('GET', '/api/production/catalog')).body.series[0].status, 'archived');
 });
 
-test('the graph links series -> season -> episode -> scene -> shot -> job with per-node status', async (t) => {
+test('the graph links series -> season -> episode -> scene -> shot -> job and shot -> asset, with per-node status', async (t) => {
   const { s, tree, api, seasonId, episodeId, shotId } = await setup(t);
   const a = (await api('POST', '/api/production/shots', { episodeId, sceneId: 'S1', status: 'approved' })).body.id;
   const b = (await api('POST', '/api/production/shots', { episodeId, sceneId: 'S1', status: 'ready' })).body.id;
@@ -266,6 +275,12 @@ test('the graph links series -> season -> episode -> scene -> shot -> job with p
     `${seriesId}>${seasonId}:contains`, `${seasonId}>${episodeId}:contains`, `${episodeId}>${sceneId}:contains`,
     `${episodeId}>${shotId}:contains`, `${sceneId}>${a}:contains`, `${sceneId}>${b}:contains`, `${a}>${job}:generated_by`,
   ].sort());
+  // Assets a shot refers to are linked from it.
+  const asset = (await api('POST', '/api/assets', { kind: 'image', name: 'Key art' })).body;
+  assert.equal((await api('PATCH', `/api/production/shots/${b}`, { assetIds: [asset.id] })).status, 200);
+  const g2 = await api('GET', '/api/production/graph');
+  assert.deepEqual(g2.body.nodes.find((n: any) => n.id === asset.id), { id: asset.id, type: 'asset', label: 'Key art', status: 'active', refId: asset.id });
+  assert.ok(g2.body.edges.some((e: any) => e.from === b && e.to === asset.id && e.kind === 'references'));
 });
 
 test('work items: assigned open tasks for everyone; failed jobs and shots without media for job:create holders; computed on each read', async (t) => {

@@ -245,7 +245,12 @@ test('story bible: script:read reads, asset:edit writes (a writer cannot), revis
   assert.equal(empty.status, 200);
   assert.equal(empty.body.revision, 0);
   assert.deepEqual(empty.body.entries, []);
-  const mei = { id: 'mei', kind: 'character', name: 'Mei', description: 'A night-shift nurse', attributes: { age: '28', hair: 'black' }, referenceAssetIds: ['ast_ref1'] };
+  const ref = await s.call('POST', '/api/assets', { token: artDirector.token, body: { kind: 'reference', name: 'Mei reference' } });
+  assert.equal(ref.status, 201, ref.text);
+  const unknownAsset = await s.call('PUT', b, { token: artDirector.token, body: { baseRevision: 0, entries: [{ kind: 'character', name: 'X', referenceAssetIds: ['ast_nope'] }] } });
+  assert.equal(unknownAsset.status, 422);
+  assert.ok(unknownAsset.body.error.details.fields['entries[0].referenceAssetIds']);
+  const mei = { id: 'mei', kind: 'character', name: 'Mei', description: 'A night-shift nurse', attributes: { age: '28', hair: 'black' }, referenceAssetIds: [ref.body.id] };
   const train = { id: 'train', kind: 'location', name: 'Night train' };
   const denied = await s.call('PUT', b, { token: writer.token, body: { baseRevision: 0, entries: [mei] } });
   assert.equal(denied.status, 403);

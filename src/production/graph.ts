@@ -1,12 +1,14 @@
 // The production graph of the current project: series -> season -> episode -> scene -> shot -> job.
 // Scenes come from the shots' sceneId (one scene node per episode and sceneId); a shot without a
-// scene hangs from its episode. Every node has a status; edges are `contains` or `generated_by`.
+// scene hangs from its episode. Assets a shot refers to are nodes too. Every node has a status;
+// edges are `contains`, `generated_by` or `references` (shot -> asset).
 import type { Ctx } from '../context.ts';
 import { projectById } from '../tenancy/store.ts';
-import { episodesOfProject, jobsOfProjectShots, seasonsOfProject, seriesOfProject, shotsOfProject } from './store.ts';
+import { episodesOfProject, jobsOfProjectShots, referencesOfProject, seasonsOfProject, seriesOfProject, shotsOfProject } from './store.ts';
+import { assetInProject } from '../assets/store.ts';
 
-export interface GraphNode { id: string; type: 'series' | 'season' | 'episode' | 'scene' | 'shot' | 'job'; label: string; status: string; refId: string }
-export interface GraphEdge { from: string; to: string; kind: 'contains' | 'generated_by' }
+export interface GraphNode { id: string; type: 'series' | 'season' | 'episode' | 'scene' | 'shot' | 'job' | 'asset'; label: string; status: string; refId: string }
+export interface GraphEdge { from: string; to: string; kind: 'contains' | 'generated_by' | 'references' }
 
 const SHOT_ORDER = ['draft', 'ready', 'generating', 'review', 'approved'];
 
@@ -43,6 +45,17 @@ export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode
     }
     nodes.push({ id: sh.id, type: 'shot', label: sh.title, status: sh.status, refId: sh.id });
     contains(parent, sh.id);
+  }
+  const assets = new Set<string>();
+  for (const ref of referencesOfProject(ctx.db, projectId)) {
+    if (ref.kind !== 'asset') continue;
+    const a = assetInProject(ctx.db, projectId, ref.ref_id);
+    if (!a) continue;
+    if (!assets.has(a.id)) {
+      assets.add(a.id);
+      nodes.push({ id: a.id, type: 'asset', label: a.name, status: a.status, refId: a.id });
+    }
+    edges.push({ from: ref.shot_id, to: a.id, kind: 'references' });
   }
   for (const j of jobsOfProjectShots(ctx.db, projectId)) {
     nodes.push({ id: j.id, type: 'job', label: j.kind, status: j.status, refId: j.id });

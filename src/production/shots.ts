@@ -10,6 +10,8 @@ import { projectById } from '../tenancy/store.ts';
 import { getEpisode, placeAt } from './catalog.ts';
 import { indexShots, unindex } from './indexing.ts';
 import type { ShotCreateBody, ShotPatchBody } from './schema.ts';
+import { currentRevision } from '../scripts/store.ts';
+import { assetInProject } from '../assets/store.ts';
 import {
   deleteReferences, deleteRow, episodeById, insertShot, jobCountUnder, replaceReferences, shotById, shotsOfProject, siblingIds,
   updateShot, writeOrder, type ShotRow,
@@ -35,9 +37,21 @@ export function getShot(ctx: Ctx, id: string): ShotRow {
   return s;
 }
 
+/** Shots refer to entries of the project's current story bible and to the project's assets; other ids are 422. */
 function writeReferences(ctx: Ctx, shotId: string, input: Patch): void {
-  if (input.bibleEntryIds !== undefined) replaceReferences(ctx.db, ctx.scope.projectId!, shotId, 'bible', input.bibleEntryIds);
-  if (input.assetIds !== undefined) replaceReferences(ctx.db, ctx.scope.projectId!, shotId, 'asset', input.assetIds);
+  const projectId = ctx.scope.projectId!;
+  const fields: Record<string, string> = {};
+  if (input.bibleEntryIds?.length) {
+    const bible = currentRevision(ctx.db, 'bible', projectId, projectId);
+    const known = new Set(bible ? (JSON.parse(bible.content) as { entries: Array<{ id: string }> }).entries.map((e) => e.id) : []);
+    const unknown = input.bibleEntryIds.filter((id) => !known.has(id));
+    if (unknown.length) fields.bibleEntryIds = `names entries not in the current story bible: ${unknown.join(', ')}`;
+  }
+  const missing = (input.assetIds ?? []).filter((id) => !assetInProject(ctx.db, projectId, id));
+  if (missing.length) fields.assetIds = `names assets not in this project: ${missing.join(', ')}`;
+  if (Object.keys(fields).length) throw validationFailed(fields);
+  if (input.bibleEntryIds !== undefined) replaceReferences(ctx.db, projectId, shotId, 'bible', input.bibleEntryIds);
+  if (input.assetIds !== undefined) replaceReferences(ctx.db, projectId, shotId, 'asset', input.assetIds);
 }
 
 export function createShot(ctx: Ctx, input: Create): ShotRow {

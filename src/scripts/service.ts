@@ -14,6 +14,7 @@ import {
 } from './content.ts';
 import { diffBible, diffScript } from './diff.ts';
 import type { BibleSave, ScriptSave } from './schema.ts';
+import { assetInProject } from '../assets/store.ts';
 import {
   currentRevision, episodeInProject, insertRevision, revisionAt, revisionPage, type DocKind, type RevisionRow,
 } from './store.ts';
@@ -108,7 +109,16 @@ function indexScript(ctx: Ctx, doc: Doc, row: RevisionRow, content: ScriptConten
 }
 
 export const saveScript = (ctx: Ctx, doc: Doc, base: number, scenes: ScriptSave['scenes']) => append(ctx, doc, base, normalizeScript(scenes), null);
-export const saveBible = (ctx: Ctx, doc: Doc, base: number, entries: BibleSave['entries']) => append(ctx, doc, base, normalizeBible(entries), null);
+/** Saves the bible; every referenceAssetIds entry must name an asset of the project (422 otherwise). */
+export function saveBible(ctx: Ctx, doc: Doc, base: number, entries: BibleSave['entries']): RevisionRow {
+  const fields: Record<string, string> = {};
+  entries.forEach((e, i) => {
+    const missing = (e.referenceAssetIds ?? []).filter((id) => !assetInProject(ctx.db, doc.projectId, id));
+    if (missing.length) fields[`entries[${i}].referenceAssetIds`] = `names assets not in this project: ${missing.join(', ')}`;
+  });
+  if (Object.keys(fields).length) throw validationFailed(fields);
+  return append(ctx, doc, base, normalizeBible(entries), null);
+}
 
 /** Makes revision n current again as a new revision (restoredFrom = n). */
 export function restore(ctx: Ctx, doc: Doc, n: number, base: number): RevisionRow {
