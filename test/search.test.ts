@@ -121,3 +121,20 @@ test('assets are found by name and file name, never by their storage path; an ar
   assert.equal((await s.call('DELETE', `/api/assets/${asset.body.id}`, { token: producer.token })).status, 200);
   assert.deepEqual((await search(s, producer.token, 'heroine')).body, []);
 });
+
+test('endpoints, secrets and token hints of the organization are never searchable, even by an administrator', async (t) => {
+  const s = await startTestServer(t);
+  const owner = await member(s, 'org_owner');
+  task(s, owner.tree, 'Render farm checklist', 'see the model server notes');
+  const admin = await login(s, await makeUser(s, { systemAdmin: true }));
+  const channel = await s.call('POST', '/api/system/notifications/channels', {
+    token: admin, body: { organizationId: owner.tree.organizationId, kind: 'webhook', url: 'http://127.0.0.1:9/hooks/render-farm-endpoint' },
+  });
+  assert.equal(channel.status, 201, channel.text);
+  const invite = await s.call('POST', `/api/organizations/${owner.tree.organizationId}/invitations`, { token: owner.token, body: { email: 'new@example.test', role: 'org_member' } });
+  assert.equal(invite.status, 201);
+  for (const q of ['render-farm-endpoint', '127.0.0.1:9', channel.body.secret.slice(6, 20), invite.body.inviteToken.slice(0, 12), invite.body.invitation.tokenHint]) {
+    assert.deepEqual((await search(s, owner.token, q)).body, [], q);
+  }
+  assert.equal((await search(s, owner.token, 'render farm')).body.length, 1, 'the task itself is found');
+});
