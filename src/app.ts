@@ -176,8 +176,9 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, rid: stri
     return;
   }
   if (reply.raw !== undefined) {
+    headers['content-length'] ??= String(Buffer.byteLength(reply.raw));
     res.writeHead(reply.status, headers);
-    res.end(reply.raw);
+    res.end(req.method === 'HEAD' ? undefined : reply.raw);
   } else if (reply.body === undefined) {
     res.writeHead(reply.status === 200 ? 204 : reply.status, headers);
     res.end();

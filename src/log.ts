@@ -45,7 +45,8 @@ export function createLogger(level: Level | 'silent' = 'info', sink: Sink = proc
   const write = (lvl: Level, msg: string, fields?: Record<string, unknown>): void => {
     if (RANK[lvl] < min) return;
     const head = `{"time":"${now()}","level":"${lvl}","msg":${JSON.stringify(msg)}`;
-    const rest = fields ? JSON.stringify(fields, errorReplacer) : '{}';
+    // A replacer makes JSON.stringify leave its fast path: only use it when a field is an Error.
+    const rest = !fields ? '{}' : JSON.stringify(fields, hasError(fields) ? errorReplacer : undefined);
     const line = (rest.length > 2 ? `${head},${rest.slice(1)}` : `${head}}`) + '\n';
     buffer.push(line);
     size += line.length;
@@ -63,6 +64,11 @@ export function createLogger(level: Level | 'silent' = 'info', sink: Sink = proc
     error: (m, f) => write('error', m, f),
     flush,
   };
+}
+
+function hasError(fields: Record<string, unknown>): boolean {
+  for (const k in fields) if (fields[k] instanceof Error) return true;
+  return false;
 }
 
 function errorReplacer(_key: string, value: unknown): unknown {

@@ -16,6 +16,8 @@ export interface OpenOptions {
 
 const STATEMENT_CACHE_LIMIT = 1000;
 const READ_CACHE_LIMIT = 20_000;
+/** The read cache's slot for derived values (no SQL text can equal it). */
+const DERIVED = '\u0000derived';
 
 /** Both 48-byte copies of the WAL-index header at the start of the -shm file. */
 const WAL_HEADER_BYTES = 96;
@@ -135,6 +137,19 @@ export class Db {
     const rows = Object.freeze(this.all<T>(sql, ...params).map((r) => Object.freeze(r))) as T[];
     this.remember(bySql, key, rows);
     return rows;
+  }
+
+  /**
+   * A value derived only from cached reads (e.g. a response body), kept until the read cache is
+   * emptied, i.e. until anything is written. `key` must name everything the value depends on.
+   */
+  cachedDerived<T>(key: string, compute: () => T): T {
+    if (this.depth > 0) return compute();
+    const derived = this.cacheFor(DERIVED);
+    if (derived.has(key)) return derived.get(key) as T;
+    const value = compute();
+    this.remember(derived, key, value);
+    return value;
   }
 
   private cacheFor(sql: string): Map<string, unknown> {

@@ -9,7 +9,13 @@ import { changeScope, createOrganization, createWorkspace, listOrganizations, li
 export function bindTenancyRoutes(r: Router): void {
   const tags = ['tenancy'];
   r.get('/api/context', { summary: 'Current user, organization, workspace, project, permissions and memberships.', tags: ['context'] },
-    ({ ctx }) => json(200, presentContext(ctx, ctx.scope, ctx.permissions)));
+    ({ ctx }) => {
+      // The body depends only on rows behind the read cache, so it is kept with them (emptied by any write).
+      const { organizationId, workspaceId, projectId } = ctx.scope;
+      const body = ctx.db.cachedDerived(`context:${ctx.actor.userId}:${ctx.actor.isSystemAdmin}:${organizationId}:${workspaceId}:${projectId}`,
+        () => JSON.stringify(presentContext(ctx, ctx.scope, ctx.permissions)));
+      return { status: 200, raw: body, headers: { 'content-type': 'application/json; charset=utf-8' } };
+    });
 
   r.patch('/api/context', {
     summary: 'Move the session\'s current scope; each id is checked (403 scope_forbidden). Missing lower levels are filled with the first visible one.',
