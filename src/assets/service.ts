@@ -17,6 +17,7 @@ import { projectById } from '../tenancy/store.ts';
 import type { AssetCreateBody, AssetPatchBody } from './schema.ts';
 import { assetPathOf, hashFile, receiveToTmp, resolveStored, sniffMime, tmpPathIn, SNIFF_BYTES } from './files.ts';
 import { indexDocument, removeDocument } from '../search/index.ts';
+import { pageWindow } from '../http/validate.ts';
 import {
   assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationHasFile,
   organizationStoredBytes, setVersionCheck, updateAsset, versionOfAsset, versionsOfAsset, type AssetRow, type VersionRow,
@@ -104,10 +105,9 @@ export function archiveAsset(ctx: Ctx, assetId: string): AssetRow {
 }
 
 export function listAssets(ctx: Ctx, q: { kind?: string; q?: string; includeArchived?: boolean; page?: number; pageSize?: number }) {
-  const pageSize = Math.min(200, Math.max(1, q.pageSize ?? 50));
-  const page = Math.max(1, q.page ?? 1);
+  const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
   const { rows, total } = assetsOfProject(ctx.db, ctx.scope.projectId!, {
-    kind: q.kind ?? null, q: q.q ?? null, includeArchived: q.includeArchived ?? false, limit: pageSize, offset: (page - 1) * pageSize,
+    kind: q.kind ?? null, q: q.q ?? null, includeArchived: q.includeArchived ?? false, limit: pageSize, offset,
   });
   return { rows, pagination: { page, pageSize, total } };
 }

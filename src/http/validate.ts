@@ -160,11 +160,16 @@ export const PageQuery = object({
   pageSize: optional(int({ description: 'items per page, default 50, clamped to 1..200' })),
 }, { allowUnknown: true });
 
-/** Standard list paging: page from 1, pageSize default 50 clamped to 1..200 (the contract). */
+/** The contract's page window: page from 1, page size default 50 clamped to 1..200. */
+export function pageWindow(page?: number, pageSize?: number): { page: number; pageSize: number; offset: number } {
+  const p = Math.max(1, Math.trunc(page ?? 1));
+  const size = Math.min(200, Math.max(1, Math.trunc(pageSize ?? 50)));
+  return { page: p, pageSize: size, offset: (p - 1) * size };
+}
+
+/** Standard list paging from a query string (unparsable values fall back to the defaults). */
 export function paging(query: URLSearchParams): { page: number; pageSize: number; offset: number } {
-  const page = clampInt(query.get('page'), 1, 1, Number.MAX_SAFE_INTEGER);
-  const pageSize = clampInt(query.get('pageSize'), 50, 1, 200);
-  return { page, pageSize, offset: (page - 1) * pageSize };
+  return pageWindow(clampInt(query.get('page'), 1, 1, Number.MAX_SAFE_INTEGER), clampInt(query.get('pageSize'), 50, 1, 200));
 }
 
 /** A numeric query value clamped into [min, max]; missing or unparsable gives the default. */

@@ -27,6 +27,7 @@ import { canSeeOrganization, canSeeProject, canSeeWorkspace, isOrgAdmin } from '
 import { organizationById, projectById, workspaceById } from '../tenancy/store.ts';
 import type { Db } from '../db/db.ts';
 import { pokeDelivery } from './delivery.ts';
+import { pageWindow } from '../http/validate.ts';
 import {
   countInbox, disabledUsers, enabledChannelsOf, insertNotification, insertOutbox, listInbox, markVisibleRead, namedUserRows,
   organizationMemberRows, preferencesOf, setReadAt, upsertPreference, visibleNotification,
@@ -189,7 +190,7 @@ export interface InboxPage { items: NotificationRow[]; unreadCount: number; tota
 
 /** limit is clamped to 1..200 (default 50); unreadOnly narrows the list, never unreadCount. */
 export function listNotifications(ctx: Ctx, q: { limit?: number; unreadOnly?: boolean }): InboxPage {
-  const limit = Math.min(200, Math.max(1, Math.trunc(q.limit ?? 50)));
+  const limit = pageWindow(1, q.limit).pageSize;
   const owner = inboxOf(ctx);
   const unreadOnly = q.unreadOnly === true;
   return {

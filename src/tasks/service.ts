@@ -15,6 +15,7 @@ import { membershipsOfUser, projectById } from '../tenancy/store.ts';
 import { userById } from '../users/store.ts';
 import type { TaskCreateBody, TaskPatchBody } from './schema.ts';
 import { insertTask, taskInProject, tasksOfProject, updateTask, type TaskRow } from './store.ts';
+import { pageWindow } from '../http/validate.ts';
 
 type Create = Infer<typeof TaskCreateBody>;
 type Patch = Infer<typeof TaskPatchBody>;
@@ -120,11 +121,10 @@ export function getTask(ctx: Ctx, taskId: string): TaskRow {
 }
 
 export function listTasks(ctx: Ctx, q: { status?: string; assignedTo?: string; limit?: number; page?: number }) {
-  const pageSize = Math.min(200, Math.max(1, q.limit ?? 50));
-  const page = Math.max(1, q.page ?? 1);
+  const { page, pageSize, offset } = pageWindow(q.page, q.limit);
   const assignee = q.assignedTo === undefined ? null : q.assignedTo === 'me' ? ctx.actor.userId : q.assignedTo;
   const { rows, total } = tasksOfProject(ctx.db, ctx.scope.projectId!, {
-    status: !q.status || q.status === 'all' ? null : q.status, assignee, limit: pageSize, offset: (page - 1) * pageSize,
+    status: !q.status || q.status === 'all' ? null : q.status, assignee, limit: pageSize, offset,
   });
   return { rows, pagination: { page, pageSize, total } };
 }

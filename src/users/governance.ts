@@ -15,6 +15,7 @@ import { grantRole } from '../tenancy/service.ts';
 import { membershipAt, membershipsOfUser, namedMembershipsOfUser, organizationById, projectById, workspaceById } from '../tenancy/store.ts';
 import type { GovernedUser, NamedFullMembership } from './present.ts';
 import { createUser, setUserStatus } from './service.ts';
+import { pageWindow } from '../http/validate.ts';
 import {
   clearMfa, countActiveSystemAdmins, listUsers, organizationsOwnedOnlyBy, setPassword, setSystemAdmin,
   userByEmail, userById, type UserRow,
@@ -57,10 +58,9 @@ export interface UserListRequest { query?: string; status?: 'active' | 'suspende
 /** Users matching the filter, `limit` (default 50, clamped to 1..200) a page. */
 export function listGovernedUsers(ctx: Ctx, q: UserListRequest) {
   requireSystemAdmin(ctx);
-  const pageSize = Math.min(200, Math.max(1, q.limit ?? 50));
-  const page = Math.max(1, q.page ?? 1);
+  const { page, pageSize, offset } = pageWindow(q.page, q.limit);
   const query = q.query === undefined || q.query === '' ? undefined : q.query;
-  const { rows, total } = listUsers(ctx.db, { query, status: q.status, limit: pageSize, offset: (page - 1) * pageSize });
+  const { rows, total } = listUsers(ctx.db, { query, status: q.status, limit: pageSize, offset });
   return { items: rows.map((u) => governed(ctx, u)), pagination: { page, pageSize, total } };
 }
 
