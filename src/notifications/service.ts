@@ -23,7 +23,7 @@ import { newId } from '../lib/ids.ts';
 import { notFound } from '../http/errors.ts';
 import { record } from '../audit/service.ts';
 import { effectivePermissions, hasPermission, type MembershipRow, type Permission, type ScopeIds } from '../tenancy/roles.ts';
-import { canSeeOrganization, canSeeProject, canSeeWorkspace, isOrgAdmin } from '../tenancy/scope.ts';
+import { isOrgAdmin, scopeStillVisible } from '../tenancy/scope.ts';
 import { organizationById, projectById, workspaceById } from '../tenancy/store.ts';
 import type { Db } from '../db/db.ts';
 import { pokeDelivery } from './delivery.ts';
@@ -99,9 +99,7 @@ function groupByUser(rows: CandidateRow[]): Map<string, { isSystemAdmin: boolean
 
 function canSee(isSystemAdmin: boolean, ms: MembershipRow[], s: ScopeIds): boolean {
   const actor = { type: 'user' as const, userId: null, name: '', email: null, isSystemAdmin, sessionId: null, sessionKind: null };
-  if (s.projectId) return canSeeProject(actor, ms, { id: s.projectId, workspace_id: s.workspaceId!, organization_id: s.organizationId! });
-  if (s.workspaceId) return canSeeWorkspace(actor, ms, { id: s.workspaceId, organization_id: s.organizationId! });
-  return canSeeOrganization(actor, ms, s.organizationId!);
+  return scopeStillVisible(actor, ms, s);
 }
 
 /** The user ids an event goes to, before preferences (see the rules at the top of this file). */
