@@ -29,6 +29,9 @@ import { bindAssetRoutes } from './assets/routes.ts';
 import { bindProductionRoutes } from './production/routes.ts';
 import { bindScriptRoutes } from './scripts/routes.ts';
 import { bindSearchRoutes } from './search/routes.ts';
+import { bindConnectorRoutes } from './connectors/routes.ts';
+import { bindJobRoutes } from './jobs/routes.ts';
+import { bindWorkerRoutes } from './worker/routes.ts';
 
 export interface App {
   router: Router;
@@ -59,6 +62,9 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindScriptRoutes(router);
   bindAssetRoutes(router);
   bindSearchRoutes(router);
+  bindConnectorRoutes(router);
+  bindJobRoutes(router);
+  bindWorkerRoutes(router);
   bindMemberRoutes(router);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */

@@ -1,6 +1,7 @@
 // One typed, frozen Config built from command-line flags and SVC_* environment variables.
 // Flags win over environment, environment wins over the default. Every setting is declared once in
 // SETTINGS below; the README's configuration table is checked against it by test/readme.test.ts.
+import os from 'node:os';
 import path from 'node:path';
 
 type Kind = 'string' | 'int' | 'bool' | 'enum';
@@ -15,6 +16,8 @@ interface Setting {
   min?: number;
   max?: number;
   values?: readonly string[];
+  /** Out-of-range integers are clamped into [min, max] instead of refused. */
+  clamp?: boolean;
   secret?: boolean;
 }
 
@@ -38,6 +41,18 @@ export interface ConfigValues {
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   webhookRetryBaseMs: number;
   maxUploadBytes: number;
+  ffmpegPath: string;
+  ffprobePath: string;
+  workerEnabled: boolean;
+  workerId: string;
+  workerConcurrency: number;
+  workerPollMs: number;
+  workerLeaseMs: number;
+  workerStaleMs: number;
+  workerRetryBaseMs: number;
+  connectorTimeoutMs: number;
+  jobTimeoutMs: number;
+  maxOutputBytes: number;
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -60,6 +75,18 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'logLevel', env: 'SVC_LOG_LEVEL', kind: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'], default: 'info', doc: 'Lowest level written to the JSON log on stderr.' },
   { key: 'webhookRetryBaseMs', env: 'SVC_WEBHOOK_RETRY_BASE_MS', kind: 'int', default: '1000', min: 1, max: 3600000, doc: 'First retry delay of a failed notification delivery; each later one doubles, capped at one hour (lower only for tests).' },
   { key: 'maxUploadBytes', env: 'SVC_MAX_UPLOAD_BYTES', kind: 'int', default: '2147483648', min: 1, max: 1099511627776, doc: 'Largest file accepted by an asset upload (2 GiB); larger uploads get 413 `payload_too_large`.' },
+  { key: 'ffmpegPath', env: 'SVC_FFMPEG_PATH', kind: 'string', default: '', doc: 'ffmpeg binary to use; default the first `ffmpeg` on `PATH`, else the one of the optional npm dependency `@ffmpeg-installer/ffmpeg`.' },
+  { key: 'ffprobePath', env: 'SVC_FFPROBE_PATH', kind: 'string', default: '', doc: 'ffprobe binary to use; default the first `ffprobe` on `PATH`, else the one of the optional npm dependency `@ffprobe-installer/ffprobe`.' },
+  { key: 'workerEnabled', env: 'SVC_WORKER_ENABLED', kind: 'bool', default: '1', doc: '`0` stops automatic job execution: the worker shows as paused and runs a job only on `POST /api/system/worker/dispatch`.' },
+  { key: 'workerId', env: 'SVC_WORKER_ID', kind: 'string', default: '', doc: 'Name of this process\'s worker in leases and status; default `HOSTNAME-PID`.' },
+  { key: 'workerConcurrency', env: 'SVC_WORKER_CONCURRENCY', kind: 'int', default: '2', min: 1, max: 8, clamp: true, doc: 'Jobs the worker runs at once (clamped to 1..8).' },
+  { key: 'workerPollMs', env: 'SVC_WORKER_POLL_MS', kind: 'int', default: '1200', min: 10, max: 3600000, doc: 'Backstop poll interval of the worker (it is woken by a message on enqueue and dispatch) and its heartbeat.' },
+  { key: 'workerLeaseMs', env: 'SVC_WORKER_LEASE_MS', kind: 'int', default: '300000', min: 300, max: 86400000, doc: 'A running job whose lease was not renewed for this long is reclaimed (retried, or failed when its attempts are exhausted). Leases are renewed every third of it.' },
+  { key: 'workerStaleMs', env: 'SVC_WORKER_STALE_MS', kind: 'int', default: '30000', min: 100, max: 86400000, doc: 'A worker whose heartbeat is older than this shows as stale.' },
+  { key: 'workerRetryBaseMs', env: 'SVC_WORKER_RETRY_BASE_MS', kind: 'int', default: '5000', min: 1, max: 3600000, doc: 'First retry delay of a failed job attempt; doubles per failed attempt (with jitter), capped at one hour.' },
+  { key: 'connectorTimeoutMs', env: 'SVC_CONNECTOR_TIMEOUT_MS', kind: 'int', default: '120000', min: 100, max: 3600000, doc: 'Time-out of each HTTP call to a model connector.' },
+  { key: 'jobTimeoutMs', env: 'SVC_JOB_TIMEOUT_MS', kind: 'int', default: '1800000', min: 100, max: 86400000, doc: 'Longest attempt of a job (including polling a video or ComfyUI prompt); a longer attempt is aborted and retried.' },
+  { key: 'maxOutputBytes', env: 'SVC_MAX_OUTPUT_BYTES', kind: 'int', default: '2147483648', min: 1, max: 1099511627776, doc: 'Largest file a connector may return (2 GiB); a larger one fails the attempt.' },
 ];
 
 export type Config = Readonly<ConfigValues & {
@@ -79,6 +106,7 @@ function parseValue(s: Setting, raw: string, origin: string): string | number | 
     case 'int': {
       if (!/^-?\d+$/.test(raw.trim())) throw new ConfigError(`${where} must be an integer, got "${raw}"`);
       const n = Number(raw);
+      if (s.clamp) return Math.min(s.max!, Math.max(s.min!, n));
       if ((s.min !== undefined && n < s.min) || (s.max !== undefined && n > s.max)) {
         throw new ConfigError(`${where} must be between ${s.min} and ${s.max}, got ${n}`);
       }
@@ -125,6 +153,7 @@ export function loadConfig(
   v.storageDir = path.resolve(cwd, v.storageDir);
   v.frontendOrigin = v.frontendOrigin.replace(/\/+$/, '');
   v.publicUrl = v.publicUrl.replace(/\/+$/, '');
+  v.workerId ||= `${os.hostname()}-${process.pid}`;
   return Object.freeze({
     ...v,
     dbPath: path.join(v.dataDir, 'svc.db'),

@@ -11,6 +11,7 @@ import { createLogger, type Logger } from './log.ts';
 import { createApp, type App } from './app.ts';
 import { dummyHash } from './auth/password.ts';
 import { startDeliveryLoop } from './notifications/delivery.ts';
+import { startWorkerThread, type WorkerHost } from './worker/host.ts';
 
 export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
 
@@ -29,6 +30,8 @@ export interface RunningServer {
 }
 
 const SHUTDOWN_GRACE_MS = 8_000;
+/** Running jobs get this long to finish at shutdown before their leases are released. */
+const WORKER_GRACE_MS = 6_000;
 
 /** Starts the service; the caller prints the listening line and wires signals (see cli/serve.ts). */
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
@@ -56,6 +59,15 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     throw err;
   }
   const delivery = startDeliveryLoop({ db, config, log });
+  let worker: WorkerHost;
+  try {
+    worker = await startWorkerThread({ db, config, log });
+  } catch (err) {
+    await delivery.stop();
+    server.close();
+    db.close();
+    throw err;
+  }
   const port = (server.address() as AddressInfo).port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   let closing: Promise<void> | null = null;
@@ -70,8 +82,11 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         const done = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
         const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+        // The worker finishes its running jobs or releases their leases while connections drain.
+        const workerStopped = worker.stop(WORKER_GRACE_MS);
         await done;
         clearTimeout(force);
+        await workerStopped;
         await delivery.stop();
         await app.close();
         db.close();

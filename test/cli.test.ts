@@ -1,133 +1,16 @@
 // bin/svc as a real child process: users and organizations created from the command line, the
 // database migrated and refused when newer, the server listening, logging in and stopping on
 // SIGTERM, flags winning over SVC_* variables, and the re-execution under an older system Node.
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { currentSchemaVersion } from '../src/db/migrate.ts';
+import { Sandbox, describe, lines, type Result, type Server } from './helpers/cli.ts';
 
-const BIN_SVC = fileURLToPath(new URL('../bin/svc', import.meta.url));
 const PASSWORD = 'a long test password';
-const LISTENING = /^listening on http:\/\/127\.0\.0\.1:(\d+)$/;
-/** Longest a command may run before it is killed (and the test fails). */
-const COMMAND_TIMEOUT_MS = 30_000;
-
-interface Result { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
-
-/** The child's environment: the caller's minus every SVC_* setting, plus cheap scrypt and `extra`. */
-function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) {
-    if (!k.startsWith('SVC_') && k !== 'NODE_TEST_CONTEXT') env[k] = v;
-  }
-  return { ...env, SVC_SCRYPT_LOG_N: '10', ...extra };
-}
-
-const lines = (s: string): string[] => s.split('\n').filter((l) => l !== '');
-
-const describe = (r: Result): string => `exit ${r.code} signal ${r.signal}\nstdout: ${r.stdout}\nstderr: ${r.stderr}`;
-
-function exited(child: ChildProcess): boolean {
-  return child.exitCode !== null || child.signalCode !== null;
-}
-
-/**
- * One test's world: its own temporary directory (cwd of every child, holding data/ and storage/)
- * and every child it started; both are cleaned up in t.after, children first, whatever failed.
- */
-class Sandbox {
-  readonly root: string;
-  readonly data: string;
-  readonly storage: string;
-  private readonly children = new Set<ChildProcess>();
-
-  constructor(t: TestContext) {
-    this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-test-'));
-    this.data = path.join(this.root, 'data');
-    this.storage = path.join(this.root, 'storage');
-    t.after(async () => {
-      const running = [...this.children].filter((c) => !exited(c));
-      await Promise.all(running.map((c) => new Promise<void>((resolve) => {
-        c.once('exit', () => resolve());
-        c.kill('SIGKILL');
-        setTimeout(resolve, 5_000).unref();
-      })));
-      fs.rmSync(this.root, { recursive: true, force: true });
-    });
-  }
-
-  /** --data-dir and --storage-dir of this sandbox. */
-  get dirs(): string[] {
-    return ['--data-dir', this.data, '--storage-dir', this.storage];
-  }
-
-  spawn(args: string[], opts: { env?: Record<string, string>; node?: string } = {}): ChildProcess {
-    const child = spawn(opts.node ?? process.execPath, [BIN_SVC, ...args], {
-      cwd: this.root, env: childEnv(opts.env), stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    this.children.add(child);
-    child.stdin!.on('error', () => { /* EPIPE when the child does not read its input */ });
-    child.stdout!.setEncoding('utf8');
-    child.stderr!.setEncoding('utf8');
-    return child;
-  }
-
-  /** Runs `svc args` to completion (killed after COMMAND_TIMEOUT_MS), `input` on its stdin. */
-  run(args: string[], opts: { input?: string; env?: Record<string, string>; node?: string } = {}): Promise<Result> {
-    const child = this.spawn(args, opts);
-    child.stdin!.end(opts.input ?? '');
-    return collect(child);
-  }
-
-  /** Starts `svc serve args` and waits for its first stdout line. */
-  async serve(args: string[], env: Record<string, string> = {}, node?: string): Promise<Server> {
-    const child = this.spawn(['serve', ...args], { env, node });
-    child.stdin!.end();
-    const done = collect(child);
-    let stdout = '';
-    const firstLine = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`serve printed no line within ${COMMAND_TIMEOUT_MS} ms; stdout: ${stdout}`)), COMMAND_TIMEOUT_MS);
-      const onData = (chunk: string) => {
-        stdout += chunk;
-        const nl = stdout.indexOf('\n');
-        if (nl >= 0) {
-          clearTimeout(timer);
-          child.stdout!.off('data', onData);
-          resolve(stdout.slice(0, nl));
-        }
-      };
-      child.stdout!.on('data', onData);
-      void done.then((r) => {
-        clearTimeout(timer);
-        reject(new Error(`serve ended before listening: ${describe(r)}`));
-      });
-    });
-    const m = LISTENING.exec(firstLine);
-    assert.ok(m, `first stdout line of serve: ${JSON.stringify(firstLine)}`);
-    return { child, firstLine, port: Number(m[1]), url: firstLine.slice('listening on '.length), done };
-  }
-}
-
-interface Server { child: ChildProcess; firstLine: string; port: number; url: string; done: Promise<Result> }
-
-/** Collects a child's output until it has exited and closed its streams; SIGKILL after the timeout. */
-function collect(child: ChildProcess): Promise<Result> {
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (c: string) => { stdout += c; });
-  child.stderr!.on('data', (c: string) => { stderr += c; });
-  const timer = setTimeout(() => child.kill('SIGKILL'), COMMAND_TIMEOUT_MS);
-  return new Promise((resolve, reject) => {
-    child.once('error', (err) => { clearTimeout(timer); reject(err); });
-    child.once('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });
-  });
-}
-
 /** Sends SIGTERM and asserts the server exits with code 0 within 10 s, having printed one stdout line. */
 async function stop(server: Server): Promise<Result> {
   const started = Date.now();

@@ -1,6 +1,7 @@
 // The database layer: pragmas, nested transactions with after-commit hooks, migrations, append-only audit.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import path from 'node:path';
 import { openDb } from '../src/db/db.ts';
 import { currentSchemaVersion, migrate, SchemaVersionError } from '../src/db/migrate.ts';
@@ -81,6 +82,29 @@ test('migrate applies schema.sql once and records the version', (t) => {
   assert.deepEqual(first, { from: 0, to: currentSchemaVersion(), applied: ['schema.sql'] });
   assert.equal(db.get<any>('PRAGMA user_version')!.user_version, currentSchemaVersion());
   assert.deepEqual(migrate(db).applied, []);
+});
+
+/** Every table's columns and every index and trigger, in a comparable form. */
+function shape(db: ReturnType<typeof openDb>) {
+  const objects = db.all<{ type: string; name: string; tbl_name: string }>(
+    "SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name");
+  return objects.map((o) => ({
+    ...o,
+    columns: o.type === 'table' ? db.all<{ name: string; type: string; notnull: number; dflt_value: unknown; pk: number }>(`PRAGMA table_info(${o.name})`)
+      .map((c) => `${c.name} ${c.type} ${c.notnull} ${String(c.dflt_value)} ${c.pk}`) : [],
+  }));
+}
+
+test('a version 1 database (the first release) migrates to exactly the current schema, keeping its rows', (t) => {
+  const db = openDb(path.join(tempDir(t), 'svc.db'));
+  t.after(() => db.close());
+  db.exec(fs.readFileSync(new URL('./fixtures/schema-v1.sql', import.meta.url), 'utf8'));
+  db.exec('PRAGMA user_version = 1');
+  db.run("INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Old studio', '2026-01-01T00:00:00.000Z')");
+  const result = migrate(db);
+  assert.deepEqual(result, { from: 1, to: currentSchemaVersion(), applied: ['0002-generation.sql'] });
+  assert.equal(db.get<{ name: string }>("SELECT name FROM organizations WHERE id = 'org_1'")!.name, 'Old studio');
+  assert.deepEqual(shape(db), shape(fresh(t)));
 });
 
 test('a database written by a newer version is refused with a clear message', (t) => {

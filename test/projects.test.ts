@@ -6,6 +6,8 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 import { makeTree, member } from './helpers/factories.ts';
 import { changeLifecycle } from '../src/projects/service.ts';
 import { createTask } from '../src/tasks/service.ts';
+import { registerConnector } from '../src/connectors/service.ts';
+import { createJob } from '../src/jobs/service.ts';
 import { withScope } from '../src/context.ts';
 import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/projects/lifecycle.ts';
 
@@ -160,10 +162,17 @@ function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: st
   s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
     VALUES ('asv_fx', 'ast_fx', ?, ?, ?, 1, 'fixture.txt', 'text/plain; charset=utf-8', ?, ?, ?, '2026-01-01T00:00:00.000Z')`,
   tree.organizationId, tree.workspaceId, tree.projectId, assetFile.length, assetSha, `assets/${assetSha.slice(0, 2)}/${assetSha}`);
+  const connectorId = registerConnector(withScope(s.operator(), tree), { label: 'fixture model', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image'], costMode: 'local' }).id;
+  const completedJob = createJob(withScope(s.operator(), tree), { kind: 'image', connectorId, prompt: 'fixture' });
+  s.db.run("UPDATE generation_jobs SET status = 'completed', output = '{}' WHERE id = ?", completedJob.id);
   return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none', taskId: task.id, episodeId, revision: '1', assetId: 'ast_fx', versionId: 'asv_fx',
     // Production content: the starter season and shot of the project.
     seasonId: s.db.get<{ id: string }>('SELECT id FROM seasons WHERE project_id = ?', tree.projectId)!.id,
     shotId: s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', tree.projectId)!.id,
+    // Model platform: one local connector of the organization.
+    connectorId,
+    // Generation jobs: one completed job (active jobs would hold the archive).
+    jobId: completedJob.id,
   };
 }
 
@@ -196,10 +205,10 @@ test('on an archived project every write route is 409 project_archived and every
   assert.equal(list.body.items[0].status, 'archived');
 });
 
-test('project-management routes exempt from the guard are exactly the lifecycle and member routes', async (t) => {
+test('project-management routes exempt from the guard are exactly the lifecycle and member routes, and the adapter dry run (writes nothing)', async (t) => {
   const s = await startTestServer(t);
   const exempt = s.app.router.routes.filter((r) => r.meta.archivedOk).map((r) => `${r.method} ${r.pattern}`).sort();
-  assert.deepEqual(exempt.filter((r) => !/\/members\/:userId$/.test(r)), ['POST /api/projects/:projectId/lifecycle']);
+  assert.deepEqual(exempt.filter((r) => !/\/members\/:userId$/.test(r)), ['POST /api/adapters/dry-run', 'POST /api/projects/:projectId/lifecycle']);
 });
 
 test('every write route outside a project scope is a known non-production route (new production writes must act in a project scope)', async (t) => {
@@ -209,6 +218,8 @@ test('every write route outside a project scope is a known non-production route 
     /^\/api\/notifications(\/|$)/, /^\/api\/notification-preferences\//, // a person's own inbox
     /^\/api\/organizations(\/:organizationId\/(workspaces|members\/:userId|invitations(\/:invitationId\/(resend|revoke))?))?$/,
     /^\/api\/workspaces\/:workspaceId\/(projects|members\/:userId)$/,
+    /^\/api\/platform\/models(\/|$)/, // connector records of the organization (model:manage)
+    /^\/api\/admin\/queue\/batch$/, // jobs of several projects; retry and priority skip archived projects (project_archived)
   ];
   const unguarded = s.app.router.routes
     .filter((r) => r.method !== 'GET' && r.meta.scope !== 'project')

@@ -9,6 +9,8 @@ import { usersCommand } from './users.ts';
 import { orgsCommand } from './orgs.ts';
 import { migrateCommand } from './migrate.ts';
 import { auditCommand } from './audit.ts';
+import { modelServerCommand } from './modelserver.ts';
+import { workerCommand } from './worker.ts';
 
 function fail(message: string, code = 1): never {
   process.stderr.write(`svc: ${message.replace(/\s+/g, ' ').trim()}\n`);
@@ -24,6 +26,8 @@ export async function main(argv: string[]): Promise<void> {
       .command(usersCommand)
       .command(orgsCommand)
       .command(auditCommand)
+      .command(modelServerCommand)
+      .command(workerCommand)
       .demandCommand(1, 'name a command; see svc --help')
       .strict()
       .fail((msg, err) => {

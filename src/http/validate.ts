@@ -138,6 +138,16 @@ export function object<S extends Shape>(shape: S, o: { description?: string; all
   return Object.assign(schema, { shape });
 }
 
+/** Any JSON object (free-form parameters), kept as given; at most `maxKeys` top-level keys. */
+export function anyObject(o: { maxKeys?: number; description?: string } = {}) {
+  const max = o.maxKeys ?? 100;
+  return make<Record<string, unknown>>({ type: 'object', maxProperties: max, ...(o.description ? { description: o.description } : {}) }, (value, path, st) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) { fail(st, path, 'must be an object'); return {}; }
+    if (Object.keys(value).length > max) { fail(st, path, `must have at most ${max} keys`); return {}; }
+    return value as Record<string, unknown>;
+  });
+}
+
 export function optional<T>(s: Schema<T>): Schema<T | undefined> & { optional: true } {
   return { json: s.json, optional: true, check: (v, p, st) => (v === undefined ? undefined : s.check(v, p, st)) };
 }

@@ -42,6 +42,14 @@ export function indexDocument(db: Db, d: SearchDocument): void {
   );
 }
 
+/**
+ * Changes only the shown status of a document (a job finishing): no text, no date, so neither the
+ * FTS index nor the date indexes are rewritten.
+ */
+export function setDocumentStatus(db: Db, type: SearchType, id: string, status: string): void {
+  db.run('UPDATE search_documents SET status = ? WHERE doc_key = ?', status, `${type}:${id}`);
+}
+
 export function removeDocument(db: Db, type: SearchType, id: string): void {
   db.run('DELETE FROM search_documents WHERE doc_key = ?', `${type}:${id}`);
 }

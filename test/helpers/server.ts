@@ -32,9 +32,11 @@ export function tempDir(t: TestContext): string {
   return dir;
 }
 
-export async function startTestServer(t: TestContext, env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(t: TestContext, env: Record<string, string> = {}, dirs: { dataDir?: string; storageDir?: string } = {}): Promise<TestServer> {
   const dir = tempDir(t);
-  const config = loadConfig({ port: 0, host: '127.0.0.1', dataDir: path.join(dir, 'data'), storageDir: path.join(dir, 'storage') }, { ...TEST_ENV, ...env });
+  const config = loadConfig({
+    port: 0, host: '127.0.0.1', dataDir: dirs.dataDir ?? path.join(dir, 'data'), storageDir: dirs.storageDir ?? path.join(dir, 'storage'),
+  }, { ...TEST_ENV, ...env });
   const logs: string[] = [];
   const log = createLogger(config.logLevel, { write: (chunk: string) => { logs.push(...chunk.split('\n').filter(Boolean)); } });
   const running = await startServer(config, log);

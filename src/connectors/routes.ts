@@ -1,0 +1,53 @@
+// The model platform: connector records of the session's current organization.
+import { json, type Router } from '../http/router.ts';
+import { ApproveBody, ConnectorListQuery, ConnectorPatchBody, ConnectorRegisterBody } from './schema.ts';
+import { presentConnector } from './present.ts';
+import {
+  approveConnector, changeConnector, disableConnector, enableConnector, getConnector, listConnectors, probeConnectorById, registerConnector,
+} from './service.ts';
+
+const full = { full: true } as const;
+
+export function bindConnectorRoutes(r: Router): void {
+  const tags = ['model platform'];
+  const base = { tags, scope: 'organization', permission: 'model:manage' } as const;
+  r.get('/api/platform/models', {
+    ...base, query: ConnectorListQuery,
+    summary: 'Model connectors of the current organization, newest first; filters status, kind, costMode; page, pageSize (default 50, clamped 1..200).',
+  }, ({ ctx, query }) => {
+    const { rows, pagination } = listConnectors(ctx, query);
+    return json(200, { items: rows.map((c) => presentConnector(c, full)), pagination });
+  });
+
+  r.post('/api/platform/models/register', {
+    ...base, body: ConnectorRegisterBody, response: { status: 201, description: 'the connector: pending when local, awaiting_approval when mixed or cloud' },
+    summary: 'Register a model connector (authEnv is the NAME of the variable holding the credential); 409 local_runner_only for mixed or cloud under local_runner_only.',
+  }, ({ ctx, body }) => json(201, presentConnector(registerConnector(ctx, body), full)));
+
+  r.get('/api/platform/models/:connectorId', { ...base, summary: 'A model connector with its last probe.' },
+    ({ ctx, params }) => json(200, presentConnector(getConnector(ctx, params.connectorId), full)));
+
+  r.patch('/api/platform/models/:connectorId', {
+    ...base, body: ConnectorPatchBody,
+    summary: 'Change a connector; endpoint, kind, protocol (replaced whole) or authEnv send it back to pending, a new costMode clears the approval.',
+  }, ({ ctx, params, body }) => json(200, presentConnector(changeConnector(ctx, params.connectorId, body), full)));
+
+  r.post('/api/platform/models/:connectorId/probe', {
+    ...base, summary: 'Probe the health route (5 s time-out) and record the result: ready or unreachable (disabled and awaiting_approval stay).',
+  }, async ({ ctx, params }) => {
+    const { row, probe } = await probeConnectorById(ctx, params.connectorId);
+    return json(200, { ...presentConnector(row, full), probe });
+  });
+
+  r.post('/api/platform/models/:connectorId/disable', { ...base, summary: 'Disable a connector (the worker stops picking it).' },
+    ({ ctx, params }) => json(200, presentConnector(disableConnector(ctx, params.connectorId), full)));
+
+  r.post('/api/platform/models/:connectorId/enable', {
+    ...base, summary: 'Enable a disabled connector: pending, or awaiting_approval for mixed or cloud without approval.',
+  }, ({ ctx, params }) => json(200, presentConnector(enableConnector(ctx, params.connectorId), full)));
+
+  r.post('/api/platform/models/:connectorId/approve', {
+    ...base, orgRoles: ['org_owner', 'org_admin'], body: ApproveBody,
+    summary: 'Approve a mixed or cloud connector (organization owner or admin; rule 2): awaiting_approval becomes pending; 409 approval_not_needed for local.',
+  }, ({ ctx, params, body }) => json(200, presentConnector(approveConnector(ctx, params.connectorId, body.note), full)));
+}

@@ -1,0 +1,64 @@
+// The production contract a connector receives: who and what the job is for (organization, project,
+// episode, shot), its prompt, the story bible entries the shot refers to and the exact input asset
+// versions with their hashes. Built from the database at call time; input versions were fixed when
+// the job was created.
+import type { Db } from '../db/db.ts';
+import type { ProductionContract } from '../connectors/types.ts';
+import { organizationById, projectById } from '../tenancy/store.ts';
+import { episodeById, referencesOf, shotById } from '../production/store.ts';
+import { currentRevision } from '../scripts/store.ts';
+import type { BibleContent } from '../scripts/content.ts';
+import { resolveStored } from '../assets/files.ts';
+import type { JobRow } from './store.ts';
+
+/** What a job stores as its input (validated at creation). */
+export interface JobInput {
+  prompt: string;
+  negativePrompt: string | null;
+  parameters: Record<string, unknown>;
+  inputs: Array<{ assetId: string; versionId: string }>;
+}
+
+interface VersionRef { asset_id: string; id: string; file_name: string; mime_type: string; file_size: number; content_sha256: string; storage_path: string }
+
+function bibleOf(db: Db, projectId: string, shotId: string): ProductionContract['bible'] {
+  const ids = referencesOf(db, projectId, shotId).filter((r) => r.kind === 'bible').map((r) => r.ref_id);
+  if (ids.length === 0) return [];
+  const rev = currentRevision(db, 'bible', projectId, projectId);
+  if (!rev) return [];
+  const entries = new Map((JSON.parse(rev.content) as BibleContent).entries.map((e) => [e.id, e]));
+  return ids.flatMap((id) => {
+    const e = entries.get(id);
+    return e ? [{ id: e.id, kind: e.kind, name: e.name, revision: rev.revision }] : [];
+  });
+}
+
+/** storageDir null: the contract only, without resolving input files (dry runs). */
+export function buildContract(db: Db, storageDir: string | null, job: JobRow): { contract: ProductionContract; inputFiles: Array<{ path: string; fileName: string; mimeType: string }> } {
+  const input = JSON.parse(job.input) as JobInput;
+  const org = organizationById(db, job.organization_id)!;
+  const project = projectById(db, job.project_id)!;
+  const shot = job.shot_id ? shotById(db, job.project_id, job.shot_id) : undefined;
+  const episode = shot ? episodeById(db, job.project_id, shot.episode_id) : undefined;
+  const versions = input.inputs.map((i) => db.get<VersionRef>(
+    'SELECT asset_id, id, file_name, mime_type, file_size, content_sha256, storage_path FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?',
+    job.project_id, i.assetId, i.versionId)).filter((v): v is VersionRef => v !== undefined);
+  return {
+    contract: {
+      organization: { id: org.id, name: org.name },
+      project: { id: project.id, name: project.name },
+      episode: episode ? { id: episode.id, title: episode.title, number: episode.number } : null,
+      shot: shot ? {
+        id: shot.id, code: episode ? `E${episode.number}-S${shot.position}` : `S${shot.position}`, title: shot.title, description: shot.description,
+      } : null,
+      prompt: input.prompt,
+      negativePrompt: input.negativePrompt,
+      bible: shot ? bibleOf(db, job.project_id, shot.id) : [],
+      inputs: versions.map((v) => ({
+        assetId: v.asset_id, versionId: v.id, fileName: v.file_name, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256,
+      })),
+      parameters: input.parameters,
+    },
+    inputFiles: storageDir === null ? [] : versions.map((v) => ({ path: resolveStored(storageDir, v.storage_path), fileName: v.file_name, mimeType: v.mime_type })),
+  };
+}

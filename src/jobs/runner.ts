@@ -1,0 +1,75 @@
+// Runs one leased job: builds the call (connector, production contract, execution), renews the
+// lease while the call runs (a lost lease aborts the call), then settles the outcome. The worker
+// thread and POST /api/jobs/:jobId/run both come through here, so a job behaves the same whoever
+// runs it.
+import type { Ctx } from '../context.ts';
+import { callConnector } from '../connectors/protocols/index.ts';
+import { connectorById } from '../connectors/store.ts';
+import { connectorSpec } from '../connectors/present.ts';
+import { ConnectorError, type CallResult } from '../connectors/types.ts';
+import { AppError } from '../http/errors.ts';
+import { buildContract } from './contract.ts';
+import { settleFailure, settleSuccess, type FailureInfo, type SettleOutcome } from './settle.ts';
+import { renewLease, setExternalRef, type JobRow, type Lease } from './store.ts';
+
+export interface RunOutcome extends SettleOutcome { result: CallResult | null; failure: FailureInfo | null }
+
+function failureOf(err: unknown, aborted: string | null): FailureInfo {
+  if (aborted) return { code: 'job_aborted', message: aborted, retryable: true };
+  if (err instanceof ConnectorError) return { code: err.code, message: err.message, retryable: err.retryable };
+  if (err instanceof AppError) return { code: err.code, message: err.message, retryable: false };
+  return { code: 'runner_error', message: err instanceof Error ? err.message : String(err), retryable: true };
+}
+
+/**
+ * How a settle is committed: at once by default; the worker passes a group commit that runs the
+ * settles of calls finishing together in one transaction (each in its own savepoint).
+ */
+export type Committer = <T>(fn: () => T) => Promise<T>;
+const immediate: Committer = async (fn) => fn();
+
+export async function runLeased(
+  base: Ctx, job: JobRow, signal?: AbortSignal, also?: (o: SettleOutcome) => void, commit: Committer = immediate,
+): Promise<RunOutcome> {
+  const { config } = base;
+  const lease: Lease = { jobId: job.id, leasedBy: job.leased_by!, attempt: job.attempt };
+  const abort = new AbortController();
+  let aborted: string | null = null;
+  const stop = (why: string) => { if (!aborted) { aborted = why; abort.abort(new Error(why)); } };
+  const onOuter = () => stop('the runner is stopping');
+  signal?.addEventListener('abort', onOuter, { once: true });
+  const deadline = setTimeout(() => stop(`the attempt ran longer than ${config.jobTimeoutMs} ms`), config.jobTimeoutMs);
+  const renew = setInterval(() => {
+    if (!renewLease(base.db, lease, base.now().toISOString())) stop('the lease was lost (job cancelled or reclaimed)');
+  }, Math.max(100, Math.floor(config.workerLeaseMs / 3)));
+  try {
+    const row = job.connector_id ? connectorById(base.db, job.organization_id, job.connector_id) : undefined;
+    if (!row) throw new ConnectorError('connector_missing', 'the job has no usable connector', false);
+    const connector = connectorSpec(row);
+    const { contract, inputFiles } = buildContract(base.db, config.storageDir, job);
+    const result = await callConnector({
+      connector, contract, inputFiles,
+      execution: {
+        jobId: job.id, attempt: job.attempt, kind: job.kind, model: connector.protocol.models?.[job.kind] ?? null,
+        deadline: new Date(base.now().getTime() + config.jobTimeoutMs).toISOString(),
+      },
+      resumeRef: job.external_ref,
+      onRef: (ref) => { setExternalRef(base.db, lease, ref); },
+      signal: abort.signal, storageDir: config.storageDir, maxOutputBytes: config.maxOutputBytes,
+      timeoutMs: config.connectorTimeoutMs, env: process.env,
+    });
+    if (aborted) throw new Error(aborted);
+    clearInterval(renew);
+    return { ...await commit(() => settleSuccess(base, job, lease, result, also)), result, failure: null };
+  } catch (err) {
+    const failure = failureOf(err, aborted);
+    // Stopping the service is not the job's failure: the lease is released (see releaseLeases).
+    if (signal?.aborted) return { status: 'lost', released: [], runAfter: null, result: null, failure };
+    clearInterval(renew);
+    return { ...await commit(() => settleFailure(base, job, lease, failure, config.workerRetryBaseMs, also)), result: null, failure };
+  } finally {
+    clearTimeout(deadline);
+    clearInterval(renew);
+    signal?.removeEventListener('abort', onOuter);
+  }
+}

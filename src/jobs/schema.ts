@@ -1,0 +1,43 @@
+// Input of the generation job and queue routes.
+import * as v from '../http/validate.ts';
+import { JOB_STATUSES } from './store.ts';
+
+const id = v.string({ min: 1, max: 64 });
+const kind = v.string({ min: 1, max: 40, pattern: /^[a-z][a-z0-9_]*$/, description: 'kind of work: image, video, tts, asr, chat, prompt' });
+
+export const JobCreateBody = v.object({
+  kind,
+  connectorId: v.optional(id),
+  shotId: v.optional(v.nullable(id)),
+  prompt: v.string({ min: 1, max: 20_000 }),
+  negativePrompt: v.optional(v.nullable(v.string({ max: 20_000 }))),
+  parameters: v.optional(v.anyObject({ maxKeys: 50, description: 'free-form generation parameters (size, seconds, voice, seed, ...)' })),
+  inputs: v.optional(v.array(v.object({ assetId: id, versionId: v.optional(id) }), { max: 20 })),
+  dependsOn: v.optional(v.nullable(id)),
+  priority: v.optional(v.int({ min: -100, max: 100 })),
+  maxAttempts: v.optional(v.int({ min: 1, max: 10 })),
+});
+
+export const JobListQuery = v.object({
+  status: v.optional(v.oneOf(JOB_STATUSES)),
+  kind: v.optional(kind),
+  shotId: v.optional(id),
+  connector: v.optional(id),
+  page: v.optional(v.int()),
+  pageSize: v.optional(v.int()),
+}, { allowUnknown: true });
+
+export const JobRunBody = v.object({
+  approveExternal: v.optional(v.boolean({ description: 'required (true) to run a job on a mixed or cloud connector' })),
+});
+export const JobRetryBody = v.object({ attempts: v.optional(v.int({ min: 1, max: 10, description: 'more attempts granted, default 3' })) });
+export const JobPriorityBody = v.object({ priority: v.int({ min: -100, max: 100 }) });
+
+export const QueueBatchBody = v.object({
+  action: v.oneOf(['retry', 'cancel', 'priority'] as const),
+  ids: v.optional(v.array(id, { min: 1, max: 1000 })),
+  filter: v.optional(v.object({
+    status: v.optional(v.oneOf(JOB_STATUSES)), kind: v.optional(kind), connectorId: v.optional(id), projectId: v.optional(id),
+  })),
+  priority: v.optional(v.int({ min: -100, max: 100 })),
+});

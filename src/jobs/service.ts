@@ -1,0 +1,258 @@
+// Generation jobs of the current project: create (kind checked against the connector, shot and
+// dependency in this project, inputs fixed to exact asset versions, clip quota), read with every
+// attempt, cancel, retry, priority, and run now (POST /run: the worker's code path, the only way a
+// mixed or cloud connector's job runs, with approval and approveExternal).
+import type { Ctx } from '../context.ts';
+import { conflict, notFound, validationFailed } from '../http/errors.ts';
+import type { Infer } from '../http/validate.ts';
+import { pageWindow } from '../http/validate.ts';
+import { newId } from '../lib/ids.ts';
+import { record } from '../audit/service.ts';
+import { billingAccountOf } from '../commercial/account.ts';
+import { projectById } from '../tenancy/store.ts';
+import { shotById } from '../production/store.ts';
+import { assetInProject } from '../assets/store.ts';
+import { connectorById, connectorsOfOrg, type ConnectorRow } from '../connectors/store.ts';
+import { connectorSpec } from '../connectors/present.ts';
+import { localRunnerOnly } from '../connectors/service.ts';
+import { dryRun, supportsKind } from '../connectors/protocols/index.ts';
+import type { DryRunRequest } from '../connectors/types.ts';
+import { wakeWorker, workerOf } from '../worker/control.ts';
+import { claimForRun } from '../worker/claim.ts';
+import { buildContract, type JobInput } from './contract.ts';
+import { runLeased } from './runner.ts';
+import { indexJob } from './settle.ts';
+import { setDocumentStatus } from '../search/index.ts';
+import type { JobCreateBody, JobListQuery } from './schema.ts';
+import {
+  activeVideoClipsThisMonth, attemptsOf, blockDescendants, cancelJob, finishAttempt, insertJob, jobById, jobInProject, jobsOfProject,
+  requeueJob, setPriority, type AttemptRow, type JobRow,
+} from './store.ts';
+
+type Create = Infer<typeof JobCreateBody>;
+
+export const DEFAULT_MAX_ATTEMPTS = 3;
+const CLIP_KINDS = new Set(['video']);
+
+/** Manual runs in flight in this process, so that a cancel can abort them. */
+const manualRuns = new Map<string, AbortController>();
+
+export function getJob(ctx: Ctx, jobId: string): JobRow {
+  const job = jobInProject(ctx.db, ctx.scope.projectId!, jobId);
+  if (!job) throw notFound('no such job in this project');
+  return job;
+}
+
+export function jobDetail(ctx: Ctx, jobId: string): { job: JobRow; attempts: AttemptRow[]; connector: ConnectorRow | undefined } {
+  const job = getJob(ctx, jobId);
+  return { job, attempts: attemptsOf(ctx.db, job.project_id, job.id), connector: job.connector_id ? connectorById(ctx.db, job.organization_id, job.connector_id) : undefined };
+}
+
+export function listJobs(ctx: Ctx, q: Infer<typeof JobListQuery>) {
+  const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
+  const { rows, total } = jobsOfProject(ctx.db, ctx.scope.projectId!, {
+    status: q.status ?? null, kind: q.kind ?? null, shotId: q.shotId ?? null, connectorId: q.connector ?? null, limit: pageSize, offset,
+  });
+  return { rows, pagination: { page, pageSize, total } };
+}
+
+/** The connector named, or the organization's best one for the kind (ready and local first). */
+function pickConnector(ctx: Ctx, kind: string, connectorId: string | undefined): ConnectorRow {
+  const orgId = ctx.scope.organizationId!;
+  if (connectorId) {
+    const row = connectorById(ctx.db, orgId, connectorId);
+    if (!row) throw validationFailed({ connectorId: 'names no connector of this organization' });
+    if (row.status === 'disabled') throw validationFailed({ connectorId: 'the connector is disabled' });
+    if (!supportsKind(connectorSpec(row), kind)) throw validationFailed({ kind: `connector ${row.label} cannot do ${kind} (capability or route missing)` });
+    return row;
+  }
+  const rank = (r: ConnectorRow) => (r.status === 'ready' ? 0 : 2) + (r.cost_mode === 'local' ? 0 : 1);
+  const best = connectorsOfOrg(ctx.db, orgId)
+    .filter((r) => r.status !== 'disabled' && supportsKind(connectorSpec(r), kind))
+    .sort((a, b) => rank(a) - rank(b))[0];
+  if (!best) throw validationFailed({ connectorId: `no connector of this organization can do ${kind}; register one or name it` });
+  return best;
+}
+
+function monthStart(now: Date): string {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
+}
+
+function checkClipQuota(ctx: Ctx, organizationId: string): void {
+  const quota = billingAccountOf(ctx.db, organizationId)?.monthly_clip_quota ?? 0;
+  const used = activeVideoClipsThisMonth(ctx.db, organizationId, monthStart(ctx.now()));
+  if (used >= quota) {
+    throw conflict('clip_quota_exceeded', `this month's ${used} clip(s) reached the organization's monthly clip quota of ${quota}`, { used, quota });
+  }
+}
+
+function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): JobInput['inputs'] {
+  return (inputs ?? []).map((i, n) => {
+    const asset = assetInProject(ctx.db, projectId, i.assetId);
+    if (!asset) throw validationFailed({ [`inputs[${n}].assetId`]: 'names no asset of this project' });
+    const versionId = i.versionId ?? asset.current_version_id;
+    const ok = versionId && ctx.db.get('SELECT 1 AS x FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, asset.id, versionId);
+    if (!ok) throw validationFailed({ [`inputs[${n}].versionId`]: 'names no version of that asset' });
+    return { assetId: asset.id, versionId: versionId! };
+  });
+}
+
+export function createJob(ctx: Ctx, input: Create): JobRow {
+  const project = projectById(ctx.db, ctx.scope.projectId!)!;
+  if (input.shotId && !shotById(ctx.db, project.id, input.shotId)) throw validationFailed({ shotId: 'names no shot of this project' });
+  const dependency = input.dependsOn ? jobInProject(ctx.db, project.id, input.dependsOn) ?? null : null;
+  if (input.dependsOn && !dependency) throw validationFailed({ dependsOn: 'names no job of this project' });
+  const connector = pickConnector(ctx, input.kind, input.connectorId);
+  if (connector.cost_mode !== 'local' && localRunnerOnly(ctx.db, project.organization_id)) {
+    throw conflict('local_runner_only', 'this organization runs local connectors only; the connector is ' + connector.cost_mode);
+  }
+  const jobInput: JobInput = {
+    prompt: input.prompt, negativePrompt: input.negativePrompt ?? null, parameters: input.parameters ?? {},
+    inputs: resolveInputs(ctx, project.id, input.inputs),
+  };
+  if (CLIP_KINDS.has(input.kind)) checkClipQuota(ctx, project.organization_id);
+  const now = ctx.now().toISOString();
+  const blocked = dependency !== null && (dependency.status === 'failed' || dependency.status === 'cancelled' || dependency.status === 'blocked');
+  const job: JobRow = {
+    id: newId('job'), organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
+    shot_id: input.shotId ?? null, kind: input.kind, status: blocked ? 'blocked' : 'queued', connector_id: connector.id,
+    priority: input.priority ?? 0, attempt: 0, max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, depends_on: dependency?.id ?? null,
+    leased_by: null, leased_at: null, run_after: null, input: JSON.stringify(jobInput), output: null, error: null,
+    created_by: ctx.actor.userId, created_at: now, updated_at: now, started_at: null, finished_at: null, external_ref: null,
+  };
+  return ctx.db.tx(() => {
+    insertJob(ctx.db, job);
+    indexJob(ctx, job, jobInput.prompt);
+    record(ctx, {
+      action: 'job.created', targetType: 'generation_job', targetId: job.id,
+      metadata: { kind: job.kind, connectorId: connector.id, costMode: connector.cost_mode, shotId: job.shot_id, dependsOn: job.depends_on, priority: job.priority },
+    });
+    wakeWorker(ctx);
+    return job;
+  });
+}
+
+/** Cancels a job (any state but completed); a running call is aborted; waiting descendants are blocked. */
+export function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): JobRow {
+  if (job.status === 'completed' || job.status === 'cancelled') throw conflict('job_finished', `the job is already ${job.status}`);
+  const at = ctx.now().toISOString();
+  return ctx.db.tx(() => {
+    const before = cancelJob(ctx.db, job.id, reason, at);
+    if (!before) throw conflict('job_finished', 'the job finished meanwhile');
+    if (before.status === 'running') finishAttempt(ctx.db, job.id, before.attempt, 'cancelled', at, reason);
+    const blocked = blockDescendants(ctx.db, job.id, at);
+    const after = jobById(ctx.db, job.id)!;
+    setDocumentStatus(ctx.db, 'job', job.id, after.status);
+    record(ctx, { action: 'job.cancelled', targetType: 'generation_job', targetId: job.id, metadata: { from: before.status, blockedJobs: blocked } });
+    if (before.status === 'running') {
+      ctx.afterCommit(() => {
+        workerOf(ctx.db)?.abort(job.id);
+        manualRuns.get(job.id)?.abort(new Error('cancelled'));
+      });
+    }
+    return after;
+  });
+}
+
+/** A failed or cancelled job goes back to the queue (blocked while its dependency has not completed). */
+export function retry(ctx: Ctx, job: JobRow, attempts = DEFAULT_MAX_ATTEMPTS): JobRow {
+  if (job.status !== 'failed' && job.status !== 'cancelled') throw conflict('job_not_retryable', `a ${job.status} job cannot be retried`);
+  const dep = job.depends_on ? jobById(ctx.db, job.depends_on) : undefined;
+  const waitsOnFailure = dep !== undefined && ['failed', 'cancelled', 'blocked'].includes(dep.status);
+  const at = ctx.now().toISOString();
+  return ctx.db.tx(() => {
+    const row = requeueJob(ctx.db, job.id, attempts, waitsOnFailure, at);
+    if (!row) throw conflict('job_not_retryable', 'the job changed meanwhile');
+    setDocumentStatus(ctx.db, 'job', job.id, row.status);
+    record(ctx, { action: 'job.retried', targetType: 'generation_job', targetId: job.id, metadata: { from: job.status, to: row.status, maxAttempts: row.max_attempts } });
+    wakeWorker(ctx);
+    return row;
+  });
+}
+
+export function reprioritize(ctx: Ctx, job: JobRow, priority: number): JobRow {
+  if (['completed', 'failed', 'cancelled'].includes(job.status)) throw conflict('job_finished', `a ${job.status} job has no place in the queue`);
+  return ctx.db.tx(() => {
+    setPriority(ctx.db, job.id, priority, ctx.now().toISOString());
+    record(ctx, { action: 'job.priority_changed', targetType: 'generation_job', targetId: job.id, metadata: { from: job.priority, to: priority } });
+    wakeWorker(ctx);
+    return jobById(ctx.db, job.id)!;
+  });
+}
+
+export interface RunAnswer { idempotent: boolean; job: JobRow; result: Record<string, unknown> | null; error: string | null }
+
+function checkRunnable(ctx: Ctx, job: JobRow, connector: ConnectorRow | undefined, approveExternal: boolean): ConnectorRow {
+  if (job.status === 'running') throw conflict('job_running', `the job is running (leased by ${job.leased_by}); wait for it or cancel it`);
+  if (job.status === 'cancelled') throw conflict('job_cancelled', 'the job was cancelled; retry it first');
+  const dep = job.depends_on ? jobById(ctx.db, job.depends_on) : undefined;
+  if (job.status === 'blocked' || (dep && dep.status !== 'completed')) {
+    throw conflict('dependency_not_completed', `the job depends on ${job.depends_on}, which is ${dep?.status ?? 'missing'}`);
+  }
+  if (!connector) throw conflict('connector_not_ready', 'the job has no connector');
+  if (connector.cost_mode !== 'local') {
+    if (localRunnerOnly(ctx.db, job.organization_id)) throw conflict('local_runner_only', 'this organization runs local connectors only');
+    if (!connector.approved_at) throw conflict('connector_not_approved', `connector ${connector.label} (${connector.cost_mode}) needs an administrator's approval first`);
+  }
+  if (connector.status !== 'ready') throw conflict('connector_not_ready', `connector ${connector.label} is ${connector.status}; probe it until it is ready`);
+  if (connector.cost_mode !== 'local' && !approveExternal) {
+    throw conflict('external_approval_required', `connector ${connector.label} is ${connector.cost_mode} and may cost money: send approveExternal: true to run it`);
+  }
+  return connector;
+}
+
+/** Runs one job now in this request, through the worker's runner; a completed job answers its stored result. */
+export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean): Promise<RunAnswer> {
+  const job = getJob(ctx, jobId);
+  if (job.status === 'completed') {
+    return { idempotent: true, job, result: job.output ? JSON.parse(job.output) as Record<string, unknown> : null, error: null };
+  }
+  const connector = checkRunnable(ctx, job, job.connector_id ? connectorById(ctx.db, job.organization_id, job.connector_id) : undefined, approveExternal);
+  const runner = `run:${ctx.actor.userId ?? ctx.actor.type}`;
+  const leased = ctx.db.tx(() => {
+    const row = claimForRun(ctx.db, job.id, runner, ctx.now().toISOString());
+    if (!row) throw conflict('job_running', 'the job was claimed meanwhile');
+    if (connector.cost_mode !== 'local') {
+      record(ctx, {
+        action: 'job.external_run_approved', targetType: 'generation_job', targetId: job.id,
+        metadata: { connectorId: connector.id, connectorLabel: connector.label, costMode: connector.cost_mode, attempt: row.attempt },
+      });
+    }
+    return row;
+  });
+  const controller = new AbortController();
+  manualRuns.set(job.id, controller);
+  try {
+    const outcome = await runLeased(ctx, leased, controller.signal);
+    if (outcome.released.length) workerOf(ctx.db)?.wake();
+    return {
+      idempotent: false, job: jobById(ctx.db, job.id)!, result: outcome.result ? { ...outcome.result.output, files: outcome.result.files } : null,
+      error: outcome.failure ? `${outcome.failure.code}: ${outcome.failure.message}` : null,
+    };
+  } finally {
+    manualRuns.delete(job.id);
+  }
+}
+
+/** The exact request the connector would receive for a job (stored, or described by the body). */
+export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
+  const project = projectById(ctx.db, ctx.scope.projectId!)!;
+  if (input.shotId && !shotById(ctx.db, project.id, input.shotId)) throw validationFailed({ shotId: 'names no shot of this project' });
+  const connector = pickConnector(ctx, input.kind, input.connectorId);
+  const job: JobRow = {
+    id: 'job_dry_run', organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
+    shot_id: input.shotId ?? null, kind: input.kind, status: 'queued', connector_id: connector.id, priority: 0, attempt: 1, max_attempts: 1,
+    depends_on: null, leased_by: null, leased_at: null, run_after: null, output: null, error: null, created_by: ctx.actor.userId,
+    created_at: ctx.now().toISOString(), updated_at: ctx.now().toISOString(), started_at: null, finished_at: null, external_ref: null,
+    input: JSON.stringify({
+      prompt: input.prompt, negativePrompt: input.negativePrompt ?? null, parameters: input.parameters ?? {},
+      inputs: resolveInputs(ctx, project.id, input.inputs),
+    } satisfies JobInput),
+  };
+  const spec = connectorSpec(connector);
+  const { contract } = buildContract(ctx.db, null, job);
+  return dryRun(spec, contract, {
+    jobId: job.id, attempt: 1, kind: job.kind, model: spec.protocol.models?.[job.kind] ?? null,
+    deadline: new Date(ctx.now().getTime() + ctx.config.jobTimeoutMs).toISOString(),
+  });
+}

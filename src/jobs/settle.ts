@@ -1,0 +1,104 @@
+// How a job's attempt ends, in one transaction each: completed (result, clip usage for videos,
+// children released), failed with a retry left (back to the queue after a backoff) or for good
+// (descendants blocked), or reclaimed after its lease expired. Every failure keeps the attempt's
+// error, an audit record and a notification (generation jobs category). The same code settles
+// jobs of the worker thread and of a manual run.
+import type { Ctx } from '../context.ts';
+import { withScope } from '../context.ts';
+import { record } from '../audit/service.ts';
+import { notify } from '../notifications/service.ts';
+import { indexDocument, setDocumentStatus } from '../search/index.ts';
+import { newId } from '../lib/ids.ts';
+import { billingAccountOf } from '../commercial/account.ts';
+import { workspaceById } from '../tenancy/store.ts';
+import type { CallResult } from '../connectors/types.ts';
+import { jobRetryDelayMs } from '../worker/backoff.ts';
+import {
+  blockDescendants, completeLeased, failLeased, finishAttempt, unblockChildren, type JobRow, type Lease,
+} from './store.ts';
+
+export const jobScope = (ctx: Ctx, job: JobRow) =>
+  withScope(ctx, { organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id });
+
+export function indexJob(ctx: Ctx, job: JobRow, prompt: string): void {
+  indexDocument(ctx.db, {
+    type: 'job', id: job.id, organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id,
+    title: `${job.kind} job`, subtitle: job.kind, body: prompt, status: job.status, updatedAt: job.updated_at,
+  });
+}
+
+const VIDEO_KINDS = new Set(['video']);
+
+/** One clip usage event per completed video job (unique by job), priced from the billing account. */
+function recordClipUsage(ctx: Ctx, job: JobRow, at: string): void {
+  const account = billingAccountOf(ctx.db, job.organization_id);
+  const ws = workspaceById(ctx.db, job.workspace_id);
+  ctx.db.run(
+    `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_minor,
+       currency, cost_center, job_id, metadata, created_at) VALUES (?, ?, ?, ?, ?, 'clip', 'clip', 1, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (job_id) DO NOTHING`,
+    newId('use'), job.organization_id, job.workspace_id, job.project_id, job.created_by, account?.clip_unit_price_minor ?? 0,
+    account?.currency ?? 'USD', ws?.name ?? null, job.id, JSON.stringify({ connectorId: job.connector_id, attempt: job.attempt }), at,
+  );
+}
+
+export interface SettleOutcome { status: 'completed' | 'queued' | 'failed' | 'lost'; released: string[]; runAfter: string | null }
+
+/**
+ * `also` runs inside the settling transaction: the worker records its state and claims its next job
+ * there, so that finishing one job and starting the next cost one commit.
+ */
+function finish(o: SettleOutcome, also?: (o: SettleOutcome) => void): SettleOutcome {
+  also?.(o);
+  return o;
+}
+
+export function settleSuccess(ctx: Ctx, job: JobRow, lease: Lease, result: CallResult, also?: (o: SettleOutcome) => void): SettleOutcome {
+  const at = ctx.now().toISOString();
+  const c = jobScope(ctx, job);
+  return ctx.db.tx(() => {
+    if (!completeLeased(ctx.db, lease, JSON.stringify({ ...result.output, files: result.files }), at)) {
+      return { status: 'lost', released: [], runAfter: null };
+    }
+    finishAttempt(ctx.db, job.id, lease.attempt, 'completed', at, null);
+    if (VIDEO_KINDS.has(job.kind)) recordClipUsage(c, job, at);
+    setDocumentStatus(ctx.db, 'job', job.id, 'completed');
+    return finish({ status: 'completed', released: unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
+  });
+}
+
+export interface FailureInfo { code: string; message: string; retryable: boolean }
+
+export function settleFailure(ctx: Ctx, job: JobRow, lease: Lease, f: FailureInfo, retryBaseMs: number, also?: (o: SettleOutcome) => void): SettleOutcome {
+  const now = ctx.now();
+  const at = now.toISOString();
+  const c = jobScope(ctx, job);
+  const retry = f.retryable && lease.attempt < job.max_attempts;
+  const runAfter = retry ? new Date(now.getTime() + jobRetryDelayMs(lease.attempt, retryBaseMs)).toISOString() : null;
+  const error = `${f.code}: ${f.message}`;
+  return ctx.db.tx(() => {
+    if (!failLeased(ctx.db, lease, retry ? 'queued' : 'failed', error, runAfter, at)) return { status: 'lost', released: [], runAfter: null };
+    finishAttempt(ctx.db, job.id, lease.attempt, retry ? 'retry' : 'failed', at, error);
+    recordFailure(c, job, lease.attempt, error, retry ? 'retry' : 'failed', runAfter);
+    return finish({ status: retry ? 'queued' : 'failed', released: [], runAfter }, also);
+  });
+}
+
+/** Audit, notification and (when final) blocked descendants of a failed attempt; inside the caller's transaction. */
+export function recordFailure(ctx: Ctx, job: JobRow, attempt: number, error: string, next: 'retry' | 'failed', runAfter: string | null): void {
+  const at = ctx.now().toISOString();
+  const blocked = next === 'failed' ? blockDescendants(ctx.db, job.id, at) : [];
+  record(ctx, {
+    action: next === 'failed' ? 'job.failed' : 'job.attempt_failed', targetType: 'generation_job', targetId: job.id, result: 'failure',
+    metadata: { kind: job.kind, connectorId: job.connector_id, attempt, maxAttempts: job.max_attempts, error, retryAt: runAfter, blockedJobs: blocked },
+  });
+  notify(ctx, {
+    category: 'generation_jobs', type: next === 'failed' ? 'job.failed' : 'job.attempt_failed',
+    organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id,
+    subject: next === 'failed'
+      ? `Generation job failed: ${job.kind} (attempt ${attempt} of ${job.max_attempts})`
+      : `Generation job attempt ${attempt} of ${job.max_attempts} failed; retrying`,
+    body: error.slice(0, 1000), link: `/jobs/${job.id}`,
+  });
+  if (next === 'failed') setDocumentStatus(ctx.db, 'job', job.id, 'failed');
+}

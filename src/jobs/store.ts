@@ -1,0 +1,151 @@
+// SQL of generation jobs and their attempts. Reads name the project (or the organization for the
+// queue views); the worker's statements (claim, settle, reclaim) fence on the lease
+// (status running, leased_by, attempt) so that a write from a lost lease changes nothing.
+import type { Db } from '../db/db.ts';
+
+export const JOB_STATUSES = ['queued', 'running', 'blocked', 'failed', 'completed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export interface JobRow {
+  id: string; organization_id: string; workspace_id: string; project_id: string; shot_id: string | null;
+  kind: string; status: JobStatus; connector_id: string | null; priority: number; attempt: number; max_attempts: number;
+  depends_on: string | null; leased_by: string | null; leased_at: string | null; run_after: string | null;
+  input: string; output: string | null; error: string | null; created_by: string | null; created_at: string; updated_at: string;
+  started_at: string | null; finished_at: string | null; external_ref: string | null;
+}
+
+export interface AttemptRow {
+  job_id: string; attempt: number; project_id: string; mode: 'worker' | 'run'; runner: string; started_at: string;
+  finished_at: string | null; outcome: 'running' | 'completed' | 'retry' | 'failed' | 'reclaimed' | 'cancelled';
+  error: string | null; latency_ms: number | null;
+}
+
+export function insertJob(db: Db, j: JobRow): void {
+  db.run(
+    `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, shot_id, kind, status, connector_id, priority, attempt,
+       max_attempts, depends_on, leased_by, leased_at, run_after, input, output, error, created_by, created_at, updated_at, started_at,
+       finished_at, external_ref)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    j.id, j.organization_id, j.workspace_id, j.project_id, j.shot_id, j.kind, j.status, j.connector_id, j.priority, j.attempt,
+    j.max_attempts, j.depends_on, j.leased_by, j.leased_at, j.run_after, j.input, j.output, j.error, j.created_by, j.created_at,
+    j.updated_at, j.started_at, j.finished_at, j.external_ref,
+  );
+}
+
+export const jobInProject = (db: Db, projectId: string, id: string) =>
+  db.get<JobRow>('SELECT * FROM generation_jobs WHERE project_id = ? AND id = ?', projectId, id);
+export const jobInOrganization = (db: Db, organizationId: string, id: string) =>
+  db.get<JobRow>('SELECT * FROM generation_jobs WHERE organization_id = ? AND id = ?', organizationId, id);
+export const jobById = (db: Db, id: string) => db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
+
+export interface JobFilter {
+  status: string | null; kind: string | null; shotId: string | null; connectorId: string | null; limit: number; offset: number;
+}
+
+export function jobsOfProject(db: Db, projectId: string, f: JobFilter): { rows: JobRow[]; total: number } {
+  const where = `project_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR shot_id = ?4)
+    AND (?5 IS NULL OR connector_id = ?5)`;
+  const args = [projectId, f.status, f.kind, f.shotId, f.connectorId] as const;
+  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM generation_jobs WHERE ${where}`, ...args)!.n;
+  const rows = db.all<JobRow>(`SELECT * FROM generation_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7`,
+    ...args, f.limit, f.offset);
+  return { rows, total };
+}
+
+export const attemptsOf = (db: Db, projectId: string, jobId: string) =>
+  db.all<AttemptRow>('SELECT * FROM job_attempts WHERE project_id = ? AND job_id = ? ORDER BY attempt', projectId, jobId);
+
+export function insertAttempt(db: Db, a: AttemptRow): void {
+  db.run(
+    `INSERT INTO job_attempts (job_id, attempt, project_id, mode, runner, started_at, finished_at, outcome, error, latency_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    a.job_id, a.attempt, a.project_id, a.mode, a.runner, a.started_at, a.finished_at, a.outcome, a.error, a.latency_ms,
+  );
+}
+
+export function finishAttempt(db: Db, jobId: string, attempt: number, outcome: AttemptRow['outcome'], at: string, error: string | null): void {
+  db.run(
+    `UPDATE job_attempts SET outcome = ?, finished_at = ?, error = ?,
+       latency_ms = CAST(round((julianday(?) - julianday(started_at)) * 86400000) AS INTEGER)
+     WHERE job_id = ? AND attempt = ? AND outcome = 'running'`,
+    outcome, at, error, at, jobId, attempt,
+  );
+}
+
+/** The lease a runner holds: a settle with another lease changes nothing. */
+export interface Lease { jobId: string; leasedBy: string; attempt: number }
+
+const FENCE = "id = ? AND status = 'running' AND leased_by = ? AND attempt = ?";
+const fence = (l: Lease) => [l.jobId, l.leasedBy, l.attempt] as const;
+
+export function completeLeased(db: Db, l: Lease, output: string, at: string): boolean {
+  return db.run(
+    `UPDATE generation_jobs SET status = 'completed', output = ?, error = NULL, leased_by = NULL, leased_at = NULL, run_after = NULL,
+       finished_at = ?, updated_at = ? WHERE ${FENCE}`, output, at, at, ...fence(l)).changes === 1;
+}
+
+/** Back to the queue (run_after set) or failed, by the caller's decision. */
+export function failLeased(db: Db, l: Lease, status: 'queued' | 'failed', error: string, runAfter: string | null, at: string): boolean {
+  return db.run(
+    `UPDATE generation_jobs SET status = ?, error = ?, run_after = ?, leased_by = NULL, leased_at = NULL, updated_at = ?,
+       finished_at = CASE WHEN ? = 'failed' THEN ? ELSE NULL END WHERE ${FENCE}`,
+    status, error, runAfter, at, status, at, ...fence(l)).changes === 1;
+}
+
+export function renewLease(db: Db, l: Lease, at: string): boolean {
+  return db.run(`UPDATE generation_jobs SET leased_at = ? WHERE ${FENCE}`, at, ...fence(l)).changes === 1;
+}
+
+export function setExternalRef(db: Db, l: Lease, ref: string): boolean {
+  return db.run(`UPDATE generation_jobs SET external_ref = ? WHERE ${FENCE}`, ref, ...fence(l)).changes === 1;
+}
+
+/** Every job downstream of one (children, grandchildren, ...), for blocking on a failure. */
+export function descendantsOf(db: Db, jobId: string): string[] {
+  return db.all<{ id: string }>(
+    `WITH RECURSIVE d(id) AS (SELECT id FROM generation_jobs WHERE depends_on = ?1
+       UNION SELECT j.id FROM generation_jobs j JOIN d ON j.depends_on = d.id)
+     SELECT id FROM d`, jobId).map((r) => r.id);
+}
+
+/** Blocks the waiting jobs downstream of a failed or cancelled job. */
+export function blockDescendants(db: Db, jobId: string, at: string): string[] {
+  const ids = descendantsOf(db, jobId);
+  const blocked: string[] = [];
+  for (const id of ids) {
+    if (db.run("UPDATE generation_jobs SET status = 'blocked', updated_at = ? WHERE id = ? AND status = 'queued'", at, id).changes) blocked.push(id);
+  }
+  return blocked;
+}
+
+/** A completed job releases its blocked children (their own children wait for them). */
+export function unblockChildren(db: Db, jobId: string, at: string): string[] {
+  return db.all<{ id: string }>(
+    "UPDATE generation_jobs SET status = 'queued', updated_at = ? WHERE depends_on = ? AND status = 'blocked' RETURNING id", at, jobId,
+  ).map((r) => r.id);
+}
+
+export function setPriority(db: Db, id: string, priority: number, at: string): void {
+  db.run('UPDATE generation_jobs SET priority = ?, updated_at = ? WHERE id = ?', priority, at, id);
+}
+
+/** Cancels a job that is not finished; returns the row before the change, or null. */
+export function cancelJob(db: Db, id: string, error: string, at: string): JobRow | null {
+  const before = db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
+  if (!before) return null;
+  return db.get<JobRow>(
+    `UPDATE generation_jobs SET status = 'cancelled', error = ?, leased_by = NULL, leased_at = NULL, run_after = NULL, finished_at = ?,
+       updated_at = ? WHERE id = ? AND status IN ('queued', 'running', 'blocked', 'failed') RETURNING id`, error, at, at, id) ? before : null;
+}
+
+/** Puts a failed, cancelled or blocked job back in the queue with `extra` more attempts. */
+export function requeueJob(db: Db, id: string, extra: number, blocked: boolean, at: string): JobRow | null {
+  return db.get<JobRow>(
+    `UPDATE generation_jobs SET status = ?, error = NULL, run_after = NULL, finished_at = NULL, external_ref = NULL,
+       max_attempts = max(max_attempts, attempt + ?), updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled') RETURNING *`,
+    blocked ? 'blocked' : 'queued', extra, at, id) ?? null;
+}
+
+export const activeVideoClipsThisMonth = (db: Db, organizationId: string, monthStart: string) =>
+  db.get<{ n: number }>("SELECT count(*) AS n FROM usage_events WHERE organization_id = ? AND kind = 'clip' AND created_at >= ?",
+    organizationId, monthStart)!.n;

@@ -1,0 +1,204 @@
+// Finding and running ffmpeg and ffprobe. The contract's order: SVC_FFMPEG_PATH / SVC_FFPROBE_PATH,
+// then PATH, then the static binaries of the optional npm packages (@ffmpeg-installer/ffmpeg,
+// @ffprobe-installer/ffprobe). Discovery touches the file system, so its answer is cached per
+// distinct set of environment values; running never goes through a shell.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+export interface Tool {
+  path: string;
+  source: 'SVC_FFMPEG_PATH' | 'SVC_FFPROBE_PATH' | 'PATH' | 'npm';
+}
+
+export interface MediaTools { ffmpeg: Tool | null; ffprobe: Tool | null }
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  /** Kills the process after this long (default two minutes). */
+  timeoutMs?: number;
+  /** Written to the process's stdin (the arguments should read `-i pipe:0`). */
+  input?: Buffer;
+}
+
+export interface RunResult { stdout: Buffer; stderr: string }
+
+type ToolName = 'ffmpeg' | 'ffprobe';
+
+/** Why running a tool failed: missing, non-zero exit, timed out or aborted by the caller. */
+export class MediaToolError extends Error {
+  readonly tool: ToolName;
+  readonly reason: 'missing' | 'failed' | 'timeout' | 'aborted';
+  constructor(tool: ToolName, reason: MediaToolError['reason'], message: string) {
+    super(message);
+    this.name = 'MediaToolError';
+    this.tool = tool;
+    this.reason = reason;
+  }
+}
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+/** stderr kept for error messages: ffmpeg can be chatty, only the end explains a failure. */
+const STDERR_KEEP_BYTES = 64 * 1024;
+const STDERR_LINES_IN_ERROR = 6;
+
+const NPM_PACKAGES: Record<ToolName, string> = {
+  ffmpeg: '@ffmpeg-installer/ffmpeg',
+  ffprobe: '@ffprobe-installer/ffprobe',
+};
+const ENV_NAMES = { ffmpeg: 'SVC_FFMPEG_PATH', ffprobe: 'SVC_FFPROBE_PATH' } as const;
+
+const discovered = new Map<string, MediaTools>();
+
+/** ffmpeg and ffprobe as this environment finds them (null = not found anywhere). */
+export function findMediaTools(env: NodeJS.ProcessEnv = process.env): MediaTools {
+  const key = [env.SVC_FFMPEG_PATH, env.SVC_FFPROBE_PATH, env.PATH].join('\0');
+  let tools = discovered.get(key);
+  if (!tools) {
+    tools = Object.freeze({ ffmpeg: findTool('ffmpeg', env), ffprobe: findTool('ffprobe', env) });
+    discovered.set(key, tools);
+  }
+  return tools;
+}
+
+function findTool(name: ToolName, env: NodeJS.ProcessEnv): Tool | null {
+  // An explicit setting wins even when wrong: running it then fails naming the variable, which
+  // says more than silently using another binary.
+  const configured = env[ENV_NAMES[name]];
+  if (configured) return { path: configured, source: ENV_NAMES[name] };
+  const onPath = searchPath(name, env.PATH ?? '');
+  if (onPath) return { path: onPath, source: 'PATH' };
+  const shipped = npmBinary(name);
+  return shipped ? { path: shipped, source: 'npm' } : null;
+}
+
+function isExecutableFile(file: string): boolean {
+  try {
+    if (!fs.statSync(file).isFile()) return false;
+    fs.accessSync(file, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function searchPath(name: string, searchList: string): string | null {
+  for (const dir of searchList.split(path.delimiter)) {
+    if (!dir) continue;
+    const candidate = path.join(dir, name);
+    if (isExecutableFile(candidate)) return candidate;
+  }
+  return null;
+}
+
+/**
+ * The binary of the optional npm package, or null when it is not installed (optional dependencies
+ * may be skipped) or does not support this platform (the packages throw on require). npm does not
+ * always keep the executable bit of a package's files, so it is restored here.
+ */
+function npmBinary(name: ToolName): string | null {
+  let file: string;
+  try {
+    const required = createRequire(import.meta.url)(NPM_PACKAGES[name]) as { path?: unknown };
+    if (typeof required.path !== 'string') return null;
+    file = required.path;
+  } catch {
+    return null;
+  }
+  if (isExecutableFile(file)) return file;
+  try {
+    fs.chmodSync(file, fs.statSync(file).mode | 0o100);
+  } catch {
+    return null;
+  }
+  return isExecutableFile(file) ? file : null;
+}
+
+function requireTool(name: ToolName): Tool {
+  const tool = findMediaTools()[name];
+  if (!tool) {
+    throw new MediaToolError(name, 'missing',
+      `${name} not found: set ${ENV_NAMES[name]}, put ${name} on PATH, or install the optional dependency ${NPM_PACKAGES[name]}`);
+  }
+  return tool;
+}
+
+/** Runs ffmpeg with `args` (no shell); resolves with its stdout once it exits 0. */
+export function runFfmpeg(args: string[], opts: RunOptions = {}): Promise<RunResult> {
+  const lead = opts.input ? ['-hide_banner'] : ['-hide_banner', '-nostdin'];
+  return run('ffmpeg', [...lead, ...args], opts);
+}
+
+export interface ProbeResult<T> extends RunResult {
+  /** stdout parsed, when the arguments asked for JSON (`-print_format json` / `-of json`). */
+  json: T | null;
+}
+
+/** Runs ffprobe with `args`; parses stdout when JSON output was requested. */
+export async function runFfprobe<T = unknown>(args: string[], opts: RunOptions = {}): Promise<ProbeResult<T>> {
+  const result = await run('ffprobe', ['-hide_banner', ...args], opts);
+  return { ...result, json: wantsJson(args) ? parseProbeJson<T>(result.stdout) : null };
+}
+
+function wantsJson(args: string[]): boolean {
+  return args.some((a, i) => (a === '-print_format' || a === '-of' || a === '-output_format') && /^json\b/.test(args[i + 1] ?? ''));
+}
+
+function parseProbeJson<T>(stdout: Buffer): T {
+  try {
+    return JSON.parse(stdout.toString('utf8')) as T;
+  } catch {
+    throw new MediaToolError('ffprobe', 'failed', 'ffprobe printed output that is not JSON');
+  }
+}
+
+function lastLines(stderr: string): string {
+  return stderr.trim().split('\n').slice(-STDERR_LINES_IN_ERROR).join(' | ');
+}
+
+function run(name: ToolName, args: string[], opts: RunOptions): Promise<RunResult> {
+  const tool = requireTool(name);
+  const { signal, input } = opts;
+  if (signal?.aborted) return Promise.reject(new MediaToolError(name, 'aborted', `${name} aborted before it started`));
+  return new Promise((resolve, reject) => {
+    const child = spawn(tool.path, args, { stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'], windowsHide: true });
+    const stdout: Buffer[] = [];
+    let stderr = '';
+    let stopped: MediaToolError | null = null;
+    const stop = (reason: 'timeout' | 'aborted', message: string) => {
+      stopped ??= new MediaToolError(name, reason, message);
+      child.kill('SIGKILL');
+    };
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const timer = setTimeout(() => stop('timeout', `${name} timed out after ${timeoutMs} ms`), timeoutMs);
+    const onAbort = () => stop('aborted', `${name} aborted`);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let done = false;
+    // A spawn failure emits 'error' and then 'close': only the first answer counts.
+    const finish = (err: Error | null) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (err) reject(err);
+      else resolve({ stdout: Buffer.concat(stdout), stderr });
+    };
+    child.stdout!.on('data', (c: Buffer) => stdout.push(c));
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => {
+      stderr = (stderr + c).slice(-STDERR_KEEP_BYTES);
+    });
+    child.on('error', (err) => finish(new MediaToolError(name, 'missing',
+      `${name} at ${tool.path} (from ${tool.source}) could not be started: ${err.message}`)));
+    child.on('close', (code, sig) => {
+      if (stopped) return finish(stopped);
+      if (code === 0) return finish(null);
+      finish(new MediaToolError(name, 'failed', `${name} exited with ${code ?? sig}: ${lastLines(stderr) || 'no message'}`));
+    });
+    if (input && child.stdin) {
+      // EPIPE when the tool exits before reading everything is reported through 'close' instead.
+      child.stdin.on('error', () => {});
+      child.stdin.end(input);
+    }
+  });
+}

@@ -1,0 +1,48 @@
+// multipart/form-data for the transcription route, parsed from a buffered body (uploads to a test
+// model are small; the limit is enforced while reading). Boundary and file-name parsing are the
+// asset upload's; this adds what that streaming reader skips: the plain fields (model, language).
+import { dispositionFileName, multipartBoundary } from '../assets/multipart.ts';
+import { HttpError } from './http.ts';
+
+export interface Part { name: string; fileName: string | null; contentType: string | null; data: Buffer }
+
+const CRLF2 = Buffer.from('\r\n\r\n');
+
+function header(headers: string, name: string): string | null {
+  const m = new RegExp(`^${name}\\s*:\\s*(.*)$`, 'im').exec(headers);
+  return m ? m[1].trim() : null;
+}
+
+function fieldName(disposition: string | null): string {
+  const m = disposition ? /;\s*name\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]+))/i.exec(disposition) : null;
+  return m ? (m[1] ?? m[2]).replace(/\\(.)/g, '$1') : '';
+}
+
+/** Every part of the body; 400 when the Content-Type is not multipart or the body is malformed. */
+export function parseMultipart(contentType: string | undefined, body: Buffer): Part[] {
+  const boundary = multipartBoundary(contentType ?? '');
+  if (!boundary) throw new HttpError(400, 'expected a multipart/form-data body with a boundary');
+  const malformed = () => new HttpError(400, 'malformed multipart/form-data body');
+  // A leading CRLF makes the first delimiter look like every later one.
+  const buf = Buffer.concat([Buffer.from('\r\n'), body]);
+  const delimiter = Buffer.from(`\r\n--${boundary}`);
+  const parts: Part[] = [];
+  let at = buf.indexOf(delimiter);
+  if (at < 0) throw malformed();
+  for (;;) {
+    const after = at + delimiter.length;
+    if (buf[after] === 0x2d && buf[after + 1] === 0x2d) return parts; // "--": the closing delimiter
+    const headersEnd = buf.indexOf(CRLF2, after);
+    const next = headersEnd < 0 ? -1 : buf.indexOf(delimiter, headersEnd + CRLF2.length);
+    if (next < 0) throw malformed();
+    const headers = buf.subarray(after, headersEnd).toString('utf8');
+    const disposition = header(headers, 'content-disposition');
+    parts.push({
+      name: fieldName(disposition),
+      fileName: dispositionFileName(disposition ?? undefined),
+      contentType: header(headers, 'content-type'),
+      data: buf.subarray(headersEnd + CRLF2.length, next),
+    });
+    at = next;
+  }
+}

@@ -1,0 +1,20 @@
+// The worker's status and a manual claim.
+import { json, type Router } from '../http/router.ts';
+import { conflict } from '../http/errors.ts';
+import { workerOf } from './control.ts';
+import { workerStatus } from './status.ts';
+
+export function bindWorkerRoutes(r: Router): void {
+  const tags = ['system', 'worker'];
+  r.get('/api/system/worker', { summary: 'Worker status: id, health, heartbeat age, thresholds, queue depth and alerts, running count, last times, last error.', tags, systemAdmin: true, scope: 'none' },
+    ({ ctx }) => json(200, workerStatus(ctx)));
+  r.post('/api/system/worker/dispatch', {
+    summary: 'Trigger one claim now (also when SVC_WORKER_ENABLED=0), limited to the current organization; answers the claimed job id or null.',
+    tags, scope: 'organization', orgRoles: ['org_owner', 'org_admin'],
+  }, async ({ ctx }) => {
+    const worker = workerOf(ctx.db);
+    if (!worker) throw conflict('worker_unavailable', 'no worker runs in this process');
+    const jobId = await worker.dispatch(ctx.scope.organizationId);
+    return json(200, { dispatched: true, claimed: jobId });
+  });
+}

@@ -1,0 +1,72 @@
+// A crash never loses a job nor runs it twice: `svc serve` is killed with SIGKILL while a job runs
+// (the model server takes 5 s), restarted with a 2 s lease, and the job is reclaimed and completes
+// with exactly one output file and one result.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { Sandbox } from './helpers/cli.ts';
+import { startTestServer } from './helpers/server.ts';
+import { member } from './helpers/factories.ts';
+import { connector, createJob, sleep, startModel } from './helpers/jobs.ts';
+
+function row<T>(dbFile: string, sql: string, ...params: string[]): T {
+  const db = new DatabaseSync(dbFile, { readOnly: true });
+  try {
+    return db.prepare(sql).get(...params) as T;
+  } finally {
+    db.close();
+  }
+}
+
+async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+test('kill -9 during a running job: after a restart with a 2 s lease the job is reclaimed and completes once', async (t) => {
+  const sb = new Sandbox(t);
+  const m = await startModel(t);
+  // Set-up through HTTP on an in-process server over the sandbox's directories, its worker paused.
+  const setup = await startTestServer(t, { SVC_WORKER_ENABLED: '0' }, { dataDir: sb.data, storageDir: sb.storage });
+  const { token } = await member(setup, 'org_owner');
+  const id = await connector(setup, token, m.url);
+  const job = await createJob(setup, token, { kind: 'image', connectorId: id });
+  await setup.close();
+  const dbFile = path.join(sb.data, 'svc.db');
+
+  await m.control({ latencyMs: 5000 });
+  const first = await sb.serve(sb.dirs, { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
+  await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');
+  first.child.kill('SIGKILL');
+  const killed = await first.done;
+  assert.equal(killed.signal, 'SIGKILL');
+  const stranded = row<{ status: string; leased_by: string; attempt: number }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  assert.deepEqual([stranded.status, stranded.leased_by, stranded.attempt], ['running', 'first', 1]);
+
+  await m.control({ latencyMs: 300 });
+  const second = await sb.serve(sb.dirs, { SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
+  const done = await until('the job to complete', () => {
+    const r = row<{ status: string; attempt: number; output: string | null; leased_by: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+    return r.status === 'completed' || r.status === 'failed' ? r : undefined;
+  });
+  assert.equal(done.status, 'completed');
+  assert.equal(done.attempt, 2);
+  const attempts = new DatabaseSync(dbFile, { readOnly: true });
+  const rows = attempts.prepare('SELECT attempt, runner, outcome FROM job_attempts WHERE job_id = ? ORDER BY attempt').all(job.id);
+  const reclaimed = attempts.prepare("SELECT count(*) AS n FROM audit_log WHERE action = 'job.attempt_failed' AND target_id = ?").get(job.id) as { n: number };
+  attempts.close();
+  assert.deepEqual(rows.map((r) => [r.attempt, r.runner, r.outcome]), [[1, 'first', 'reclaimed'], [2, 'second', 'completed']]);
+  assert.equal(reclaimed.n, 1, 'the reclaimed attempt is audited');
+  const files = JSON.parse(done.output!).files as Array<{ path: string }>;
+  assert.equal(files.length, 1, 'one result');
+  assert.deepEqual(fs.readdirSync(path.join(sb.storage, 'outputs', job.id)), [path.basename(files[0].path)], 'exactly one output file');
+  second.child.kill('SIGTERM');
+  assert.equal((await second.done).code, 0);
+});
