@@ -179,9 +179,12 @@ CREATE TABLE generation_jobs (
   finished_at TEXT,
   -- External handle of a running call (ComfyUI prompt id, video id) so that a reclaimed job resumes
   -- or re-submits instead of reporting a result it never saw.
-  external_ref TEXT
+  external_ref TEXT,
+  -- When the current (or last) attempt was claimed; its job_attempts row is written when it ends.
+  attempt_started_at TEXT
 );
-CREATE INDEX generation_jobs_project ON generation_jobs(project_id, status);
+-- By project in list order; not by status, so that a status change rewrites no entry of it.
+CREATE INDEX generation_jobs_project ON generation_jobs(project_id, created_at);
 
 -- Invitations: the token is shown once; only its SHA-256 and a short hint are kept.
 CREATE TABLE invitations (
@@ -553,7 +556,8 @@ CREATE INDEX generation_jobs_running ON generation_jobs(leased_at) WHERE status 
 CREATE INDEX generation_jobs_depends ON generation_jobs(depends_on) WHERE depends_on IS NOT NULL;
 CREATE INDEX generation_jobs_org ON generation_jobs(organization_id, status);
 
--- Every attempt of a job: who ran it (worker id or a person through /run), when, how it ended.
+-- Every finished attempt of a job: who ran it (worker id or a person through /run), when, how it ended.
+-- A running attempt is the job row itself (leased_by, attempt, attempt_started_at).
 CREATE TABLE job_attempts (
   job_id TEXT NOT NULL REFERENCES generation_jobs(id),
   attempt INTEGER NOT NULL,
@@ -562,7 +566,7 @@ CREATE TABLE job_attempts (
   runner TEXT NOT NULL,
   started_at TEXT NOT NULL,
   finished_at TEXT,
-  outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'retry', 'failed', 'reclaimed', 'cancelled')),
+  outcome TEXT NOT NULL CHECK (outcome IN ('completed', 'retry', 'failed', 'reclaimed', 'cancelled')),
   error TEXT,
   latency_ms INTEGER,
   PRIMARY KEY (job_id, attempt)

@@ -44,3 +44,26 @@ export async function readStdin(): Promise<string> {
   for await (const c of process.stdin) chunks.push(c as Buffer);
   return Buffer.concat(chunks).toString('utf8');
 }
+
+/**
+ * Prints the contract's one line `listening on URL`, then stops the service on SIGTERM/SIGINT
+ * (exit 0 once closed, exit 1 when closing fails, takes longer than 10 s, or a second signal comes).
+ */
+export function serveUntilSignal(url: string, close: () => Promise<void>): void {
+  process.stdout.write(`listening on ${url}\n`);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      process.stderr.write(`${signal} again: exiting at once\n`);
+      process.exit(1);
+    }
+    stopping = true;
+    setTimeout(() => process.exit(1), 10_000).unref();
+    close().then(() => process.exit(0), (err) => {
+      process.stderr.write(`svc: shutdown failed: ${String(err)}\n`);
+      process.exit(1);
+    });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}

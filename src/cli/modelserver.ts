@@ -3,7 +3,7 @@
 import type { Argv } from 'yargs';
 import type { Faults } from '../modelserver/faults.ts';
 import { startModelServer } from '../modelserver/server.ts';
-import { sharedOptions, type SharedArgs } from './common.ts';
+import { serveUntilSignal, sharedOptions, type SharedArgs } from './common.ts';
 
 interface ModelServerArgs extends SharedArgs {
   host: string;
@@ -43,17 +43,6 @@ export const modelServerCommand = {
   handler: async (args: ModelServerArgs) => {
     if (!Number.isInteger(args.port) || args.port < 0 || args.port > 65535) throw new Error(`--port must be 0..65535, got ${args.port}`);
     const running = await startModelServer({ host: args.host, port: args.port, faults: faultsFrom(args) });
-    process.stdout.write(`listening on ${running.url}\n`);
-    let stopping = false;
-    const stop = () => {
-      if (stopping) process.exit(1);
-      stopping = true;
-      running.close().then(() => process.exit(0), (err) => {
-        process.stderr.write(`svc: shutdown failed: ${String(err)}\n`);
-        process.exit(1);
-      });
-    };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    serveUntilSignal(running.url, () => running.close());
   },
 };

@@ -16,7 +16,7 @@ import { connectorById, connectorsOfOrg, type ConnectorRow } from '../connectors
 import { connectorSpec } from '../connectors/present.ts';
 import { localRunnerOnly } from '../connectors/service.ts';
 import { dryRun, supportsKind } from '../connectors/protocols/index.ts';
-import type { DryRunRequest } from '../connectors/types.ts';
+import { ConnectorError, type DryRunRequest } from '../connectors/types.ts';
 import { wakeWorker, workerOf } from '../worker/control.ts';
 import { claimForRun } from '../worker/claim.ts';
 import { buildContract, type JobInput } from './contract.ts';
@@ -25,7 +25,7 @@ import { indexJob } from './settle.ts';
 import { setDocumentStatus } from '../search/index.ts';
 import type { JobCreateBody, JobListQuery } from './schema.ts';
 import {
-  activeVideoClipsThisMonth, attemptsOf, blockDescendants, cancelJob, finishAttempt, insertJob, jobById, jobInProject, jobsOfProject,
+  activeVideoClipsThisMonth, attemptsOf, blockDescendants, cancelJob, insertJob, recordAttempt, jobById, jobInProject, jobsOfProject,
   requeueJob, setPriority, type AttemptRow, type JobRow,
 } from './store.ts';
 
@@ -45,7 +45,7 @@ export function getJob(ctx: Ctx, jobId: string): JobRow {
 
 export function jobDetail(ctx: Ctx, jobId: string): { job: JobRow; attempts: AttemptRow[]; connector: ConnectorRow | undefined } {
   const job = getJob(ctx, jobId);
-  return { job, attempts: attemptsOf(ctx.db, job.project_id, job.id), connector: job.connector_id ? connectorById(ctx.db, job.organization_id, job.connector_id) : undefined };
+  return { job, attempts: attemptsOf(ctx.db, job), connector: job.connector_id ? connectorById(ctx.db, job.organization_id, job.connector_id) : undefined };
 }
 
 export function listJobs(ctx: Ctx, q: Infer<typeof JobListQuery>) {
@@ -119,6 +119,7 @@ export function createJob(ctx: Ctx, input: Create): JobRow {
     priority: input.priority ?? 0, attempt: 0, max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, depends_on: dependency?.id ?? null,
     leased_by: null, leased_at: null, run_after: null, input: JSON.stringify(jobInput), output: null, error: null,
     created_by: ctx.actor.userId, created_at: now, updated_at: now, started_at: null, finished_at: null, external_ref: null,
+    attempt_started_at: null,
   };
   return ctx.db.tx(() => {
     insertJob(ctx.db, job);
@@ -139,7 +140,7 @@ export function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): JobRow {
   return ctx.db.tx(() => {
     const before = cancelJob(ctx.db, job.id, reason, at);
     if (!before) throw conflict('job_finished', 'the job finished meanwhile');
-    if (before.status === 'running') finishAttempt(ctx.db, job.id, before.attempt, 'cancelled', at, reason);
+    if (before.status === 'running') recordAttempt(ctx.db, before, 'cancelled', at, reason);
     const blocked = blockDescendants(ctx.db, job.id, at);
     const after = jobById(ctx.db, job.id)!;
     setDocumentStatus(ctx.db, 'job', job.id, after.status);
@@ -244,6 +245,7 @@ export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
     shot_id: input.shotId ?? null, kind: input.kind, status: 'queued', connector_id: connector.id, priority: 0, attempt: 1, max_attempts: 1,
     depends_on: null, leased_by: null, leased_at: null, run_after: null, output: null, error: null, created_by: ctx.actor.userId,
     created_at: ctx.now().toISOString(), updated_at: ctx.now().toISOString(), started_at: null, finished_at: null, external_ref: null,
+    attempt_started_at: null,
     input: JSON.stringify({
       prompt: input.prompt, negativePrompt: input.negativePrompt ?? null, parameters: input.parameters ?? {},
       inputs: resolveInputs(ctx, project.id, input.inputs),
@@ -251,8 +253,14 @@ export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
   };
   const spec = connectorSpec(connector);
   const { contract } = buildContract(ctx.db, null, job);
-  return dryRun(spec, contract, {
-    jobId: job.id, attempt: 1, kind: job.kind, model: spec.protocol.models?.[job.kind] ?? null,
-    deadline: new Date(ctx.now().getTime() + ctx.config.jobTimeoutMs).toISOString(),
-  });
+  try {
+    return dryRun(spec, contract, {
+      jobId: job.id, attempt: 1, kind: job.kind, model: spec.protocol.models?.[job.kind] ?? null,
+      deadline: new Date(ctx.now().getTime() + ctx.config.jobTimeoutMs).toISOString(),
+    });
+  } catch (err) {
+    // A connector configured so that no request can be built (no route, no ComfyUI workflow).
+    if (err instanceof ConnectorError) throw validationFailed({ connectorId: `${err.code}: ${err.message}` });
+    throw err;
+  }
 }

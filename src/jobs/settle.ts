@@ -14,7 +14,7 @@ import { workspaceById } from '../tenancy/store.ts';
 import type { CallResult } from '../connectors/types.ts';
 import { jobRetryDelayMs } from '../worker/backoff.ts';
 import {
-  blockDescendants, completeLeased, failLeased, finishAttempt, unblockChildren, type JobRow, type Lease,
+  blockDescendants, completeLeased, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
 } from './store.ts';
 
 export const jobScope = (ctx: Ctx, job: JobRow) =>
@@ -60,7 +60,7 @@ export function settleSuccess(ctx: Ctx, job: JobRow, lease: Lease, result: CallR
     if (!completeLeased(ctx.db, lease, JSON.stringify({ ...result.output, files: result.files }), at)) {
       return { status: 'lost', released: [], runAfter: null };
     }
-    finishAttempt(ctx.db, job.id, lease.attempt, 'completed', at, null);
+    recordAttempt(ctx.db, job, 'completed', at, null);
     if (VIDEO_KINDS.has(job.kind)) recordClipUsage(c, job, at);
     setDocumentStatus(ctx.db, 'job', job.id, 'completed');
     return finish({ status: 'completed', released: unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
@@ -78,7 +78,7 @@ export function settleFailure(ctx: Ctx, job: JobRow, lease: Lease, f: FailureInf
   const error = `${f.code}: ${f.message}`;
   return ctx.db.tx(() => {
     if (!failLeased(ctx.db, lease, retry ? 'queued' : 'failed', error, runAfter, at)) return { status: 'lost', released: [], runAfter: null };
-    finishAttempt(ctx.db, job.id, lease.attempt, retry ? 'retry' : 'failed', at, error);
+    recordAttempt(ctx.db, job, retry ? 'retry' : 'failed', at, error);
     recordFailure(c, job, lease.attempt, error, retry ? 'retry' : 'failed', runAfter);
     return finish({ status: retry ? 'queued' : 'failed', released: [], runAfter }, also);
   });

@@ -11,7 +11,7 @@ export interface JobRow {
   kind: string; status: JobStatus; connector_id: string | null; priority: number; attempt: number; max_attempts: number;
   depends_on: string | null; leased_by: string | null; leased_at: string | null; run_after: string | null;
   input: string; output: string | null; error: string | null; created_by: string | null; created_at: string; updated_at: string;
-  started_at: string | null; finished_at: string | null; external_ref: string | null;
+  started_at: string | null; finished_at: string | null; external_ref: string | null; attempt_started_at: string | null;
 }
 
 export interface AttemptRow {
@@ -24,11 +24,11 @@ export function insertJob(db: Db, j: JobRow): void {
   db.run(
     `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, shot_id, kind, status, connector_id, priority, attempt,
        max_attempts, depends_on, leased_by, leased_at, run_after, input, output, error, created_by, created_at, updated_at, started_at,
-       finished_at, external_ref)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       finished_at, external_ref, attempt_started_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     j.id, j.organization_id, j.workspace_id, j.project_id, j.shot_id, j.kind, j.status, j.connector_id, j.priority, j.attempt,
     j.max_attempts, j.depends_on, j.leased_by, j.leased_at, j.run_after, j.input, j.output, j.error, j.created_by, j.created_at,
-    j.updated_at, j.started_at, j.finished_at, j.external_ref,
+    j.updated_at, j.started_at, j.finished_at, j.external_ref, j.attempt_started_at,
   );
 }
 
@@ -52,23 +52,28 @@ export function jobsOfProject(db: Db, projectId: string, f: JobFilter): { rows: 
   return { rows, total };
 }
 
-export const attemptsOf = (db: Db, projectId: string, jobId: string) =>
-  db.all<AttemptRow>('SELECT * FROM job_attempts WHERE project_id = ? AND job_id = ? ORDER BY attempt', projectId, jobId);
-
-export function insertAttempt(db: Db, a: AttemptRow): void {
-  db.run(
-    `INSERT INTO job_attempts (job_id, attempt, project_id, mode, runner, started_at, finished_at, outcome, error, latency_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    a.job_id, a.attempt, a.project_id, a.mode, a.runner, a.started_at, a.finished_at, a.outcome, a.error, a.latency_ms,
-  );
+/** Finished attempts, then the running one (from the job row). */
+export function attemptsOf(db: Db, job: JobRow): AttemptRow[] {
+  const rows = db.all<AttemptRow>('SELECT * FROM job_attempts WHERE project_id = ? AND job_id = ? ORDER BY attempt', job.project_id, job.id);
+  if (job.status === 'running' && job.leased_by) {
+    rows.push({
+      job_id: job.id, attempt: job.attempt, project_id: job.project_id, mode: modeOf(job.leased_by), runner: job.leased_by,
+      started_at: job.attempt_started_at ?? job.leased_at!, finished_at: null, outcome: 'running', error: null, latency_ms: null,
+    });
+  }
+  return rows;
 }
 
-export function finishAttempt(db: Db, jobId: string, attempt: number, outcome: AttemptRow['outcome'], at: string, error: string | null): void {
+const modeOf = (runner: string): AttemptRow['mode'] => (runner.startsWith('run:') ? 'run' : 'worker');
+
+/** Writes the row of an attempt that ended; `job` is the row as leased (runner, attempt, start). */
+export function recordAttempt(db: Db, job: JobRow, outcome: Exclude<AttemptRow['outcome'], 'running'>, at: string, error: string | null): void {
+  const started = job.attempt_started_at ?? job.leased_at ?? at;
   db.run(
-    `UPDATE job_attempts SET outcome = ?, finished_at = ?, error = ?,
-       latency_ms = CAST(round((julianday(?) - julianday(started_at)) * 86400000) AS INTEGER)
-     WHERE job_id = ? AND attempt = ? AND outcome = 'running'`,
-    outcome, at, error, at, jobId, attempt,
+    `INSERT INTO job_attempts (job_id, attempt, project_id, mode, runner, started_at, finished_at, outcome, error, latency_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, attempt) DO NOTHING`,
+    job.id, job.attempt, job.project_id, modeOf(job.leased_by ?? 'worker'), job.leased_by ?? 'unknown', started, at, outcome, error,
+    Math.max(0, Date.parse(at) - Date.parse(started)),
   );
 }
 

@@ -2,35 +2,25 @@
 // dependencies completed, connector ready and local — in priority then age order, and leases them.
 // Manual runs (/run) take one named job the same way; reclaim returns expired leases to the queue.
 import type { Db } from '../db/db.ts';
-import { insertAttempt, type JobRow } from '../jobs/store.ts';
+import type { JobRow } from '../jobs/store.ts';
 
 const CLAIMABLE = `j.status = 'queued' AND (j.run_after IS NULL OR j.run_after <= ?2)
   AND (j.depends_on IS NULL OR EXISTS (SELECT 1 FROM generation_jobs d WHERE d.id = j.depends_on AND d.status = 'completed'))
   AND EXISTS (SELECT 1 FROM model_connectors c WHERE c.id = j.connector_id AND c.status = 'ready' AND c.cost_mode = 'local')`;
 
 const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, leased_at = ?2, started_at = coalesce(started_at, ?2),
-  updated_at = ?2, error = NULL`;
-
-function recordAttempts(db: Db, rows: JobRow[], mode: 'worker' | 'run', now: string): JobRow[] {
-  for (const r of rows) {
-    insertAttempt(db, {
-      job_id: r.id, attempt: r.attempt, project_id: r.project_id, mode, runner: r.leased_by!, started_at: now,
-      finished_at: null, outcome: 'running', error: null, latency_ms: null,
-    });
-  }
-  return rows;
-}
+  attempt_started_at = ?2, updated_at = ?2, error = NULL`;
 
 /** Leases up to `limit` claimable jobs (of one organization when given) to `workerId`. */
 export function claimJobs(db: Db, workerId: string, now: string, limit: number, organizationId: string | null = null): JobRow[] {
   if (limit <= 0) return [];
   // The limit is written into the SQL (one cached statement per value, 1..8): with a bound LIMIT
   // SQLite plans the ordered index scan several times slower.
-  return db.tx(() => recordAttempts(db, db.all<JobRow>(
+  return db.all<JobRow>(
     `UPDATE generation_jobs SET ${LEASE_SET}
       WHERE id IN (SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (?3 IS NULL OR j.organization_id = ?3)
                    ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))})
-      RETURNING *`, workerId, now, organizationId), 'worker', now));
+      RETURNING *`, workerId, now, organizationId);
 }
 
 /** True when some job is claimable now (a read, so that an idle poll takes no write lock). */
@@ -45,28 +35,31 @@ export function nextRunAfter(db: Db, now: string): string | null {
 
 /** Leases one named job for a manual run: queued (due or not) or failed (one more attempt). */
 export function claimForRun(db: Db, jobId: string, runner: string, now: string): JobRow | null {
-  return db.tx(() => recordAttempts(db, db.all<JobRow>(
+  return db.get<JobRow>(
     `UPDATE generation_jobs SET ${LEASE_SET}, run_after = NULL, finished_at = NULL, max_attempts = max(max_attempts, attempt + 1)
-      WHERE id = ?3 AND status IN ('queued', 'failed') RETURNING *`, runner, now, jobId), 'run', now))[0] ?? null;
+      WHERE id = ?3 AND status IN ('queued', 'failed') RETURNING *`, runner, now, jobId) ?? null;
 }
 
-/** Running jobs whose lease is older than `cutoff`: back to the queue, or failed when attempts are exhausted. */
+/**
+ * Running jobs whose lease is older than `cutoff`: back to the queue, or failed when attempts are
+ * exhausted. Answers the rows as they were leased (runner, attempt) with their new status.
+ */
 export function reclaimExpired(db: Db, cutoff: string, now: string): JobRow[] {
-  return db.all<JobRow>(
-    `UPDATE generation_jobs SET status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
-       error = 'lease expired: the runner stopped renewing it (crash or hang)', leased_by = NULL, leased_at = NULL, run_after = NULL,
-       finished_at = CASE WHEN attempt < max_attempts THEN NULL ELSE ?2 END, updated_at = ?2
-     WHERE status = 'running' AND leased_at < ?1 RETURNING *`, cutoff, now);
+  const expired = db.all<JobRow>("SELECT * FROM generation_jobs WHERE status = 'running' AND leased_at < ?", cutoff);
+  return expired.flatMap((job) => {
+    const after = db.get<{ status: JobRow['status']; error: string }>(
+      `UPDATE generation_jobs SET status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+         error = 'lease expired: the runner stopped renewing it (crash or hang)', leased_by = NULL, leased_at = NULL, run_after = NULL,
+         finished_at = CASE WHEN attempt < max_attempts THEN NULL ELSE ?2 END, updated_at = ?2
+       WHERE id = ?1 AND status = 'running' AND leased_at = ?3 RETURNING status, error`, job.id, now, job.leased_at);
+    return after ? [{ ...job, status: after.status, error: after.error }] : [];
+  });
 }
 
 /** At shutdown: this runner's jobs go back to the queue, their unfinished attempt forgotten. */
 export function releaseLeases(db: Db, runner: string, now: string): JobRow[] {
-  return db.tx(() => {
-    const rows = db.all<JobRow>(
-      `UPDATE generation_jobs SET status = 'queued', attempt = attempt - 1, leased_by = NULL, leased_at = NULL, updated_at = ?2,
-         started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END
-       WHERE status = 'running' AND leased_by = ?1 RETURNING *`, runner, now);
-    for (const r of rows) db.run("DELETE FROM job_attempts WHERE job_id = ? AND attempt = ? AND outcome = 'running'", r.id, r.attempt + 1);
-    return rows;
-  });
+  return db.all<JobRow>(
+    `UPDATE generation_jobs SET status = 'queued', attempt = attempt - 1, leased_by = NULL, leased_at = NULL, attempt_started_at = NULL,
+       updated_at = ?2, started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END
+     WHERE status = 'running' AND leased_by = ?1 RETURNING *`, runner, now);
 }

@@ -55,7 +55,7 @@ import { ConnectorError } from '../types.ts';
 import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from '../types.ts';
 import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput } from '../outputs.ts';
 import type { OutputRole } from '../outputs.ts';
-import { badResponse, isObject, joinUrl, jsonHeaders, modelFor, originOf, parseEndpoint, requestJson, type Prepared } from './transport.ts';
+import { badResponse, isObject, joinUrl, modelFor, originOf, parseEndpoint, fileJsonLimit, postPrepared, type Prepared } from './transport.ts';
 
 export const HEALTH_ROUTE = '/health';
 
@@ -118,16 +118,7 @@ function parseOutputs(json: unknown): { outputs: Out[]; text: string | null; mod
 }
 
 export async function call(req: CallRequest, prep: Prepared, secret: string | null): Promise<CallResult> {
-  const json = await requestJson({
-    method: 'POST',
-    url: prep.url,
-    headers: jsonHeaders(secret),
-    body: prep.body,
-    timeoutMs: req.timeoutMs,
-    signal: req.signal,
-    secret,
-    limit: Math.ceil(req.maxOutputBytes * 1.4) + 1024 * 1024,
-  });
+  const json = await postPrepared(req, prep, secret, fileJsonLimit(req.maxOutputBytes));
   const { outputs, text, model } = parseOutputs(json);
   const isImage = req.execution.kind === 'image';
   if (isImage) checkImageCount(outputs.filter((o) => o.role === 'image').length);

@@ -24,6 +24,8 @@ import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, Pro
 import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput } from '../outputs.ts';
 import {
   badResponse,
+  fileJsonLimit,
+  postPrepared,
   deadlineOf,
   ensureOk,
   getHeaders,
@@ -161,31 +163,14 @@ export async function call(req: CallRequest, prep: Prepared, secret: string | nu
 // ---------------------------------------------------------------------------------------------
 
 async function chat(req: CallRequest, prep: Prepared, secret: string | null): Promise<CallResult> {
-  const json = (await requestJson({
-    method: 'POST',
-    url: prep.url,
-    headers: jsonHeaders(secret),
-    body: prep.body,
-    timeoutMs: req.timeoutMs,
-    signal: req.signal,
-    secret,
-  })) as { choices?: Array<{ message?: { content?: unknown } }>; model?: unknown } | null;
+  const json = (await postPrepared(req, prep, secret)) as { choices?: Array<{ message?: { content?: unknown } }>; model?: unknown } | null;
   const text = json?.choices?.[0]?.message?.content;
   if (typeof text !== 'string') throw badResponse('the chat response has no choices[0].message.content');
   return { output: { text, model: typeof json?.model === 'string' ? json.model : prep.model }, files: [] };
 }
 
 async function image(req: CallRequest, prep: Prepared, secret: string | null): Promise<CallResult> {
-  const json = await requestJson({
-    method: 'POST',
-    url: prep.url,
-    headers: jsonHeaders(secret),
-    body: prep.body,
-    timeoutMs: req.timeoutMs,
-    signal: req.signal,
-    secret,
-    limit: Math.ceil(req.maxOutputBytes * 1.4) + 1024 * 1024,
-  });
+  const json = await postPrepared(req, prep, secret, fileJsonLimit(req.maxOutputBytes));
   const data = isObject(json) ? json.data : undefined;
   if (!Array.isArray(data)) throw badResponse('the image response has no data array');
   checkImageCount(data.length);
@@ -277,15 +262,7 @@ async function video(req: CallRequest, prep: Prepared, secret: string | null): P
     }
   }
   if (!id) {
-    const created = await requestJson({
-      method: 'POST',
-      url: prep.url,
-      headers: jsonHeaders(secret),
-      body: prep.body,
-      timeoutMs: req.timeoutMs,
-      signal: req.signal,
-      secret,
-    });
+    const created = await postPrepared(req, prep, secret);
     if (!isObject(created) || typeof created.id !== 'string' || !created.id) throw badResponse('the video creation answered no id');
     id = created.id;
     req.onRef(id);

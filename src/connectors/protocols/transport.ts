@@ -417,3 +417,14 @@ export function deadlineOf(iso: string | null | undefined): number {
   const t = iso ? Date.parse(iso) : NaN;
   return Number.isFinite(t) ? t : Infinity;
 }
+
+/** Room for a JSON answer that carries a file as base64 (4/3 of its bytes) plus some JSON. */
+export const fileJsonLimit = (maxOutputBytes: number) => Math.ceil(maxOutputBytes * 1.4) + 1024 * 1024;
+
+/** POSTs a prepared request's JSON body to its URL within the call's time-out and signal; the parsed answer. */
+export function postPrepared(req: { timeoutMs: number; signal: AbortSignal }, prep: Prepared, secret: string | null, limit?: number): Promise<unknown> {
+  return requestJson({
+    method: 'POST', url: prep.url, headers: jsonHeaders(secret), body: prep.body, timeoutMs: req.timeoutMs, signal: req.signal, secret,
+    ...(limit === undefined ? {} : { limit }),
+  });
+}

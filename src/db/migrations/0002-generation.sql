@@ -31,13 +31,19 @@ CREATE INDEX model_connectors_org ON model_connectors(organization_id, status);
 -- External handle of a running call (ComfyUI prompt id, video id) so that a reclaimed job resumes
 -- or re-submits instead of reporting a result it never saw.
 ALTER TABLE generation_jobs ADD COLUMN external_ref TEXT;
+-- When the current (or last) attempt was claimed; its job_attempts row is written when it ends.
+ALTER TABLE generation_jobs ADD COLUMN attempt_started_at TEXT;
+-- By project in list order; not by status, so that a status change rewrites no entry of it.
+DROP INDEX generation_jobs_project;
+CREATE INDEX generation_jobs_project ON generation_jobs(project_id, created_at);
 -- The queue in claim order: priority first, then age.
 CREATE INDEX generation_jobs_claim ON generation_jobs(priority DESC, created_at, id) WHERE status = 'queued';
 CREATE INDEX generation_jobs_running ON generation_jobs(leased_at) WHERE status = 'running';
 CREATE INDEX generation_jobs_depends ON generation_jobs(depends_on) WHERE depends_on IS NOT NULL;
 CREATE INDEX generation_jobs_org ON generation_jobs(organization_id, status);
 
--- Every attempt of a job: who ran it (worker id or a person through /run), when, how it ended.
+-- Every finished attempt of a job: who ran it (worker id or a person through /run), when, how it ended.
+-- A running attempt is the job row itself (leased_by, attempt, attempt_started_at).
 CREATE TABLE job_attempts (
   job_id TEXT NOT NULL REFERENCES generation_jobs(id),
   attempt INTEGER NOT NULL,
@@ -46,7 +52,7 @@ CREATE TABLE job_attempts (
   runner TEXT NOT NULL,
   started_at TEXT NOT NULL,
   finished_at TEXT,
-  outcome TEXT NOT NULL CHECK (outcome IN ('running', 'completed', 'retry', 'failed', 'reclaimed', 'cancelled')),
+  outcome TEXT NOT NULL CHECK (outcome IN ('completed', 'retry', 'failed', 'reclaimed', 'cancelled')),
   error TEXT,
   latency_ms INTEGER,
   PRIMARY KEY (job_id, attempt)
