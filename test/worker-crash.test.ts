@@ -70,3 +70,25 @@ test('kill -9 during a running job: after a restart with a 2 s lease the job is 
   second.child.kill('SIGTERM');
   assert.equal((await second.done).code, 0);
 });
+
+test('SIGTERM during a running job: the service exits 0 within 10 s and the job is back in the queue, its attempt forgotten', async (t) => {
+  const sb = new Sandbox(t);
+  const m = await startModel(t);
+  const setup = await startTestServer(t, { SVC_WORKER_ENABLED: '0' }, { dataDir: sb.data, storageDir: sb.storage });
+  const { token } = await member(setup, 'org_owner');
+  const id = await connector(setup, token, m.url);
+  const job = await createJob(setup, token, { kind: 'chat', connectorId: id });
+  await setup.close();
+  const dbFile = path.join(sb.data, 'svc.db');
+  await m.control({ hang: true });
+  const server = await sb.serve(sb.dirs, { SVC_WORKER_POLL_MS: '100' });
+  await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');
+  const started = Date.now();
+  server.child.kill('SIGTERM');
+  const r = await server.done;
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(Date.now() - started < 10_000, `stopped in ${Date.now() - started} ms`);
+  const after = row<{ status: string; attempt: number; leased_by: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  assert.deepEqual([after.status, after.attempt, after.leased_by], ['queued', 0, null]);
+  assert.equal(row<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM job_attempts WHERE job_id = ?', job.id).n, 0);
+});
