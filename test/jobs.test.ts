@@ -8,7 +8,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { startTestServer } from './helpers/server.ts';
 import { member, makeUser, login, grant } from './helpers/factories.ts';
-import { WORKER_ENV, connector, createJob, sleep, startModel, waitJob } from './helpers/jobs.ts';
+import { WORKER_ENV, connector, createJob, jobWorld, sleep, startModel, waitJob } from './helpers/jobs.ts';
 
 test('image -> video chain on a local connector completes; files are stored with their hashes; one clip usage event', async (t) => {
   const s = await startTestServer(t, WORKER_ENV);
@@ -45,10 +45,7 @@ test('image -> video chain on a local connector completes; files are stored with
 });
 
 test('a cloud connector\u2019s job stays queued under the worker and runs only through /run, approved, with approveExternal (audited)', async (t) => {
-  const s = await startTestServer(t, WORKER_ENV);
-  const m = await startModel(t);
-  const { token, user } = await member(s, 'org_owner');
-  const id = await connector(s, token, m.url, { costMode: 'cloud', label: 'Cloud chat', capability: ['chat'], probe: false });
+  const { s, token, user, id } = await jobWorld(t, { connector: { costMode: 'cloud', label: 'Cloud chat', capability: ['chat'], probe: false } });
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   let run = await s.call('POST', `/api/jobs/${job.id}/run`, { token, body: { approveExternal: true } });
   assert.equal(run.status, 409);
@@ -77,10 +74,7 @@ test('a cloud connector\u2019s job stays queued under the worker and runs only t
 });
 
 test('claim condition, connector status: pending, unreachable and disabled connectors hold the job; ready releases it at once', async (t) => {
-  const s = await startTestServer(t, WORKER_ENV);
-  const m = await startModel(t);
-  const { token } = await member(s, 'org_owner');
-  const id = await connector(s, token, m.url, { probe: false });
+  const { s, token, id } = await jobWorld(t, { connector: { probe: false } });
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   await sleep(300);
   assert.equal((await waitJob(s, token, job.id, ['queued'])).attempt, 0, 'pending: not claimed');
@@ -97,10 +91,7 @@ test('claim condition, connector status: pending, unreachable and disabled conne
 });
 
 test('claim condition, dependency: a job starts only after the job it depends on completed', async (t) => {
-  const s = await startTestServer(t, WORKER_ENV);
-  const m = await startModel(t);
-  const { token } = await member(s, 'org_owner');
-  const id = await connector(s, token, m.url);
+  const { s, m, token, id } = await jobWorld(t);
   await m.control({ latencyMs: 300 });
   const first = await createJob(s, token, { kind: 'chat', connectorId: id });
   const second = await createJob(s, token, { kind: 'chat', connectorId: id, dependsOn: first.id });
@@ -112,10 +103,7 @@ test('claim condition, dependency: a job starts only after the job it depends on
 });
 
 test('claim condition, cost mode: a mixed connector, approved and ready, is never picked up by the worker', async (t) => {
-  const s = await startTestServer(t, WORKER_ENV);
-  const m = await startModel(t);
-  const { token } = await member(s, 'org_owner');
-  const id = await connector(s, token, m.url, { costMode: 'mixed', probe: false });
+  const { s, m, token, id } = await jobWorld(t, { connector: { costMode: 'mixed', probe: false } });
   assert.equal((await s.call('POST', `/api/platform/models/${id}/approve`, { token, body: {} })).status, 200);
   assert.equal((await s.call('POST', `/api/platform/models/${id}/probe`, { token })).body.status, 'ready');
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
@@ -128,10 +116,7 @@ test('claim condition, cost mode: a mixed connector, approved and ready, is neve
 });
 
 test('claim condition, concurrency slot: never more running jobs than SVC_WORKER_CONCURRENCY', async (t) => {
-  const s = await startTestServer(t, { ...WORKER_ENV, SVC_WORKER_CONCURRENCY: '2' });
-  const m = await startModel(t);
-  const { token } = await member(s, 'org_owner');
-  const id = await connector(s, token, m.url);
+  const { s, m, token, id } = await jobWorld(t, { env: { SVC_WORKER_CONCURRENCY: '2' } });
   await m.control({ latencyMs: 150 });
   const jobs = [];
   for (let i = 0; i < 7; i++) jobs.push(await createJob(s, token, { kind: 'chat', connectorId: id, prompt: `line ${i}` }));
@@ -154,10 +139,7 @@ test('SVC_WORKER_CONCURRENCY is clamped to 1..8', async (t) => {
 });
 
 test('fails twice then succeeds: completed at attempt 3 with two audited failures and a notification', async (t) => {
-  const s = await startTestServer(t, WORKER_ENV);
-  const m = await startModel(t);
-  const { token, user } = await member(s, 'org_owner');
-  const id = await connector(s, token, m.url);
+  const { s, m, token, user, id } = await jobWorld(t);
   await m.control({ failNext: 2, failStatus: 503 });
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   const done = await waitJob(s, token, job.id, ['completed', 'failed']);
@@ -173,10 +155,7 @@ test('fails twice then succeeds: completed at attempt 3 with two audited failure
 });
 
 test('failing always: failed at max_attempts; its dependents become blocked, and unblock when a retry succeeds', async (t) => {
-  const s = await startTestServer(t, WORKER_ENV);
-  const m = await startModel(t);
-  const { token } = await member(s, 'org_owner');
-  const id = await connector(s, token, m.url);
+  const { s, m, token, id } = await jobWorld(t);
   await m.control({ failNext: 1000 });
   const job = await createJob(s, token, { kind: 'image', connectorId: id, maxAttempts: 2 });
   const child = await createJob(s, token, { kind: 'video', connectorId: id, dependsOn: job.id });
@@ -311,10 +290,7 @@ test('job creation validates kind, shot, dependency and inputs before writing an
 });
 
 test('cancel, retry and priority; a cancelled running call is aborted and its result never lands', async (t) => {
-  const s = await startTestServer(t, WORKER_ENV);
-  const m = await startModel(t);
-  const { token } = await member(s, 'org_owner');
-  const id = await connector(s, token, m.url);
+  const { s, m, token, id } = await jobWorld(t);
   await m.control({ latencyMs: 800 });
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   const child = await createJob(s, token, { kind: 'chat', connectorId: id, dependsOn: job.id });

@@ -1,7 +1,7 @@
 // A crash never loses a job nor runs it twice: `svc serve` is killed with SIGKILL while a job runs
 // (the model server takes 5 s), restarted with a 2 s lease, and the job is reclaimed and completes
 // with exactly one output file and one result.
-import test from 'node:test';
+import test, { type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,16 +30,23 @@ async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs
   }
 }
 
-test('kill -9 during a running job: after a restart with a 2 s lease the job is reclaimed and completes once', async (t) => {
+/**
+ * A sandbox whose database holds one queued job of `kind` on a ready local connector, set up through
+ * HTTP on an in-process server (its worker paused) that is closed again: `svc serve` runs it.
+ */
+async function stagedJob(t: TestContext, kind: string) {
   const sb = new Sandbox(t);
   const m = await startModel(t);
-  // Set-up through HTTP on an in-process server over the sandbox's directories, its worker paused.
   const setup = await startTestServer(t, { SVC_WORKER_ENABLED: '0' }, { dataDir: sb.data, storageDir: sb.storage });
   const { token } = await member(setup, 'org_owner');
   const id = await connector(setup, token, m.url);
-  const job = await createJob(setup, token, { kind: 'image', connectorId: id });
+  const job = await createJob(setup, token, { kind, connectorId: id });
   await setup.close();
-  const dbFile = path.join(sb.data, 'svc.db');
+  return { sb, m, job, dbFile: path.join(sb.data, 'svc.db') };
+}
+
+test('kill -9 during a running job: after a restart with a 2 s lease the job is reclaimed and completes once', async (t) => {
+  const { sb, m, job, dbFile } = await stagedJob(t, 'image');
 
   await m.control({ latencyMs: 5000 });
   const first = await sb.serve(sb.dirs, { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
@@ -72,14 +79,7 @@ test('kill -9 during a running job: after a restart with a 2 s lease the job is 
 });
 
 test('SIGTERM during a running job: the service exits 0 within 10 s and the job is back in the queue, its attempt forgotten', async (t) => {
-  const sb = new Sandbox(t);
-  const m = await startModel(t);
-  const setup = await startTestServer(t, { SVC_WORKER_ENABLED: '0' }, { dataDir: sb.data, storageDir: sb.storage });
-  const { token } = await member(setup, 'org_owner');
-  const id = await connector(setup, token, m.url);
-  const job = await createJob(setup, token, { kind: 'chat', connectorId: id });
-  await setup.close();
-  const dbFile = path.join(sb.data, 'svc.db');
+  const { sb, m, job, dbFile } = await stagedJob(t, 'chat');
   await m.control({ hang: true });
   const server = await sb.serve(sb.dirs, { SVC_WORKER_POLL_MS: '100' });
   await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { startModelServer } from '../../src/modelserver/server.ts';
-import type { TestServer } from './server.ts';
+import { startTestServer, type TestServer } from './server.ts';
+import { member } from './factories.ts';
 
 /** Fast worker settings for tests: short poll, short retry backoff. */
 export const WORKER_ENV = { SVC_WORKER_POLL_MS: '100', SVC_WORKER_RETRY_BASE_MS: '20' };
@@ -68,3 +69,12 @@ export async function waitJob(s: TestServer, token: string, id: string, statuses
 }
 
 export const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
+
+/** A server with fast worker settings, the model server, an organization owner and a connector of theirs. */
+export async function jobWorld(t: TestContext, o: { env?: Record<string, string>; connector?: ConnectorOpts } = {}) {
+  const s = await startTestServer(t, { ...WORKER_ENV, ...o.env });
+  const m = await startModel(t);
+  const owner = await member(s, 'org_owner');
+  const id = await connector(s, owner.token, m.url, o.connector);
+  return { s, m, token: owner.token, user: owner.user, tree: owner.tree, id };
+}
