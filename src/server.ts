@@ -12,6 +12,7 @@ import { createApp, type App } from './app.ts';
 import { dummyHash } from './auth/password.ts';
 import { startDeliveryLoop } from './notifications/delivery.ts';
 import { startWorkerThread, type WorkerHost } from './worker/host.ts';
+import { stopManualRuns } from './jobs/service.ts';
 
 export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
 
@@ -81,10 +82,15 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       closing ??= (async () => {
         const done = new Promise<void>((resolve) => server.close(() => resolve()));
         server.closeIdleConnections();
+        // Connections that finish their request during the shutdown are closed as soon as they are idle.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
         const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-        // The worker finishes its running jobs or releases their leases while connections drain.
+        // Manual runs are put back in the queue at once (their requests answer); the worker finishes its
+        // running jobs or releases their leases while connections drain.
+        stopManualRuns(db, new Date().toISOString());
         const workerStopped = worker.stop(WORKER_GRACE_MS);
         await done;
+        clearInterval(sweep);
         clearTimeout(force);
         await workerStopped;
         await delivery.stop();

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
+import { DatabaseSync } from 'node:sqlite';
 import { startTestServer } from './helpers/server.ts';
 import { member, makeUser, login, grant } from './helpers/factories.ts';
 import { WORKER_ENV, connector, createJob, jobWorld, sleep, startModel, waitJob } from './helpers/jobs.ts';
@@ -392,4 +393,24 @@ test('admin queue and batch: administrators only, scoped to their organization, 
   assert.equal(s.db.get<{ status: string }>('SELECT status FROM generation_jobs WHERE id = ?', otherJob.id)!.status, 'queued');
   grant(s, producer.user.id, 'organization', owner.tree.organizationId, 'org_admin');
   assert.equal((await s.call('GET', '/api/admin/queue', { token: producer.token })).status, 200);
+});
+
+test('a manual run in flight when the service stops is answered and its job put back in the queue', async (t) => {
+  const { s, m, token, id } = await jobWorld(t, { env: { SVC_WORKER_ENABLED: '0' } });
+  await m.control({ hang: true });
+  const job = await createJob(s, token, { kind: 'chat', connectorId: id });
+  const run = s.call('POST', `/api/jobs/${job.id}/run`, { token, body: {} });
+  await waitJob(s, token, job.id, ['running']);
+  const t0 = Date.now();
+  const closing = s.close();
+  const answer = await run;
+  await closing;
+  assert.ok(Date.now() - t0 < 2000, `closed in ${Date.now() - t0} ms`);
+  assert.equal(answer.status, 200, answer.text);
+  assert.equal(answer.body.job.status, 'queued');
+  assert.match(answer.body.error, /stopping|aborted/);
+  const db = new DatabaseSync(s.config.dbPath, { readOnly: true });
+  t.after(() => db.close());
+  const row = db.prepare('SELECT status, attempt, leased_by FROM generation_jobs WHERE id = ?').get(job.id);
+  assert.deepEqual({ ...row }, { status: 'queued', attempt: 0, leased_by: null });
 });

@@ -18,7 +18,8 @@ import { localRunnerOnly } from '../connectors/service.ts';
 import { dryRun, supportsKind } from '../connectors/protocols/index.ts';
 import { ConnectorError, type DryRunRequest } from '../connectors/types.ts';
 import { wakeWorker, workerOf } from '../worker/control.ts';
-import { claimForRun } from '../worker/claim.ts';
+import { claimForRun, releaseLeases } from '../worker/claim.ts';
+import type { Db } from '../db/db.ts';
 import { buildContract, type JobInput } from './contract.ts';
 import { runLeased } from './runner.ts';
 import { indexJob } from './settle.ts';
@@ -34,8 +35,25 @@ type Create = Infer<typeof JobCreateBody>;
 export const DEFAULT_MAX_ATTEMPTS = 3;
 const CLIP_KINDS = new Set(['video']);
 
-/** Manual runs in flight in this process, so that a cancel can abort them. */
-const manualRuns = new Map<string, AbortController>();
+/** Manual runs in flight in this process, so that a cancel or the shutdown can abort them. */
+const manualRuns = new Map<string, { controller: AbortController; db: Db; runner: string }>();
+
+/** At shutdown: manual runs in flight are aborted and their jobs put back in the queue (that attempt forgotten). */
+export function stopManualRuns(db: Db, now: string): number {
+  let n = 0;
+  for (const [jobId, run] of manualRuns) {
+    if (run.db !== db) continue;
+    run.controller.abort(new Error('the service is stopping'));
+    n += releaseLeases(db, run.runner, now, jobId).length;
+  }
+  return n;
+}
+
+/** True when a job depending on `dependencyId` must be blocked: the dependency failed, was cancelled or is blocked itself. */
+function waitsOnFailure(db: Db, dependencyId: string): boolean {
+  const status = jobById(db, dependencyId)?.status;
+  return status === 'failed' || status === 'cancelled' || status === 'blocked';
+}
 
 export function getJob(ctx: Ctx, jobId: string): JobRow {
   const job = jobInProject(ctx.db, ctx.scope.projectId!, jobId);
@@ -112,16 +130,18 @@ export function createJob(ctx: Ctx, input: Create): JobRow {
   };
   if (CLIP_KINDS.has(input.kind)) checkClipQuota(ctx, project.organization_id);
   const now = ctx.now().toISOString();
-  const blocked = dependency !== null && (dependency.status === 'failed' || dependency.status === 'cancelled' || dependency.status === 'blocked');
   const job: JobRow = {
     id: newId('job'), organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
-    shot_id: input.shotId ?? null, kind: input.kind, status: blocked ? 'blocked' : 'queued', connector_id: connector.id,
+    shot_id: input.shotId ?? null, kind: input.kind, status: 'queued', connector_id: connector.id,
     priority: input.priority ?? 0, attempt: 0, max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, depends_on: dependency?.id ?? null,
     leased_by: null, leased_at: null, run_after: null, input: JSON.stringify(jobInput), output: null, error: null,
     created_by: ctx.actor.userId, created_at: now, updated_at: now, started_at: null, finished_at: null, external_ref: null,
     attempt_started_at: null,
   };
   return ctx.db.tx(() => {
+    // Read inside the write transaction: the worker cannot fail the dependency between this read and
+    // the insert (a job queued behind a failed dependency would wait forever).
+    if (dependency && waitsOnFailure(ctx.db, dependency.id)) job.status = 'blocked';
     insertJob(ctx.db, job);
     indexJob(ctx, job, jobInput.prompt);
     record(ctx, {
@@ -148,7 +168,7 @@ export function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): JobRow {
     if (before.status === 'running') {
       ctx.afterCommit(() => {
         workerOf(ctx.db)?.abort(job.id);
-        manualRuns.get(job.id)?.abort(new Error('cancelled'));
+        manualRuns.get(job.id)?.controller.abort(new Error('cancelled'));
       });
     }
     return after;
@@ -158,11 +178,9 @@ export function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): JobRow {
 /** A failed or cancelled job goes back to the queue (blocked while its dependency has not completed). */
 export function retry(ctx: Ctx, job: JobRow, attempts = DEFAULT_MAX_ATTEMPTS): JobRow {
   if (job.status !== 'failed' && job.status !== 'cancelled') throw conflict('job_not_retryable', `a ${job.status} job cannot be retried`);
-  const dep = job.depends_on ? jobById(ctx.db, job.depends_on) : undefined;
-  const waitsOnFailure = dep !== undefined && ['failed', 'cancelled', 'blocked'].includes(dep.status);
   const at = ctx.now().toISOString();
   return ctx.db.tx(() => {
-    const row = requeueJob(ctx.db, job.id, attempts, waitsOnFailure, at);
+    const row = requeueJob(ctx.db, job.id, attempts, job.depends_on !== null && waitsOnFailure(ctx.db, job.depends_on), at);
     if (!row) throw conflict('job_not_retryable', 'the job changed meanwhile');
     setDocumentStatus(ctx.db, 'job', job.id, row.status);
     record(ctx, { action: 'job.retried', targetType: 'generation_job', targetId: job.id, metadata: { from: job.status, to: row.status, maxAttempts: row.max_attempts } });
@@ -222,7 +240,7 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
     return row;
   });
   const controller = new AbortController();
-  manualRuns.set(job.id, controller);
+  manualRuns.set(job.id, { controller, db: ctx.db, runner });
   try {
     const outcome = await runLeased(ctx, leased, controller.signal);
     if (outcome.released.length) workerOf(ctx.db)?.wake();

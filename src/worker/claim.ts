@@ -56,10 +56,10 @@ export function reclaimExpired(db: Db, cutoff: string, now: string): JobRow[] {
   });
 }
 
-/** At shutdown: this runner's jobs go back to the queue, their unfinished attempt forgotten. */
-export function releaseLeases(db: Db, runner: string, now: string): JobRow[] {
+/** At shutdown: this runner's jobs (or just `jobId`) go back to the queue, their unfinished attempt forgotten. */
+export function releaseLeases(db: Db, runner: string, now: string, jobId: string | null = null): JobRow[] {
   return db.all<JobRow>(
     `UPDATE generation_jobs SET status = 'queued', attempt = attempt - 1, leased_by = NULL, leased_at = NULL, attempt_started_at = NULL,
        updated_at = ?2, started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END
-     WHERE status = 'running' AND leased_by = ?1 RETURNING *`, runner, now);
+     WHERE status = 'running' AND leased_by = ?1 AND (?3 IS NULL OR id = ?3) RETURNING *`, runner, now, jobId);
 }
