@@ -610,3 +610,9 @@ CREATE TABLE worker_state (
   last_retried_at TEXT,
   last_error TEXT
 );
+
+-- == identity: mfa ==
+-- (tables of TOTP factors, recovery codes, login/enrollment challenges and the identity policy)
+
+-- == identity: scim ==
+-- (tables of SCIM directories and the users they provision)
