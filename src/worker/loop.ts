@@ -51,28 +51,39 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
   // Group commit: settles of calls that finish in the same turn of the event loop share one
   // transaction (one fsync), each in its own savepoint; the claims of the freed slots join it.
   // (Waiting longer for more calls to finish was measured: it lowers throughput on 2 cores.)
-  let batch: Array<() => void> = [];
+  type Pending = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+  let batch: Pending[] = [];
   const flushBatch = () => {
     const work = batch;
     batch = [];
-    db.tx(() => {
-      for (const w of work) w();
-      try {
-        db.tx(() => flushStamps());
-      } catch (err) {
-        log.error('worker state write failed', { err }); // never at the price of the settles beside it
-      }
-    });
+    // Each settle runs in its own savepoint (a failing one is undone alone and rejected); the
+    // others are resolved only once the whole transaction has committed.
+    const done: Array<() => void> = [];
+    try {
+      db.tx(() => {
+        for (const w of work) {
+          try {
+            const v = db.tx(w.fn);
+            done.push(() => w.resolve(v));
+          } catch (err) {
+            done.push(() => w.reject(err));
+          }
+        }
+        try {
+          db.tx(() => flushStamps());
+        } catch (err) {
+          log.error('worker state write failed', { err }); // never at the price of the settles beside it
+        }
+      });
+    } catch (err) {
+      for (const w of work) w.reject(err);
+      return;
+    }
+    for (const d of done) d();
   };
-  const commit: Committer = (fn) => new Promise((resolve, reject) => {
+  const commit: Committer = <T>(fn: () => T) => new Promise<T>((resolve, reject) => {
     if (batch.length === 0) setImmediate(flushBatch);
-    batch.push(() => {
-      try {
-        resolve(db.tx(fn));
-      } catch (err) {
-        reject(err);
-      }
-    });
+    batch.push({ fn, resolve: resolve as (v: unknown) => void, reject });
   });
 
   db.tx(() => {
@@ -127,10 +138,21 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
       if (outcome.runAfter) scheduleWake(Date.parse(outcome.runAfter));
       if (outcome.released.length) next.push(...claim(free()));
     } catch (err) {
+      // The settling transaction failed (the lease stays and expires): claims made inside it were
+      // rolled back too, so their slots are given back instead of starting them.
       log.error('worker failed to run a job', { jobId: job.id, err });
+      for (const j of next) running.delete(j.id);
+      next = [];
+      settled = false;
     } finally {
       running.delete(job.id);
-      if (!settled) next = claim(free());
+      if (!settled) {
+        try {
+          next = claim(free());
+        } catch (err) {
+          log.error('worker claim failed', { err });
+        }
+      }
       start(next);
     }
   }
