@@ -16,6 +16,8 @@ import { authenticate } from './http/auth.ts';
 import { checkAccess, resolveRequestScope } from './http/access.ts';
 import { parse } from './http/validate.ts';
 import { bindAuthRoutes } from './auth/routes.ts';
+import { bindMfaRoutes } from './identity/mfa/routes.ts';
+import { bindIdentityPolicyRoutes } from './identity/policy/routes.ts';
 import { createLoginLimits } from './auth/service.ts';
 import { bindTenancyRoutes } from './tenancy/routes.ts';
 import { bindProjectRoutes } from './projects/routes.ts';
@@ -32,6 +34,8 @@ import { bindSearchRoutes } from './search/routes.ts';
 import { bindConnectorRoutes } from './connectors/routes.ts';
 import { bindJobRoutes } from './jobs/routes.ts';
 import { bindWorkerRoutes } from './worker/routes.ts';
+import { bindScimRoutes } from './scim/routes.ts';
+import { bindDirectoryRoutes } from './scim/admin.ts';
 
 export interface App {
   router: Router;
@@ -52,6 +56,8 @@ export function createApp({ config, db, log }: AppDeps): App {
   const limits = createLoginLimits(config);
   bindSystemRoutes(router);
   bindAuthRoutes(router, limits);
+  bindMfaRoutes(router, limits);
+  bindIdentityPolicyRoutes(router);
   bindTenancyRoutes(router);
   bindProjectRoutes(router);
   bindUserRoutes(router);
@@ -66,6 +72,8 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindJobRoutes(router);
   bindWorkerRoutes(router);
   bindMemberRoutes(router);
+  bindDirectoryRoutes(router);
+  bindScimRoutes(router);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
   function dispatch(req: IncomingMessage, res: ServerResponse, rid: string, setActor: (id: string) => void): Reply | Promise<Reply> {
@@ -83,6 +91,9 @@ export function createApp({ config, db, log }: AppDeps): App {
     if (meta.auth !== 'none') {
       if (!auth) throw unauthenticated();
       setActor(auth.actor.userId ?? auth.actor.type);
+      if (meta.session === 'browser' && auth.actor.sessionKind !== 'browser') {
+        throw forbidden('browser_session_required', 'this route accepts only a browser session (the session cookie of a login from the service or its front end), not a Bearer token');
+      }
       if (auth.passwordChangeRequired && !path.startsWith('/api/auth/')) {
         throw forbidden('password_change_required', 'this account has a one-time password; change it with POST /api/auth/password first');
       }

@@ -10,6 +10,7 @@ import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp, type App } from './app.ts';
 import { dummyHash } from './auth/password.ts';
+import { mfaKey } from './identity/mfa/crypto.ts';
 import { startDeliveryLoop } from './notifications/delivery.ts';
 import { startWorkerThread, type WorkerHost } from './worker/host.ts';
 import { stopManualRuns } from './jobs/service.ts';
@@ -36,12 +37,17 @@ const WORKER_GRACE_MS = 6_000;
 
 /** Starts the service; the caller prints the listening line and wires signals (see cli/serve.ts). */
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
+  // A bad SVC_MFA_ENCRYPTION_KEY stops the start (before anything is opened), the development key is warned about.
+  const key = mfaKey(config);
   prepareDirectories(config);
   const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
   const m = migrate(db);
   if (m.applied.length) log.info('database migrated', { from: m.from, to: m.to, applied: m.applied });
   if (config.allowDevContext) {
     log.warn('SVC_ALLOW_DEV_CONTEXT=1: x-user-id and x-*-id headers act as credentials and scope. NEVER use this in production.');
+  }
+  if (key.source === 'development') {
+    log.warn('SVC_MFA_ENCRYPTION_KEY is not set: TOTP secrets are encrypted with the built-in development key, which is public. NEVER run production like this; set a 32-byte key (64 hex or base64 characters) or a long passphrase.');
   }
   const app = createApp({ config, db, log });
   // Logins with unknown e-mail addresses are checked against a dummy hash; have it ready before

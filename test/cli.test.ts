@@ -173,7 +173,7 @@ test('invalid input is refused with one line and nothing written: names, e-mail,
   }
   assert.match(assertOneLineFailure(await sb.run(['orgs', 'create', '--name', ...sb.dirs])), /name/);
   assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'not-an-address', '--name', 'X', ...sb.dirs])), /email must be an e-mail address/);
-  assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'short@b.c', '--name', 'X', '--password-stdin', ...sb.dirs], { input: 'short\n' })), /password must be at least 10 characters/);
+  assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'short@b.c', '--name', 'X', '--password-stdin', ...sb.dirs], { input: 'short\n' })), /password must be at least 12 characters/);
   assert.match(assertOneLineFailure(await sb.run(['serve', '--port', 'abc', ...sb.dirs])), /--port must be an integer, got "abc"/);
   const dbFile = path.join(sb.data, 'svc.db');
   assert.deepEqual(query<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM organizations').map((r) => r.n), [0]);

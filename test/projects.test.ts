@@ -220,6 +220,7 @@ test('every write route outside a project scope is a known non-production route 
     /^\/api\/workspaces\/:workspaceId\/(projects|members\/:userId)$/,
     /^\/api\/platform\/models(\/|$)/, // connector records of the organization (model:manage)
     /^\/api\/admin\/queue\/batch$/, // jobs of several projects; retry and priority skip archived projects (project_archived)
+    /^\/scim\//, // SCIM provisioning of a directory's users (directory bearer token)
   ];
   const unguarded = s.app.router.routes
     .filter((r) => r.method !== 'GET' && r.meta.scope !== 'project')

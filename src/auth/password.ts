@@ -3,6 +3,7 @@
 // ("$scrypt$ln=17,r=8,p=1$salt$hash", PHC style) so they can be raised later; verification
 // compares in constant time.
 import crypto from 'node:crypto';
+import { COMMON_PASSWORDS } from './common-passwords.ts';
 
 const KEY_LENGTH = 32;
 const SALT_LENGTH = 16;
@@ -73,19 +74,59 @@ export async function verifyAgainstDummy(password: string, logN: number): Promis
   return false;
 }
 
-export const PASSWORD_MIN = 10;
+/** The lowest minimum length the identity policy may set, and the longest password accepted. */
+export const PASSWORD_MIN_FLOOR = 8;
 export const PASSWORD_MAX = 1024;
 
-/** The password rules: 10 to 1024 characters, not blank, not the e-mail address. */
-export function passwordProblem(password: string, email?: string): string | null {
-  if (password.length < PASSWORD_MIN) return `must be at least ${PASSWORD_MIN} characters`;
-  if (password.length > PASSWORD_MAX) return `must be at most ${PASSWORD_MAX} characters`;
+/** The password rules of the identity policy (src/identity/policy): minimum length and the weak-password check. */
+export interface PasswordRules { minLength: number; breachedCheck: boolean }
+export const DEFAULT_PASSWORD_RULES: Readonly<PasswordRules> = Object.freeze({ minLength: 12, breachedCheck: true });
+
+/**
+ * The password rules: at least `minLength` characters (never below 8), at most 1024, not blank, not
+ * the e-mail address; with `breachedCheck` also not a common or breached password (weakness below).
+ */
+export function passwordProblem(password: string, email?: string, rules: Readonly<PasswordRules> = DEFAULT_PASSWORD_RULES): string | null {
+  const min = Math.max(PASSWORD_MIN_FLOOR, rules.minLength);
+  const length = [...password].length;
+  if (length < min) return `must be at least ${min} characters`;
+  if (length > PASSWORD_MAX) return `must be at most ${PASSWORD_MAX} characters`;
   if (password.trim() === '') return 'must not be blank';
   if (email && password.trim().toLowerCase() === email.trim().toLowerCase()) return 'must not be the e-mail address';
+  return rules.breachedCheck ? weakness(password, email) : null;
+}
+
+const LEET: Record<string, string> = { 0: 'o', 1: 'i', 3: 'e', 4: 'a', 5: 's', 7: 't', 8: 'b', 9: 'g', '@': 'a', $: 's', '!': 'i', '+': 't', '|': 'l' };
+const deleet = (s: string): string => s.replace(/[01345789@$!+|]/g, (c) => LEET[c] ?? c);
+
+/** Rows of characters people type in order: alphabet, digits, keyboard rows and columns (each also backwards). */
+const SEQUENCES = [
+  'abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqrstuvwxyz', '0123456789012345678901234567890123456789',
+  'qwertyuiopasdfghjklzxcvbnm', 'qwertzuiopasdfghjklyxcvbnm', 'azertyuiopqsdfghjklmwxcvbn',
+  '1qaz2wsx3edc4rfv5tgb6yhn7ujm8ik9ol0p', 'qazwsxedcrfvtgbyhnujmikolp', '!@#$%^&*()_+',
+].flatMap((s) => [s, [...s].reverse().join('')]);
+
+/**
+ * Why a password is too easy to guess, or null: one of the COMMON_PASSWORDS (also with digits or
+ * symbols around it, in leetspeak, or repeated), fewer than 4 different characters, a short pattern
+ * repeated, a run along the alphabet, the digits or the keyboard, or containing the e-mail's local part.
+ */
+export function weakness(password: string, email?: string): string | null {
+  const l = password.toLowerCase().replace(/\s+/g, '');
+  const trimmed = l.replace(/^[^a-z0-9]+|[^a-z0-9]+$/g, '');
+  const core = l.replace(/^[^a-z@$]+|[^a-z]+$/g, '');
+  const unit = /^(.+?)\1+$/.exec(l)?.[1];
+  const candidates = [l, trimmed, core, deleet(trimmed), deleet(core), ...(unit ? [unit, deleet(unit)] : [])];
+  if (candidates.some((c) => c.length > 0 && COMMON_PASSWORDS.has(c))) return 'is too common (it is on the list of common and breached passwords)';
+  if (new Set(l).size < 4) return 'is too simple: it needs at least 4 different characters';
+  if (unit && [...unit].length <= 4) return 'is too simple: a short pattern repeated';
+  if (SEQUENCES.some((s) => s.includes(l))) return 'is too simple: a run of consecutive characters';
+  const local = email?.split('@')[0]?.trim().toLowerCase().replace(/\s+/g, '') ?? '';
+  if (local.length >= 4 && l.includes(local)) return 'must not contain the e-mail address';
   return null;
 }
 
-/** A one-time initial password: 120 random bits, 20 characters. */
-export function generatePassword(): string {
-  return crypto.randomBytes(15).toString('base64url');
+/** A one-time initial password: at least 120 random bits, 20 characters (more when the policy's minimum is higher). */
+export function generatePassword(minLength = 20): string {
+  return crypto.randomBytes(Math.ceil(Math.max(20, minLength) * 3 / 4)).toString('base64url');
 }

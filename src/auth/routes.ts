@@ -1,30 +1,49 @@
 // Password login, logout, the current session, password change and own-session management.
-import { json, type Router } from '../http/router.ts';
+import { json, type Reply, type Router } from '../http/router.ts';
 import { presentUser } from '../users/present.ts';
-import { userById } from '../users/store.ts';
+import { userById, type UserRow } from '../users/store.ts';
+import { sessionLifetimes } from '../identity/policy/store.ts';
 import { sessionOfUser } from './store.ts';
 import { LoginBody, PasswordChangeBody } from './schema.ts';
 import { CLEAR_COOKIE, fromBrowser, sessionCookie } from './cookies.ts';
 import { presentSession } from './present.ts';
 import {
-  changePassword, listSessions, login, logout, revokeOtherSessions, revokeSession, type LoginLimits, type StartedSession,
+  changePassword, listSessions, login, logout, revokeOtherSessions, revokeSession, type LoginLimits, type SignInResult, type StartedSession,
 } from './service.ts';
 
 export const tokenAnswer = (started: StartedSession) => ({ token: started.token, expiresAt: started.session.expires_at, sessionId: started.session.id });
 
+/** A finished sign-in: token, expiry, session id, user (and the HttpOnly cookie for a browser session). */
+export function sessionReply(status: number, user: UserRow, started: StartedSession, extra: Record<string, unknown> = {}): Reply {
+  return json(status, {
+    ...tokenAnswer(started),
+    user: { id: user.id, email: user.email, name: user.name },
+    passwordChangeRequired: user.password_must_change === 1,
+    ...extra,
+  }, started.session.kind === 'browser' ? { 'set-cookie': sessionCookie(started) } : undefined);
+}
+
+/**
+ * The answer of signIn(): the session; or { mfaRequired: true, challengeToken, expiresAt } (TOTP on);
+ * or { mfaEnrollmentRequired: true, challengeToken, expiresAt } (policy requires MFA, none set up).
+ * A challenge answer carries no token and sets no cookie.
+ */
+export function signInReply(status: number, r: SignInResult): Reply {
+  if (r.step === 'session') return sessionReply(status, r.user, r.started);
+  const flag = r.step === 'mfa' ? { mfaRequired: true } : { mfaEnrollmentRequired: true };
+  return json(status, { ...flag, challengeToken: r.challenge.challengeToken, expiresAt: r.challenge.expiresAt });
+}
+
 export function bindAuthRoutes(r: Router, limits: LoginLimits): void {
   const tags = ['auth'];
   r.post('/api/auth/login', {
-    summary: 'Log in with e-mail and password. From a browser (allowed Origin) it also sets the HttpOnly session cookie.',
+    summary: 'Log in with e-mail and password: { token, expiresAt, sessionId, user, passwordChangeRequired }; from a browser (allowed Origin) also the HttpOnly session cookie. '
+      + 'With TOTP enabled: { mfaRequired: true, challengeToken, expiresAt } and no session (POST /api/auth/login/mfa); when the identity policy requires MFA and the user has none: '
+      + '{ mfaEnrollmentRequired: true, challengeToken, expiresAt } (/api/auth/mfa/enroll/*).',
     tags, auth: 'none', body: LoginBody,
   }, async ({ req, body, ctx }) => {
     const kind = fromBrowser(req, ctx.config) ? 'browser' : 'bearer';
-    const result = await login(ctx, limits, body.email, body.password, kind);
-    return json(200, {
-      ...tokenAnswer(result),
-      user: { id: result.user.id, email: result.user.email, name: result.user.name },
-      passwordChangeRequired: result.user.password_must_change === 1,
-    }, kind === 'browser' ? { 'set-cookie': sessionCookie(result) } : undefined);
+    return signInReply(200, await login(ctx, limits, body.email, body.password, kind));
   });
 
   r.post('/api/auth/logout', { summary: 'Revoke the current session (and clear the cookie).', tags }, ({ ctx }) => {
@@ -35,7 +54,7 @@ export function bindAuthRoutes(r: Router, limits: LoginLimits): void {
   r.get('/api/auth/session', { summary: 'The current session and its user.', tags }, ({ ctx }) => {
     const user = userById(ctx.db, ctx.actor.userId!)!;
     const s = ctx.actor.sessionId ? sessionOfUser(ctx.db, user.id, ctx.actor.sessionId) : undefined;
-    return json(200, { user: presentUser(user), session: s ? presentSession(s, ctx.config, s.id) : null, via: ctx.actor.sessionKind });
+    return json(200, { user: presentUser(user), session: s ? presentSession(s, sessionLifetimes(ctx.db, ctx.config), s.id) : null, via: ctx.actor.sessionKind });
   });
 
   r.post('/api/auth/password', {
@@ -47,7 +66,8 @@ export function bindAuthRoutes(r: Router, limits: LoginLimits): void {
   });
 
   r.get('/api/auth/sessions', { summary: 'List own live sessions.', tags }, ({ ctx }) => {
-    const items = listSessions(ctx).map((s) => presentSession(s, ctx.config, ctx.actor.sessionId));
+    const lifetimes = sessionLifetimes(ctx.db, ctx.config);
+    const items = listSessions(ctx).map((s) => presentSession(s, lifetimes, ctx.actor.sessionId));
     return json(200, { items, pagination: { page: 1, pageSize: items.length, total: items.length } });
   });
 

@@ -8,5 +8,5 @@ export const LoginBody = v.object({
 
 export const PasswordChangeBody = v.object({
   currentPassword: v.string({ min: 1, max: 1024, trim: false }),
-  newPassword: v.string({ min: 1, max: 1024, trim: false, description: '10 to 1024 characters, not the e-mail address' }),
+  newPassword: v.string({ min: 1, max: 1024, trim: false, description: 'the identity policy\'s minimum length (default 12) to 1024 characters, not the e-mail address, not a common or breached password' }),
 });

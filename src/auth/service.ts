@@ -1,6 +1,8 @@
 // Password login, sessions, logout and password change. Tokens are 32 random bytes returned once;
-// only their SHA-256 is stored. A session expires when idle for SVC_SESSION_IDLE_MINUTES or
-// SVC_SESSION_ABSOLUTE_HOURS after login, whichever comes first.
+// only their SHA-256 is stored. A session expires when idle for the idle lifetime or the absolute
+// lifetime after login, whichever comes first (the identity policy's values, else
+// SVC_SESSION_IDLE_MINUTES / SVC_SESSION_ABSOLUTE_HOURS). After the first factor (password, SSO,
+// registration) signIn() decides: a session, a TOTP challenge, or an MFA enrollment challenge.
 import type { Config } from '../config.ts';
 import type { Ctx } from '../context.ts';
 import { AppError, notFound, rateLimited, validationFailed } from '../http/errors.ts';
@@ -9,6 +11,9 @@ import { record } from '../audit/service.ts';
 import { normalizeEmail, setLastLogin, setPassword, userByEmail, userById, type UserRow } from '../users/store.ts';
 import { firstScope } from '../tenancy/scope.ts';
 import { membershipsOfUser } from '../tenancy/store.ts';
+import { factorOf } from '../identity/mfa/store.ts';
+import { startEnrollmentChallenge, startLoginChallenge, type IssuedChallenge } from '../identity/mfa/challenges.ts';
+import { mfaRequiredFor, passwordRules, sessionLifetimes } from '../identity/policy/store.ts';
 import { hashPassword, needsRehash, passwordProblem, verifyAgainstDummy, verifyPassword } from './password.ts';
 import { FailureLimiter } from './ratelimit.ts';
 import {
@@ -26,11 +31,17 @@ export function createLoginLimits(config: Config): LoginLimits {
 }
 
 export const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'e-mail address or password is wrong');
+export const accountSuspended = () => new AppError(403, 'account_suspended', 'this account is suspended; contact your administrator');
 
 export interface StartedSession { token: string; session: SessionRow }
 
 export function idleCutoff(ctx: Ctx): string {
-  return new Date(ctx.now().getTime() - ctx.config.sessionIdleMinutes * 60_000).toISOString();
+  return new Date(ctx.now().getTime() - sessionLifetimes(ctx.db, ctx.config).idleMinutes * 60_000).toISOString();
+}
+
+/** Sessions created before this are past the absolute lifetime in force (it may have been shortened since). */
+export function absoluteCutoff(ctx: Ctx): string {
+  return new Date(ctx.now().getTime() - sessionLifetimes(ctx.db, ctx.config).absoluteHours * 3_600_000).toISOString();
 }
 
 /** Creates a session for a user; the caller runs it inside its transaction (it writes a row). */
@@ -45,7 +56,7 @@ export function startSession(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser'
   const session: SessionRow = {
     id: newId('ses'), token_hash: sha256Hex(token), user_id: user.id, kind,
     created_at: now.toISOString(), last_seen_at: now.toISOString(),
-    expires_at: new Date(now.getTime() + ctx.config.sessionAbsoluteHours * 3_600_000).toISOString(),
+    expires_at: new Date(now.getTime() + sessionLifetimes(ctx.db, ctx.config).absoluteHours * 3_600_000).toISOString(),
     revoked_at: null, revoked_reason: null, ip: ctx.ip, user_agent: ctx.userAgent?.slice(0, 400) ?? null,
     ...s,
   };
@@ -53,13 +64,49 @@ export function startSession(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser'
   return { token, session };
 }
 
-export interface LoginResult extends StartedSession { user: UserRow }
+/** How the first factor was passed (audit metadata and the challenge's record). */
+export type FirstFactor = 'password' | 'registration' | 'oidc' | 'saml';
+
+/**
+ * The outcome of a sign-in after the first factor: a session; or, for a user with TOTP enabled, a
+ * login challenge (no session until POST /api/auth/login/mfa); or, when the identity policy requires
+ * MFA of a user without it, an enrollment challenge (/api/auth/mfa/enroll/*).
+ */
+export type SignInResult =
+  | { step: 'session'; user: UserRow; started: StartedSession }
+  | { step: 'mfa' | 'enrollment'; user: UserRow; challenge: IssuedChallenge };
+
+/**
+ * Decides what follows a passed first factor (password login, registration, SSO redeem). Runs in
+ * one transaction (nested in the caller's, when there is one).
+ */
+export function signIn(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method: FirstFactor, metadata: Record<string, unknown> = {}): SignInResult {
+  return ctx.db.tx(() => {
+    if (factorOf(ctx.db, user.id)?.status === 'enabled') return { step: 'mfa', user, challenge: startLoginChallenge(ctx, user, kind, method) };
+    if (mfaRequiredFor(ctx.db, user.id)) return { step: 'enrollment', user, challenge: startEnrollmentChallenge(ctx, user, kind, method) };
+    const started = completeSignIn(ctx, user, kind, method, metadata);
+    return { step: 'session', user: userById(ctx.db, user.id)!, started };
+  });
+}
+
+/** The end of every sign-in (after the second factor when there is one): last login, a session, audit auth.login. */
+export function completeSignIn(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method: FirstFactor, metadata: Record<string, unknown> = {}): StartedSession {
+  return ctx.db.tx(() => {
+    setLastLogin(ctx.db, user.id, ctx.now().toISOString());
+    const started = startSession(ctx, user, kind);
+    record(ctx, {
+      action: 'auth.login', targetType: 'session', targetId: started.session.id, actorUserId: user.id, actorName: user.name,
+      organizationId: null, workspaceId: null, projectId: null, metadata: { kind, method, ...metadata },
+    });
+    return started;
+  });
+}
 
 /**
  * Checks e-mail and password. Unknown e-mail and wrong password take the same path and time and
  * give the same 401; a suspended account is told only to whoever knows its password.
  */
-export async function login(ctx: Ctx, limits: LoginLimits, email: string, password: string, kind: 'bearer' | 'browser'): Promise<LoginResult> {
+export async function login(ctx: Ctx, limits: LoginLimits, email: string, password: string, kind: 'bearer' | 'browser'): Promise<SignInResult> {
   const emailKey = normalizeEmail(email);
   const addressKey = ctx.ip ?? 'unknown';
   const nowMs = ctx.now().getTime();
@@ -83,20 +130,13 @@ export async function login(ctx: Ctx, limits: LoginLimits, email: string, passwo
   }
   if (user.status !== 'active') {
     record(ctx, { action: 'auth.login', targetType: 'user', targetId: user.id, result: 'denied', actorUserId: user.id, actorName: user.name, metadata: { reason: 'account_suspended' } });
-    throw new AppError(403, 'account_suspended', 'this account is suspended; contact your administrator');
+    throw accountSuspended();
   }
   limits.byEmail.reset(emailKey);
   const rehash = needsRehash(user.password_hash!, ctx.config.scryptLogN) ? await hashPassword(password, ctx.config.scryptLogN) : null;
   return ctx.db.tx(() => {
-    const now = ctx.now().toISOString();
-    if (rehash) setPassword(ctx.db, user.id, rehash, user.password_must_change === 1, user.password_changed_at ?? now);
-    setLastLogin(ctx.db, user.id, now);
-    const started = startSession(ctx, user, kind);
-    record(ctx, {
-      action: 'auth.login', targetType: 'session', targetId: started.session.id, actorUserId: user.id, actorName: user.name,
-      organizationId: null, workspaceId: null, projectId: null, metadata: { kind, rehashed: !!rehash },
-    });
-    return { ...started, user: userById(ctx.db, user.id)! };
+    if (rehash) setPassword(ctx.db, user.id, rehash, user.password_must_change === 1, user.password_changed_at ?? ctx.now().toISOString());
+    return signIn(ctx, user, kind, 'password', { rehashed: !!rehash });
   });
 }
 
@@ -129,7 +169,7 @@ export async function changePassword(ctx: Ctx, limits: LoginLimits, currentPassw
     record(ctx, { action: 'auth.password.change', targetType: 'user', targetId: user.id, result: 'failure', metadata: { reason: 'wrong_current_password' } });
     throw validationFailed({ currentPassword: 'is not the current password' });
   }
-  const problem = passwordProblem(newPassword, user.email) ?? (newPassword === currentPassword ? 'must differ from the current password' : null);
+  const problem = passwordProblem(newPassword, user.email, passwordRules(ctx.db)) ?? (newPassword === currentPassword ? 'must differ from the current password' : null);
   if (problem) throw validationFailed({ newPassword: problem });
   const hash = await hashPassword(newPassword, ctx.config.scryptLogN);
   return ctx.db.tx(() => {
@@ -146,7 +186,7 @@ export async function changePassword(ctx: Ctx, limits: LoginLimits, currentPassw
 
 export function listSessions(ctx: Ctx): SessionRow[] {
   const user = requireUser(ctx);
-  return liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), idleCutoff(ctx));
+  return liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), idleCutoff(ctx), absoluteCutoff(ctx));
 }
 
 export function revokeSession(ctx: Ctx, sessionId: string): void {

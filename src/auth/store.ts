@@ -63,11 +63,11 @@ export function revokeUserSessions(db: Db, userId: string, now: string, reason: 
     now, reason, userId, exceptId).changes;
 }
 
-/** Sessions neither revoked, past their absolute expiry, nor idle since before `idleCutoff`. */
-export function liveSessionsOfUser(db: Db, userId: string, now: string, idleCutoff: string): SessionRow[] {
+/** Sessions neither revoked, past their absolute expiry, idle since before `idleCutoff`, nor created before `createdAfter`. */
+export function liveSessionsOfUser(db: Db, userId: string, now: string, idleCutoff: string, createdAfter = ''): SessionRow[] {
   return db.all<SessionRow>(
-    `SELECT * FROM sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? AND last_seen_at > ?
-      ORDER BY created_at DESC`, userId, now, idleCutoff);
+    `SELECT * FROM sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? AND last_seen_at > ? AND created_at > ?
+      ORDER BY created_at DESC`, userId, now, idleCutoff, createdAfter);
 }
 
 export function sessionOfUser(db: Db, userId: string, id: string): SessionRow | undefined {

@@ -1,5 +1,6 @@
 // Request -> actor. A Bearer token (or the browser session cookie) is looked up by its SHA-256;
-// revoked, expired, idle or suspended sessions are no credential at all. With SVC_ALLOW_DEV_CONTEXT=1
+// revoked, expired, idle or suspended sessions are no credential at all. The lifetimes are the
+// identity policy's when set (a shortened one applies to existing sessions too), else SVC_SESSION_*. With SVC_ALLOW_DEV_CONTEXT=1
 // the x-user-id header stands in for a session (development only).
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.ts';
@@ -8,6 +9,7 @@ import type { Actor } from '../context.ts';
 import { sha256Hex } from '../lib/ids.ts';
 import { sessionByTokenHash, touchSession, type SessionWithUser } from '../auth/store.ts';
 import { userById } from '../users/store.ts';
+import { sessionLifetimes } from '../identity/policy/store.ts';
 import { AppError, unauthenticated } from './errors.ts';
 import { requestOrigin } from './request.ts';
 
@@ -64,8 +66,11 @@ export function authenticate(req: IncomingMessage, db: Db, config: Config, now: 
   }
   if (!token) return null;
   const nowIso = now.toISOString();
-  const idleCutoff = now.getTime() - config.sessionIdleMinutes * 60_000;
-  if (!s || s.revoked_at || s.expires_at <= nowIso || Date.parse(s.last_seen_at) <= idleCutoff || s.user_status !== 'active') {
+  const lifetimes = s ? sessionLifetimes(db, config) : null;
+  const idleCutoff = now.getTime() - (lifetimes?.idleMinutes ?? 0) * 60_000;
+  const absoluteCutoff = now.getTime() - (lifetimes?.absoluteHours ?? 0) * 3_600_000;
+  if (!s || s.revoked_at || s.expires_at <= nowIso || Date.parse(s.last_seen_at) <= idleCutoff || Date.parse(s.created_at) <= absoluteCutoff
+    || s.user_status !== 'active') {
     throw unauthenticated('the session is invalid, expired or revoked');
   }
   if (viaCookie) {

@@ -25,11 +25,17 @@ function accessText(r: Route): string {
   const m = r.meta;
   if (m.auth === 'none') return 'Access: none (public).';
   const parts: string[] = [];
+  if (m.session === 'browser') parts.push('browser session only (the svc_session cookie; POST/PUT/PATCH/DELETE need an allowed Origin; a Bearer call is 403 browser_session_required)');
   if (m.systemAdmin) parts.push('system administrator');
   if (m.orgRoles) parts.push(`organization role ${m.orgRoles.join(' or ')}`);
   if (m.permission) parts.push(`permission ${([] as string[]).concat(m.permission).join(' or ')}`);
   if (m.scope && m.scope !== 'none') parts.push(`${m.scope} scope`);
   return `Access: ${parts.length ? parts.join(', ') : 'any logged-in user'}.`;
+}
+
+function security(m: Route['meta']) {
+  if (m.auth === 'none') return [];
+  return m.session === 'browser' ? [{ cookieSession: [] }] : [{ bearerAuth: [] }, { cookieSession: [] }];
 }
 
 function operation(r: Route) {
@@ -52,19 +58,20 @@ function operation(r: Route) {
   }
   if (m.auth !== 'none') {
     responses['401'] = errorResponse('unauthenticated');
-    responses['403'] = errorResponse('permission_denied, scope_forbidden or another 403 code');
+    responses['403'] = errorResponse(m.session === 'browser' ? 'browser_session_required, origin_forbidden' : 'permission_denied, scope_forbidden or another 403 code');
   }
   return {
     operationId: `${r.method.toLowerCase()}${r.pattern.replace(/[:/{}-](\w)?/g, (_s, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
     summary: m.summary,
     description: accessText(r),
     tags: m.tags ?? [],
-    security: m.auth === 'none' ? [] : [{ bearerAuth: [] }, { cookieSession: [] }],
+    security: security(m),
     ...(params.length ? { parameters: params } : {}),
     ...(m.body ? { requestBody: { required: true, content: { 'application/json': { schema: m.body.json } } } } : {}),
     responses,
     'x-access': {
       auth: m.auth ?? 'session', scope: m.scope ?? 'none',
+      ...(m.session ? { session: m.session } : {}),
       ...(m.permission ? { permission: m.permission } : {}),
       ...(m.orgRoles ? { orgRoles: m.orgRoles } : {}),
       ...(m.systemAdmin ? { systemAdmin: true } : {}),

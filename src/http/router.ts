@@ -15,6 +15,11 @@ export interface RouteMeta<B = unknown, Q = unknown> {
   tags?: string[];
   /** 'session' (default): a user session is required. 'none': open to anyone. */
   auth?: 'none' | 'session';
+  /**
+   * 'browser': only a browser session (the HttpOnly cookie, with an allowed Origin on state-changing
+   * methods) is accepted; a Bearer call is 403 browser_session_required (checked right after authentication).
+   */
+  session?: 'browser';
   /** Which scope the route acts in; ids come from the path (:organizationId, ...) or the session. */
   scope?: ScopeLevel;
   /** The caller needs at least one of these permissions in the resolved scope. */

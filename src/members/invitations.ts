@@ -10,7 +10,7 @@ import { membershipAt, projectById, workspaceById } from '../tenancy/store.ts';
 import type { Role } from '../tenancy/roles.ts';
 import { normalizeEmail, userByEmail, userById, type UserRow } from '../users/store.ts';
 import { createUser } from '../users/service.ts';
-import { startSession, type StartedSession } from '../auth/service.ts';
+import { signIn, type SignInResult } from '../auth/service.ts';
 import { assertSeatsAvailable } from './seats.ts';
 import {
   closeInvitation, insertInvitation, invitationById, invitationByTokenHash, pendingInvitationFor, setInvitationToken, type InvitationRow,
@@ -174,7 +174,7 @@ export interface Registration { token: string; email: string; name: string; pass
  * Creates an account from an invitation: token, e-mail and expiry are checked again, then the
  * account, its memberships and the invitation's acceptance are written in one transaction.
  */
-export async function registerWithInvitation(ctx: Ctx, input: Registration, kind: 'bearer' | 'browser'): Promise<{ user: UserRow; session: StartedSession }> {
+export async function registerWithInvitation(ctx: Ctx, input: Registration, kind: 'bearer' | 'browser'): Promise<{ user: UserRow; result: SignInResult }> {
   const check = () => {
     const inv = invitationForToken(ctx, input.token);
     if (inv.email_normalized !== normalizeEmail(input.email)) {
@@ -186,8 +186,9 @@ export async function registerWithInvitation(ctx: Ctx, input: Registration, kind
   return createUser(ctx, { email: input.email, name: input.name, password: input.password }, (user) => {
     const inv = check();
     fulfil(ctx, inv, user);
-    return startSession(ctx, user, kind);
-  }).then(({ user, extra }) => ({ user, session: extra! }));
+    // A session, or an enrollment challenge when the identity policy requires MFA of the new account.
+    return signIn(ctx, user, kind, 'registration');
+  }).then(({ user, extra }) => ({ user, result: extra! }));
 }
 
 /** An existing account accepts with its own session; the invitation's e-mail must be the account's. */

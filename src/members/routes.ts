@@ -82,11 +82,15 @@ export function bindMemberRoutes(r: Router): void {
   });
 
   r.post('/api/auth/register', {
-    summary: 'Create an account from an invitation (token, e-mail and expiry checked again) and log in.', tags: ['auth'], auth: 'none',
+    summary: 'Create an account from an invitation (token, e-mail and expiry checked again) and log in; when the identity policy requires MFA: { mfaEnrollmentRequired, challengeToken, expiresAt, user } instead of a session.', tags: ['auth'], auth: 'none',
     body: RegisterBody, response: { status: 201, description: 'session token, expiry and user' },
   }, async ({ ctx, req, body }) => {
     const kind = fromBrowser(req, ctx.config) ? 'browser' : 'bearer';
-    const { user, session } = await registerWithInvitation(ctx, body, kind);
+    const { user, result } = await registerWithInvitation(ctx, body, kind);
+    if (result.step !== 'session') {
+      return json(201, { mfaEnrollmentRequired: true, challengeToken: result.challenge.challengeToken, expiresAt: result.challenge.expiresAt, user: presentUser(user) });
+    }
+    const session = result.started;
     return json(201, { ...tokenAnswer(session), user: presentUser(user) }, kind === 'browser' ? { 'set-cookie': sessionCookie(session) } : undefined);
   });
 

@@ -7,9 +7,10 @@ import type { Ctx } from '../context.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../http/errors.ts';
 import { record } from '../audit/service.ts';
 import { generatePassword, hashPassword } from '../auth/password.ts';
-import { idleCutoff } from '../auth/service.ts';
+import { absoluteCutoff, idleCutoff } from '../auth/service.ts';
 import { liveSessionsOfUser, revokeUserSessions } from '../auth/store.ts';
 import { assertSeatsAvailable } from '../members/seats.ts';
+import { passwordRules } from '../identity/policy/store.ts';
 import { ROLE_LEVEL, type Level, type Role } from '../tenancy/roles.ts';
 import { grantRole } from '../tenancy/service.ts';
 import { membershipAt, membershipsOfUser, namedMembershipsOfUser, organizationById, projectById, workspaceById } from '../tenancy/store.ts';
@@ -43,7 +44,7 @@ export function findUser(ctx: Ctx, idOrEmail: string): UserRow {
 function governed(ctx: Ctx, user: UserRow): GovernedUser {
   return {
     user,
-    activeSessions: liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), idleCutoff(ctx)).length,
+    activeSessions: liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), idleCutoff(ctx), absoluteCutoff(ctx)).length,
     memberships: namedMembershipsOfUser(ctx.db, user.id),
   };
 }
@@ -126,7 +127,7 @@ export function updateUser(ctx: Ctx, userId: string, patch: UserPatch): Governed
 export async function resetPassword(ctx: Ctx, userId: string): Promise<{ initialPassword: string }> {
   requireSystemAdmin(ctx);
   existingUser(ctx, userId);
-  const initialPassword = generatePassword();
+  const initialPassword = generatePassword(passwordRules(ctx.db).minLength);
   const hash = await hashPassword(initialPassword, ctx.config.scryptLogN);
   ctx.db.tx(() => {
     existingUser(ctx, userId);

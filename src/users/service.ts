@@ -5,6 +5,7 @@ import { revokeUserSessions } from '../auth/store.ts';
 import { newId } from '../lib/ids.ts';
 import { generatePassword, hashPassword, passwordProblem } from '../auth/password.ts';
 import { record } from '../audit/service.ts';
+import { passwordRules } from '../identity/policy/store.ts';
 import type { Infer } from '../http/validate.ts';
 import type { NewUserBody } from './schema.ts';
 import { insertUser, normalizeEmail, updateUserStatus, userByEmail, userById, type UserRow } from './store.ts';
@@ -18,11 +19,12 @@ export type NewUser = Infer<typeof NewUserBody>;
  */
 export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within?: (user: UserRow) => T): Promise<{ user: UserRow; initialPassword: string | null; extra?: T }> {
   const { email, name } = input;
-  const problem = input.password === undefined ? null : passwordProblem(input.password, email);
+  const rules = passwordRules(ctx.db);
+  const problem = input.password === undefined ? null : passwordProblem(input.password, email, rules);
   if (problem) throw validationFailed({ password: problem });
   if (userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
 
-  const initialPassword = input.password === undefined ? generatePassword() : null;
+  const initialPassword = input.password === undefined ? generatePassword(rules.minLength) : null;
   const hash = await hashPassword(input.password ?? initialPassword!, ctx.config.scryptLogN);
   const now = ctx.now().toISOString();
   const user: UserRow = {

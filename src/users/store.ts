@@ -1,5 +1,6 @@
 // SQL of user accounts, and the queries of global user governance.
 import type { Db } from '../db/db.ts';
+import { deleteMfa, voidChallengesOf } from '../identity/mfa/store.ts';
 
 export interface UserRow {
   id: string;
@@ -53,8 +54,10 @@ export function setSystemAdmin(db: Db, id: string, isSystemAdmin: boolean, now: 
   db.run('UPDATE users SET is_system_admin = ?, updated_at = ? WHERE id = ?', isSystemAdmin ? 1 : 0, now, id);
 }
 
+/** Turns MFA off: the TOTP factor (enabled or pending) and the recovery codes are deleted, open MFA challenges voided, users.mfa_enabled cleared. */
 export function clearMfa(db: Db, id: string, now: string): void {
-  db.run('UPDATE users SET mfa_enabled = 0, updated_at = ? WHERE id = ?', now, id);
+  deleteMfa(db, id, now);
+  voidChallengesOf(db, id, now);
 }
 
 export interface UserFilter { query?: string; status?: 'active' | 'suspended'; limit: number; offset: number }

@@ -1,0 +1,143 @@
+// The holder of an MFA challenge (no session yet): the login exchange (POST /api/auth/login/mfa) and
+// enrollment (/api/auth/mfa/enroll/*). Refusals that must be remembered (wrong codes, locks) are
+// written by a transaction that returns the error instead of throwing it, so that they commit.
+// Audited as auth.mfa.* (never a secret, code or token).
+import type { Ctx } from '../../context.ts';
+import { record } from '../../audit/service.ts';
+import { AppError, conflict, rateLimited } from '../../http/errors.ts';
+import { sha256Hex } from '../../lib/ids.ts';
+import { userById, type UserRow } from '../../users/store.ts';
+import { accountSuspended, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../../auth/service.ts';
+import { CHALLENGE_MAX_FAILURES } from './challenges.ts';
+import { beginSetup, enable, NO_TENANT, useCode, type TotpSetup } from './factor.ts';
+import {
+  challengeByTokenHash, consumeChallenge, factorOf, failChallenge, recentFailures, recoveryCodesLeft, type ChallengeRow, type FactorRow,
+} from './store.ts';
+
+export interface SignedIn { user: UserRow; started: StartedSession }
+
+const challengeError = (status: number, code: string, message: string, details?: Record<string, unknown>) => new AppError(status, code, message, details);
+
+function refuse(ctx: Ctx, ch: ChallengeRow | undefined, reason: string, error: AppError): never {
+  record(ctx, {
+    action: 'auth.mfa.challenge_refused', targetType: 'user', targetId: ch?.user_id ?? null, result: 'denied',
+    actorUserId: ch?.user_id ?? null, ...NO_TENANT, metadata: { challengeId: ch?.id ?? null, purpose: ch?.purpose ?? null, reason },
+  });
+  throw error;
+}
+
+/** The live challenge of a token and its user, or the refusal: 401 invalid, locked or expired; 403 suspended. */
+function openChallenge(ctx: Ctx, limits: LoginLimits, token: string, purpose: ChallengeRow['purpose']): { ch: ChallengeRow; user: UserRow } {
+  const addressKey = ctx.ip ?? 'unknown';
+  const nowMs = ctx.now().getTime();
+  const wait = limits.byAddress.retryAfter(addressKey, nowMs);
+  if (wait > 0) refuse(ctx, undefined, 'rate_limited', rateLimited(wait));
+  const ch = challengeByTokenHash(ctx.db, sha256Hex(token));
+  if (!ch || ch.purpose !== purpose) {
+    limits.byAddress.fail(addressKey, nowMs);
+    refuse(ctx, undefined, ch ? 'wrong_purpose' : 'unknown_token', challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again'));
+  }
+  if (ch.locked_at) refuse(ctx, ch, 'locked', challengeError(401, 'mfa_challenge_locked', `the challenge is locked after ${CHALLENGE_MAX_FAILURES} wrong codes; log in again`));
+  if (ch.consumed_at) refuse(ctx, ch, 'used', challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again'));
+  if (ch.expires_at <= ctx.now().toISOString()) refuse(ctx, ch, 'expired', challengeError(401, 'mfa_challenge_expired', 'the challenge has expired (5 minutes); log in again'));
+  const user = userById(ctx.db, ch.user_id);
+  if (!user || user.status !== 'active') refuse(ctx, ch, 'account_suspended', accountSuspended());
+  return { ch, user };
+}
+
+/** A wrong code on a challenge: counted, audited, locked at the fifth; returns the answer to give. */
+function wrongCode(ctx: Ctx, ch: ChallengeRow, user: UserRow, reason: string): AppError {
+  const failures = failChallenge(ctx.db, ch.id, CHALLENGE_MAX_FAILURES, ctx.now().toISOString());
+  const locked = failures >= CHALLENGE_MAX_FAILURES;
+  record(ctx, {
+    action: 'auth.mfa.code_rejected', targetType: 'user', targetId: user.id, result: 'failure', actorUserId: user.id, actorName: user.name,
+    ...NO_TENANT, metadata: { challengeId: ch.id, purpose: ch.purpose, reason, failedAttempts: failures },
+  });
+  if (locked) {
+    record(ctx, {
+      action: 'auth.mfa.challenge_locked', targetType: 'user', targetId: user.id, result: 'denied', actorUserId: user.id, actorName: user.name,
+      ...NO_TENANT, metadata: { challengeId: ch.id, purpose: ch.purpose, failedAttempts: failures },
+    });
+    return challengeError(401, 'mfa_challenge_locked', `${CHALLENGE_MAX_FAILURES} wrong codes: the challenge is locked; log in again`);
+  }
+  return challengeError(401, 'mfa_code_invalid', 'the code is wrong, expired or already used', { attemptsLeft: CHALLENGE_MAX_FAILURES - failures });
+}
+
+/**
+ * Wrong codes of the user's login challenges within the failed-login window (since the last accepted
+ * code) are limited like failed logins per e-mail: a new challenge does not buy new guesses.
+ */
+function throttle(ctx: Ctx, ch: ChallengeRow, factor: FactorRow | undefined): void {
+  const now = ctx.now().getTime();
+  const windowMs = ctx.config.loginWindowSeconds * 1000;
+  const windowStart = new Date(now - windowMs).toISOString();
+  const since = factor?.last_used_at && factor.last_used_at > windowStart ? factor.last_used_at : windowStart;
+  const { failures, oldest } = recentFailures(ctx.db, ch.user_id, since);
+  if (failures < ctx.config.loginMaxFailuresPerEmail) return;
+  const wait = Math.max(1, Math.ceil((Date.parse(oldest!) + windowMs - now) / 1000));
+  refuse(ctx, ch, 'rate_limited', rateLimited(wait));
+}
+
+const sessionKind = (ch: ChallengeRow, browserRequest: boolean): 'bearer' | 'browser' =>
+  ch.session_kind === 'browser' && browserRequest ? 'browser' : 'bearer';
+
+/**
+ * POST /api/auth/login/mfa: a TOTP code (or a recovery code) for the login challenge gives the
+ * session the password login would have given. A browser login's challenge redeemed from the browser
+ * gets a browser session (cookie), otherwise a Bearer session.
+ */
+export function redeemLoginChallenge(ctx: Ctx, limits: LoginLimits, token: string, code: string, browserRequest: boolean): SignedIn {
+  const { ch, user } = openChallenge(ctx, limits, token, 'login');
+  throttle(ctx, ch, factorOf(ctx.db, user.id));
+  const outcome = ctx.db.tx((): SignedIn | { error: AppError } => {
+    const factor = factorOf(ctx.db, user.id);
+    if (factor?.status !== 'enabled') {
+      consumeChallenge(ctx.db, ch.id, ctx.now().toISOString());
+      return { error: challengeError(401, 'mfa_challenge_invalid', 'MFA is no longer enabled for this account; log in again') };
+    }
+    const used = useCode(ctx, factor, code, true);
+    if (!used.ok) return { error: wrongCode(ctx, ch, user, used.reason) };
+    if (!consumeChallenge(ctx.db, ch.id, ctx.now().toISOString())) {
+      return { error: challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again') };
+    }
+    const left = recoveryCodesLeft(ctx.db, user.id);
+    record(ctx, {
+      action: used.via === 'totp' ? 'auth.mfa.verified' : 'auth.mfa.recovery_code_used', targetType: 'user', targetId: user.id,
+      actorUserId: user.id, actorName: user.name, ...NO_TENANT, metadata: { challengeId: ch.id, via: used.via, recoveryCodesLeft: left },
+    });
+    const started = completeSignIn(ctx, user, sessionKind(ch, browserRequest), ch.method as FirstFactor, { mfa: used.via });
+    return { user: userById(ctx.db, user.id)!, started };
+  });
+  if ('error' in outcome) throw outcome.error;
+  return outcome;
+}
+
+/** POST /api/auth/mfa/enroll/setup: a new secret for the enrollment challenge's user (pending until confirmed). */
+export function enrollmentSetup(ctx: Ctx, limits: LoginLimits, token: string): TotpSetup & { expiresAt: string } {
+  const { ch, user } = openChallenge(ctx, limits, token, 'enrollment');
+  return { ...beginSetup(ctx, user, 'enrollment'), expiresAt: ch.expires_at };
+}
+
+/**
+ * POST /api/auth/mfa/enroll/confirm: the first code of the new authenticator enables TOTP and ends
+ * the sign-in: the ten recovery codes (shown once) and the session.
+ */
+export function enrollmentConfirm(ctx: Ctx, limits: LoginLimits, token: string, code: string, browserRequest: boolean): SignedIn & { recoveryCodes: string[] } {
+  const { ch, user } = openChallenge(ctx, limits, token, 'enrollment');
+  const outcome = ctx.db.tx((): (SignedIn & { recoveryCodes: string[] }) | { error: AppError } => {
+    const factor = factorOf(ctx.db, user.id);
+    if (factor?.status === 'enabled') return { error: conflict('mfa_already_enabled', 'TOTP is already enabled for this account; log in with a code') };
+    if (!factor) return { error: conflict('mfa_setup_required', 'set up the authenticator first: POST /api/auth/mfa/enroll/setup') };
+    const used = useCode(ctx, factor, code, false);
+    if (!used.ok) return { error: wrongCode(ctx, ch, user, used.reason) };
+    if (!consumeChallenge(ctx.db, ch.id, ctx.now().toISOString())) {
+      return { error: challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again') };
+    }
+    const recoveryCodes = enable(ctx, user, used.step!, 'enrollment');
+    const started = completeSignIn(ctx, user, sessionKind(ch, browserRequest), ch.method as FirstFactor, { mfa: 'enrollment' });
+    return { user: userById(ctx.db, user.id)!, started, recoveryCodes };
+  });
+  if ('error' in outcome) throw outcome.error;
+  return outcome;
+}
+

@@ -1,0 +1,62 @@
+// TOTP MFA: the login exchange and enrollment (challenge holders, no session yet) and the management
+// of one's own factor (browser session only).
+import { json, type Router } from '../../http/router.ts';
+import { fromBrowser } from '../../auth/cookies.ts';
+import { sessionReply } from '../../auth/routes.ts';
+import type { LoginLimits } from '../../auth/service.ts';
+import { ChallengeBody, ChallengeCodeBody, CodeBody, DisableBody, LoginMfaBody } from './schema.ts';
+import { presentSetup, presentStatus } from './present.ts';
+import { enrollmentConfirm, enrollmentSetup, redeemLoginChallenge } from './redeem.ts';
+import { cancelSetup, disableMfa, enableMfa, mfaStatus, setupMfa } from './service.ts';
+
+export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
+  const tags = ['auth', 'mfa'];
+  const holder = { tags, auth: 'none' as const };
+  const browser = { tags, session: 'browser' as const };
+
+  r.post('/api/auth/login/mfa', {
+    ...holder, body: LoginMfaBody,
+    summary: 'Exchange the login challenge and a TOTP code (or a recovery code, once) for the session login would have given. '
+      + 'Challenge: 5 minutes, single use; 401 mfa_code_invalid (details.attemptsLeft), mfa_challenge_locked after 5 wrong codes, mfa_challenge_expired, mfa_challenge_invalid.',
+  }, ({ ctx, req, body }) => {
+    const { user, started } = redeemLoginChallenge(ctx, limits, body.challengeToken, body.code, fromBrowser(req, ctx.config));
+    return sessionReply(200, user, started);
+  });
+
+  r.post('/api/auth/mfa/enroll/setup', {
+    ...holder, body: ChallengeBody,
+    summary: 'Enrollment challenge holder: a new TOTP secret and otpauth:// URI for the authenticator app (pending until confirmed): { secret, otpauthUri, algorithm, digits, period, expiresAt }.',
+  }, ({ ctx, body }) => {
+    const setup = enrollmentSetup(ctx, limits, body.challengeToken);
+    return json(200, presentSetup(setup, setup.expiresAt));
+  });
+
+  r.post('/api/auth/mfa/enroll/confirm', {
+    ...holder, body: ChallengeCodeBody,
+    summary: 'Enrollment challenge holder: a current code enables TOTP and ends the sign-in: the session answer plus recoveryCodes (ten, shown once).',
+  }, ({ ctx, req, body }) => {
+    const { user, started, recoveryCodes } = enrollmentConfirm(ctx, limits, body.challengeToken, body.code, fromBrowser(req, ctx.config));
+    return sessionReply(200, user, started, { recoveryCodes });
+  });
+
+  r.get('/api/auth/mfa', { ...browser, summary: 'Own MFA status: { method, enabled, pendingSetup, recoveryCodesLeft, enabledAt, requiredByPolicy }.' },
+    ({ ctx }) => json(200, presentStatus(mfaStatus(ctx))));
+
+  r.post('/api/auth/mfa/setup', {
+    ...browser,
+    summary: 'Start TOTP set-up: { secret, otpauthUri, algorithm, digits, period }; pending until POST /api/auth/mfa/enable (a new set-up replaces a pending one). 409 mfa_already_enabled.',
+  }, ({ ctx }) => json(200, presentSetup(setupMfa(ctx))));
+
+  r.post('/api/auth/mfa/enable', {
+    ...browser, body: CodeBody,
+    summary: 'A current code of the pending secret enables TOTP: { enabled: true, recoveryCodes } (ten one-time codes, shown once). 422 wrong code; 409 mfa_setup_required, mfa_already_enabled.',
+  }, ({ ctx, body }) => json(200, { enabled: true, recoveryCodes: enableMfa(ctx, body.code).recoveryCodes }));
+
+  r.post('/api/auth/mfa/setup/cancel', { ...browser, summary: 'Forget a pending set-up (an enabled factor stays); answers the status.' },
+    ({ ctx }) => json(200, presentStatus(cancelSetup(ctx))));
+
+  r.post('/api/auth/mfa/disable', {
+    ...browser, body: DisableBody,
+    summary: 'Turn TOTP off with { password } or { code } (TOTP or recovery code); recovery codes are deleted. 422 wrong proof; 409 mfa_not_enabled, mfa_required_by_policy.',
+  }, async ({ ctx, body }) => json(200, presentStatus(await disableMfa(ctx, limits, body))));
+}

@@ -1,0 +1,86 @@
+// The identity policy (system administrators): who must use MFA, the password rules and the session
+// lifetimes. Enforced where they matter: signIn() (MFA enrollment), passwordProblem() callers
+// (account creation, registration, password change), startSession() and session validation.
+import type { Ctx } from '../../context.ts';
+import { record } from '../../audit/service.ts';
+import { forbidden, validationFailed } from '../../http/errors.ts';
+import type { Infer } from '../../http/validate.ts';
+import { organizationById } from '../../tenancy/store.ts';
+import type { PolicyPatchBody } from './schema.ts';
+import { mfaOrganizations, policyRow, replaceMfaOrganizations, savePolicyRow, sessionLifetimes, type PolicyRow } from './store.ts';
+
+export interface IdentityPolicy {
+  mfaRequired: boolean;
+  mfaRequiredOrganizations: string[];
+  passwordMinLength: number;
+  passwordBreachedCheck: boolean;
+  sessionIdleMinutes: number | null;
+  sessionAbsoluteHours: number | null;
+  /** The lifetimes in force: the policy's, else the SVC_SESSION_* settings. */
+  effective: { sessionIdleMinutes: number; sessionAbsoluteHours: number };
+  updatedAt: string | null;
+  updatedBy: string | null;
+}
+
+export type PolicyPatch = Infer<typeof PolicyPatchBody>;
+
+function requireSystemAdmin(ctx: Ctx): void {
+  if (!ctx.actor.isSystemAdmin) throw forbidden('permission_denied', 'only a system administrator may do this');
+}
+
+function current(ctx: Ctx): IdentityPolicy {
+  const p = policyRow(ctx.db);
+  const lifetimes = sessionLifetimes(ctx.db, ctx.config);
+  return {
+    mfaRequired: p.mfa_required === 1,
+    mfaRequiredOrganizations: mfaOrganizations(ctx.db),
+    passwordMinLength: p.password_min_length,
+    passwordBreachedCheck: p.password_breached_check === 1,
+    sessionIdleMinutes: p.session_idle_minutes,
+    sessionAbsoluteHours: p.session_absolute_hours,
+    effective: { sessionIdleMinutes: lifetimes.idleMinutes, sessionAbsoluteHours: lifetimes.absoluteHours },
+    updatedAt: p.updated_at,
+    updatedBy: p.updated_by,
+  };
+}
+
+export function identityPolicy(ctx: Ctx): IdentityPolicy {
+  requireSystemAdmin(ctx);
+  return current(ctx);
+}
+
+const settings = ({ effective: _e, updatedAt: _a, updatedBy: _b, ...rest }: IdentityPolicy) => rest;
+
+/** Changes the given fields (the organization list is replaced as a whole); audited with before and after. */
+export function updateIdentityPolicy(ctx: Ctx, patch: PolicyPatch): IdentityPolicy {
+  requireSystemAdmin(ctx);
+  if (Object.values(patch).every((v) => v === undefined)) {
+    throw validationFailed({ body: 'name at least one of mfaRequired, mfaRequiredOrganizations, passwordMinLength, passwordBreachedCheck, sessionIdleMinutes, sessionAbsoluteHours' });
+  }
+  return ctx.db.tx(() => {
+    const before = current(ctx);
+    const orgs = patch.mfaRequiredOrganizations === undefined ? undefined : [...new Set(patch.mfaRequiredOrganizations)].sort();
+    const unknown = (orgs ?? []).filter((id) => !organizationById(ctx.db, id));
+    if (unknown.length) throw validationFailed({ mfaRequiredOrganizations: `names no organization: ${unknown.join(', ')}` });
+    const now = ctx.now().toISOString();
+    const row = policyRow(ctx.db);
+    const next: PolicyRow = {
+      mfa_required: patch.mfaRequired === undefined ? row.mfa_required : patch.mfaRequired ? 1 : 0,
+      password_min_length: patch.passwordMinLength ?? row.password_min_length,
+      password_breached_check: patch.passwordBreachedCheck === undefined ? row.password_breached_check : patch.passwordBreachedCheck ? 1 : 0,
+      session_idle_minutes: patch.sessionIdleMinutes === undefined ? row.session_idle_minutes : patch.sessionIdleMinutes,
+      session_absolute_hours: patch.sessionAbsoluteHours === undefined ? row.session_absolute_hours : patch.sessionAbsoluteHours,
+      updated_at: now,
+      updated_by: ctx.actor.userId ?? ctx.actor.name,
+    };
+    savePolicyRow(ctx.db, next);
+    if (orgs) replaceMfaOrganizations(ctx.db, orgs, now);
+    const after = current(ctx);
+    record(ctx, {
+      action: 'system.identity.policy_updated', targetType: 'identity_policy', targetId: 'identity_policy',
+      organizationId: null, workspaceId: null, projectId: null,
+      metadata: { before: settings(before), after: settings(after), changed: Object.keys(patch).filter((k) => patch[k as keyof PolicyPatch] !== undefined) },
+    });
+    return after;
+  });
+}

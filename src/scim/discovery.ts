@@ -1,0 +1,70 @@
+// SCIM discovery (RFC 7644 section 4, RFC 7643 sections 5-7): what this service provider supports
+// (PATCH and filters; no bulk, sort, etag or password change), its one resource type (User) and
+// the User schema's attributes it keeps.
+import { CORE_USER_SCHEMA } from './filter.ts';
+import { listResponse } from './present.ts';
+
+const SPC_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig';
+const RESOURCE_TYPE_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ResourceType';
+const SCHEMA_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Schema';
+export const MAX_RESULTS = 200;
+
+export function serviceProviderConfig(base: string) {
+  return {
+    schemas: [SPC_SCHEMA],
+    patch: { supported: true },
+    bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
+    filter: { supported: true, maxResults: MAX_RESULTS },
+    changePassword: { supported: false },
+    sort: { supported: false },
+    etag: { supported: false },
+    authenticationSchemes: [{
+      type: 'oauthbearertoken', name: 'Directory bearer token', primary: true,
+      description: 'Authorization: Bearer <token> with the token answered when the directory was created or its token rotated',
+    }],
+    meta: { resourceType: 'ServiceProviderConfig', location: `${base}/ServiceProviderConfig` },
+  };
+}
+
+export function userResourceType(base: string) {
+  return {
+    schemas: [RESOURCE_TYPE_SCHEMA],
+    id: 'User', name: 'User', endpoint: '/Users', description: 'User Account', schema: CORE_USER_SCHEMA,
+    meta: { resourceType: 'ResourceType', location: `${base}/ResourceTypes/User` },
+  };
+}
+
+const attr = (name: string, type: string, extra: Record<string, unknown> = {}) => ({
+  name, type, multiValued: false, required: false, caseExact: false, mutability: 'readWrite', returned: 'default', uniqueness: 'none', ...extra,
+});
+
+export function userSchema(base: string) {
+  return {
+    schemas: [SCHEMA_SCHEMA],
+    id: CORE_USER_SCHEMA,
+    name: 'User',
+    description: 'User Account',
+    attributes: [
+      attr('userName', 'string', { required: true, uniqueness: 'server', description: 'Unique per directory, regardless of case.' }),
+      attr('name', 'complex', {
+        description: 'The components of the user\u2019s name.',
+        subAttributes: [attr('formatted', 'string'), attr('familyName', 'string'), attr('givenName', 'string')],
+      }),
+      attr('displayName', 'string'),
+      attr('emails', 'complex', {
+        multiValued: true,
+        description: 'E-mail addresses; the primary (else work, else first) one is the account\u2019s address.',
+        subAttributes: [
+          attr('value', 'string'),
+          attr('type', 'string', { canonicalValues: ['work', 'home', 'other'] }),
+          attr('primary', 'boolean'),
+        ],
+      }),
+      attr('active', 'boolean', { description: 'false deactivates the user\u2019s memberships in the organization and revokes the sessions.' }),
+    ],
+    meta: { resourceType: 'Schema', location: `${base}/Schemas/${CORE_USER_SCHEMA}` },
+  };
+}
+
+export const resourceTypes = (base: string) => listResponse([userResourceType(base)], 1, 1);
+export const schemas = (base: string) => listResponse([userSchema(base)], 1, 1);

@@ -1,0 +1,148 @@
+// SCIM 2.0 endpoints under /scim/v2.0/:directoryId. They skip session authentication (auth 'none')
+// and authenticate here with the directory's bearer token: looked up by its SHA-256; a token of
+// another directory is refused (401, audited as access.denied) and a disabled directory is 403.
+// Every answer, errors included, is application/scim+json in the SCIM shapes.
+import type { Ctx } from '../context.ts';
+import { createContext } from '../context.ts';
+import { record } from '../audit/service.ts';
+import { AppError } from '../http/errors.ts';
+import { readJson } from '../http/request.ts';
+import type { Call, Handler, Reply, Router } from '../http/router.ts';
+import { sha256Hex } from '../lib/ids.ts';
+import { serviceOrigin } from './admin.ts';
+import { MAX_RESULTS, resourceTypes, schemas, serviceProviderConfig, userResourceType, userSchema } from './discovery.ts';
+import { ScimError, asScimError, invalidSyntax, invalidValue, scimUnauthorized } from './errors.ts';
+import { CORE_USER_SCHEMA, parseUserFilter } from './filter.ts';
+import { applyPatch } from './patch.ts';
+import { listResponse, presentScimUser, scimBase } from './present.ts';
+import { userFromPayload } from './resource.ts';
+import { changeUser, createScimUser, deleteUser, getUser, listUsers } from './service.ts';
+import { directoryById, directoryByTokenHash, type DirectoryRow } from './store.ts';
+
+const CONTENT_TYPE = 'application/scim+json; charset=utf-8';
+const DEFAULT_COUNT = 100;
+
+interface ScimCall { call: Call; dir: DirectoryRow; ctx: Ctx; base: string }
+interface ScimAnswer { status: number; body?: unknown; headers?: Record<string, string> }
+
+function scimReply(status: number, body: unknown, headers: Record<string, string> = {}): Reply {
+  if (body === undefined) return { status, headers };
+  return { status, raw: JSON.stringify(body), headers: { ...headers, 'content-type': CONTENT_TYPE } };
+}
+
+/** The directory whose token the request carries, when it is the directory of the path and active. */
+function authenticateDirectory(call: Call): DirectoryRow {
+  const { db } = call.ctx;
+  const m = /^Bearer\s+(\S{20,300})\s*$/i.exec(call.req.headers.authorization ?? '');
+  if (!m) throw scimUnauthorized('Authorization: Bearer <directory token> is required');
+  const dir = directoryByTokenHash(db, sha256Hex(m[1]));
+  if (!dir) throw scimUnauthorized('the bearer token is not valid');
+  if (dir.id !== call.params.directoryId) {
+    record(call.ctx, {
+      action: 'access.denied', targetType: 'scim_directory', targetId: call.params.directoryId, result: 'denied',
+      organizationId: directoryById(db, call.params.directoryId)?.organization_id ?? null, workspaceId: null, projectId: null,
+      actorName: `SCIM directory ${dir.name} (${dir.id})`,
+      metadata: { route: `${call.req.method} ${call.path}`, reason: 'scim_token_of_another_directory', tokenDirectoryId: dir.id, tokenOrganizationId: dir.organization_id },
+    });
+    throw scimUnauthorized('the bearer token is not valid for this directory');
+  }
+  if (dir.status !== 'active') throw new ScimError(403, 'the directory is disabled');
+  return dir;
+}
+
+/** The directory acting in its organization: audit records name it as the actor. */
+function directoryContext(base: Ctx, dir: DirectoryRow): Ctx {
+  return createContext({
+    db: base.db, config: base.config, log: base.log, requestId: base.requestId, ip: base.ip, userAgent: base.userAgent,
+    actor: { type: 'system', userId: null, name: `SCIM directory ${dir.name} (${dir.id})`, email: null, isSystemAdmin: false, sessionId: null, sessionKind: null },
+    scope: { organizationId: dir.organization_id, workspaceId: null, projectId: null },
+  });
+}
+
+function scim(handler: (s: ScimCall) => ScimAnswer | Promise<ScimAnswer>): Handler {
+  return async (call) => {
+    try {
+      const dir = authenticateDirectory(call);
+      const a = await handler({ call, dir, ctx: directoryContext(call.ctx, dir), base: scimBase(serviceOrigin(call.req, call.ctx.config), dir.id) });
+      return scimReply(a.status, a.body, a.headers);
+    } catch (err) {
+      const e = err instanceof ScimError ? err : err instanceof AppError ? asScimError(err) : null;
+      if (!e) call.ctx.log.error('unhandled error', { requestId: call.ctx.requestId, err });
+      const out = e ?? new ScimError(500, 'internal error; the request id identifies it in the service log');
+      return scimReply(out.status, out.body(), out.headers);
+    }
+  };
+}
+
+async function body(call: Call): Promise<unknown> {
+  const b = await readJson(call.req, call.ctx.config.maxBodyBytes);
+  if (b === undefined) throw invalidSyntax('a JSON body is required');
+  return b;
+}
+
+function intParam(sp: URLSearchParams, name: string, dflt: number): number {
+  const raw = sp.get(name);
+  if (raw === null || raw.trim() === '') return dflt;
+  if (!/^-?\d{1,9}$/.test(raw.trim())) throw invalidValue(`${name} must be an integer`);
+  return Number(raw);
+}
+
+export function bindScimRoutes(r: Router): void {
+  const base = '/scim/v2.0/:directoryId';
+  const meta = (summary: string) => ({ summary: `${summary} SCIM 2.0; Authorization: Bearer <directory token> (checked by the route; no session).`, tags: ['scim'], auth: 'none' as const });
+
+  r.get(`${base}/Users`, meta(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}.`),
+    scim(({ call, dir, ctx, base }) => {
+      const sp = call.searchParams;
+      const text = sp.get('filter');
+      const filter = text === null || text.trim() === '' ? null : parseUserFilter(text);
+      const startIndex = Math.max(1, intParam(sp, 'startIndex', 1));
+      const count = Math.min(MAX_RESULTS, Math.max(0, intParam(sp, 'count', DEFAULT_COUNT)));
+      const { rows, total } = listUsers(ctx, dir, filter, startIndex, count);
+      return { status: 200, body: listResponse(rows.map((u) => presentScimUser(u, base)), total, startIndex) };
+    }));
+
+  r.post(`${base}/Users`, meta('Provision a user into the directory\u2019s organization (an account with that e-mail address is linked); 409 uniqueness.'),
+    scim(async ({ call, dir, ctx, base }) => {
+      const user = presentScimUser(await createScimUser(ctx, dir, userFromPayload(await body(call), true)), base);
+      return { status: 201, body: user, headers: { location: user.meta.location } };
+    }));
+
+  r.get(`${base}/Users/:userId`, meta('One of the directory\u2019s users (any other id: 404).'),
+    scim(({ call, dir, ctx, base }) => ({ status: 200, body: presentScimUser(getUser(ctx, dir, call.params.userId), base) })));
+
+  r.put(`${base}/Users/:userId`, meta('Replace a user (absent attributes are cleared; absent active keeps its value).'),
+    scim(async ({ call, dir, ctx, base }) => {
+      const b = await body(call);
+      return { status: 200, body: presentScimUser(changeUser(ctx, dir, call.params.userId, (cur) => userFromPayload(b, cur.active)), base) };
+    }));
+
+  r.patch(`${base}/Users/:userId`, meta('PatchOp: add, replace, remove (any case); active false deactivates, true reactivates.'),
+    scim(async ({ call, dir, ctx, base }) => {
+      const b = await body(call);
+      return { status: 200, body: presentScimUser(changeUser(ctx, dir, call.params.userId, (cur) => applyPatch(cur, b)), base) };
+    }));
+
+  r.delete(`${base}/Users/:userId`, meta('Deprovision: the organization memberships become inactive, sessions are revoked, the SCIM user is gone (a second DELETE is 404).'),
+    scim(({ call, dir, ctx }) => {
+      deleteUser(ctx, dir, call.params.userId);
+      return { status: 204 };
+    }));
+
+  r.get(`${base}/ServiceProviderConfig`, meta('What this service provider supports.'),
+    scim(({ base }) => ({ status: 200, body: serviceProviderConfig(base) })));
+  r.get(`${base}/ResourceTypes`, meta('The resource types (User).'),
+    scim(({ base }) => ({ status: 200, body: resourceTypes(base) })));
+  r.get(`${base}/ResourceTypes/:resourceTypeId`, meta('One resource type (User).'),
+    scim(({ call, base }) => {
+      if (call.params.resourceTypeId !== 'User') throw new ScimError(404, 'the only resource type is User');
+      return { status: 200, body: userResourceType(base) };
+    }));
+  r.get(`${base}/Schemas`, meta('The schemas (the core User schema, with the attributes this service keeps).'),
+    scim(({ base }) => ({ status: 200, body: schemas(base) })));
+  r.get(`${base}/Schemas/:schemaId`, meta('One schema (the core User schema).'),
+    scim(({ call, base }) => {
+      if (call.params.schemaId !== CORE_USER_SCHEMA) throw new ScimError(404, `the only schema is ${CORE_USER_SCHEMA}`);
+      return { status: 200, body: userSchema(base) };
+    }));
+}
