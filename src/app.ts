@@ -87,8 +87,9 @@ export function createApp({ config, db, log }: AppDeps): App {
     const { route, params } = m;
     const meta = route.meta;
     db.syncCache();
-    const auth = meta.auth === 'none' ? null : authenticate(req, db, config, new Date());
-    if (meta.auth !== 'none') {
+    const sessionless = meta.auth === 'none' || meta.auth === 'directory';
+    const auth = sessionless ? null : authenticate(req, db, config, new Date());
+    if (!sessionless) {
       if (!auth) throw unauthenticated();
       setActor(auth.actor.userId ?? auth.actor.type);
       if (meta.session === 'browser' && auth.actor.sessionKind !== 'browser') {

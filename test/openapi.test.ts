@@ -19,7 +19,11 @@ test('GET /api/openapi.json is open and documents every route with its security'
     assert.ok(!ids.has(op.operationId), `unique operationId ${op.operationId}`);
     ids.add(op.operationId);
     if (route.meta.auth === 'none') assert.deepEqual(op.security, [], `${route.pattern} is public`);
-    else {
+    else if (route.meta.auth === 'directory') {
+      assert.match(route.pattern, /^\/scim\/v2\.0\/:directoryId\//);
+      assert.deepEqual(op.security, [{ scimToken: [] }], route.pattern);
+      assert.ok(op.responses['401'], `${route.pattern} documents 401`);
+    } else {
       const expected = route.meta.session === 'browser' ? [{ cookieSession: [] }] : [{ bearerAuth: [] }, { cookieSession: [] }];
       assert.deepEqual(op.security, expected, route.pattern);
       assert.ok(op.responses['401'] && op.responses['403'], `${route.pattern} documents 401/403`);

@@ -173,6 +173,10 @@ test('Okta replay: lookup by userName, create, deactivate with a replace without
   assert.equal(u.externalId, '00ujl29u0le5T6Aj10h7');
   assert.deepEqual(u.name, { givenName: 'Test', familyName: 'User' });
   assert.deepEqual(u.emails, [{ value: 'test.user@okta.local', type: 'work', primary: true }]);
+  // A provisioned account has no password (Okta's is ignored): it signs in by SSO or after a reset.
+  assert.equal(s.db.get<{ password_hash: string | null }>('SELECT password_hash FROM users WHERE id = ?', u.id)!.password_hash, null);
+  const denied = await s.call('POST', '/api/auth/login', { body: { email: 'test.user@okta.local', password: 'okta-sent-password-1mz050nq' } });
+  assert.equal(denied.status, 401);
   assert.equal(u.active, true);
   assert.equal(u.meta.resourceType, 'User');
   assert.equal(u.meta.location, `${s.url}/scim/v2.0/${dir.id}/Users/${u.id}`);

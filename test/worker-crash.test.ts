@@ -49,7 +49,7 @@ test('kill -9 during a running job: after a restart with a 2 s lease the job is 
   const { sb, m, job, dbFile } = await stagedJob(t, 'image');
 
   await m.control({ latencyMs: 5000 });
-  const first = await sb.serve(sb.dirs, { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
+  const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
   await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');
   first.child.kill('SIGKILL');
   const killed = await first.done;
@@ -58,7 +58,7 @@ test('kill -9 during a running job: after a restart with a 2 s lease the job is 
   assert.deepEqual([stranded.status, stranded.leased_by, stranded.attempt], ['running', 'first', 1]);
 
   await m.control({ latencyMs: 300 });
-  const second = await sb.serve(sb.dirs, { SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
+  const second = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
   const done = await until('the job to complete', () => {
     const r = row<{ status: string; attempt: number; output: string | null; leased_by: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
     return r.status === 'completed' || r.status === 'failed' ? r : undefined;
@@ -81,12 +81,12 @@ test('kill -9 during a running job: after a restart with a 2 s lease the job is 
 test('SIGTERM during a running job: the service exits 0 within 10 s and the job is back in the queue, its attempt forgotten', async (t) => {
   const { sb, m, job, dbFile } = await stagedJob(t, 'chat');
   await m.control({ hang: true });
-  const server = await sb.serve(sb.dirs, { SVC_WORKER_POLL_MS: '100' });
+  const server = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100' });
   await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');
   const started = Date.now();
   server.child.kill('SIGTERM');
   const r = await server.done;
-  assert.equal(r.code, 0, r.stderr);
+  assert.equal(r.code, 0, `signal ${r.signal}; stderr: ${r.stderr}`);
   assert.ok(Date.now() - started < 10_000, `stopped in ${Date.now() - started} ms`);
   const after = row<{ status: string; attempt: number; leased_by: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
   assert.deepEqual([after.status, after.attempt, after.leased_by], ['queued', 0, null]);

@@ -50,7 +50,6 @@ export async function readStdin(): Promise<string> {
  * (exit 0 once closed, exit 1 when closing fails, takes longer than 10 s, or a second signal comes).
  */
 export function serveUntilSignal(url: string, close: () => Promise<void>): void {
-  process.stdout.write(`listening on ${url}\n`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) {
@@ -66,4 +65,7 @@ export function serveUntilSignal(url: string, close: () => Promise<void>): void 
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // Printed only once the handlers are in place: a supervisor that signals as soon as it reads the
+  // line must not meet the default action (measured: 2 deaths by SIGTERM in 12 quick stops before).
+  process.stdout.write(`listening on ${url}\n`);
 }

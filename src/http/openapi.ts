@@ -24,6 +24,7 @@ const errorResponse = (description: string) => ({ description, content: { 'appli
 function accessText(r: Route): string {
   const m = r.meta;
   if (m.auth === 'none') return 'Access: none (public).';
+  if (m.auth === 'directory') return 'Access: the SCIM directory\'s bearer token (shown once at creation or rotation); no user session.';
   const parts: string[] = [];
   if (m.session === 'browser') parts.push('browser session only (the svc_session cookie; POST/PUT/PATCH/DELETE need an allowed Origin; a Bearer call is 403 browser_session_required)');
   if (m.systemAdmin) parts.push('system administrator');
@@ -35,6 +36,7 @@ function accessText(r: Route): string {
 
 function security(m: Route['meta']) {
   if (m.auth === 'none') return [];
+  if (m.auth === 'directory') return [{ scimToken: [] }];
   return m.session === 'browser' ? [{ cookieSession: [] }] : [{ bearerAuth: [] }, { cookieSession: [] }];
 }
 
@@ -56,7 +58,9 @@ function operation(r: Route) {
   } else if (m.query) {
     responses['422'] = errorResponse('validation_failed');
   }
-  if (m.auth !== 'none') {
+  if (m.auth === 'directory') {
+    responses['401'] = { description: 'missing, wrong or rotated directory token (SCIM error body)' };
+  } else if (m.auth !== 'none') {
     responses['401'] = errorResponse('unauthenticated');
     responses['403'] = errorResponse(m.session === 'browser' ? 'browser_session_required, origin_forbidden' : 'permission_denied, scope_forbidden or another 403 code');
   }
@@ -100,6 +104,7 @@ export function buildOpenApi(router: Router, version: string) {
       schemas: { Error: ERROR_SCHEMA },
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'Session token from POST /api/auth/login' },
+        scimToken: { type: 'http', scheme: 'bearer', description: 'A SCIM directory\'s token (POST /api/system/identity/directory-syncs or rotate-token), for /scim/v2.0/{directoryId}/*' },
         cookieSession: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Browser session (HttpOnly; Secure; SameSite=Lax); state-changing requests need an allowed Origin' },
       },
     },

@@ -13,8 +13,11 @@ export type ScopeLevel = 'none' | 'organization' | 'workspace' | 'project';
 export interface RouteMeta<B = unknown, Q = unknown> {
   summary: string;
   tags?: string[];
-  /** 'session' (default): a user session is required. 'none': open to anyone. */
-  auth?: 'none' | 'session';
+  /**
+   * 'session' (default): a user session is required. 'none': open to anyone. 'directory': no session;
+   * the handler checks a SCIM directory's bearer token (documented as its own security scheme).
+   */
+  auth?: 'none' | 'session' | 'directory';
   /**
    * 'browser': only a browser session (the HttpOnly cookie, with an allowed Origin on state-changing
    * methods) is accepted; a Bearer call is 403 browser_session_required (checked right after authentication).

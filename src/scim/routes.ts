@@ -89,7 +89,7 @@ function intParam(sp: URLSearchParams, name: string, dflt: number): number {
 
 export function bindScimRoutes(r: Router): void {
   const base = '/scim/v2.0/:directoryId';
-  const meta = (summary: string) => ({ summary: `${summary} SCIM 2.0; Authorization: Bearer <directory token> (checked by the route; no session).`, tags: ['scim'], auth: 'none' as const });
+  const meta = (summary: string) => ({ summary: `${summary} (SCIM 2.0)`, tags: ['scim'], auth: 'directory' as const });
 
   r.get(`${base}/Users`, meta(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}.`),
     scim(({ call, dir, ctx, base }) => {

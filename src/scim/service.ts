@@ -56,9 +56,8 @@ export async function createScimUser(ctx: Ctx, dir: DirectoryRow, s: ScimUserSta
   const email = accountEmail(s);
   const existing = userByEmail(ctx.db, email);
   if (existing) return ctx.db.tx(() => link(ctx, dir, existing, s, false));
-  // No password is given: createUser sets a random one-time password that is never shown (the
-  // person signs in by single sign-on, or an administrator resets the password).
-  const { extra } = await createUser(ctx, { email, name: accountName(s) }, (user) => link(ctx, dir, user, s, true));
+  // No password: the person signs in by single sign-on, or after an administrator's password reset.
+  const { extra } = await createUser(ctx, { email, name: accountName(s), passwordless: true }, (user) => link(ctx, dir, user, s, true));
   return extra!;
 }
 

@@ -11,7 +11,8 @@ import type { NewUserBody } from './schema.ts';
 import { insertUser, normalizeEmail, updateUserStatus, userByEmail, userById, type UserRow } from './store.ts';
 
 /** Parsed with NewUserBody. Without a password a one-time initial password is generated and must be changed at first login. */
-export type NewUser = Infer<typeof NewUserBody>;
+/** `passwordless`: no password at all (directory-provisioned accounts sign in by SSO or after a reset). */
+export type NewUser = Infer<typeof NewUserBody> & { passwordless?: boolean };
 
 /**
  * Creates an account. `within`, when given, runs in the same transaction as the insert (e.g. the
@@ -24,8 +25,9 @@ export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within
   if (problem) throw validationFailed({ password: problem });
   if (userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
 
-  const initialPassword = input.password === undefined ? generatePassword(rules.minLength) : null;
-  const hash = await hashPassword(input.password ?? initialPassword!, ctx.config.scryptLogN);
+  const initialPassword = input.password === undefined && !input.passwordless ? generatePassword(rules.minLength) : null;
+  const given = input.password ?? initialPassword;
+  const hash = given === null ? null : await hashPassword(given, ctx.config.scryptLogN);
   const now = ctx.now().toISOString();
   const user: UserRow = {
     id: newId('usr'), email, email_normalized: normalizeEmail(email), name, status: 'active',
@@ -39,7 +41,7 @@ export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within
     record(ctx, {
       action: 'user.created', targetType: 'user', targetId: user.id,
       organizationId: null, workspaceId: null, projectId: null,
-      metadata: { email, systemAdmin: user.is_system_admin === 1, initialPassword: initialPassword ? 'generated' : 'provided' },
+      metadata: { email, systemAdmin: user.is_system_admin === 1, initialPassword: initialPassword ? 'generated' : hash ? 'provided' : 'none' },
     });
     return within?.(user);
   });

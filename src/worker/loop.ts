@@ -25,7 +25,8 @@ const STAMP_MS = 100;
 export function startWorkerLoop(ctx: Ctx): WorkerLoop {
   const { db, config, log } = ctx;
   const id = config.workerId;
-  const running = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  interface Slot { controller: AbortController; done: Promise<void> }
+  const running = new Map<string, Slot>();
   const stopping = new AbortController();
   let tickTimer: NodeJS.Timeout | null = null;
   let wakeTimer: NodeJS.Timeout | null = null;
@@ -114,17 +115,26 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
   function start(rows: JobRow[]): void {
     for (const job of rows) {
       const entry = running.get(job.id);
-      if (entry) entry.done = execute(job, entry.controller.signal);
+      if (entry) entry.done = execute(job, entry);
     }
   }
 
-  async function execute(job: JobRow, signal: AbortSignal): Promise<void> {
+  /**
+   * Gives back a slot, only if it is still this run's: a job can be claimed again (its next attempt)
+   * inside the very transaction that settles this one, under the same id.
+   */
+  const release = (jobId: string, entry: Slot) => {
+    if (running.get(jobId) === entry) running.delete(jobId);
+  };
+
+  async function execute(job: JobRow, slot: Slot): Promise<void> {
+    const signal = slot.controller.signal;
     let next: JobRow[] = [];
     let settled = false;
     try {
       const outcome = await runLeased(ctx, job, signal, (o: SettleOutcome) => {
         settled = true;
-        running.delete(job.id);
+        release(job.id, slot);
         const at = now();
         if (o.status === 'completed') stamp('last_completed_at', at);
         else if (o.status === 'queued') stamp('last_retried_at', at);
@@ -141,11 +151,11 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
       // The settling transaction failed (the lease stays and expires): claims made inside it were
       // rolled back too, so their slots are given back instead of starting them.
       log.error('worker failed to run a job', { jobId: job.id, err });
-      for (const j of next) running.delete(j.id);
+      for (const j of next) running.delete(j.id); // reserved inside the rolled-back transaction
       next = [];
       settled = false;
     } finally {
-      running.delete(job.id);
+      release(job.id, slot);
       if (!settled) {
         try {
           next = claim(free());
