@@ -132,7 +132,7 @@ export function setupSvc(opts: { env?: EnvOverrides; email?: string; password?: 
   const dir = tempDir();
   const d = { dataDir: path.join(dir, 'data'), storageDir: path.join(dir, 'storage') };
   const email = opts.email ?? 'bench@example.com';
-  const password = opts.password ?? 'bench-password-0123';
+  const password = opts.password ?? 'quiet lantern over the night train 7';
   const out = svcCli(d, ['users', 'create', '--email', email, '--name', 'Bench User', '--password-stdin'], { input: password + '\n', env: opts.env });
   return { ...d, dir, logFile: path.join(dir, 'svc.log'), email, password, userId: out.user.id };
 }
