@@ -479,3 +479,23 @@ test('filter parser and PATCH operations (unit)', () => {
   assert.throws(() => applyPatch(base, { Operations: [{ op: 'remove', path: 'userName' }] }), (e: unknown) => e instanceof ScimError && e.scimType === 'mutability');
 });
 
+
+test('a directory never signs a person out of other organizations, and never provisions a system administrator', async (t) => {
+  const { s, dir, tree } = await world(t);
+  // Someone working in another organization, signed in there, whom this directory then links by e-mail.
+  const elsewhere = await member(s, 'org_owner');
+  const token = await login(s, elsewhere.user);
+  const linked = await scim(s, dir, 'POST', '/Users', { schemas: [USER], userName: elsewhere.user.email, active: true });
+  assert.equal(linked.status, 201, linked.text);
+  assert.ok(memberships(s, elsewhere.user.id).includes(`${tree.organizationId}/organization/org_member/active`));
+  const off = await scim(s, dir, 'PATCH', `/Users/${linked.body.id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'active', value: false }] });
+  assert.equal(off.status, 200, off.text);
+  assert.ok(memberships(s, elsewhere.user.id).includes(`${tree.organizationId}/organization/org_member/inactive`));
+  assert.equal(await contextStatus(s, token), 200, 'the session in the other organization lives on');
+  assert.ok(memberships(s, elsewhere.user.id).includes(`${elsewhere.tree.organizationId}/organization/org_owner/active`));
+
+  const admin = await makeUser(s, { systemAdmin: true });
+  const refused = await scim(s, dir, 'POST', '/Users', { schemas: [USER], userName: admin.email, active: true });
+  assertScimError(refused, 409, 'uniqueness');
+  assert.deepEqual(memberships(s, admin.id), []);
+});

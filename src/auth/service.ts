@@ -135,8 +135,14 @@ export async function login(ctx: Ctx, limits: LoginLimits, email: string, passwo
   limits.byEmail.reset(emailKey);
   const rehash = needsRehash(user.password_hash!, ctx.config.scryptLogN) ? await hashPassword(password, ctx.config.scryptLogN) : null;
   return ctx.db.tx(() => {
-    if (rehash) setPassword(ctx.db, user.id, rehash, user.password_must_change === 1, user.password_changed_at ?? ctx.now().toISOString());
-    return signIn(ctx, user, kind, 'password', { rehashed: !!rehash });
+    // Read again inside the transaction: the hashing above awaited, and meanwhile the password may
+    // have been changed or reset (then this login's password is no longer the account's) or the
+    // account suspended.
+    const now = userById(ctx.db, user.id);
+    if (!now || now.password_hash !== user.password_hash) throw invalidCredentials();
+    if (now.status !== 'active') throw accountSuspended();
+    if (rehash) setPassword(ctx.db, now.id, rehash, now.password_must_change === 1, now.password_changed_at ?? ctx.now().toISOString());
+    return signIn(ctx, now, kind, 'password', { rehashed: !!rehash });
   });
 }
 

@@ -39,3 +39,8 @@ export const methodNotAllowed = (allow: string[]) =>
 export const rateLimited = (retryAfterSeconds: number) =>
   new AppError(429, 'rate_limited', `too many attempts; retry after ${retryAfterSeconds} s`, { retryAfterSeconds }, { 'retry-after': String(retryAfterSeconds) });
 export const internalError = () => new AppError(500, 'internal_error', 'internal error; the request id identifies it in the service log');
+
+/** Services reachable from the CLI as well check this themselves (routes declare systemAdmin too). */
+export function requireSystemAdmin(ctx: { actor: { isSystemAdmin: boolean } }): void {
+  if (!ctx.actor.isSystemAdmin) throw forbidden('permission_denied', 'only a system administrator may do this');
+}

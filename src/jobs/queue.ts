@@ -42,7 +42,7 @@ export function queueOverview(ctx: Ctx) {
     alerts.push({ code: 'oldest_waiting', message: `the oldest queued job has waited ${Math.round((now - Date.parse(oldest.created_at)) / 60_000)} minutes` });
   }
   if ((byStatus.blocked ?? 0) > 0) alerts.push({ code: 'blocked_jobs', message: `${byStatus.blocked} job(s) are blocked by a failed dependency`, count: byStatus.blocked });
-  alerts.push(...worker.alerts);
+  alerts.push(...worker.queueAlerts);
   return {
     depth: { queued: 0, running: 0, blocked: 0, failed: 0, completed: 0, cancelled: 0, ...byStatus },
     byConnector: byConnector.map((c) => ({
@@ -51,7 +51,8 @@ export function queueOverview(ctx: Ctx) {
     byPriority: byPriority.map((p) => ({ priority: p.priority, queued: p.n })),
     oldestWaiting: oldest ? { jobId: oldest.id, kind: oldest.kind, projectId: oldest.project_id, createdAt: oldest.created_at, ageMs: now - Date.parse(oldest.created_at) } : null,
     alerts,
-    worker: { workerId: worker.workerId, healthStatus: worker.healthStatus, runningCount: worker.runningCount },
+    // The worker serves every organization: its health, not its (global) counts.
+    worker: { workerId: worker.workerId, healthStatus: worker.healthStatus },
   };
 }
 

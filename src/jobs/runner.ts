@@ -40,7 +40,14 @@ export async function runLeased(
   signal?.addEventListener('abort', onOuter, { once: true });
   const deadline = setTimeout(() => stop(`the attempt ran longer than ${config.jobTimeoutMs} ms`), config.jobTimeoutMs);
   const renew = setInterval(() => {
-    if (!renewLease(base.db, lease, base.now().toISOString())) stop('the lease was lost (job cancelled or reclaimed)');
+    try {
+      if (!renewLease(base.db, lease, base.now().toISOString())) stop('the lease was lost (job cancelled or reclaimed)');
+    } catch (err) {
+      // A renewal that cannot be written (database busy or closing) must not take the process down:
+      // the call is stopped and the lease left to expire.
+      base.log.warn('lease renewal failed', { jobId: job.id, err });
+      stop('the lease could not be renewed');
+    }
   }, Math.max(100, Math.floor(config.workerLeaseMs / 3)));
   try {
     const row = job.connector_id ? connectorById(base.db, job.organization_id, job.connector_id) : undefined;

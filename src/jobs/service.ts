@@ -192,7 +192,7 @@ export function retry(ctx: Ctx, job: JobRow, attempts = DEFAULT_MAX_ATTEMPTS): J
 export function reprioritize(ctx: Ctx, job: JobRow, priority: number): JobRow {
   if (['completed', 'failed', 'cancelled'].includes(job.status)) throw conflict('job_finished', `a ${job.status} job has no place in the queue`);
   return ctx.db.tx(() => {
-    setPriority(ctx.db, job.id, priority, ctx.now().toISOString());
+    if (!setPriority(ctx.db, job.project_id, job.id, priority, ctx.now().toISOString())) throw conflict('job_finished', 'the job finished meanwhile');
     record(ctx, { action: 'job.priority_changed', targetType: 'generation_job', targetId: job.id, metadata: { from: job.priority, to: priority } });
     wakeWorker(ctx);
     return jobById(ctx.db, job.id)!;

@@ -130,8 +130,11 @@ export function unblockChildren(db: Db, jobId: string, at: string): string[] {
   ).map((r) => r.id);
 }
 
-export function setPriority(db: Db, id: string, priority: number, at: string): void {
-  db.run('UPDATE generation_jobs SET priority = ?, updated_at = ? WHERE id = ?', priority, at, id);
+/** Sets the priority of a job still in the queue (queued, blocked or running); false when it finished meanwhile. */
+export function setPriority(db: Db, projectId: string, id: string, priority: number, at: string): boolean {
+  return db.run(
+    "UPDATE generation_jobs SET priority = ?, updated_at = ? WHERE project_id = ? AND id = ? AND status IN ('queued', 'blocked', 'running')",
+    priority, at, projectId, id).changes === 1;
 }
 
 /** Cancels a job that is not finished; returns the row before the change, or null. */

@@ -48,3 +48,9 @@ export function newToken(bytes = 32): string {
 export function sha256Hex(value: string | Buffer): string {
   return crypto.hash('sha256', value, 'hex');
 }
+
+/** A secret shown once: the token, its SHA-256 (what is stored) and a short hint (its last characters). */
+export function issueSecret(prefix = ''): { token: string; hash: string; hint: string } {
+  const token = `${prefix}${newToken()}`;
+  return { token, hash: sha256Hex(token), hint: `\u2026${token.slice(-4)}` };
+}

@@ -3,7 +3,7 @@
 // revoked or expires.
 import type { Ctx } from '../context.ts';
 import { AppError, conflict, forbidden, validationFailed } from '../http/errors.ts';
-import { newId, newToken, sha256Hex } from '../lib/ids.ts';
+import { issueSecret, newId, sha256Hex } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { grantRole } from '../tenancy/service.ts';
 import { membershipAt, projectById, workspaceById } from '../tenancy/store.ts';
@@ -30,11 +30,6 @@ const ROLES_BY_TARGET = {
 
 export interface NewInvitation { email: string; role: string; workspaceId?: string; projectId?: string }
 export interface IssuedInvitation { invitation: InvitationRow; inviteToken: string }
-
-function issueToken(): { token: string; hash: string; hint: string } {
-  const token = newToken();
-  return { token, hash: sha256Hex(token), hint: `…${token.slice(-4)}` };
-}
 
 function expiry(ctx: Ctx): string {
   return new Date(ctx.now().getTime() + INVITATION_DAYS * 86_400_000).toISOString();
@@ -78,7 +73,7 @@ export function createInvitation(ctx: Ctx, organizationId: string, input: NewInv
       throw conflict('invitation_already_pending', 'an invitation for that e-mail address is pending; resend or revoke it', { invitationId: pending.id });
     }
     assertSeatsAvailable(ctx.db, organizationId, now);
-    const t = issueToken();
+    const t = issueSecret();
     const inv: InvitationRow = {
       id: newId('inv'), organization_id: organizationId, workspace_id: input.workspaceId ?? null, project_id: input.projectId ?? null,
       email: input.email.trim(), email_normalized: emailKey, role: input.role, status: 'pending', token_hash: t.hash, token_hint: t.hint,
@@ -113,7 +108,7 @@ export function resendInvitation(ctx: Ctx, organizationId: string, id: string): 
       throw conflict('invitation_recipient_already_member', 'that e-mail address already belongs to a member of this organization');
     }
     if (inv.status === 'expired') assertSeatsAvailable(ctx.db, organizationId, now);
-    const t = issueToken();
+    const t = issueSecret();
     const expiresAt = expiry(ctx);
     setInvitationToken(ctx.db, inv.id, t.hash, t.hint, expiresAt, now);
     record(ctx, {

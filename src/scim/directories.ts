@@ -4,22 +4,13 @@
 // rotation replaces the hash, so the old token fails from the next request on. Audited as
 // system.identity.directory_* with the hint, never the token.
 import type { Ctx } from '../context.ts';
-import { forbidden, notFound, validationFailed } from '../http/errors.ts';
-import { newId, newToken, sha256Hex } from '../lib/ids.ts';
+import { notFound, requireSystemAdmin, validationFailed } from '../http/errors.ts';
+import { issueSecret, newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { organizationById, workspaceById } from '../tenancy/store.ts';
 import { ORG_ROLES } from '../tenancy/roles.ts';
 import type { DirectoryRole } from './schema.ts';
 import { directoryById, insertDirectory, listDirectories, updateDirectory, type DirectoryRow } from './store.ts';
-
-function requireSystemAdmin(ctx: Ctx): void {
-  if (!ctx.actor.isSystemAdmin) throw forbidden('permission_denied', 'only a system administrator may do this');
-}
-
-function issueToken(): { token: string; hash: string; hint: string } {
-  const token = `scim_${newToken()}`;
-  return { token, hash: sha256Hex(token), hint: `…${token.slice(-4)}` };
-}
 
 const isOrgRole = (role: string): boolean => (ORG_ROLES as readonly string[]).includes(role);
 
@@ -43,7 +34,7 @@ export function createDirectory(ctx: Ctx, input: DirectoryInput): { directory: D
   const role = input.defaultRole ?? 'org_member';
   const workspaceId = input.defaultWorkspaceId ?? null;
   checkDefaults(ctx, input.organizationId, role, workspaceId);
-  const t = issueToken();
+  const t = issueSecret('scim_');
   const now = ctx.now().toISOString();
   const d: DirectoryRow = {
     id: newId('dir'), organization_id: input.organizationId, name: input.name, default_workspace_id: workspaceId, default_role: role,
@@ -111,7 +102,7 @@ export function updateDirectoryFields(ctx: Ctx, directoryId: string, patch: Dire
 
 /** A new token, answered once; the old one is refused from now on. */
 export function rotateDirectoryToken(ctx: Ctx, directoryId: string): { directory: DirectoryRow; token: string } {
-  const t = issueToken();
+  const t = issueSecret('scim_');
   const directory = ctx.db.tx(() => {
     const d = directoryOrFail(ctx, directoryId);
     const now = ctx.now().toISOString();

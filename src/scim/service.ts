@@ -16,7 +16,7 @@ import { revokeUserSessions } from '../auth/store.ts';
 import { assertSeatsAvailable } from '../members/seats.ts';
 import { ORG_ROLES, type Role } from '../tenancy/roles.ts';
 import { assertKeepsAnOwner, grantRole } from '../tenancy/service.ts';
-import { membershipAt } from '../tenancy/store.ts';
+import { membershipAt, membershipsOfUser } from '../tenancy/store.ts';
 import { createUser } from '../users/service.ts';
 import { normalizeEmail, userByEmail, userById, type UserRow } from '../users/store.ts';
 import { scimNotFound, uniqueness } from './errors.ts';
@@ -55,6 +55,8 @@ export async function createScimUser(ctx: Ctx, dir: DirectoryRow, s: ScimUserSta
   checkUnique(ctx, dir, s, null);
   const email = accountEmail(s);
   const existing = userByEmail(ctx.db, email);
+  // A directory manages people of its organization, never the service's administrators.
+  if (existing?.is_system_admin) throw uniqueness('this e-mail address belongs to a system administrator account, which a directory cannot provision');
   if (existing) return ctx.db.tx(() => link(ctx, dir, existing, s, false));
   // No password: the person signs in by single sign-on, or after an administrator's password reset.
   const { extra } = await createUser(ctx, { email, name: accountName(s), passwordless: true }, (user) => link(ctx, dir, user, s, true));
@@ -106,11 +108,21 @@ function activate(ctx: Ctx, dir: DirectoryRow, userId: string, initial: boolean)
   return { membershipsRestored: restored, rolesGranted: granted };
 }
 
-/** Every membership of the user in the organization inactive, every session revoked (409 last_owner for its only owner). */
+/**
+ * Every membership of the user in the organization inactive (409 last_owner for its only owner), and
+ * the sessions revoked: all of them when this organization was the person's only one, otherwise only
+ * the sessions working in this organization (a directory never signs a person out of other tenants;
+ * its inactive memberships already refuse access here).
+ */
 function deactivate(ctx: Ctx, dir: DirectoryRow, userId: string): { membershipsDeactivated: number; sessionsRevoked: number } {
   assertKeepsAnOwner(ctx, dir.organization_id, userId);
   const n = switchMemberships(ctx.db, dir.organization_id, userId, 'active', 'inactive');
-  const revoked = revokeUserSessions(ctx.db, userId, ctx.now().toISOString(), 'scim_deprovisioned');
+  const now = ctx.now().toISOString();
+  const elsewhere = membershipsOfUser(ctx.db, userId).some((m) => m.organization_id !== dir.organization_id && m.status === 'active');
+  const revoked = elsewhere
+    ? ctx.db.run("UPDATE sessions SET revoked_at = ?, revoked_reason = 'scim_deprovisioned' WHERE user_id = ? AND organization_id = ? AND revoked_at IS NULL",
+      now, userId, dir.organization_id).changes
+    : revokeUserSessions(ctx.db, userId, now, 'scim_deprovisioned');
   return { membershipsDeactivated: n, sessionsRevoked: revoked };
 }
 

@@ -4,7 +4,7 @@
 // audited, never with a secret. Suspension, removal of the administrator identity and the security
 // resets revoke every session of the user in the same transaction as the change.
 import type { Ctx } from '../context.ts';
-import { conflict, forbidden, notFound, validationFailed } from '../http/errors.ts';
+import { conflict, notFound, requireSystemAdmin, validationFailed } from '../http/errors.ts';
 import { record } from '../audit/service.ts';
 import { generatePassword, hashPassword } from '../auth/password.ts';
 import { absoluteCutoff, idleCutoff } from '../auth/service.ts';
@@ -23,10 +23,6 @@ import {
 } from './store.ts';
 
 const NO_TENANT = { organizationId: null, workspaceId: null, projectId: null } as const;
-
-function requireSystemAdmin(ctx: Ctx): void {
-  if (!ctx.actor.isSystemAdmin) throw forbidden('permission_denied', 'only a system administrator may do this');
-}
 
 function existingUser(ctx: Ctx, userId: string): UserRow {
   const user = userById(ctx.db, userId);

@@ -35,7 +35,8 @@ export function workerStatus(ctx: Ctx, workerOnly = false) {
   if (health === 'paused') alerts.push({ code: 'worker_paused', message: 'SVC_WORKER_ENABLED=0: jobs run only through dispatch or /run' });
   if (health === 'stale') alerts.push({ code: 'worker_stale', message: `no heartbeat for ${Math.round(ageMs! / 1000)} s (threshold ${staleMs / 1000} s)` });
   if (health === 'stopped' || health === 'not_started') alerts.push({ code: 'worker_not_running', message: 'no worker is running on this database' });
-  const depth = Object.fromEntries(db.all<{ status: string; n: number }>('SELECT status, count(*) AS n FROM generation_jobs GROUP BY status').map((r) => [r.status, r.n]));
+  // The whole queue (every organization): only for the system-wide status, not for a caller's overview.
+  const depth = workerOnly ? {} : Object.fromEntries(db.all<{ status: string; n: number }>('SELECT status, count(*) AS n FROM generation_jobs GROUP BY status').map((r) => [r.status, r.n]));
   if (!workerOnly) {
     const waiting = db.get<{ n: number }>(
       `SELECT count(*) AS n FROM generation_jobs j JOIN model_connectors c ON c.id = j.connector_id
@@ -57,7 +58,6 @@ export function workerStatus(ctx: Ctx, workerOnly = false) {
     leaseMs: row?.lease_ms ?? config.workerLeaseMs,
     queueDepth: { queued: 0, running: 0, blocked: 0, failed: 0, completed: 0, cancelled: 0, ...depth },
     queueAlerts: alerts,
-    alerts,
     runningCount: row && !row.stopped_at ? row.running : 0,
     lastClaimedAt: row?.last_claimed_at ?? null,
     lastCompletedAt: row?.last_completed_at ?? null,

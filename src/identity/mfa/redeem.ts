@@ -11,7 +11,7 @@ import { accountSuspended, completeSignIn, type FirstFactor, type LoginLimits, t
 import { CHALLENGE_MAX_FAILURES } from './challenges.ts';
 import { beginSetup, enable, NO_TENANT, useCode, type TotpSetup } from './factor.ts';
 import {
-  challengeByTokenHash, consumeChallenge, factorOf, failChallenge, recentFailures, recoveryCodesLeft, type ChallengeRow, type FactorRow,
+  challengeByTokenHash, challengeOpen, consumeChallenge, factorOf, failChallenge, recentFailures, recoveryCodesLeft, type ChallengeRow, type FactorRow,
 } from './store.ts';
 
 export interface SignedIn { user: UserRow; started: StartedSession }
@@ -95,11 +95,13 @@ export function redeemLoginChallenge(ctx: Ctx, limits: LoginLimits, token: strin
       consumeChallenge(ctx.db, ch.id, ctx.now().toISOString());
       return { error: challengeError(401, 'mfa_challenge_invalid', 'MFA is no longer enabled for this account; log in again') };
     }
-    const used = useCode(ctx, factor, code, true);
-    if (!used.ok) return { error: wrongCode(ctx, ch, user, used.reason) };
-    if (!consumeChallenge(ctx.db, ch.id, ctx.now().toISOString())) {
+    // Still open? (Checked before a code is spent: a recovery code must not be used up for nothing.)
+    if (!challengeOpen(ctx.db, ch.id)) {
       return { error: challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again') };
     }
+    const used = useCode(ctx, factor, code, true);
+    if (!used.ok) return { error: wrongCode(ctx, ch, user, used.reason) };
+    consumeChallenge(ctx.db, ch.id, ctx.now().toISOString());
     const left = recoveryCodesLeft(ctx.db, user.id);
     record(ctx, {
       action: used.via === 'totp' ? 'auth.mfa.verified' : 'auth.mfa.recovery_code_used', targetType: 'user', targetId: user.id,

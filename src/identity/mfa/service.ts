@@ -105,6 +105,10 @@ export async function disableMfa(ctx: Ctx, limits: LoginLimits, proof: { passwor
     via = used.via;
   }
   ctx.db.tx(() => {
+    // Checked again inside the transaction: the password check awaited, and a policy requiring MFA
+    // (or another disable) may have come meanwhile.
+    if (factorOf(ctx.db, user.id)?.status !== 'enabled') throw conflict('mfa_not_enabled', 'TOTP is not enabled');
+    if (mfaRequiredFor(ctx.db, user.id)) throw conflict('mfa_required_by_policy', 'the identity policy requires MFA for this account; it cannot be turned off');
     const now = ctx.now().toISOString();
     const removed = deleteMfa(ctx.db, user.id, now);
     voidChallengesOf(ctx.db, user.id, now);

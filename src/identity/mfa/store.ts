@@ -110,6 +110,11 @@ export function failChallenge(db: Db, id: string, lockAt: number, now: string): 
 }
 
 /** Marks the challenge used; false when it was used (or locked) meanwhile. */
+/** True while a challenge is neither used nor locked (read inside the redeeming transaction). */
+export function challengeOpen(db: Db, id: string): boolean {
+  return db.get('SELECT 1 AS x FROM mfa_challenges WHERE id = ? AND consumed_at IS NULL AND locked_at IS NULL', id) !== undefined;
+}
+
 export function consumeChallenge(db: Db, id: string, now: string): boolean {
   return db.run('UPDATE mfa_challenges SET consumed_at = ? WHERE id = ? AND consumed_at IS NULL AND locked_at IS NULL', now, id).changes === 1;
 }

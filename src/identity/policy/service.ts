@@ -3,7 +3,7 @@
 // (account creation, registration, password change), startSession() and session validation.
 import type { Ctx } from '../../context.ts';
 import { record } from '../../audit/service.ts';
-import { forbidden, validationFailed } from '../../http/errors.ts';
+import { requireSystemAdmin, validationFailed } from '../../http/errors.ts';
 import type { Infer } from '../../http/validate.ts';
 import { organizationById } from '../../tenancy/store.ts';
 import type { PolicyPatchBody } from './schema.ts';
@@ -23,10 +23,6 @@ export interface IdentityPolicy {
 }
 
 export type PolicyPatch = Infer<typeof PolicyPatchBody>;
-
-function requireSystemAdmin(ctx: Ctx): void {
-  if (!ctx.actor.isSystemAdmin) throw forbidden('permission_denied', 'only a system administrator may do this');
-}
 
 function current(ctx: Ctx): IdentityPolicy {
   const p = policyRow(ctx.db);
