@@ -11,8 +11,8 @@ import type { TransformCallback } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ConnectorError } from './types.ts';
-import type { OutputFile } from './types.ts';
-import { ensureOk, send } from './protocols/transport.ts';
+import type { CallRequest, OutputFile } from './types.ts';
+import { ensureOk, joinUrl, originOf, send } from './protocols/transport.ts';
 import { detectComposite, type CompositeKind } from '../media/collage.ts';
 
 export type OutputRole = OutputFile['role'];
@@ -270,4 +270,26 @@ export function checkImageCount(count: number): void {
   if (count !== 1) {
     throw new ConnectorError('image_count_mismatch', `the model answered ${count} images; exactly one is required`, false);
   }
+}
+
+/**
+ * Stores one file a model answered: fetched from `url` (relative to the endpoint's origin; the
+ * credential goes only to the connector's own origin) or decoded from `base64`, whose MIME type is
+ * `declaredMime` or else what `sniff` reads from the bytes.
+ */
+export async function storeAnswered(
+  req: CallRequest, secret: string | null,
+  f: { role: OutputRole; index: number; url: string | null; base64: string | null; declaredMime: string | null; sniff?: (b: Buffer) => string | null },
+): Promise<OutputFile> {
+  const common = { storageDir: req.storageDir, jobId: req.execution.jobId, role: f.role, maxBytes: req.maxOutputBytes };
+  if (f.url !== null) {
+    const url = joinUrl(req.connector.endpoint, f.url, false);
+    return downloadOutput({
+      ...common, url, secret: originOf(url) === originOf(req.connector.endpoint) ? secret : null, timeoutMs: req.timeoutMs,
+      signal: req.signal, index: f.index, declaredMime: f.declaredMime,
+    });
+  }
+  const bytes = Buffer.from(f.base64 ?? '', 'base64');
+  const mime = mimeFor(f.role, [f.declaredMime, f.sniff?.(bytes)]);
+  return saveOutput({ ...common, name: outputName(f.role, f.index, mime), mimeType: mime, source: bytes, signal: req.signal });
 }

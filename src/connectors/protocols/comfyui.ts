@@ -25,7 +25,7 @@ import { ConnectorError } from '../types.ts';
 import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from '../types.ts';
 import { checkImageCount, downloadOutput, rejectComposite } from '../outputs.ts';
 import type { OutputRole } from '../outputs.ts';
-import { badResponse, deadlineOf, getHeaders, isObject, joinUrl, requestJson, toConnectorError, type Prepared } from './transport.ts';
+import { badResponse, deadlineOf, getHeaders, isObject, joinUrl, postPrepared, requestJson, toConnectorError, type Prepared } from './transport.ts';
 
 export const HEALTH_ROUTE = '/system_stats';
 export const SUBMIT_ROUTE = '/prompt';
@@ -206,15 +206,7 @@ export async function call(req: CallRequest, prep: Prepared, secret: string | nu
     }
   }
   if (!id) {
-    const submitted = await requestJson({
-      method: 'POST',
-      url: prep.url,
-      headers: { 'content-type': 'application/json', ...getHeaders(secret) },
-      body: prep.body,
-      timeoutMs: req.timeoutMs,
-      signal: req.signal,
-      secret,
-    });
+    const submitted = await postPrepared(req, prep, secret);
     if (!isObject(submitted) || typeof submitted.prompt_id !== 'string' || !submitted.prompt_id) {
       throw badResponse('the ComfyUI submission answered no prompt_id');
     }

@@ -53,9 +53,9 @@
 // the job; the message is taken from `error.message`, `message` or `error`.
 import { ConnectorError } from '../types.ts';
 import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from '../types.ts';
-import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput } from '../outputs.ts';
+import { checkImageCount, rejectComposite, storeAnswered } from '../outputs.ts';
 import type { OutputRole } from '../outputs.ts';
-import { badResponse, isObject, joinUrl, modelFor, originOf, parseEndpoint, fileJsonLimit, postPrepared, type Prepared } from './transport.ts';
+import { badResponse, isObject, joinUrl, modelFor, parseEndpoint, fileJsonLimit, postPrepared, type Prepared } from './transport.ts';
 
 export const HEALTH_ROUTE = '/health';
 
@@ -73,7 +73,8 @@ export function routeFor(connector: ConnectorSpec, kind: string): string {
 export function build(connector: ConnectorSpec, contract: ProductionContract, execution: Execution): Prepared {
   const configured = connector.protocol?.routes?.[execution.kind];
   const route = routeFor(connector, execution.kind);
-  const url = configured ? joinUrl(connector.endpoint, configured) : (parseEndpoint(connector.endpoint), connector.endpoint);
+  if (!configured) parseEndpoint(connector.endpoint); // the endpoint itself is the target: refuse one that is not an http(s) URL
+  const url = configured ? joinUrl(connector.endpoint, configured) : connector.endpoint;
   const model = modelFor(connector, execution.kind, execution.model);
   const exec = model === execution.model ? execution : { ...execution, model };
   return { url, route, model, contentType: 'application/json', body: { contract, execution: exec } };
@@ -126,41 +127,13 @@ export async function call(req: CallRequest, prep: Prepared, secret: string | nu
   const files: OutputFile[] = [];
   const texts: string[] = [];
   const counters: Record<OutputRole, number> = { image: 0, video: 0, audio: 0, text: 0 };
-  const endpointOrigin = originOf(req.connector.endpoint);
   for (const o of outputs) {
     if (o.url === null && o.base64 === null) {
       texts.push(o.text!);
       continue;
     }
     const index = ++counters[o.role];
-    let file: OutputFile;
-    if (o.url !== null) {
-      const url = joinUrl(req.connector.endpoint, o.url, false);
-      file = await downloadOutput({
-        url,
-        secret: originOf(url) === endpointOrigin ? secret : null,
-        timeoutMs: req.timeoutMs,
-        signal: req.signal,
-        storageDir: req.storageDir,
-        jobId: req.execution.jobId,
-        role: o.role,
-        index,
-        declaredMime: o.mimeType,
-        maxBytes: req.maxOutputBytes,
-      });
-    } else {
-      const mime = mimeFor(o.role, [o.mimeType]);
-      file = await saveOutput({
-        storageDir: req.storageDir,
-        jobId: req.execution.jobId,
-        name: outputName(o.role, index, mime),
-        role: o.role,
-        mimeType: mime,
-        source: Buffer.from(o.base64!, 'base64'),
-        maxBytes: req.maxOutputBytes,
-        signal: req.signal,
-      });
-    }
+    const file = await storeAnswered(req, secret, { role: o.role, index, url: o.url, base64: o.base64, declaredMime: o.mimeType });
     if (isImage && o.role === 'image') await rejectComposite(req.storageDir, file, req.signal);
     files.push(file);
   }

@@ -20,8 +20,8 @@ import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Readable } from 'node:stream';
 import { ConnectorError } from '../types.ts';
-import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from '../types.ts';
-import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput } from '../outputs.ts';
+import type { CallRequest, CallResult, ConnectorSpec, Execution, ProductionContract } from '../types.ts';
+import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput, storeAnswered } from '../outputs.ts';
 import {
   badResponse,
   fileJsonLimit,
@@ -33,7 +33,6 @@ import {
   joinUrl,
   jsonHeaders,
   modelFor,
-  originOf,
   readBody,
   requestJson,
   send,
@@ -175,37 +174,10 @@ async function image(req: CallRequest, prep: Prepared, secret: string | null): P
   if (!Array.isArray(data)) throw badResponse('the image response has no data array');
   checkImageCount(data.length);
   const item = data[0] as { url?: unknown; b64_json?: unknown; revised_prompt?: unknown };
-  let file: OutputFile;
-  if (typeof item?.url === 'string' && item.url) {
-    const url = joinUrl(req.connector.endpoint, item.url, false);
-    const sameOrigin = originOf(url) === originOf(req.connector.endpoint);
-    file = await downloadOutput({
-      url,
-      secret: sameOrigin ? secret : null,
-      timeoutMs: req.timeoutMs,
-      signal: req.signal,
-      storageDir: req.storageDir,
-      jobId: req.execution.jobId,
-      role: 'image',
-      index: 1,
-      maxBytes: req.maxOutputBytes,
-    });
-  } else if (typeof item?.b64_json === 'string' && item.b64_json) {
-    const bytes = Buffer.from(item.b64_json, 'base64');
-    const mime = mimeFor('image', [sniffImage(bytes)]);
-    file = await saveOutput({
-      storageDir: req.storageDir,
-      jobId: req.execution.jobId,
-      name: outputName('image', 1, mime),
-      role: 'image',
-      mimeType: mime,
-      source: bytes,
-      maxBytes: req.maxOutputBytes,
-      signal: req.signal,
-    });
-  } else {
-    throw badResponse('the image response item has neither url nor b64_json');
-  }
+  const url = typeof item?.url === 'string' && item.url ? item.url : null;
+  const base64 = typeof item?.b64_json === 'string' && item.b64_json ? item.b64_json : null;
+  if (url === null && base64 === null) throw badResponse('the image response item has neither url nor b64_json');
+  const file = await storeAnswered(req, secret, { role: 'image', index: 1, url, base64, declaredMime: null, sniff: sniffImage });
   await rejectComposite(req.storageDir, file, req.signal);
   const output: Record<string, unknown> = { model: prep.model };
   if (typeof item.revised_prompt === 'string') output.revisedPrompt = item.revised_prompt;
