@@ -1,0 +1,178 @@
+// The real first and last frames of a video: ONE decode pass of one video stream, every frame on a
+// pipe as rgb24, keeping only the first frame, the latest complete one and the one arriving (never
+// the whole video), and counting them.
+//
+//  - Timing passthrough (`-vsync passthrough`): ffmpeg neither duplicates nor drops a frame to meet
+//    a constant rate, so the count is the number of frames the decoder produced (the same as
+//    `ffprobe -count_frames` nb_read_frames) and the last frame is the last decoded one, with
+//    B-frames (reordered by the decoder), 23.976 fps and variable frame rate alike.
+//  - Frames travel as PPM (`-f image2pipe -c:v ppm -pix_fmt rgb24`): each frame is a short header
+//    "P6\n<w> <h>\n255\n" and then exactly the rgb24 bytes of a raw frame. The header says the
+//    geometry of what ffmpeg actually output, so nothing is guessed: a phone video with rotation
+//    metadata is autorotated by ffmpeg (as players show it) and its frames arrive with the swapped
+//    size, and the reported width and height are those of the frames.
+//  - The colour conversion to rgb24 is ffmpeg's default (the one `ffmpeg -i v.mp4 f.png` applies),
+//    so a frame is pixel-for-pixel what ffmpeg itself exports.
+//
+// runFfmpeg collects all of stdout before resolving, which for a whole video is gigabytes; this
+// module spawns ffmpeg itself (no shell) with the same tool discovery, time-out, abort and error
+// reporting (MediaToolError).
+import { spawn } from 'node:child_process';
+import { findMediaTools, MediaToolError } from './ffmpeg.ts';
+
+export interface Frame { rgb: Buffer; width: number; height: number }
+export interface DecodedFrames { first: Frame; last: Frame; count: number }
+
+const STDERR_KEEP = 16 * 1024;
+const HEADER_MAX = 64;
+
+/**
+ * Incremental parser of a stream of binary PPM (P6, maxval 255) images. Buffers: the first frame,
+ * the latest complete frame and the one being filled; a frame's buffer is reused once a later
+ * frame has replaced it.
+ */
+class PpmFrames {
+  first: Frame | null = null;
+  last: Frame | null = null;
+  count = 0;
+  private header = Buffer.alloc(HEADER_MAX);
+  private headerLen = 0;
+  private current: Frame | null = null;
+  private filled = 0;
+  private spare: Frame | null = null;
+
+  push(chunk: Buffer): void {
+    let at = 0;
+    while (at < chunk.length) {
+      if (!this.current) {
+        at = this.readHeader(chunk, at);
+        continue;
+      }
+      const n = Math.min(chunk.length - at, this.current.rgb.length - this.filled);
+      chunk.copy(this.current.rgb, this.filled, at, at + n);
+      this.filled += n;
+      at += n;
+      if (this.filled === this.current.rgb.length) this.complete();
+    }
+  }
+
+  /** Partial frame at the end of the stream? */
+  get pending(): boolean {
+    return this.current !== null || this.headerLen > 0;
+  }
+
+  private readHeader(chunk: Buffer, at: number): number {
+    while (at < chunk.length) {
+      if (this.headerLen >= HEADER_MAX) throw new Error('ffmpeg wrote an unexpected frame header');
+      this.header[this.headerLen++] = chunk[at++];
+      // "P6" <ws> width <ws> height <ws> 255 <one ws>: complete once the fourth token has ended.
+      const text = this.header.toString('latin1', 0, this.headerLen);
+      const m = /^P6\s+(\d+)\s+(\d+)\s+(\d+)\s$/.exec(text);
+      if (!m) {
+        if (!/^(P(6(\s+\d*(\s+\d*(\s+\d*)?)?)?)?)?$/.test(text)) throw new Error('ffmpeg wrote an unexpected frame header');
+        continue;
+      }
+      const [width, height, maxval] = [Number(m[1]), Number(m[2]), Number(m[3])];
+      if (maxval !== 255 || !width || !height) throw new Error(`ffmpeg wrote an unexpected frame (${width}x${height}, maxval ${maxval})`);
+      this.headerLen = 0;
+      this.filled = 0;
+      const size = width * height * 3;
+      if (this.spare && this.spare.rgb.length === size) {
+        this.current = { rgb: this.spare.rgb, width, height };
+        this.spare = null;
+      } else {
+        this.current = { rgb: Buffer.allocUnsafe(size), width, height };
+      }
+      return at;
+    }
+    return at;
+  }
+
+  private complete(): void {
+    const frame = this.current!;
+    this.current = null;
+    this.count++;
+    if (!this.first) {
+      this.first = frame;
+      return;
+    }
+    if (this.last) this.spare = this.last;
+    this.last = frame;
+  }
+}
+
+export interface DecodeOptions {
+  /** Absolute index of the stream to decode (ffprobe's `index`); default the first video stream. */
+  streamIndex?: number;
+  /** Stop after the first frame (images). */
+  firstOnly?: boolean;
+  signal?: AbortSignal;
+  /** Kills ffmpeg after this long (default ten minutes). */
+  timeoutMs?: number;
+}
+
+const lastLines = (stderr: string) => stderr.trim().split('\n').slice(-6).join(' | ');
+
+/**
+ * Decodes `file` (absolute path) once and returns its first and last frames (the same object when
+ * there is one frame) and the number of frames decoded. Rejects with MediaToolError (missing,
+ * failed, timeout, aborted), or a plain Error when no frame came out.
+ */
+export function decodeFirstAndLast(file: string, opts: DecodeOptions = {}): Promise<DecodedFrames> {
+  const tool = findMediaTools().ffmpeg;
+  if (!tool) {
+    return Promise.reject(new MediaToolError('ffmpeg', 'missing',
+      'ffmpeg not found: set SVC_FFMPEG_PATH, put ffmpeg on PATH, or install the optional dependency @ffmpeg-installer/ffmpeg'));
+  }
+  const { signal } = opts;
+  if (signal?.aborted) return Promise.reject(new MediaToolError('ffmpeg', 'aborted', 'ffmpeg aborted before it started'));
+  const args = [
+    '-hide_banner', '-nostdin', '-v', 'error', '-i', `file:${file}`,
+    '-map', opts.streamIndex === undefined ? '0:v:0' : `0:${opts.streamIndex}`, '-an', '-sn', '-dn',
+    ...(opts.firstOnly ? ['-frames:v', '1'] : []),
+    '-vsync', 'passthrough', '-f', 'image2pipe', '-c:v', 'ppm', '-pix_fmt', 'rgb24', 'pipe:1',
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(tool.path, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+    const frames = new PpmFrames();
+    let stderr = '';
+    let stopped: Error | null = null;
+    const stop = (err: Error) => {
+      stopped ??= err;
+      child.kill('SIGKILL');
+    };
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const timer = setTimeout(() => stop(new MediaToolError('ffmpeg', 'timeout', `ffmpeg timed out after ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => stop(new MediaToolError('ffmpeg', 'aborted', 'ffmpeg aborted'));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let done = false;
+    const finish = (err: Error | null) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      if (err) return reject(err);
+      if (!frames.first) return reject(new Error('ffmpeg decoded no frame'));
+      resolve({ first: frames.first, last: frames.last ?? frames.first, count: frames.count });
+    };
+    child.stdout!.on('data', (c: Buffer) => {
+      if (stopped) return;
+      try {
+        frames.push(c);
+      } catch (err) {
+        stop(err as Error);
+      }
+    });
+    child.stderr!.setEncoding('utf8').on('data', (c: string) => {
+      stderr = (stderr + c).slice(-STDERR_KEEP);
+    });
+    child.on('error', (err) => finish(new MediaToolError('ffmpeg', 'missing',
+      `ffmpeg at ${tool.path} (from ${tool.source}) could not be started: ${err.message}`)));
+    child.on('close', (code, sig) => {
+      if (stopped) return finish(stopped);
+      if (code !== 0) return finish(new MediaToolError('ffmpeg', 'failed', `ffmpeg exited with ${code ?? sig}: ${lastLines(stderr) || 'no message'}`));
+      if (frames.pending) return finish(new Error('ffmpeg output ended inside a frame'));
+      finish(null);
+    });
+  });
+}
