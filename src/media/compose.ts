@@ -1,0 +1,217 @@
+// Joining the chosen video of each shot, in shot order, into one episode cut: one ffmpeg run whose
+// filter graph normalizes every input to a common size, frame rate and audio layout and concatenates
+// them, encoded as H.264/AAC in an mp4 (faststart).
+//
+// The filter graph, for N inputs with target W x H at R = num/den frames per second:
+//
+//   [i:v:0] setpts=PTS-STARTPTS, scale=w:h (fit inside W x H keeping the display aspect, even sizes),
+//           format=yuv420p, pad=W:H centred in black (letterbox / pillarbox), setsar=1, fps=R,
+//           tpad=stop=F_i:stop_mode=clone, trim=end_frame=F_i                               [v<i>]
+//   [i:a:0] asetpts=PTS-STARTPTS, aresample=48000, aformat=fltp/48000/stereo,
+//           apad=whole_len=S_i, atrim=end_sample=S_i                                          [a<i>]
+//     or, for an input without audio:  anullsrc=r=48000:cl=stereo, aformat=fltp, atrim=end_sample=S_i
+//   [v0][a0][v1][a1]... concat=n=N:v=1:a=1 [vc][ac]
+//   [vc] setpts=N*den/(num*TB) [v]      [ac] asetpts=N/SR/TB [a]
+//
+// tpad clones the last frame (an input shorter than announced is held) and trim cuts what is
+// longer, so segment i has exactly F_i frames whatever the source; apad/atrim do the same for the
+// audio with silence. The final setpts/asetpts rebuild timestamps from the frame and sample counts,
+// so the joins carry no timestamp jitter and the muxer sees a constant rate.
+//
+// Duration arithmetic. With C_i the cumulative sum of the input durations (C_0 = 0), segment i
+// gets F_i = round(C_i * R) - round(C_{i-1} * R) frames. The sum telescopes to round(C_N * R): the
+// cut is within half a frame of the sum of the inputs however many there are (rounding each
+// segment alone would let the error grow with the count). Each segment's audio is S_i samples,
+// computed the same way from the cumulative frame count: round(frames_i * 48000 / R), so the audio
+// ends within one sample of the video at every join and at the end. An input so short that it
+// gets no frame (under half a frame, at a favourable boundary) is left out of the graph and
+// reported with frames 0; its time is carried by its neighbours' rounding.
+//
+// Sizes: the scale expressions use the stream's display aspect (dar, so anamorphic sources come
+// out right) and round to even numbers, clamped to the target, which must itself be even (4:2:0).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { runFfmpeg } from './ffmpeg.ts';
+
+export interface ComposeInput {
+  /** Absolute path of the shot's video. */
+  path: string;
+  durationMs: number;
+  width: number;
+  height: number;
+  /** As ffprobe prints it, e.g. "24000/1001". */
+  frameRate: string;
+  hasAudio: boolean;
+}
+
+export interface ComposeTarget { width: number; height: number; frameRate: string }
+
+export interface ComposeSegment { index: number; startFrame: number; frames: number; startMs: number; durationMs: number }
+
+export interface ComposeResult {
+  durationMs: number;
+  frames: number;
+  /** Reduced "num/den". */
+  frameRate: string;
+  width: number;
+  height: number;
+  /** One per input, in input order. */
+  segments: ComposeSegment[];
+}
+
+export interface ComposeOptions {
+  signal?: AbortSignal;
+  /** Kills ffmpeg after this long (default ten minutes). */
+  timeoutMs?: number;
+}
+
+export const AUDIO_RATE = 48_000;
+const DEFAULT_TIMEOUT_MS = 10 * 60_000;
+const MAX_SIDE = 8192;
+const MAX_FPS = 240;
+/** Graphs longer than this go through a script file (one argument may not exceed 128 KiB). */
+const MAX_INLINE_GRAPH = 64 * 1024;
+const BITEXACT = ['-map_metadata', '-1', '-map_chapters', '-1', '-fflags', '+bitexact', '-flags:v', '+bitexact', '-flags:a', '+bitexact'];
+
+/** "24000/1001", "25/1", "25" or "29.97" as a reduced fraction; null for 0/0, negatives or junk. */
+export function parseFrameRate(s: string): { num: number; den: number } | null {
+  const m = /^\s*(\d+(?:\.\d+)?)(?:\s*\/\s*(\d+))?\s*$/.exec(String(s));
+  if (!m) return null;
+  const [whole, frac = ''] = m[1].split('.');
+  let num = Number(whole + frac);
+  let den = 10 ** frac.length * (m[2] === undefined ? 1 : Number(m[2]));
+  if (!Number.isSafeInteger(num) || !Number.isSafeInteger(den) || num <= 0 || den <= 0) return null;
+  const g = gcd(num, den);
+  num /= g;
+  den /= g;
+  return { num, den };
+}
+
+function gcd(a: number, b: number): number {
+  while (b) [a, b] = [b, a % b];
+  return a;
+}
+
+/** The first input's size (rounded down to even numbers) and frame rate, unless overridden. */
+export function composeTarget(inputs: ComposeInput[], override: Partial<ComposeTarget> = {}): ComposeTarget {
+  const first = inputs[0];
+  const width = override.width ?? (first ? first.width - (first.width % 2) : undefined);
+  const height = override.height ?? (first ? first.height - (first.height % 2) : undefined);
+  const frameRate = override.frameRate ?? first?.frameRate;
+  if (width === undefined || height === undefined || frameRate === undefined) {
+    throw new Error('compose target: no inputs to take the size and frame rate from');
+  }
+  return { width, height, frameRate };
+}
+
+/** Frames and audio samples of each segment (see the header for the arithmetic). */
+export function planSegments(durationsMs: number[], rate: { num: number; den: number }): Array<ComposeSegment & { samples: number }> {
+  const framesAt = (ms: number) => Math.round((ms * rate.num) / (1000 * rate.den));
+  const samplesAt = (frames: number) => Math.round((frames * AUDIO_RATE * rate.den) / rate.num);
+  const msAt = (frames: number) => Math.round((frames * 1000 * rate.den) / rate.num);
+  let cumulativeMs = 0;
+  let startFrame = 0;
+  return durationsMs.map((d, index) => {
+    cumulativeMs += d;
+    const endFrame = framesAt(cumulativeMs);
+    const segment = {
+      index, startFrame, frames: endFrame - startFrame,
+      startMs: msAt(startFrame), durationMs: msAt(endFrame) - msAt(startFrame),
+      samples: samplesAt(endFrame) - samplesAt(startFrame),
+    };
+    startFrame = endFrame;
+    return segment;
+  });
+}
+
+function validate(inputs: ComposeInput[], target: ComposeTarget): { num: number; den: number } {
+  if (!Array.isArray(inputs) || inputs.length === 0) throw new Error('compose needs at least one input');
+  const evenSide = (v: number) => Number.isInteger(v) && v >= 2 && v <= MAX_SIDE && v % 2 === 0;
+  if (!evenSide(target.width) || !evenSide(target.height)) {
+    throw new Error(`compose target size ${target.width}x${target.height} must be even numbers from 2 to ${MAX_SIDE}`);
+  }
+  const rate = parseFrameRate(target.frameRate);
+  if (!rate || rate.num / rate.den > MAX_FPS) throw new Error(`compose target frame rate "${target.frameRate}" is not a rate above 0 and up to ${MAX_FPS}`);
+  inputs.forEach((input, i) => {
+    const what = `compose input ${i} (${input.path})`;
+    if (typeof input.path !== 'string' || !path.isAbsolute(input.path)) throw new Error(`${what}: path must be absolute`);
+    if (!Number.isFinite(input.durationMs) || input.durationMs <= 0) throw new Error(`${what}: duration ${input.durationMs} ms is not positive`);
+    const side = (v: number) => Number.isInteger(v) && v >= 1 && v <= MAX_SIDE;
+    if (!side(input.width) || !side(input.height)) throw new Error(`${what}: size ${input.width}x${input.height} is not valid`);
+    if (!parseFrameRate(input.frameRate)) throw new Error(`${what}: frame rate "${input.frameRate}" is not valid`);
+  });
+  return rate;
+}
+
+/** The filter graph; `sources[k]` is the ffmpeg input number of the k-th segment that has frames. */
+export function composeGraph(
+  inputs: ComposeInput[], target: ComposeTarget, rate: { num: number; den: number },
+  segments: Array<{ index: number; frames: number; samples: number }>,
+): string {
+  const { width: W, height: H } = target;
+  const fps = `${rate.num}/${rate.den}`;
+  // Fit by display aspect: wider than the target -> full width, else full height; even, clamped.
+  const w = `'if(gt(dar,${W}/${H}),${W},max(2,min(${W},2*round(${H}*dar/2))))'`;
+  const h = `'if(gt(dar,${W}/${H}),max(2,min(${H},2*round(${W}/dar/2))),${H})'`;
+  const chains: string[] = [];
+  const pads: string[] = [];
+  segments.forEach(({ index, frames, samples }, k) => {
+    chains.push(`[${k}:v:0]setpts=PTS-STARTPTS,scale=w=${w}:h=${h}:flags=bicubic,format=yuv420p,`
+      + `pad=${W}:${H}:(ow-iw)/2:(oh-ih)/2:black,setsar=1,fps=fps=${fps},`
+      + `tpad=stop=${frames}:stop_mode=clone,trim=end_frame=${frames}[v${k}]`);
+    chains.push(inputs[index].hasAudio
+      ? `[${k}:a:0]asetpts=PTS-STARTPTS,aresample=${AUDIO_RATE},`
+        + `aformat=sample_fmts=fltp:sample_rates=${AUDIO_RATE}:channel_layouts=stereo,`
+        + `apad=whole_len=${samples},atrim=end_sample=${samples}[a${k}]`
+      : `anullsrc=r=${AUDIO_RATE}:cl=stereo,aformat=sample_fmts=fltp,atrim=end_sample=${samples}[a${k}]`);
+    pads.push(`[v${k}][a${k}]`);
+  });
+  chains.push(`${pads.join('')}concat=n=${segments.length}:v=1:a=1[vc][ac]`);
+  chains.push(`[vc]setpts=N*${rate.den}/(${rate.num}*TB)[v]`);
+  chains.push('[ac]asetpts=N/SR/TB[a]');
+  return chains.join(';');
+}
+
+/**
+ * Joins `inputs` in order into an mp4 at `outAbs` (overwritten; the caller gives a temporary path
+ * and renames it). Rejects with an Error for bad arguments and a MediaToolError when ffmpeg is
+ * missing, fails, times out or is aborted.
+ */
+export async function composeVideos(inputs: ComposeInput[], target: ComposeTarget, outAbs: string, opts: ComposeOptions = {}): Promise<ComposeResult> {
+  const rate = validate(inputs, target);
+  const planned = planSegments(inputs.map((i) => i.durationMs), rate);
+  const used = planned.filter((s) => s.frames > 0);
+  if (used.length === 0) throw new Error('compose inputs are together shorter than half a frame');
+  const graph = composeGraph(inputs, target, rate, used);
+  // Decoders one thread each: an episode may open dozens of inputs at once.
+  const inputArgs = used.flatMap((s) => ['-threads', '1', '-i', inputs[s.index].path]);
+  let scriptDir: string | null = null;
+  let graphArgs = ['-filter_complex', graph];
+  if (graph.length > MAX_INLINE_GRAPH) {
+    scriptDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-compose-'));
+    const script = path.join(scriptDir, 'graph.txt');
+    fs.writeFileSync(script, graph);
+    graphArgs = ['-filter_complex_script', script];
+  }
+  try {
+    await runFfmpeg([
+      '-v', 'error', '-nostats', ...inputArgs, ...graphArgs, '-filter_complex_threads', '1',
+      '-map', '[v]', '-map', '[a]', '-vsync', 'passthrough',
+      '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-threads', '2',
+      '-c:a', 'aac', '-b:a', '160k', '-ar', String(AUDIO_RATE), '-ac', '2',
+      '-movflags', '+faststart', ...BITEXACT, '-f', 'mp4', '-y', outAbs,
+    ], { signal: opts.signal, timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+  } finally {
+    if (scriptDir) fs.rmSync(scriptDir, { recursive: true, force: true });
+  }
+  const frames = planned.reduce((n, s) => n + s.frames, 0);
+  return {
+    durationMs: Math.round((frames * 1000 * rate.den) / rate.num),
+    frames,
+    frameRate: `${rate.num}/${rate.den}`,
+    width: target.width,
+    height: target.height,
+    segments: planned.map(({ samples: _samples, ...s }) => s),
+  };
+}
