@@ -54,6 +54,7 @@ export interface ConfigValues {
   connectorTimeoutMs: number;
   jobTimeoutMs: number;
   maxOutputBytes: number;
+  storageRetentionDays: number;
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -89,6 +90,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'connectorTimeoutMs', env: 'SVC_CONNECTOR_TIMEOUT_MS', kind: 'int', default: '120000', min: 100, max: 3600000, doc: 'Time-out of each HTTP call to a model connector.' },
   { key: 'jobTimeoutMs', env: 'SVC_JOB_TIMEOUT_MS', kind: 'int', default: '1800000', min: 100, max: 86400000, doc: 'Longest attempt of a job (including polling a video or ComfyUI prompt); a longer attempt is aborted and retried.' },
   { key: 'maxOutputBytes', env: 'SVC_MAX_OUTPUT_BYTES', kind: 'int', default: '2147483648', min: 1, max: 1099511627776, doc: 'Largest file a connector may return (2 GiB); a larger one fails the attempt.' },
+  { key: 'storageRetentionDays', env: 'SVC_STORAGE_RETENTION_DAYS', kind: 'int', default: '30', min: 1, max: 36500, doc: 'Retention of unreferenced files in `outputs/`, `frames/`, `tmp/`, `cache/` (the reference\'s `storage.retention_days`): older ones are storage cleanup candidates; `tmp/` files younger than this are never removed.' },
 ];
 
 export type Config = Readonly<ConfigValues & {

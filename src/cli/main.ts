@@ -11,6 +11,7 @@ import { migrateCommand } from './migrate.ts';
 import { auditCommand } from './audit.ts';
 import { modelServerCommand } from './modelserver.ts';
 import { workerCommand } from './worker.ts';
+import { storageCommand } from './storage.ts';
 
 function fail(message: string, code = 1): never {
   process.stderr.write(`svc: ${message.replace(/\s+/g, ' ').trim()}\n`);
@@ -28,6 +29,7 @@ export async function main(argv: string[]): Promise<void> {
       .command(auditCommand)
       .command(modelServerCommand)
       .command(workerCommand)
+      .command(storageCommand)
       .demandCommand(1, 'name a command; see svc --help')
       .strict()
       .fail((msg, err) => {

@@ -202,3 +202,37 @@ function run(name: ToolName, args: string[], opts: RunOptions): Promise<RunResul
     }
   });
 }
+
+const VERSION_TIMEOUT_MS = 10_000;
+const versions = new Map<string, Promise<string | null>>();
+
+/**
+ * The version token of `tool` (the word after "version" on the first line of `<tool> -version`,
+ * e.g. "6.1.1" or "N-47683-g0e8eb07980-static"), or null when it cannot be started, fails, times
+ * out or prints no version line. Cached per path; a failure is not cached, so a fixed binary is seen
+ * at the next call.
+ */
+export function toolVersion(tool: Tool): Promise<string | null> {
+  let pending = versions.get(tool.path);
+  if (!pending) {
+    pending = new Promise<string | null>((resolve) => {
+      let out = '';
+      let child: ReturnType<typeof spawn>;
+      try {
+        child = spawn(tool.path, ['-version'], { stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true, timeout: VERSION_TIMEOUT_MS });
+      } catch {
+        resolve(null);
+        return;
+      }
+      child.stdout!.setEncoding('utf8').on('data', (c: string) => { if (out.length < 4096) out += c; });
+      child.on('error', () => resolve(null));
+      child.on('close', (code) => {
+        const m = /^\S+ version (\S+)/.exec(out.split('\n', 1)[0].trim());
+        resolve(code === 0 && m ? m[1] : null);
+      });
+    });
+    versions.set(tool.path, pending);
+    void pending.then((v) => { if (v === null && versions.get(tool.path) === pending) versions.delete(tool.path); });
+  }
+  return pending;
+}

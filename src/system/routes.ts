@@ -1,7 +1,9 @@
-// Liveness and the API document.
+// Liveness, the API document, readiness and storage cleanup.
 import fs from 'node:fs';
 import { json, type Router } from '../http/router.ts';
 import { buildOpenApi } from '../http/openapi.ts';
+import { readiness } from './readiness.ts';
+import { CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from './storage.ts';
 
 export const VERSION: string = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
@@ -14,4 +16,18 @@ export function bindSystemRoutes(r: Router): void {
     doc ??= JSON.stringify(buildOpenApi(r, VERSION));
     return { status: 200, raw: doc, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=60' } };
   });
+
+  const admin = { tags: ['system'], systemAdmin: true, scope: 'none' as const };
+  r.get('/api/system/readiness', {
+    ...admin, summary: 'Active runtime versus target providers: Node, node:sqlite, local storage, ffmpeg/ffprobe (path, source, version); PostgreSQL, Redis and S3 targets configured only by their PLATFORM_* variable, never active; status ready or degraded with problems.',
+  }, async ({ ctx }) => json(200, await readiness(ctx)));
+  r.get('/api/system/storage/cleanup-preview', {
+    ...admin, query: CleanupPreviewQuery,
+    summary: 'Unreferenced regular files in outputs/, frames/, tmp/, cache/ older than olderThanDays (default SVC_STORAGE_RETENTION_DAYS): { candidates: [{ path, bytes, modifiedAt, folder }], count, estimatedBytes, olderThanDays, retentionDays }.',
+  }, async ({ ctx, query }) => json(200, await previewCleanup(ctx, query.olderThanDays)));
+  r.post('/api/system/storage/reclaim', {
+    ...admin, body: ReclaimBody,
+    summary: 'Deletes every cleanup candidate, or the listed paths that are candidates now (others skipped: protected, not_found, too_recent, not_a_file, failed); 422 unsafe_path refuses the whole request. Audited as system.storage.reclaimed.',
+    response: { description: '{ deleted: [{ path, bytes }], skipped: [{ path, reason }], freedBytes, removedDirectories, olderThanDays }' },
+  }, async ({ ctx, body }) => json(200, await reclaimStorage(ctx, body)));
 }

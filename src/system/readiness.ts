@@ -1,0 +1,78 @@
+// Readiness: the runtime and providers this process actually uses (Node, node:sqlite, local
+// storage, ffmpeg/ffprobe) against the target providers of a larger deployment (PostgreSQL, Redis,
+// S3-compatible storage). A target is "configured" when its PLATFORM_* variable is set (non-empty);
+// its value is never shown, and no target is ever activated by this version.
+import fs from 'node:fs';
+import type { Ctx } from '../context.ts';
+import { requireSystemAdmin } from '../http/errors.ts';
+import { findMediaTools, toolVersion, type Tool } from '../media/ffmpeg.ts';
+
+/** The target providers and the variable that marks each configured. */
+export const PLATFORM_TARGETS = {
+  postgresql: 'PLATFORM_POSTGRES_URL',
+  redis: 'PLATFORM_REDIS_URL',
+  s3: 'PLATFORM_S3_ENDPOINT',
+} as const;
+
+export type TargetName = keyof typeof PLATFORM_TARGETS;
+
+export interface MediaToolReport { path: string; source: Tool['source']; version: string | null }
+
+export interface Readiness {
+  status: 'ready' | 'degraded';
+  problems: string[];
+  checkedAt: string;
+  runtime: { name: 'node'; version: string; platform: string; arch: string };
+  database: { provider: 'node:sqlite'; sqliteVersion: string; path: string };
+  storage: { provider: 'local'; path: string; writable: boolean };
+  media: { ffmpeg: MediaToolReport | null; ffprobe: MediaToolReport | null };
+  targets: Record<TargetName, { configured: boolean; active: false; env: string }>;
+}
+
+const INSTALL_HINT = {
+  ffmpeg: 'set SVC_FFMPEG_PATH, put ffmpeg on PATH or install the optional dependency @ffmpeg-installer/ffmpeg',
+  ffprobe: 'set SVC_FFPROBE_PATH, put ffprobe on PATH or install the optional dependency @ffprobe-installer/ffprobe',
+} as const;
+
+async function mediaTool(name: 'ffmpeg' | 'ffprobe', tool: Tool | null): Promise<{ report: MediaToolReport | null; problem: string | null }> {
+  if (!tool) return { report: null, problem: `${name} not found: ${INSTALL_HINT[name]}` };
+  const version = await toolVersion(tool);
+  return {
+    report: { path: tool.path, source: tool.source, version },
+    problem: version === null ? `${name} at ${tool.path} (from ${tool.source}) did not report a version` : null,
+  };
+}
+
+function writable(dir: string): boolean {
+  try {
+    fs.accessSync(dir, fs.constants.W_OK);
+    return fs.statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** `env` is where ffmpeg discovery and the PLATFORM_* variables are read (process.env in the service). */
+export async function readiness(ctx: Ctx, env: NodeJS.ProcessEnv = process.env): Promise<Readiness> {
+  requireSystemAdmin(ctx);
+  const { config } = ctx;
+  const problems: string[] = [];
+  const sqliteVersion = ctx.db.get<{ v: string }>('SELECT sqlite_version() AS v')!.v;
+  const storageWritable = writable(config.storageDir);
+  if (!storageWritable) problems.push(`storage root ${config.storageDir} is missing or not writable`);
+  const tools = findMediaTools(env);
+  const [ffmpeg, ffprobe] = await Promise.all([mediaTool('ffmpeg', tools.ffmpeg), mediaTool('ffprobe', tools.ffprobe)]);
+  for (const p of [ffmpeg.problem, ffprobe.problem]) if (p) problems.push(p);
+  const targets = Object.fromEntries(Object.entries(PLATFORM_TARGETS).map(([name, variable]) =>
+    [name, { configured: (env[variable] ?? '') !== '', active: false as const, env: variable }])) as Readiness['targets'];
+  return {
+    status: problems.length ? 'degraded' : 'ready',
+    problems,
+    checkedAt: ctx.now().toISOString(),
+    runtime: { name: 'node', version: process.versions.node, platform: process.platform, arch: process.arch },
+    database: { provider: 'node:sqlite', sqliteVersion, path: config.dbPath },
+    storage: { provider: 'local', path: config.storageDir, writable: storageWritable },
+    media: { ffmpeg: ffmpeg.report, ffprobe: ffprobe.report },
+    targets,
+  };
+}
