@@ -697,7 +697,7 @@ CREATE TABLE media_continuity (
   created_at TEXT NOT NULL,
   UNIQUE (from_artifact_id, to_artifact_id)
 );
-CREATE INDEX media_continuity_episode ON media_continuity(episode_id, from_shot_id);
+CREATE INDEX media_continuity_to ON media_continuity(to_artifact_id);
 
 -- == identity: mfa ==
 -- (tables of TOTP factors, recovery codes, login/enrollment challenges and the identity policy)

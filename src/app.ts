@@ -33,6 +33,7 @@ import { bindScriptRoutes } from './scripts/routes.ts';
 import { bindSearchRoutes } from './search/routes.ts';
 import { bindConnectorRoutes } from './connectors/routes.ts';
 import { bindJobRoutes } from './jobs/routes.ts';
+import { bindMediaRoutes } from './media/routes.ts';
 import { bindWorkerRoutes } from './worker/routes.ts';
 import { bindScimRoutes } from './scim/routes.ts';
 import { bindDirectoryRoutes } from './scim/admin.ts';
@@ -70,6 +71,7 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindSearchRoutes(router);
   bindConnectorRoutes(router);
   bindJobRoutes(router);
+  bindMediaRoutes(router);
   bindWorkerRoutes(router);
   bindMemberRoutes(router);
   bindDirectoryRoutes(router);

@@ -165,6 +165,10 @@ function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: st
   const connectorId = registerConnector(withScope(s.operator(), tree), { label: 'fixture model', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image'], costMode: 'local' }).id;
   const completedJob = createJob(withScope(s.operator(), tree), { kind: 'image', connectorId, prompt: 'fixture' });
   s.db.run("UPDATE generation_jobs SET status = 'completed', output = '{}' WHERE id = ?", completedJob.id);
+  // Media: the completed job's output, the asset's file registered as a (text) artifact.
+  s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
+      file_size, content_sha256, has_video, has_audio, created_at) VALUES ('art_fx', ?, ?, ?, ?, 'other', 'generation', ?, 'fixture.txt', 'text/plain', ?, ?, 0, 0, '2026-01-01T00:00:00.000Z')`,
+  tree.organizationId, tree.workspaceId, tree.projectId, completedJob.id, `assets/${assetSha.slice(0, 2)}/${assetSha}`, assetFile.length, assetSha);
   return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none', taskId: task.id, episodeId, revision: '1', assetId: 'ast_fx', versionId: 'asv_fx',
     // Production content: the starter season and shot of the project.
     seasonId: s.db.get<{ id: string }>('SELECT id FROM seasons WHERE project_id = ?', tree.projectId)!.id,
@@ -173,6 +177,7 @@ function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: st
     connectorId,
     // Generation jobs: one completed job (active jobs would hold the archive).
     jobId: completedJob.id,
+    artifactId: 'art_fx',
   };
 }
 

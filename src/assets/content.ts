@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { Reply } from '../http/router.ts';
 import { resolveStored } from './files.ts';
-import type { VersionRow } from './store.ts';
+
+/** What serving needs of a stored file (an asset version, a media artifact or one of its frames). */
+export interface StoredFile { storage_path: string; content_sha256: string; mime_type: string; file_name: string }
 
 export function contentDisposition(fileName: string): string {
   const fallback = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
@@ -33,7 +35,7 @@ export function parseRange(header: string, size: number): [number, number] | 'un
   return [start, end];
 }
 
-export function contentReply(req: IncomingMessage, storageDir: string, v: VersionRow): Reply {
+export function contentReply(req: IncomingMessage, storageDir: string, v: StoredFile): Reply {
   const file = resolveStored(storageDir, v.storage_path);
   const etag = `"${v.content_sha256}"`;
   const common: Record<string, string> = {

@@ -11,7 +11,7 @@ export type CostMode = (typeof COST_MODES)[number];
 export const CONNECTOR_STATUSES = ['pending', 'ready', 'unreachable', 'disabled', 'awaiting_approval'] as const;
 export type ConnectorStatus = (typeof CONNECTOR_STATUSES)[number];
 
-/** Kinds of work a connector may be asked for (the media issue adds local kinds later). */
+/** Kinds of work a connector may be asked for (`compose` is local: the worker runs it without a connector, src/media/compose-job.ts). */
 export const WORK_KINDS = ['image', 'video', 'tts', 'asr', 'chat', 'prompt'] as const;
 export type WorkKind = (typeof WORK_KINDS)[number];
 

@@ -17,6 +17,8 @@ export interface JobInput {
   negativePrompt: string | null;
   parameters: Record<string, unknown>;
   inputs: Array<{ assetId: string; versionId: string }>;
+  /** The workflow run step that created the job (template and version), kept in the artifacts' provenance. */
+  workflow?: { templateId: string; templateVersion: number; runId: string; stepKey: string } | null;
 }
 
 interface VersionRef { asset_id: string; id: string; file_name: string; mime_type: string; file_size: number; content_sha256: string; storage_path: string }

@@ -5,7 +5,7 @@ import type { JobInput } from './contract.ts';
 export function presentJob(j: JobRow) {
   const input = JSON.parse(j.input) as JobInput;
   return {
-    id: j.id, organizationId: j.organization_id, workspaceId: j.workspace_id, projectId: j.project_id, shotId: j.shot_id,
+    id: j.id, organizationId: j.organization_id, workspaceId: j.workspace_id, projectId: j.project_id, episodeId: j.episode_id, shotId: j.shot_id,
     kind: j.kind, status: j.status, connectorId: j.connector_id, priority: j.priority, attempt: j.attempt, maxAttempts: j.max_attempts,
     dependsOn: j.depends_on, leasedBy: j.leased_by, leasedAt: j.leased_at, runAfter: j.run_after,
     input, output: j.output ? JSON.parse(j.output) as Record<string, unknown> : null, error: j.error,

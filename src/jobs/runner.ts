@@ -1,5 +1,6 @@
-// Runs one leased job: builds the call (connector, production contract, execution), renews the
-// lease while the call runs (a lost lease aborts the call), then settles the outcome. The worker
+// Runs one leased job: builds the call (connector, production contract, execution) or composes an
+// episode cut, examines every output file (media evidence), renews the lease meanwhile (a lost
+// lease aborts the work), then settles the outcome with the artifacts. The worker
 // thread and POST /api/jobs/:jobId/run both come through here, so a job behaves the same whoever
 // runs it.
 import type { Ctx } from '../context.ts';
@@ -8,8 +9,10 @@ import { connectorById } from '../connectors/store.ts';
 import { connectorSpec } from '../connectors/present.ts';
 import { ConnectorError, type CallResult } from '../connectors/types.ts';
 import { AppError } from '../http/errors.ts';
-import { buildContract } from './contract.ts';
-import { settleFailure, settleSuccess, type FailureInfo, type SettleOutcome } from './settle.ts';
+import { buildContract, type JobInput } from './contract.ts';
+import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleOutcome } from './settle.ts';
+import { gatherEvidence } from '../media/register.ts';
+import { COMPOSE_KIND, runCompose } from '../media/compose-job.ts';
 import { renewLease, setExternalRef, type JobRow, type Lease } from './store.ts';
 
 export interface RunOutcome extends SettleOutcome { result: CallResult | null; failure: FailureInfo | null }
@@ -27,6 +30,43 @@ function failureOf(err: unknown, aborted: string | null): FailureInfo {
  */
 export type Committer = <T>(fn: () => T) => Promise<T>;
 const immediate: Committer = async (fn) => fn();
+
+/** The call's result: the connector's answer, or the episode cut of a compose job; with the artifacts' provenance. */
+async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal): Promise<{ result: CallResult; media: Omit<MediaOutcome, 'prepared'> }> {
+  const { config } = base;
+  const input = JSON.parse(job.input) as JobInput;
+  if (job.kind === COMPOSE_KIND) {
+    const { result, composition } = await runCompose(base, job, signal);
+    const inputs = composition.inputs.map((i) => ({ shotId: i.shotId, artifactId: i.artifactId, contentSha256: i.contentSha256 }));
+    const provenance = { kind: job.kind, connectorId: null, model: null, parameters: input.parameters, workflow: input.workflow ?? null, inputs };
+    return { result, media: { composition, provenance } };
+  }
+  const row = job.connector_id ? connectorById(base.db, job.organization_id, job.connector_id) : undefined;
+  if (!row) throw new ConnectorError('connector_missing', 'the job has no usable connector', false);
+  const connector = connectorSpec(row);
+  const { contract, inputFiles } = buildContract(base.db, config.storageDir, job);
+  const model = connector.protocol.models?.[job.kind] ?? null;
+  const result = await callConnector({
+    connector, contract, inputFiles,
+    execution: { jobId: job.id, attempt: job.attempt, kind: job.kind, model, deadline: new Date(base.now().getTime() + config.jobTimeoutMs).toISOString() },
+    resumeRef: job.external_ref,
+    onRef: (ref) => { setExternalRef(base.db, lease, ref); },
+    signal, storageDir: config.storageDir, maxOutputBytes: config.maxOutputBytes, timeoutMs: config.connectorTimeoutMs, env: process.env,
+  });
+  const seed = input.parameters.seed;
+  return {
+    result,
+    media: {
+      composition: null,
+      provenance: {
+        kind: job.kind, connectorId: row.id, connectorLabel: row.label, protocol: connector.kind, model, attempt: job.attempt,
+        prompt: input.prompt, negativePrompt: input.negativePrompt, parameters: input.parameters,
+        seed: typeof seed === 'number' || typeof seed === 'string' ? seed : null, workflow: input.workflow ?? null,
+        inputs: contract.inputs.map((i) => ({ assetId: i.assetId, versionId: i.versionId, contentSha256: i.contentSha256 })),
+      },
+    },
+  };
+}
 
 export async function runLeased(
   base: Ctx, job: JobRow, signal?: AbortSignal, also?: (o: SettleOutcome) => void, commit: Committer = immediate,
@@ -50,24 +90,12 @@ export async function runLeased(
     }
   }, Math.max(100, Math.floor(config.workerLeaseMs / 3)));
   try {
-    const row = job.connector_id ? connectorById(base.db, job.organization_id, job.connector_id) : undefined;
-    if (!row) throw new ConnectorError('connector_missing', 'the job has no usable connector', false);
-    const connector = connectorSpec(row);
-    const { contract, inputFiles } = buildContract(base.db, config.storageDir, job);
-    const result = await callConnector({
-      connector, contract, inputFiles,
-      execution: {
-        jobId: job.id, attempt: job.attempt, kind: job.kind, model: connector.protocol.models?.[job.kind] ?? null,
-        deadline: new Date(base.now().getTime() + config.jobTimeoutMs).toISOString(),
-      },
-      resumeRef: job.external_ref,
-      onRef: (ref) => { setExternalRef(base.db, lease, ref); },
-      signal: abort.signal, storageDir: config.storageDir, maxOutputBytes: config.maxOutputBytes,
-      timeoutMs: config.connectorTimeoutMs, env: process.env,
-    });
+    const { result, media } = await produce(base, job, lease, abort.signal);
+    if (aborted) throw new Error(aborted);
+    const prepared = await gatherEvidence(base, job, result.files, abort.signal);
     if (aborted) throw new Error(aborted);
     clearInterval(renew);
-    return { ...await commit(() => settleSuccess(base, job, lease, result, also)), result, failure: null };
+    return { ...await commit(() => settleSuccess(base, job, lease, result, { ...media, prepared }, also)), result, failure: null };
   } catch (err) {
     const failure = failureOf(err, aborted);
     // Stopping the service is not the job's failure: the lease is released (see releaseLeases).

@@ -3,15 +3,16 @@ import * as v from '../http/validate.ts';
 import { JOB_STATUSES } from './store.ts';
 
 const id = v.string({ min: 1, max: 64 });
-const kind = v.string({ min: 1, max: 40, pattern: /^[a-z][a-z0-9_]*$/, description: 'kind of work: image, video, tts, asr, chat, prompt' });
+const kind = v.string({ min: 1, max: 40, pattern: /^[a-z][a-z0-9_]*$/, description: 'kind of work: image, video, tts, asr, chat, prompt (through a connector), or compose (local: joins the shots of an episode)' });
 
 export const JobCreateBody = v.object({
   kind,
   connectorId: v.optional(id),
   shotId: v.optional(v.nullable(id)),
-  prompt: v.string({ min: 1, max: 20_000 }),
+  episodeId: v.optional(v.nullable(id)),
+  prompt: v.optional(v.string({ min: 1, max: 20_000, description: 'required for every kind but compose' })),
   negativePrompt: v.optional(v.nullable(v.string({ max: 20_000 }))),
-  parameters: v.optional(v.anyObject({ maxKeys: 50, description: 'free-form generation parameters (size, seconds, voice, seed, ...)' })),
+  parameters: v.optional(v.anyObject({ maxKeys: 50, description: 'free-form generation parameters (size, seconds, voice, seed, ...); compose: artifactIds (the video chosen per shot), width, height, frameRate' })),
   inputs: v.optional(v.array(v.object({ assetId: id, versionId: v.optional(id) }), { max: 20 })),
   dependsOn: v.optional(v.nullable(id)),
   priority: v.optional(v.int({ min: -100, max: 100 })),

@@ -10,7 +10,8 @@ import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { billingAccountOf } from '../commercial/account.ts';
 import { projectById } from '../tenancy/store.ts';
-import { shotById } from '../production/store.ts';
+import { episodeById, shotById } from '../production/store.ts';
+import { checkComposeParameters, COMPOSE_KIND } from '../media/compose-job.ts';
 import { assetInProject } from '../assets/store.ts';
 import { connectorById, connectorsOfOrg, type ConnectorRow } from '../connectors/store.ts';
 import { connectorSpec } from '../connectors/present.ts';
@@ -115,28 +116,49 @@ function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): J
   });
 }
 
+/** The job's episode: named, or the shot's; a compose job names one and no shot or connector. */
+function episodeOf(ctx: Ctx, projectId: string, input: Create): string | null {
+  const shot = input.shotId ? shotById(ctx.db, projectId, input.shotId) : undefined;
+  if (input.shotId && !shot) throw validationFailed({ shotId: 'names no shot of this project' });
+  if (input.episodeId && !episodeById(ctx.db, projectId, input.episodeId)) throw validationFailed({ episodeId: 'names no episode of this project' });
+  if (shot && input.episodeId && shot.episode_id !== input.episodeId) throw validationFailed({ episodeId: 'the shot belongs to another episode' });
+  if (input.kind === COMPOSE_KIND) {
+    const problems: Record<string, string> = {};
+    if (input.connectorId) problems.connectorId = 'a compose job runs locally, without a connector';
+    if (input.shotId) problems.shotId = 'a compose job joins a whole episode: give episodeId, not shotId';
+    if (!input.episodeId) problems.episodeId = 'required for a compose job';
+    if (input.inputs?.length) problems.inputs = 'a compose job takes the videos of the episode\'s shots, not asset inputs';
+    if (Object.keys(problems).length) throw validationFailed(problems);
+  } else if (!input.prompt) {
+    throw validationFailed({ prompt: 'required' });
+  }
+  return input.episodeId ?? shot?.episode_id ?? null;
+}
+
 export function createJob(ctx: Ctx, input: Create): JobRow {
   const project = projectById(ctx.db, ctx.scope.projectId!)!;
-  if (input.shotId && !shotById(ctx.db, project.id, input.shotId)) throw validationFailed({ shotId: 'names no shot of this project' });
+  const episodeId = episodeOf(ctx, project.id, input);
   const dependency = input.dependsOn ? jobInProject(ctx.db, project.id, input.dependsOn) ?? null : null;
   if (input.dependsOn && !dependency) throw validationFailed({ dependsOn: 'names no job of this project' });
-  const connector = pickConnector(ctx, input.kind, input.connectorId);
-  if (connector.cost_mode !== 'local' && localRunnerOnly(ctx.db, project.organization_id)) {
+  const compose = input.kind === COMPOSE_KIND;
+  const connector = compose ? null : pickConnector(ctx, input.kind, input.connectorId);
+  if (connector && connector.cost_mode !== 'local' && localRunnerOnly(ctx.db, project.organization_id)) {
     throw conflict('local_runner_only', 'this organization runs local connectors only; the connector is ' + connector.cost_mode);
   }
   const jobInput: JobInput = {
-    prompt: input.prompt, negativePrompt: input.negativePrompt ?? null, parameters: input.parameters ?? {},
+    prompt: input.prompt ?? '', negativePrompt: input.negativePrompt ?? null,
+    parameters: compose ? { ...checkComposeParameters(ctx.db, project.id, episodeId!, input.parameters ?? {}) } : input.parameters ?? {},
     inputs: resolveInputs(ctx, project.id, input.inputs),
   };
   if (CLIP_KINDS.has(input.kind)) checkClipQuota(ctx, project.organization_id);
   const now = ctx.now().toISOString();
   const job: JobRow = {
     id: newId('job'), organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
-    shot_id: input.shotId ?? null, kind: input.kind, status: 'queued', connector_id: connector.id,
+    shot_id: input.shotId ?? null, kind: input.kind, status: 'queued', connector_id: connector?.id ?? null,
     priority: input.priority ?? 0, attempt: 0, max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, depends_on: dependency?.id ?? null,
     leased_by: null, leased_at: null, run_after: null, input: JSON.stringify(jobInput), output: null, error: null,
     created_by: ctx.actor.userId, created_at: now, updated_at: now, started_at: null, finished_at: null, external_ref: null,
-    attempt_started_at: null,
+    attempt_started_at: null, episode_id: episodeId,
   };
   return ctx.db.tx(() => {
     // Read inside the write transaction: the worker cannot fail the dependency between this read and
@@ -146,7 +168,10 @@ export function createJob(ctx: Ctx, input: Create): JobRow {
     indexJob(ctx, job, jobInput.prompt);
     record(ctx, {
       action: 'job.created', targetType: 'generation_job', targetId: job.id,
-      metadata: { kind: job.kind, connectorId: connector.id, costMode: connector.cost_mode, shotId: job.shot_id, dependsOn: job.depends_on, priority: job.priority },
+      metadata: {
+        kind: job.kind, connectorId: job.connector_id, costMode: connector?.cost_mode ?? 'local', shotId: job.shot_id, episodeId: job.episode_id,
+        dependsOn: job.depends_on, priority: job.priority,
+      },
     });
     wakeWorker(ctx);
     return job;
@@ -201,13 +226,14 @@ export function reprioritize(ctx: Ctx, job: JobRow, priority: number): JobRow {
 
 export interface RunAnswer { idempotent: boolean; job: JobRow; result: Record<string, unknown> | null; error: string | null }
 
-function checkRunnable(ctx: Ctx, job: JobRow, connector: ConnectorRow | undefined, approveExternal: boolean): ConnectorRow {
+function checkRunnable(ctx: Ctx, job: JobRow, connector: ConnectorRow | undefined, approveExternal: boolean): ConnectorRow | null {
   if (job.status === 'running') throw conflict('job_running', `the job is running (leased by ${job.leased_by}); wait for it or cancel it`);
   if (job.status === 'cancelled') throw conflict('job_cancelled', 'the job was cancelled; retry it first');
   const dep = job.depends_on ? jobById(ctx.db, job.depends_on) : undefined;
   if (job.status === 'blocked' || (dep && dep.status !== 'completed')) {
     throw conflict('dependency_not_completed', `the job depends on ${job.depends_on}, which is ${dep?.status ?? 'missing'}`);
   }
+  if (job.kind === COMPOSE_KIND) return null;
   if (!connector) throw conflict('connector_not_ready', 'the job has no connector');
   if (connector.cost_mode !== 'local') {
     if (localRunnerOnly(ctx.db, job.organization_id)) throw conflict('local_runner_only', 'this organization runs local connectors only');
@@ -231,7 +257,7 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
   const leased = ctx.db.tx(() => {
     const row = claimForRun(ctx.db, job.id, runner, ctx.now().toISOString());
     if (!row) throw conflict('job_running', 'the job was claimed meanwhile');
-    if (connector.cost_mode !== 'local') {
+    if (connector && connector.cost_mode !== 'local') {
       record(ctx, {
         action: 'job.external_run_approved', targetType: 'generation_job', targetId: job.id,
         metadata: { connectorId: connector.id, connectorLabel: connector.label, costMode: connector.cost_mode, attempt: row.attempt },
@@ -244,8 +270,10 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
   try {
     const outcome = await runLeased(ctx, leased, controller.signal);
     if (outcome.released.length) workerOf(ctx.db)?.wake();
+    const after = jobById(ctx.db, job.id)!;
     return {
-      idempotent: false, job: jobById(ctx.db, job.id)!, result: outcome.result ? { ...outcome.result.output, files: outcome.result.files } : null,
+      // The stored output once completed (it names the registered artifacts too).
+      idempotent: false, job: after, result: outcome.result && after.output ? JSON.parse(after.output) as Record<string, unknown> : null,
       error: outcome.failure ? `${outcome.failure.code}: ${outcome.failure.message}` : null,
     };
   } finally {
@@ -256,16 +284,17 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
 /** The exact request the connector would receive for a job (stored, or described by the body). */
 export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
   const project = projectById(ctx.db, ctx.scope.projectId!)!;
-  if (input.shotId && !shotById(ctx.db, project.id, input.shotId)) throw validationFailed({ shotId: 'names no shot of this project' });
+  if (input.kind === COMPOSE_KIND) throw validationFailed({ kind: 'a compose job calls no connector: there is no request to show' });
+  const episodeId = episodeOf(ctx, project.id, input);
   const connector = pickConnector(ctx, input.kind, input.connectorId);
   const job: JobRow = {
     id: 'job_dry_run', organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
     shot_id: input.shotId ?? null, kind: input.kind, status: 'queued', connector_id: connector.id, priority: 0, attempt: 1, max_attempts: 1,
     depends_on: null, leased_by: null, leased_at: null, run_after: null, output: null, error: null, created_by: ctx.actor.userId,
     created_at: ctx.now().toISOString(), updated_at: ctx.now().toISOString(), started_at: null, finished_at: null, external_ref: null,
-    attempt_started_at: null,
+    attempt_started_at: null, episode_id: episodeId,
     input: JSON.stringify({
-      prompt: input.prompt, negativePrompt: input.negativePrompt ?? null, parameters: input.parameters ?? {},
+      prompt: input.prompt ?? '', negativePrompt: input.negativePrompt ?? null, parameters: input.parameters ?? {},
       inputs: resolveInputs(ctx, project.id, input.inputs),
     } satisfies JobInput),
   };

@@ -1,5 +1,5 @@
-// How a job's attempt ends, in one transaction each: completed (result, clip usage for videos,
-// children released), failed with a retry left (back to the queue after a backoff) or for good
+// How a job's attempt ends, in one transaction each: completed (result, media artifacts, clip usage
+// for videos, children released), failed with a retry left (back to the queue after a backoff) or for good
 // (descendants blocked), or reclaimed after its lease expired. Every failure keeps the attempt's
 // error, an audit record and a notification (generation jobs category). The same code settles
 // jobs of the worker thread and of a manual run.
@@ -12,6 +12,7 @@ import { newId } from '../lib/ids.ts';
 import { billingAccountOf } from '../commercial/account.ts';
 import { workspaceById } from '../tenancy/store.ts';
 import type { CallResult } from '../connectors/types.ts';
+import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
 import { jobRetryDelayMs } from '../worker/backoff.ts';
 import {
   blockDescendants, completeLeased, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
@@ -53,13 +54,21 @@ function finish(o: SettleOutcome, also?: (o: SettleOutcome) => void): SettleOutc
   return o;
 }
 
-export function settleSuccess(ctx: Ctx, job: JobRow, lease: Lease, result: CallResult, also?: (o: SettleOutcome) => void): SettleOutcome {
+/** The media evidence of a finished call, registered with its completion. */
+export interface MediaOutcome { prepared: PreparedArtifact[]; provenance: Record<string, unknown>; composition: CompositionDraft | null }
+
+export function settleSuccess(
+  ctx: Ctx, job: JobRow, lease: Lease, result: CallResult, media: MediaOutcome | null, also?: (o: SettleOutcome) => void,
+): SettleOutcome {
   const at = ctx.now().toISOString();
   const c = jobScope(ctx, job);
+  const artifacts = media ? artifactRows(job, media.prepared, media.provenance, at) : [];
   return ctx.db.tx(() => {
-    if (!completeLeased(ctx.db, lease, JSON.stringify({ ...result.output, files: result.files }), at)) {
+    const output = { ...result.output, files: result.files, artifactIds: artifacts.map((a) => a.id) };
+    if (!completeLeased(ctx.db, lease, JSON.stringify(output), at)) {
       return { status: 'lost', released: [], runAfter: null };
     }
+    if (media) registerArtifacts(c, job, artifacts, media.composition, at);
     recordAttempt(ctx.db, job, 'completed', at, null);
     if (VIDEO_KINDS.has(job.kind)) recordClipUsage(c, job, at);
     setDocumentStatus(ctx.db, 'job', job.id, 'completed');

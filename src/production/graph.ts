@@ -1,14 +1,23 @@
-// The production graph of the current project: series -> season -> episode -> scene -> shot -> job.
+// The production graph of the current project: series -> season -> episode -> scene -> shot -> job,
+// and continuity edges between consecutive shots' videos.
 // Scenes come from the shots' sceneId (one scene node per episode and sceneId); a shot without a
 // scene hangs from its episode. Assets a shot refers to are nodes too. Every node has a status;
 // edges are `contains`, `generated_by` or `references` (shot -> asset).
 import type { Ctx } from '../context.ts';
 import { projectById } from '../tenancy/store.ts';
-import { episodesOfProject, jobsOfProjectShots, referencesOfProject, seasonsOfProject, seriesOfProject, shotsOfProject } from './store.ts';
+import {
+  episodesOfProject, jobsOfProjectShots, referencesOfProject, seasonsOfProject, seriesOfProject, shotsOfProject, type ShotRow,
+} from './store.ts';
+import { chosenVideoOfShot, continuityBetween } from '../media/store.ts';
+import { measureContinuity } from '../media/register.ts';
 import { assetInProject } from '../assets/store.ts';
 
 export interface GraphNode { id: string; type: 'series' | 'season' | 'episode' | 'scene' | 'shot' | 'job' | 'asset'; label: string; status: string; refId: string }
-export interface GraphEdge { from: string; to: string; kind: 'contains' | 'generated_by' | 'references' }
+export interface GraphEdge {
+  from: string; to: string; kind: 'contains' | 'generated_by' | 'references' | 'continuity';
+  /** continuity edges (shot -> next shot): how the last frame of one video matches the first of the next. */
+  continuity?: { fromArtifactId: string; toArtifactId: string; score: number; metrics: Record<string, number>; stored: boolean };
+}
 
 const SHOT_ORDER = ['draft', 'ready', 'generating', 'review', 'approved'];
 
@@ -28,7 +37,8 @@ export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode
     contains(e.season_id, e.id);
   }
   const scenes = new Map<string, GraphNode>();
-  for (const sh of shotsOfProject(ctx.db, projectId, null)) {
+  const shots = shotsOfProject(ctx.db, projectId, null);
+  for (const sh of shots) {
     let parent = sh.episode_id;
     if (sh.scene_id) {
       const sceneNodeId = `scene:${sh.episode_id}:${sh.scene_id}`;
@@ -61,5 +71,30 @@ export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode
     nodes.push({ id: j.id, type: 'job', label: j.kind, status: j.status, refId: j.id });
     edges.push({ from: j.shot_id!, to: j.id, kind: 'generated_by' });
   }
+  edges.push(...continuityEdges(ctx, projectId, shots));
   return { projectId, nodes, edges };
+}
+
+/**
+ * Between consecutive shots of an episode whose chosen videos are known: the continuity measured
+ * when they were registered, or (after a reorder made them neighbours) measured now from the
+ * stored frame signatures (`stored: false`).
+ */
+function continuityEdges(ctx: Ctx, projectId: string, shots: ShotRow[]): GraphEdge[] {
+  const edges: GraphEdge[] = [];
+  const chosen = new Map(shots.map((s) => [s.id, chosenVideoOfShot(ctx.db, projectId, s.id)]));
+  shots.forEach((s, i) => {
+    const next = shots[i + 1];
+    const from = chosen.get(s.id);
+    const to = next && next.episode_id === s.episode_id ? chosen.get(next.id) : undefined;
+    if (!from || !to) return;
+    const row = continuityBetween(ctx.db, projectId, from.id, to.id);
+    const measured = row ? { score: row.score, metrics: JSON.parse(row.metrics) as Record<string, number> } : measureContinuity(from, to);
+    if (!measured) return;
+    edges.push({
+      from: s.id, to: next.id, kind: 'continuity',
+      continuity: { fromArtifactId: from.id, toArtifactId: to.id, score: measured.score, metrics: measured.metrics, stored: row !== undefined },
+    });
+  });
+  return edges;
 }

@@ -12,6 +12,8 @@ import { CatalogPatchBody, EpisodeCreateBody, ReorderBody, SeasonCreateBody, Sho
 import { changeShot, createShot, getShot, listShots, removeShot, reorderShot } from './shots.ts';
 import { jobsOfShot, referencesOf, referencesOfProject } from './store.ts';
 import { workItems } from './workitems.ts';
+import { artifactsOfProject } from '../media/store.ts';
+import { presentArtifact } from '../media/present.ts';
 
 export function bindProductionRoutes(r: Router): void {
   const tags = ['production'];
@@ -46,12 +48,13 @@ export function bindProductionRoutes(r: Router): void {
     });
   r.post('/api/production/shots', { summary: 'Create a shot in an episode (at `position`, default last).', ...shot, body: ShotCreateBody, response: created },
     ({ ctx, body }) => { const s = createShot(ctx, body); return json(201, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
-  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media.', ...read }, ({ ctx, params }) => {
+  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media artifacts (newest first, at most 10).', ...read }, ({ ctx, params }) => {
     const s = getShot(ctx, params.shotId);
     return json(200, {
       ...presentShot(s, referencesOf(ctx.db, s.project_id, s.id)),
       generationHistory: jobsOfShot(ctx.db, s.project_id, s.id).map(presentJob),
-      latestMedia: [],
+      latestMedia: artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 })
+        .map((a) => presentArtifact(ctx.db, a)),
     });
   });
   r.patch('/api/production/shots/:shotId', { summary: 'Change a shot.', ...shot, body: ShotPatchBody },

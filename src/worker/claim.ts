@@ -1,12 +1,14 @@
 // The worker's claim: one atomic UPDATE ... RETURNING takes the next claimable jobs — queued, due,
-// dependencies completed, connector ready and local — in priority then age order, and leases them.
+// dependencies completed, connector ready and local (or a local compose job, which has none) — in
+// priority then age order, and leases them.
 // Manual runs (/run) take one named job the same way; reclaim returns expired leases to the queue.
 import type { Db } from '../db/db.ts';
 import type { JobRow } from '../jobs/store.ts';
 
 const CLAIMABLE = `j.status = 'queued' AND (j.run_after IS NULL OR j.run_after <= ?2)
   AND (j.depends_on IS NULL OR EXISTS (SELECT 1 FROM generation_jobs d WHERE d.id = j.depends_on AND d.status = 'completed'))
-  AND EXISTS (SELECT 1 FROM model_connectors c WHERE c.id = j.connector_id AND c.status = 'ready' AND c.cost_mode = 'local')`;
+  AND (EXISTS (SELECT 1 FROM model_connectors c WHERE c.id = j.connector_id AND c.status = 'ready' AND c.cost_mode = 'local')
+       OR (j.connector_id IS NULL AND j.kind = 'compose'))`;
 
 const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, leased_at = ?2, started_at = coalesce(started_at, ?2),
   attempt_started_at = ?2, updated_at = ?2, error = NULL`;

@@ -3,6 +3,7 @@
 
 ALTER TABLE generation_jobs ADD COLUMN episode_id TEXT REFERENCES episodes(id);
 CREATE INDEX generation_jobs_episode ON generation_jobs(episode_id) WHERE episode_id IS NOT NULL;
+UPDATE generation_jobs SET episode_id = (SELECT s.episode_id FROM shots s WHERE s.id = generation_jobs.shot_id) WHERE shot_id IS NOT NULL;
 
 -- == media ==
 -- One row per output file of a completed generation or composition job, written in the job's
@@ -86,4 +87,4 @@ CREATE TABLE media_continuity (
   created_at TEXT NOT NULL,
   UNIQUE (from_artifact_id, to_artifact_id)
 );
-CREATE INDEX media_continuity_episode ON media_continuity(episode_id, from_shot_id);
+CREATE INDEX media_continuity_to ON media_continuity(to_artifact_id);

@@ -1,0 +1,136 @@
+// The local `compose` job kind: joins the chosen video of each shot of an episode, in shot order,
+// into one episode cut (src/media/compose.ts does the ffmpeg side). No connector: the worker runs
+// it itself. The chosen video of a shot is the one named in `parameters.artifactIds`, else its
+// newest generated video. Every input is re-hashed before it is used, so the composition row's
+// hashes are those of the bytes actually joined.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Ctx } from '../context.ts';
+import type { Db } from '../db/db.ts';
+import { validationFailed } from '../http/errors.ts';
+import { hashFile, resolveStored } from '../assets/files.ts';
+import { episodeById, shotsOfProject } from '../production/store.ts';
+import { ConnectorError, type CallResult } from '../connectors/types.ts';
+import { outputPathOf } from '../connectors/outputs.ts';
+import type { JobRow } from '../jobs/store.ts';
+import type { JobInput } from '../jobs/contract.ts';
+import { composeTarget, composeVideos, parseFrameRate, type ComposeInput } from './compose.ts';
+import { artifactInProject, chosenVideoOfShot, type ArtifactRow } from './store.ts';
+import { mediaFailure, type CompositionDraft } from './register.ts';
+
+export const COMPOSE_KIND = 'compose';
+const CUT_NAME = 'episode-cut.mp4';
+const MAX_SIDE = 4096;
+
+export interface ComposeParameters { artifactIds?: string[]; width?: number; height?: number; frameRate?: string }
+
+const evenSide = (v: unknown) => Number.isInteger(v) && (v as number) >= 16 && (v as number) <= MAX_SIDE && (v as number) % 2 === 0;
+
+/** Checks a compose job's parameters against the episode at creation (422 naming the field). */
+export function checkComposeParameters(db: Db, projectId: string, episodeId: string, raw: Record<string, unknown>): ComposeParameters {
+  const out: ComposeParameters = {};
+  const problems: Record<string, string> = {};
+  for (const key of Object.keys(raw)) {
+    if (!['artifactIds', 'width', 'height', 'frameRate'].includes(key)) problems[`parameters.${key}`] = 'not a compose parameter (artifactIds, width, height, frameRate)';
+  }
+  if (raw.width !== undefined || raw.height !== undefined) {
+    if (!evenSide(raw.width) || !evenSide(raw.height)) problems['parameters.width'] = `width and height go together: even integers 16..${MAX_SIDE}`;
+    else { out.width = raw.width as number; out.height = raw.height as number; }
+  }
+  if (raw.frameRate !== undefined) {
+    const fr = typeof raw.frameRate === 'string' ? parseFrameRate(raw.frameRate) : null;
+    if (!fr || fr.num / fr.den < 1 || fr.num / fr.den > 120) problems['parameters.frameRate'] = 'a frame rate such as "24", "25/1" or "24000/1001" (1..120 fps)';
+    else out.frameRate = raw.frameRate as string;
+  }
+  if (raw.artifactIds !== undefined) {
+    const ids = raw.artifactIds;
+    if (!Array.isArray(ids) || ids.length > 500 || ids.some((i) => typeof i !== 'string')) {
+      problems['parameters.artifactIds'] = 'a list of artifact ids (at most 500)';
+    } else {
+      const shotsOfEpisode = new Set(shotsOfProject(db, projectId, episodeId).map((s) => s.id));
+      const seen = new Set<string>();
+      ids.forEach((id: string, n) => {
+        const a = artifactInProject(db, projectId, id);
+        if (!a || a.kind !== 'video' || !a.shot_id || !shotsOfEpisode.has(a.shot_id)) problems[`parameters.artifactIds[${n}]`] = 'names no video of a shot of this episode';
+        else if (seen.has(a.shot_id)) problems[`parameters.artifactIds[${n}]`] = 'a second video for the same shot';
+        else seen.add(a.shot_id);
+      });
+      out.artifactIds = ids as string[];
+    }
+  }
+  if (Object.keys(problems).length) throw validationFailed(problems);
+  return out;
+}
+
+interface Chosen { shotId: string; position: number; artifact: ArtifactRow }
+
+/** The video of each shot of the episode, in order; a shot without one fails the job (not retried). */
+function chooseInputs(ctx: Ctx, job: JobRow, params: ComposeParameters): Chosen[] {
+  const explicit = new Map<string, ArtifactRow>();
+  for (const id of params.artifactIds ?? []) {
+    const a = artifactInProject(ctx.db, job.project_id, id);
+    if (a?.shot_id) explicit.set(a.shot_id, a);
+  }
+  const shots = shotsOfProject(ctx.db, job.project_id, job.episode_id);
+  if (shots.length === 0) throw new ConnectorError('compose_no_shots', 'the episode has no shots', false);
+  const missing: string[] = [];
+  const chosen = shots.flatMap((s, i): Chosen[] => {
+    const artifact = explicit.get(s.id) ?? chosenVideoOfShot(ctx.db, job.project_id, s.id);
+    if (!artifact) missing.push(`S${s.position} (${s.id})`);
+    return artifact ? [{ shotId: s.id, position: i + 1, artifact }] : [];
+  });
+  if (missing.length) throw new ConnectorError('compose_missing_video', `no video for shot(s) ${missing.join(', ')}`, false);
+  return chosen;
+}
+
+/** Runs a compose job: the cut is written to tmp/ and renamed to outputs/<jobId>/episode-cut.mp4. */
+export async function runCompose(ctx: Ctx, job: JobRow, signal: AbortSignal): Promise<{ result: CallResult; composition: CompositionDraft }> {
+  const storageDir = ctx.config.storageDir;
+  if (!job.episode_id || !episodeById(ctx.db, job.project_id, job.episode_id)) throw new ConnectorError('compose_no_episode', 'the episode no longer exists', false);
+  const params = (JSON.parse(job.input) as JobInput).parameters as ComposeParameters;
+  const chosen = chooseInputs(ctx, job, params);
+  const inputs: ComposeInput[] = [];
+  for (const c of chosen) {
+    const a = c.artifact;
+    let file: string;
+    try {
+      file = resolveStored(storageDir, a.storage_path);
+    } catch {
+      throw new ConnectorError('compose_input_missing', `the video of shot ${c.shotId} (${a.id}) is not on disk`, false);
+    }
+    if ((await hashFile(file)).sha256 !== a.content_sha256) {
+      throw new ConnectorError('compose_input_corrupt', `the video of shot ${c.shotId} (${a.id}) no longer matches its SHA-256`, false);
+    }
+    if (!a.duration_ms || !a.width || !a.height || !a.frame_rate) {
+      throw new ConnectorError('compose_input_unusable', `the video of shot ${c.shotId} (${a.id}) has no duration, size or frame rate`, false);
+    }
+    inputs.push({ path: file, durationMs: a.duration_ms, width: a.width, height: a.height, frameRate: a.frame_rate, hasAudio: a.has_audio === 1 });
+  }
+  const target = composeTarget(inputs, params);
+  const { abs, rel } = outputPathOf(storageDir, job.id, CUT_NAME);
+  const tmp = path.join(storageDir, 'tmp', `compose-${crypto.randomBytes(12).toString('hex')}.mp4`);
+  fs.mkdirSync(path.dirname(tmp), { recursive: true });
+  fs.mkdirSync(path.dirname(abs), { recursive: true });
+  try {
+    const made = await composeVideos(inputs, target, tmp, { signal, timeoutMs: ctx.config.jobTimeoutMs });
+    fs.renameSync(tmp, abs);
+    const { size, sha256 } = await hashFile(abs);
+    return {
+      result: {
+        output: { episodeId: job.episode_id, shots: chosen.length, durationMs: made.durationMs, frames: made.frames },
+        files: [{ path: rel, role: 'video', mimeType: 'video/mp4', fileSize: size, sha256 }],
+      },
+      composition: {
+        episodeId: job.episode_id, width: made.width, height: made.height, frameRate: made.frameRate, durationMs: made.durationMs,
+        inputs: chosen.map((c, i) => ({
+          position: c.position, shotId: c.shotId, artifactId: c.artifact.id, path: c.artifact.storage_path, contentSha256: c.artifact.content_sha256,
+          startMs: made.segments[i].startMs, durationMs: made.segments[i].durationMs, frames: made.segments[i].frames,
+        })),
+      },
+    };
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw mediaFailure(err) ?? err;
+  }
+}

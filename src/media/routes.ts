@@ -1,0 +1,45 @@
+// Media evidence of the current project: artifacts (qa:review or delivery:view), their files and
+// their real first and last frames. A stored path that leaves storage/ answers 422 unsafe_path; a
+// registered file not on disk 404.
+import path from 'node:path';
+import { json, type Router } from '../http/router.ts';
+import type { Permission } from '../tenancy/roles.ts';
+import { notFound } from '../http/errors.ts';
+import { contentReply } from '../assets/content.ts';
+import { ArtifactContentQuery, ArtifactListQuery } from './schema.ts';
+import { presentArtifact } from './present.ts';
+import { artifactInProject, artifactsOfProject } from './store.ts';
+
+export function bindMediaRoutes(r: Router): void {
+  const base = { tags: ['media'], scope: 'project' as const, permission: ['qa:review', 'delivery:view'] as Permission[] };
+
+  r.get('/api/production/media-artifacts', {
+    ...base, query: ArtifactListQuery,
+    summary: 'Media artifacts of the current project, newest first; filters shotId, jobId, episodeId, kind; limit (default 50, at most 200).',
+  }, ({ ctx, query }) => {
+    const rows = artifactsOfProject(ctx.db, ctx.scope.projectId!, {
+      shotId: query.shotId ?? null, jobId: query.jobId ?? null, episodeId: query.episodeId ?? null, kind: query.kind ?? null, limit: query.limit ?? 50,
+    });
+    return json(200, { items: rows.map((a) => presentArtifact(ctx.db, a)) });
+  });
+
+  r.get('/api/production/media-artifacts/:artifactId', { ...base, summary: 'One media artifact with its evidence, provenance, continuity and composition.' },
+    ({ ctx, params }) => {
+      const a = artifactInProject(ctx.db, ctx.scope.projectId!, params.artifactId);
+      if (!a) throw notFound('no such media artifact in this project');
+      return json(200, presentArtifact(ctx.db, a));
+    });
+
+  r.get('/api/production/media-artifacts/:artifactId/content', {
+    ...base, query: ArtifactContentQuery,
+    summary: 'The file (real Content-Type, Content-Length, inline file name, ETag "<sha256>", If-None-Match 304, Range 206), or with frame=first|last its real first or last frame as PNG. 404 when missing or not on disk, 422 unsafe_path when the stored path leaves storage/.',
+  }, ({ ctx, req, params, query }) => {
+    const a = artifactInProject(ctx.db, ctx.scope.projectId!, params.artifactId);
+    if (!a) throw notFound('no such media artifact in this project');
+    if (!query.frame) return contentReply(req, ctx.config.storageDir, a);
+    const [framePath, sha] = query.frame === 'first' ? [a.first_frame_path, a.first_frame_sha256] : [a.last_frame_path, a.last_frame_sha256];
+    if (!framePath || !sha) throw notFound(`the artifact has no frames (${a.kind})`);
+    const stem = path.basename(a.file_name, path.extname(a.file_name));
+    return contentReply(req, ctx.config.storageDir, { storage_path: framePath, content_sha256: sha, mime_type: 'image/png', file_name: `${stem}-${query.frame}.png` });
+  });
+}
