@@ -92,3 +92,59 @@ test('SIGTERM during a running job: the service exits 0 within 10 s and the job 
   assert.deepEqual([after.status, after.attempt, after.leased_by], ['queued', 0, null]);
   assert.equal(row<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM job_attempts WHERE job_id = ?', job.id).n, 0);
 });
+
+/** Every regular file under the storage folders that storage reclaim scans, relative to the root. */
+function storedFiles(storage: string): string[] {
+  return ['outputs', 'frames', 'tmp', 'cache'].flatMap((folder) => {
+    const dir = path.join(storage, folder);
+    if (!fs.existsSync(dir)) return [];
+    return (fs.readdirSync(dir, { recursive: true }) as string[])
+      .map((f) => `${folder}/${f}`)
+      .filter((f) => fs.statSync(path.join(storage, f)).isFile());
+  }).sort();
+}
+
+test('kill -9 between an output file written and its registration: no half-registered artifact, every stray file found by storage preview, one registration after the retry', async (t) => {
+  const { sb, job, dbFile } = await stagedJob(t, 'video');
+  const output = path.join(sb.storage, 'outputs', job.id, 'video-1.mp4');
+  const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
+  // The file is renamed into place before ffprobe and the frame decoding start: kill as soon as it is there.
+  const end = Date.now() + 20_000;
+  while (!fs.existsSync(output)) {
+    assert.ok(Date.now() < end, 'the output file was never written');
+    await sleep(2);
+  }
+  first.child.kill('SIGKILL');
+  assert.equal((await first.done).signal, 'SIGKILL');
+  const stranded = row<{ status: string; output: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  assert.deepEqual([stranded.status, stranded.output], ['running', null]);
+  assert.equal(row<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM media_artifacts').n, 0, 'no artifact row without a completed job');
+  const left = storedFiles(sb.storage);
+  assert.ok(left.includes(`outputs/${job.id}/video-1.mp4`), left.join(', '));
+  const preview = await sb.run(['storage', 'preview', '--older-than-days', '0', '--json', ...sb.dirs]);
+  assert.equal(preview.code, 0, preview.stderr);
+  const found = (JSON.parse(preview.stdout).candidates as Array<{ path: string }>).map((c) => c.path).sort();
+  assert.deepEqual(left.filter((f) => !found.includes(f)), [], 'storage preview finds every file the crash left behind');
+
+  const second = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
+  const done = await until('the job to complete', () => {
+    const r = row<{ status: string; output: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+    return r.status === 'completed' || r.status === 'failed' ? r : undefined;
+  });
+  assert.equal(done.status, 'completed');
+  const db = new DatabaseSync(dbFile, { readOnly: true });
+  const artifacts = db.prepare('SELECT * FROM media_artifacts WHERE job_id = ?').all(job.id) as Array<{ id: string; storage_path: string; first_frame_path: string; last_frame_path: string }>;
+  db.close();
+  assert.equal(artifacts.length, 1, 'registered once');
+  assert.deepEqual(JSON.parse(done.output!).artifactIds, [artifacts[0].id]);
+  assert.deepEqual([artifacts[0].storage_path, artifacts[0].first_frame_path, artifacts[0].last_frame_path],
+    [`outputs/${job.id}/video-1.mp4`, `frames/${job.id}/video-1-first.png`, `frames/${job.id}/video-1-last.png`]);
+  // The retry wrote the same names again: nothing of this job is left unreferenced.
+  const after = await sb.run(['storage', 'preview', '--older-than-days', '0', '--json', ...sb.dirs]);
+  const stray = (JSON.parse(after.stdout).candidates as Array<{ path: string }>).map((c) => c.path);
+  assert.deepEqual(stray.filter((p) => p.includes(job.id)), []);
+  assert.deepEqual(storedFiles(sb.storage).filter((f) => f.includes(job.id)).sort(),
+    [artifacts[0].first_frame_path, artifacts[0].last_frame_path, artifacts[0].storage_path].sort());
+  second.child.kill('SIGTERM');
+  assert.equal((await second.done).code, 0);
+});
