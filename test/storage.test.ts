@@ -36,10 +36,11 @@ function put(s: TestServer, rel: string, ageDays: number, content = `content of 
 const exists = (s: TestServer, rel: string) => fs.existsSync(path.join(s.config.storageDir, rel));
 
 let seq = 0;
-function addJob(s: TestServer, tree: Tree): string {
+function addJob(s: TestServer, tree: Tree, status = 'completed', files: string[] = []): string {
   const id = `job_st${++seq}`;
-  s.db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, created_at, updated_at)
-    VALUES (?, ?, ?, ?, 'video', 'completed', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`, id, tree.organizationId, tree.workspaceId, tree.projectId);
+  const output = JSON.stringify({ files: files.map((p) => ({ path: p, role: 'image' })) });
+  s.db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, output, created_at, updated_at)
+    VALUES (?, ?, ?, ?, 'video', ?, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`, id, tree.organizationId, tree.workspaceId, tree.projectId, status, output);
   return id;
 }
 
@@ -74,6 +75,7 @@ function addAssetVersion(s: TestServer, tree: Tree, storagePath: string): void {
 const OLD_UNREFERENCED = [
   'cache/thumbs/c.bin',
   'frames/job_x/f.png',
+  'outputs/job_d/image-1.png', // named by the output of a job that did not complete
   'outputs/job_x/nested/deeper/old2.bin',
   'outputs/job_x/old.png',
   'tmp/upload-old',
@@ -82,6 +84,7 @@ const REFERENCED = [
   'outputs/job_a/video.mp4', 'frames/job_a/first.png', 'frames/job_a/last.png', // artifact and its frames
   'outputs/job_b/cut.mp4', 'outputs/job_b/cut-artifact.mp4', // composition and its artifact
   'cache/asset-copy/v1.bin', // asset version
+  'outputs/job_c/image-1.png', // a file of a completed job's output (completed before artifacts were registered)
 ];
 const YOUNG = ['outputs/job_x/new.png', 'tmp/upload-new'];
 const OUTSIDE = ['assets/aa/old', 'stray.txt', 'other/dir/old'];
@@ -96,6 +99,8 @@ function layout(t: TestContext, s: TestServer, tree: Tree) {
   addArtifact(s, tree, 'outputs/job_a/video.mp4', { first: 'frames/job_a/first.png', last: 'frames/job_a/last.png' });
   addComposition(s, tree, 'outputs/job_b/cut.mp4', 'outputs/job_b/cut-artifact.mp4');
   addAssetVersion(s, tree, 'cache/asset-copy/v1.bin');
+  addJob(s, tree, 'completed', ['outputs/job_c/image-1.png']);
+  addJob(s, tree, 'failed', ['outputs/job_d/image-1.png']);
   // Symbolic links: to a directory outside storage holding an old file, to an old file outside,
   // and to a referenced file inside.
   const outside = tempDir(t);
@@ -193,7 +198,7 @@ test('reclaim without paths deletes exactly the candidates, keeps everything els
   assert.ok(exists(s, 'cache/thumbs'), 'cache/ directories are not pruned');
   assert.ok(exists(s, 'outputs/empty-before'), 'only directories the reclaim emptied are removed');
   for (const root of ['outputs', 'frames', 'tmp', 'cache']) assert.ok(exists(s, root), `${root}/ kept`);
-  assert.equal(r.body.removedDirectories, 3, 'deeper, nested and frames/job_x');
+  assert.equal(r.body.removedDirectories, 4, 'deeper, nested, outputs/job_d and frames/job_x');
 
   const audit = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'system.storage.reclaimed'");
   assert.equal(audit.length, 1);

@@ -1,7 +1,8 @@
 // Storage cleanup: the preview lists regular files under outputs/, frames/, tmp/ and cache/ (walked
 // recursively, symbolic links never followed) whose mtime is older than the retention period
 // (SVC_STORAGE_RETENTION_DAYS, or olderThanDays) and that no media_artifacts (file, first and last
-// frame), media_compositions or asset_versions row refers to. Files in tmp/ younger than the
+// frame), media_compositions or asset_versions row refers to, nor the output files of a completed job
+// (a job completed before media artifacts were registered has files but no artifact rows). Files in tmp/ younger than the
 // configured retention are never candidates, whatever olderThanDays says (uploads in progress).
 // Reclaim deletes the candidates, or the listed paths that are candidates now; unsafe paths refuse
 // the whole request (422 unsafe_path) before anything is deleted. References are read again right
@@ -78,7 +79,9 @@ const REFERENCED_SQL = `
   UNION SELECT first_frame_path FROM media_artifacts WHERE first_frame_path IS NOT NULL
   UNION SELECT last_frame_path FROM media_artifacts WHERE last_frame_path IS NOT NULL
   UNION SELECT storage_path FROM media_compositions
-  UNION SELECT storage_path FROM asset_versions`;
+  UNION SELECT storage_path FROM asset_versions
+  UNION SELECT json_extract(f.value, '$.path') FROM generation_jobs j, json_each(j.output, '$.files') f
+    WHERE j.status = 'completed' AND j.output IS NOT NULL`;
 
 function referencedPaths(db: Db): Set<string> {
   const refs = new Set<string>();
