@@ -247,3 +247,20 @@ test('a compose job of an episode whose shot has no video fails at once, naming 
   assert.equal(run.status, 200, run.text);
   assert.match(run.body.error, /^compose_missing_video/);
 });
+
+test('without ffprobe a media step fails the job with media_tools_missing (no retry), and the service keeps running', async (t) => {
+  const { s, token, id } = await jobWorld(t);
+  const saved = process.env.SVC_FFPROBE_PATH;
+  process.env.SVC_FFPROBE_PATH = path.join(s.dir, 'no-such-ffprobe');
+  t.after(() => {
+    if (saved === undefined) delete process.env.SVC_FFPROBE_PATH;
+    else process.env.SVC_FFPROBE_PATH = saved;
+  });
+  const job = await createJob(s, token, { kind: 'tts', connectorId: id, prompt: 'No tools today.' });
+  const done = await waitJob(s, token, job.id, ['completed', 'failed']);
+  assert.equal(done.status, 'failed');
+  assert.equal(done.attempt, 1, 'not retried');
+  assert.match(done.error, /^media_tools_missing: ffprobe at .*no-such-ffprobe \(from SVC_FFPROBE_PATH\) could not be started/);
+  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM media_artifacts')!.n, 0);
+  assert.equal((await s.call('GET', '/api/health')).status, 200);
+});
