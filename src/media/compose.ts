@@ -32,7 +32,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runFfmpeg } from './ffmpeg.ts';
+import { BITEXACT, runFfmpeg } from './ffmpeg.ts';
 
 export interface ComposeInput {
   /** Absolute path of the shot's video. */
@@ -72,7 +72,6 @@ const MAX_SIDE = 8192;
 const MAX_FPS = 240;
 /** Graphs longer than this go through a script file (one argument may not exceed 128 KiB). */
 const MAX_INLINE_GRAPH = 64 * 1024;
-const BITEXACT = ['-map_metadata', '-1', '-map_chapters', '-1', '-fflags', '+bitexact', '-flags:v', '+bitexact', '-flags:a', '+bitexact'];
 
 /** "24000/1001", "25/1", "25" or "29.97" as a reduced fraction; null for 0/0, negatives or junk. */
 export function parseFrameRate(s: string): { num: number; den: number } | null {

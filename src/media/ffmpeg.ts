@@ -20,6 +20,12 @@ export interface RunOptions {
   timeoutMs?: number;
   /** Written to the process's stdin (the arguments should read `-i pipe:0`). */
   input?: Buffer;
+  /**
+   * Receives stdout chunk by chunk instead of collecting it (the result's stdout is then empty): for
+   * outputs too large to hold, such as every decoded frame of a video. A throw stops the process
+   * and rejects with that error.
+   */
+  onStdout?: (chunk: Buffer) => void;
 }
 
 export interface RunResult { stdout: Buffer; stderr: string }
@@ -37,6 +43,9 @@ export class MediaToolError extends Error {
     this.reason = reason;
   }
 }
+
+/** Output options that keep timestamps, encoder versions and metadata out of a file: the same input gives the same bytes. */
+export const BITEXACT = ['-map_metadata', '-1', '-map_chapters', '-1', '-fflags', '+bitexact', '-flags:v', '+bitexact', '-flags:a', '+bitexact'];
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 /** stderr kept for error messages: ffmpeg can be chatty, only the end explains a failure. */
@@ -165,14 +174,14 @@ function run(name: ToolName, args: string[], opts: RunOptions): Promise<RunResul
     const child = spawn(tool.path, args, { stdio: [input ? 'pipe' : 'ignore', 'pipe', 'pipe'], windowsHide: true });
     const stdout: Buffer[] = [];
     let stderr = '';
-    let stopped: MediaToolError | null = null;
-    const stop = (reason: 'timeout' | 'aborted', message: string) => {
-      stopped ??= new MediaToolError(name, reason, message);
+    let stopped: Error | null = null;
+    const stop = (err: Error) => {
+      stopped ??= err;
       child.kill('SIGKILL');
     };
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-    const timer = setTimeout(() => stop('timeout', `${name} timed out after ${timeoutMs} ms`), timeoutMs);
-    const onAbort = () => stop('aborted', `${name} aborted`);
+    const timer = setTimeout(() => stop(new MediaToolError(name, 'timeout', `${name} timed out after ${timeoutMs} ms`)), timeoutMs);
+    const onAbort = () => stop(new MediaToolError(name, 'aborted', `${name} aborted`));
     signal?.addEventListener('abort', onAbort, { once: true });
     let done = false;
     // A spawn failure emits 'error' and then 'close': only the first answer counts.
@@ -184,7 +193,17 @@ function run(name: ToolName, args: string[], opts: RunOptions): Promise<RunResul
       if (err) reject(err);
       else resolve({ stdout: Buffer.concat(stdout), stderr });
     };
-    child.stdout!.on('data', (c: Buffer) => stdout.push(c));
+    const { onStdout } = opts;
+    child.stdout!.on('data', onStdout
+      ? (c: Buffer) => {
+        if (stopped) return;
+        try {
+          onStdout(c);
+        } catch (err) {
+          stop(err as Error);
+        }
+      }
+      : (c: Buffer) => stdout.push(c));
     child.stderr!.setEncoding('utf8').on('data', (c: string) => {
       stderr = (stderr + c).slice(-STDERR_KEEP_BYTES);
     });

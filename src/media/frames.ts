@@ -14,16 +14,13 @@
 //  - The colour conversion to rgb24 is ffmpeg's default (the one `ffmpeg -i v.mp4 f.png` applies),
 //    so a frame is pixel-for-pixel what ffmpeg itself exports.
 //
-// runFfmpeg collects all of stdout before resolving, which for a whole video is gigabytes; this
-// module spawns ffmpeg itself (no shell) with the same tool discovery, time-out, abort and error
-// reporting (MediaToolError).
-import { spawn } from 'node:child_process';
-import { findMediaTools, MediaToolError } from './ffmpeg.ts';
+// The frames stream through runFfmpeg's onStdout (a whole video is gigabytes of rgb24: nothing but
+// the three frames above is kept).
+import { runFfmpeg } from './ffmpeg.ts';
 
 export interface Frame { rgb: Buffer; width: number; height: number }
 export interface DecodedFrames { first: Frame; last: Frame; count: number }
 
-const STDERR_KEEP = 16 * 1024;
 const HEADER_MAX = 64;
 
 /**
@@ -111,68 +108,20 @@ export interface DecodeOptions {
   timeoutMs?: number;
 }
 
-const lastLines = (stderr: string) => stderr.trim().split('\n').slice(-6).join(' | ');
-
 /**
  * Decodes `file` (absolute path) once and returns its first and last frames (the same object when
  * there is one frame) and the number of frames decoded. Rejects with MediaToolError (missing,
  * failed, timeout, aborted), or a plain Error when no frame came out.
  */
-export function decodeFirstAndLast(file: string, opts: DecodeOptions = {}): Promise<DecodedFrames> {
-  const tool = findMediaTools().ffmpeg;
-  if (!tool) {
-    return Promise.reject(new MediaToolError('ffmpeg', 'missing',
-      'ffmpeg not found: set SVC_FFMPEG_PATH, put ffmpeg on PATH, or install the optional dependency @ffmpeg-installer/ffmpeg'));
-  }
-  const { signal } = opts;
-  if (signal?.aborted) return Promise.reject(new MediaToolError('ffmpeg', 'aborted', 'ffmpeg aborted before it started'));
-  const args = [
-    '-hide_banner', '-nostdin', '-v', 'error', '-i', `file:${file}`,
+export async function decodeFirstAndLast(file: string, opts: DecodeOptions = {}): Promise<DecodedFrames> {
+  const frames = new PpmFrames();
+  await runFfmpeg([
+    '-v', 'error', '-i', `file:${file}`,
     '-map', opts.streamIndex === undefined ? '0:v:0' : `0:${opts.streamIndex}`, '-an', '-sn', '-dn',
     ...(opts.firstOnly ? ['-frames:v', '1'] : []),
     '-vsync', 'passthrough', '-f', 'image2pipe', '-c:v', 'ppm', '-pix_fmt', 'rgb24', 'pipe:1',
-  ];
-  return new Promise((resolve, reject) => {
-    const child = spawn(tool.path, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
-    const frames = new PpmFrames();
-    let stderr = '';
-    let stopped: Error | null = null;
-    const stop = (err: Error) => {
-      stopped ??= err;
-      child.kill('SIGKILL');
-    };
-    const timeoutMs = opts.timeoutMs ?? 600_000;
-    const timer = setTimeout(() => stop(new MediaToolError('ffmpeg', 'timeout', `ffmpeg timed out after ${timeoutMs} ms`)), timeoutMs);
-    const onAbort = () => stop(new MediaToolError('ffmpeg', 'aborted', 'ffmpeg aborted'));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    let done = false;
-    const finish = (err: Error | null) => {
-      if (done) return;
-      done = true;
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      if (err) return reject(err);
-      if (!frames.first) return reject(new Error('ffmpeg decoded no frame'));
-      resolve({ first: frames.first, last: frames.last ?? frames.first, count: frames.count });
-    };
-    child.stdout!.on('data', (c: Buffer) => {
-      if (stopped) return;
-      try {
-        frames.push(c);
-      } catch (err) {
-        stop(err as Error);
-      }
-    });
-    child.stderr!.setEncoding('utf8').on('data', (c: string) => {
-      stderr = (stderr + c).slice(-STDERR_KEEP);
-    });
-    child.on('error', (err) => finish(new MediaToolError('ffmpeg', 'missing',
-      `ffmpeg at ${tool.path} (from ${tool.source}) could not be started: ${err.message}`)));
-    child.on('close', (code, sig) => {
-      if (stopped) return finish(stopped);
-      if (code !== 0) return finish(new MediaToolError('ffmpeg', 'failed', `ffmpeg exited with ${code ?? sig}: ${lastLines(stderr) || 'no message'}`));
-      if (frames.pending) return finish(new Error('ffmpeg output ended inside a frame'));
-      finish(null);
-    });
-  });
+  ], { signal: opts.signal, timeoutMs: opts.timeoutMs ?? 600_000, onStdout: (c) => frames.push(c) });
+  if (frames.pending) throw new Error('ffmpeg output ended inside a frame');
+  if (!frames.first) throw new Error('ffmpeg decoded no frame');
+  return { first: frames.first, last: frames.last ?? frames.first, count: frames.count };
 }

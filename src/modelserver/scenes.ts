@@ -1,6 +1,7 @@
 // What each kind of output looks and sounds like, as ffmpeg arguments. Everything is a pure
 // function of the render spec (plus the font found on this machine), so the same prompt and
 // parameters always give the same bytes: no timestamps, no encoder version strings (bitexact).
+import { BITEXACT } from '../media/ffmpeg.ts';
 import { distinctColours, ffmpegColour, inkFor, promptColour, type Rgb } from './palette.ts';
 
 export interface Size { width: number; height: number }
@@ -111,7 +112,6 @@ function layoutBoxes(spec: ImageSpec, colours: Rgb[]): string[] {
   return [];
 }
 
-const BITEXACT = ['-map_metadata', '-1', '-fflags', '+bitexact', '-flags:v', '+bitexact', '-flags:a', '+bitexact'];
 
 function imageArgs(spec: ImageSpec, font: string | null, textFile: string | null, out: string): string[] {
   const colours = distinctColours(shade(promptColour(spec.prompt), spec.variant), 4);
