@@ -228,10 +228,16 @@ test('an episode cut joins the shots\u2019 videos in shot order with the summed 
   }
   const detail = await s.call('GET', `/api/production/shots/${shots[1]}`, { token });
   assert.deepEqual(detail.body.latestMedia.map((m: { id: string }) => m.id), [artifacts[1].id]);
+  // A writer (script:read, no qa:review or delivery:view) reads the shot and the graph without media evidence.
+  const writer = await member(s, 'writer', tree);
+  assert.deepEqual((await s.call('GET', `/api/production/shots/${shots[1]}`, { token: writer.token })).body.latestMedia, []);
+  const writerGraph = await s.call('GET', '/api/production/graph', { token: writer.token });
+  assert.equal(writerGraph.status, 200);
+  assert.deepEqual(writerGraph.body.edges.filter((e: { kind: string }) => e.kind === 'continuity'), []);
 });
 
 test('a compose job of an episode whose shot has no video fails at once, naming the shot', async (t) => {
-  const { s, token, tree } = await jobWorld(t);
+  const { s, m, token, tree, id } = await jobWorld(t);
   const first = starterShot(s, tree.projectId);
   const compose = await s.call('POST', '/api/jobs', { token, body: { kind: 'compose', episodeId: first.episode_id, maxAttempts: 3 } });
   const done = await waitJob(s, token, compose.body.id, ['completed', 'failed']);
@@ -239,6 +245,19 @@ test('a compose job of an episode whose shot has no video fails at once, naming 
   assert.equal(done.attempt, 1);
   assert.match(done.error, /^compose_missing_video: no video for shot\(s\) S1/);
   assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM media_artifacts')!.n, 0);
+  // The episode a compose job names cannot be removed from under it.
+  const removal = await s.call('DELETE', `/api/production/episodes/${first.episode_id}`, { token });
+  assert.equal(removal.status, 409, removal.text);
+  // A compose job waiting in the queue (behind a slow chat job) raises no connector alert.
+  await m.control({ latencyMs: 3000 });
+  const slow = await createJob(s, token, { kind: 'chat', connectorId: id });
+  const queued = await s.call('POST', '/api/jobs', { token, body: { kind: 'compose', episodeId: first.episode_id, dependsOn: slow.id } });
+  assert.equal(queued.body.status, 'queued');
+  const overview = await s.call('GET', '/api/admin/queue', { token });
+  assert.equal(overview.status, 200, overview.text);
+  assert.equal(overview.body.depth.queued, 1, overview.text);
+  assert.deepEqual(overview.body.alerts.filter((a: { code: string }) => a.code === 'external_jobs_waiting' || a.code === 'connector_not_ready'), []);
+  await s.call('POST', `/api/jobs/${slow.id}/cancel`, { token });
   // A producer's /run of a compose job needs no connector.
   const producer = await makeUser(s);
   grant(s, producer.id, 'workspace', tree.workspaceId, 'producer');

@@ -459,3 +459,17 @@ test('svc storage preview and reclaim --json act on the same files as the API, a
   assert.equal(JSON.parse(audit[0].metadata).mode, 'paths');
   assert.equal(JSON.parse(audit[1].metadata).mode, 'candidates');
 });
+
+test('files under outputs/<jobId>/ and frames/<jobId>/ of a queued, running or blocked job are kept; a failed job\'s are candidates', async (t) => {
+  const { s, adminToken, tree } = await world(t);
+  const jobs = Object.fromEntries(['queued', 'running', 'blocked', 'failed'].map((status) => [status, addJob(s, tree, status)]));
+  for (const id of Object.values(jobs)) {
+    put(s, `outputs/${id}/video-1.mp4`, 40);
+    put(s, `frames/${id}/video-1-first.png`, 40);
+  }
+  const r = await s.call('GET', '/api/system/storage/cleanup-preview?olderThanDays=0', { token: adminToken });
+  assert.deepEqual(r.body.candidates.map((c: any) => c.path), [`frames/${jobs.failed}/video-1-first.png`, `outputs/${jobs.failed}/video-1.mp4`]);
+  const named = await s.call('POST', '/api/system/storage/reclaim', { token: adminToken, body: { paths: [`outputs/${jobs.running}/video-1.mp4`], olderThanDays: 0 } });
+  assert.deepEqual(named.body.skipped, [{ path: `outputs/${jobs.running}/video-1.mp4`, reason: 'protected' }]);
+  assert.ok(exists(s, `outputs/${jobs.running}/video-1.mp4`));
+});

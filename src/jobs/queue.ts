@@ -32,7 +32,8 @@ export function queueOverview(ctx: Ctx) {
   const now = ctx.now().getTime();
   const worker = workerStatus(ctx, true);
   const alerts: Array<{ code: string; message: string; count?: number }> = [];
-  const stuck = byConnector.filter((c) => c.queued > 0 && (c.connector_status !== 'ready' || c.cost_mode !== 'local'));
+  // Compose jobs have no connector: the worker runs them itself.
+  const stuck = byConnector.filter((c) => c.queued > 0 && c.connector_id !== null && (c.connector_status !== 'ready' || c.cost_mode !== 'local'));
   for (const c of stuck) {
     alerts.push(c.cost_mode !== 'local'
       ? { code: 'external_jobs_waiting', message: `${c.queued} job(s) on ${c.cost_mode} connector ${c.label} run only through POST /api/jobs/:jobId/run with approval`, count: c.queued }

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Ctx } from '../context.ts';
 import type { Db } from '../db/db.ts';
-import { validationFailed } from '../http/errors.ts';
+import { validationFailed, type AppError } from '../http/errors.ts';
 import { hashFile, resolveStored } from '../assets/files.ts';
 import { episodeById, shotsOfProject } from '../production/store.ts';
 import { ConnectorError, type CallResult } from '../connectors/types.ts';
@@ -17,7 +17,7 @@ import type { JobRow } from '../jobs/store.ts';
 import type { JobInput } from '../jobs/contract.ts';
 import { composeTarget, composeVideos, parseFrameRate, type ComposeInput } from './compose.ts';
 import { artifactInProject, chosenVideoOfShot, type ArtifactRow } from './store.ts';
-import { mediaFailure, type CompositionDraft } from './register.ts';
+import { mediaFailure, withoutPaths, type CompositionDraft } from './register.ts';
 
 export const COMPOSE_KIND = 'compose';
 const CUT_NAME = 'episode-cut.mp4';
@@ -96,16 +96,18 @@ export async function runCompose(ctx: Ctx, job: JobRow, signal: AbortSignal): Pr
     let file: string;
     try {
       file = resolveStored(storageDir, a.storage_path);
-    } catch {
-      throw new ConnectorError('compose_input_missing', `the video of shot ${c.shotId} (${a.id}) is not on disk`, false);
+    } catch (err) {
+      const why = (err as AppError).code === 'unsafe_path' ? 'has an unsafe stored path' : 'is not on disk';
+      throw new ConnectorError('compose_input_missing', `the video of shot ${c.shotId} (${a.id}) ${why}`, false);
     }
     if ((await hashFile(file)).sha256 !== a.content_sha256) {
       throw new ConnectorError('compose_input_corrupt', `the video of shot ${c.shotId} (${a.id}) no longer matches its SHA-256`, false);
     }
-    if (!a.duration_ms || !a.width || !a.height || !a.frame_rate) {
+    const durationMs = videoDurationMs(a);
+    if (!durationMs || !a.width || !a.height || !a.frame_rate) {
       throw new ConnectorError('compose_input_unusable', `the video of shot ${c.shotId} (${a.id}) has no duration, size or frame rate`, false);
     }
-    inputs.push({ path: file, durationMs: a.duration_ms, width: a.width, height: a.height, frameRate: a.frame_rate, hasAudio: a.has_audio === 1 });
+    inputs.push({ path: file, durationMs, width: a.width, height: a.height, frameRate: a.frame_rate, hasAudio: a.has_audio === 1 });
   }
   const target = composeTarget(inputs, params);
   const { abs, rel } = outputPathOf(storageDir, job.id, CUT_NAME);
@@ -131,6 +133,18 @@ export async function runCompose(ctx: Ctx, job: JobRow, signal: AbortSignal): Pr
     };
   } catch (err) {
     fs.rmSync(tmp, { force: true });
-    throw mediaFailure(err) ?? err;
+    if (err instanceof ConnectorError) throw err;
+    // composeVideos refuses arguments it cannot join (sizes, rates, inputs shorter than a frame): no retry helps.
+    throw mediaFailure(err) ?? new ConnectorError('compose_invalid', withoutPaths(err instanceof Error ? err.message : String(err)), false);
   }
+}
+
+/**
+ * How long a clip's pictures last: decoded frames over the average frame rate (the container's
+ * duration may include a longer audio tail, which would hold the last picture in the cut).
+ */
+function videoDurationMs(a: ArtifactRow): number | null {
+  const rate = a.frame_rate ? parseFrameRate(a.frame_rate) : null;
+  if (a.frame_count && rate) return Math.round((a.frame_count * rate.den * 1000) / rate.num);
+  return a.duration_ms;
 }

@@ -30,7 +30,6 @@
 // Sizes: the scale expressions use the stream's display aspect (dar, so anamorphic sources come
 // out right) and round to even numbers, clamped to the target, which must itself be even (4:2:0).
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { BITEXACT, runFfmpeg } from './ffmpeg.ts';
 
@@ -184,11 +183,12 @@ export async function composeVideos(inputs: ComposeInput[], target: ComposeTarge
   if (used.length === 0) throw new Error('compose inputs are together shorter than half a frame');
   const graph = composeGraph(inputs, target, rate, used);
   // Decoders one thread each: an episode may open dozens of inputs at once.
-  const inputArgs = used.flatMap((s) => ['-threads', '1', '-i', inputs[s.index].path]);
+  const inputArgs = used.flatMap((s) => ['-threads', '1', '-i', `file:${inputs[s.index].path}`]);
   let scriptDir: string | null = null;
   let graphArgs = ['-filter_complex', graph];
   if (graph.length > MAX_INLINE_GRAPH) {
-    scriptDir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-compose-'));
+    // Beside the output (the caller's storage/tmp/): a crash leaves it where storage cleanup looks.
+    scriptDir = fs.mkdtempSync(path.join(path.dirname(outAbs), 'compose-graph-'));
     const script = path.join(scriptDir, 'graph.txt');
     fs.writeFileSync(script, graph);
     graphArgs = ['-filter_complex_script', script];

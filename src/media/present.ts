@@ -1,8 +1,14 @@
 // Media artifacts as the API shows them: the file's evidence (relative path, type, size, SHA-256,
 // duration, resolution, frame rate, frame count, codecs, tracks), its first and last frames (hash,
 // size, URL), provenance, continuity with the neighbouring shots and, for an episode cut, its inputs.
+import type { Ctx } from '../context.ts';
 import type { Db } from '../db/db.ts';
+import { hasPermission, type Permission } from '../tenancy/roles.ts';
 import { compositionOfArtifact, continuityOf, type ArtifactRow, type ContinuityRow } from './store.ts';
+
+/** Who may see media evidence: the artifact routes, a shot's latest media, continuity in the graph. */
+export const MEDIA_READ: Permission[] = ['qa:review', 'delivery:view'];
+export const canSeeMedia = (ctx: Ctx) => MEDIA_READ.some((p) => hasPermission(ctx.permissions, p));
 
 const contentUrl = (id: string) => `/api/production/media-artifacts/${id}/content`;
 

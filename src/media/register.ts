@@ -6,9 +6,12 @@
 // neighbours'. A crash between the two leaves files without rows: no artifact is half-registered,
 // the job's lease expires, the next attempt writes the same file names again, and until then the
 // files are what `storage reclaim` finds unreferenced.
+import fs from 'node:fs';
 import path from 'node:path';
 import type { Ctx } from '../context.ts';
 import { newId } from '../lib/ids.ts';
+import { AppError } from '../http/errors.ts';
+import { resolveStored, sniffMime } from '../assets/files.ts';
 import { ConnectorError, type OutputFile } from '../connectors/types.ts';
 import { shotById, shotsOfProject } from '../production/store.ts';
 import type { JobRow } from '../jobs/store.ts';
@@ -28,29 +31,56 @@ export interface CompositionDraft {
   inputs: Array<{ position: number; shotId: string; artifactId: string; path: string; contentSha256: string; startMs: number; durationMs: number; frames: number }>;
 }
 
-/** A media failure as the job records it: a missing tool fails for good, an unreadable file is retried. */
+/**
+ * Server paths never reach a job's error (it is shown to project members, audited and notified):
+ * an absolute path keeps only its last segment.
+ */
+export const withoutPaths = (message: string): string =>
+  message.replace(/(?<![\w.])\/(?:[^\s:'"()/]+\/)+([^\s:'"()/]*)/g, '$1').slice(0, 500);
+
+/**
+ * A media failure as the job records it: a missing tool fails for good; an unreadable or vanished
+ * file is retried (the model may answer properly next time); bad composition arguments fail for good.
+ */
 export function mediaFailure(err: unknown): ConnectorError | null {
   if (err instanceof MediaToolError) {
-    if (err.reason === 'missing') return new ConnectorError('media_tools_missing', err.message, false);
-    if (err.reason === 'aborted') return new ConnectorError('connector_aborted', err.message, true);
-    return new ConnectorError('media_analysis_failed', err.message.slice(0, 500), true);
+    if (err.reason === 'missing') return new ConnectorError('media_tools_missing', withoutPaths(err.message), false);
+    if (err.reason === 'aborted') return new ConnectorError('connector_aborted', withoutPaths(err.message), true);
+    return new ConnectorError('media_analysis_failed', withoutPaths(err.message), true);
   }
-  if (err instanceof MediaError) return new ConnectorError(err.code, err.message.slice(0, 500), true);
+  if (err instanceof MediaError) return new ConnectorError(err.code, withoutPaths(err.message), true);
+  if (err instanceof AppError) return new ConnectorError('media_file_missing', `an output file cannot be read: ${withoutPaths(err.message)}`, true);
   return null;
 }
 
-/** Examines every output file (text outputs are kept as they are); throws a ConnectorError. */
+/** The MIME type of a stored file from its first bytes. */
+async function sniffStored(storageDir: string, rel: string): Promise<string> {
+  const handle = await fs.promises.open(resolveStored(storageDir, rel), 'r');
+  try {
+    const head = Buffer.alloc(4096);
+    const { bytesRead } = await handle.read(head, 0, head.length, 0);
+    return sniffMime(head.subarray(0, bytesRead));
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Examines every output file (text outputs: their sniffed type only); throws a ConnectorError. */
 export async function gatherEvidence(ctx: Ctx, job: JobRow, files: OutputFile[], signal?: AbortSignal): Promise<PreparedArtifact[]> {
   const storageDir = ctx.config.storageDir;
   const prepared: PreparedArtifact[] = [];
   try {
     for (const file of files) {
       if (file.role === 'text') {
-        prepared.push({ file, evidence: null });
+        prepared.push({ file: { ...file, mimeType: await sniffStored(storageDir, file.path) }, evidence: null });
         continue;
       }
       const framesPrefix = `frames/${job.id}/${path.basename(file.path, path.extname(file.path))}`;
       const evidence = await analyzeMedia({ storageDir, relPath: file.path, framesPrefix, signal, timeoutMs: ctx.config.jobTimeoutMs });
+      // A video job answered with an error page saved as video-1.mp4 has not produced a video.
+      if (evidence.kind !== file.role) {
+        throw new ConnectorError('media_unexpected_kind', `the ${file.role} output is ${evidence.kind === 'other' ? `not media (${evidence.mimeType})` : `an ${evidence.kind} file`}`, true);
+      }
       // A generated video whose opening picture is a grid is a collage too ("a first frame used as an image").
       if (job.kind !== 'compose' && evidence.kind === 'video' && evidence.firstFrame) {
         const verdict = await detectComposite(path.join(storageDir, evidence.firstFrame.path), { signal });

@@ -3,15 +3,14 @@
 // registered file not on disk 404.
 import path from 'node:path';
 import { json, type Router } from '../http/router.ts';
-import type { Permission } from '../tenancy/roles.ts';
 import { notFound } from '../http/errors.ts';
 import { contentReply } from '../assets/content.ts';
 import { ArtifactContentQuery, ArtifactListQuery } from './schema.ts';
-import { presentArtifact } from './present.ts';
+import { MEDIA_READ, presentArtifact } from './present.ts';
 import { artifactInProject, artifactsOfProject } from './store.ts';
 
 export function bindMediaRoutes(r: Router): void {
-  const base = { tags: ['media'], scope: 'project' as const, permission: ['qa:review', 'delivery:view'] as Permission[] };
+  const base = { tags: ['media'], scope: 'project' as const, permission: MEDIA_READ };
 
   r.get('/api/production/media-artifacts', {
     ...base, query: ArtifactListQuery,

@@ -1,5 +1,6 @@
 // The production graph of the current project: series -> season -> episode -> scene -> shot -> job,
-// and continuity edges between consecutive shots' videos.
+// and (for those who may see media evidence: qa:review, delivery:view) continuity edges between
+// consecutive shots' videos.
 // Scenes come from the shots' sceneId (one scene node per episode and sceneId); a shot without a
 // scene hangs from its episode. Assets a shot refers to are nodes too. Every node has a status;
 // edges are `contains`, `generated_by` or `references` (shot -> asset).
@@ -10,6 +11,7 @@ import {
 } from './store.ts';
 import { chosenVideoOfShot, continuityBetween } from '../media/store.ts';
 import { measureContinuity } from '../media/register.ts';
+import { canSeeMedia } from '../media/present.ts';
 import { assetInProject } from '../assets/store.ts';
 
 export interface GraphNode { id: string; type: 'series' | 'season' | 'episode' | 'scene' | 'shot' | 'job' | 'asset'; label: string; status: string; refId: string }
@@ -71,7 +73,7 @@ export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode
     nodes.push({ id: j.id, type: 'job', label: j.kind, status: j.status, refId: j.id });
     edges.push({ from: j.shot_id!, to: j.id, kind: 'generated_by' });
   }
-  edges.push(...continuityEdges(ctx, projectId, shots));
+  if (canSeeMedia(ctx)) edges.push(...continuityEdges(ctx, projectId, shots));
   return { projectId, nodes, edges };
 }
 

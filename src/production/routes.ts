@@ -13,7 +13,7 @@ import { changeShot, createShot, getShot, listShots, removeShot, reorderShot } f
 import { jobsOfShot, referencesOf, referencesOfProject } from './store.ts';
 import { workItems } from './workitems.ts';
 import { artifactsOfProject } from '../media/store.ts';
-import { presentArtifact } from '../media/present.ts';
+import { canSeeMedia, presentArtifact } from '../media/present.ts';
 
 export function bindProductionRoutes(r: Router): void {
   const tags = ['production'];
@@ -48,13 +48,15 @@ export function bindProductionRoutes(r: Router): void {
     });
   r.post('/api/production/shots', { summary: 'Create a shot in an episode (at `position`, default last).', ...shot, body: ShotCreateBody, response: created },
     ({ ctx, body }) => { const s = createShot(ctx, body); return json(201, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
-  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media artifacts (newest first, at most 10).', ...read }, ({ ctx, params }) => {
+  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media artifacts (newest first, at most 10; empty without qa:review or delivery:view).', ...read }, ({ ctx, params }) => {
     const s = getShot(ctx, params.shotId);
     return json(200, {
       ...presentShot(s, referencesOf(ctx.db, s.project_id, s.id)),
       generationHistory: jobsOfShot(ctx.db, s.project_id, s.id).map(presentJob),
-      latestMedia: artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 })
-        .map((a) => presentArtifact(ctx.db, a)),
+      // Media evidence is for those who review or deliver it (qa:review, delivery:view).
+      latestMedia: canSeeMedia(ctx)
+        ? artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 }).map((a) => presentArtifact(ctx.db, a))
+        : [],
     });
   });
   r.patch('/api/production/shots/:shotId', { summary: 'Change a shot.', ...shot, body: ShotPatchBody },

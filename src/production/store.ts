@@ -126,11 +126,13 @@ export const jobsOfProjectShots = (db: Db, projectId: string) =>
 export const failedJobsOfProject = (db: Db, projectId: string) =>
   db.all<JobRow>(`SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE project_id = ? AND status = 'failed' ORDER BY updated_at DESC, id DESC`, projectId);
 
-/** Jobs referencing the shots under a season, an episode or one shot. */
+/** Jobs referencing the shots under a season, an episode or one shot, or the episode itself (compose jobs). */
 export function jobCountUnder(db: Db, projectId: string, kind: Ordered, id: string): number {
-  const where = kind === 'shots' ? 's.id = ?2' : kind === 'episodes' ? 's.episode_id = ?2'
-    : 's.episode_id IN (SELECT id FROM episodes WHERE project_id = ?1 AND season_id = ?2)';
-  return db.get<{ n: number }>(`SELECT count(*) AS n FROM generation_jobs j JOIN shots s ON s.id = j.shot_id WHERE j.project_id = ?1 AND ${where}`,
+  if (kind === 'shots') return db.get<{ n: number }>('SELECT count(*) AS n FROM generation_jobs WHERE project_id = ? AND shot_id = ?', projectId, id)!.n;
+  const episodes = kind === 'episodes' ? '?2' : 'SELECT id FROM episodes WHERE project_id = ?1 AND season_id = ?2';
+  return db.get<{ n: number }>(
+    `SELECT count(*) AS n FROM generation_jobs j WHERE j.project_id = ?1
+       AND (j.episode_id IN (${episodes}) OR j.shot_id IN (SELECT s.id FROM shots s WHERE s.project_id = ?1 AND s.episode_id IN (${episodes})))`,
     projectId, id)!.n;
 }
 

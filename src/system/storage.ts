@@ -2,7 +2,8 @@
 // recursively, symbolic links never followed) whose mtime is older than the retention period
 // (SVC_STORAGE_RETENTION_DAYS, or olderThanDays) and that no media_artifacts (file, first and last
 // frame), media_compositions or asset_versions row refers to, nor the output files of a completed job
-// (a job completed before media artifacts were registered has files but no artifact rows). Files in tmp/ younger than the
+// (a job completed before media artifacts were registered has files but no artifact rows), nor
+// anything under outputs/<jobId>/ or frames/<jobId>/ of a job still queued, running or blocked. Files in tmp/ younger than the
 // configured retention are never candidates, whatever olderThanDays says (uploads in progress).
 // Reclaim deletes the candidates, or the listed paths that are candidates now; unsafe paths refuse
 // the whole request (422 unsafe_path) before anything is deleted. References are read again right
@@ -83,10 +84,22 @@ const REFERENCED_SQL = `
   UNION SELECT json_extract(f.value, '$.path') FROM generation_jobs j, json_each(j.output, '$.files') f
     WHERE j.status = 'completed' AND j.output IS NOT NULL`;
 
-function referencedPaths(db: Db): Set<string> {
-  const refs = new Set<string>();
-  for (const r of db.iterate<{ p: string }>(REFERENCED_SQL)) refs.add(path.posix.normalize(r.p));
-  return refs;
+/** What a reclaim must keep: the referenced paths, and the folders of jobs that may still write files. */
+interface Protection { paths: Set<string>; activeJobs: Set<string> }
+
+function protectionOf(db: Db): Protection {
+  const paths = new Set<string>();
+  for (const r of db.iterate<{ p: string }>(REFERENCED_SQL)) paths.add(path.posix.normalize(r.p));
+  // outputs/<jobId>/ and frames/<jobId>/ of a job that is not finished are being (or will be) written
+  // by it: a crashed attempt's files stay until the job ends (its retry writes the same names).
+  const activeJobs = new Set(db.all<{ id: string }>("SELECT id FROM generation_jobs WHERE status IN ('queued', 'running', 'blocked')").map((r) => r.id));
+  return { paths, activeJobs };
+}
+
+function isProtected(p: Protection, rel: string): boolean {
+  const normal = path.posix.normalize(rel);
+  const [folder, jobId] = normal.split('/');
+  return p.paths.has(normal) || ((folder === 'outputs' || folder === 'frames') && p.activeJobs.has(jobId));
 }
 
 /** The storage root with symbolic links resolved (it is configuration, not content), or null when missing. */
@@ -148,8 +161,8 @@ async function candidatesOf(ctx: Ctx, rules: Rules): Promise<Candidate[]> {
     }
     await walk(ctx, abs, folder, folder, rules, found);
   }
-  const refs = referencedPaths(ctx.db);
-  return found.filter((c) => !refs.has(c.path)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const keep = protectionOf(ctx.db);
+  return found.filter((c) => !isProtected(keep, c.path)).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
 }
 
 export async function previewCleanup(ctx: Ctx, days?: number): Promise<CleanupPreview> {
@@ -230,11 +243,11 @@ async function deleteFiles(ctx: Ctx, root: string, wanted: readonly string[], ru
     // The transaction writes nothing: BEGIN IMMEDIATE holds the write lock, so no row can start
     // referring to a file between the check and its deletion.
     ctx.db.tx(() => {
-      const refs = referencedPaths(ctx.db);
+      const keep = protectionOf(ctx.db);
       const started = performance.now();
       while (i < wanted.length && batch.length < BATCH_FILES && performance.now() - started < BATCH_MS) {
         const rel = wanted[i++];
-        if (refs.has(path.posix.normalize(rel))) {
+        if (isProtected(keep, rel)) {
           result.skipped.push({ path: rel, reason: 'protected' });
           continue;
         }
