@@ -110,6 +110,10 @@ test('image and speech artifacts: an image is its own frame, audio has none; acc
   assert.equal(none.status, 404);
   assert.equal(none.body.error.code, 'not_found');
   assert.equal((await s.call('GET', `/api/production/media-artifacts?shotId=nope&limit=5`, { token })).body.items.length, 0);
+  // Generated media counts in the organization's storage: the files, and the frames that are files of their own.
+  const usage = await s.call('GET', '/api/usage/storage', { token });
+  assert.equal(usage.body.usedBytes, img.fileSize + audio.fileSize);
+  assert.deepEqual(usage.body.projects.map((p: { projectId: string; files: number }) => [p.projectId, p.files]), [[tree.projectId, 2]]);
   assert.equal((await s.call('GET', '/api/production/media-artifacts?limit=0', { token })).status, 422);
 
   // Access: no credential 401; a writer (script:read only) 403; a reviewer (qa:review) reads.

@@ -68,10 +68,20 @@ export function setVersionCheck(db: Db, projectId: string, id: string, status: '
   db.run('UPDATE asset_versions SET status = ?, verified_at = ? WHERE project_id = ? AND id = ?', status, at, projectId, id);
 }
 
-/** Bytes the organization keeps in storage: each distinct stored file counted once. */
+/**
+ * Every stored file of organization ?1 with its project and size: asset versions, and media artifacts
+ * with their frame files (a PNG image is its own frame: the same path, counted once below).
+ */
+const STORED_FILES = `
+  SELECT project_id, storage_path, file_size AS size FROM asset_versions WHERE organization_id = ?1
+  UNION ALL SELECT project_id, storage_path, file_size FROM media_artifacts WHERE organization_id = ?1
+  UNION ALL SELECT project_id, first_frame_path, first_frame_size FROM media_artifacts WHERE organization_id = ?1 AND first_frame_path IS NOT NULL
+  UNION ALL SELECT project_id, last_frame_path, last_frame_size FROM media_artifacts WHERE organization_id = ?1 AND last_frame_path IS NOT NULL`;
+
+/** Bytes the organization keeps in storage (uploaded assets and generated media): each distinct stored file counted once. */
 export function organizationStoredBytes(db: Db, organizationId: string): number {
   return db.get<{ n: number }>(
-    `SELECT coalesce(sum(size), 0) AS n FROM (SELECT max(file_size) AS size FROM asset_versions WHERE organization_id = ? GROUP BY storage_path)`,
+    `SELECT coalesce(sum(size), 0) AS n FROM (SELECT max(size) AS size FROM (${STORED_FILES}) GROUP BY storage_path)`,
     organizationId)!.n;
 }
 
@@ -86,9 +96,9 @@ export interface ProjectUsageRow { project_id: string; project_name: string; wor
 export function projectUsage(db: Db, organizationId: string): ProjectUsageRow[] {
   return db.all<ProjectUsageRow>(
     `SELECT f.project_id, p.name AS project_name, p.workspace_id, sum(f.size) AS bytes, count(*) AS files
-       FROM (SELECT project_id, storage_path, max(file_size) AS size FROM asset_versions WHERE organization_id = ? GROUP BY project_id, storage_path) f
-       JOIN projects p ON p.id = f.project_id AND p.organization_id = ?
-      GROUP BY f.project_id ORDER BY bytes DESC, f.project_id`, organizationId, organizationId);
+       FROM (SELECT project_id, storage_path, max(size) AS size FROM (${STORED_FILES}) GROUP BY project_id, storage_path) f
+       JOIN projects p ON p.id = f.project_id AND p.organization_id = ?1
+      GROUP BY f.project_id ORDER BY bytes DESC, f.project_id`, organizationId);
 }
 
 export interface LargestFileRow extends VersionRow { asset_name: string; asset_kind: string }
