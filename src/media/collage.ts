@@ -1,14 +1,60 @@
 // Is an image one picture, or several pasted together (a 2x2 collage, a split screen, a contact
-// sheet)? Generation models asked for one shot sometimes answer with a grid; such an output must
-// not pass as a shot.
+// sheet or storyboard grid)? Generation models asked for one shot sometimes answer with a grid;
+// such an output (or the first frame of such a video) must not pass as a shot.
 //
-// The image is decoded by ffmpeg into a small RGB frame (SIZE x SIZE, area-averaged, aspect
-// ignored: positions are fractions). A seam is a straight line where the picture changes abruptly
-// across (nearly) its whole height or width: for a vertical seam at column x, the colour step
-// between x-2 and x must exceed a threshold in at least SPAN of the rows. The threshold grows with
-// the image's typical step, so texture and noise do not count; a smooth gradient has small steps
-// everywhere; text or an object crosses only some rows. The two-pixel step keeps a seam whose
-// edge fell inside one pixel of the small frame (half of each colour) as strong as a sharp one.
+// Decoding. ffmpeg decodes the first frame into one small RGB frame, SIZE x SIZE, area-averaged
+// (aspect ignored: positions are fractions of the width and height). Everything below works on it.
+//
+// Evidence. Each axis is searched for straight lines across the whole picture. For vertical lines
+// the frame is cut into windows of WINDOW rows; in each window every column gets its mean colour
+// and its activity (mean step between its rows: grain, noise, text). Two columns differ by the
+// largest channel difference of their means plus the difference of their activities, so panels
+// of one colour but different texture differ too. "Texture" beside a position is the mean
+// difference of neighbouring columns over TEXTURE_SPAN pairs on either side, the larger side; a
+// difference "stands out" when it exceeds T_STEP + K_TEXTURE x texture, so noise, grain and
+// gradients never do. In one window a position shows
+//   - seam evidence: a step (the columns on its two sides, or on the two sides of one column that
+//     the scaling blended, differ in a way that stands out, and the picture is not back to one
+//     side's colour within MAX_BAND columns), or a gutter (a band of 1..MAX_BAND columns that
+//     stands out from both sides, where the sides differ from each other by T_STEP or the band is
+//     flatter than both by T_FLAT of activity);
+//   - line evidence: any band that stands out from both sides, and any step that is back within
+//     MAX_BAND (a thin line drawn on a picture, a stroke of text).
+// Coverage is the share of windows showing evidence at a position (one half pixel either way).
+//
+// Lines and seams. Runs of positions whose coverage by either evidence is at least C_FULL are
+// lines; runs at most MERGE pixels apart are one (a narrow gutter's two edges), and so are two at
+// most GUTTER_MAX apart with a uniform band between them (a wide gutter: no window mean further
+// than GUTTER_DEVIATION from the band's mean, activity below T_FLAT). Lines within EDGE_MARGIN
+// of an edge are borders or letterboxing. A line is a seam when its coverage by seam evidence
+// alone is at least C_PARTIAL: a thin line on a plain picture is not one, a gutter between two
+// panels that look alike in places still is. Runs with coverage C_MARK are marks (see isolation).
+//
+// Panels. An axis is cut into k = MAX_PANELS..2 equal panels (the first k that fits) when
+//   - the picture repeats itself: shifted round by 1/k (mean difference of a BLOCKS x BLOCKS
+//     reduction) it differs at most REPEAT_RATIO times as much as shifted by any amount from
+//     1/(4k) to 3/(4k), which changes it by at least REPEAT_MIN (the same picture twice; nothing
+//     needs to mark the border); or
+//   - it nearly repeats (PERIOD_RATIO, PERIOD_MIN: a contact sheet of frames of one video, panels
+//     alike, borders faint) and every border has coverage by either evidence of at least C_WEAK;
+//   - or by seams: every i/k has a seam within TOL, or, when the other axis has seams on a panel
+//     grid, a partial border (coverage C_PARTIAL overall and C_SEGMENT between two of those
+//     seams: two neighbouring panels of a grid can look alike), at least one border whole; no
+//     border has a mark beside it (further than MERGE, nearer than ISOLATION) with texture between
+//     them (activity above T_FLAT): the edges of a line of text come in pairs, panel borders
+//     stand alone; and the seams are not part of a finer regular pattern (a seam at every
+//     i/(m k), m >= 2, up to FINE_MAX, one may be missing from six on: colour bars, stripes).
+// Three or more parallel panels with no panels across are stripes when none of them varies across
+// its width (mean difference of neighbouring lines at most STRIPE): colour bars, a flag.
+// Verdict: panels on both axes, 3x3 or more: contact sheet; on both axes: collage; on one axis:
+// split screen; else a single picture.
+//
+// Blind spots (by design or beyond pixels): two panels of the same kind of noise or the same plain
+// colour with no gutter, or with a gutter drawn in their own colour; panels that differ only in
+// the fineness of a noise-like texture; and a single picture with one straight edge running its
+// whole length at exactly 1/2 (a horizon, a wall) or a thin line there over differing sides.
+// Thresholds were set on the labelled set of test/helpers/collage-set.ts and checked on sets built
+// with other seeds; bench/collage.bench.ts reports the detection and false-positive rates.
 import { runFfmpeg } from './ffmpeg.ts';
 
 export type CompositeKind = 'collage' | 'split_screen' | 'contact_sheet';
@@ -22,21 +68,77 @@ export interface Seams {
 
 export interface CompositeResult { composite: CompositeKind | null; seams: Seams }
 
-const SIZE = 96;
-/** Share of rows (columns) in which a step must be strong for a vertical (horizontal) seam. */
-const SPAN = 0.9;
-/** Smallest step (largest channel difference, 0..255) that can count as a seam. */
-const MIN_STEP = 24;
-/** A seam's step must also be this many times the image's mean step. */
-const CONTRAST = 3;
-/** Seams this close to an edge are borders or letterboxing, not composites. */
+/** Side of the square frame the image is decoded into. */
+const SIZE = 256;
+/** Rows (columns) per window along a vertical (horizontal) line. */
+const WINDOW = 4;
+/** Smallest feature difference (0..255 colour units plus activity) that makes a step or a gutter. */
+const T_STEP = 10;
+/** A step must also exceed this many times the texture beside it. */
+const K_TEXTURE = 2;
+/** Neighbouring column pairs on each side that measure the texture. */
+const TEXTURE_SPAN = 3;
+/** Widest gutter band, in frame pixels, tested directly (wider ones are two seams, merged). */
+const MAX_BAND = 3;
+/** Activity margin by which a gutter is flatter than its sides; also "flat" for wide gutters. */
+const T_FLAT = 4;
+/** Coverage of a whole seam. */
+const C_FULL = 0.85;
+/** A partial border of a grid: coverage overall, and between two seams of the other axis. */
+const C_PARTIAL = 0.5;
+const C_SEGMENT = 0.9;
+/** Lines this close to an edge are borders or letterboxing. */
 const EDGE_MARGIN = 0.08;
-/** How far (as a share of an equal panel) a panel may be larger or smaller than its siblings. */
-const EVENNESS = 0.2;
-/** Parallel seams beyond this many (with none across) are a striped scene, not panels. */
-const MAX_PANEL_SEAMS = 3;
+/** How far a border may be from i/k (gutters and outer margins shift it a little). */
+const TOL = 0.03;
+/** No mark with texture between may be this close to a panel border; the coverage of a mark. */
+const ISOLATION = 0.06;
+const C_MARK = 0.6;
+/** Runs of evidence at most this many frame pixels apart are one line (a narrow gutter's two edges). */
+const MERGE = 4;
+/** Two lines at most this far apart with a uniform band between them (within GUTTER_DEVIATION) are one wide gutter. */
+const GUTTER_MAX = 0.05;
+const GUTTER_DEVIATION = 12;
+/** Most panels along one axis. */
+const MAX_PANELS = 4;
+/** Finest regular pattern tested (seams at every 1/FINE_MAX). */
+const FINE_MAX = 24;
+/** Mean difference of neighbouring lines up to which a band is a stripe. */
+const STRIPE = 2;
+/** Near repeats: the reduction's side, the ratio, the least change by a smaller shift, the border coverage. */
+const BLOCKS = 64;
+const PERIOD_RATIO = 0.45;
+const PERIOD_MIN = 12;
+const C_WEAK = 0.3;
+/** A repeat: the same panel again (ratio at most REPEAT_RATIO), in a picture that a smaller shift changes by REPEAT_MIN. */
+const REPEAT_RATIO = 0.25;
+const REPEAT_MIN = 2;
 
-/** Decodes the image and looks for seams; throws when ffmpeg cannot decode it. */
+/** A line: its position (fraction of the length across) and its best coverage by seam evidence. */
+interface Line { at: number; strong: number }
+
+/** Evidence bits of a window: a seam (step or gutter), and a line (any thin band, or a step that is one). */
+const SEAM = 1;
+const LINE = 2;
+
+interface Axis {
+  /** Length across the seams (frame pixels) and number of windows along them. */
+  n: number;
+  windows: number;
+  /** flags[w * (2n + 1) + c]: evidence bits (SEAM, LINE) of window w at c / 2 frame pixels. */
+  flags: Uint8Array;
+  /** Lines (coverage C_FULL) that are seams (coverage C_PARTIAL by seam evidence). */
+  seams: Line[];
+  /** Runs of coverage C_MARK: seams, drawn lines, edges of text. */
+  marks: Line[];
+  /** Mean activity of the lines from..to (exclusive), over all windows. */
+  activity(from: number, to: number): number;
+  /** Mean difference of neighbouring lines between from and to, over all windows. */
+  variation(from: number, to: number): number;
+  period: Period;
+}
+
+/** Decodes the image and looks for panels; throws when ffmpeg cannot decode it. */
 export async function detectComposite(imagePath: string, opts: { signal?: AbortSignal } = {}): Promise<CompositeResult> {
   const { stdout } = await runFfmpeg([
     '-v', 'error', '-i', imagePath, '-frames:v', '1',
@@ -48,82 +150,296 @@ export async function detectComposite(imagePath: string, opts: { signal?: AbortS
 
 /** Seams and verdict of an rgb24 frame (exported for tests on synthetic frames). */
 export function analyzeFrame(rgb: Uint8Array, width: number, height: number): CompositeResult {
-  const seams: Seams = {
-    vertical: findSeams(rgb, width, height, 'vertical'),
-    horizontal: findSeams(rgb, width, height, 'horizontal'),
-  };
-  return { composite: classify(seams), seams };
+  const small = reduce(rgb, width, height);
+  const v = axis(rgb, width, height, true, small);
+  const h = axis(rgb, width, height, false, small);
+  const round = (s: Line) => Math.round(s.at * 1000) / 1000;
+  return { composite: classify(v, h), seams: { vertical: v.seams.map(round), horizontal: h.seams.map(round) } };
 }
 
-/**
- * Largest channel difference between the pixel at (along, across) and the one two steps back
- * across the seam direction: for vertical seams `across` is x and `along` is y.
- */
-function stepAt(rgb: Uint8Array, width: number, dir: 'vertical' | 'horizontal', across: number, along: number): number {
-  const [x, y, back] = dir === 'vertical' ? [across, along, 2 * 3] : [along, across, 2 * 3 * width];
-  const i = (y * width + x) * 3;
-  return Math.max(Math.abs(rgb[i] - rgb[i - back]), Math.abs(rgb[i + 1] - rgb[i + 1 - back]), Math.abs(rgb[i + 2] - rgb[i + 2 - back]));
-}
-
-function findSeams(rgb: Uint8Array, width: number, height: number, dir: 'vertical' | 'horizontal'): number[] {
-  const [acrossLen, alongLen] = dir === 'vertical' ? [width, height] : [height, width];
-  const steps: number[][] = [];
-  let sum = 0;
-  for (let a = 2; a < acrossLen; a++) {
-    const line: number[] = [];
-    for (let b = 0; b < alongLen; b++) line.push(stepAt(rgb, width, dir, a, b));
-    steps[a] = line;
-    sum += line.reduce((s, v) => s + v, 0);
-  }
-  const threshold = Math.max(MIN_STEP, CONTRAST * (sum / ((acrossLen - 2) * alongLen)));
-  // Strength of each line that crosses the image: its mean step, or 0 when it is not a seam.
-  const strength = new Array<number>(acrossLen).fill(0);
-  for (let a = 2; a < acrossLen; a++) {
-    const strong = steps[a].filter((v) => v > threshold).length;
-    if (strong >= SPAN * alongLen) strength[a] = steps[a].reduce((s, v) => s + v, 0) / alongLen;
-  }
-  return seamPositions(strength, acrossLen);
-}
-
-/**
- * Runs of adjacent seam lines are one seam (a sharp edge lights two lines of the two-step
- * difference, a thin gutter three or four); its position is the strength-weighted centre, as a
- * fraction of the length. Seams near the edges are dropped.
- */
-function seamPositions(strength: number[], length: number): number[] {
-  const positions: number[] = [];
-  for (let a = 0; a < length; a++) {
-    if (!strength[a]) continue;
-    let weight = 0;
-    let moment = 0;
-    for (; a < length && strength[a]; a++) {
-      weight += strength[a];
-      moment += strength[a] * a;
+/** Window features, evidence and seams of one axis: vertical=true looks for vertical lines (x across, y along). */
+function axis(rgb: Uint8Array, width: number, height: number, vertical: boolean, small: Reduced): Axis {
+  const n = vertical ? width : height;
+  const along = vertical ? height : width;
+  const pixel = (a: number, b: number) => (vertical ? b * width + a : a * width + b) * 3;
+  const windows = Math.max(1, Math.floor(along / WINDOW));
+  const mean = new Float32Array(windows * n * 3);
+  const act = new Float32Array(windows * n);
+  for (let w = 0; w < windows; w++) {
+    for (let a = 0; a < n; a++) {
+      let r = 0, g = 0, b = 0, rise = 0;
+      for (let k = w * WINDOW; k < Math.min(along, (w + 1) * WINDOW); k++) {
+        const i = pixel(a, k);
+        r += rgb[i]; g += rgb[i + 1]; b += rgb[i + 2];
+        if (k > 0) rise += maxDiff(rgb, i, pixel(a, k - 1));
+      }
+      const o = (w * n + a) * 3;
+      mean[o] = r / WINDOW; mean[o + 1] = g / WINDOW; mean[o + 2] = b / WINDOW;
+      act[w * n + a] = rise / WINDOW;
     }
-    // Line a compares pixel a with a-2: its centre is the edge a-0.5 (in pixel-edge coordinates).
-    const position = (moment / weight - 0.5) / length;
-    if (position > EDGE_MARGIN && position < 1 - EDGE_MARGIN) positions.push(Math.round(position * 1000) / 1000);
   }
-  return positions;
+  const dist = (w: number, i: number, j: number) => {
+    const oi = (w * n + i) * 3, oj = (w * n + j) * 3;
+    return Math.max(Math.abs(mean[oi] - mean[oj]), Math.abs(mean[oi + 1] - mean[oj + 1]), Math.abs(mean[oi + 2] - mean[oj + 2]))
+      + Math.abs(act[w * n + i] - act[w * n + j]);
+  };
+  // steps[w * (n + 1) + a]: sum of the differences of neighbouring lines before line a, per window.
+  const steps = new Float32Array(windows * (n + 1));
+  for (let w = 0; w < windows; w++) for (let a = 1; a < n; a++) steps[w * (n + 1) + a] = steps[w * (n + 1) + a - 1] + dist(w, a - 1, a);
+  /** Mean difference of neighbouring lines over TEXTURE_SPAN pairs from line `from` on. */
+  const texture = (w: number, from: number) => (steps[w * (n + 1) + from + TEXTURE_SPAN] - steps[w * (n + 1) + from]) / TEXTURE_SPAN;
+
+  /** The picture is back to one side's colour within MAX_BAND lines of a step from L to R. */
+  const thinLine = (w: number, L: number, R: number) => {
+    for (let k = 1; k <= MAX_BAND; k++) {
+      if (R + k < n && dist(w, L, R + k) <= T_STEP) return true;
+      if (L - k >= 0 && dist(w, L - k, R) <= T_STEP) return true;
+    }
+    return false;
+  };
+  const stride = 2 * n + 1;
+  const flags = new Uint8Array(windows * stride);
+  for (let w = 0; w < windows; w++) {
+    const row = w * stride;
+    for (let b = TEXTURE_SPAN + 2; b < n - TEXTURE_SPAN - MAX_BAND - 1; b++) {
+      const L = b - 1;
+      const left = texture(w, L - TEXTURE_SPAN);
+      for (let g = 0; g <= MAX_BAND; g++) {
+        const R = b + g;
+        const need = T_STEP + K_TEXTURE * Math.max(left, texture(w, R));
+        // A step, unless the picture is back to one side's colour within MAX_BAND: then it is a thin line.
+        const step = g <= 1 && dist(w, L, R) > need;
+        let line = step && thinLine(w, L, R);
+        let hit = step && !line;
+        if (!hit && g >= 1) {
+          let band = Infinity;
+          let bandAct = 0;
+          for (let k = b; k < R; k++) {
+            band = Math.min(band, dist(w, L, k), dist(w, k, R));
+            bandAct = Math.max(bandAct, act[w * n + k]);
+          }
+          line ||= band > need;
+          hit = band > need && (dist(w, L, R) > T_STEP || bandAct + T_FLAT < Math.min(act[w * n + L], act[w * n + R]));
+        }
+        // Centre of the line or band, in half pixels; one half pixel either way counts too.
+        const bits = (hit ? SEAM : 0) | (line ? LINE : 0);
+        if (bits) for (let c = 2 * b + g - 1; c <= 2 * b + g + 1; c++) flags[row + c] |= bits;
+      }
+    }
+  }
+  const strong = new Float32Array(stride);
+  const any = new Float32Array(stride);
+  for (let w = 0; w < windows; w++) {
+    for (let c = 0; c < stride; c++) {
+      const f = flags[w * stride + c];
+      if (f & SEAM) strong[c]++;
+      if (f) any[c]++;
+    }
+  }
+  for (let c = 0; c < stride; c++) { strong[c] /= windows; any[c] /= windows; }
+
+  const uniformBand = (from: number, to: number) => {
+    if (to - from < 1) return false;
+    const avg = [0, 1, 2].map((ch) => {
+      let sum = 0;
+      for (let w = 0; w < windows; w++) for (let a = from; a < to; a++) sum += mean[(w * n + a) * 3 + ch];
+      return sum / (windows * (to - from));
+    });
+    for (let w = 0; w < windows; w++) {
+      for (let a = from; a < to; a++) {
+        const o = (w * n + a) * 3;
+        if (act[w * n + a] >= T_FLAT || [0, 1, 2].some((ch) => Math.abs(mean[o + ch] - avg[ch]) > GUTTER_DEVIATION)) return false;
+      }
+    }
+    return true;
+  };
+  const lines = findLines(any, strong, n, uniformBand, C_FULL);
+  const seams = lines.filter((l) => l.strong >= C_PARTIAL);
+  const marks = findLines(any, strong, n, uniformBand, C_MARK);
+  const variation = (from: number, to: number) => {
+    let sum = 0;
+    for (let w = 0; w < windows; w++) for (let a = from; a < to; a++) sum += dist(w, a, a + 1);
+    return to > from ? sum / (windows * (to - from)) : 0;
+  };
+  const activity = (from: number, to: number) => {
+    let sum = 0;
+    for (let w = 0; w < windows; w++) for (let a = from; a < to; a++) sum += act[w * n + a];
+    return to > from ? sum / (windows * (to - from)) : 0;
+  };
+  return { n, windows, flags, seams, marks, activity, variation, period: periodicity(small, vertical) };
+}
+
+function maxDiff(rgb: Uint8Array, i: number, j: number): number {
+  return Math.max(Math.abs(rgb[i] - rgb[j]), Math.abs(rgb[i + 1] - rgb[j + 1]), Math.abs(rgb[i + 2] - rgb[j + 2]));
 }
 
 /**
- * Panels of a composite have about the same size: seams that cut the picture into parts within
- * EVENNESS of an equal share. (A lone seam must thus be near the middle.)
+ * Runs of half-pixel positions whose coverage by either evidence reaches `threshold`, as fractions,
+ * with their best coverage by seam evidence; a narrow gutter's two edges and a wide gutter merged;
+ * lines near the edges dropped.
  */
-function evenlySpaced(positions: number[]): boolean {
-  const share = 1 / (positions.length + 1);
-  const cuts = [0, ...positions, 1];
-  return cuts.slice(1).every((cut, i) => Math.abs(cut - cuts[i] - share) <= EVENNESS * share);
+function findLines(any: Float32Array, strong: Float32Array, n: number, uniformBand: (from: number, to: number) => boolean, threshold: number): Line[] {
+  const runs: Array<{ from: number; to: number; strong: number }> = [];
+  for (let c = 0; c < any.length; c++) {
+    if (any[c] < threshold) continue;
+    const run = { from: c, to: c, strong: 0 };
+    for (; c < any.length && any[c] >= threshold; c++) {
+      run.to = c;
+      run.strong = Math.max(run.strong, strong[c]);
+    }
+    runs.push(run);
+  }
+  const lines: Line[] = [];
+  for (let i = 0; i < runs.length; i++) {
+    let run = runs[i];
+    const next = runs[i + 1];
+    // The two edges of a gutter: close together, or with uniform pixels between them.
+    const gap = next ? (next.from - run.to) / 2 : Infinity;
+    if (gap <= MERGE || (gap <= GUTTER_MAX * n && uniformBand(Math.ceil(run.to / 2) + 1, Math.floor(next.from / 2) - 1))) {
+      run = { from: run.from, to: next.to, strong: Math.max(run.strong, next.strong) };
+      i++;
+    }
+    const at = (run.from + run.to) / 4 / n;
+    if (at > EDGE_MARGIN && at < 1 - EDGE_MARGIN) lines.push({ at, strong: run.strong });
+  }
+  return lines;
 }
 
-function classify({ vertical, horizontal }: Seams): CompositeKind | null {
-  // Uneven seams are edges in the scene (a door frame, a horizon), not panel borders.
-  const across = evenlySpaced(vertical) ? vertical.length : 0;
-  const down = evenlySpaced(horizontal) ? horizontal.length : 0;
-  if (across >= 2 && down >= 2) return 'contact_sheet';
-  if (across >= 1 && down >= 1) return 'collage';
-  // Panels side by side (or stacked); more parallel seams than that are a striped scene.
-  const parallel = across + down;
-  return parallel >= 1 && parallel <= MAX_PANEL_SEAMS ? 'split_screen' : null;
+// ---- panels ------------------------------------------------------------------------------------
+
+const seamNear = (d: Axis, at: number, tol = TOL) => d.seams.find((s) => Math.abs(s.at - at) <= tol);
+
+/** Coverage of the best half-pixel position within TOL of `at`, over the windows [from, to). */
+function coverageNear(d: Axis, at: number, mask = SEAM, from = 0, to = d.windows): number {
+  const stride = 2 * d.n + 1;
+  let best = 0;
+  for (let c = Math.max(0, Math.round((at - TOL) * 2 * d.n)); c <= Math.min(stride - 1, Math.round((at + TOL) * 2 * d.n)); c++) {
+    let hits = 0;
+    for (let w = from; w < to; w++) if (d.flags[w * stride + c] & mask) hits++;
+    best = Math.max(best, hits / Math.max(1, to - from));
+  }
+  return best;
+}
+
+/** Seams at every i/(m*k), m >= 2 (at most one missing from six on): a striped pattern, not k panels. */
+function finerPattern(d: Axis, k: number): boolean {
+  for (let fine = 2 * k; fine <= FINE_MAX; fine += k) {
+    let missing = 0;
+    for (let i = 1; i < fine; i++) if (!seamNear(d, i / fine, 0.25 / fine)) missing++;
+    if (missing <= (fine >= 6 ? 1 : 0)) return true;
+  }
+  return false;
+}
+
+/** A partial border: enough coverage overall and nearly whole between two seams of the other axis. */
+function partialBorder(d: Axis, at: number, cross: number[]): boolean {
+  if (cross.length === 0 || coverageNear(d, at) < C_PARTIAL) return false;
+  const cuts = [0, ...cross.map((c) => Math.round(c * d.windows)), d.windows];
+  return cuts.slice(1).some((to, i) => to - cuts[i] >= 2 && coverageNear(d, at, SEAM, cuts[i], to) >= C_SEGMENT);
+}
+
+/** Panels along one axis (1: none), given the seams of the other axis that lie on a panel grid. */
+function panels(d: Axis, cross: number[]): number {
+  for (let k = MAX_PANELS; k >= 2; k--) {
+    const borders = Array.from({ length: k - 1 }, (_, i) => (i + 1) / k);
+    const { ratio, change } = d.period;
+    if (ratio[k] <= REPEAT_RATIO && change[k] >= REPEAT_MIN) return k;
+    if (ratio[k] <= PERIOD_RATIO && change[k] >= PERIOD_MIN && borders.every((at) => coverageNear(d, at, SEAM | LINE) >= C_WEAK)) return k;
+  }
+  for (let k = MAX_PANELS; k >= 2; k--) {
+    const borders = Array.from({ length: k - 1 }, (_, i) => (i + 1) / k);
+    const whole = borders.map((at) => seamNear(d, at));
+    if (!whole.some(Boolean)) continue;
+    if (!borders.every((at, i) => whole[i] || partialBorder(d, at, cross))) continue;
+    // A line close beside a border, with texture between them: the border is the edge of a line of text.
+    const lone = (at: number) => {
+      const own = seamNear(d, at)?.at ?? at;
+      return !d.marks.some((m) => Math.abs(m.at - own) > MERGE / d.n && Math.abs(m.at - own) < ISOLATION
+        && d.activity(Math.round(Math.min(m.at, own) * d.n) + 2, Math.round(Math.max(m.at, own) * d.n) - 2) > T_FLAT);
+    };
+    if (!borders.every(lone)) continue;
+    return finerPattern(d, k) ? 1 : k;
+  }
+  return 1;
+}
+
+/** Seams that lie on i/k for some k <= MAX_PANELS. */
+function gridSeams(d: Axis): number[] {
+  const out: number[] = [];
+  for (const s of d.seams) {
+    for (let k = 2; k <= MAX_PANELS; k++) if (Math.abs(s.at * k - Math.round(s.at * k)) <= TOL * k) { out.push(s.at); break; }
+  }
+  return out;
+}
+
+/** Every one of the k bands is a stripe: no variation across it, only along. */
+function stripes(d: Axis, k: number): boolean {
+  const cuts = [0, ...Array.from({ length: k - 1 }, (_, i) => Math.round((seamNear(d, (i + 1) / k)?.at ?? (i + 1) / k) * d.n)), d.n];
+  return cuts.slice(1).every((to, i) => d.variation(cuts[i] + 3, to - 4) <= STRIPE);
+}
+
+function classify(v: Axis, h: Axis): CompositeKind | null {
+  let across = panels(v, gridSeams(h));
+  let down = panels(h, gridSeams(v));
+  if (down === 1 && across >= 3 && stripes(v, across)) across = 1;
+  if (across === 1 && down >= 3 && stripes(h, down)) down = 1;
+  if (across >= 3 && down >= 3) return 'contact_sheet';
+  if (across >= 2 && down >= 2) return 'collage';
+  if (across >= 2 || down >= 2) return 'split_screen';
+  return null;
+}
+
+// ---- periodicity -------------------------------------------------------------------------------
+
+interface Reduced { side: number; rgb: Float32Array }
+
+/** For k panels: ratio[k], the difference to itself shifted by 1/k over that by a smaller shift; change[k], the latter. */
+interface Period { ratio: number[]; change: number[] }
+
+/** The frame averaged into side x side cells. */
+function reduce(rgb: Uint8Array, width: number, height: number): Reduced {
+  const side = Math.min(BLOCKS, width, height);
+  const sums = new Float32Array(side * side * 3);
+  const counts = new Uint32Array(side * side);
+  for (let y = 0; y < height; y++) {
+    const by = Math.floor((y * side) / height);
+    for (let x = 0; x < width; x++) {
+      const cell = by * side + Math.floor((x * side) / width);
+      const i = (y * width + x) * 3;
+      sums[cell * 3] += rgb[i]; sums[cell * 3 + 1] += rgb[i + 1]; sums[cell * 3 + 2] += rgb[i + 2];
+      counts[cell]++;
+    }
+  }
+  for (let cell = 0; cell < counts.length; cell++) for (let ch = 0; ch < 3; ch++) sums[cell * 3 + ch] /= counts[cell];
+  return { side, rgb: sums };
+}
+
+/** ratio[k], k = 2..MAX_PANELS: the mean difference to itself shifted by 1/k over that by a smaller shift (1: no period). */
+function periodicity({ side: n, rgb }: Reduced, vertical: boolean): Period {
+  const diff = (s: number) => {
+    let sum = 0;
+    for (let a = 0; a < n; a++) {
+      const shifted = (a + s) % n;
+      for (let b = 0; b < n; b++) {
+        const i = (vertical ? b * n + a : a * n + b) * 3;
+        const j = (vertical ? b * n + shifted : shifted * n + b) * 3;
+        sum += Math.max(Math.abs(rgb[i] - rgb[j]), Math.abs(rgb[i + 1] - rgb[j + 1]), Math.abs(rgb[i + 2] - rgb[j + 2]));
+      }
+    }
+    return sum / (n * n);
+  };
+  const cache = new Map<number, number>();
+  const E = (s: number) => cache.get(s) ?? (cache.set(s, diff(s)), cache.get(s)!);
+  const ratio = [1, 1];
+  const change = [0, 0];
+  for (let k = 2; k <= MAX_PANELS; k++) {
+    const period = n / k;
+    let at = Infinity;
+    for (let s = Math.max(1, Math.floor(period - 1)); s <= Math.ceil(period + 1) && s < n; s++) at = Math.min(at, E(s));
+    let other = Infinity;
+    for (let s = Math.max(1, Math.round(period / 4)); s <= Math.round((3 * period) / 4); s++) other = Math.min(other, E(s));
+    ratio.push(other > 0 ? at / other : 1);
+    change.push(other);
+  }
+  return { ratio, change };
 }
