@@ -4,13 +4,15 @@
 // installed) and composites made of them (hstack, vstack, xstack, tile: 2x1, 1x2, 2x2, 3x3, with and
 // without gutters, sometimes rescaled to a common output size; also contact sheets of consecutive
 // frames of one video). The label is what an entry was built as, never what a detector says.
-// Parameters come from a seeded generator, so a set is the same on every run. The test builds the
-// 'test' subset (about a tenth), the bench the 'full' set.
+// Parameters come from a seeded generator, so a set is the same on every run (given the same font
+// and photographs). The test builds the 'test' set (about fifty images), the bench the 'full' one
+// (over four hundred).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { runFfmpeg, runFfprobe } from '../../src/media/ffmpeg.ts';
 import { findFont } from '../../src/modelserver/render.ts';
+import { filterValue } from '../../src/modelserver/scenes.ts';
 import { startModelServer, type RunningModelServer } from '../../src/modelserver/server.ts';
 
 export interface SetEntry {
@@ -99,7 +101,7 @@ function text(r: Rng, i: number, w: number, h: number, font: string): Recipe {
     const words = Array.from({ length: 2 + r.int(5) }, () => r.pick(WORDS)).join(' ');
     const y = kind === 'scattered' ? `${r.int(h - size)}` : `(h-${Math.min(lines, kind === 'centred' ? 3 : lines)}*${Math.round(size * 1.4)})/2+${k * Math.round(size * 1.4)}`;
     const x = kind === 'scattered' ? `${r.int(Math.max(1, w / 2))}` : kind === 'centred' ? '(w-tw)/2' : `${Math.round(size / 2)}`;
-    return `drawtext=fontfile=${font}:text='${words}':fontsize=${size}:fontcolor=${ink}:x=${x}:y=${y}`;
+    return `drawtext=fontfile=${filterValue(font)}:text='${words}':fontsize=${size}:fontcolor=${ink}:x=${x}:y=${y}`;
   });
   return lavfi('text', `${kind} ${lines} lines ${size}px ${w}x${h}`, `color=c=${bg}:s=${w}x${h}`, draws.join(','));
 }
@@ -112,9 +114,7 @@ function shapes(r: Rng, i: number, w: number, h: number): Recipe {
     ? `drawbox=x=${r.int(w)}:y=0:w=${1 + r.int(4)}:h=${h - r.int(h / 2)}:color=${hex(r)}:t=fill`
     : `drawbox=x=0:y=${r.int(h)}:w=${w - r.int(w / 2)}:h=${1 + r.int(4)}:color=${hex(r)}:t=fill`);
   const circles = () => {
-    const bg = rgbOf(hex(r));
-    let expr = ['', '', ''];
-    expr = expr.map((_, k) => String(bg[k]));
+    let expr = rgbOf(hex(r)).map(String);
     for (let n = 0; n < 2 + r.int(4); n++) {
       const c = rgbOf(hex(r));
       const test = `lt(hypot(X-${r.int(w)},Y-${r.int(h)}),${10 + r.int(Math.min(w, h) / 3)})`;
@@ -436,22 +436,22 @@ export async function buildCollageSet(dir: string, opts: BuildOptions): Promise<
       const mixed = Array.from({ length: n }, () => r.pick(byFamily.get(r.pick(families))!));
       plans.push(planComposite(r, 'mixed', mixed, cols, rows));
       const family = families[(round * LAYOUTS.length + plans.length) % families.length];
-      const pool_ = byFamily.get(family)!;
-      plans.push(planComposite(r, `same:${family}`, Array.from({ length: n }, () => r.pick(pool_)), cols, rows));
+      const members = byFamily.get(family)!;
+      plans.push(planComposite(r, `same:${family}`, Array.from({ length: n }, () => r.pick(members)), cols, rows));
     }
   }
   // Contact sheets of consecutive frames of one video (a storyboard): test sources that move, and the model server's videos.
-  const sheets: Array<{ family: string; input: string[]; cols: number; rows: number; step: number; w: number; h: number }> = [];
+  const sheets: Array<{ family: string; input: string[]; cols: number; rows: number; step: number }> = [];
   const moving = ['testsrc2', 'testsrc', 'mandelbrot', 'life'];
   for (let i = 0; i < (full ? 8 : 2); i++) {
     const [cols, rows] = i % 2 === 0 ? [3, 3] : [2, 2];
     const [w, h] = panelSize(r, cols, rows);
     const src = moving[i % moving.length];
-    sheets.push({ family: `sheet:${src}`, input: ['-f', 'lavfi', '-i', `${src}=s=${w}x${h}:r=25`], cols, rows, step: 5 + r.int(20), w, h });
+    sheets.push({ family: `sheet:${src}`, input: ['-f', 'lavfi', '-i', `${src}=s=${w}x${h}:r=25`], cols, rows, step: 5 + r.int(20) });
   }
   for (const [i, video] of videos.slice(0, full ? 4 : 1).entries()) {
     const [cols, rows] = i % 2 === 0 ? [3, 3] : [2, 2];
-    sheets.push({ family: 'sheet:video', input: ['-i', video], cols, rows, step: 2, w: 0, h: 0 });
+    sheets.push({ family: 'sheet:video', input: ['-i', video], cols, rows, step: 2 });
   }
 
   const jobs: Array<() => Promise<SetEntry>> = [];
