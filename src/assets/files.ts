@@ -94,25 +94,55 @@ export async function hashFile(file: string): Promise<{ size: number; sha256: st
 export const unsafePath = (reason: string) => new AppError(422, 'unsafe_path', `the stored file path is unsafe: ${reason}`);
 
 /**
+ * Why a stored relative path is unsafe (empty, NUL or backslash, absolute, a ".." segment), or null.
+ * `plain` also refuses empty and "." segments: paths about to be written, or named by a person.
+ */
+export function storedPathProblem(rel: string, plain = false): string | null {
+  if (!rel || rel.includes('\0') || rel.includes('\\')) return 'empty or invalid characters';
+  if (path.isAbsolute(rel) || path.win32.isAbsolute(rel)) return 'absolute';
+  const segments = rel.split('/');
+  if (segments.includes('..')) return 'parent segment';
+  if (plain && segments.some((seg) => seg === '' || seg === '.')) return 'empty or "." segment';
+  return null;
+}
+
+/** The absolute path of a stored relative path, checked lexically (the file need not exist), or 422 unsafe_path. */
+export function storedTarget(storageDir: string, rel: string, plain = false): string {
+  const problem = storedPathProblem(rel, plain);
+  if (problem) throw unsafePath(problem);
+  const root = path.resolve(storageDir);
+  const abs = path.resolve(root, rel);
+  if (!abs.startsWith(root + path.sep)) throw unsafePath('outside the storage root');
+  return abs;
+}
+
+/**
  * The absolute path of a stored relative path, or 422 unsafe_path (absolute, "..", NUL, outside the
  * storage root, or a symbolic link leading outside it), or 404 when the file is registered but not on disk.
  */
 export function resolveStored(storageDir: string, rel: string): string {
-  if (!rel || rel.includes('\0') || rel.includes('\\')) throw unsafePath('empty or invalid characters');
-  if (path.isAbsolute(rel) || path.win32.isAbsolute(rel)) throw unsafePath('absolute');
-  if (rel.split('/').some((seg) => seg === '..')) throw unsafePath('parent segment');
-  const root = path.resolve(storageDir);
-  const abs = path.resolve(root, rel);
-  if (!abs.startsWith(root + path.sep)) throw unsafePath('outside the storage root');
+  const abs = storedTarget(storageDir, rel);
   let real: string;
   try {
     real = fs.realpathSync(abs);
   } catch {
     throw new AppError(404, 'not_found', 'the file is registered but not on disk');
   }
-  const realRoot = fs.realpathSync(root);
+  const realRoot = fs.realpathSync(path.resolve(storageDir));
   if (!real.startsWith(realRoot + path.sep)) throw unsafePath('resolves outside the storage root');
   return real;
+}
+
+/** The first SNIFF_BYTES bytes of a file (for sniffMime). */
+export async function readHead(file: string): Promise<Buffer> {
+  const fh = await fs.promises.open(file, 'r');
+  try {
+    const buf = Buffer.alloc(SNIFF_BYTES);
+    const { bytesRead } = await fh.read(buf, 0, SNIFF_BYTES, 0);
+    return buf.subarray(0, bytesRead);
+  } finally {
+    await fh.close();
+  }
 }
 
 const ascii = (b: Buffer, at: number, s: string) => b.length >= at + s.length && b.toString('latin1', at, at + s.length) === s;

@@ -12,7 +12,7 @@ import { AppError } from '../http/errors.ts';
 import { buildContract, type JobInput } from './contract.ts';
 import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleOutcome } from './settle.ts';
 import { gatherEvidence } from '../media/register.ts';
-import { COMPOSE_KIND, runCompose } from '../media/compose-job.ts';
+import { COMPOSE_KIND, runCompose, type ComposeParameters } from '../media/compose-job.ts';
 import { renewLease, setExternalRef, type JobRow, type Lease } from './store.ts';
 
 export interface RunOutcome extends SettleOutcome { result: CallResult | null; failure: FailureInfo | null }
@@ -36,7 +36,7 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
   const { config } = base;
   const input = JSON.parse(job.input) as JobInput;
   if (job.kind === COMPOSE_KIND) {
-    const { result, composition } = await runCompose(base, job, signal);
+    const { result, composition } = await runCompose(base, job, input.parameters as ComposeParameters, signal);
     const inputs = composition.inputs.map((i) => ({ shotId: i.shotId, artifactId: i.artifactId, contentSha256: i.contentSha256 }));
     const provenance = { kind: job.kind, connectorId: null, model: null, parameters: input.parameters, workflow: input.workflow ?? null, inputs };
     return { result, media: { composition, provenance } };

@@ -14,7 +14,6 @@ import { episodeById, shotsOfProject } from '../production/store.ts';
 import { ConnectorError, type CallResult } from '../connectors/types.ts';
 import { outputPathOf } from '../connectors/outputs.ts';
 import type { JobRow } from '../jobs/store.ts';
-import type { JobInput } from '../jobs/contract.ts';
 import { composeTarget, composeVideos, parseFrameRate, type ComposeInput } from './compose.ts';
 import { artifactInProject, chosenVideoOfShot, type ArtifactRow } from './store.ts';
 import { mediaFailure, withoutPaths, type CompositionDraft } from './register.ts';
@@ -85,10 +84,9 @@ function chooseInputs(ctx: Ctx, job: JobRow, params: ComposeParameters): Chosen[
 }
 
 /** Runs a compose job: the cut is written to tmp/ and renamed to outputs/<jobId>/episode-cut.mp4. */
-export async function runCompose(ctx: Ctx, job: JobRow, signal: AbortSignal): Promise<{ result: CallResult; composition: CompositionDraft }> {
+export async function runCompose(ctx: Ctx, job: JobRow, params: ComposeParameters, signal: AbortSignal): Promise<{ result: CallResult; composition: CompositionDraft }> {
   const storageDir = ctx.config.storageDir;
   if (!job.episode_id || !episodeById(ctx.db, job.project_id, job.episode_id)) throw new ConnectorError('compose_no_episode', 'the episode no longer exists', false);
-  const params = (JSON.parse(job.input) as JobInput).parameters as ComposeParameters;
   const chosen = chooseInputs(ctx, job, params);
   const inputs: ComposeInput[] = [];
   for (const c of chosen) {

@@ -15,7 +15,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { hashFile, resolveStored, SNIFF_BYTES, sniffMime, unsafePath } from '../assets/files.ts';
+import { hashFile, readHead, resolveStored, sniffMime, storedTarget } from '../assets/files.ts';
 import { decodeFirstAndLast, type Frame } from './frames.ts';
 import { encodePngAsync } from './png.ts';
 import { MediaError, probeMedia, type Probe } from './probe.ts';
@@ -69,17 +69,6 @@ const FORMAT_MIME: Record<string, string> = {
   tiff_pipe: 'image/tiff', aac: 'audio/aac', mp3: 'audio/mpeg', wav: 'audio/wav', flac: 'audio/flac', ogg: 'audio/ogg',
 };
 
-async function readHead(file: string): Promise<Buffer> {
-  const fh = await fs.promises.open(file, 'r');
-  try {
-    const buf = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await fh.read(buf, 0, SNIFF_BYTES, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
-}
-
 function kindOf(mime: string, probe: Probe): MediaEvidence['kind'] {
   if (probe.video && (mime.startsWith('image/') || (IMAGE_FORMAT.test(probe.formatName) && !probe.audio))) return 'image';
   if (probe.video) return 'video';
@@ -102,17 +91,6 @@ function refineMime(sniffed: string, kind: MediaEvidence['kind'], probe: Probe):
   return sniffed;
 }
 
-/** A relative path for a file to be written: the rules of resolveStored, without needing it to exist. */
-function outputPath(storageDir: string, rel: string): string {
-  if (!rel || rel.includes('\0') || rel.includes('\\')) throw unsafePath('empty or invalid characters');
-  if (path.isAbsolute(rel) || path.win32.isAbsolute(rel)) throw unsafePath('absolute');
-  if (rel.split('/').some((seg) => seg === '..' || seg === '.' || seg === '')) throw unsafePath('parent or empty segment');
-  const root = path.resolve(storageDir);
-  const abs = path.resolve(root, rel);
-  if (!abs.startsWith(root + path.sep)) throw unsafePath('outside the storage root');
-  return abs;
-}
-
 /** Writes frame files through storage/tmp; removes its temporary files when anything fails. */
 class FrameWriter {
   private readonly tmpFiles = new Set<string>();
@@ -122,7 +100,7 @@ class FrameWriter {
   }
 
   async write(rel: string, png: Buffer): Promise<FrameRecord> {
-    const dest = outputPath(this.storageDir, rel);
+    const dest = storedTarget(this.storageDir, rel, true);
     const tmpDir = path.join(this.storageDir, 'tmp');
     await fs.promises.mkdir(tmpDir, { recursive: true });
     const tmp = path.join(tmpDir, `frame-${crypto.randomBytes(12).toString('hex')}.png`);
@@ -156,7 +134,7 @@ const framePng = (f: Frame) => encodePngAsync(f.rgb, f.width, f.height);
 /** The evidence of one stored file (see the top of this file). */
 export async function analyzeMedia(o: AnalyzeOptions): Promise<MediaEvidence> {
   const file = resolveStored(o.storageDir, o.relPath);
-  for (const end of ['-first.png', '-last.png']) outputPath(o.storageDir, o.framesPrefix + end);
+  for (const end of ['-first.png', '-last.png']) storedTarget(o.storageDir, o.framesPrefix + end, true);
   const deadline = Date.now() + (o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const left = () => Math.max(1, deadline - Date.now());
   const head = await readHead(file);

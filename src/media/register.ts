@@ -6,12 +6,11 @@
 // neighbours'. A crash between the two leaves files without rows: no artifact is half-registered,
 // the job's lease expires, the next attempt writes the same file names again, and until then the
 // files are what `storage reclaim` finds unreferenced.
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Ctx } from '../context.ts';
 import { newId } from '../lib/ids.ts';
 import { AppError } from '../http/errors.ts';
-import { resolveStored, sniffMime } from '../assets/files.ts';
+import { readHead, resolveStored, sniffMime } from '../assets/files.ts';
 import { ConnectorError, type OutputFile } from '../connectors/types.ts';
 import { shotById, shotsOfProject } from '../production/store.ts';
 import type { JobRow } from '../jobs/store.ts';
@@ -53,18 +52,6 @@ export function mediaFailure(err: unknown): ConnectorError | null {
   return null;
 }
 
-/** The MIME type of a stored file from its first bytes. */
-async function sniffStored(storageDir: string, rel: string): Promise<string> {
-  const handle = await fs.promises.open(resolveStored(storageDir, rel), 'r');
-  try {
-    const head = Buffer.alloc(4096);
-    const { bytesRead } = await handle.read(head, 0, head.length, 0);
-    return sniffMime(head.subarray(0, bytesRead));
-  } finally {
-    await handle.close();
-  }
-}
-
 /** Examines every output file (text outputs: their sniffed type only); throws a ConnectorError. */
 export async function gatherEvidence(ctx: Ctx, job: JobRow, files: OutputFile[], signal?: AbortSignal): Promise<PreparedArtifact[]> {
   const storageDir = ctx.config.storageDir;
@@ -72,7 +59,7 @@ export async function gatherEvidence(ctx: Ctx, job: JobRow, files: OutputFile[],
   try {
     for (const file of files) {
       if (file.role === 'text') {
-        prepared.push({ file: { ...file, mimeType: await sniffStored(storageDir, file.path) }, evidence: null });
+        prepared.push({ file: { ...file, mimeType: sniffMime(await readHead(resolveStored(storageDir, file.path))) }, evidence: null });
         continue;
       }
       const framesPrefix = `frames/${job.id}/${path.basename(file.path, path.extname(file.path))}`;

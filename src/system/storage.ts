@@ -15,6 +15,7 @@ import type { Ctx } from '../context.ts';
 import type { Db } from '../db/db.ts';
 import { record } from '../audit/service.ts';
 import { AppError, requireSystemAdmin } from '../http/errors.ts';
+import { storedPathProblem } from '../assets/files.ts';
 import { array, int, object, optional, string, type Infer } from '../http/validate.ts';
 
 export const CLEANUP_FOLDERS = ['outputs', 'frames', 'tmp', 'cache'] as const;
@@ -180,12 +181,9 @@ export async function previewCleanup(ctx: Ctx, days?: number): Promise<CleanupPr
 
 /** Why `rel` may not be named in a reclaim, or null when it is a safe path inside the four folders. */
 export function unsafeReason(rel: string): string | null {
-  if (rel === '') return 'empty';
-  if (rel.includes('\0') || rel.includes('\\')) return 'contains NUL or a backslash';
-  if (path.posix.isAbsolute(rel) || path.win32.isAbsolute(rel)) return 'absolute';
+  const problem = storedPathProblem(rel, true);
+  if (problem) return problem;
   const segs = rel.split('/');
-  if (segs.includes('..')) return 'has a parent segment';
-  if (segs.some((s) => s === '' || s === '.')) return 'is not a plain relative path (empty or "." segment)';
   if (!(CLEANUP_FOLDERS as readonly string[]).includes(segs[0])) return 'is outside outputs/, frames/, tmp/ and cache/';
   if (segs.length < 2) return 'names a whole folder, not a file';
   return null;
