@@ -38,6 +38,14 @@ export interface ConnectorSpec {
   protocol: ConnectorProtocol;
 }
 
+/** What the contract says of every input file. */
+interface InputFile { fileName: string; mimeType: string; fileSize: number; contentSha256: string }
+/** An input asset version, fixed when the job was created. */
+export interface AssetVersionInput extends InputFile { assetId: string; versionId: string }
+/** A media artifact of the job's dependency (JobInput.useDependencyOutputs), read at call time. */
+export interface ArtifactInput extends InputFile { artifactId: string; jobId: string }
+export type ContractInput = AssetVersionInput | ArtifactInput;
+
 /** The production contract sent with every call (documented in the README and the OpenAPI document). */
 export interface ProductionContract {
   organization: { id: string; name: string };
@@ -48,8 +56,8 @@ export interface ProductionContract {
   negativePrompt: string | null;
   /** Story bible entries the shot refers to. */
   bible: Array<{ id: string; kind: string; name: string; revision: number | null }>;
-  /** Input asset versions (reference images, audio to transcribe, ...). */
-  inputs: Array<{ assetId: string; versionId: string; fileName: string; mimeType: string; fileSize: number; contentSha256: string }>;
+  /** Input asset versions (reference images, audio to transcribe, ...), then the dependency's media artifacts when the job uses them. */
+  inputs: ContractInput[];
   /** Free-form generation parameters from the job input (size, duration, voice, seed, ...). */
   parameters: Record<string, unknown>;
 }
@@ -122,6 +130,8 @@ export interface DryRunRequest {
   route: string;
   model: string | null;
   headers: string[];
+  /** multipart/form-data: `body` lists the form fields, a file field described as { fileName, mimeType, fileSize }. */
+  contentType: 'application/json' | 'multipart/form-data';
   body: unknown;
 }
 

@@ -1,9 +1,11 @@
 // The production contract a connector receives: who and what the job is for (organization, project,
 // episode, shot), its prompt, the story bible entries the shot refers to and the exact input asset
-// versions with their hashes. Built from the database at call time; input versions were fixed when
-// the job was created.
+// versions with their hashes, then (input.useDependencyOutputs) the media artifacts the job's
+// dependency registered. Built from the database at call time; input versions were fixed when the
+// job was created, dependency artifacts are whatever that job completed with.
+import path from 'node:path';
 import type { Db } from '../db/db.ts';
-import type { ProductionContract } from '../connectors/types.ts';
+import type { ContractInput, ProductionContract } from '../connectors/types.ts';
 import { organizationById, projectById } from '../tenancy/store.ts';
 import { episodeById, referencesOf, shotById } from '../production/store.ts';
 import { currentRevision } from '../scripts/store.ts';
@@ -19,9 +21,22 @@ export interface JobInput {
   inputs: Array<{ assetId: string; versionId: string }>;
   /** The workflow run step that created the job (template and version), kept in the artifacts' provenance. */
   workflow?: { templateId: string; templateVersion: number; runId: string; stepKey: string } | null;
+  /** When true (and the job has depends_on), the dependency job's registered media artifacts become inputs at call time. */
+  useDependencyOutputs?: boolean;
 }
 
 interface VersionRef { asset_id: string; id: string; file_name: string; mime_type: string; file_size: number; content_sha256: string; storage_path: string }
+interface ArtifactRef { id: string; job_id: string; mime_type: string; file_size: number; content_sha256: string; storage_path: string }
+
+/** The dependency's image, video and audio artifacts, oldest first, when the job takes them as inputs. */
+function dependencyArtifacts(db: Db, job: JobRow, input: JobInput): ArtifactRef[] {
+  if (!input.useDependencyOutputs || !job.depends_on) return [];
+  return db.all<ArtifactRef>(
+    `SELECT id, job_id, mime_type, file_size, content_sha256, storage_path FROM media_artifacts
+      WHERE project_id = ? AND job_id = ? AND kind IN ('image', 'video', 'audio') ORDER BY created_at, id`,
+    job.project_id, job.depends_on,
+  );
+}
 
 function bibleOf(db: Db, projectId: string, shotId: string): ProductionContract['bible'] {
   const ids = referencesOf(db, projectId, shotId).filter((r) => r.kind === 'bible').map((r) => r.ref_id);
@@ -45,6 +60,16 @@ export function buildContract(db: Db, storageDir: string | null, job: JobRow): {
   const versions = input.inputs.map((i) => db.get<VersionRef>(
     'SELECT asset_id, id, file_name, mime_type, file_size, content_sha256, storage_path FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?',
     job.project_id, i.assetId, i.versionId)).filter((v): v is VersionRef => v !== undefined);
+  const sources: Array<{ input: ContractInput; storagePath: string }> = [
+    ...versions.map((v) => ({
+      input: { assetId: v.asset_id, versionId: v.id, fileName: v.file_name, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256 },
+      storagePath: v.storage_path,
+    })),
+    ...dependencyArtifacts(db, job, input).map((a) => ({
+      input: { artifactId: a.id, jobId: a.job_id, fileName: path.basename(a.storage_path), mimeType: a.mime_type, fileSize: a.file_size, contentSha256: a.content_sha256 },
+      storagePath: a.storage_path,
+    })),
+  ];
   return {
     contract: {
       organization: { id: org.id, name: org.name },
@@ -56,11 +81,9 @@ export function buildContract(db: Db, storageDir: string | null, job: JobRow): {
       prompt: input.prompt,
       negativePrompt: input.negativePrompt,
       bible: shot ? bibleOf(db, job.project_id, shot.id) : [],
-      inputs: versions.map((v) => ({
-        assetId: v.asset_id, versionId: v.id, fileName: v.file_name, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256,
-      })),
+      inputs: sources.map((s) => s.input),
       parameters: input.parameters,
     },
-    inputFiles: storageDir === null ? [] : versions.map((v) => ({ path: resolveStored(storageDir, v.storage_path), fileName: v.file_name, mimeType: v.mime_type })),
+    inputFiles: storageDir === null ? [] : sources.map(({ input: i, storagePath }) => ({ path: resolveStored(storageDir, storagePath), fileName: i.fileName, mimeType: i.mimeType })),
   };
 }

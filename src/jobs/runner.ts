@@ -11,7 +11,7 @@ import { ConnectorError, type CallResult } from '../connectors/types.ts';
 import { AppError } from '../http/errors.ts';
 import { buildContract, type JobInput } from './contract.ts';
 import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleOutcome } from './settle.ts';
-import { gatherEvidence } from '../media/register.ts';
+import { gatherEvidence, inputProvenance } from '../media/register.ts';
 import { COMPOSE_KIND, runCompose, type ComposeParameters } from '../media/compose-job.ts';
 import { renewLease, setExternalRef, type JobRow, type Lease } from './store.ts';
 
@@ -37,7 +37,10 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
   const input = JSON.parse(job.input) as JobInput;
   if (job.kind === COMPOSE_KIND) {
     const { result, composition } = await runCompose(base, job, input.parameters as ComposeParameters, signal);
-    const inputs = composition.inputs.map((i) => ({ shotId: i.shotId, artifactId: i.artifactId, contentSha256: i.contentSha256 }));
+    const inputs = composition.inputs.flatMap((i) => [
+      { shotId: i.shotId, artifactId: i.artifactId, contentSha256: i.contentSha256 },
+      ...(i.audioArtifactId ? [{ shotId: i.shotId, artifactId: i.audioArtifactId, contentSha256: i.audioContentSha256 }] : []),
+    ]);
     const provenance = { kind: job.kind, connectorId: null, model: null, parameters: input.parameters, workflow: input.workflow ?? null, inputs };
     return { result, media: { composition, provenance } };
   }
@@ -62,7 +65,7 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
         kind: job.kind, connectorId: row.id, connectorLabel: row.label, protocol: connector.kind, model, attempt: job.attempt,
         prompt: input.prompt, negativePrompt: input.negativePrompt, parameters: input.parameters,
         seed: typeof seed === 'number' || typeof seed === 'string' ? seed : null, workflow: input.workflow ?? null,
-        inputs: contract.inputs.map((i) => ({ assetId: i.assetId, versionId: i.versionId, contentSha256: i.contentSha256 })),
+        inputs: inputProvenance(contract.inputs),
       },
     },
   };

@@ -34,7 +34,7 @@ import {
 type Create = Infer<typeof JobCreateBody>;
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
-const CLIP_KINDS = new Set(['video']);
+export const CLIP_KINDS = new Set(['video']);
 
 /** Manual runs in flight in this process, so that a cancel or the shutdown can abort them. */
 const manualRuns = new Map<string, { controller: AbortController; db: Db; runner: string }>();
@@ -76,7 +76,7 @@ export function listJobs(ctx: Ctx, q: Infer<typeof JobListQuery>) {
 }
 
 /** The connector named, or the organization's best one for the kind (ready and local first). */
-function pickConnector(ctx: Ctx, kind: string, connectorId: string | undefined): ConnectorRow {
+export function pickConnector(ctx: Ctx, kind: string, connectorId: string | undefined): ConnectorRow {
   const orgId = ctx.scope.organizationId!;
   if (connectorId) {
     const row = connectorById(ctx.db, orgId, connectorId);
@@ -97,12 +97,16 @@ function monthStart(now: Date): string {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
 }
 
-function checkClipQuota(ctx: Ctx, organizationId: string): void {
+/** Why one more video clip (after `before` others of the same batch) would exceed the monthly quota, or null. */
+export function clipQuotaProblem(ctx: Ctx, organizationId: string, before: number): { message: string; used: number; quota: number } | null {
   const quota = billingAccountOf(ctx.db, organizationId)?.monthly_clip_quota ?? 0;
-  const used = activeVideoClipsThisMonth(ctx.db, organizationId, monthStart(ctx.now()));
-  if (used >= quota) {
-    throw conflict('clip_quota_exceeded', `this month's ${used} clip(s) reached the organization's monthly clip quota of ${quota}`, { used, quota });
-  }
+  const used = activeVideoClipsThisMonth(ctx.db, organizationId, monthStart(ctx.now())) + before;
+  return used >= quota ? { message: `this month's ${used} clip(s) reached the organization's monthly clip quota of ${quota}`, used, quota } : null;
+}
+
+function checkClipQuota(ctx: Ctx, organizationId: string, before: number): void {
+  const problem = clipQuotaProblem(ctx, organizationId, before);
+  if (problem) throw conflict('clip_quota_exceeded', problem.message, { used: problem.used, quota: problem.quota });
 }
 
 function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): JobInput['inputs'] {
@@ -135,12 +139,30 @@ function episodeOf(ctx: Ctx, projectId: string, input: Create): string | null {
   return input.episodeId ?? shot?.episode_id ?? null;
 }
 
-export function createJob(ctx: Ctx, input: Create): JobRow {
+/** A job checked and built, not yet written: what createJob and a workflow run insert. */
+export interface PreparedJob { job: JobRow; prompt: string; costMode: string }
+
+export interface PrepareOptions {
+  /** The dependency when it is created in the same transaction (a workflow's previous step), instead of body.dependsOn. */
+  dependsOnNew?: string;
+  /** Set on the jobs of a workflow run (kept in the artifacts' provenance). */
+  workflow?: JobInput['workflow'];
+  /** Video clips of this batch checked against the quota before this one; null: the quota is not checked (a plan). */
+  clipsBefore?: number | null;
+  /** The id to give the job (a workflow run fixes its steps' ids before inserting). */
+  id?: string;
+}
+
+/** Every check of a job creation, without writing (validation before writes). */
+export function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions = {}): PreparedJob {
   const project = projectById(ctx.db, ctx.scope.projectId!)!;
   const episodeId = episodeOf(ctx, project.id, input);
   const dependency = input.dependsOn ? jobInProject(ctx.db, project.id, input.dependsOn) ?? null : null;
   if (input.dependsOn && !dependency) throw validationFailed({ dependsOn: 'names no job of this project' });
+  const dependsOn = opts.dependsOnNew ?? dependency?.id ?? null;
+  if (input.useDependencyOutputs && !dependsOn) throw validationFailed({ useDependencyOutputs: 'needs dependsOn: the job whose outputs become inputs' });
   const compose = input.kind === COMPOSE_KIND;
+  if (compose && input.useDependencyOutputs) throw validationFailed({ useDependencyOutputs: 'a compose job takes the videos of the episode\'s shots' });
   const connector = compose ? null : pickConnector(ctx, input.kind, input.connectorId);
   if (connector && connector.cost_mode !== 'local' && localRunnerOnly(ctx.db, project.organization_id)) {
     throw conflict('local_runner_only', 'this organization runs local connectors only; the connector is ' + connector.cost_mode);
@@ -149,32 +171,46 @@ export function createJob(ctx: Ctx, input: Create): JobRow {
     prompt: input.prompt ?? '', negativePrompt: input.negativePrompt ?? null,
     parameters: compose ? { ...checkComposeParameters(ctx.db, project.id, episodeId!, input.parameters ?? {}) } : input.parameters ?? {},
     inputs: resolveInputs(ctx, project.id, input.inputs),
+    ...(input.useDependencyOutputs ? { useDependencyOutputs: true } : {}),
+    ...(opts.workflow ? { workflow: opts.workflow } : {}),
   };
-  if (CLIP_KINDS.has(input.kind)) checkClipQuota(ctx, project.organization_id);
+  if (CLIP_KINDS.has(input.kind) && opts.clipsBefore !== null) checkClipQuota(ctx, project.organization_id, opts.clipsBefore ?? 0);
   const now = ctx.now().toISOString();
   const job: JobRow = {
-    id: newId('job'), organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
+    id: opts.id ?? newId('job'), organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
     shot_id: input.shotId ?? null, kind: input.kind, status: 'queued', connector_id: connector?.id ?? null,
-    priority: input.priority ?? 0, attempt: 0, max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, depends_on: dependency?.id ?? null,
+    priority: input.priority ?? 0, attempt: 0, max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, depends_on: dependsOn,
     leased_by: null, leased_at: null, run_after: null, input: JSON.stringify(jobInput), output: null, error: null,
     created_by: ctx.actor.userId, created_at: now, updated_at: now, started_at: null, finished_at: null, external_ref: null,
     attempt_started_at: null, episode_id: episodeId,
   };
-  return ctx.db.tx(() => {
+  return { job, prompt: jobInput.prompt, costMode: connector?.cost_mode ?? 'local' };
+}
+
+/** Writes prepared jobs; call inside a write transaction (a job behind a failed dependency starts blocked). */
+export function insertPrepared(ctx: Ctx, prepared: PreparedJob[]): void {
+  for (const { job, prompt, costMode } of prepared) {
     // Read inside the write transaction: the worker cannot fail the dependency between this read and
     // the insert (a job queued behind a failed dependency would wait forever).
-    if (dependency && waitsOnFailure(ctx.db, dependency.id)) job.status = 'blocked';
+    if (job.depends_on && waitsOnFailure(ctx.db, job.depends_on)) job.status = 'blocked';
     insertJob(ctx.db, job);
-    indexJob(ctx, job, jobInput.prompt);
+    indexJob(ctx, job, prompt);
     record(ctx, {
       action: 'job.created', targetType: 'generation_job', targetId: job.id,
       metadata: {
-        kind: job.kind, connectorId: job.connector_id, costMode: connector?.cost_mode ?? 'local', shotId: job.shot_id, episodeId: job.episode_id,
+        kind: job.kind, connectorId: job.connector_id, costMode, shotId: job.shot_id, episodeId: job.episode_id,
         dependsOn: job.depends_on, priority: job.priority,
       },
     });
-    wakeWorker(ctx);
-    return job;
+  }
+  if (prepared.length) wakeWorker(ctx);
+}
+
+export function createJob(ctx: Ctx, input: Create): JobRow {
+  const prepared = prepareJob(ctx, input);
+  return ctx.db.tx(() => {
+    insertPrepared(ctx, [prepared]);
+    return prepared.job;
   });
 }
 
@@ -283,21 +319,10 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
 
 /** The exact request the connector would receive for a job (stored, or described by the body). */
 export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
-  const project = projectById(ctx.db, ctx.scope.projectId!)!;
   if (input.kind === COMPOSE_KIND) throw validationFailed({ kind: 'a compose job calls no connector: there is no request to show' });
-  const episodeId = episodeOf(ctx, project.id, input);
-  const connector = pickConnector(ctx, input.kind, input.connectorId);
-  const job: JobRow = {
-    id: 'job_dry_run', organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
-    shot_id: input.shotId ?? null, kind: input.kind, status: 'queued', connector_id: connector.id, priority: 0, attempt: 1, max_attempts: 1,
-    depends_on: null, leased_by: null, leased_at: null, run_after: null, output: null, error: null, created_by: ctx.actor.userId,
-    created_at: ctx.now().toISOString(), updated_at: ctx.now().toISOString(), started_at: null, finished_at: null, external_ref: null,
-    attempt_started_at: null, episode_id: episodeId,
-    input: JSON.stringify({
-      prompt: input.prompt ?? '', negativePrompt: input.negativePrompt ?? null, parameters: input.parameters ?? {},
-      inputs: resolveInputs(ctx, project.id, input.inputs),
-    } satisfies JobInput),
-  };
+  // The same checks and job row as a creation (nothing is written): inputs, dependency outputs, connector.
+  const { job } = prepareJob(ctx, input, { id: 'job_dry_run', clipsBefore: null });
+  const connector = connectorById(ctx.db, job.organization_id, job.connector_id!)!;
   const spec = connectorSpec(connector);
   const { contract } = buildContract(ctx.db, null, job);
   try {

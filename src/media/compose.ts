@@ -10,13 +10,27 @@
 //   [i:a:0] asetpts=PTS-STARTPTS, aresample=48000, aformat=fltp/48000/stereo,
 //           apad=whole_len=S_i, atrim=end_sample=S_i                                          [a<i>]
 //     or, for an input without audio:  anullsrc=r=48000:cl=stereo, aformat=fltp, atrim=end_sample=S_i
-//   [v0][a0][v1][a1]... concat=n=N:v=1:a=1 [vc][ac]
+//   and, for a segment with a voice line (ffmpeg input j, after all the videos):
+//   [j:a:0] the same chain as a video's audio (48 kHz stereo fltp, apad/atrim to S_i)          [o<i>]
+//   [a<i>][o<i>] amerge=inputs=2, pan=stereo|c0=c0+c2|c1=c1+c3, aformat=fltp                   [m<i>]
+//   [v0][a0 or m0][v1][a1 or m1]... concat=n=N:v=1:a=1 [vc][ac]
 //   [vc] setpts=N*den/(num*TB) [v]      [ac] asetpts=N/SR/TB [a]
 //
 // tpad clones the last frame (an input shorter than announced is held) and trim cuts what is
 // longer, so segment i has exactly F_i frames whatever the source; apad/atrim do the same for the
 // audio with silence. The final setpts/asetpts rebuild timestamps from the frame and sample counts,
 // so the joins carry no timestamp jitter and the muxer sees a constant rate.
+//
+// Voice lines. A shot's voice line starts with its segment: it is conformed exactly like a video's
+// audio, so a shorter line is padded with silence and a longer one cut at the segment's end, and
+// both sides of the mix are S_i samples. The mix is a plain sum (voice + the segment's own audio,
+// or its silence): amerge puts the two stereo streams side by side (they end together) and pan adds
+// channel to channel with unit gains ('=' in pan does not renormalize). amix would halve each input
+// (it divides by the number of inputs; `normalize=0` is missing from older ffmpeg builds, such as the
+// npm static binary), and its volume ramp when one input ends could change the level near the end of
+// the segment. A sum above full scale is left to the encoder (float samples do not wrap). The segment's
+// sample count, and so the arithmetic below, is unchanged. A voice line of a segment that gets no
+// frame is left out with its segment.
 //
 // Duration arithmetic. With C_i the cumulative sum of the input durations (C_0 = 0), segment i
 // gets F_i = round(C_i * R) - round(C_{i-1} * R) frames. The sum telescopes to round(C_N * R): the
@@ -42,6 +56,8 @@ export interface ComposeInput {
   /** As ffprobe prints it, e.g. "24000/1001". */
   frameRate: string;
   hasAudio: boolean;
+  /** Absolute path of the shot's voice line (any file with an audio stream), mixed over its segment. */
+  voicePath?: string | null;
 }
 
 export interface ComposeTarget { width: number; height: number; frameRate: string }
@@ -134,6 +150,9 @@ function validate(inputs: ComposeInput[], target: ComposeTarget): { num: number;
   inputs.forEach((input, i) => {
     const what = `compose input ${i} (${input.path})`;
     if (typeof input.path !== 'string' || !path.isAbsolute(input.path)) throw new Error(`${what}: path must be absolute`);
+    if (input.voicePath != null && (typeof input.voicePath !== 'string' || !path.isAbsolute(input.voicePath))) {
+      throw new Error(`${what}: voice line path must be absolute`);
+    }
     if (!Number.isFinite(input.durationMs) || input.durationMs <= 0) throw new Error(`${what}: duration ${input.durationMs} ms is not positive`);
     const side = (v: number) => Number.isInteger(v) && v >= 1 && v <= MAX_SIDE;
     if (!side(input.width) || !side(input.height)) throw new Error(`${what}: size ${input.width}x${input.height} is not valid`);
@@ -142,33 +161,44 @@ function validate(inputs: ComposeInput[], target: ComposeTarget): { num: number;
   return rate;
 }
 
-/** The filter graph; `sources[k]` is the ffmpeg input number of the k-th segment that has frames. */
+/**
+ * The filter graph and its ffmpeg inputs in order: the video of each segment that has frames, then
+ * the voice lines of those segments that have one.
+ */
 export function composeGraph(
   inputs: ComposeInput[], target: ComposeTarget, rate: { num: number; den: number },
   segments: Array<{ index: number; frames: number; samples: number }>,
-): string {
+): { graph: string; files: string[] } {
   const { width: W, height: H } = target;
   const fps = `${rate.num}/${rate.den}`;
   // Fit by display aspect: wider than the target -> full width, else full height; even, clamped.
   const w = `'if(gt(dar,${W}/${H}),${W},max(2,min(${W},2*round(${H}*dar/2))))'`;
   const h = `'if(gt(dar,${W}/${H}),max(2,min(${H},2*round(${W}/dar/2))),${H})'`;
+  const layout = `aformat=sample_fmts=fltp:sample_rates=${AUDIO_RATE}:channel_layouts=stereo`;
+  const conform = (stream: string, samples: number, out: string) =>
+    `${stream}asetpts=PTS-STARTPTS,aresample=${AUDIO_RATE},${layout},apad=whole_len=${samples},atrim=end_sample=${samples}${out}`;
+  const files = segments.map((s) => inputs[s.index].path);
   const chains: string[] = [];
   const pads: string[] = [];
   segments.forEach(({ index, frames, samples }, k) => {
+    const { hasAudio, voicePath } = inputs[index];
     chains.push(`[${k}:v:0]setpts=PTS-STARTPTS,scale=w=${w}:h=${h}:flags=bicubic,format=yuv420p,`
       + `pad=${W}:${H}:(ow-iw)/2:(oh-ih)/2:black,setsar=1,fps=fps=${fps},`
       + `tpad=stop=${frames}:stop_mode=clone,trim=end_frame=${frames}[v${k}]`);
-    chains.push(inputs[index].hasAudio
-      ? `[${k}:a:0]asetpts=PTS-STARTPTS,aresample=${AUDIO_RATE},`
-        + `aformat=sample_fmts=fltp:sample_rates=${AUDIO_RATE}:channel_layouts=stereo,`
-        + `apad=whole_len=${samples},atrim=end_sample=${samples}[a${k}]`
+    chains.push(hasAudio
+      ? conform(`[${k}:a:0]`, samples, `[a${k}]`)
       : `anullsrc=r=${AUDIO_RATE}:cl=stereo,aformat=sample_fmts=fltp,atrim=end_sample=${samples}[a${k}]`);
-    pads.push(`[v${k}][a${k}]`);
+    if (voicePath) {
+      files.push(voicePath);
+      chains.push(conform(`[${files.length - 1}:a:0]`, samples, `[o${k}]`));
+      chains.push(`[a${k}][o${k}]amerge=inputs=2,pan=stereo|c0=c0+c2|c1=c1+c3,${layout}[m${k}]`);
+    }
+    pads.push(`[v${k}][${voicePath ? 'm' : 'a'}${k}]`);
   });
   chains.push(`${pads.join('')}concat=n=${segments.length}:v=1:a=1[vc][ac]`);
   chains.push(`[vc]setpts=N*${rate.den}/(${rate.num}*TB)[v]`);
   chains.push('[ac]asetpts=N/SR/TB[a]');
-  return chains.join(';');
+  return { graph: chains.join(';'), files };
 }
 
 /**
@@ -181,9 +211,9 @@ export async function composeVideos(inputs: ComposeInput[], target: ComposeTarge
   const planned = planSegments(inputs.map((i) => i.durationMs), rate);
   const used = planned.filter((s) => s.frames > 0);
   if (used.length === 0) throw new Error('compose inputs are together shorter than half a frame');
-  const graph = composeGraph(inputs, target, rate, used);
+  const { graph, files } = composeGraph(inputs, target, rate, used);
   // Decoders one thread each: an episode may open dozens of inputs at once.
-  const inputArgs = used.flatMap((s) => ['-threads', '1', '-i', `file:${inputs[s.index].path}`]);
+  const inputArgs = files.flatMap((f) => ['-threads', '1', '-i', `file:${f}`]);
   let scriptDir: string | null = null;
   let graphArgs = ['-filter_complex', graph];
   if (graph.length > MAX_INLINE_GRAPH) {

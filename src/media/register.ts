@@ -11,7 +11,7 @@ import type { Ctx } from '../context.ts';
 import { newId } from '../lib/ids.ts';
 import { AppError } from '../http/errors.ts';
 import { readHead, resolveStored, sniffMime } from '../assets/files.ts';
-import { ConnectorError, type OutputFile } from '../connectors/types.ts';
+import { ConnectorError, type ContractInput, type OutputFile } from '../connectors/types.ts';
 import { shotById, shotsOfProject } from '../production/store.ts';
 import type { JobRow } from '../jobs/store.ts';
 import { analyzeMedia, MediaError, type MediaEvidence } from './evidence.ts';
@@ -27,7 +27,11 @@ export interface PreparedArtifact { file: OutputFile; evidence: MediaEvidence | 
 /** What an episode cut was made of (the composition row without its ids). */
 export interface CompositionDraft {
   episodeId: string; width: number; height: number; frameRate: string; durationMs: number;
-  inputs: Array<{ position: number; shotId: string; artifactId: string; path: string; contentSha256: string; startMs: number; durationMs: number; frames: number }>;
+  inputs: Array<{
+    position: number; shotId: string; artifactId: string; path: string; contentSha256: string; startMs: number; durationMs: number; frames: number;
+    /** The voice line mixed over the segment, or null. */
+    audioArtifactId: string | null; audioPath: string | null; audioContentSha256: string | null;
+  }>;
 }
 
 /**
@@ -81,6 +85,13 @@ export async function gatherEvidence(ctx: Ctx, job: JobRow, files: OutputFile[],
     throw mediaFailure(err) ?? err;
   }
   return prepared;
+}
+
+/** The provenance of a call's inputs: each asset version, or dependency artifact, with its SHA-256. */
+export function inputProvenance(inputs: ContractInput[]): Array<Record<string, string>> {
+  return inputs.map((i): Record<string, string> => ('artifactId' in i
+    ? { artifactId: i.artifactId, jobId: i.jobId, contentSha256: i.contentSha256 }
+    : { assetId: i.assetId, versionId: i.versionId, contentSha256: i.contentSha256 }));
 }
 
 const toBlob = (b: Buffer | null) => (b ? new Uint8Array(b.buffer, b.byteOffset, b.byteLength) : null);

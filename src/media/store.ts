@@ -62,14 +62,20 @@ export function artifactsOfProject(db: Db, projectId: string, f: ArtifactFilter)
      ORDER BY created_at DESC, id DESC LIMIT ?6`, projectId, f.shotId, f.jobId, f.episodeId, f.kind, f.limit);
 }
 
+/** A shot's newest generated artifact of a kind. */
+const newestGeneratedOfShot = (db: Db, projectId: string, shotId: string, kind: ArtifactRow['kind']) =>
+  db.get<ArtifactRow>(
+    `SELECT * FROM media_artifacts WHERE project_id = ? AND shot_id = ? AND kind = ? AND source = 'generation'
+      ORDER BY created_at DESC, id DESC LIMIT 1`, projectId, shotId, kind);
+
 /**
  * The video a shot is represented by in its episode (the cut, continuity): its newest generated
  * video artifact.
  */
-export const chosenVideoOfShot = (db: Db, projectId: string, shotId: string) =>
-  db.get<ArtifactRow>(
-    `SELECT * FROM media_artifacts WHERE project_id = ? AND shot_id = ? AND kind = 'video' AND source = 'generation'
-      ORDER BY created_at DESC, id DESC LIMIT 1`, projectId, shotId);
+export const chosenVideoOfShot = (db: Db, projectId: string, shotId: string) => newestGeneratedOfShot(db, projectId, shotId, 'video');
+
+/** The voice line a shot carries in its episode's cut: its newest generated audio artifact (a `tts` job bound to the shot). */
+export const chosenVoiceOfShot = (db: Db, projectId: string, shotId: string) => newestGeneratedOfShot(db, projectId, shotId, 'audio');
 
 export const compositionOfArtifact = (db: Db, projectId: string, artifactId: string) =>
   db.get<CompositionRow>('SELECT * FROM media_compositions WHERE project_id = ? AND artifact_id = ?', projectId, artifactId);

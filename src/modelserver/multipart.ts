@@ -1,6 +1,7 @@
-// multipart/form-data for the transcription route, parsed from a buffered body (uploads to a test
-// model are small; the limit is enforced while reading). Boundary and file-name parsing are the
-// asset upload's; this adds what that streaming reader skips: the plain fields (model, language).
+// multipart/form-data for the transcription and video routes, parsed from a buffered body (uploads
+// to a test model are small; the limit is enforced while reading). Boundary and file-name parsing are
+// the asset upload's; this adds what that streaming reader skips: the plain fields (model, language,
+// prompt, ...).
 import { dispositionFileName, multipartBoundary } from '../assets/multipart.ts';
 import { HttpError } from './http.ts';
 
@@ -45,4 +46,18 @@ export function parseMultipart(contentType: string | undefined, body: Buffer): P
     });
     at = next;
   }
+}
+
+/** Whether a Content-Type names multipart/form-data. */
+export const isMultipart = (contentType: string | undefined): boolean => /^\s*multipart\/form-data\s*(;|$)/i.test(contentType ?? '');
+
+/** A form's plain fields as strings (a repeated name keeps its last value) and its file parts. */
+export function formOf(parts: Part[]): { fields: Record<string, string>; files: Part[] } {
+  const fields: Record<string, string> = {};
+  const files: Part[] = [];
+  for (const p of parts) {
+    if (p.fileName === null) fields[p.name] = p.data.toString('utf8');
+    else files.push(p);
+  }
+  return { fields, files };
 }

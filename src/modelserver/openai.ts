@@ -3,12 +3,13 @@
 // system, no process, one JSON parse and one stringify.
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
+import { sniffMime } from '../assets/files.ts';
 import { imagePlan, type FaultControl } from './faults.ts';
 import { fileReply, fileUrl } from './files.ts';
 import { HttpError, invalid, readBody, readJson, type Call, type Reply, type Route } from './http.ts';
 import { isRecord, optionalEnum, optionalInt, optionalNumber, optionalString, parseSize, requiredString, type Body } from './input.ts';
 import { remember } from './memory.ts';
-import { parseMultipart } from './multipart.ts';
+import { formOf, isMultipart, parseMultipart } from './multipart.ts';
 import type { Renderer, Rendered } from './render.ts';
 import { IMAGE_DEFAULT, VIDEO_DEFAULT } from './scenes.ts';
 import { chatReply, tokens, transcript } from './text.ts';
@@ -31,14 +32,36 @@ interface VideoJob {
   status: 'queued' | 'in_progress' | 'completed' | 'failed';
   file: Rendered | null;
   error: string | null;
+  /** The input_reference picture as received (svc's extension of the video object). */
+  reference: { mime_type: string; size: number; sha256: string } | null;
 }
 
 function presentVideo(v: VideoJob): Body {
   const progress = v.status === 'completed' ? 100 : v.status === 'in_progress' ? 50 : 0;
   return {
     id: v.id, object: 'video', model: v.model, status: v.status, progress, created_at: v.created_at,
-    seconds: String(v.seconds), size: v.size, ...(v.error ? { error: { message: v.error } } : {}),
+    seconds: String(v.seconds), size: v.size, ...(v.reference ? { input_reference: v.reference } : {}),
+    ...(v.error ? { error: { message: v.error } } : {}),
   };
+}
+
+const REFERENCE_TYPES = new Set(['image/png', 'image/jpeg']);
+
+/**
+ * A video creation's fields and reference picture: a JSON body, or multipart/form-data with the
+ * fields as plain parts and an optional `input_reference` file part, a PNG or JPEG by its bytes.
+ */
+async function videoRequest(req: Call['req']): Promise<{ body: Body; picture: { data: Buffer; mimeType: string } | null }> {
+  if (!isMultipart(req.headers['content-type'])) return { body: await readJson(req), picture: null };
+  const { fields, files } = formOf(parseMultipart(req.headers['content-type'], await readBody(req, UPLOAD_LIMIT)));
+  if ('input_reference' in fields) throw new HttpError(400, '"input_reference" must be a file part');
+  const unexpected = files.find((f) => f.name !== 'input_reference');
+  if (unexpected) throw new HttpError(400, `unexpected file part "${unexpected.name.slice(0, 64)}"; only "input_reference" is a file`);
+  if (files.length > 1) throw new HttpError(400, 'one "input_reference" file at most');
+  if (!files[0]) return { body: fields, picture: null };
+  const mimeType = sniffMime(files[0].data.subarray(0, 64));
+  if (!REFERENCE_TYPES.has(mimeType)) throw new HttpError(400, '"input_reference" must be a PNG or JPEG picture');
+  return { body: fields, picture: { data: files[0].data, mimeType } };
 }
 
 /** Text of a chat message's content: a string, or the text parts of an array of parts. */
@@ -107,20 +130,22 @@ export function openaiRoutes(renderer: Renderer, faults: FaultControl): Route[] 
   }
 
   async function createVideo({ req }: Call): Promise<Reply> {
-    const body = await readJson(req);
+    const { body, picture } = await videoRequest(req);
     const prompt = requiredString(body, 'prompt');
     const model = optionalString(body, 'model', 200) ?? 'svc-video';
     const seconds = optionalNumber(body, 'seconds', VIDEO_SECONDS.min, VIDEO_SECONDS.max) ?? VIDEO_DEFAULT.seconds;
     const size = parseSize(body.size, 'size', VIDEO_DEFAULT, true);
+    const reference = picture ? await renderer.keepReference(picture.data) : undefined;
     const job: VideoJob = {
       id: `video_${randomUUID().replaceAll('-', '')}`, model, created_at: nowSeconds(), seconds,
       size: `${size.width}x${size.height}`, status: 'queued', file: null, error: null,
+      reference: picture && reference ? { mime_type: picture.mimeType, size: picture.data.length, sha256: reference } : null,
     };
     remember(videos, job.id, job);
     const answer = presentVideo(job);
     // Rendered after the answer, as a provider would: the first poll may find it in progress.
     job.status = 'in_progress';
-    renderer.render({ kind: 'video', prompt, ...size, seconds, fps: VIDEO_DEFAULT.fps }).then(
+    renderer.render({ kind: 'video', prompt, ...size, seconds, fps: VIDEO_DEFAULT.fps, ...(reference ? { reference } : {}) }).then(
       (file) => Object.assign(job, { status: 'completed', file }),
       (err: Error) => Object.assign(job, { status: 'failed', error: `rendering failed: ${err.message}` }),
     );

@@ -2,7 +2,9 @@
 // determines its bytes (spec, font, renderer version), so a repeated request costs one Map lookup
 // instead of a process spawn, concurrent identical requests share one render, and a cache
 // directory handed over by the caller stays valid across restarts. Files are written under a
-// temporary name and renamed, so a name that exists is always complete.
+// temporary name and renamed, so a name that exists is always complete. A video's reference picture
+// is kept under references/<its SHA-256> (whatever the client called it), and the spec names it by
+// that hash: the same picture and prompt give the same video name, another picture another one.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -11,10 +13,15 @@ import zlib from 'node:zlib';
 import { runFfmpeg } from '../media/ffmpeg.ts';
 import { captionOf, FILE_TYPES, sceneArgs, wrapCaption, type RenderSpec } from './scenes.ts';
 
-/** Bump when a scene changes its look, so that caches hold no stale files under the same name. */
+/**
+ * Bump when a scene changes its look, so that caches hold no stale files under the same name (a new
+ * spec field, like a video's reference, changes the names by itself; specs without it keep theirs).
+ */
 const RENDER_VERSION = 1;
 const RENDER_TIMEOUT_MS = 60_000;
 const FILE_NAME = /^[0-9a-f]{64}\.(png|mp4|wav)$/;
+const SHA256_HEX = /^[0-9a-f]{64}$/;
+const REFERENCES = 'references';
 const MIME_BY_EXT: Record<string, string> = Object.fromEntries(Object.values(FILE_TYPES).map((t) => [t.ext, t.mimeType]));
 
 export interface Rendered { name: string; path: string; mimeType: string; size: number }
@@ -24,6 +31,8 @@ export interface Renderer {
   /** The font drawn with, or null (then pictures carry the prompt only in their iTXt chunk). */
   readonly font: string | null;
   render(spec: RenderSpec): Promise<Rendered>;
+  /** Stores a video's reference picture under its SHA-256 and answers that hash (for VideoSpec.reference). */
+  keepReference(picture: Buffer): Promise<string>;
   /** A rendered file by name; null when the name is not in the cache. */
   file(name: string): Promise<Rendered | null>;
   /** Stops renders in flight and removes the cache directory when it was a temporary one. */
@@ -101,10 +110,20 @@ export async function createRenderer(opts: { cacheDir?: string } = {}): Promise<
   const throttle = limiter(Math.max(2, os.availableParallelism()));
   let partSeq = 0;
 
+  const partOf = (file: string) => `${file}.${process.pid}.${++partSeq}.part`;
+
+  /** The file of a kept reference picture (a hash the renderer wrote, never a client's name). */
+  async function referenceFile(sha: string): Promise<string> {
+    const file = path.join(dir, REFERENCES, sha);
+    if (!SHA256_HEX.test(sha) || !(await fs.stat(file).then((st) => st.isFile(), () => false))) throw new Error(`no reference picture ${sha.slice(0, 64)}`);
+    return file;
+  }
+
   async function produce(spec: RenderSpec, name: string): Promise<Rendered> {
     const cached = await describe(dir, name);
     if (cached) return cached;
-    const part = path.join(dir, `${name}.${process.pid}.${++partSeq}.part`);
+    const picture = spec.kind === 'video' && spec.reference ? await referenceFile(spec.reference) : null;
+    const part = partOf(path.join(dir, name));
     let textFile: string | null = null;
     try {
       // drawtext reads the caption from a file: no quoting of arbitrary prompt text in the graph.
@@ -112,7 +131,7 @@ export async function createRenderer(opts: { cacheDir?: string } = {}): Promise<
         textFile = `${part}.txt`;
         await fs.writeFile(textFile, wrapCaption(captionOf(spec), spec));
       }
-      await throttle(() => runFfmpeg(sceneArgs(spec, font, textFile, part), { signal: stop.signal, timeoutMs: RENDER_TIMEOUT_MS }));
+      await throttle(() => runFfmpeg(sceneArgs(spec, font, textFile, part, picture), { signal: stop.signal, timeoutMs: RENDER_TIMEOUT_MS }));
       if (spec.kind === 'image') await fs.writeFile(part, withTextChunk(await fs.readFile(part), 'Description', spec.prompt));
       await fs.rename(part, path.join(dir, name));
     } finally {
@@ -133,6 +152,20 @@ export async function createRenderer(opts: { cacheDir?: string } = {}): Promise<
         pending.catch(() => renders.delete(name));
       }
       return pending;
+    },
+    async keepReference(picture) {
+      const sha = createHash('sha256').update(picture).digest('hex');
+      const file = path.join(dir, REFERENCES, sha);
+      if (await fs.stat(file).then((st) => st.size === picture.length, () => false)) return sha;
+      await fs.mkdir(path.dirname(file), { recursive: true });
+      const part = partOf(file);
+      try {
+        await fs.writeFile(part, picture);
+        await fs.rename(part, file);
+      } finally {
+        await fs.rm(part, { force: true });
+      }
+      return sha;
     },
     async file(name) {
       return FILE_NAME.test(name) ? describe(dir, name) : null;

@@ -16,7 +16,11 @@ export interface ImageSpec extends Size {
   /** 0 for the first image of an answer; later ones are shaded slightly so that each differs. */
   variant: number;
 }
-export interface VideoSpec extends Size { kind: 'video'; prompt: string; seconds: number; fps: number }
+export interface VideoSpec extends Size {
+  kind: 'video'; prompt: string; seconds: number; fps: number;
+  /** SHA-256 (hex) of the reference picture (Renderer.keepReference): the video shows it instead of the colour scene. */
+  reference?: string;
+}
 export interface SpeechSpec { kind: 'speech'; text: string; voice: string }
 export type RenderSpec = ImageSpec | VideoSpec | SpeechSpec;
 
@@ -65,6 +69,8 @@ function captionRegion(spec: ImageSpec | VideoSpec): Region {
   const { width, height } = spec;
   if (spec.kind === 'image' && spec.layout === 'collage') return { x: 0, y: 0, width: width >> 1, height: height >> 1 };
   if (spec.kind === 'image' && spec.layout === 'split') return { x: 0, y: 0, width: width >> 1, height };
+  // Over a reference picture the caption keeps to the bottom quarter, leaving the picture visible.
+  if (spec.kind === 'video' && spec.reference) return { x: 0, y: height - (height >> 2), width, height: height >> 2 };
   return { x: 0, y: 0, width, height };
 }
 
@@ -78,13 +84,17 @@ export function filterValue(value: string): string {
   return optionLevel.replace(/[\\'[\],;]/g, (c) => '\\' + c);
 }
 
-/** The drawtext filter for the caption held in `textFile`, or nothing without font or caption. */
-function drawCaption(spec: ImageSpec | VideoSpec, ink: Rgb, font: string | null, textFile: string | null): string[] {
+/**
+ * The drawtext filter for the caption held in `textFile`, or nothing without font or caption;
+ * `boxed` puts it on a translucent dark box (over a picture of unknown colours).
+ */
+function drawCaption(spec: ImageSpec | VideoSpec, ink: Rgb, font: string | null, textFile: string | null, boxed = false): string[] {
   if (!font || !textFile) return [];
   const r = captionRegion(spec);
   return [[
     `drawtext=fontfile=${filterValue(font)}`, `textfile=${filterValue(textFile)}`, 'expansion=none',
     `fontsize=${fontSize(spec)}`, `fontcolor=${ffmpegColour(ink)}`, 'line_spacing=4',
+    ...(boxed ? ['box=1', 'boxcolor=black@0.55', 'boxborderw=4'] : []),
     `x=${r.x}+(${r.width}-tw)/2`, `y=${r.y}+(${r.height}-th)/2`,
   ].join(':')];
 }
@@ -129,6 +139,16 @@ function promptPitch(prompt: string): number {
   return 220 + ((r * 256 + g) % 441);
 }
 
+/** The tone under a video: its lavfi input. */
+const toneInput = (spec: VideoSpec) => ['-f', 'lavfi', '-i', `sine=frequency=${promptPitch(spec.prompt)}:sample_rate=44100:duration=${spec.seconds}`];
+
+/** H.264 + AAC in MP4, as long as the shorter stream. */
+const videoOutput = (out: string) => [
+  '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-threads', '2',
+  '-c:a', 'aac', '-b:a', '64k', '-ac', '1', '-shortest', '-movflags', '+faststart',
+  ...BITEXACT, '-f', 'mp4', '-y', out,
+];
+
 /**
  * The prompt's colour fading to a contrasting one while a box crosses the frame, over a tone:
  * the first and last frames differ visibly, which a media check can verify.
@@ -145,11 +165,32 @@ function videoArgs(spec: VideoSpec, font: string | null, textFile: string | null
   return [
     '-f', 'lavfi', '-i', `color=c=${ffmpegColour(start)}:s=${spec.width}x${spec.height}:r=${spec.fps}:d=${d}`,
     '-f', 'lavfi', '-i', `color=c=${ffmpegColour(box)}:s=${boxSide}x${boxSide}:r=${spec.fps}:d=${d}`,
-    '-f', 'lavfi', '-i', `sine=frequency=${promptPitch(spec.prompt)}:sample_rate=44100:duration=${d}`,
+    ...toneInput(spec),
     '-filter_complex', graph, '-map', '[v]', '-map', '2:a',
-    '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-threads', '2',
-    '-c:a', 'aac', '-b:a', '64k', '-ac', '1', '-shortest', '-movflags', '+faststart',
-    ...BITEXACT, '-f', 'mp4', '-y', out,
+    ...videoOutput(out),
+  ];
+}
+
+/** How far the reference picture is zoomed in by the last frame (1 + this). */
+const REFERENCE_ZOOM = 0.15;
+
+/**
+ * Image-to-video: the reference picture (`picture`, a PNG or JPEG file) scaled to fit the size and
+ * padded with black, then zoomed in slowly towards its centre (the first frame is the whole
+ * picture, later ones differ), captioned at the bottom, over the prompt's tone.
+ */
+function referenceVideoArgs(spec: VideoSpec, font: string | null, textFile: string | null, out: string, picture: string): string[] {
+  const { width: w, height: h, fps } = spec;
+  const frames = Math.max(1, Math.round(spec.seconds * fps));
+  const filters = [
+    `scale=${w}:${h}:force_original_aspect_ratio=decrease`, `pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2:color=black`, 'setsar=1',
+    `zoompan=z='1+${REFERENCE_ZOOM}*on/${frames}':d=${frames}:x='(iw-iw/zoom)/2':y='(ih-ih/zoom)/2':s=${w}x${h}:fps=${fps}`,
+    ...drawCaption(spec, [255, 255, 255], font, textFile, true), 'format=yuv420p',
+  ];
+  return [
+    '-i', `file:${picture}`, ...toneInput(spec),
+    '-filter_complex', `[0:v]${filters.join(',')}[v]`, '-map', '[v]', '-map', '1:a',
+    ...videoOutput(out),
   ];
 }
 
@@ -175,11 +216,17 @@ function speechArgs(spec: SpeechSpec, out: string): string[] {
   ];
 }
 
-/** ffmpeg's arguments rendering `spec` into `out` (textFile holds the wrapped caption). */
-export function sceneArgs(spec: RenderSpec, font: string | null, textFile: string | null, out: string): string[] {
+/**
+ * ffmpeg's arguments rendering `spec` into `out` (textFile holds the wrapped caption; `picture` is
+ * the file of a video's reference picture, required when the spec names one).
+ */
+export function sceneArgs(spec: RenderSpec, font: string | null, textFile: string | null, out: string, picture: string | null = null): string[] {
   switch (spec.kind) {
     case 'image': return imageArgs(spec, font, textFile, out);
-    case 'video': return videoArgs(spec, font, textFile, out);
+    case 'video':
+      if (!spec.reference) return videoArgs(spec, font, textFile, out);
+      if (!picture) throw new Error('the video names a reference picture but none was given');
+      return referenceVideoArgs(spec, font, textFile, out, picture);
     case 'speech': return speechArgs(spec, out);
   }
 }

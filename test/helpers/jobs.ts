@@ -30,7 +30,7 @@ export interface ConnectorOpts {
 }
 
 /** Registers the model server as a connector of the token's organization and (by default) probes it ready. */
-const MODELS: Record<string, string> = { image: 'svc-image', video: 'svc-video', chat: 'svc-chat' };
+const MODELS: Record<string, string> = { image: 'svc-image', video: 'svc-video', tts: 'svc-tts', asr: 'svc-asr', chat: 'svc-chat' };
 
 export async function connector(s: TestServer, token: string, url: string, o: ConnectorOpts = {}): Promise<string> {
   const capability = o.capability ?? ['image', 'video', 'tts', 'asr', 'chat', 'prompt'];

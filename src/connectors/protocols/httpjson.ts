@@ -16,7 +16,8 @@
 //         "prompt": "...",
 //         "negativePrompt": "..." | null,
 //         "bible": [ { "id", "kind", "name", "revision" } ],
-//         "inputs": [ { "assetId", "versionId", "fileName", "mimeType", "fileSize", "contentSha256" } ],
+//         "inputs": [ { "assetId", "versionId", "fileName", "mimeType", "fileSize", "contentSha256" }   // asset versions
+//                   | { "artifactId", "jobId", "fileName", "mimeType", "fileSize", "contentSha256" } ], // the dependency's media (useDependencyOutputs)
 //         "parameters": { ... }             // free-form: size, duration, voice, seed, ...
 //       },
 //       "execution": {

@@ -78,6 +78,7 @@ export function dryRun(connector: ConnectorSpec, contract: ProductionContract, e
     route: prep.route,
     model: prep.model,
     headers: connector.authEnv ? ['content-type', 'authorization'] : ['content-type'],
+    contentType: prep.contentType,
     body: prep.body,
   };
 }

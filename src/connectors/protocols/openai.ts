@@ -4,7 +4,10 @@
 // - image:  POST /v1/images/generations {model, prompt, n: 1, size?, response_format: 'url'}
 //           -> {data: [{url} | {b64_json}]}; data must hold exactly one item (checked before any
 //           download), then the saved image must not be a composite.
-// - video:  POST /v1/videos {model, prompt, seconds?, size?} -> {id}; onRef(id) at once; GET
+// - video:  POST /v1/videos {model, prompt, seconds?, size?} -> {id}; with an image among the
+//           inputs (the first input whose mimeType is image/*, e.g. the picture of an image job the
+//           video depends on) the same fields go as multipart/form-data with that file streamed from
+//           disk as `input_reference` (image-to-video). onRef(id) at once; GET
 //           /v1/videos/:id every POLL_MS until status completed (or failed); then GET
 //           /v1/videos/:id/content streamed to storage. With resumeRef the create is skipped and the
 //           stored id polled; when that id is unknown (404) or its generation failed, a new video is
@@ -15,12 +18,14 @@
 //           -> {text}.
 // - chat, prompt: POST /v1/chat/completions {model, messages: [system: production context, user:
 //           prompt]} -> output.text = choices[0].message.content.
+// A multipart request's dry-run body lists its fields and describes the file as { fileName, mimeType,
+// fileSize }; the call streams the file (postForm).
 import fs from 'node:fs';
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Readable } from 'node:stream';
 import { ConnectorError } from '../types.ts';
-import type { CallRequest, CallResult, ConnectorSpec, Execution, ProductionContract } from '../types.ts';
+import type { CallRequest, CallResult, ConnectorSpec, ContractInput, Execution, ProductionContract } from '../types.ts';
 import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput, storeAnswered } from '../outputs.ts';
 import {
   badResponse,
@@ -33,7 +38,6 @@ import {
   joinUrl,
   jsonHeaders,
   modelFor,
-  readBody,
   requestJson,
   send,
   toConnectorError,
@@ -90,6 +94,12 @@ export function contextLine(c: ProductionContract): string {
   return `${s}.`;
 }
 
+/** Index of the video's reference picture among the inputs: the first image, or -1. */
+const referenceIndex = (c: ProductionContract) => c.inputs.findIndex((i) => i.mimeType.startsWith('image/'));
+
+/** How a multipart body describes its file part. */
+const describeFile = (i: ContractInput) => ({ fileName: i.fileName, mimeType: i.mimeType, fileSize: i.fileSize });
+
 /** The first request of a call (shared by dryRun and the call). */
 export function build(connector: ConnectorSpec, contract: ProductionContract, execution: Execution): Prepared {
   const kind = execution.kind;
@@ -122,7 +132,10 @@ export function build(connector: ConnectorSpec, contract: ProductionContract, ex
       if (seconds) body.seconds = seconds;
       const size = sizeOf(p);
       if (size) body.size = size;
-      break;
+      const reference = referenceIndex(contract);
+      if (reference < 0) break;
+      body.input_reference = describeFile(contract.inputs[reference]);
+      return { url, route, model, contentType: 'multipart/form-data', body };
     }
     case 'tts': {
       body.input = contract.prompt;
@@ -133,7 +146,7 @@ export function build(connector: ConnectorSpec, contract: ProductionContract, ex
     }
     case 'asr': {
       const first = contract.inputs[0];
-      body.file = first ? { fileName: first.fileName, mimeType: first.mimeType, fileSize: first.fileSize } : null;
+      body.file = first ? describeFile(first) : null;
       const language = str(p.language);
       if (language) body.language = language;
       return { url, route, model, contentType: 'multipart/form-data', body };
@@ -234,7 +247,9 @@ async function video(req: CallRequest, prep: Prepared, secret: string | null): P
     }
   }
   if (!id) {
-    const created = await postPrepared(req, prep, secret);
+    const created = prep.contentType === 'multipart/form-data'
+      ? await postForm(req, prep, secret, 'input_reference', req.inputFiles[referenceIndex(req.contract)])
+      : await postPrepared(req, prep, secret);
     if (!isObject(created) || typeof created.id !== 'string' || !created.id) throw badResponse('the video creation answered no id');
     id = created.id;
     req.onRef(id);
@@ -305,9 +320,15 @@ async function tts(req: CallRequest, prep: Prepared, secret: string | null): Pro
 
 const quote = (s: string) => s.replace(/["\\\r\n]/g, '_');
 
-async function asr(req: CallRequest, prep: Prepared, secret: string | null): Promise<CallResult> {
-  const input = req.inputFiles[0];
-  if (!input) throw new ConnectorError('connector_bad_request', 'transcription needs an input audio file; the job has none', false);
+/**
+ * POSTs a prepared multipart request: the body's plain values as form fields and `input` streamed
+ * from disk as the file part `field` (the body's description of that file is not sent); the
+ * answer parsed as JSON.
+ */
+async function postForm(
+  req: CallRequest, prep: Prepared, secret: string | null, field: string, input: CallRequest['inputFiles'][number] | undefined, limit?: number,
+): Promise<unknown> {
+  if (!input) throw new ConnectorError('connector_bad_request', `the ${field} file is not available`, false);
   let size: number;
   try {
     size = fs.statSync(input.path).size;
@@ -317,10 +338,10 @@ async function asr(req: CallRequest, prep: Prepared, secret: string | null): Pro
   const boundary = `----svc${crypto.randomBytes(12).toString('hex')}`;
   let head = '';
   for (const [k, v] of Object.entries(prep.body)) {
-    if (k === 'file' || v === null || v === undefined) continue;
+    if (k === field || v === null || v === undefined) continue;
     head += `--${boundary}\r\ncontent-disposition: form-data; name="${quote(k)}"\r\n\r\n${String(v)}\r\n`;
   }
-  head += `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="${quote(input.fileName)}"\r\ncontent-type: ${input.mimeType || 'application/octet-stream'}\r\n\r\n`;
+  head += `--${boundary}\r\ncontent-disposition: form-data; name="${quote(field)}"; filename="${quote(input.fileName)}"\r\ncontent-type: ${input.mimeType || 'application/octet-stream'}\r\n\r\n`;
   const headBuf = Buffer.from(head, 'utf8');
   const tailBuf = Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8');
   const file = fs.createReadStream(input.path);
@@ -337,22 +358,18 @@ async function asr(req: CallRequest, prep: Prepared, secret: string | null): Pro
     'content-length': headBuf.length + size + tailBuf.length,
   };
   if (secret) headers.authorization = `Bearer ${secret}`;
-  let resp;
   try {
-    resp = await send({ method: 'POST', url: prep.url, headers, body: stream, timeoutMs: req.timeoutMs, signal: req.signal, secret });
-  } catch (err) {
+    return await requestJson({ method: 'POST', url: prep.url, headers, body: stream, timeoutMs: req.timeoutMs, signal: req.signal, secret, ...(limit === undefined ? {} : { limit }) });
+  } finally {
     file.destroy();
     stream.destroy();
-    throw err;
   }
-  await ensureOk(resp, 'POST', secret);
-  const buf = await readBody(resp.body, 16 * 1024 * 1024);
-  let json: unknown;
-  try {
-    json = JSON.parse(buf.toString('utf8'));
-  } catch {
-    throw badResponse('the transcription response is not JSON');
-  }
+}
+
+async function asr(req: CallRequest, prep: Prepared, secret: string | null): Promise<CallResult> {
+  const input = req.inputFiles[0];
+  if (!input) throw new ConnectorError('connector_bad_request', 'transcription needs an input audio file; the job has none', false);
+  const json = await postForm(req, prep, secret, 'file', input, 16 * 1024 * 1024);
   if (!isObject(json) || typeof json.text !== 'string') throw badResponse('the transcription response has no text');
   const output: Record<string, unknown> = { text: json.text, model: prep.model };
   if (typeof json.language === 'string') output.language = json.language;

@@ -12,7 +12,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { ConnectorError } from '../types.ts';
 import type { ConnectorSpec } from '../types.ts';
 
@@ -360,13 +360,14 @@ export async function ensureOk(resp: HttpResponse, method: string, secret: strin
 export const JSON_LIMIT = 64 * 1024 * 1024;
 
 /**
- * One JSON exchange: non-2xx -> ConnectorError, body parsed as JSON (connector_bad_response when
- * it is not JSON). `body` objects are serialized here.
+ * One JSON exchange: non-2xx -> ConnectorError, answer parsed as JSON (connector_bad_response when
+ * it is not JSON). `body` objects are serialized here; strings, Buffers and streams are sent as they are.
  */
 export async function requestJson(call: Omit<HttpCall, 'body'> & { body?: unknown; limit?: number }): Promise<unknown> {
-  const hasBody = call.body !== undefined && call.body !== null;
-  const raw = hasBody ? (typeof call.body === 'string' || Buffer.isBuffer(call.body) ? call.body : JSON.stringify(call.body)) : null;
-  const resp = await send({ ...call, body: raw as Buffer | string | null });
+  const body = call.body;
+  const raw = body === undefined || body === null ? null
+    : typeof body === 'string' || Buffer.isBuffer(body) || body instanceof Readable ? body : JSON.stringify(body);
+  const resp = await send({ ...call, body: raw });
   await ensureOk(resp, call.method, call.secret ?? null);
   const buf = await readBody(resp.body, call.limit ?? JSON_LIMIT);
   try {
@@ -403,7 +404,7 @@ export interface Prepared {
   route: string;
   model: string | null;
   contentType: 'application/json' | 'multipart/form-data';
-  /** The JSON body; for multipart, the form fields with `file` describing the uploaded file. */
+  /** The JSON body; for multipart, the form fields, the file field (asr `file`, video `input_reference`) describing the upload. */
   body: Record<string, unknown>;
 }
 
