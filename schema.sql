@@ -882,7 +882,8 @@ CREATE TABLE workflow_run_steps (
   shot_id TEXT,
   connector_id TEXT,
   job_id TEXT UNIQUE REFERENCES generation_jobs(id),
-  blockers TEXT NOT NULL DEFAULT '[]',
+  preview TEXT NOT NULL,
+  blockers TEXT NOT NULL,
   PRIMARY KEY (run_id, position)
 );
 

@@ -34,6 +34,7 @@ import { bindSearchRoutes } from './search/routes.ts';
 import { bindConnectorRoutes } from './connectors/routes.ts';
 import { bindJobRoutes } from './jobs/routes.ts';
 import { bindMediaRoutes } from './media/routes.ts';
+import { bindWorkflowRoutes } from './workflows/routes.ts';
 import { bindWorkerRoutes } from './worker/routes.ts';
 import { bindScimRoutes } from './scim/routes.ts';
 import { bindDirectoryRoutes } from './scim/admin.ts';
@@ -72,6 +73,7 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindConnectorRoutes(router);
   bindJobRoutes(router);
   bindMediaRoutes(router);
+  bindWorkflowRoutes(router);
   bindWorkerRoutes(router);
   bindMemberRoutes(router);
   bindDirectoryRoutes(router);

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from './config.ts';
 import { openDb, type Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
+import { syncBuiltinTemplates } from './workflows/builtin.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp, type App } from './app.ts';
 import { dummyHash } from './auth/password.ts';
@@ -43,6 +44,8 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
   const m = migrate(db);
   if (m.applied.length) log.info('database migrated', { from: m.from, to: m.to, applied: m.applied });
+  const builtins = syncBuiltinTemplates(db, new Date().toISOString());
+  if (builtins.length) log.info('built-in workflow templates written', { templates: builtins });
   if (config.allowDevContext) {
     log.warn('SVC_ALLOW_DEV_CONTEXT=1: x-user-id and x-*-id headers act as credentials and scope. NEVER use this in production.');
   }

@@ -8,6 +8,7 @@ import { changeLifecycle } from '../src/projects/service.ts';
 import { createTask } from '../src/tasks/service.ts';
 import { registerConnector } from '../src/connectors/service.ts';
 import { createJob } from '../src/jobs/service.ts';
+import { instantiate } from '../src/workflows/runs.ts';
 import { withScope } from '../src/context.ts';
 import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/projects/lifecycle.ts';
 
@@ -162,7 +163,7 @@ function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: st
   s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
     VALUES ('asv_fx', 'ast_fx', ?, ?, ?, 1, 'fixture.txt', 'text/plain; charset=utf-8', ?, ?, ?, '2026-01-01T00:00:00.000Z')`,
   tree.organizationId, tree.workspaceId, tree.projectId, assetFile.length, assetSha, `assets/${assetSha.slice(0, 2)}/${assetSha}`);
-  const connectorId = registerConnector(withScope(s.operator(), tree), { label: 'fixture model', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image'], costMode: 'local' }).id;
+  const connectorId = registerConnector(withScope(s.operator(), tree), { label: 'fixture model', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image', 'tts', 'asr'], costMode: 'local' }).id;
   const completedJob = createJob(withScope(s.operator(), tree), { kind: 'image', connectorId, prompt: 'fixture' });
   s.db.run("UPDATE generation_jobs SET status = 'completed', output = '{}' WHERE id = ?", completedJob.id);
   // Media: the completed job's output, the asset's file registered as a (text) artifact.
@@ -178,6 +179,9 @@ function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: st
     // Generation jobs: one completed job (active jobs would hold the archive).
     jobId: completedJob.id,
     artifactId: 'art_fx',
+    // Workflows: the built-in template and a plan run of it in this project.
+    templateId: 'wft_builtin_voice_over',
+    runId: instantiate(withScope(s.operator(), tree), 'wft_builtin_voice_over', { mode: 'plan', shotId: s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', tree.projectId)!.id }).run.id,
   };
 }
 
@@ -225,6 +229,7 @@ test('every write route outside a project scope is a known non-production route 
     /^\/api\/workspaces\/:workspaceId\/(projects|members\/:userId)$/,
     /^\/api\/platform\/models(\/|$)/, // connector records of the organization (model:manage)
     /^\/api\/admin\/queue\/batch$/, // jobs of several projects; retry and priority skip archived projects (project_archived)
+    /^\/api\/workflows\/templates(\/:templateId)?$/, // template definitions of the organization or workspace; instantiate is project-scoped
     /^\/scim\//, // SCIM provisioning of a directory's users (directory bearer token)
   ];
   const unguarded = s.app.router.routes

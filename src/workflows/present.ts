@@ -1,0 +1,67 @@
+// Templates and runs as the API shows them.
+import type { StoredGate, StoredStep } from './steps.ts';
+import type { Blocker, RunView, StepPreview } from './runs.ts';
+import type { MergedTemplate } from './templates.ts';
+import type { CurrentTemplate, RunStepWithJob, VersionRow } from './store.ts';
+
+const versionFields = (v: Pick<VersionRow, 'name' | 'category' | 'status' | 'description' | 'default_adapter_id' | 'steps' | 'gates'>) => ({
+  name: v.name, category: v.category, status: v.status, description: v.description, defaultAdapterId: v.default_adapter_id,
+  steps: JSON.parse(v.steps) as StoredStep[], gates: JSON.parse(v.gates) as StoredGate[],
+});
+
+export function presentTemplate(t: CurrentTemplate) {
+  return {
+    id: t.id, templateKey: t.template_key, scope: t.scope, builtIn: t.scope === 'global', readOnly: t.scope === 'global',
+    organizationId: t.organization_id, workspaceId: t.workspace_id, version: t.version, ...versionFields(t),
+    createdBy: t.created_by, createdAt: t.created_at, updatedAt: t.updated_at,
+  };
+}
+
+/** A list entry: the template that wins its templateKey and the ones it shadows. */
+export const presentMerged = (m: MergedTemplate) => ({
+  ...presentTemplate(m.template),
+  shadowed: m.shadowed.map((s) => ({ id: s.id, scope: s.scope, version: s.version, status: s.status, name: s.name })),
+});
+
+/** One version of a template, as a run used it. */
+export const presentVersion = (v: VersionRow) => ({ templateId: v.template_id, version: v.version, ...versionFields(v), createdBy: v.created_by, createdAt: v.created_at });
+
+const failedStatuses = new Set(['failed', 'cancelled']);
+
+/** A job error is stored as "code: message". */
+function splitError(error: string | null): { code: string | null; message: string | null } {
+  if (!error) return { code: null, message: null };
+  const at = error.indexOf(': ');
+  return at > 0 ? { code: error.slice(0, at), message: error.slice(at + 2) } : { code: null, message: error };
+}
+
+/** Blockers still in force: a plan shows them all; a queued step only while its job waits (not the previous step once done). */
+function liveBlockers(view: RunView, s: RunStepWithJob, i: number): Blocker[] {
+  const all = JSON.parse(s.blockers) as Blocker[];
+  if (view.run.mode === 'plan') return all;
+  if (s.job_status !== 'queued' && s.job_status !== 'blocked') return [];
+  const previousDone = i > 0 && view.steps[i - 1].job_status === 'completed';
+  return all.filter((b) => !(b.code === 'waits_for_step' && previousDone));
+}
+
+export function presentRun(view: RunView) {
+  const { run, steps, gates } = view;
+  const queued = run.mode === 'queue';
+  const broken = queued ? steps.find((s) => failedStatuses.has(s.job_status ?? '')) : undefined;
+  const current = queued ? steps.find((s) => s.job_status !== 'completed') : undefined;
+  return {
+    id: run.id, status: run.status, mode: run.mode, templateId: run.template_id, templateKey: run.template_key, templateName: run.template_name,
+    templateVersion: run.template_version, projectId: run.project_id, shotId: run.shot_id, episodeId: run.episode_id, adapterId: run.adapter_id,
+    priority: run.priority, approveExternal: run.approve_external === 1,
+    currentStep: current?.step_key ?? null,
+    error: broken ? { stepKey: broken.step_key, jobId: broken.job_id, status: broken.job_status, ...splitError(broken.job_error) } : null,
+    steps: steps.map((s, i) => ({
+      key: s.step_key, label: s.label, position: s.position, jobKind: s.job_kind, status: queued ? s.job_status : 'planned',
+      jobId: s.job_id, attempt: s.job_attempt, shotId: s.shot_id, connectorId: s.connector_id,
+      job: JSON.parse(s.preview) as StepPreview, blockers: liveBlockers(view, s, i),
+    })),
+    gates: gates.map((g) => ({ key: g.gate_key, label: g.label, blocking: g.blocking === 1, status: g.status, decidedBy: g.decided_by, decidedAt: g.decided_at, note: g.note })),
+    createdBy: run.created_by, createdAt: run.created_at,
+    ...(view.template ? { template: presentVersion(view.template) } : {}),
+  };
+}

@@ -1,0 +1,61 @@
+// Workflow templates and runs.
+import { json, type Router } from '../http/router.ts';
+import { notFound } from '../http/errors.ts';
+import { InstantiateBody, RunListQuery, TemplateCreateBody, TemplateGetQuery, TemplateListQuery, TemplatePatchBody } from './schema.ts';
+import { presentMerged, presentRun, presentTemplate, presentVersion } from './present.ts';
+import { createTemplate, getTemplate, listTemplates, updateTemplate } from './templates.ts';
+import { getRun, instantiate, listRuns } from './runs.ts';
+import { versionOf, versionsOf } from './store.ts';
+
+const READ = ['script:read', 'job:create', 'project:create'] as const;
+
+export function bindWorkflowRoutes(r: Router): void {
+  const tags = ['workflows'];
+  r.get('/api/workflows/templates', {
+    summary: 'Templates one per templateKey: the current workspace\'s, else the organization\'s, else the global built-in (shadowed ones named); archived only with includeArchived=1.',
+    tags, scope: 'organization', permission: [...READ], query: TemplateListQuery,
+  }, ({ ctx, query }) => {
+    const all = query.includeArchived === '1' || query.includeArchived === 'true';
+    return json(200, { items: listTemplates(ctx, all).map(presentMerged) });
+  });
+
+  r.post('/api/workflows/templates', {
+    summary: 'Create a workspace (default) or organization template as version 1 (status draft unless given).',
+    tags, scope: 'organization', permission: 'workflow:manage', body: TemplateCreateBody, response: { status: 201, description: 'the template' },
+  }, ({ ctx, body }) => json(201, presentTemplate(createTemplate(ctx, body))));
+
+  r.get('/api/workflows/templates/:templateId', {
+    summary: 'A template (current version, or ?version=n) with the list of its versions.',
+    tags, scope: 'organization', permission: [...READ], query: TemplateGetQuery,
+  }, ({ ctx, params, query }) => {
+    const t = getTemplate(ctx, params.templateId);
+    const versions = versionsOf(ctx.db, t.id).map((v) => ({ version: v.version, status: v.status, name: v.name, createdBy: v.created_by, createdAt: v.created_at }));
+    if (query.version === undefined || query.version === t.version) return json(200, { ...presentTemplate(t), versions });
+    const v = versionOf(ctx.db, t.id, query.version);
+    if (!v) throw notFound(`the template has no version ${query.version}`);
+    return json(200, { ...presentVersion(v), templateKey: t.template_key, scope: t.scope, currentVersion: t.version, versions });
+  });
+
+  r.patch('/api/workflows/templates/:templateId', {
+    summary: 'Change a template: every change writes version n+1 (runs keep theirs). Built-ins are read-only (409 template_read_only).',
+    tags, scope: 'organization', permission: 'workflow:manage', body: TemplatePatchBody,
+  }, ({ ctx, params, body }) => json(200, presentTemplate(updateTemplate(ctx, params.templateId, body))));
+
+  r.post('/api/workflows/templates/:templateId/instantiate', {
+    summary: 'Run an active template in the current project: mode plan (default; no jobs) or queue (one job a step, chained; needs job:create).',
+    tags, scope: 'project', permission: [...READ], body: InstantiateBody, response: { status: 201, description: 'the run' },
+  }, ({ ctx, params, body }) => json(201, presentRun(instantiate(ctx, params.templateId, body))));
+
+  r.get('/api/workflows/runs', {
+    summary: 'Runs of the current project, newest first; status filter; limit default 50, clamped 1..200.',
+    tags, scope: 'project', permission: [...READ], query: RunListQuery,
+  }, ({ ctx, query }) => {
+    const limit = Math.min(200, Math.max(1, query.limit ?? 50));
+    return json(200, { items: listRuns(ctx, query.status ?? null, limit).map(presentRun), limit });
+  });
+
+  r.get('/api/workflows/runs/:runId', {
+    summary: 'A run: per-step status and job, current step, error, gates, and the template version it used.',
+    tags, scope: 'project', permission: [...READ],
+  }, ({ ctx, params }) => json(200, presentRun(getRun(ctx, params.runId))));
+}

@@ -1,0 +1,136 @@
+// SQL of workflow templates, their versions and runs. Template reads name the scopes the caller can
+// see (global, its organization, its workspace); run reads name the project. A run's status is not
+// stored: it is derived here, in one place, from its jobs and its gates.
+import type { Db } from '../db/db.ts';
+
+export interface TemplateRow {
+  id: string; scope: 'global' | 'organization' | 'workspace'; organization_id: string | null; workspace_id: string | null;
+  template_key: string; version: number; created_by: string | null; created_at: string; updated_at: string;
+}
+export interface VersionRow {
+  template_id: string; version: number; name: string; category: string; status: 'draft' | 'active' | 'archived'; description: string;
+  default_adapter_id: string | null; steps: string; gates: string; created_by: string | null; created_at: string;
+}
+/** A template with its current version. */
+export type CurrentTemplate = TemplateRow & Omit<VersionRow, 'template_id' | 'version' | 'created_by' | 'created_at'> & { version_created_at: string };
+
+export interface RunRow {
+  id: string; organization_id: string; workspace_id: string; project_id: string; template_id: string; template_version: number;
+  mode: 'plan' | 'queue'; shot_id: string | null; episode_id: string | null; adapter_id: string | null; priority: number;
+  approve_external: number; created_by: string | null; created_at: string;
+}
+export type RunWithStatus = RunRow & { status: string; template_key: string; template_name: string };
+export interface RunStepRow {
+  run_id: string; position: number; step_key: string; label: string; job_kind: string; shot_id: string | null; connector_id: string | null;
+  job_id: string | null; preview: string; blockers: string;
+}
+export type RunStepWithJob = RunStepRow & { job_status: string | null; job_error: string | null; job_attempt: number | null };
+export interface RunGateRow {
+  run_id: string; gate_key: string; label: string; blocking: number; status: 'pending' | 'passed' | 'failed';
+  decided_by: string | null; decided_at: string | null; note: string | null;
+}
+
+const CURRENT = `SELECT t.*, v.name, v.category, v.status, v.description, v.default_adapter_id, v.steps, v.gates, v.created_at AS version_created_at
+  FROM workflow_templates t JOIN workflow_template_versions v ON v.template_id = t.id AND v.version = t.version`;
+const VISIBLE = `(t.scope = 'global' OR (t.scope = 'organization' AND t.organization_id = ?) OR (t.scope = 'workspace' AND t.workspace_id = ?))`;
+
+/** Templates the caller sees from an organization (and workspace, when one is current). */
+export const visibleTemplates = (db: Db, organizationId: string, workspaceId: string | null) =>
+  db.all<CurrentTemplate>(`${CURRENT} WHERE ${VISIBLE} ORDER BY t.template_key, t.id`, organizationId, workspaceId);
+export const visibleTemplate = (db: Db, organizationId: string, workspaceId: string | null, id: string) =>
+  db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ? AND ${VISIBLE}`, id, organizationId, workspaceId);
+export const templateById = (db: Db, id: string) => db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ?`, id);
+export const templateWithKey = (db: Db, scope: TemplateRow['scope'], organizationId: string | null, workspaceId: string | null, key: string) =>
+  db.get<TemplateRow>(
+    `SELECT * FROM workflow_templates WHERE scope = ? AND ifnull(organization_id, '') = ifnull(?, '') AND ifnull(workspace_id, '') = ifnull(?, '') AND template_key = ?`,
+    scope, organizationId, workspaceId, key);
+
+export const versionOf = (db: Db, templateId: string, version: number) =>
+  db.get<VersionRow>('SELECT * FROM workflow_template_versions WHERE template_id = ? AND version = ?', templateId, version);
+export const versionsOf = (db: Db, templateId: string) =>
+  db.all<Pick<VersionRow, 'version' | 'status' | 'name' | 'created_by' | 'created_at'>>(
+    'SELECT version, status, name, created_by, created_at FROM workflow_template_versions WHERE template_id = ? ORDER BY version DESC', templateId);
+
+export function insertTemplate(db: Db, t: TemplateRow): void {
+  db.run(
+    `INSERT INTO workflow_templates (id, scope, organization_id, workspace_id, template_key, version, created_by, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    t.id, t.scope, t.organization_id, t.workspace_id, t.template_key, t.version, t.created_by, t.created_at, t.updated_at);
+}
+
+export function insertVersion(db: Db, v: VersionRow): void {
+  db.run(
+    `INSERT INTO workflow_template_versions (template_id, version, name, category, status, description, default_adapter_id, steps, gates, created_by, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    v.template_id, v.version, v.name, v.category, v.status, v.description, v.default_adapter_id, v.steps, v.gates, v.created_by, v.created_at);
+}
+
+/** Moves the template to its next version; false when another writer got there first. */
+export const advanceTemplate = (db: Db, id: string, from: number, at: string) =>
+  db.run('UPDATE workflow_templates SET version = ?, updated_at = ? WHERE id = ? AND version = ?', from + 1, at, id, from).changes === 1;
+
+export function insertRun(db: Db, r: RunRow): void {
+  db.run(
+    `INSERT INTO workflow_runs (id, organization_id, workspace_id, project_id, template_id, template_version, mode, shot_id, episode_id, adapter_id,
+       priority, approve_external, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    r.id, r.organization_id, r.workspace_id, r.project_id, r.template_id, r.template_version, r.mode, r.shot_id, r.episode_id, r.adapter_id,
+    r.priority, r.approve_external, r.created_by, r.created_at);
+}
+
+export function insertRunStep(db: Db, s: RunStepRow): void {
+  db.run(
+    `INSERT INTO workflow_run_steps (run_id, position, step_key, label, job_kind, shot_id, connector_id, job_id, preview, blockers)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    s.run_id, s.position, s.step_key, s.label, s.job_kind, s.shot_id, s.connector_id, s.job_id, s.preview, s.blockers);
+}
+
+export function insertRunGate(db: Db, g: RunGateRow): void {
+  db.run(
+    'INSERT INTO workflow_run_gates (run_id, gate_key, label, blocking, status, decided_by, decided_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    g.run_id, g.gate_key, g.label, g.blocking, g.status, g.decided_by, g.decided_at, g.note);
+}
+
+/**
+ * The run status, from its steps' jobs and its gates (first match wins):
+ * plan mode -> planned; a step's job failed -> blocked; a step's job cancelled -> cancelled;
+ * every job completed -> failed (a blocking gate failed), awaiting_qa (a blocking gate pending) or
+ * completed; a job started, running or done -> running; else queued.
+ */
+const RUN_STATUS = `CASE
+  WHEN r.mode = 'plan' THEN 'planned'
+  WHEN s.failed > 0 THEN 'blocked'
+  WHEN s.cancelled > 0 THEN 'cancelled'
+  WHEN s.completed = s.steps THEN CASE
+    WHEN EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND g.status = 'failed') THEN 'failed'
+    WHEN EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND g.status = 'pending') THEN 'awaiting_qa'
+    ELSE 'completed' END
+  WHEN s.started > 0 THEN 'running'
+  ELSE 'queued' END`;
+
+const RUNS = `WITH s AS (
+    SELECT st.run_id, count(*) AS steps, sum(j.status = 'completed') AS completed, sum(j.status = 'failed') AS failed,
+      sum(j.status = 'cancelled') AS cancelled, sum(j.status IN ('running', 'completed') OR j.attempt > 0) AS started
+    FROM workflow_run_steps st JOIN workflow_runs rr ON rr.id = st.run_id LEFT JOIN generation_jobs j ON j.id = st.job_id
+    WHERE rr.project_id = ? GROUP BY st.run_id)
+  SELECT * FROM (
+    SELECT r.*, ${RUN_STATUS} AS status, t.template_key, v.name AS template_name
+    FROM workflow_runs r JOIN s ON s.run_id = r.id JOIN workflow_templates t ON t.id = r.template_id
+    JOIN workflow_template_versions v ON v.template_id = r.template_id AND v.version = r.template_version
+    WHERE r.project_id = ?)`;
+
+export const runsOfProject = (db: Db, projectId: string, status: string | null, limit: number) =>
+  db.all<RunWithStatus>(`${RUNS} WHERE (? IS NULL OR status = ?) ORDER BY created_at DESC, id DESC LIMIT ?`, projectId, projectId, status, status, limit);
+export const runInProject = (db: Db, projectId: string, id: string) =>
+  db.get<RunWithStatus>(`${RUNS} WHERE id = ?`, projectId, projectId, id);
+
+export function stepsOfRuns(db: Db, runIds: string[]): RunStepWithJob[] {
+  if (runIds.length === 0) return [];
+  return db.all<RunStepWithJob>(
+    `SELECT st.*, j.status AS job_status, j.error AS job_error, j.attempt AS job_attempt FROM workflow_run_steps st
+     LEFT JOIN generation_jobs j ON j.id = st.job_id WHERE st.run_id IN (SELECT value FROM json_each(?)) ORDER BY st.run_id, st.position`,
+    JSON.stringify(runIds));
+}
+export function gatesOfRuns(db: Db, runIds: string[]): RunGateRow[] {
+  if (runIds.length === 0) return [];
+  return db.all<RunGateRow>('SELECT * FROM workflow_run_gates WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, rowid', JSON.stringify(runIds));
+}
