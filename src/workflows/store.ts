@@ -98,30 +98,29 @@ export function insertRunGate(db: Db, g: RunGateRow): void {
  */
 const RUN_STATUS = `CASE
   WHEN r.mode = 'plan' THEN 'planned'
-  WHEN s.failed > 0 THEN 'blocked'
-  WHEN s.cancelled > 0 THEN 'cancelled'
-  WHEN s.completed = s.steps THEN CASE
+  WHEN sum(j.status = 'failed') > 0 THEN 'blocked'
+  WHEN sum(j.status = 'cancelled') > 0 THEN 'cancelled'
+  WHEN sum(j.status = 'completed') = count(*) THEN CASE
     WHEN EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND g.status = 'failed') THEN 'failed'
     WHEN EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND g.status = 'pending') THEN 'awaiting_qa'
     ELSE 'completed' END
-  WHEN s.started > 0 THEN 'running'
+  WHEN sum(j.status IN ('running', 'completed') OR j.attempt > 0) > 0 THEN 'running'
   ELSE 'queued' END`;
 
-const RUNS = `WITH s AS (
-    SELECT st.run_id, count(*) AS steps, sum(j.status = 'completed') AS completed, sum(j.status = 'failed') AS failed,
-      sum(j.status = 'cancelled') AS cancelled, sum(j.status IN ('running', 'completed') OR j.attempt > 0) AS started
-    FROM workflow_run_steps st JOIN workflow_runs rr ON rr.id = st.run_id LEFT JOIN generation_jobs j ON j.id = st.job_id
-    WHERE rr.project_id = ? GROUP BY st.run_id)
-  SELECT * FROM (
-    SELECT r.*, ${RUN_STATUS} AS status, t.template_key, v.name AS template_name
-    FROM workflow_runs r JOIN s ON s.run_id = r.id JOIN workflow_templates t ON t.id = r.template_id
+// The status is a correlated subquery over one run's steps (4 index lookups and their jobs), so a
+// list walks workflow_runs_project newest first and stops at LIMIT: it never aggregates every step
+// of the project. A status filter evaluates runs until it has LIMIT matches.
+const RUNS = `SELECT * FROM (
+    SELECT r.*, (SELECT ${RUN_STATUS} FROM workflow_run_steps st LEFT JOIN generation_jobs j ON j.id = st.job_id WHERE st.run_id = r.id) AS status,
+      t.template_key, v.name AS template_name
+    FROM workflow_runs r JOIN workflow_templates t ON t.id = r.template_id
     JOIN workflow_template_versions v ON v.template_id = r.template_id AND v.version = r.template_version
-    WHERE r.project_id = ?)`;
+    WHERE r.project_id = ? AND EXISTS (SELECT 1 FROM workflow_run_steps x WHERE x.run_id = r.id))`;
 
 export const runsOfProject = (db: Db, projectId: string, status: string | null, limit: number) =>
-  db.all<RunWithStatus>(`${RUNS} WHERE (? IS NULL OR status = ?) ORDER BY created_at DESC, id DESC LIMIT ?`, projectId, projectId, status, status, limit);
+  db.all<RunWithStatus>(`${RUNS} WHERE (? IS NULL OR status = ?) ORDER BY created_at DESC, id DESC LIMIT ?`, projectId, status, status, limit);
 export const runInProject = (db: Db, projectId: string, id: string) =>
-  db.get<RunWithStatus>(`${RUNS} WHERE id = ?`, projectId, projectId, id);
+  db.get<RunWithStatus>(`${RUNS} WHERE id = ?`, projectId, id);
 
 export function stepsOfRuns(db: Db, runIds: string[]): RunStepWithJob[] {
   if (runIds.length === 0) return [];
