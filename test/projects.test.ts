@@ -180,7 +180,7 @@ function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: st
     jobId: completedJob.id,
     artifactId: 'art_fx',
     // Workflows: the built-in template and a plan run of it in this project.
-    templateId: 'wft_builtin_voice_over',
+    templateId: 'wft_builtin_voice_over', gateKey: 'voice_qa',
     runId: instantiate(withScope(s.operator(), tree), 'wft_builtin_voice_over', { mode: 'plan', shotId: s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', tree.projectId)!.id }).run.id,
   };
 }

@@ -91,6 +91,9 @@ test('templates: 33 steps refused with the limit named, built-ins read-only, eve
     [{ steps: [step('a', 'image')], gates: [{ key: 'g', label: 'G' }, { key: 'g', label: 'G again' }] }, 'gates[1].key'],
     [{ steps: [step('a', 'image')], defaultAdapterId: 'mdl_nowhere' }, 'defaultAdapterId'],
     [{ steps: [step('a', 'image')], status: 'retired' }, 'status'],
+    [{ steps: [step('a', 'compose', { parameters: { width: 'wide', height: 720 } })] }, 'steps[0].parameters.width'],
+    [{ steps: [step('a', 'compose', { parameters: { artifactIds: ['art_x'] } })] }, 'steps[0].parameters.artifactIds'],
+    [{ steps: [step('a', 'compose', { parameters: { voiceLines: 'no' } })] }, 'steps[0].parameters.voiceLines'],
   ] as const) {
     const r = await s.call('POST', '/api/workflows/templates', { token: owner.token, body: { name: 'Bad', templateKey: 'bad', ...body } });
     assert.equal(r.status, 422, `${field}: ${r.text}`);
@@ -189,6 +192,8 @@ test('instantiate: a plan creates no job; queue creates one job a step, chained;
   assert.deepEqual(run.steps.map((x: any) => x.blockers.map((b: any) => b.code)), [[], ['waits_for_step'], ['waits_for_step'], ['waits_for_step']]);
   const audit = await s.call('GET', `/api/audit?targetId=${run.id}`, { token });
   assert.equal(audit.body.auditLog[0].action, 'workflow.instantiated');
+  const early = await s.call('POST', `/api/workflows/runs/${run.id}/gates/picture_qa`, { token, body: { status: 'passed' } });
+  assert.deepEqual([early.status, early.body.error.code], [409, 'run_not_ready']);
   // Running the first step by hand moves the run on; cancelling a step's job cancels the run.
   const ran = await s.call('POST', `/api/jobs/${stepJobs[0].id}/run`, { token, body: {} });
   assert.equal(ran.status, 200, ran.text);
@@ -215,6 +220,24 @@ test('instantiate: a plan creates no job; queue creates one job a step, chained;
   assert.deepEqual([approved.approveExternal, approved.adapterId], [true, cloud]);
   assert.deepEqual(approved.steps[0].blockers.map((b: any) => b.code), ['connector_not_ready', 'connector_not_approved', 'runs_by_person']);
   assert.equal((await jobsOf(s, token)).length, 8);
+  // Blockers of a queued run are looked at when it is read: the approval shows at once.
+  assert.equal((await s.call('POST', `/api/platform/models/${cloud}/approve`, { token, body: { note: 'budget agreed' } })).status, 200);
+  const reread = (await s.call('GET', `/api/workflows/runs/${approved.id}`, { token })).body;
+  assert.deepEqual(reread.steps[0].blockers.map((b: any) => b.code), ['connector_not_ready', 'runs_by_person']);
+  // A local-runner-only organization: the plan names it, the queue refuses it.
+  s.db.run('UPDATE billing_accounts SET local_runner_only = 1 WHERE organization_id = ?', tree.organizationId);
+  const localPlan = await instantiate(s, token, 'wft_builtin_shot_to_cut', { mode: 'plan', shotId: shot.id, adapter: cloud });
+  assert.ok(localPlan.steps[0].blockers.some((b: any) => b.code === 'local_runner_only'));
+  assert.equal((await instantiate(s, token, 'wft_builtin_shot_to_cut', { mode: 'queue', shotId: shot.id, adapter: cloud, approveExternal: true }, 409)).error.code, 'local_runner_only');
+  s.db.run('UPDATE billing_accounts SET local_runner_only = 0 WHERE organization_id = ?', tree.organizationId);
+
+  // A prompt that renders longer than a job prompt may be is refused before anything is written.
+  await s.call('PATCH', `/api/production/shots/${shot.id}`, { token, body: { prompt: 'x'.repeat(15_000) } });
+  const twice = await make(s, token, { templateKey: 'twice', steps: [step('still', 'image', { requiresShot: true, prompt: '{{shot.prompt}} {{shot.prompt}}' })] });
+  const long = await instantiate(s, token, twice.id, { mode: 'queue', shotId: shot.id }, 422);
+  assert.match(long.error.details.fields['steps.still.prompt'], /30001 characters.*at most 20000/);
+  assert.equal((await jobsOf(s, token)).length, 8);
+  await s.call('PATCH', `/api/production/shots/${shot.id}`, { token, body: { prompt: '' } });
 
   // A run keeps the template version it used after the template changes.
   const mine = await make(s, token, { templateKey: 'versioned', steps: [step('still', 'image', { requiresShot: true })] });
@@ -252,6 +275,11 @@ test('workflow access: 401 without a session, 403 without the permission, anothe
   // An organization member without a workspace or project role holds none of the read permissions.
   const bare = await member(s, 'org_member', tree);
   assert.equal((await s.call('GET', '/api/workflows/templates', { token: bare.token })).status, 403);
+  const viewer = await member(s, 'project_guest', tree);
+  for (const [method, path, body] of routes) {
+    const r = await s.call(method, path, { token: viewer.token, body });
+    assert.equal(r.status, 403, `${method} ${path} without permission: ${r.text}`);
+  }
 
   // Organization templates: owners and admins only; a producer writes the workspace's.
   const producer = await member(s, 'producer', tree);
@@ -262,6 +290,16 @@ test('workflow access: 401 without a session, 403 without the permission, anothe
   const orgTpl = await make(s, admin.token, { templateKey: 'house', scope: 'organization' });
   assert.equal((await s.call('PATCH', `/api/workflows/templates/${orgTpl.id}`, { token: producer.token, body: { name: 'z' } })).status, 403);
   assert.equal((await s.call('PATCH', `/api/workflows/templates/${orgTpl.id}`, { token: admin.token, body: { name: 'z' } })).body.version, 2);
+
+  // Another workspace of the organization does not see this workspace's template; another project not this run.
+  const otherWs = makeWorkspace(s, tree.organizationId);
+  const neighbour = await member(s, 'producer', { organizationId: tree.organizationId, workspaceId: otherWs.id, projectId: makeProject(s, otherWs.id).id });
+  for (const [method, path, body] of routes.filter(([, p]) => p.includes(tpl.id))) {
+    assert.equal((await s.call(method, path, { token: neighbour.token, body })).status, 404, `other workspace: ${method} ${path}`);
+  }
+  const sibling = await member(s, 'project_editor', { ...tree, projectId: makeProject(s, tree.workspaceId).id });
+  assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token: sibling.token })).status, 404);
+  assert.deepEqual((await s.call('GET', '/api/workflows/runs', { token: sibling.token })).body.items, []);
 
   // Another organization: our template and run do not exist for it, and its lists hold none of ours.
   const stranger = await member(s, 'org_owner');
@@ -312,6 +350,7 @@ test('a run follows its jobs: a failing middle step blocks it and the later step
   assert.deepEqual([voiceJob.status, voiceJob.attempt, voiceJob.attempts, voiceJob.startedAt], ['blocked', 0, [], null], 'the later step never started');
   const listed = await s.call('GET', '/api/workflows/runs?status=blocked', { token });
   assert.deepEqual(listed.body.items.map((r: any) => r.id), [run.id]);
+  assert.deepEqual(listed.body.pagination, { limit: 50, total: 1 });
   assert.deepEqual((await s.call('GET', '/api/workflows/runs?status=completed', { token })).body.items, []);
 
   const retried = await s.call('POST', `/api/jobs/${blocked.steps[1].jobId}/retry`, { token, body: {} });
@@ -346,6 +385,10 @@ test('the built-in shot-to-episode-cut run against the model server produces the
   assert.deepEqual(clip.provenance.inputs.map((i: any) => [i.artifactId, i.contentSha256]), [[still.id, still.contentSha256]]);
   assert.deepEqual(cut.provenance.workflow, { templateId: 'wft_builtin_shot_to_cut', templateVersion: 1, runId: run.id, stepKey: 'episode_cut' });
   assert.equal(clip.provenance.workflow.stepKey, 'shot_video');
+  assert.deepEqual(cut.provenance.inputs, [
+    { role: 'video', shotId: shot.id, artifactId: clip.id, contentSha256: clip.contentSha256 },
+    { role: 'voice', shotId: shot.id, artifactId: voice.id, contentSha256: voice.contentSha256 },
+  ]);
   // The cut: the shot's clip with its voice line, real first and last frames.
   assert.ok(Math.abs(cut.durationMs - clip.durationMs) < 100, `${cut.durationMs} vs ${clip.durationMs}`);
   assert.deepEqual([cut.hasVideo, cut.hasAudio, cut.width, cut.height], [true, true, clip.width, clip.height]);
@@ -357,11 +400,21 @@ test('the built-in shot-to-episode-cut run against the model server produces the
   assert.equal(content.status, 200);
   assert.equal(content.headers.get('content-type'), 'video/mp4');
 
-  // QA passing the blocking gate completes the run (gates are evaluated by the QA issue; here set directly).
-  s.db.run("UPDATE workflow_run_gates SET status = 'passed' WHERE run_id = ? AND gate_key = 'picture_qa'", run.id);
-  assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token })).body.status, 'completed');
-  s.db.run("UPDATE workflow_run_gates SET status = 'failed' WHERE run_id = ? AND gate_key = 'picture_qa'", run.id);
-  assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token })).body.status, 'failed');
+  // QA decides the gates: the non-blocking one changes nothing, passing the blocking one completes the run.
+  const gate = (key: string, status: string, who = token) => s.call('POST', `/api/workflows/runs/${run.id}/gates/${key}`, { token: who, body: { status, note: 'checked frames' } });
+  assert.equal((await gate('voice_qa', 'failed')).body.status, 'awaiting_qa');
+  const passed = await gate('picture_qa', 'passed');
+  assert.equal(passed.status, 200, passed.text);
+  assert.equal(passed.body.status, 'completed');
+  assert.deepEqual(passed.body.gates.map((g: any) => [g.key, g.status, g.note]), [['picture_qa', 'passed', 'checked frames'], ['voice_qa', 'failed', 'checked frames']]);
+  assert.equal((await gate('picture_qa', 'failed')).body.status, 'failed');
+  assert.equal((await s.call('GET', `/api/workflows/runs?status=failed`, { token })).body.items[0].id, run.id);
+  assert.equal((await gate('picture_qa', 'pending')).body.status, 'awaiting_qa');
+  assert.equal((await gate('nope', 'passed')).status, 404);
+  const writer = await member(s, 'writer', tree);
+  assert.equal((await gate('picture_qa', 'passed', writer.token)).status, 403, 'deciding a gate needs qa:review');
+  const decisions = await s.call('GET', `/api/audit?targetId=${run.id}&action=workflow.gate_decided`, { token });
+  assert.deepEqual(decisions.body.auditLog.map((a: any) => a.metadata.to).reverse(), ['failed', 'passed', 'failed', 'pending']);
 });
 
 test('the built-in voice-over pass records the shot\u2019s dialogue and transcribes that recording', async (t) => {

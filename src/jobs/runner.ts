@@ -38,8 +38,8 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
   if (job.kind === COMPOSE_KIND) {
     const { result, composition } = await runCompose(base, job, input.parameters as ComposeParameters, signal);
     const inputs = composition.inputs.flatMap((i) => [
-      { shotId: i.shotId, artifactId: i.artifactId, contentSha256: i.contentSha256 },
-      ...(i.audioArtifactId ? [{ shotId: i.shotId, artifactId: i.audioArtifactId, contentSha256: i.audioContentSha256 }] : []),
+      { role: 'video', shotId: i.shotId, artifactId: i.artifactId, contentSha256: i.contentSha256 },
+      ...(i.audioArtifactId ? [{ role: 'voice', shotId: i.shotId, artifactId: i.audioArtifactId, contentSha256: i.audioContentSha256 }] : []),
     ]);
     const provenance = { kind: job.kind, connectorId: null, model: null, parameters: input.parameters, workflow: input.workflow ?? null, inputs };
     return { result, media: { composition, provenance } };

@@ -3,6 +3,8 @@ import * as v from '../http/validate.ts';
 import { JOB_STATUSES } from './store.ts';
 
 const id = v.string({ min: 1, max: 64 });
+/** The longest prompt a job takes (also the limit of a workflow step's rendered prompt). */
+export const PROMPT_MAX = 20_000;
 const kind = v.string({ min: 1, max: 40, pattern: /^[a-z][a-z0-9_]*$/, description: 'kind of work: image, video, tts, asr, chat, prompt (through a connector), or compose (local: joins the shots of an episode)' });
 
 export const JobCreateBody = v.object({
@@ -10,7 +12,7 @@ export const JobCreateBody = v.object({
   connectorId: v.optional(id),
   shotId: v.optional(v.nullable(id)),
   episodeId: v.optional(v.nullable(id)),
-  prompt: v.optional(v.string({ min: 1, max: 20_000, description: 'required for every kind but compose' })),
+  prompt: v.optional(v.string({ min: 1, max: PROMPT_MAX, description: 'required for every kind but compose' })),
   negativePrompt: v.optional(v.nullable(v.string({ max: 20_000 }))),
   parameters: v.optional(v.anyObject({ maxKeys: 50, description: 'free-form generation parameters (size, seconds, voice, seed, ...); compose: artifactIds (the video chosen per shot), audioArtifactIds (the voice line chosen per shot), voiceLines (false: no voice lines), width, height, frameRate' })),
   inputs: v.optional(v.array(v.object({ assetId: id, versionId: v.optional(id) }), { max: 20 })),

@@ -151,6 +151,8 @@ export interface PrepareOptions {
   clipsBefore?: number | null;
   /** The id to give the job (a workflow run fixes its steps' ids before inserting). */
   id?: string;
+  /** false: the organization's local-runner-only policy is not applied (a plan or a dry run writes and calls nothing). */
+  policy?: boolean;
 }
 
 /** Every check of a job creation, without writing (validation before writes). */
@@ -164,7 +166,7 @@ export function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions = {}): 
   const compose = input.kind === COMPOSE_KIND;
   if (compose && input.useDependencyOutputs) throw validationFailed({ useDependencyOutputs: 'a compose job takes the videos of the episode\'s shots' });
   const connector = compose ? null : pickConnector(ctx, input.kind, input.connectorId);
-  if (connector && connector.cost_mode !== 'local' && localRunnerOnly(ctx.db, project.organization_id)) {
+  if (opts.policy !== false && connector && connector.cost_mode !== 'local' && localRunnerOnly(ctx.db, project.organization_id)) {
     throw conflict('local_runner_only', 'this organization runs local connectors only; the connector is ' + connector.cost_mode);
   }
   const jobInput: JobInput = {
@@ -321,7 +323,7 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
 export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
   if (input.kind === COMPOSE_KIND) throw validationFailed({ kind: 'a compose job calls no connector: there is no request to show' });
   // The same checks and job row as a creation (nothing is written): inputs, dependency outputs, connector.
-  const { job } = prepareJob(ctx, input, { id: 'job_dry_run', clipsBefore: null });
+  const { job } = prepareJob(ctx, input, { id: 'job_dry_run', clipsBefore: null, policy: false });
   const connector = connectorById(ctx.db, job.organization_id, job.connector_id!)!;
   const spec = connectorSpec(connector);
   const { contract } = buildContract(ctx.db, null, job);

@@ -34,9 +34,8 @@ const CHOSEN = { artifactIds: { kind: 'video', noun: 'video' }, audioArtifactIds
 
 const evenSide = (v: unknown) => Number.isInteger(v) && (v as number) >= 16 && (v as number) <= MAX_SIDE && (v as number) % 2 === 0;
 
-/** Checks a compose job's parameters against the episode at creation (422 naming the field). */
-export function checkComposeParameters(db: Db, projectId: string, episodeId: string, raw: Record<string, unknown>): ComposeParameters {
-  const out: ComposeParameters = {};
+/** The checks that need no project: known keys, size, frame rate, voiceLines (problems keyed parameters.<name>). */
+function shapeProblems(raw: Record<string, unknown>, out: ComposeParameters): Record<string, string> {
   const problems: Record<string, string> = {};
   for (const key of Object.keys(raw)) {
     if (!PARAMETERS.includes(key)) problems[`parameters.${key}`] = `not a compose parameter (${PARAMETERS.join(', ')})`;
@@ -50,13 +49,29 @@ export function checkComposeParameters(db: Db, projectId: string, episodeId: str
     if (!fr || fr.num / fr.den < 1 || fr.num / fr.den > 120) problems['parameters.frameRate'] = 'a frame rate such as "24", "25/1" or "24000/1001" (1..120 fps)';
     else out.frameRate = raw.frameRate as string;
   }
+  if (raw.voiceLines !== undefined && typeof raw.voiceLines !== 'boolean') problems['parameters.voiceLines'] = 'true or false (false: no voice lines in the cut)';
+  return problems;
+}
+
+/** A workflow template's compose parameters: the project-independent checks; chosen artifacts belong to a job, not a template. */
+export function templateComposeProblems(raw: Record<string, unknown>): Record<string, string> {
+  const problems = shapeProblems(raw, {});
+  for (const field of ['artifactIds', 'audioArtifactIds'] as const) {
+    if (raw[field] !== undefined) problems[`parameters.${field}`] = 'names artifacts of one project: choose them on the compose job, not in a template';
+  }
+  return problems;
+}
+
+/** Checks a compose job's parameters against the episode at creation (422 naming the field). */
+export function checkComposeParameters(db: Db, projectId: string, episodeId: string, raw: Record<string, unknown>): ComposeParameters {
+  const out: ComposeParameters = {};
+  const problems = shapeProblems(raw, out);
   const shotsOfEpisode = new Set(shotsOfProject(db, projectId, episodeId).map((s) => s.id));
   for (const field of ['artifactIds', 'audioArtifactIds'] as const) {
     if (raw[field] !== undefined) out[field] = checkChosen(db, projectId, shotsOfEpisode, field, raw[field], problems);
   }
-  if (raw.voiceLines !== undefined) {
-    if (typeof raw.voiceLines !== 'boolean') problems['parameters.voiceLines'] = 'true or false (false: no voice lines in the cut)';
-    else if (!raw.voiceLines && out.audioArtifactIds?.length) problems['parameters.voiceLines'] = 'false leaves the voice lines out: name no audioArtifactIds with it';
+  if (typeof raw.voiceLines === 'boolean') {
+    if (!raw.voiceLines && out.audioArtifactIds?.length) problems['parameters.voiceLines'] = 'false leaves the voice lines out: name no audioArtifactIds with it';
     else out.voiceLines = raw.voiceLines;
   }
   if (Object.keys(problems).length) throw validationFailed(problems);

@@ -1,8 +1,8 @@
 // Templates and runs as the API shows them.
 import type { StoredGate, StoredStep } from './steps.ts';
-import type { Blocker, RunView, StepPreview } from './runs.ts';
+import type { RunView, StepPreview } from './runs.ts';
 import type { MergedTemplate } from './templates.ts';
-import type { CurrentTemplate, RunStepWithJob, VersionRow } from './store.ts';
+import type { CurrentTemplate, VersionRow } from './store.ts';
 
 const versionFields = (v: Pick<VersionRow, 'name' | 'category' | 'status' | 'description' | 'default_adapter_id' | 'steps' | 'gates'>) => ({
   name: v.name, category: v.category, status: v.status, description: v.description, defaultAdapterId: v.default_adapter_id,
@@ -26,8 +26,6 @@ export const presentMerged = (m: MergedTemplate) => ({
 /** One version of a template, as a run used it. */
 export const presentVersion = (v: VersionRow) => ({ templateId: v.template_id, version: v.version, ...versionFields(v), createdBy: v.created_by, createdAt: v.created_at });
 
-const failedStatuses = new Set(['failed', 'cancelled']);
-
 /** A job error is stored as "code: message". */
 function splitError(error: string | null): { code: string | null; message: string | null } {
   if (!error) return { code: null, message: null };
@@ -35,19 +33,11 @@ function splitError(error: string | null): { code: string | null; message: strin
   return at > 0 ? { code: error.slice(0, at), message: error.slice(at + 2) } : { code: null, message: error };
 }
 
-/** Blockers still in force: a plan shows them all; a queued step only while its job waits (not the previous step once done). */
-function liveBlockers(view: RunView, s: RunStepWithJob, i: number): Blocker[] {
-  const all = JSON.parse(s.blockers) as Blocker[];
-  if (view.run.mode === 'plan') return all;
-  if (s.job_status !== 'queued' && s.job_status !== 'blocked') return [];
-  const previousDone = i > 0 && view.steps[i - 1].job_status === 'completed';
-  return all.filter((b) => !(b.code === 'waits_for_step' && previousDone));
-}
-
 export function presentRun(view: RunView) {
   const { run, steps, gates } = view;
   const queued = run.mode === 'queue';
-  const broken = queued ? steps.find((s) => failedStatuses.has(s.job_status ?? '')) : undefined;
+  // The step the status is about: a failed one first (blocked), else a cancelled one.
+  const broken = steps.find((s) => s.job_status === 'failed') ?? steps.find((s) => s.job_status === 'cancelled');
   const current = queued ? steps.find((s) => s.job_status !== 'completed') : undefined;
   return {
     id: run.id, status: run.status, mode: run.mode, templateId: run.template_id, templateKey: run.template_key, templateName: run.template_name,
@@ -58,7 +48,7 @@ export function presentRun(view: RunView) {
     steps: steps.map((s, i) => ({
       key: s.step_key, label: s.label, position: s.position, jobKind: s.job_kind, status: queued ? s.job_status : 'planned',
       jobId: s.job_id, attempt: s.job_attempt, shotId: s.shot_id, connectorId: s.connector_id,
-      job: JSON.parse(s.preview) as StepPreview, blockers: liveBlockers(view, s, i),
+      job: JSON.parse(s.preview) as StepPreview, blockers: view.blockers[i],
     })),
     gates: gates.map((g) => ({ key: g.gate_key, label: g.label, blocking: g.blocking === 1, status: g.status, decidedBy: g.decided_by, decidedAt: g.decided_at, note: g.note })),
     createdBy: run.created_by, createdAt: run.created_at,

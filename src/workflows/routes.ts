@@ -1,10 +1,10 @@
 // Workflow templates and runs.
 import { json, type Router } from '../http/router.ts';
 import { notFound } from '../http/errors.ts';
-import { InstantiateBody, RunListQuery, TemplateCreateBody, TemplateGetQuery, TemplateListQuery, TemplatePatchBody } from './schema.ts';
+import { GateDecisionBody, InstantiateBody, RunListQuery, TemplateCreateBody, TemplateGetQuery, TemplateListQuery, TemplatePatchBody } from './schema.ts';
 import { presentMerged, presentRun, presentTemplate, presentVersion } from './present.ts';
 import { createTemplate, getTemplate, listTemplates, updateTemplate } from './templates.ts';
-import { getRun, instantiate, listRuns } from './runs.ts';
+import { decideRunGate, getRun, instantiate, listRuns, runCount } from './runs.ts';
 import { versionOf, versionsOf } from './store.ts';
 
 const READ = ['script:read', 'job:create', 'project:create'] as const;
@@ -47,15 +47,21 @@ export function bindWorkflowRoutes(r: Router): void {
   }, ({ ctx, params, body }) => json(201, presentRun(instantiate(ctx, params.templateId, body))));
 
   r.get('/api/workflows/runs', {
-    summary: 'Runs of the current project, newest first; status filter; limit default 50, clamped 1..200.',
+    summary: 'Runs of the current project, newest first: { items, pagination: { limit, total } }; status filter; limit default 50, clamped 1..200.',
     tags, scope: 'project', permission: [...READ], query: RunListQuery,
   }, ({ ctx, query }) => {
     const limit = Math.min(200, Math.max(1, query.limit ?? 50));
-    return json(200, { items: listRuns(ctx, query.status ?? null, limit).map(presentRun), limit });
+    const status = query.status ?? null;
+    return json(200, { items: listRuns(ctx, status, limit).map(presentRun), pagination: { limit, total: runCount(ctx, status) } });
   });
 
   r.get('/api/workflows/runs/:runId', {
     summary: 'A run: per-step status and job, current step, error, gates, and the template version it used.',
     tags, scope: 'project', permission: [...READ],
   }, ({ ctx, params }) => json(200, presentRun(getRun(ctx, params.runId))));
+
+  r.post('/api/workflows/runs/:runId/gates/:gateKey', {
+    summary: 'QA decides a gate of a run whose jobs have completed: passed, failed or pending (audited); a blocking gate holds the run in awaiting_qa until it passes.',
+    tags, scope: 'project', permission: 'qa:review', body: GateDecisionBody,
+  }, ({ ctx, params, body }) => json(200, presentRun(decideRunGate(ctx, params.runId, params.gateKey, body.status, body.note ?? null))));
 }

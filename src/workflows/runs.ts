@@ -2,7 +2,7 @@
 // what blocks it, no jobs; queue: one generation job a step, chained through depends_on, in one
 // transaction) and read runs. A run's status follows its jobs (store.ts derives it).
 import type { Ctx } from '../context.ts';
-import { conflict, notFound, permissionDenied, validationFailed } from '../http/errors.ts';
+import { AppError, conflict, notFound, permissionDenied, validationFailed } from '../http/errors.ts';
 import type { Infer } from '../http/validate.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
@@ -12,16 +12,15 @@ import { episodeById, shotById, shotsOfProject, type EpisodeRow, type ShotRow } 
 import { currentRevision } from '../scripts/store.ts';
 import type { ScriptContent } from '../scripts/content.ts';
 import { connectorById, type ConnectorRow } from '../connectors/store.ts';
-import { connectorSpec } from '../connectors/present.ts';
-import { supportsKind } from '../connectors/protocols/index.ts';
 import { chosenVideoOfShot } from '../media/store.ts';
 import { COMPOSE_KIND } from '../media/compose-job.ts';
-import { CLIP_KINDS, clipQuotaProblem, insertPrepared, prepareJob, type PreparedJob } from '../jobs/service.ts';
-import type { JobCreateBody } from '../jobs/schema.ts';
+import { CLIP_KINDS, clipQuotaProblem, insertPrepared, pickConnector, prepareJob, type PreparedJob } from '../jobs/service.ts';
+import { localRunnerOnly } from '../connectors/service.ts';
+import { PROMPT_MAX, type JobCreateBody } from '../jobs/schema.ts';
 import type { InstantiateBody, RunStatus } from './schema.ts';
 import { DEFAULT_PROMPT, renderPrompt, type PromptValues, type StoredGate, type StoredStep } from './steps.ts';
 import {
-  gatesOfRuns, insertRun, insertRunGate, insertRunStep, runInProject, runsOfProject, stepsOfRuns, versionOf, visibleTemplate,
+  countRuns, decideGate, gatesOfRuns, insertRun, insertRunGate, insertRunStep, runInProject, runsOfProject, stepsOfRuns, versionOf, visibleTemplate,
   type RunGateRow, type RunStepWithJob, type RunWithStatus, type VersionRow,
 } from './store.ts';
 
@@ -31,7 +30,7 @@ export interface StepPreview {
   kind: string; connectorId: string | null; connectorLabel: string | null; costMode: string; shotId: string | null; episodeId: string | null;
   prompt: string | null; parameters: Record<string, unknown>; dependsOnStep: string | null; inputFromPrevious: boolean; priority: number;
 }
-export interface RunView { run: RunWithStatus; steps: RunStepWithJob[]; gates: RunGateRow[]; template?: VersionRow }
+export interface RunView { run: RunWithStatus; steps: RunStepWithJob[]; blockers: Blocker[][]; gates: RunGateRow[]; template?: VersionRow }
 
 /** Values of the prompt placeholders for a run bound to a shot and/or an episode. */
 function promptValues(ctx: Ctx, project: ProjectRow, shot: ShotRow | undefined, episode: EpisodeRow | undefined): PromptValues {
@@ -62,20 +61,59 @@ function bind(ctx: Ctx, project: ProjectRow, t: { default_adapter_id: string | n
   if (needShot.length && !body.shotId) problems.shotId = `step(s) ${needShot.join(', ')} require a shot of the current project`;
   const compose = steps.filter((s) => s.jobKind === COMPOSE_KIND).map((s) => `"${s.key}"`);
   if (compose.length && !episode && !problems.shotId && !problems.episodeId) problems.episodeId = `step(s) ${compose.join(', ')} join an episode: give episodeId or shotId`;
-  const adapterId = body.adapter ?? t.default_adapter_id;
+  // The connector of each step, with the job creation's own checks (named: of the organization, not
+  // disabled, able to do the kind; none named: the organization's best for the kind).
+  const adapterId = body.adapter ?? t.default_adapter_id ?? undefined;
+  const field = body.adapter ? 'adapter' : adapterId ? 'defaultAdapterId' : 'adapter';
   let adapter: ConnectorRow | null = null;
-  if (adapterId) {
-    adapter = connectorById(ctx.db, project.organization_id, adapterId) ?? null;
-    const field = body.adapter ? 'adapter' : 'defaultAdapterId';
-    if (!adapter) problems[field] = 'names no connector of this organization';
-    else if (adapter.status === 'disabled') problems[field] = `connector ${adapter.label} is disabled`;
-    else {
-      const cannot = steps.filter((s) => s.jobKind !== COMPOSE_KIND && !supportsKind(connectorSpec(adapter!), s.jobKind));
-      if (cannot.length) problems[field] = `connector ${adapter.label} cannot do ${cannot.map((s) => `${s.jobKind} (step "${s.key}")`).join(', ')}`;
+  for (const s of steps.filter((x) => x.jobKind !== COMPOSE_KIND)) {
+    try {
+      const picked = pickConnector(ctx, s.jobKind, adapterId);
+      if (adapterId) adapter = picked;
+    } catch (err) {
+      if (!(err instanceof AppError) || err.status !== 422) throw err;
+      problems[field] ??= `${Object.values((err.details?.fields ?? {}) as Record<string, string>).join('; ')} (step "${s.key}")`;
     }
   }
   if (Object.keys(problems).length) throw validationFailed(problems);
   return { shot, episode, adapter };
+}
+
+interface BlockerFacts { waitsFor: string | null; connector: ConnectorRow | null; approveExternal: boolean; localOnly: boolean; missingShots: ShotRow[] }
+
+/** What keeps a step's job waiting (at instantiate, and again whenever a queued run is read). */
+function blockersOf(f: BlockerFacts): Blocker[] {
+  const out: Blocker[] = [];
+  if (f.waitsFor) out.push({ code: 'waits_for_step', message: `waits for step "${f.waitsFor}"` });
+  const c = f.connector;
+  if (c && c.status !== 'ready') out.push({ code: 'connector_not_ready', message: `connector ${c.label} is ${c.status}` });
+  if (c && c.cost_mode !== 'local') {
+    if (f.localOnly) out.push({ code: 'local_runner_only', message: `this organization runs local connectors only; ${c.label} is ${c.cost_mode}` });
+    if (!c.approved_at) out.push({ code: 'connector_not_approved', message: `connector ${c.label} needs an administrator's approval` });
+    if (!f.approveExternal) out.push({ code: 'external_approval_required', message: `connector ${c.label} is ${c.cost_mode}: instantiate with approveExternal` });
+    out.push({ code: 'runs_by_person', message: `a ${c.cost_mode} job runs only when a person runs it (POST /api/jobs/:jobId/run with approveExternal)` });
+  }
+  if (f.missingShots.length) {
+    out.push({ code: 'shot_videos_missing', message: `no video yet for shot(s) ${f.missingShots.map((s) => `S${s.position}`).join(', ')}, and this run makes none for them` });
+  }
+  return out;
+}
+
+/** Blockers of a run's steps: a plan keeps the ones it was made with; a queued run's waiting steps are looked at now. */
+function currentBlockers(ctx: Ctx, run: RunWithStatus, steps: RunStepWithJob[], connectors: Map<string, ConnectorRow | undefined>): Blocker[][] {
+  if (run.mode === 'plan') return steps.map((s) => JSON.parse(s.blockers) as Blocker[]);
+  const videoShots = new Set(steps.filter((s) => CLIP_KINDS.has(s.job_kind) && s.shot_id).map((s) => s.shot_id!));
+  return steps.map((s, i) => {
+    if (s.job_status !== 'queued' && s.job_status !== 'blocked') return [];
+    const preview = JSON.parse(s.preview) as StepPreview;
+    if (s.connector_id && !connectors.has(s.connector_id)) connectors.set(s.connector_id, connectorById(ctx.db, run.organization_id, s.connector_id));
+    return blockersOf({
+      waitsFor: preview.dependsOnStep && steps[i - 1]?.job_status !== 'completed' ? preview.dependsOnStep : null,
+      connector: s.connector_id ? connectors.get(s.connector_id) ?? null : null, approveExternal: run.approve_external === 1,
+      localOnly: localRunnerOnly(ctx.db, run.organization_id),
+      missingShots: s.job_kind === COMPOSE_KIND && run.episode_id ? shotsWithoutVideo(ctx, run.project_id, run.episode_id, videoShots) : [],
+    });
+  });
 }
 
 /** Shots of the episode that have no video and get none from this run (a compose step would fail). */
@@ -101,11 +139,13 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
   const previews: StepPreview[] = [];
   const external: string[] = [];
   const videoShots = new Set<string>();
+  const localOnly = localRunnerOnly(ctx.db, project.organization_id);
   let clips = 0;
   steps.forEach((step, i) => {
     const compose = step.jobKind === COMPOSE_KIND;
     const prompt = compose ? undefined : renderPrompt(step.prompt ?? DEFAULT_PROMPT, values);
     if (prompt === '') throw validationFailed({ [`steps.${step.key}.prompt`]: 'renders empty for this shot; fill in the shot or change the step\'s prompt' });
+    if (prompt && prompt.length > PROMPT_MAX) throw validationFailed({ [`steps.${step.key}.prompt`]: `renders ${prompt.length} characters for this shot; a job prompt takes at most ${PROMPT_MAX}` });
     const input: Infer<typeof JobCreateBody> = {
       kind: step.jobKind, connectorId: compose ? undefined : adapter?.id, shotId: step.requiresShot ? shot!.id : null,
       episodeId: step.requiresShot ? null : episode?.id ?? null, prompt, negativePrompt: step.requiresShot ? shot!.negative_prompt || null : null,
@@ -113,32 +153,20 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
     };
     const previous = i > 0 && step.dependsOnPrevious ? prepared[i - 1] : undefined;
     const job = prepareJob(ctx, input, {
-      id: newId('job'), dependsOnNew: previous?.job.id, clipsBefore: mode === 'queue' ? clips : null,
+      id: newId('job'), dependsOnNew: previous?.job.id, clipsBefore: mode === 'queue' ? clips : null, policy: mode === 'queue',
       workflow: { templateId: t.id, templateVersion: t.version, runId, stepKey: step.key },
     });
-    const own: Blocker[] = [];
-    if (previous) own.push({ code: 'waits_for_step', message: `waits for step "${steps[i - 1].key}"` });
+    const connector = job.job.connector_id ? connectorById(ctx.db, project.organization_id, job.job.connector_id)! : null;
+    if (connector && connector.cost_mode !== 'local') external.push(`${connector.label} (${connector.cost_mode}, step "${step.key}")`);
+    if (CLIP_KINDS.has(step.jobKind) && job.job.shot_id) videoShots.add(job.job.shot_id);
+    const own = blockersOf({
+      waitsFor: previous ? steps[i - 1].key : null, connector, approveExternal: body.approveExternal ?? false, localOnly,
+      missingShots: compose && episode ? shotsWithoutVideo(ctx, project.id, episode.id, videoShots) : [],
+    });
     if (CLIP_KINDS.has(step.jobKind)) {
       const quota = mode === 'plan' ? clipQuotaProblem(ctx, project.organization_id, clips) : null;
       if (quota) own.push({ code: 'clip_quota_exceeded', message: quota.message });
       clips++;
-      if (job.job.shot_id) videoShots.add(job.job.shot_id);
-    }
-    const connector = job.job.connector_id ? connectorById(ctx.db, project.organization_id, job.job.connector_id)! : null;
-    if (connector) {
-      if (connector.status !== 'ready') own.push({ code: 'connector_not_ready', message: `connector ${connector.label} is ${connector.status}` });
-      if (connector.cost_mode !== 'local') {
-        external.push(`${connector.label} (${connector.cost_mode}, step "${step.key}")`);
-        if (!connector.approved_at) own.push({ code: 'connector_not_approved', message: `connector ${connector.label} needs an administrator's approval` });
-        if (!body.approveExternal) own.push({ code: 'external_approval_required', message: `connector ${connector.label} is ${connector.cost_mode}: instantiate with approveExternal` });
-        own.push({ code: 'runs_by_person', message: `a ${connector.cost_mode} job runs only when a person runs it (POST /api/jobs/:jobId/run with approveExternal)` });
-      }
-    }
-    if (compose && episode) {
-      const missing = shotsWithoutVideo(ctx, project.id, episode.id, videoShots);
-      if (missing.length) {
-        own.push({ code: 'shot_videos_missing', message: `no video yet for shot(s) ${missing.map((s) => `S${s.position}`).join(', ')}, and this run makes none for them` });
-      }
     }
     prepared.push(job);
     blockers.push(own);
@@ -159,14 +187,15 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
       approve_external: body.approveExternal ? 1 : 0, created_by: ctx.actor.userId, created_at: now,
     });
     if (mode === 'queue') insertPrepared(ctx, prepared);
+    // Gates first: the steps' insert trigger derives the run status from them.
+    for (const g of gates) {
+      insertRunGate(ctx.db, { run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null });
+    }
     steps.forEach((step, i) => insertRunStep(ctx.db, {
       run_id: runId, position: i + 1, step_key: step.key, label: step.label, job_kind: step.jobKind, shot_id: prepared[i].job.shot_id,
       connector_id: prepared[i].job.connector_id, job_id: mode === 'queue' ? prepared[i].job.id : null,
       preview: JSON.stringify(previews[i]), blockers: JSON.stringify(blockers[i]),
     }));
-    for (const g of gates) {
-      insertRunGate(ctx.db, { run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null });
-    }
     record(ctx, {
       action: 'workflow.instantiated', targetType: 'workflow_run', targetId: runId,
       metadata: {
@@ -182,8 +211,9 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
 function runView(ctx: Ctx, runId: string, withTemplate: boolean): RunView {
   const run = runInProject(ctx.db, ctx.scope.projectId!, runId);
   if (!run) throw notFound('no such workflow run in this project');
+  const steps = stepsOfRuns(ctx.db, [run.id]);
   return {
-    run, steps: stepsOfRuns(ctx.db, [run.id]), gates: gatesOfRuns(ctx.db, [run.id]),
+    run, steps, blockers: currentBlockers(ctx, run, steps, new Map()), gates: gatesOfRuns(ctx.db, [run.id]),
     ...(withTemplate ? { template: versionOf(ctx.db, run.template_id, run.template_version) } : {}),
   };
 }
@@ -196,5 +226,31 @@ export function listRuns(ctx: Ctx, status: RunStatus | null, limit: number): Run
   const ids = runs.map((r) => r.id);
   const steps = Map.groupBy(stepsOfRuns(ctx.db, ids), (s) => s.run_id);
   const gates = Map.groupBy(gatesOfRuns(ctx.db, ids), (g) => g.run_id);
-  return runs.map((run) => ({ run, steps: steps.get(run.id) ?? [], gates: gates.get(run.id) ?? [] }));
+  const connectors = new Map<string, ConnectorRow | undefined>();
+  return runs.map((run) => {
+    const own = steps.get(run.id) ?? [];
+    return { run, steps: own, blockers: currentBlockers(ctx, run, own, connectors), gates: gates.get(run.id) ?? [] };
+  });
 }
+
+/** QA's decision on a gate of a run whose jobs have all completed (a blocking gate holds the run until it passes). */
+export function decideRunGate(ctx: Ctx, runId: string, gateKey: string, status: 'passed' | 'failed' | 'pending', note: string | null): RunView {
+  const run = runInProject(ctx.db, ctx.scope.projectId!, runId);
+  if (!run) throw notFound('no such workflow run in this project');
+  const gate = gatesOfRuns(ctx.db, [run.id]).find((g) => g.gate_key === gateKey);
+  if (!gate) throw notFound(`the run has no gate "${gateKey}"`);
+  if (!['awaiting_qa', 'completed', 'failed'].includes(run.status)) {
+    throw conflict('run_not_ready', `the run is ${run.status}: gates are decided once every step's job has completed`);
+  }
+  return ctx.db.tx(() => {
+    decideGate(ctx.db, run.id, gateKey, status, ctx.actor.userId, ctx.now().toISOString(), note);
+    const after = runView(ctx, run.id, false);
+    record(ctx, {
+      action: 'workflow.gate_decided', targetType: 'workflow_run', targetId: run.id,
+      metadata: { gate: gateKey, blocking: gate.blocking === 1, from: gate.status, to: status, runStatus: { from: run.status, to: after.run.status } },
+    });
+    return after;
+  });
+}
+
+export const runCount = (ctx: Ctx, status: RunStatus | null): number => countRuns(ctx.db, ctx.scope.projectId!, status);

@@ -83,3 +83,8 @@ export const RunListQuery = v.object({
   status: v.optional(v.oneOf(RUN_STATUSES)),
   limit: v.optional(v.int({ description: 'default 50, clamped to 1..200' })),
 }, { allowUnknown: true });
+
+export const GateDecisionBody = v.object({
+  status: v.oneOf(['passed', 'failed', 'pending'] as const, { description: 'QA\'s decision; pending takes a decision back' }),
+  note: v.optional(v.nullable(v.string({ max: 4000 }))),
+});

@@ -1,7 +1,7 @@
 // A template's steps and gates as stored (every field explicit), the rules across them, and the
 // prompt placeholders a step may use.
 import { validationFailed } from '../http/errors.ts';
-import { COMPOSE_KIND } from '../media/compose-job.ts';
+import { COMPOSE_KIND, templateComposeProblems } from '../media/compose-job.ts';
 import type { GateInput, StepInput } from './schema.ts';
 
 export interface StoredStep {
@@ -44,6 +44,7 @@ export function normalizeSteps(steps: StepInput[]): StoredStep[] {
     if (compose && s.requiresShot) problems[`${at}.requiresShot`] = 'a compose step joins the shots of an episode; it cannot be bound to one shot';
     if (compose && s.inputFromPrevious) problems[`${at}.inputFromPrevious`] = 'a compose step takes the videos of the episode\'s shots';
     if (compose && s.prompt) problems[`${at}.prompt`] = 'a compose step has no prompt';
+    if (compose) for (const [field, why] of Object.entries(templateComposeProblems(s.parameters ?? {}))) problems[`${at}.${field}`] = why;
     const unknown = namesIn(s.prompt ?? '').flat().filter((n) => !(PLACEHOLDERS as readonly string[]).includes(n));
     if (unknown.length) problems[`${at}.prompt`] = `unknown placeholder(s) ${unknown.map((n) => `"${n}"`).join(', ')}; known: ${PLACEHOLDERS.join(', ')}`;
     return {

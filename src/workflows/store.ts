@@ -1,6 +1,5 @@
 // SQL of workflow templates, their versions and runs. Template reads name the scopes the caller can
-// see (global, its organization, its workspace); run reads name the project. A run's status is not
-// stored: it is derived here, in one place, from its jobs and its gates.
+// see (global, its organization, its workspace); run reads name the project.
 import type { Db } from '../db/db.ts';
 
 export interface TemplateRow {
@@ -16,10 +15,10 @@ export type CurrentTemplate = TemplateRow & Omit<VersionRow, 'template_id' | 've
 
 export interface RunRow {
   id: string; organization_id: string; workspace_id: string; project_id: string; template_id: string; template_version: number;
-  mode: 'plan' | 'queue'; shot_id: string | null; episode_id: string | null; adapter_id: string | null; priority: number;
+  mode: 'plan' | 'queue'; status: string; shot_id: string | null; episode_id: string | null; adapter_id: string | null; priority: number;
   approve_external: number; created_by: string | null; created_at: string;
 }
-export type RunWithStatus = RunRow & { status: string; template_key: string; template_name: string };
+export type RunWithStatus = RunRow & { template_key: string; template_name: string };
 export interface RunStepRow {
   run_id: string; position: number; step_key: string; label: string; job_kind: string; shot_id: string | null; connector_id: string | null;
   job_id: string | null; preview: string; blockers: string;
@@ -69,7 +68,8 @@ export function insertVersion(db: Db, v: VersionRow): void {
 export const advanceTemplate = (db: Db, id: string, from: number, at: string) =>
   db.run('UPDATE workflow_templates SET version = ?, updated_at = ? WHERE id = ? AND version = ?', from + 1, at, id, from).changes === 1;
 
-export function insertRun(db: Db, r: RunRow): void {
+/** The status is set by the triggers once the steps are written. */
+export function insertRun(db: Db, r: Omit<RunRow, 'status'>): void {
   db.run(
     `INSERT INTO workflow_runs (id, organization_id, workspace_id, project_id, template_id, template_version, mode, shot_id, episode_id, adapter_id,
        priority, approve_external, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -90,37 +90,17 @@ export function insertRunGate(db: Db, g: RunGateRow): void {
     g.run_id, g.gate_key, g.label, g.blocking, g.status, g.decided_by, g.decided_at, g.note);
 }
 
-/**
- * The run status, from its steps' jobs and its gates (first match wins):
- * plan mode -> planned; a step's job failed -> blocked; a step's job cancelled -> cancelled;
- * every job completed -> failed (a blocking gate failed), awaiting_qa (a blocking gate pending) or
- * completed; a job started, running or done -> running; else queued.
- */
-const RUN_STATUS = `CASE
-  WHEN r.mode = 'plan' THEN 'planned'
-  WHEN sum(j.status = 'failed') > 0 THEN 'blocked'
-  WHEN sum(j.status = 'cancelled') > 0 THEN 'cancelled'
-  WHEN sum(j.status = 'completed') = count(*) THEN CASE
-    WHEN EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND g.status = 'failed') THEN 'failed'
-    WHEN EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND g.status = 'pending') THEN 'awaiting_qa'
-    ELSE 'completed' END
-  WHEN sum(j.status IN ('running', 'completed') OR j.attempt > 0) > 0 THEN 'running'
-  ELSE 'queued' END`;
-
-// The status is a correlated subquery over one run's steps (4 index lookups and their jobs), so a
-// list walks workflow_runs_project newest first and stops at LIMIT: it never aggregates every step
-// of the project. A status filter evaluates runs until it has LIMIT matches.
-const RUNS = `SELECT * FROM (
-    SELECT r.*, (SELECT ${RUN_STATUS} FROM workflow_run_steps st LEFT JOIN generation_jobs j ON j.id = st.job_id WHERE st.run_id = r.id) AS status,
-      t.template_key, v.name AS template_name
-    FROM workflow_runs r JOIN workflow_templates t ON t.id = r.template_id
-    JOIN workflow_template_versions v ON v.template_id = r.template_id AND v.version = r.template_version
-    WHERE r.project_id = ? AND EXISTS (SELECT 1 FROM workflow_run_steps x WHERE x.run_id = r.id))`;
+// The run status is stored by the schema's triggers (workflow_runs_derive_status: one definition),
+// so lists filter and count through workflow_runs_project_status and stop at their limit.
+const RUNS = `SELECT r.*, t.template_key, v.name AS template_name FROM workflow_runs r JOIN workflow_templates t ON t.id = r.template_id
+  JOIN workflow_template_versions v ON v.template_id = r.template_id AND v.version = r.template_version`;
 
 export const runsOfProject = (db: Db, projectId: string, status: string | null, limit: number) =>
-  db.all<RunWithStatus>(`${RUNS} WHERE (? IS NULL OR status = ?) ORDER BY created_at DESC, id DESC LIMIT ?`, projectId, status, status, limit);
+  db.all<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND (?2 IS NULL OR r.status = ?2) ORDER BY r.created_at DESC, r.id DESC LIMIT ?3`, projectId, status, limit);
+export const countRuns = (db: Db, projectId: string, status: string | null) =>
+  db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs WHERE project_id = ?1 AND (?2 IS NULL OR status = ?2)', projectId, status)!.n;
 export const runInProject = (db: Db, projectId: string, id: string) =>
-  db.get<RunWithStatus>(`${RUNS} WHERE id = ?`, projectId, id);
+  db.get<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND r.id = ?`, projectId, id);
 
 export function stepsOfRuns(db: Db, runIds: string[]): RunStepWithJob[] {
   if (runIds.length === 0) return [];
@@ -133,3 +113,8 @@ export function gatesOfRuns(db: Db, runIds: string[]): RunGateRow[] {
   if (runIds.length === 0) return [];
   return db.all<RunGateRow>('SELECT * FROM workflow_run_gates WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, rowid', JSON.stringify(runIds));
 }
+
+/** Records QA's decision on a gate; false when the run has no such gate. */
+export const decideGate = (db: Db, runId: string, key: string, status: 'pending' | 'passed' | 'failed', by: string | null, at: string, note: string | null) =>
+  db.run('UPDATE workflow_run_gates SET status = ?, decided_by = ?, decided_at = ?, note = ? WHERE run_id = ? AND gate_key = ?',
+    status, status === 'pending' ? null : by, status === 'pending' ? null : at, note, runId, key).changes === 1;
