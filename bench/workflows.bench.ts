@@ -63,6 +63,18 @@ function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, creat
     id: runId, organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id, template_id: TEMPLATE_ID, template_version: 1,
     mode: 'queue', shot_id: null, episode_id: null, adapter_id: 'con_bench_local', priority: 0, approve_external: 0, created_by: userId, created_at: created,
   });
+  // Gates before steps, as instantiate writes them: the steps' insert trigger derives the status from both.
+  const allDone = status === 'completed' || status === 'awaiting_qa' || status === 'failed';
+  const decided = iso(createdMs + 20 * 60_000);
+  for (const g of TEMPLATE.gates) {
+    const gate: RunGateRow = { run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null };
+    if (allDone) {
+      // The blocking gate gives the derived status; the other one is mostly passed on finished runs.
+      gate.status = g.blocking ? (status === 'completed' ? 'passed' : status === 'failed' ? 'failed' : 'pending') : rand(4) ? 'passed' : 'pending';
+      if (gate.status !== 'pending') Object.assign(gate, { decided_by: userId, decided_at: decided, note: gate.status === 'failed' ? 'continuity break at 00:02' : null });
+    }
+    insertRunGate(db, gate);
+  }
   // The step that stopped or is under way (0..3); steps before it completed.
   const at = rand(TEMPLATE.steps.length);
   const jobStatus = (i: number): JobStatus => {
@@ -105,17 +117,6 @@ function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, creat
     });
     previous = jobId;
   });
-  const allDone = status === 'completed' || status === 'awaiting_qa' || status === 'failed';
-  const decided = iso(createdMs + 20 * 60_000);
-  for (const g of TEMPLATE.gates) {
-    const gate: RunGateRow = { run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null };
-    if (allDone) {
-      // The blocking gate gives the derived status; the other one is mostly passed on finished runs.
-      gate.status = g.blocking ? (status === 'completed' ? 'passed' : status === 'failed' ? 'failed' : 'pending') : rand(4) ? 'passed' : 'pending';
-      if (gate.status !== 'pending') Object.assign(gate, { decided_by: userId, decided_at: decided, note: gate.status === 'failed' ? 'continuity break at 00:02' : null });
-    }
-    insertRunGate(db, gate);
-  }
   return runId;
 }
 
