@@ -6,11 +6,17 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { runFfmpeg } from '../src/media/ffmpeg.ts';
 import { decodeFirstAndLast } from '../src/media/frames.ts';
 import { compareSignatures, signatureOf } from '../src/media/signature.ts';
+import { parseMultipart } from '../src/modelserver/multipart.ts';
+import { MAX_REFERENCE_SIDE, MAX_VIDEO_UPLOADS } from '../src/modelserver/openai.ts';
+import { pictureSize } from '../src/modelserver/picture.ts';
+import { createRenderer } from '../src/modelserver/render.ts';
 import { startModelServer, type RunningModelServer } from '../src/modelserver/server.ts';
 import { dryRun } from '../src/connectors/protocols/index.ts';
 import { connectorSpec } from '../src/connectors/present.ts';
@@ -160,6 +166,186 @@ test('model server: bad multipart parts are 400 with the OpenAI error shape; bad
   const malformed = await fetch(`${ms.url}/v1/videos`, { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=xyz' }, body: '--xyz\r\nbroken' });
   assert.equal(malformed.status, 400);
   assert.match(((await malformed.json()) as any).error.message, /malformed multipart/);
+});
+
+/** A PNG's signature and IHDR chunk (with its CRC) declaring `width`x`height`, then IEND: no pixels. */
+function pngHeader(width: number, height: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const typed = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+    const out = Buffer.alloc(typed.length + 8);
+    out.writeUInt32BE(data.length, 0);
+    typed.copy(out, 4);
+    out.writeUInt32BE(zlib.crc32(typed), typed.length + 4);
+    return out;
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(width, 0);
+  ihdr.writeUInt32BE(height, 4);
+  ihdr.set([8, 2, 0, 0, 0], 8);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IEND', Buffer.alloc(0))]);
+}
+
+/** A JPEG segment: marker, 16-bit length (counting itself) and payload. */
+const segment = (marker: number, payload: Buffer | number[]) => {
+  const data = Buffer.from(payload);
+  const head = Buffer.from([0xff, marker, 0, 0]);
+  head.writeUInt16BE(data.length + 2, 2);
+  return Buffer.concat([head, data]);
+};
+/** A frame header (SOF0, SOF2, ...) of three components declaring `width`x`height`. */
+const frameHeader = (marker: number, width: number, height: number) =>
+  segment(marker, [8, height >> 8, height & 0xff, width >> 8, width & 0xff, 3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]);
+const SOI = Buffer.from([0xff, 0xd8]);
+const EOI = Buffer.from([0xff, 0xd9]);
+
+test('pictureSize: PNG IHDR and JPEG frame headers, walked past APP segments; cut or malformed headers are null', async () => {
+  assert.deepEqual(pictureSize(await picture('testsrc2=s=320x180:d=1')), { width: 320, height: 180 });
+  assert.deepEqual(pictureSize(await picture('testsrc2=s=320x180:d=1', 'mjpeg')), { width: 320, height: 180 });
+  assert.deepEqual(pictureSize(pngHeader(16000, 16000)), { width: 16000, height: 16000 });
+  assert.deepEqual(pictureSize(pngHeader(16000, 9)), { width: 16000, height: 9 });
+
+  const jfif = segment(0xe0, [...Buffer.from('JFIF\0'), 1, 1, 0, 0, 1, 0, 1, 0, 0]);
+  // An APP1 whose payload holds what looks like a frame header: segments are skipped by length.
+  const exif = segment(0xe1, [...Buffer.from('Exif\0\0'), 0xff, 0xc0, 0x00, 0x11, 8, 0x3e, 0x80, 0x3e, 0x80]);
+  const dqt = segment(0xdb, [0, ...Array(64).fill(1)]);
+  const dht = segment(0xc4, [0, ...Array(16).fill(0)]); // in the SOF range, but not a frame header
+  const progressive = Buffer.concat([SOI, jfif, exif, dqt, dht, frameHeader(0xc2, 640, 480), segment(0xda, [1, 1, 0, 0, 63, 0]), EOI]);
+  assert.deepEqual(pictureSize(progressive), { width: 640, height: 480 });
+  // Fill bytes before a marker, and markers without a length (RST0, TEM, another SOI) between segments.
+  const padded = Buffer.concat([SOI, Buffer.from([0xff, 0xff]), jfif, Buffer.from([0xff, 0xd0, 0xff, 0x01, 0xff, 0xd8]), frameHeader(0xc0, 33, 17), EOI]);
+  assert.deepEqual(pictureSize(padded), { width: 33, height: 17 });
+  assert.deepEqual(pictureSize(Buffer.concat([SOI, frameHeader(0xc0, 0, 0)])), { width: 0, height: 0 });
+
+  const nulls: Array<[string, Buffer]> = [
+    ['JPEG cut inside its frame header', progressive.subarray(0, progressive.indexOf(Buffer.from([0xff, 0xc2])) + 6)],
+    ['JPEG cut inside an APP segment', Buffer.concat([SOI, jfif]).subarray(0, 10)],
+    ['JPEG cut after SOI', SOI],
+    ['JPEG with a scan before any frame header', Buffer.concat([SOI, jfif, segment(0xda, [1, 1, 0, 0, 63, 0]), frameHeader(0xc0, 8, 8)])],
+    ['JPEG ending before any frame header', Buffer.concat([SOI, jfif, EOI, frameHeader(0xc0, 8, 8)])],
+    ['JPEG with garbage where a marker belongs', Buffer.concat([SOI, jfif, Buffer.from([0x00]), frameHeader(0xc0, 8, 8)])],
+    ['JPEG segment length below 2', Buffer.concat([SOI, Buffer.from([0xff, 0xe0, 0x00, 0x01]), frameHeader(0xc0, 8, 8)])],
+    ['PNG cut inside IHDR', pngHeader(64, 64).subarray(0, 20)],
+    ['PNG whose first chunk is not IHDR', Buffer.concat([pngHeader(64, 64).subarray(0, 12), Buffer.from('IDAT'), pngHeader(64, 64).subarray(16)])],
+    ['not a picture', Buffer.from('GIF89a\x01\x00\x01\x00', 'latin1')],
+    ['empty', Buffer.alloc(0)],
+  ];
+  for (const [what, bytes] of nulls) assert.equal(pictureSize(bytes), null, what);
+});
+
+test('model server: a reference picture over 4096 pixels a side, of 0 pixels or with an unreadable header is 400', async () => {
+  assert.equal(MAX_REFERENCE_SIDE, 4096);
+  const fields = { prompt: 'a huge picture', seconds: '1' };
+  const upload = (bytes: Buffer, type = 'image/png') => createVideo(form(fields, { input_reference: { bytes, type, name: 'p' } }));
+  const jpegOf = (width: number, height: number) => Buffer.concat([SOI, frameHeader(0xc0, width, height), EOI]);
+  const cases: Array<[string, Buffer, RegExp]> = [
+    ['PNG 16000 wide', pngHeader(16000, 64), /1 to 4096 pixels on each side, not 16000x64/],
+    ['PNG 16000x16000', pngHeader(16000, 16000), /4096 pixels on each side, not 16000x16000/],
+    ['PNG 4097 high', pngHeader(64, 4097), /4096/],
+    ['PNG 0 wide', pngHeader(0, 64), /1 to 4096/],
+    ['JPEG 5000 wide', jpegOf(5000, 100), /4096 pixels on each side, not 5000x100/],
+    ['JPEG 0 high', jpegOf(100, 0), /1 to 4096/],
+    ['truncated JPEG', Buffer.concat([SOI, frameHeader(0xc0, 64, 64)]).subarray(0, 9), /unreadable JPEG header/],
+    ['PNG without IHDR', pngHeader(64, 64).subarray(0, 16), /unreadable PNG header/],
+  ];
+  for (const [what, bytes, message] of cases) {
+    const r = await upload(bytes);
+    assert.equal(r.status, 400, `${what}: ${JSON.stringify(r.json)}`);
+    assert.equal(r.json.error.type, 'invalid_request_error', what);
+    assert.match(r.json.error.message, message, what);
+  }
+  // 4096 on a side is allowed (the header is all this picture has: its render fails, the request does not).
+  const edge = await upload(pngHeader(4096, 16));
+  assert.equal(edge.status, 200, JSON.stringify(edge.json));
+  assert.equal((await waitVideo(ms.url, edge.json.id)).status, 'failed');
+});
+
+test('parseMultipart: part data are views of the body, not copies; with or without a preamble', () => {
+  const form = '--b\r\ncontent-disposition: form-data; name="prompt"\r\n\r\nhi\r\n'
+    + '--b\r\ncontent-disposition: form-data; name="input_reference"; filename="a.png"\r\ncontent-type: image/png\r\n\r\n\x89PNG\r\n--b--\r\n';
+  for (const body of [Buffer.from(form, 'latin1'), Buffer.from(`preamble\r\n${form}`, 'latin1')]) {
+    const parts = parseMultipart('multipart/form-data; boundary=b', body);
+    assert.deepEqual(parts.map((p) => [p.name, p.fileName, p.data.toString('latin1')]), [['prompt', null, 'hi'], ['input_reference', 'a.png', '\x89PNG']]);
+    body[body.indexOf('hi')] = 0x48; // an edit of the body shows in its part
+    assert.equal(parts[0].data.toString(), 'Hi');
+  }
+});
+
+/** A multipart video creation sent in part: its first bytes now, the rest by finish(). */
+async function stalledUpload(body: FormData): Promise<{ finish(): Promise<{ status: number; json: any }> }> {
+  const encoded = new Response(body);
+  const bytes = Buffer.from(await encoded.arrayBuffer());
+  const req = http.request(`${ms.url}/v1/videos`, {
+    method: 'POST', headers: { 'content-type': encoded.headers.get('content-type')!, 'content-length': bytes.length },
+  });
+  const answered = new Promise<{ status: number; json: any }>((resolve, reject) => {
+    req.once('response', (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.once('end', () => resolve({ status: res.statusCode!, json: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+    });
+    req.once('error', reject);
+  });
+  req.write(bytes.subarray(0, 64));
+  return { finish: () => (req.end(bytes.subarray(64)), answered) };
+}
+
+test('model server: at most 4 multipart video uploads at once; the next is 429 with Retry-After: 1, JSON ones go on', async () => {
+  assert.equal(MAX_VIDEO_UPLOADS, 4);
+  const png = await picture('color=c=navy:s=64x64:d=1');
+  const body = () => form({ prompt: 'a navy square', seconds: '1' }, { input_reference: { bytes: png, type: 'image/png', name: 'n.png' } });
+  const videoCalls = async () => ((await (await fetch(`${ms.url}/control`)).json()) as any).calls.byRoute['POST /v1/videos'] ?? 0;
+  const before = await videoCalls();
+  const held = await Promise.all(Array.from({ length: MAX_VIDEO_UPLOADS }, () => stalledUpload(body())));
+  // Each counted call has taken its slot before this server answers another request.
+  for (const until = Date.now() + 5000; (await videoCalls()) < before + MAX_VIDEO_UPLOADS;) {
+    assert.ok(Date.now() < until, 'the held uploads reached the server');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+
+  const refused = await fetch(`${ms.url}/v1/videos`, { method: 'POST', body: body() });
+  assert.equal(refused.status, 429);
+  assert.equal(refused.headers.get('retry-after'), '1');
+  const error = ((await refused.json()) as any).error;
+  assert.equal(error.type, 'rate_limit_exceeded');
+  assert.match(error.message, /too many video uploads at once \(4 at most\)/);
+  // A JSON creation holds no upload: not limited.
+  const json = await createVideo({ prompt: 'a navy square', seconds: '1' });
+  assert.equal(json.status, 200, JSON.stringify(json.json));
+
+  // The held uploads complete, and their slots are free again afterwards.
+  for (const answer of await Promise.all(held.map((h) => h.finish()))) {
+    assert.equal(answer.status, 200, JSON.stringify(answer.json));
+    assert.equal(answer.json.input_reference.sha256, crypto.hash('sha256', png, 'hex'));
+  }
+  const after = await createVideo(body());
+  assert.equal(after.status, 200, JSON.stringify(after.json));
+  assert.equal((await waitVideo(ms.url, after.json.id)).status, 'completed');
+});
+
+test('renderer: references/ goes with a temporary cache directory on close; a given cache directory keeps them', async () => {
+  const png = await picture('color=c=olive:s=32x32:d=1');
+  const sha = crypto.hash('sha256', png, 'hex');
+
+  const owned = await createRenderer();
+  assert.equal(await owned.keepReference(png), sha);
+  assert.deepEqual(fs.readFileSync(path.join(owned.dir, 'references', sha)), png);
+  // A picture still being written when close() starts is waited for, not left behind in a recreated directory.
+  const big = Buffer.alloc(4 << 20, 7);
+  const late = owned.keepReference(big);
+  await owned.close();
+  assert.equal(await late, crypto.hash('sha256', big, 'hex'));
+  assert.equal(fs.existsSync(owned.dir), false);
+  await assert.rejects(owned.keepReference(png), /closed/);
+
+  const cacheDir = path.join(dir, 'cache');
+  const given = await createRenderer({ cacheDir });
+  assert.equal(await given.keepReference(png), sha);
+  await given.close();
+  assert.deepEqual(fs.readFileSync(path.join(cacheDir, 'references', sha)), png);
+  const reopened = await createRenderer({ cacheDir });
+  assert.equal(await reopened.keepReference(png), sha);
+  assert.deepEqual(fs.readdirSync(path.join(cacheDir, 'references')), [sha]);
+  await reopened.close();
 });
 
 const connector = (endpoint: string): ConnectorSpec => ({

@@ -33,10 +33,13 @@ export interface Route {
 export class HttpError extends Error {
   readonly status: number;
   readonly type: string;
-  constructor(status: number, message: string, type = status >= 500 ? 'server_error' : 'invalid_request_error') {
+  /** Headers of the error answer (Retry-After of a 429). */
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(status: number, message: string, type = status >= 500 ? 'server_error' : 'invalid_request_error', headers: Record<string, string> = {}) {
     super(message);
     this.status = status;
     this.type = type;
+    this.headers = headers;
   }
 }
 

@@ -19,30 +19,34 @@ function fieldName(disposition: string | null): string {
   return m ? (m[1] ?? m[2]).replace(/\\(.)/g, '$1') : '';
 }
 
-/** Every part of the body; 400 when the Content-Type is not multipart or the body is malformed. */
+/**
+ * Every part of the body; 400 when the Content-Type is not multipart or the body is malformed. Part
+ * data are views of `body` (subarray), not copies: an upload is held once, as read.
+ */
 export function parseMultipart(contentType: string | undefined, body: Buffer): Part[] {
   const boundary = multipartBoundary(contentType ?? '');
   if (!boundary) throw new HttpError(400, 'expected a multipart/form-data body with a boundary');
   const malformed = () => new HttpError(400, 'malformed multipart/form-data body');
-  // A leading CRLF makes the first delimiter look like every later one.
-  const buf = Buffer.concat([Buffer.from('\r\n'), body]);
+  // Every delimiter follows a CRLF except one opening the body: that one is taken as if a CRLF came
+  // just before the body (at -2), so the loop treats all alike.
   const delimiter = Buffer.from(`\r\n--${boundary}`);
+  const opening = delimiter.subarray(2);
+  const first = body.subarray(0, opening.length).equals(opening) ? -2 : body.indexOf(delimiter);
+  if (first === -1) throw malformed();
   const parts: Part[] = [];
-  let at = buf.indexOf(delimiter);
-  if (at < 0) throw malformed();
-  for (;;) {
+  for (let at = first; ;) {
     const after = at + delimiter.length;
-    if (buf[after] === 0x2d && buf[after + 1] === 0x2d) return parts; // "--": the closing delimiter
-    const headersEnd = buf.indexOf(CRLF2, after);
-    const next = headersEnd < 0 ? -1 : buf.indexOf(delimiter, headersEnd + CRLF2.length);
+    if (body[after] === 0x2d && body[after + 1] === 0x2d) return parts; // "--": the closing delimiter
+    const headersEnd = body.indexOf(CRLF2, after);
+    const next = headersEnd < 0 ? -1 : body.indexOf(delimiter, headersEnd + CRLF2.length);
     if (next < 0) throw malformed();
-    const headers = buf.subarray(after, headersEnd).toString('utf8');
+    const headers = body.subarray(after, headersEnd).toString('utf8');
     const disposition = header(headers, 'content-disposition');
     parts.push({
       name: fieldName(disposition),
       fileName: dispositionFileName(disposition ?? undefined),
       contentType: header(headers, 'content-type'),
-      data: buf.subarray(headersEnd + CRLF2.length, next),
+      data: body.subarray(headersEnd + CRLF2.length, next),
     });
     at = next;
   }

@@ -10,6 +10,7 @@ import { HttpError, invalid, readBody, readJson, type Call, type Reply, type Rou
 import { isRecord, optionalEnum, optionalInt, optionalNumber, optionalString, parseSize, requiredString, type Body } from './input.ts';
 import { remember } from './memory.ts';
 import { formOf, isMultipart, parseMultipart } from './multipart.ts';
+import { pictureSize } from './picture.ts';
 import type { Renderer, Rendered } from './render.ts';
 import { IMAGE_DEFAULT, VIDEO_DEFAULT } from './scenes.ts';
 import { chatReply, tokens, transcript } from './text.ts';
@@ -20,6 +21,10 @@ const VIDEO_SECONDS = { min: 0.5, max: 20 } as const;
 const SPEECH_MAX_CHARS = 4096;
 /** OpenAI's own upload limit for transcriptions. */
 const UPLOAD_LIMIT = 25 * 1024 * 1024;
+/** Multipart video creations reading or holding their upload at once (each up to 25 MiB); more are 429. */
+export const MAX_VIDEO_UPLOADS = 4;
+/** The largest side of a reference picture, in pixels, as its header declares it (ffmpeg decodes and scales it). */
+export const MAX_REFERENCE_SIDE = 4096;
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 
@@ -49,7 +54,8 @@ const REFERENCE_TYPES = new Set(['image/png', 'image/jpeg']);
 
 /**
  * A video creation's fields and reference picture: a JSON body, or multipart/form-data with the
- * fields as plain parts and an optional `input_reference` file part, a PNG or JPEG by its bytes.
+ * fields as plain parts and an optional `input_reference` file part, a PNG or JPEG by its bytes whose
+ * header declares 1 to MAX_REFERENCE_SIDE pixels a side.
  */
 async function videoRequest(req: Call['req']): Promise<{ body: Body; picture: { data: Buffer; mimeType: string } | null }> {
   if (!isMultipart(req.headers['content-type'])) return { body: await readJson(req), picture: null };
@@ -61,6 +67,12 @@ async function videoRequest(req: Call['req']): Promise<{ body: Body; picture: { 
   if (!files[0]) return { body: fields, picture: null };
   const mimeType = sniffMime(files[0].data.subarray(0, 64));
   if (!REFERENCE_TYPES.has(mimeType)) throw new HttpError(400, '"input_reference" must be a PNG or JPEG picture');
+  const size = pictureSize(files[0].data);
+  if (!size) throw new HttpError(400, `"input_reference" has an unreadable ${mimeType === 'image/png' ? 'PNG' : 'JPEG'} header`);
+  const fits = (side: number) => side >= 1 && side <= MAX_REFERENCE_SIDE;
+  if (!fits(size.width) || !fits(size.height)) {
+    throw new HttpError(400, `"input_reference" must be 1 to ${MAX_REFERENCE_SIDE} pixels on each side, not ${size.width}x${size.height}`);
+  }
   return { body: fields, picture: { data: files[0].data, mimeType } };
 }
 
@@ -114,6 +126,7 @@ async function transcription({ req }: Call): Promise<Reply> {
 export function openaiRoutes(renderer: Renderer, faults: FaultControl): Route[] {
   const videos = new Map<string, VideoJob>();
   const chatSeq = { n: 0 };
+  let uploads = 0;
 
   async function images({ req, base }: Call): Promise<Reply> {
     const body = await readJson(req);
@@ -129,7 +142,21 @@ export function openaiRoutes(renderer: Renderer, faults: FaultControl): Route[] 
     return { status: 200, json: { created: nowSeconds(), data } };
   }
 
+  /** A multipart creation holds one of MAX_VIDEO_UPLOADS slots from before its body is read until its picture is on disk. */
   async function createVideo({ req }: Call): Promise<Reply> {
+    const upload = isMultipart(req.headers['content-type']);
+    if (upload && uploads >= MAX_VIDEO_UPLOADS) {
+      throw new HttpError(429, `too many video uploads at once (${MAX_VIDEO_UPLOADS} at most); retry in a second`, 'rate_limit_exceeded', { 'retry-after': '1' });
+    }
+    if (upload) uploads++;
+    try {
+      return await startVideo(req);
+    } finally {
+      if (upload) uploads--;
+    }
+  }
+
+  async function startVideo(req: Call['req']): Promise<Reply> {
     const { body, picture } = await videoRequest(req);
     const prompt = requiredString(body, 'prompt');
     const model = optionalString(body, 'model', 200) ?? 'svc-video';

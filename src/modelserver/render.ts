@@ -35,7 +35,7 @@ export interface Renderer {
   keepReference(picture: Buffer): Promise<string>;
   /** A rendered file by name; null when the name is not in the cache. */
   file(name: string): Promise<Rendered | null>;
-  /** Stops renders in flight and removes the cache directory when it was a temporary one. */
+  /** Stops renders in flight, waits for reference pictures being written, and removes the cache directory (references/ too) when it was a temporary one. */
   close(): Promise<void>;
 }
 
@@ -107,6 +107,9 @@ export async function createRenderer(opts: { cacheDir?: string } = {}): Promise<
   const font = await findFont();
   const stop = new AbortController();
   const renders = new Map<string, Promise<Rendered>>();
+  /** Reference pictures being written: close() waits for them, so none lands after the removal. */
+  const keeping = new Set<Promise<unknown>>();
+  let closed = false;
   const throttle = limiter(Math.max(2, os.availableParallelism()));
   let partSeq = 0;
 
@@ -154,16 +157,25 @@ export async function createRenderer(opts: { cacheDir?: string } = {}): Promise<
       return pending;
     },
     async keepReference(picture) {
+      if (closed) throw new Error('the renderer is closed');
       const sha = createHash('sha256').update(picture).digest('hex');
       const file = path.join(dir, REFERENCES, sha);
-      if (await fs.stat(file).then((st) => st.size === picture.length, () => false)) return sha;
-      await fs.mkdir(path.dirname(file), { recursive: true });
-      const part = partOf(file);
+      const write = (async () => {
+        if (await fs.stat(file).then((st) => st.size === picture.length, () => false)) return;
+        await fs.mkdir(path.dirname(file), { recursive: true });
+        const part = partOf(file);
+        try {
+          await fs.writeFile(part, picture);
+          await fs.rename(part, file);
+        } finally {
+          await fs.rm(part, { force: true });
+        }
+      })();
+      keeping.add(write);
       try {
-        await fs.writeFile(part, picture);
-        await fs.rename(part, file);
+        await write;
       } finally {
-        await fs.rm(part, { force: true });
+        keeping.delete(write);
       }
       return sha;
     },
@@ -171,8 +183,9 @@ export async function createRenderer(opts: { cacheDir?: string } = {}): Promise<
       return FILE_NAME.test(name) ? describe(dir, name) : null;
     },
     async close() {
+      closed = true;
       stop.abort();
-      await Promise.allSettled(renders.values());
+      await Promise.allSettled([...renders.values(), ...keeping]);
       if (owned) await fs.rm(dir, { recursive: true, force: true });
     },
   };

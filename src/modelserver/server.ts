@@ -18,7 +18,7 @@ export interface ModelServerOptions {
   /** 0 (the default) picks any free port. */
   port?: number;
   faults?: Partial<Faults>;
-  /** Where rendered files are cached; default a temporary directory removed on close. */
+  /** Where rendered files and reference pictures (references/) are cached, never pruned; default a temporary directory removed on close. */
   cacheDir?: string;
   /** Required as `Authorization: Bearer <key>` on generation routes; default SVC_MODEL_SERVER_API_KEY. */
   apiKey?: string;
@@ -88,6 +88,7 @@ export async function startModelServer(opts: ModelServerOptions = {}): Promise<R
       if (route.generation && !(await gate(req, res))) return;
       await send(res, await route.handler({ req, params, query: q < 0 ? '' : url.slice(q + 1), base: baseOf(req) }));
     } catch (err) {
+      if (err instanceof HttpError && !res.headersSent) for (const [name, value] of Object.entries(err.headers)) res.setHeader(name, value);
       await send(res, errorReply(err));
     }
   }
