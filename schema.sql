@@ -51,9 +51,9 @@ CREATE TABLE billing_accounts (
   billing_cycle TEXT NOT NULL CHECK (billing_cycle IN ('monthly', 'quarterly', 'annual')),
   currency TEXT NOT NULL,
   base_fee_minor INTEGER NOT NULL DEFAULT 0,
-  seat_unit_price_minor INTEGER NOT NULL DEFAULT 0,
-  storage_unit_price_minor INTEGER NOT NULL DEFAULT 0,
-  clip_unit_price_minor INTEGER NOT NULL DEFAULT 0,
+  seat_unit_price_e4 INTEGER NOT NULL DEFAULT 0,
+  storage_unit_price_e4 INTEGER NOT NULL DEFAULT 0,
+  clip_unit_price_e4 INTEGER NOT NULL DEFAULT 0,
   seat_limit INTEGER NOT NULL,
   storage_gb REAL NOT NULL,
   monthly_clip_quota INTEGER NOT NULL,
@@ -61,7 +61,9 @@ CREATE TABLE billing_accounts (
   local_runner_only INTEGER NOT NULL DEFAULT 0 CHECK (local_runner_only IN (0, 1)),
   cloud_connectors_require_approval INTEGER NOT NULL DEFAULT 1 CHECK (cloud_connectors_require_approval IN (0, 1)),
   created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL
+  updated_at TEXT NOT NULL,
+  invoice_prefix TEXT NOT NULL DEFAULT 'INV-',
+  next_invoice_number INTEGER NOT NULL DEFAULT 1
 );
 
 CREATE TABLE workspaces (
@@ -584,12 +586,13 @@ CREATE TABLE usage_events (
   kind TEXT NOT NULL,
   unit TEXT NOT NULL,
   quantity REAL NOT NULL,
-  estimated_cost_minor INTEGER NOT NULL,
+  estimated_cost_e4 INTEGER NOT NULL,
   currency TEXT NOT NULL,
-  cost_center TEXT,
+  cost_center_id TEXT,
   job_id TEXT UNIQUE REFERENCES generation_jobs(id),
   metadata TEXT NOT NULL DEFAULT '{}',
-  created_at TEXT NOT NULL
+  created_at TEXT NOT NULL,
+  event_key TEXT
 );
 CREATE INDEX usage_events_org ON usage_events(organization_id, created_at);
 CREATE INDEX usage_events_org_kind ON usage_events(organization_id, kind, created_at);
@@ -938,3 +941,121 @@ CREATE TRIGGER workflow_runs_follow_gates AFTER UPDATE OF status ON workflow_run
 BEGIN
   UPDATE workflow_runs SET revision = revision + 1 WHERE id = NEW.run_id;
 END;
+
+-- Every change of a billing account: the fields before and after (JSON) and who made it.
+CREATE TABLE billing_account_events (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  actor_user_id TEXT,
+  actor_name TEXT,
+  changed TEXT NOT NULL,
+  before TEXT NOT NULL,
+  after TEXT NOT NULL,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX billing_account_events_org ON billing_account_events(organization_id, created_at);
+
+-- Cost centers: one per workspace (made with it), more per organization; a budget per billing period.
+CREATE TABLE cost_centers (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT UNIQUE REFERENCES workspaces(id),
+  code TEXT NOT NULL,
+  name TEXT NOT NULL,
+  budget_minor INTEGER,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  UNIQUE (organization_id, code)
+);
+
+-- A workspace's own limits within the organization's plan (null: only the organization's applies).
+CREATE TABLE workspace_quotas (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL UNIQUE REFERENCES workspaces(id),
+  monthly_clip_quota INTEGER,
+  storage_gb REAL,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL
+);
+
+-- One notification per threshold crossing: (scope, metric, period, threshold) is recorded once.
+CREATE TABLE quota_warnings (
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  workspace_id TEXT NOT NULL DEFAULT '',
+  metric TEXT NOT NULL CHECK (metric IN ('clips', 'storage')),
+  period TEXT NOT NULL,
+  threshold INTEGER NOT NULL,
+  used INTEGER NOT NULL,
+  quota INTEGER NOT NULL,
+  created_at TEXT NOT NULL,
+  PRIMARY KEY (organization_id, workspace_id, metric, period, threshold)
+);
+
+-- Usage events: the exact estimated cost, the cost center, and an idempotency key (the same event
+-- recorded twice is stored once).
+CREATE UNIQUE INDEX usage_events_key ON usage_events(organization_id, event_key);
+CREATE INDEX usage_events_org_workspace ON usage_events(organization_id, workspace_id, created_at);
+CREATE INDEX usage_events_org_project ON usage_events(organization_id, project_id, created_at);
+CREATE INDEX usage_events_org_user ON usage_events(organization_id, actor_user_id, created_at);
+CREATE INDEX usage_events_org_cost_center ON usage_events(organization_id, cost_center_id, created_at);
+
+-- Invoices: one per organization and period (half-open [period_start, period_end), UTC instants of the
+-- organization's local midnights); a draft snapshot with its lines; numbered when issued.
+CREATE TABLE invoices (
+  id TEXT PRIMARY KEY,
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  period_start TEXT NOT NULL,
+  period_end TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('draft', 'issued', 'paid', 'overdue', 'void')),
+  number TEXT,
+  currency TEXT NOT NULL,
+  tax_rate TEXT NOT NULL,
+  due_days INTEGER NOT NULL,
+  subtotal_minor INTEGER NOT NULL,
+  tax_minor INTEGER NOT NULL,
+  total_minor INTEGER NOT NULL,
+  snapshot TEXT NOT NULL,
+  created_by TEXT,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  issued_at TEXT,
+  due_at TEXT,
+  paid_at TEXT,
+  voided_at TEXT,
+  UNIQUE (organization_id, period_start, period_end),
+  UNIQUE (organization_id, number)
+);
+CREATE INDEX invoices_org ON invoices(organization_id, period_start);
+
+-- A line: quantity (exact decimal text) x unit price (e4, per price unit) = amount_exact (exact decimal
+-- text, minor units), rounded half-up once to amount_minor.
+CREATE TABLE invoice_lines (
+  invoice_id TEXT NOT NULL REFERENCES invoices(id),
+  position INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  description TEXT NOT NULL,
+  workspace_id TEXT,
+  cost_center_id TEXT,
+  quantity TEXT NOT NULL,
+  unit TEXT NOT NULL,
+  unit_price_e4 INTEGER NOT NULL,
+  price_unit TEXT NOT NULL,
+  amount_exact TEXT NOT NULL,
+  amount_minor INTEGER NOT NULL,
+  PRIMARY KEY (invoice_id, position)
+);
+
+CREATE TABLE invoice_events (
+  id TEXT PRIMARY KEY,
+  invoice_id TEXT NOT NULL REFERENCES invoices(id),
+  organization_id TEXT NOT NULL REFERENCES organizations(id),
+  action TEXT NOT NULL,
+  from_status TEXT,
+  to_status TEXT NOT NULL,
+  actor_user_id TEXT,
+  actor_name TEXT,
+  note TEXT,
+  created_at TEXT NOT NULL
+);
+CREATE INDEX invoice_events_invoice ON invoice_events(invoice_id, created_at);

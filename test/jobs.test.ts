@@ -349,12 +349,12 @@ test('clip quota: video creation is refused with 409 clip_quota_exceeded once th
   const s = await startTestServer(t, WORKER_ENV);
   const m = await startModel(t);
   const { token, tree } = await member(s, 'org_owner');
-  s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1, clip_unit_price_minor = 250 WHERE organization_id = ?', tree.organizationId);
+  s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1, clip_unit_price_e4 = 2500000 WHERE organization_id = ?', tree.organizationId);
   const id = await connector(s, token, m.url);
   const first = await createJob(s, token, { kind: 'video', connectorId: id });
   await waitJob(s, token, first.id, ['completed']);
-  const event = s.db.get<{ estimated_cost_minor: number; currency: string }>('SELECT * FROM usage_events WHERE job_id = ?', first.id)!;
-  assert.equal(event.estimated_cost_minor, 250);
+  const event = s.db.get<{ estimated_cost_e4: number; currency: string }>('SELECT * FROM usage_events WHERE job_id = ?', first.id)!;
+  assert.equal(event.estimated_cost_e4, 2500000);
   const second = await s.call('POST', '/api/jobs', { token, body: { kind: 'video', connectorId: id, prompt: 'again' } });
   assert.equal(second.status, 409);
   assert.equal(second.body.error.code, 'clip_quota_exceeded');

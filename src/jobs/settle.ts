@@ -10,7 +10,6 @@ import { notify } from '../notifications/service.ts';
 import { indexDocument, setDocumentStatus } from '../search/index.ts';
 import { newId } from '../lib/ids.ts';
 import { billingAccountOf } from '../commercial/account.ts';
-import { workspaceById } from '../tenancy/store.ts';
 import type { CallResult } from '../connectors/types.ts';
 import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
 import { jobRetryDelayMs } from '../worker/backoff.ts';
@@ -30,16 +29,16 @@ export function indexJob(ctx: Ctx, job: JobRow, prompt: string): void {
 
 const VIDEO_KINDS = new Set(['video']);
 
-/** One clip usage event per completed video job (unique by job), priced from the billing account. */
+/** One clip usage event per completed video job (unique by its key), priced from the billing account, on the workspace's cost center. */
 function recordClipUsage(ctx: Ctx, job: JobRow, at: string): void {
   const account = billingAccountOf(ctx.db, job.organization_id);
-  const ws = workspaceById(ctx.db, job.workspace_id);
   ctx.db.run(
-    `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_minor,
-       currency, cost_center, job_id, metadata, created_at) VALUES (?, ?, ?, ?, ?, 'clip', 'clip', 1, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (job_id) DO NOTHING`,
-    newId('use'), job.organization_id, job.workspace_id, job.project_id, job.created_by, account?.clip_unit_price_minor ?? 0,
-    account?.currency ?? 'USD', ws?.name ?? null, job.id, JSON.stringify({ connectorId: job.connector_id, attempt: job.attempt }), at,
+    `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_e4,
+       currency, cost_center_id, job_id, metadata, created_at, event_key)
+     VALUES (?, ?, ?, ?, ?, 'clip', 'clip', 1, ?, ?, (SELECT id FROM cost_centers WHERE workspace_id = ?), ?, ?, ?, ?)
+     ON CONFLICT DO NOTHING`,
+    newId('use'), job.organization_id, job.workspace_id, job.project_id, job.created_by, account?.clip_unit_price_e4 ?? 0,
+    account?.currency ?? 'USD', job.workspace_id, job.id, JSON.stringify({ connectorId: job.connector_id, attempt: job.attempt }), at, `clip:${job.id}`,
   );
 }
 

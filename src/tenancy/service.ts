@@ -3,7 +3,7 @@ import type { Ctx } from '../context.ts';
 import { conflict, notFound, validationFailed } from '../http/errors.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
-import { insertDefaultBillingAccount } from '../commercial/account.ts';
+import { insertDefaultBillingAccount, insertWorkspaceCommercial } from '../commercial/account.ts';
 import { setSessionScope } from '../auth/store.ts';
 import { userById } from '../users/store.ts';
 import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from './roles.ts';
@@ -33,6 +33,7 @@ export function createWorkspace(ctx: Ctx, organizationId: string, input: { name:
   const ws: WorkspaceRow = { id: newId('wsp'), organization_id: organizationId, name: input.name, created_at: ctx.now().toISOString(), created_by: ctx.actor.userId };
   ctx.db.tx(() => {
     insertWorkspace(ctx.db, ws);
+    insertWorkspaceCommercial(ctx.db, ws, ws.created_at);
     record(ctx, { action: 'workspace.created', targetType: 'workspace', targetId: ws.id, organizationId, workspaceId: ws.id, projectId: null, metadata: { name: ws.name } });
   });
   return ws;
