@@ -1,0 +1,4 @@
+// Commercial operations routes (filled in by the commercial issue).
+import type { Router } from '../http/router.ts';
+
+export function bindInvoiceRoutes(_r: Router): void {}
