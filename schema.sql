@@ -592,7 +592,8 @@ CREATE TABLE usage_events (
   job_id TEXT UNIQUE REFERENCES generation_jobs(id),
   metadata TEXT NOT NULL DEFAULT '{}',
   created_at TEXT NOT NULL,
-  event_key TEXT
+  event_key TEXT,
+  unit_price_e4 INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX usage_events_org ON usage_events(organization_id, created_at);
 CREATE INDEX usage_events_org_kind ON usage_events(organization_id, kind, created_at);
@@ -979,7 +980,8 @@ CREATE TABLE workspace_quotas (
   updated_at TEXT NOT NULL
 );
 
--- One notification per threshold crossing: (scope, metric, period, threshold) is recorded once.
+-- One notification per threshold crossing: (scope, metric, period, threshold, quota) is recorded once;
+-- a changed quota can be crossed again.
 CREATE TABLE quota_warnings (
   organization_id TEXT NOT NULL REFERENCES organizations(id),
   workspace_id TEXT NOT NULL DEFAULT '',
@@ -989,16 +991,23 @@ CREATE TABLE quota_warnings (
   used INTEGER NOT NULL,
   quota INTEGER NOT NULL,
   created_at TEXT NOT NULL,
-  PRIMARY KEY (organization_id, workspace_id, metric, period, threshold)
+  PRIMARY KEY (organization_id, workspace_id, metric, period, threshold, quota)
 );
 
 -- Usage events: the exact estimated cost, the cost center, and an idempotency key (the same event
 -- recorded twice is stored once).
 CREATE UNIQUE INDEX usage_events_key ON usage_events(organization_id, event_key);
+-- Storage use counts generated media per organization and workspace (quotas, invoices).
+CREATE INDEX media_artifacts_org ON media_artifacts(organization_id, workspace_id);
 CREATE INDEX usage_events_org_workspace ON usage_events(organization_id, workspace_id, created_at);
+CREATE INDEX usage_events_org_workspace_kind ON usage_events(organization_id, workspace_id, kind, created_at);
+-- Clips reserved by video jobs not finished yet (quota checks count them with the month's clips).
+CREATE INDEX generation_jobs_pending_video ON generation_jobs(organization_id, workspace_id) WHERE kind = 'video' AND status IN ('queued', 'running', 'blocked');
 CREATE INDEX usage_events_org_project ON usage_events(organization_id, project_id, created_at);
 CREATE INDEX usage_events_org_user ON usage_events(organization_id, actor_user_id, created_at);
 CREATE INDEX usage_events_org_cost_center ON usage_events(organization_id, cost_center_id, created_at);
+-- Covering: the usage list's totals by unit are summed from the index alone (src/commercial/usage-store.ts).
+CREATE INDEX usage_events_org_unit ON usage_events(organization_id, unit, created_at, quantity, estimated_cost_e4);
 
 -- Invoices: one per organization and period (half-open [period_start, period_end), UTC instants of the
 -- organization's local midnights); a draft snapshot with its lines; numbered when issued.
@@ -1045,6 +1054,29 @@ CREATE TABLE invoice_lines (
   amount_minor INTEGER NOT NULL,
   PRIMARY KEY (invoice_id, position)
 );
+-- An invoice's snapshot and lines never change once generated; only its status moves (and the number
+-- is given once, at issue). Invoices are never deleted.
+CREATE TRIGGER invoice_lines_immutable BEFORE UPDATE ON invoice_lines
+BEGIN
+  SELECT RAISE(ABORT, 'invoice lines are immutable');
+END;
+CREATE TRIGGER invoice_lines_kept BEFORE DELETE ON invoice_lines
+BEGIN
+  SELECT RAISE(ABORT, 'invoice lines are immutable');
+END;
+CREATE TRIGGER invoices_snapshot_immutable BEFORE UPDATE OF organization_id, period_start, period_end, currency, tax_rate, due_days,
+  subtotal_minor, tax_minor, total_minor, snapshot, created_at ON invoices
+BEGIN
+  SELECT RAISE(ABORT, 'an invoice snapshot is immutable');
+END;
+CREATE TRIGGER invoices_number_once BEFORE UPDATE OF number ON invoices WHEN OLD.number IS NOT NULL AND NEW.number IS NOT OLD.number
+BEGIN
+  SELECT RAISE(ABORT, 'an invoice number is given once');
+END;
+CREATE TRIGGER invoices_kept BEFORE DELETE ON invoices
+BEGIN
+  SELECT RAISE(ABORT, 'invoices are never deleted');
+END;
 
 CREATE TABLE invoice_events (
   id TEXT PRIMARY KEY,

@@ -120,8 +120,10 @@ export function createApp({ config, db, log }: AppDeps): App {
       try {
         resolved = resolveRequestScope(db, config, req, auth, params);
       } catch (err) {
-        if (err instanceof AppError && err.code === 'scope_forbidden') auditDenied(createContext(base), route.pattern, params);
-        throw err;
+        if (!(err instanceof AppError) || err.code !== 'scope_forbidden') throw err;
+        const code = meta.organizationRecords && params.organizationId ? 'organization_forbidden' : 'scope_forbidden';
+        auditDenied(createContext(base), route.pattern, params, code);
+        throw code === 'scope_forbidden' ? err : forbidden(code, 'that organization\u2019s commercial records are not accessible to you');
       }
     }
     const ctx = createContext({ ...base, scope: resolved.scope, memberships: resolved.memberships });
@@ -168,13 +170,13 @@ export function createApp({ config, db, log }: AppDeps): App {
 }
 
 /** A refused attempt to reach another tenant's organization, workspace or project (by id in the path). */
-function auditDenied(ctx: Ctx, pattern: string, params: Record<string, string>): void {
+function auditDenied(ctx: Ctx, pattern: string, params: Record<string, string>, reason: string): void {
   const [targetType, targetId] = params.projectId ? ['project', params.projectId]
     : params.workspaceId ? ['workspace', params.workspaceId] : ['organization', params.organizationId];
   record(ctx, {
     action: 'access.denied', targetType, targetId, result: 'denied',
     organizationId: params.organizationId ?? null, workspaceId: params.workspaceId ?? null, projectId: params.projectId ?? null,
-    metadata: { route: pattern, reason: 'scope_forbidden' },
+    metadata: { route: pattern, reason },
   });
 }
 

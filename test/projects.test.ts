@@ -230,6 +230,7 @@ test('every write route outside a project scope is a known non-production route 
     /^\/api\/platform\/models(\/|$)/, // connector records of the organization (model:manage)
     /^\/api\/admin\/queue\/batch$/, // jobs of several projects; retry and priority skip archived projects (project_archived)
     /^\/api\/workflows\/templates(\/:templateId)?$/, // template definitions of the organization or workspace; instantiate is project-scoped
+    /^\/api\/organizations\/:organizationId\/(billing|quotas\/:quotaId|cost-centers\/:costCenterId|invoices\/(generate|:invoiceId\/status))$/, // commercial records of the organization
     /^\/scim\//, // SCIM provisioning of a directory's users (directory bearer token)
   ];
   const unguarded = s.app.router.routes

@@ -1,8 +1,9 @@
 // Assets of the current project and their file versions. Voice assets need voice:edit, the other
 // kinds asset:edit. Uploads stream into storage/tmp while hashing, under the per-file maximum (413)
-// and the organization's storage quota (409 storage_quota_exceeded), then move to
-// assets/<sha prefix>/<sha256> (identical content is kept once) and are registered in one
-// transaction; on any failure nothing stays in storage/ or the database.
+// and the organization's and the workspace's own storage quota (409 storage_quota_exceeded; a copy of
+// a file the scope stores adds nothing), then move to assets/<sha prefix>/<sha256> (identical content
+// is kept once) and are registered in one transaction; on any failure nothing stays in storage/ or
+// the database.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -12,6 +13,9 @@ import type { Infer } from '../http/validate.ts';
 import { newId, sha256Hex } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { billingAccountOf } from '../commercial/account.ts';
+import {
+  checkWorkspaceStorage, largestAssetFile, storageQuotaWarnings, storesAssetFileOfSize, workspaceStorageBound,
+} from '../commercial/quotas.ts';
 import { hasPermission } from '../tenancy/roles.ts';
 import { projectById } from '../tenancy/store.ts';
 import type { AssetCreateBody, AssetPatchBody } from './schema.ts';
@@ -137,16 +141,34 @@ export interface UploadInput { source: Readable | AsyncIterable<Buffer>; fileNam
 
 export interface UploadResult { asset: AssetRow; version: VersionRow; deduplicated: boolean }
 
+/**
+ * Before the content is hashed, a storage quota refuses an upload only when it cannot be a copy of an
+ * asset file its scope (the organization, or the workspace) already stores, because a copy adds
+ * nothing (it is judged at commit): with a known length, when no such file has exactly that size;
+ * while streaming, once more bytes arrived than its largest file holds.
+ */
+function mayBeCopy(ctx: Ctx, organizationId: string, workspaceId: string | null): (bytes: number, exact: boolean) => boolean {
+  let largest: number | undefined;
+  return (bytes, exact) => (exact ? storesAssetFileOfSize(ctx.db, organizationId, workspaceId, bytes)
+    : bytes <= (largest ??= largestAssetFile(ctx.db, organizationId, workspaceId)));
+}
+
 export async function uploadVersion(ctx: Ctx, assetId: string, input: UploadInput): Promise<UploadResult> {
   const a = editableAsset(ctx, assetId);
   const max = ctx.config.maxUploadBytes;
   const limit = storageLimitBytes(ctx, a.organization_id);
   const used = organizationStoredBytes(ctx.db, a.organization_id);
+  const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id);
+  const [orgCopy, wsCopy] = [mayBeCopy(ctx, a.organization_id, null), mayBeCopy(ctx, a.organization_id, a.workspace_id)];
+  const checkQuotas = (bytes: number, exact: boolean) => {
+    if (used + bytes > limit && !orgCopy(bytes, exact)) throw quotaExceeded(used, limit, bytes);
+    if (own && own.usedBytes + bytes > own.limitBytes && !wsCopy(bytes, exact)) checkWorkspaceStorage(own, bytes);
+  };
   if (input.contentLength !== null && input.contentLength > max) throw payloadTooLarge(max);
-  if (input.contentLength !== null && used + input.contentLength > limit) throw quotaExceeded(used, limit, input.contentLength);
+  if (input.contentLength !== null) checkQuotas(input.contentLength, true);
   const got = await receiveToTmp(ctx.config.storageDir, input.source, (total) => {
     if (total > max) throw payloadTooLarge(max);
-    if (used + total > limit) throw quotaExceeded(used, limit, total);
+    checkQuotas(total, false);
   });
   return commitFile(ctx, assetId, got, input.fileName, input.declaredType);
 }
@@ -173,6 +195,7 @@ function commitFile(ctx: Ctx, assetId: string, got: Got, fileName: string, decla
       const limit = storageLimitBytes(ctx, a.organization_id);
       const used = organizationStoredBytes(ctx.db, a.organization_id);
       if (!deduplicated && used + got.size > limit) throw quotaExceeded(used, limit, got.size);
+      checkWorkspaceStorage(workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, rel), got.size);
       fs.mkdirSync(path.dirname(finalPath), { recursive: true });
       let reuse = false;
       try {
@@ -192,6 +215,7 @@ function commitFile(ctx: Ctx, assetId: string, got: Got, fileName: string, decla
       };
       const next = addCurrentVersion(ctx, a, v, 'asset.version_uploaded',
         { fileName, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256, deduplicated });
+      storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, used + (deduplicated ? 0 : got.size));
       return { asset: next, version: v, deduplicated: reuse || deduplicated };
     });
   } catch (err) {

@@ -1,10 +1,13 @@
-// The export as a stream: rows are read from a cursor only when the consumer wants more
+// Streamed exports in constant memory: rows are read from a cursor only when the consumer wants more
 // (Readable.read() is called again once the socket drained), so memory stays constant whatever
 // the size. Each record's text is written straight into a 64 KiB Buffer that is pushed when full:
 // no text in flight stays on the JavaScript heap (strings waiting in stream buffers survive
 // young-generation collections and make V8 grow its heap). The cursor (its own read-only
-// connection) is closed at the end, on an error, and when the client goes away (destroy()).
+// connection, openSnapshotCursor) is closed at the end, on an error, and when the client goes away
+// (destroy()). The audit export and the usage export (commercial/usage.ts) use both.
+import { DatabaseSync } from 'node:sqlite';
 import { Readable } from 'node:stream';
+import type { Param } from '../db/db.ts';
 import { CSV_HEADER, csvLine, presentAudit } from './present.ts';
 import type { AuditRow } from './store.ts';
 
@@ -12,14 +15,48 @@ export type ExportFormat = 'json' | 'csv';
 
 const CHUNK_BYTES = 64 * 1024;
 
-export function exportStream(cursor: { rows: Iterator<AuditRow>; close(): void }, format: ExportFormat): Readable {
-  let pending: string | null = format === 'csv' ? CSV_HEADER : '[';
+export interface RowCursor<R> { rows: Iterator<R>; close(): void }
+
+/**
+ * The rows of `sql` on a private read-only connection: the export reads one consistent snapshot at
+ * the client's pace without holding a read transaction open on the shared connection (whose other
+ * requests would see that old snapshot and whose writes would fail against it). close() must be called.
+ */
+export function openSnapshotCursor<R>(dbPath: string, sql: string, params: Param[]): RowCursor<R> {
+  const reader = new DatabaseSync(dbPath, { readOnly: true });
+  try {
+    reader.exec('PRAGMA busy_timeout = 5000');
+    const rows = reader.prepare(sql).iterate(...params) as Iterator<R>;
+    return {
+      rows,
+      close() {
+        if (reader.isOpen) reader.close(); // ends the statement and its read snapshot
+      },
+    };
+  } catch (err) {
+    reader.close();
+    throw err;
+  }
+}
+
+/** How records become text: what opens the document, one record, and what closes it. */
+export interface RecordText<R> { head: string; record(r: R, first: boolean): string; tail(empty: boolean): string }
+
+/** UTF-8 CSV: the header line, then one line a record. */
+export const csvText = <R>(header: string, line: (r: R) => string): RecordText<R> => ({ head: header, record: line, tail: () => '' });
+
+/** A JSON array, one presented record a line. */
+export const jsonArrayText = <R>(present: (r: R) => unknown): RecordText<R> => ({
+  head: '[', record: (r, first) => (first ? '\n' : ',\n') + JSON.stringify(present(r)), tail: (empty) => (empty ? ']\n' : '\n]\n'),
+});
+
+export function recordStream<R>(cursor: RowCursor<R>, t: RecordText<R>): Readable {
+  let pending: string | null = t.head;
   let records = 0;
   let last = false;
-  const text = (r: AuditRow) => (format === 'csv' ? csvLine(r) : (records === 0 ? '\n' : ',\n') + JSON.stringify(presentAudit(r)));
   const finish = () => {
     cursor.close();
-    return format === 'json' ? (records === 0 ? ']\n' : '\n]\n') : '';
+    return t.tail(records === 0);
   };
   return new Readable({
     highWaterMark: CHUNK_BYTES,
@@ -34,7 +71,7 @@ export function exportStream(cursor: { rows: Iterator<AuditRow>; close(): void }
               pending = finish();
               last = true;
             } else {
-              pending = text(next.value);
+              pending = t.record(next.value, records === 0);
               records++;
             }
           }
@@ -67,3 +104,6 @@ export function exportStream(cursor: { rows: Iterator<AuditRow>; close(): void }
     },
   });
 }
+
+export const exportStream = (cursor: RowCursor<AuditRow>, format: ExportFormat): Readable =>
+  recordStream(cursor, format === 'csv' ? csvText(CSV_HEADER, csvLine) : jsonArrayText(presentAudit));

@@ -2,7 +2,7 @@
 // as CSV lines (RFC 4180 quoting, CRLF, formula-injection guard).
 import type { AuditRow } from './store.ts';
 
-function parseMetadata(text: string): unknown {
+export function parseMetadata(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {

@@ -1,7 +1,7 @@
 // SQL of the append-only, hash-chained audit log: the one-statement append, the scoped and filtered
 // reads behind the list, facets, detail and export, and the chain walk of `svc audit verify`.
-import { DatabaseSync } from 'node:sqlite';
 import type { Db, Param } from '../db/db.ts';
+import { openSnapshotCursor, type RowCursor } from './export.ts';
 
 export interface AuditRow {
   seq: number;
@@ -125,28 +125,10 @@ export function securityEventsOf(db: Db, userId: string, exceptId: string, scope
       ORDER BY seq DESC LIMIT ${RELATED_LIMIT}`, userId, userId, exceptId, ...scope.params);
 }
 
-/**
- * Every matching row (or one page), newest first like the list, on a private read-only
- * connection: the export reads one consistent snapshot at the client's pace without holding a
- * read transaction open on the shared connection (whose other requests would see that old snapshot
- * and whose writes would fail against it). close() must be called.
- */
-export function openAuditCursor(db: Db, w: Where, limit?: { limit: number; offset: number }): { rows: Iterator<AuditRow>; close(): void } {
-  const reader = new DatabaseSync(db.path, { readOnly: true });
-  try {
-    reader.exec('PRAGMA busy_timeout = 5000');
-    const sql = `SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC${limit ? ' LIMIT ? OFFSET ?' : ''}`;
-    const rows = reader.prepare(sql).iterate(...w.params, ...(limit ? [limit.limit, limit.offset] : [])) as Iterator<AuditRow>;
-    return {
-      rows,
-      close() {
-        if (reader.isOpen) reader.close(); // ends the statement and its read snapshot
-      },
-    };
-  } catch (err) {
-    reader.close();
-    throw err;
-  }
+/** Every matching row (or one page), newest first like the list, from a snapshot of its own read-only connection (export.ts). */
+export function openAuditCursor(db: Db, w: Where, limit?: { limit: number; offset: number }): RowCursor<AuditRow> {
+  const sql = `SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC${limit ? ' LIMIT ? OFFSET ?' : ''}`;
+  return openSnapshotCursor<AuditRow>(db.path, sql, [...w.params, ...(limit ? [limit.limit, limit.offset] : [])]);
 }
 
 export interface ChainRow extends Pick<AuditRow, 'seq' | 'prev_hash' | 'hash'>, NewAuditRow {}

@@ -73,6 +73,27 @@ export function billingPeriod(cycle: BillingCycle, timeZone: string, at: Date): 
 /** The calendar month containing `at` in the zone (quotas count clips per local month), [start, end). */
 export const monthOf = (timeZone: string, at: Date) => billingPeriod('monthly', timeZone, at);
 
+/** A period as SQL compares it: ISO instants [start, end) and the local month of its start (YYYY-MM). */
+export interface PeriodWindow { readonly start: string; readonly end: string; readonly label: string }
+
+/** The last window computed per cycle and zone: valid for every instant inside it (the zone arithmetic is the costly part). */
+const lastWindow = new Map<string, PeriodWindow>();
+
+/** The billing period (calendar month, quarter or year in the zone) containing `at`, as a PeriodWindow. */
+export function periodWindow(cycle: BillingCycle, timeZone: string, at: Date): PeriodWindow {
+  const key = `${cycle} ${timeZone}`;
+  const iso = at.toISOString();
+  const hit = lastWindow.get(key);
+  if (hit && hit.start <= iso && iso < hit.end) return hit;
+  const p = billingPeriod(cycle, timeZone, at);
+  const w = Object.freeze({ start: p.start.toISOString(), end: p.end.toISOString(), label: localDate(p.start, timeZone).slice(0, 7) });
+  lastWindow.set(key, w);
+  return w;
+}
+
+/** The local calendar month containing `at` (clip quotas, this month's usage), as a PeriodWindow. */
+export const monthWindow = (timeZone: string, at: Date): PeriodWindow => periodWindow('monthly', timeZone, at);
+
 /** The local day `days` before the local date of `at`, as the instant it begins (trend windows). */
 export function localDaysBefore(at: Date, days: number, timeZone: string): Date {
   const w = wallClock(at, timeZone);

@@ -77,14 +77,17 @@ export class Db {
       (text) => (text === null ? null : createHash('sha256').update(typeof text === 'string' ? text : String(text), 'utf8').digest('hex')));
   }
 
-  prepare(sql: string): StatementSync {
-    let st = this.statements.get(sql);
+  /** The cached statement of `sql`; with `bigInts`, a statement of its own that reads INTEGER values as bigint. */
+  prepare(sql: string, bigInts = false): StatementSync {
+    const key = bigInts ? `\u0000bigint\u0000${sql}` : sql;
+    let st = this.statements.get(key);
     if (!st) {
       st = this.raw.prepare(sql);
+      if (bigInts) st.setReadBigInts(true);
       if (this.statements.size >= STATEMENT_CACHE_LIMIT) {
         this.statements.delete(this.statements.keys().next().value!);
       }
-      this.statements.set(sql, st);
+      this.statements.set(key, st);
     }
     return st;
   }
@@ -95,6 +98,14 @@ export class Db {
 
   all<T = Row>(sql: string, ...params: Param[]): T[] {
     return this.prepare(sql).all(...params) as T[];
+  }
+
+  /**
+   * all() with every INTEGER value read as bigint (REAL stays number): for money sums, which node:sqlite
+   * refuses to read as a number above 2^53. Counts come back as bigint too.
+   */
+  allBig<T = Row>(sql: string, ...params: Param[]): T[] {
+    return this.prepare(sql, true).all(...params) as T[];
   }
 
   run(sql: string, ...params: Param[]): { changes: number; lastInsertRowid: number | bigint } {

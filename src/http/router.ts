@@ -36,6 +36,11 @@ export interface RouteMeta<B = unknown, Q = unknown> {
    * project itself rather than its production (lifecycle, members).
    */
   archivedOk?: boolean;
+  /**
+   * Commercial records (billing, usage, quotas, cost centers, invoices): an organization in the path
+   * that the caller does not belong to is 403 organization_forbidden instead of scope_forbidden.
+   */
+  organizationRecords?: boolean;
   body?: Schema<B>;
   query?: Schema<Q>;
   response?: { status?: number; description: string; schema?: JsonSchema };

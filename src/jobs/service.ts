@@ -9,6 +9,7 @@ import { pageWindow } from '../http/validate.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { billingAccountOf } from '../commercial/account.ts';
+import { organizationMonth, workspaceClipQuota } from '../commercial/quotas.ts';
 import { projectById } from '../tenancy/store.ts';
 import { episodeById, shotById } from '../production/store.ts';
 import { checkComposeParameters, COMPOSE_KIND } from '../media/compose-job.ts';
@@ -27,7 +28,7 @@ import { indexJob } from './settle.ts';
 import { setDocumentStatus } from '../search/index.ts';
 import type { JobCreateBody, JobListQuery } from './schema.ts';
 import {
-  activeVideoClipsThisMonth, attemptsOf, blockDescendants, cancelJob, insertJob, recordAttempt, jobById, jobInProject, jobsOfProject,
+  attemptsOf, blockDescendants, clipsTowardQuota, cancelJob, insertJob, recordAttempt, jobById, jobInProject, jobsOfProject,
   requeueJob, setPriority, type AttemptRow, type JobRow,
 } from './store.ts';
 
@@ -93,20 +94,34 @@ export function pickConnector(ctx: Ctx, kind: string, connectorId: string | unde
   return best;
 }
 
-function monthStart(now: Date): string {
-  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString();
-}
-
-/** Why one more video clip (after `before` others of the same batch) would exceed the monthly quota, or null. */
-export function clipQuotaProblem(ctx: Ctx, organizationId: string, before: number): { message: string; used: number; quota: number } | null {
+/**
+ * Why one more video clip (after `before` others of the same batch) would exceed the organization's
+ * monthly quota or the workspace's own one, or null. Counted: the clips of the organization's local
+ * calendar month plus its video jobs not finished yet (queued, running, blocked), so that queued jobs
+ * cannot overrun the quota before they complete.
+ */
+export function clipQuotaProblem(
+  ctx: Ctx, organizationId: string, before: number, workspaceId = ctx.scope.workspaceId,
+): { message: string; used: number; quota: number; scope: 'organization' | 'workspace' } | null {
   const quota = billingAccountOf(ctx.db, organizationId)?.monthly_clip_quota ?? 0;
-  const used = activeVideoClipsThisMonth(ctx.db, organizationId, monthStart(ctx.now())) + before;
-  return used >= quota ? { message: `this month's ${used} clip(s) reached the organization's monthly clip quota of ${quota}`, used, quota } : null;
+  const own = workspaceId ? workspaceClipQuota(ctx.db, organizationId, workspaceId) : null;
+  const m = organizationMonth(ctx.db, organizationId, ctx.now());
+  const n = clipsTowardQuota(ctx.db, organizationId, own ? workspaceId : null, m.start, m.end);
+  const used = n.organization + before;
+  if (used >= quota) {
+    return { message: `this month's ${used} clip(s), with video jobs not finished yet, reached the organization's monthly clip quota of ${quota}`, used, quota, scope: 'organization' };
+  }
+  const wsUsed = (n.workspace ?? 0) + before;
+  if (!own || wsUsed < own.quota) return null;
+  return {
+    message: `this month's ${wsUsed} clip(s) of workspace ${own.workspaceName}, with video jobs not finished yet, reached the workspace's own monthly clip quota of ${own.quota}`,
+    used: wsUsed, quota: own.quota, scope: 'workspace',
+  };
 }
 
-function checkClipQuota(ctx: Ctx, organizationId: string, before: number): void {
-  const problem = clipQuotaProblem(ctx, organizationId, before);
-  if (problem) throw conflict('clip_quota_exceeded', problem.message, { used: problem.used, quota: problem.quota });
+function checkClipQuota(ctx: Ctx, organizationId: string, workspaceId: string, before: number): void {
+  const problem = clipQuotaProblem(ctx, organizationId, before, workspaceId);
+  if (problem) throw conflict('clip_quota_exceeded', problem.message, { used: problem.used, quota: problem.quota, scope: problem.scope });
 }
 
 function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): JobInput['inputs'] {
@@ -176,7 +191,7 @@ export function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions = {}): 
     ...(input.useDependencyOutputs ? { useDependencyOutputs: true } : {}),
     ...(opts.workflow ? { workflow: opts.workflow } : {}),
   };
-  if (CLIP_KINDS.has(input.kind) && opts.clipsBefore !== null) checkClipQuota(ctx, project.organization_id, opts.clipsBefore ?? 0);
+  if (CLIP_KINDS.has(input.kind) && opts.clipsBefore !== null) checkClipQuota(ctx, project.organization_id, project.workspace_id, opts.clipsBefore ?? 0);
   const now = ctx.now().toISOString();
   const job: JobRow = {
     id: opts.id ?? newId('job'), organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
@@ -238,11 +253,15 @@ export function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): JobRow {
   });
 }
 
-/** A failed or cancelled job goes back to the queue (blocked while its dependency has not completed). */
+/**
+ * A failed or cancelled job goes back to the queue (blocked while its dependency has not completed);
+ * a video job only while the clip quotas have room (it reserves a clip again).
+ */
 export function retry(ctx: Ctx, job: JobRow, attempts = DEFAULT_MAX_ATTEMPTS): JobRow {
   if (job.status !== 'failed' && job.status !== 'cancelled') throw conflict('job_not_retryable', `a ${job.status} job cannot be retried`);
   const at = ctx.now().toISOString();
   return ctx.db.tx(() => {
+    if (CLIP_KINDS.has(job.kind)) checkClipQuota(ctx, job.organization_id, job.workspace_id, 0);
     const row = requeueJob(ctx.db, job.id, attempts, job.depends_on !== null && waitsOnFailure(ctx.db, job.depends_on), at);
     if (!row) throw conflict('job_not_retryable', 'the job changed meanwhile');
     setDocumentStatus(ctx.db, 'job', job.id, row.status);

@@ -10,6 +10,7 @@ import { notify } from '../notifications/service.ts';
 import { indexDocument, setDocumentStatus } from '../search/index.ts';
 import { newId } from '../lib/ids.ts';
 import { billingAccountOf } from '../commercial/account.ts';
+import { clipQuotaWarnings } from '../commercial/quotas.ts';
 import type { CallResult } from '../connectors/types.ts';
 import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
 import { jobRetryDelayMs } from '../worker/backoff.ts';
@@ -29,17 +30,21 @@ export function indexJob(ctx: Ctx, job: JobRow, prompt: string): void {
 
 const VIDEO_KINDS = new Set(['video']);
 
-/** One clip usage event per completed video job (unique by its key), priced from the billing account, on the workspace's cost center. */
-function recordClipUsage(ctx: Ctx, job: JobRow, at: string): void {
+/**
+ * One clip usage event per completed video job (unique by its key), priced from the billing account
+ * (unit_price_e4 the clip price, estimated_cost_e4 = 1 clip x that price), on the workspace's cost center.
+ */
+function recordClipUsage(ctx: Ctx, job: JobRow, at: string): boolean {
   const account = billingAccountOf(ctx.db, job.organization_id);
-  ctx.db.run(
-    `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_e4,
-       currency, cost_center_id, job_id, metadata, created_at, event_key)
-     VALUES (?, ?, ?, ?, ?, 'clip', 'clip', 1, ?, ?, (SELECT id FROM cost_centers WHERE workspace_id = ?), ?, ?, ?, ?)
+  const price = account?.clip_unit_price_e4 ?? 0;
+  return ctx.db.run(
+    `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, unit_price_e4,
+       estimated_cost_e4, currency, cost_center_id, job_id, metadata, created_at, event_key)
+     VALUES (?, ?, ?, ?, ?, 'clip', 'clip', 1, ?, ?, ?, (SELECT id FROM cost_centers WHERE workspace_id = ?), ?, ?, ?, ?)
      ON CONFLICT DO NOTHING`,
-    newId('use'), job.organization_id, job.workspace_id, job.project_id, job.created_by, account?.clip_unit_price_e4 ?? 0,
+    newId('use'), job.organization_id, job.workspace_id, job.project_id, job.created_by, price, price,
     account?.currency ?? 'USD', job.workspace_id, job.id, JSON.stringify({ connectorId: job.connector_id, attempt: job.attempt }), at, `clip:${job.id}`,
-  );
+  ).changes > 0;
 }
 
 export interface SettleOutcome { status: 'completed' | 'queued' | 'failed' | 'lost'; released: string[]; runAfter: string | null }
@@ -69,7 +74,7 @@ export function settleSuccess(
     }
     if (media) registerArtifacts(c, job, artifacts, media.composition, at);
     recordAttempt(ctx.db, job, 'completed', at, null);
-    if (VIDEO_KINDS.has(job.kind)) recordClipUsage(c, job, at);
+    if (VIDEO_KINDS.has(job.kind) && recordClipUsage(c, job, at)) clipQuotaWarnings(c, job.organization_id, job.workspace_id);
     setDocumentStatus(ctx.db, 'job', job.id, 'completed');
     return finish({ status: 'completed', released: unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
   });

@@ -155,6 +155,28 @@ export function requeueJob(db: Db, id: string, extra: number, blocked: boolean, 
     blocked ? 'blocked' : 'queued', extra, at, id) ?? null;
 }
 
+/** Recorded use: the organization's clip usage events from `monthStart` on (the billing PATCH bound, usage views). */
 export const activeVideoClipsThisMonth = (db: Db, organizationId: string, monthStart: string) =>
   db.get<{ n: number }>("SELECT count(*) AS n FROM usage_events WHERE organization_id = ? AND kind = 'clip' AND created_at >= ?",
     organizationId, monthStart)!.n;
+
+/** Video jobs not finished yet (partial index generation_jobs_pending_video): each becomes a clip when it completes. */
+const PENDING_VIDEO = `SELECT count(*) FROM generation_jobs INDEXED BY generation_jobs_pending_video
+  WHERE organization_id = ?1 AND kind = 'video' AND status IN ('queued', 'running', 'blocked')`;
+
+/**
+ * What the monthly clip quotas are checked against when a video job is created: the clip usage
+ * events of [start, end) plus the video jobs not finished yet (queued, running, blocked), for the
+ * organization and, when `workspaceId` is given, for that workspace (null otherwise). One statement
+ * of index range counts: usage_events_org_kind, usage_events_org_workspace_kind, generation_jobs_pending_video.
+ */
+export function clipsTowardQuota(db: Db, organizationId: string, workspaceId: string | null, start: string, end: string) {
+  return db.get<{ organization: number; workspace: number | null }>(
+    `SELECT (SELECT count(*) FROM usage_events INDEXED BY usage_events_org_kind
+               WHERE organization_id = ?1 AND kind = 'clip' AND created_at >= ?3 AND created_at < ?4) + (${PENDING_VIDEO}) AS organization,
+            CASE WHEN ?2 IS NULL THEN NULL ELSE
+              (SELECT count(*) FROM usage_events INDEXED BY usage_events_org_workspace_kind
+                WHERE organization_id = ?1 AND workspace_id = ?2 AND kind = 'clip' AND created_at >= ?3 AND created_at < ?4)
+              + (${PENDING_VIDEO} AND workspace_id = ?2) END AS workspace`,
+    organizationId, workspaceId, start, end)!;
+}
