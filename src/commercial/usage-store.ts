@@ -7,19 +7,19 @@ import { openSnapshotCursor, type RowCursor } from '../audit/export.ts';
 
 export interface NewUsageRow {
   id: string; organization_id: string; workspace_id: string | null; project_id: string | null; actor_user_id: string | null;
-  kind: string; unit: string; quantity: number; estimated_cost_e4: number; currency: string; cost_center_id: string | null;
+  kind: string; unit: string; quantity: number; unit_price_e4: number; estimated_cost_e4: number; currency: string; cost_center_id: string | null;
   job_id: string | null; metadata: string; created_at: string; event_key: string;
 }
 
 /** Inserts once per (organization, event_key) (and job): true when the row is new. Without a cost center, the workspace's. */
 export function insertUsageEvent(db: Db, r: NewUsageRow): boolean {
   return db.run(
-    `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_e4,
+    `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, unit_price_e4, estimated_cost_e4,
        currency, cost_center_id, job_id, metadata, created_at, event_key)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
-       coalesce(?11, (SELECT id FROM cost_centers WHERE organization_id = ?2 AND workspace_id = ?3)), ?12, ?13, ?14, ?15)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
+       coalesce(?12, (SELECT id FROM cost_centers WHERE organization_id = ?2 AND workspace_id = ?3)), ?13, ?14, ?15, ?16)
      ON CONFLICT DO NOTHING`,
-    r.id, r.organization_id, r.workspace_id, r.project_id, r.actor_user_id, r.kind, r.unit, r.quantity, r.estimated_cost_e4,
+    r.id, r.organization_id, r.workspace_id, r.project_id, r.actor_user_id, r.kind, r.unit, r.quantity, r.unit_price_e4, r.estimated_cost_e4,
     r.currency, r.cost_center_id, r.job_id, r.metadata, r.created_at, r.event_key).changes === 1;
 }
 

@@ -32,7 +32,9 @@ import {
 
 export interface UsageEventInput {
   organizationId: string; workspaceId?: string | null; projectId?: string | null; actorUserId?: string | null;
-  kind: string; unit: string; quantity: number; estimatedCostE4: number; currency: string;
+  kind: string; unit: string; quantity: number;
+  /** The unit price the use is recorded at and its estimated cost (quantity x unit price, computed by the caller), both e4. */
+  unitPriceE4: number; estimatedCostE4: number; currency: string;
   /** Default: the workspace's cost center. */
   costCenterId?: string | null; jobId?: string | null; metadata?: Record<string, unknown>;
   /** ISO instant of the usage. */
@@ -45,7 +47,8 @@ export interface UsageEventInput {
 export function recordUsageEvent(db: Db, e: UsageEventInput): boolean {
   return insertUsageEvent(db, {
     id: newId('use'), organization_id: e.organizationId, workspace_id: e.workspaceId ?? null, project_id: e.projectId ?? null,
-    actor_user_id: e.actorUserId ?? null, kind: e.kind, unit: e.unit, quantity: e.quantity, estimated_cost_e4: e.estimatedCostE4,
+    actor_user_id: e.actorUserId ?? null, kind: e.kind, unit: e.unit, quantity: e.quantity, unit_price_e4: e.unitPriceE4,
+    estimated_cost_e4: e.estimatedCostE4,
     currency: e.currency, cost_center_id: e.costCenterId ?? null, job_id: e.jobId ?? null, metadata: JSON.stringify(e.metadata ?? {}),
     created_at: e.at, event_key: e.eventKey,
   });

@@ -8,8 +8,8 @@ import { withScope } from '../context.ts';
 import { record } from '../audit/service.ts';
 import { notify } from '../notifications/service.ts';
 import { indexDocument, setDocumentStatus } from '../search/index.ts';
-import { newId } from '../lib/ids.ts';
 import { billingAccountOf } from '../commercial/account.ts';
+import { recordUsageEvent } from '../commercial/usage.ts';
 import { clipQuotaWarnings } from '../commercial/quotas.ts';
 import type { CallResult } from '../connectors/types.ts';
 import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
@@ -37,14 +37,11 @@ const VIDEO_KINDS = new Set(['video']);
 function recordClipUsage(ctx: Ctx, job: JobRow, at: string): boolean {
   const account = billingAccountOf(ctx.db, job.organization_id);
   const price = account?.clip_unit_price_e4 ?? 0;
-  return ctx.db.run(
-    `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, unit_price_e4,
-       estimated_cost_e4, currency, cost_center_id, job_id, metadata, created_at, event_key)
-     VALUES (?, ?, ?, ?, ?, 'clip', 'clip', 1, ?, ?, ?, (SELECT id FROM cost_centers WHERE workspace_id = ?), ?, ?, ?, ?)
-     ON CONFLICT DO NOTHING`,
-    newId('use'), job.organization_id, job.workspace_id, job.project_id, job.created_by, price, price,
-    account?.currency ?? 'USD', job.workspace_id, job.id, JSON.stringify({ connectorId: job.connector_id, attempt: job.attempt }), at, `clip:${job.id}`,
-  ).changes > 0;
+  return recordUsageEvent(ctx.db, {
+    organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id, actorUserId: job.created_by,
+    kind: 'clip', unit: 'clip', quantity: 1, unitPriceE4: price, estimatedCostE4: price, currency: account?.currency ?? 'USD', jobId: job.id,
+    metadata: { connectorId: job.connector_id, attempt: job.attempt }, at, eventKey: `clip:${job.id}`,
+  });
 }
 
 export interface SettleOutcome { status: 'completed' | 'queued' | 'failed' | 'lost'; released: string[]; runAfter: string | null }
