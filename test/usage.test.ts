@@ -359,7 +359,7 @@ test('recordUsageEvent stores the same event once and takes the workspace\'s cos
   const tree = makeTree(s);
   const event = {
     organizationId: tree.organizationId, workspaceId: tree.workspaceId, projectId: tree.projectId, kind: 'voice', unit: 'second', quantity: 4.5,
-    unitPriceE4: 10_000, estimatedCostE4: 45_000, currency: 'USD', at: '2025-03-01T00:00:00.000Z', eventKey: 'voice:take-7', metadata: { take: 7 },
+    unitPriceE4: 10_000, currency: 'USD', at: '2025-03-01T00:00:00.000Z', eventKey: 'voice:take-7', metadata: { take: 7 },
   };
   assert.equal(recordUsageEvent(s.db, event), true);
   assert.equal(recordUsageEvent(s.db, { ...event, quantity: 9 }), false, 'the same key again: nothing stored');
@@ -367,6 +367,7 @@ test('recordUsageEvent stores the same event once and takes the workspace\'s cos
   assert.equal(rows.length, 1);
   assert.deepEqual([rows[0].quantity, rows[0].cost_center_id, rows[0].event_key, rows[0].metadata], [4.5, ccOf(s, tree.workspaceId).id, 'voice:take-7', '{"take":7}']);
   assert.deepEqual([s.db.get<{ p: number }>('SELECT unit_price_e4 AS p FROM usage_events WHERE id = ?', rows[0].id)!.p], [10_000]);
+  assert.equal(s.db.get<{ e: number }>('SELECT estimated_cost_e4 AS e FROM usage_events WHERE id = ?', rows[0].id)!.e, 45_000, '4.5 x 10,000');
   assert.equal(recordUsageEvent(s.db, { ...event, eventKey: 'voice:take-8' }), true);
   const other = makeTree(s);
   assert.equal(recordUsageEvent(s.db, { ...event, organizationId: other.organizationId, workspaceId: other.workspaceId, projectId: other.projectId }), true,

@@ -14,7 +14,8 @@ import { newId, sha256Hex } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { billingAccountOf } from '../commercial/account.ts';
 import {
-  checkWorkspaceStorage, largestAssetFile, storageQuotaWarnings, storesAssetFileOfSize, workspaceStorageBound,
+  checkWorkspaceStorage, gbToBytes, largestAssetFile, quotaContextOf, quotaOfWorkspace, storageQuotaWarnings, storesAssetFileOfSize,
+  workspaceStorageBound,
 } from '../commercial/quotas.ts';
 import { hasPermission } from '../tenancy/roles.ts';
 import { projectById } from '../tenancy/store.ts';
@@ -26,8 +27,6 @@ import {
   assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationHasFile,
   organizationStoredBytes, setVersionCheck, updateAsset, versionOfAsset, versionsOfAsset, type AssetRow, type VersionRow,
 } from './store.ts';
-
-export const GIB = 1024 ** 3;
 
 function requireKindPermission(ctx: Ctx, kind: string): void {
   const wanted = kind === 'voice' ? 'voice:edit' : 'asset:edit';
@@ -128,7 +127,7 @@ export function getVersion(ctx: Ctx, a: AssetRow, versionId: string): VersionRow
 
 export function storageLimitBytes(ctx: Ctx, organizationId: string): number {
   const account = billingAccountOf(ctx.db, organizationId);
-  return Math.floor((account?.storage_gb ?? 0) * GIB);
+  return gbToBytes(account?.storage_gb ?? 0);
 }
 
 const quotaExceeded = (used: number, limit: number, requested: number) =>
@@ -158,7 +157,7 @@ export async function uploadVersion(ctx: Ctx, assetId: string, input: UploadInpu
   const max = ctx.config.maxUploadBytes;
   const limit = storageLimitBytes(ctx, a.organization_id);
   const used = organizationStoredBytes(ctx.db, a.organization_id);
-  const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id);
+  const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotaOfWorkspace(ctx.db, a.organization_id, a.workspace_id));
   const [orgCopy, wsCopy] = [mayBeCopy(ctx, a.organization_id, null), mayBeCopy(ctx, a.organization_id, a.workspace_id)];
   const checkQuotas = (bytes: number, exact: boolean) => {
     if (used + bytes > limit && !orgCopy(bytes, exact)) throw quotaExceeded(used, limit, bytes);
@@ -192,10 +191,13 @@ function commitFile(ctx: Ctx, assetId: string, got: Got, fileName: string, decla
     return ctx.db.tx(() => {
       const a = editableAsset(ctx, assetId);
       const deduplicated = organizationHasFile(ctx.db, a.organization_id, rel);
-      const limit = storageLimitBytes(ctx, a.organization_id);
+      // The account, time zone and workspace quota, and the stored bytes, read once for the checks and the warnings.
+      const quotas = quotaContextOf(ctx.db, a.organization_id, a.workspace_id);
+      const limit = gbToBytes(quotas.account?.storage_gb ?? 0);
       const used = organizationStoredBytes(ctx.db, a.organization_id);
       if (!deduplicated && used + got.size > limit) throw quotaExceeded(used, limit, got.size);
-      checkWorkspaceStorage(workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, rel), got.size);
+      const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotas.ownQuota, rel);
+      checkWorkspaceStorage(own, got.size);
       fs.mkdirSync(path.dirname(finalPath), { recursive: true });
       let reuse = false;
       try {
@@ -215,7 +217,9 @@ function commitFile(ctx: Ctx, assetId: string, got: Got, fileName: string, decla
       };
       const next = addCurrentVersion(ctx, a, v, 'asset.version_uploaded',
         { fileName, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256, deduplicated });
-      storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, used + (deduplicated ? 0 : got.size));
+      // After this file: a copy of a file the scope stores adds nothing (the workspace's bound is null then: counted if needed).
+      storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, quotas,
+        { organization: used + (deduplicated ? 0 : got.size), workspace: own ? own.usedBytes + got.size : null });
       return { asset: next, version: v, deduplicated: reuse || deduplicated };
     });
   } catch (err) {

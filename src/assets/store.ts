@@ -102,6 +102,11 @@ export const workspaceStoredBytes = (db: Db, organizationId: string, workspaceId
   db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('workspace_id', 'WHERE workspace_id = ?2')})`,
     organizationId, workspaceId)!.n;
 
+/** Bytes one project stores: each distinct stored file of the project counted once. */
+export const projectStoredBytes = (db: Db, organizationId: string, projectId: string): number =>
+  db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('project_id', 'WHERE project_id = ?2')})`,
+    organizationId, projectId)!.n;
+
 export const organizationHasFile = (db: Db, organizationId: string, storagePath: string): boolean =>
   db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? LIMIT 1', organizationId, storagePath) !== undefined;
 

@@ -4,11 +4,12 @@
 // no text in flight stays on the JavaScript heap (strings waiting in stream buffers survive
 // young-generation collections and make V8 grow its heap). The cursor (its own read-only
 // connection, openSnapshotCursor) is closed at the end, on an error, and when the client goes away
-// (destroy()). The audit export and the usage export (commercial/usage.ts) use both.
+// (destroy()). The audit, usage (commercial/usage.ts) and invoice (commercial/invoice-routes.ts) exports use both.
 import { DatabaseSync } from 'node:sqlite';
 import { Readable } from 'node:stream';
 import type { Param } from '../db/db.ts';
-import { CSV_HEADER, csvLine, presentAudit } from './present.ts';
+import type { ServerResponse } from 'node:http';
+import { CSV_HEADER, csvCell, csvLine, presentAudit } from './present.ts';
 import type { AuditRow } from './store.ts';
 
 export type ExportFormat = 'json' | 'csv';
@@ -17,18 +18,31 @@ const CHUNK_BYTES = 64 * 1024;
 
 export interface RowCursor<R> { rows: Iterator<R>; close(): void }
 
+export interface SnapshotOptions<X> {
+  /** Read INTEGER columns as bigint (money stays exact). */
+  bigInts?: boolean;
+  /** Prepares more on the same reader (same snapshot), e.g. a second statement; its result is the cursor's `prepared`. */
+  prepare?: (reader: DatabaseSync) => X;
+}
+
 /**
  * The rows of `sql` on a private read-only connection: the export reads one consistent snapshot at
  * the client's pace without holding a read transaction open on the shared connection (whose other
  * requests would see that old snapshot and whose writes would fail against it). close() must be called.
  */
-export function openSnapshotCursor<R>(dbPath: string, sql: string, params: Param[]): RowCursor<R> {
+export function openSnapshotCursor<R, X = undefined>(
+  dbPath: string, sql: string, params: Param[], opts: SnapshotOptions<X> = {},
+): RowCursor<R> & { prepared: X } {
   const reader = new DatabaseSync(dbPath, { readOnly: true });
   try {
     reader.exec('PRAGMA busy_timeout = 5000');
-    const rows = reader.prepare(sql).iterate(...params) as Iterator<R>;
+    const prepared = opts.prepare?.(reader) as X;
+    const statement = reader.prepare(sql);
+    if (opts.bigInts) statement.setReadBigInts(true);
+    const rows = statement.iterate(...params) as Iterator<R>;
     return {
       rows,
+      prepared,
       close() {
         if (reader.isOpen) reader.close(); // ends the statement and its read snapshot
       },
@@ -44,6 +58,13 @@ export interface RecordText<R> { head: string; record(r: R, first: boolean): str
 
 /** UTF-8 CSV: the header line, then one line a record. */
 export const csvText = <R>(header: string, line: (r: R) => string): RecordText<R> => ({ head: header, record: line, tail: () => '' });
+
+/** One CSV line of cells (csvCell each, comma separated, CRLF). */
+export function csvRow(cells: ReadonlyArray<string | number | null>): string {
+  let line = '';
+  for (let i = 0; i < cells.length; i++) line += (i ? ',' : '') + csvCell(cells[i]);
+  return line + '\r\n';
+}
 
 /** A JSON array, one presented record a line. */
 export const jsonArrayText = <R>(present: (r: R) => unknown): RecordText<R> => ({
@@ -107,3 +128,18 @@ export function recordStream<R>(cursor: RowCursor<R>, t: RecordText<R>): Readabl
 
 export const exportStream = (cursor: RowCursor<AuditRow>, format: ExportFormat): Readable =>
   recordStream(cursor, format === 'csv' ? csvText(CSV_HEADER, csvLine) : jsonArrayText(presentAudit));
+
+/** An export file name's timestamp: the instant to the second, UTC, with "-" for ":" ("2024-05-01T12-30-00Z"). */
+export const exportStamp = (now: Date): string => now.toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+
+const CONTENT_TYPE = { csv: 'text/csv; charset=utf-8', json: 'application/json; charset=utf-8' } as const;
+
+/** A 200 answer streaming `stream` as the attachment `filename`; the stream is destroyed when the client goes away. */
+export function attachment(res: ServerResponse, format: ExportFormat, filename: string, stream: Readable) {
+  res.once('close', () => stream.destroy());
+  return {
+    status: 200,
+    headers: { 'content-type': CONTENT_TYPE[format], 'content-disposition': `attachment; filename="${filename}"` },
+    raw: stream,
+  };
+}

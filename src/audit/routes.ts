@@ -2,6 +2,7 @@
 // streamed export. Access: audit:view; what the caller sees is its audit reach (scope.ts).
 import { json, type Router } from '../http/router.ts';
 import { paging } from '../http/validate.ts';
+import { attachment } from './export.ts';
 import { presentAudit } from './present.ts';
 import { AuditExportQuery, AuditListQuery } from './schema.ts';
 import { auditDetail, exportAudit, listAudit } from './service.ts';
@@ -14,8 +15,6 @@ const presentReach = (r: AuditReach) => ({
   projectId: r.projectId,
   includesOrganizationEvents: r.kind === 'workspace' || r.kind === 'project',
 });
-
-const CONTENT_TYPE = { csv: 'text/csv; charset=utf-8', json: 'application/json; charset=utf-8' } as const;
 
 export function bindAuditRoutes(r: Router): void {
   // Scope 'none': the route reads the session's scope itself, so that a system administrator
@@ -45,12 +44,7 @@ export function bindAuditRoutes(r: Router): void {
   }, ({ ctx, query, searchParams, res }) => {
     const page = searchParams.has('pageSize') ? paging(searchParams) : undefined;
     const out = exportAudit(ctx, query, query.format ?? 'json', page && { limit: page.pageSize, offset: page.offset });
-    res.once('close', () => out.stream.destroy());
-    return {
-      status: 200,
-      headers: { 'content-type': CONTENT_TYPE[out.format], 'content-disposition': `attachment; filename="${out.filename}"` },
-      raw: out.stream,
-    };
+    return attachment(res, out.format, out.filename, out.stream);
   });
 
   r.get('/api/audit/:auditId', {

@@ -7,6 +7,7 @@
 // or projectId filter outside it is 403 scope_forbidden (unknown ids alike).
 import type { Ctx } from '../context.ts';
 import type { Db } from '../db/db.ts';
+import { likePattern } from '../db/like.ts';
 import { permissionDenied, scopeForbidden } from '../http/errors.ts';
 import { ROLE_PERMISSIONS, type MembershipRow } from '../tenancy/roles.ts';
 import { projectById, workspaceById } from '../tenancy/store.ts';
@@ -72,12 +73,11 @@ export function checkNarrowing(db: Db, r: AuditReach, f: AuditFilters): void {
 }
 
 const DAY_MS = 86_400_000;
-const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /** The filters as SQL (each one narrows). */
 export function filterWhere(f: AuditFilters): Where {
   const eq = (column: string, value: string | undefined): Where | null => (value ? { sql: `${column} = ?`, params: [value] } : null);
-  const like = f.query ? `%${escapeLike(f.query)}%` : null;
+  const like = f.query ? likePattern(f.query) : null;
   return and(
     eq('action', f.action), eq('target_type', f.targetType), eq('target_id', f.targetId), eq('result', f.result),
     eq('actor_user_id', f.actorUserId), eq('organization_id', f.organizationId), eq('workspace_id', f.workspaceId),

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import type { Ctx } from '../context.ts';
 import { notFound, validationFailed } from '../http/errors.ts';
 import { newId } from '../lib/ids.ts';
-import { exportStream, type ExportFormat } from './export.ts';
+import { exportStamp, exportStream, type ExportFormat } from './export.ts';
 import { FILTER_NAMES, type AuditFilters } from './schema.ts';
 import { auditReach, checkNarrowing, filterWhere, reachWhere, type AuditReach } from './scope.ts';
 import {
@@ -117,6 +117,5 @@ export function exportAudit(ctx: Ctx, f: AuditFilters, format: ExportFormat, pag
     action: 'audit.exported', targetType: 'audit_log', targetId: null,
     metadata: { format, filters: definedFilters(f), scope: reach.kind, ...(page ? { page: page.offset / page.limit + 1, pageSize: page.limit } : {}) },
   });
-  const stamp = ctx.now().toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
-  return { stream: exportStream(openAuditCursor(ctx.db, where, page), format), format, filename: `audit-log-${stamp}.${format}` };
+  return { stream: exportStream(openAuditCursor(ctx.db, where, page), format), format, filename: `audit-log-${exportStamp(ctx.now())}.${format}` };
 }

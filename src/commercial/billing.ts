@@ -23,11 +23,12 @@ import {
   setOrganizationTimeZone, updateBillingAccountRow, type BillingAccountRow, type BillingSettings,
 } from './account.ts';
 import type { BillingPatch } from './billing-schema.ts';
-import { exponentOf, formatAmount, formatE4Amount, isCurrency, parseAmount, parseUnitPrice } from './money.ts';
+import { exponentOf, formatE4Amount, isCurrency, parseAmount, parseUnitPrice } from './money.ts';
 import { isTimeZone, monthWindow } from './periods.ts';
-import { costCenterDetailView, costCentersView, GIB, quotaWarningsView, workspaceQuotasView } from './quotas.ts';
+import { costCenterDetailView, costCentersView, gbToBytes, GIB, quotaWarningsView, workspaceQuotasView } from './quotas.ts';
 import { roundUnits, usageByBucket, usageTrend, type Bucket } from './trend.ts';
-import { liveInvoiceOverlapping } from './invoice-store.ts';
+import { liveInvoiceOverlapping, type InvoiceRow } from './invoice-store.ts';
+import { presentInvoice } from './invoice-present.ts';
 import { invoiceRef } from './invoices.ts';
 
 const MAX_FEE_MAJOR = 10n ** 9n;
@@ -139,7 +140,7 @@ function checkBounds(
   }
   if (changed.has('storageGb')) {
     const usedBytes = organizationStoredBytes(db, organizationId);
-    if (next.storage_gb * GIB < usedBytes) {
+    if (gbToBytes(next.storage_gb) < usedBytes) {
       throw bound('storage_below_usage', 'storage (GiB) below the stored bytes', next.storage_gb, gibAtLeast(usedBytes), { usedBytes });
     }
     const ws = highestWorkspaceQuota(db, organizationId, 'storage_gb');
@@ -265,20 +266,15 @@ function usageByMonth(db: Db, organizationId: string, timeZone: string, currency
   return [...months.values()].map(({ e4, ...m }) => ({ ...m, estimatedCost: formatE4Amount(e4, currency), currency }));
 }
 
-interface InvoiceSummaryRow {
-  id: string; number: string | null; status: string; period_start: string; period_end: string; currency: string;
-  subtotal_minor: bigint; tax_minor: bigint; total_minor: bigint; created_at: string; issued_at: string | null; due_at: string | null;
-  paid_at: string | null; voided_at: string | null;
-}
-
-const invoiceSummaries = (db: Db, organizationId: string) => db.allBig<InvoiceSummaryRow>(
-  `SELECT id, number, status, period_start, period_end, currency, subtotal_minor, tax_minor, total_minor, created_at, issued_at, due_at,
-          paid_at, voided_at FROM invoices WHERE organization_id = ? ORDER BY period_start, id`, organizationId)
-  .map((i) => ({
-    id: i.id, number: i.number, status: i.status, periodStart: i.period_start, periodEnd: i.period_end, currency: i.currency,
-    subtotal: formatAmount(i.subtotal_minor, i.currency), tax: formatAmount(i.tax_minor, i.currency), total: formatAmount(i.total_minor, i.currency),
-    createdAt: i.created_at, issuedAt: i.issued_at, dueAt: i.due_at, paidAt: i.paid_at, voidedAt: i.voided_at,
-  }));
+/** The organization's invoices, oldest period first, as the ledger presents them without tax rate, due days, creator and update time. */
+const invoiceSummaries = (db: Db, organizationId: string) => db.allBig<Omit<InvoiceRow, 'snapshot'>>(
+  `SELECT id, organization_id, number, status, period_start, period_end, currency, tax_rate, due_days, subtotal_minor, tax_minor, total_minor,
+          created_by, created_at, updated_at, issued_at, due_at, paid_at, voided_at FROM invoices WHERE organization_id = ? ORDER BY period_start, id`,
+  organizationId)
+  .map((i) => {
+    const { organizationId: _o, taxRate: _r, dueDays: _d, createdBy: _c, updatedAt: _u, ...summary } = presentInvoice(i);
+    return summary;
+  });
 
 /** GET .../commercial/export: the view with every history entry and warning, plus account events, usage by month and invoices. */
 export function commercialExport(ctx: Ctx, organizationId: string) {

@@ -2,8 +2,10 @@
 // grouped for lines, storage per workspace, cost centers). Every statement carries the organization
 // id except organizationOfInvoice, which exists to tell "another organization's invoice" (403) from
 // "no such invoice" (404). Money columns (amounts, unit prices, usage cost sums) are read as bigint.
-import { DatabaseSync } from 'node:sqlite';
+import type { StatementSync } from 'node:sqlite';
 import type { Db } from '../db/db.ts';
+import { likePattern } from '../db/like.ts';
+import { openSnapshotCursor } from '../audit/export.ts';
 import { storedBytesByWorkspace } from '../assets/store.ts';
 import type { InvoiceFilter, InvoiceStatus } from './invoice-schema.ts';
 
@@ -147,7 +149,7 @@ function filterWhere(organizationId: string, f: InvoiceFilter): { sql: string; p
     params.push(f.status);
   }
   if (f.query) {
-    const like = `%${f.query.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const like = likePattern(f.query);
     sql += " AND (number LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\')";
     params.push(like, like);
   }
@@ -168,25 +170,20 @@ export interface InvoiceCursor { rows: Iterator<InvoiceRow>; lines(invoiceId: st
 
 /** The matching invoices, ledger order, read from one snapshot of its own read-only connection. */
 export function openInvoiceCursor(db: Db, organizationId: string, f: InvoiceFilter): InvoiceCursor {
-  const reader = new DatabaseSync(db.path, { readOnly: true });
-  try {
-    reader.exec('PRAGMA busy_timeout = 5000');
-    const w = filterWhere(organizationId, f);
-    const lines = reader.prepare(LINES_SQL);
-    lines.setReadBigInts(true);
-    const rows = reader.prepare(`SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER}`);
-    rows.setReadBigInts(true);
-    return {
-      rows: (function* () { for (const r of rows.iterate(...w.params)) yield invoiceRow(r as unknown as InvoiceRow); })(),
-      lines: (invoiceId) => (lines.all(organizationId, invoiceId) as unknown as InvoiceLineRow[]).map(lineRow),
-      close() {
-        if (reader.isOpen) reader.close();
-      },
-    };
-  } catch (err) {
-    reader.close();
-    throw err;
-  }
+  const w = filterWhere(organizationId, f);
+  const c = openSnapshotCursor<InvoiceRow, StatementSync>(db.path, `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER}`, w.params, {
+    bigInts: true,
+    prepare: (reader) => {
+      const lines = reader.prepare(LINES_SQL);
+      lines.setReadBigInts(true);
+      return lines;
+    },
+  });
+  return {
+    rows: (function* () { for (let next = c.rows.next(); !next.done; next = c.rows.next()) yield invoiceRow(next.value); })(),
+    lines: (invoiceId) => (c.prepared.all(organizationId, invoiceId) as unknown as InvoiceLineRow[]).map(lineRow),
+    close: c.close,
+  };
 }
 
 export interface UsageGroupRow {

@@ -12,6 +12,7 @@ import { conflict, forbidden, notFound } from '../http/errors.ts';
 import type { Infer } from '../http/validate.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
+import { exportStamp, type ExportFormat } from '../audit/export.ts';
 import { seatUsage } from '../members/seats.ts';
 import { organizationById } from '../tenancy/store.ts';
 import { billingAccountOf, type BillingAccountRow } from './account.ts';
@@ -241,8 +242,7 @@ export function listInvoices(ctx: Ctx, organizationId: string, f: InvoiceFilter,
   return pageInvoices(ctx.db, organizationId, f, page.limit, page.offset);
 }
 
-/** The ledger's matching invoices for the streamed export; the cursor is opened when reading starts. */
-export function invoiceExport(ctx: Ctx, organizationId: string, f: InvoiceFilter): { open: () => InvoiceCursor; filename: string } {
-  const stamp = ctx.now().toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
-  return { open: () => openInvoiceCursor(ctx.db, organizationId, f), filename: `invoices-${organizationId}-${stamp}` };
+/** The ledger's matching invoices for the streamed export: the cursor is open (its snapshot taken) before the answer starts. */
+export function invoiceExport(ctx: Ctx, organizationId: string, f: InvoiceFilter, format: ExportFormat): { cursor: InvoiceCursor; filename: string } {
+  return { cursor: openInvoiceCursor(ctx.db, organizationId, f), filename: `invoices-${organizationId}-${exportStamp(ctx.now())}.${format}` };
 }

@@ -12,11 +12,15 @@ import { AppError, conflict, notFound, validationFailed } from '../http/errors.t
 import { record } from '../audit/service.ts';
 import { notify } from '../notifications/service.ts';
 import { organizationStoredBytes, storedBytesByWorkspace, workspaceStoredBytes } from '../assets/store.ts';
-import { billingAccountOf } from './account.ts';
+import { clipEventsOf } from '../jobs/store.ts';
+import { organizationById } from '../tenancy/store.ts';
+import { billingAccountOf, type BillingAccountRow } from './account.ts';
 import { formatAmount, formatE4Amount, parseAmount, roundHalfUp } from './money.ts';
 import { monthWindow, periodWindow, type BillingCycle, type PeriodWindow } from './periods.ts';
 
 export const GIB = 1024 ** 3;
+/** A quota of `gb` GiB in bytes (whole bytes, rounded down). */
+export const gbToBytes = (gb: number): number => Math.floor(gb * GIB);
 
 // ---- store -------------------------------------------------------------------------------------
 
@@ -32,8 +36,7 @@ export interface CostCenterRow {
 const QUOTA_SELECT = `SELECT q.*, w.name AS workspace_name FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id
   WHERE q.organization_id = ?`;
 
-const timeZoneOf = (db: Db, organizationId: string): string =>
-  db.get<{ tz: string }>('SELECT time_zone AS tz FROM organizations WHERE id = ?', organizationId)?.tz ?? 'UTC';
+const timeZoneOf = (db: Db, organizationId: string): string => organizationById(db, organizationId)?.time_zone ?? 'UTC';
 
 /** The organization's local calendar month of `now` (clip quotas and their warnings). */
 export const organizationMonth = (db: Db, organizationId: string, now: Date): PeriodWindow => monthWindow(timeZoneOf(db, organizationId), now);
@@ -43,16 +46,20 @@ const billingWindow = (db: Db, organizationId: string, now: Date): PeriodWindow 
   periodWindow((billingAccountOf(db, organizationId)?.billing_cycle ?? 'monthly') as BillingCycle, timeZoneOf(db, organizationId), now);
 
 const quotaRow = (db: Db, organizationId: string, quotaId: string) => db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?`, organizationId, quotaId);
-const quotaOfWorkspace = (db: Db, organizationId: string, workspaceId: string) =>
+/** The workspace's own quota row (its limits null: none), or undefined. */
+export const quotaOfWorkspace = (db: Db, organizationId: string, workspaceId: string) =>
   db.get<QuotaRow>(`${QUOTA_SELECT} AND q.workspace_id = ?`, organizationId, workspaceId);
 
-/** FROM and WHERE of the clip usage events of workspace `ws` (an SQL expression) of organization ?1 in [?2, ?3): a range of a covering index. */
-const workspaceClipsOf = (ws: string) => `FROM usage_events INDEXED BY usage_events_org_workspace_kind
-  WHERE organization_id = ?1 AND workspace_id = ${ws} AND kind = 'clip' AND created_at >= ?2 AND created_at < ?3`;
+/** What the quota checks and warnings of one workspace read, loaded once per transaction (an upload's commit, a job's settle). */
+export interface QuotaContext { account: BillingAccountRow | undefined; timeZone: string; ownQuota: QuotaRow | undefined }
+
+export const quotaContextOf = (db: Db, organizationId: string, workspaceId: string): QuotaContext => ({
+  account: billingAccountOf(db, organizationId), timeZone: timeZoneOf(db, organizationId), ownQuota: quotaOfWorkspace(db, organizationId, workspaceId),
+});
 
 /** Clip usage events of one workspace in [start, end) (recorded use). */
 export const workspaceClips = (db: Db, organizationId: string, workspaceId: string, start: string, end: string): number =>
-  db.get<{ n: number }>(`SELECT count(*) AS n ${workspaceClipsOf('?4')}`, organizationId, start, end, workspaceId)!.n;
+  db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf('?4')}`, organizationId, start, end, workspaceId)!.n;
 
 /** Bytes the workspace keeps in storage: each distinct stored file of the workspace counted once (assets/store.ts). */
 export { workspaceStoredBytes };
@@ -92,7 +99,7 @@ export function workspaceQuotasView(db: Db, organizationId: string, now: Date): 
   const bytes = storedBytesByWorkspace(db, organizationId);
   // One index range count per workspace (a correlated subquery), not a scan of the month's clips.
   return db.all<QuotaRow & { clips: number }>(
-    `SELECT q.*, w.name AS workspace_name, (SELECT count(*) ${workspaceClipsOf('q.workspace_id')}) AS clips
+    `SELECT q.*, w.name AS workspace_name, (SELECT count(*) ${clipEventsOf('q.workspace_id')}) AS clips
        FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id WHERE q.organization_id = ?1 ORDER BY w.name, q.id`,
     organizationId, m.start, m.end)
     .map(({ clips, ...q }) => presentQuota(q, clips, bytes.get(q.workspace_id) ?? 0));
@@ -197,9 +204,9 @@ export function updateQuota(ctx: Ctx, organizationId: string, quotaId: string, p
       throw conflict('quota_below_usage', `monthlyClipQuota ${clips} is below the ${usedClips} clip(s) workspace ${q.workspace_name} used this month`,
         { field: 'monthlyClipQuota', requested: clips, bound: 'workspace.usedClipsThisMonth', used: usedClips, period: m.label });
     }
-    if (gb != null && Math.floor(gb * GIB) < usedBytes) {
+    if (gb != null && gbToBytes(gb) < usedBytes) {
       throw conflict('quota_below_usage', `storageGb ${gb} is below the ${usedBytes} bytes workspace ${q.workspace_name} stores`,
-        { field: 'storageGb', requested: gb, bound: 'workspace.usedStorageBytes', usedBytes, requestedBytes: Math.floor(gb * GIB) });
+        { field: 'storageGb', requested: gb, bound: 'workspace.usedStorageBytes', usedBytes, requestedBytes: gbToBytes(gb) });
     }
     const next: QuotaRow = {
       ...q, monthly_clip_quota: clips === undefined ? q.monthly_clip_quota : clips, storage_gb: gb === undefined ? q.storage_gb : gb,
@@ -260,12 +267,16 @@ export function workspaceClipQuota(db: Db, organizationId: string, workspaceId: 
 
 export interface WorkspaceStorageBound { workspaceId: string; workspaceName: string; usedBytes: number; limitBytes: number }
 
-/** The workspace's own storage limit and use; null without one, or when `storagePath` is already stored in the workspace (nothing added). */
-export function workspaceStorageBound(db: Db, organizationId: string, workspaceId: string, storagePath?: string): WorkspaceStorageBound | null {
-  const q = quotaOfWorkspace(db, organizationId, workspaceId);
+/**
+ * The workspace's own storage limit and use (`q`: its quota row, quotaOfWorkspace); null without one,
+ * or when `storagePath` is already stored in the workspace (nothing added).
+ */
+export function workspaceStorageBound(
+  db: Db, organizationId: string, workspaceId: string, q: QuotaRow | undefined, storagePath?: string,
+): WorkspaceStorageBound | null {
   if (!q || q.storage_gb === null) return null;
   if (storagePath && workspaceHasFile(db, organizationId, workspaceId, storagePath)) return null;
-  return { workspaceId, workspaceName: q.workspace_name, usedBytes: workspaceStoredBytes(db, organizationId, workspaceId), limitBytes: Math.floor(q.storage_gb * GIB) };
+  return { workspaceId, workspaceName: q.workspace_name, usedBytes: workspaceStoredBytes(db, organizationId, workspaceId), limitBytes: gbToBytes(q.storage_gb) };
 }
 
 /** 409 storage_quota_exceeded when `requested` more bytes do not fit in the workspace's own storage quota. */
@@ -322,16 +333,15 @@ function recordCrossings(ctx: Ctx, organizationId: string, metric: Metric, perio
 }
 
 /** The organization's scope and the workspace's (when it has its own quota of `metric`), with the pending thresholds of `period`. */
-function pendingWarnings(db: Db, organizationId: string, workspaceId: string, metric: Metric, period: string): WarnScope[] {
-  const account = billingAccountOf(db, organizationId);
+function pendingWarnings(db: Db, organizationId: string, workspaceId: string, metric: Metric, period: string, q: QuotaContext): WarnScope[] {
+  const { account, ownQuota: own } = q;
   if (!account) return [];
-  const own = quotaOfWorkspace(db, organizationId, workspaceId);
   const scopes: WarnScope[] = [{
-    key: '', name: null, quota: metric === 'clips' ? account.monthly_clip_quota : Math.floor(account.storage_gb * GIB), pending: [],
+    key: '', name: null, quota: metric === 'clips' ? account.monthly_clip_quota : gbToBytes(account.storage_gb), pending: [],
   }];
   const ownLimit = metric === 'clips' ? own?.monthly_clip_quota : own?.storage_gb;
   if (own && ownLimit != null) {
-    scopes.push({ key: workspaceId, name: own.workspace_name, quota: metric === 'clips' ? ownLimit : Math.floor(ownLimit * GIB), pending: [] });
+    scopes.push({ key: workspaceId, name: own.workspace_name, quota: metric === 'clips' ? ownLimit : gbToBytes(ownLimit), pending: [] });
   }
   return pendingScopes(db, organizationId, metric, period, thresholdsOf(account.quota_warning_percent), scopes);
 }
@@ -341,32 +351,18 @@ function pendingWarnings(db: Db, organizationId: string, workspaceId: string, me
  * organization's and the workspace's own monthly clip quota reached. At most one statement of two
  * index range counts, none when every threshold of the month (for the current quota values) is recorded.
  */
-export function clipQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string): void {
-  const m = organizationMonth(ctx.db, organizationId, ctx.now());
-  const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'clips', m.label);
+export function clipQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext): void {
+  const m = monthWindow(q.timeZone, ctx.now());
+  const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'clips', m.label, q);
   if (!pending.length) return;
   // Each count walks its index range only up to the scope's quota (a threshold not yet recorded means
   // the count was below the quota before this event), 0 for a scope not pending.
   const limit = (org: boolean) => pending.find((s) => (s.key === '') === org)?.quota ?? 0;
   const used = ctx.db.get<{ org: number; ws: number }>(
-    `SELECT (SELECT count(*) FROM (SELECT 1 FROM usage_events INDEXED BY usage_events_org_kind
-               WHERE organization_id = ?1 AND kind = 'clip' AND created_at >= ?2 AND created_at < ?3 LIMIT ?5)) AS org,
-            (SELECT count(*) FROM (SELECT 1 ${workspaceClipsOf('?4')} LIMIT ?6)) AS ws`,
+    `SELECT (SELECT count(*) FROM (SELECT 1 ${clipEventsOf()} LIMIT ?5)) AS org,
+            (SELECT count(*) FROM (SELECT 1 ${clipEventsOf('?4')} LIMIT ?6)) AS ws`,
     organizationId, m.start, m.end, workspaceId, Math.max(0, limit(true)), Math.max(0, limit(false)))!;
   for (const s of pending) recordCrossings(ctx, organizationId, 'clips', m.label, s, s.key === '' ? used.org : used.ws);
-}
-
-/**
- * After an upload is stored (inside its transaction): the thresholds the organization's and the
- * workspace's storage quota reached. `organizationBytes`: the organization's stored bytes when the
- * caller knows them (counted otherwise).
- */
-export function storageQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, organizationBytes?: number): void {
-  for (const s of pendingWarnings(ctx.db, organizationId, workspaceId, 'storage', STORAGE_PERIOD)) {
-    const used = s.key !== '' ? workspaceStoredBytes(ctx.db, organizationId, workspaceId)
-      : organizationBytes ?? organizationStoredBytes(ctx.db, organizationId);
-    recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, used);
-  }
 }
 
 /** A scope's stored bytes at least as high as the truth, as of the rowids `av` (asset_versions) and `ma` (media_artifacts). */
@@ -390,31 +386,39 @@ const ADDED_SINCE = `
       + (SELECT coalesce(sum(file_size + coalesce(first_frame_size, 0) + coalesce(last_frame_size, 0)), 0)
            FROM media_artifacts WHERE rowid > ?6 AND organization_id = ?1 AND workspace_id = ?2) END AS ws`;
 
+/** The stored bytes after this change when the caller counted them exactly (an upload's commit); workspace null: not counted. */
+export interface StoredBytes { organization: number; workspace: number | null }
+
 /**
- * After generated media are registered (inside the settling transaction): the storage warnings of
- * the organization and of the workspace with its own storage quota, cheaply. Nothing is counted when
- * every threshold of the current quota values is recorded. Otherwise a scope's use is bounded from
- * above by its last bound on this connection plus the files added since (one statement of rowid
- * ranges); only a bound that reaches the lowest pending threshold, or a scope without a bound yet,
- * is counted exactly (every distinct stored file).
+ * After files are stored (an upload's commit, generated media registered; inside that transaction):
+ * the storage warnings of the organization and of the workspace with its own storage quota, cheaply.
+ * Nothing is counted when every threshold of the current quota values is recorded. A scope's use the
+ * caller counted (`exact`) is taken as is; otherwise it is bounded from above by its last bound on
+ * this connection plus the files added since (one statement of rowid ranges), and only a bound that
+ * reaches the lowest pending threshold, or a scope without a bound yet, is counted exactly (every
+ * distinct stored file). Thresholds are recorded from exact counts only.
  */
-export function mediaStorageWarnings(ctx: Ctx, organizationId: string, workspaceId: string): void {
-  const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'storage', STORAGE_PERIOD);
+export function storageQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext, exact?: StoredBytes): void {
+  const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'storage', STORAGE_PERIOD, q);
   if (!pending.length) return;
   let known = bytesBounds.get(ctx.db);
   if (!known) bytesBounds.set(ctx.db, (known = new Map()));
   const keyOf = (s: WarnScope) => (s.key === '' ? organizationId : `${organizationId} ${s.key}`);
-  const [org, own] = [pending.find((s) => s.key === ''), pending.find((s) => s.key !== '')];
-  const [o, w] = [org && known.get(keyOf(org)), own && known.get(keyOf(own))];
+  const exactOf = (s: WarnScope) => (exact ? (s.key === '' ? exact.organization : exact.workspace) : null);
+  const boundOf = (s: WarnScope | undefined) => (s && exactOf(s) === null ? known.get(keyOf(s)) : undefined);
+  const [o, w] = [boundOf(pending.find((s) => s.key === '')), boundOf(pending.find((s) => s.key !== ''))];
   const added = ctx.db.get<{ av: number; ma: number; org: number | null; ws: number | null }>(
     ADDED_SINCE, organizationId, workspaceId, o?.av ?? null, o?.ma ?? null, w?.av ?? null, w?.ma ?? null)!;
   for (const s of pending) {
-    const before = s.key === '' ? o : w;
-    let bytes = before ? before.bytes + ((s.key === '' ? added.org : added.ws) ?? 0) : Infinity;
-    if (bytes * 100 >= s.quota * Math.min(...s.pending)) {
-      bytes = s.key === '' ? organizationStoredBytes(ctx.db, organizationId) : workspaceStoredBytes(ctx.db, organizationId, workspaceId);
-      recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
-    }
+    let bytes = exactOf(s);
+    if (bytes === null) {
+      const before = s.key === '' ? o : w;
+      bytes = before ? before.bytes + ((s.key === '' ? added.org : added.ws) ?? 0) : Infinity;
+      if (bytes * 100 >= s.quota * Math.min(...s.pending)) {
+        bytes = s.key === '' ? organizationStoredBytes(ctx.db, organizationId) : workspaceStoredBytes(ctx.db, organizationId, workspaceId);
+        recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
+      }
+    } else recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
     const next: BytesBound = { bytes, av: added.av, ma: added.ma };
     ctx.afterCommit(() => known.set(keyOf(s), next));
   }

@@ -3,11 +3,11 @@
 // GET /api/usage and GET /api/billing (usage:view). Shapes: README "Usage".
 import { json, type Router, type RouteMeta } from '../http/router.ts';
 import { paging } from '../http/validate.ts';
+import { attachment } from '../audit/export.ts';
 import { ScopeUsageQuery, UsageExportQuery, UsageListQuery } from './usage-schema.ts';
 import { billingView, exportUsage, listUsage, scopeUsage } from './usage.ts';
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
-const CONTENT_TYPE = { csv: 'text/csv; charset=utf-8', json: 'application/json; charset=utf-8' } as const;
 
 export function bindUsageRoutes(r: Router): void {
   const tags = ['usage'];
@@ -24,12 +24,7 @@ export function bindUsageRoutes(r: Router): void {
   }, ({ ctx, params, query, res }) => {
     const format = query.format ?? 'json';
     const out = exportUsage(ctx, params.organizationId, query, format);
-    res.once('close', () => out.stream.destroy());
-    return {
-      status: 200,
-      headers: { 'content-type': CONTENT_TYPE[format], 'content-disposition': `attachment; filename="${out.filename}"` },
-      raw: out.stream,
-    };
+    return attachment(res, format, out.filename, out.stream);
   });
   r.get('/api/usage', {
     tags, scope: 'organization', permission: 'usage:view', query: ScopeUsageQuery,

@@ -4,6 +4,7 @@
 import type { Db, Param } from '../db/db.ts';
 import { and, type Where } from '../audit/store.ts';
 import { openSnapshotCursor, type RowCursor } from '../audit/export.ts';
+import { likePattern } from '../db/like.ts';
 
 export interface NewUsageRow {
   id: string; organization_id: string; workspace_id: string | null; project_id: string | null; actor_user_id: string | null;
@@ -36,7 +37,6 @@ export interface UsageWhere {
  */
 export interface QueryMatch { like: string; kinds: string[] | null; units: string[] | null; projectIds: string[]; workspaceIds: string[]; costCenterIds: string[] }
 
-const likeTerm = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 const LIKE = "LIKE ? ESCAPE '\\'";
 const eq = (column: string, value: string | undefined): Where | null => (value === undefined ? null : { sql: `e.${column} = ?`, params: [value] });
 const inList = (column: string, values: string[]): Where | null =>
@@ -47,7 +47,7 @@ const MATCH_VALUES = 2000;
 
 /** What a query term (case-insensitive substring, ASCII case folding as SQL LIKE) matches besides metadata. */
 export function resolveQuery(db: Db, organizationId: string, q: string): QueryMatch {
-  const like = likeTerm(q);
+  const like = likePattern(q);
   const matching = (values: string[] | null) => (values === null ? null
     : db.all<{ value: string }>(`SELECT value FROM json_each(?) WHERE value ${LIKE}`, JSON.stringify(values), like).map((r) => r.value));
   const ids = (table: string, columns: string[]) => db.all<{ id: string }>(
@@ -112,18 +112,18 @@ export function pageUsage(db: Db, w: Where, limit: number, offset: number): Usag
 export const openUsageCursor = (db: Db, w: Where): RowCursor<UsageRow> =>
   openSnapshotCursor<UsageRow>(db.path, `${ITEM_SELECT} WHERE ${w.sql} ${NEWEST_FIRST}`, w.params);
 
-/** Events of one combination of actor, project, cost center, workspace, kind and unit, with their sums (cost e4 as exact text). */
-export interface UsageCombo { u: string | null; p: string | null; c: string | null; w: string | null; kind: string; unit: string; n: number; q: number; e4: string }
+/** Events of one combination of actor, project, cost center, workspace, kind and unit, with their sums (cost e4 exact, a bigint). */
+export interface UsageCombo { u: string | null; p: string | null; c: string | null; w: string | null; kind: string; unit: string; n: number; q: number; e4: bigint }
 
 /**
  * The filtered set in one grouped pass: summary and facets are folded from its combinations. SQLite
  * groups with a sort of the matching rows; the column with the most values comes first, so that most
  * comparisons end at the first column.
  */
-export const usageCombos = (db: Db, w: Where): UsageCombo[] => db.all<UsageCombo>(
+export const usageCombos = (db: Db, w: Where): UsageCombo[] => db.allBig<Omit<UsageCombo, 'n'> & { n: bigint }>(
   `SELECT e.actor_user_id AS u, e.project_id AS p, e.cost_center_id AS c, e.workspace_id AS w, e.kind AS kind, e.unit AS unit,
-          count(*) AS n, total(e.quantity) AS q, CAST(sum(e.estimated_cost_e4) AS TEXT) AS e4
-     FROM usage_events e WHERE ${w.sql} GROUP BY 1, 2, 3, 4, 5, 6`, ...w.params);
+          count(*) AS n, total(e.quantity) AS q, sum(e.estimated_cost_e4) AS e4
+     FROM usage_events e WHERE ${w.sql} GROUP BY 1, 2, 3, 4, 5, 6`, ...w.params).map((r) => ({ ...r, n: Number(r.n) }));
 
 // A window without other filters: each facet from its own index (organization_id, column, created_at), by a
 // loose index scan: one seek to each distinct value of the organization, then one range count of the
@@ -137,7 +137,7 @@ export const FACET_INDEXES = {
 export type FacetColumn = keyof typeof FACET_INDEXES;
 const OPEN_END = '9999-12-31T23:59:59.999Z';
 
-export interface WindowSum { value: string | null; n: number; q: number; e4: string }
+export interface WindowSum { value: string | null; n: number; q: number; e4: bigint }
 
 /** The organization's distinct values of a facet column, ascending, one index seek each; null when there are more than `maxValues`. */
 export function distinctValues(db: Db, organizationId: string, column: FacetColumn, maxValues: number): string[] | null {
@@ -158,15 +158,16 @@ export function distinctValues(db: Db, organizationId: string, column: FacetColu
 export function windowSums(db: Db, organizationId: string, column: FacetColumn, from: string, to: string | null, maxValues: number): WindowSum[] | null {
   const values = distinctValues(db, organizationId, column, maxValues);
   if (!values) return null;
-  const sums = column === 'unit' ? 'total(quantity) AS q, CAST(sum(estimated_cost_e4) AS TEXT) AS e4' : '0 AS q, \'0\' AS e4';
+  const sums = column === 'unit' ? 'total(quantity) AS q, coalesce(sum(estimated_cost_e4), 0) AS e4' : '0.0 AS q, 0 AS e4';
   const count = (test: string) => `SELECT count(*) AS n, ${sums} FROM usage_events INDEXED BY ${FACET_INDEXES[column]}
     WHERE organization_id = ? AND ${test} AND created_at >= ? AND created_at < ?`;
   const end = to ?? OPEN_END;
   const out: WindowSum[] = [];
+  type Sum = { n: bigint; q: number; e4: bigint };
   for (const value of [null, ...values]) {
-    const r = value === null ? db.get<WindowSum>(count(`${column} IS NULL`), organizationId, from, end)!
-      : db.get<WindowSum>(count(`${column} = ?`), organizationId, value, from, end)!;
-    if (r.n > 0) out.push({ ...r, value });
+    const [r] = value === null ? db.allBig<Sum>(count(`${column} IS NULL`), organizationId, from, end)
+      : db.allBig<Sum>(count(`${column} = ?`), organizationId, value, from, end);
+    if (r.n > 0n) out.push({ n: Number(r.n), q: r.q, e4: r.e4, value });
   }
   return out;
 }
@@ -186,7 +187,7 @@ export const costCenterByIdOrCode = (db: Db, organizationId: string, idOrCode: s
   db.get<{ id: string }>('SELECT id FROM cost_centers WHERE organization_id = ? AND (id = ?2 OR code = ?2) ORDER BY id = ?2 DESC LIMIT 1',
     organizationId, idOrCode);
 
-export interface KindSumRow { kind: string; unit: string; events: number; quantity: number; e4: string }
+export interface KindSumRow { kind: string; unit: string; events: number; quantity: number; e4: bigint }
 
 /** Sums of a scope (organization, optionally one workspace or project) in [start, end) by kind and unit. */
 export function scopeSums(db: Db, s: { organizationId: string; workspaceId: string | null; projectId: string | null }, start: string, end: string): KindSumRow[] {
@@ -195,11 +196,8 @@ export function scopeSums(db: Db, s: { organizationId: string; workspaceId: stri
     s.workspaceId ? { sql: 'workspace_id = ?', params: [s.workspaceId] } : null,
     s.projectId ? { sql: 'project_id = ?', params: [s.projectId] } : null,
   );
-  return db.all<KindSumRow>(
-    `SELECT kind, unit, count(*) AS events, total(quantity) AS quantity, CAST(sum(estimated_cost_e4) AS TEXT) AS e4
-       FROM usage_events WHERE ${w.sql} GROUP BY kind, unit ORDER BY kind, unit`, ...w.params);
+  return db.allBig<Omit<KindSumRow, 'events'> & { events: bigint }>(
+    `SELECT kind, unit, count(*) AS events, total(quantity) AS quantity, sum(estimated_cost_e4) AS e4
+       FROM usage_events WHERE ${w.sql} GROUP BY kind, unit ORDER BY kind, unit`, ...w.params).map((r) => ({ ...r, events: Number(r.events) }));
 }
 
-export const workspaceQuotaOf = (db: Db, organizationId: string, workspaceId: string) =>
-  db.get<{ monthly_clip_quota: number | null; storage_gb: number | null }>(
-    'SELECT monthly_clip_quota, storage_gb FROM workspace_quotas WHERE organization_id = ? AND workspace_id = ?', organizationId, workspaceId);

@@ -14,27 +14,27 @@ import { hasPermission } from '../tenancy/roles.ts';
 import { organizationById } from '../tenancy/store.ts';
 import { newId } from '../lib/ids.ts';
 import { FACET_LIMIT } from '../audit/store.ts';
-import { csvCell, parseMetadata } from '../audit/present.ts';
-import { csvText, jsonArrayText, recordStream, type ExportFormat } from '../audit/export.ts';
-import { organizationStoredBytes, projectUsage } from '../assets/store.ts';
-import { activeVideoClipsThisMonth, clipsTowardQuota } from '../jobs/store.ts';
+import { parseMetadata } from '../audit/present.ts';
+import { csvRow, csvText, exportStamp, jsonArrayText, recordStream, type ExportFormat } from '../audit/export.ts';
+import { organizationStoredBytes, projectStoredBytes } from '../assets/store.ts';
+import { clipsTowardQuota } from '../jobs/store.ts';
 import { seatUsage } from '../members/seats.ts';
 import { billingAccountOf, presentBillingAccount } from './account.ts';
 import { exactToDecimal, formatAmount, formatE4Amount, formatUnitPrice, lineAmount, roundExact, roundHalfUp } from './money.ts';
-import { billingPeriod, localDate, monthOf, startOfLocalDay } from './periods.ts';
-import { GIB, workspaceClips, workspaceStoredBytes } from './quotas.ts';
+import { monthOf, monthWindow, periodWindow, startOfLocalDay } from './periods.ts';
+import { GIB, gbToBytes, quotaOfWorkspace, workspaceStoredBytes } from './quotas.ts';
 import { roundUnits } from './trend.ts';
 import type { UsageFilters, UsageLevel } from './usage-schema.ts';
 import {
-  costCenterByIdOrCode, insertUsageEvent, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageCombos, usageWhere, windowSums, workspaceQuotaOf,
+  costCenterByIdOrCode, insertUsageEvent, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageCombos, usageWhere, windowSums,
   type FacetColumn, type UsageCombo, type UsageRow,
 } from './usage-store.ts';
 
 export interface UsageEventInput {
   organizationId: string; workspaceId?: string | null; projectId?: string | null; actorUserId?: string | null;
   kind: string; unit: string; quantity: number;
-  /** The unit price the use is recorded at and its estimated cost (quantity x unit price, computed by the caller), both e4. */
-  unitPriceE4: number; estimatedCostE4: number; currency: string;
+  /** The unit price the use is recorded at, e4 (the estimated cost, quantity x unit price, is computed here: estimatedCostE4). */
+  unitPriceE4: number; currency: string;
   /** Default: the workspace's cost center. */
   costCenterId?: string | null; jobId?: string | null; metadata?: Record<string, unknown>;
   /** ISO instant of the usage. */
@@ -43,12 +43,27 @@ export interface UsageEventInput {
   eventKey: string;
 }
 
+/** A quantity in millionths, exactly; RangeError for a non-finite quantity or one with more than 6 decimals. */
+function millionthsOf(quantity: number): bigint {
+  if (!Number.isFinite(quantity)) throw new RangeError(`usage quantity ${quantity} is not finite`);
+  if (Number.isInteger(quantity)) return BigInt(quantity) * 1_000_000n;
+  const m = /^(-?\d+)\.(\d{1,6})$/.exec(String(quantity));
+  if (!m) throw new RangeError(`usage quantity ${quantity} has more than 6 decimals`);
+  const millionths = BigInt(m[1]) * 1_000_000n;
+  const fraction = BigInt(m[2].padEnd(6, '0'));
+  return m[1].startsWith('-') ? millionths - fraction : millionths + fraction;
+}
+
+/** quantity x unit price (e4), exact and rounded half-up once. */
+export const estimatedCostE4 = (quantity: number, unitPriceE4: number): number =>
+  Number(roundHalfUp(millionthsOf(quantity) * BigInt(unitPriceE4), 1_000_000n));
+
 /** Records a usage event once per (organization, eventKey): true when it was new, false when it was already there. */
 export function recordUsageEvent(db: Db, e: UsageEventInput): boolean {
   return insertUsageEvent(db, {
     id: newId('use'), organization_id: e.organizationId, workspace_id: e.workspaceId ?? null, project_id: e.projectId ?? null,
     actor_user_id: e.actorUserId ?? null, kind: e.kind, unit: e.unit, quantity: e.quantity, unit_price_e4: e.unitPriceE4,
-    estimated_cost_e4: e.estimatedCostE4,
+    estimated_cost_e4: estimatedCostE4(e.quantity, e.unitPriceE4),
     currency: e.currency, cost_center_id: e.costCenterId ?? null, job_id: e.jobId ?? null, metadata: JSON.stringify(e.metadata ?? {}),
     created_at: e.at, event_key: e.eventKey,
   });
@@ -110,9 +125,7 @@ export function usageCsvLine(r: UsageRow): string {
     r.quantity, formatE4Amount(r.estimated_cost_e4, r.currency), r.currency, r.cost_center_id, r.cost_center_code, r.cost_center_name,
     r.job_id, r.metadata,
   ];
-  let line = '';
-  for (let i = 0; i < cells.length; i++) line += (i ? ',' : '') + csvCell(cells[i]);
-  return line + '\r\n';
+  return csvRow(cells);
 }
 
 // ---- the list: page, summary and facets ---------------------------------------------------------
@@ -134,7 +147,7 @@ function fromCombos(combos: UsageCombo[]): Aggregates {
   const a = emptyAggregates();
   for (const c of combos) {
     const t = a.units.get(c.unit) ?? { events: 0, quantity: 0, e4: 0n };
-    a.units.set(c.unit, { events: t.events + c.n, quantity: t.quantity + c.q, e4: t.e4 + BigInt(c.e4 ?? '0') });
+    a.units.set(c.unit, { events: t.events + c.n, quantity: t.quantity + c.q, e4: t.e4 + c.e4 });
     for (const k of KEYS) a.counts[k].set(c[k], (a.counts[k].get(c[k]) ?? 0) + c.n);
   }
   return a;
@@ -151,7 +164,7 @@ function fromWindow(db: Db, organizationId: string, from: string, to: string | n
     if (!sums) return null;
     for (const r of sums) {
       a.counts[k].set(r.value, r.n);
-      if (k === 'unit') a.units.set(r.value!, { events: r.n, quantity: r.q, e4: BigInt(r.e4 ?? '0') });
+      if (k === 'unit') a.units.set(r.value!, { events: r.n, quantity: r.q, e4: r.e4 });
     }
   }
   return a;
@@ -207,13 +220,13 @@ export function listUsage(ctx: Ctx, organizationId: string, f: UsageFilters, pag
 export function exportUsage(ctx: Ctx, organizationId: string, f: UsageFilters, format: ExportFormat) {
   const { where } = whereOf(ctx, organizationId, f);
   const text = format === 'csv' ? csvText(`${USAGE_CSV_COLUMNS.join(',')}\r\n`, usageCsvLine) : jsonArrayText(presentUsage);
-  const stamp = ctx.now().toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+  const stamp = exportStamp(ctx.now());
   return { stream: recordStream(openUsageCursor(ctx.db, where), text), filename: `usage-${organizationId}-${stamp}.${format}` };
 }
 
 // ---- GET /api/usage and GET /api/billing ------------------------------------------------------
 
-const bytesOfGb = (gb: number | null) => (gb === null ? null : Math.floor(gb * GIB));
+const bytesOfGb = (gb: number | null) => (gb === null ? null : gbToBytes(gb));
 
 /** This local month's usage of the session's scope at `level` (default: its most specific), with the limits that apply there. */
 export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined) {
@@ -227,31 +240,30 @@ export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined) {
   const org = organizationById(db, orgId)!;
   const account = billingAccountOf(db, orgId)!;
   const now = ctx.now();
-  const month = monthOf(org.time_zone, now);
-  const [start, end] = [month.start.toISOString(), month.end.toISOString()];
+  const { start, end, label } = monthWindow(org.time_zone, now);
   const sums = scopeSums(db, scope, start, end);
   const cur = account.currency;
-  const e4 = sums.reduce((t, r) => t + BigInt(r.e4 ?? '0'), 0n);
+  const e4 = sums.reduce((t, r) => t + r.e4, 0n);
   const orgBytes = organizationStoredBytes(db, orgId);
   const wsBytes = scope.workspaceId ? workspaceStoredBytes(db, orgId, scope.workspaceId) : null;
-  const quota = scope.workspaceId ? workspaceQuotaOf(db, orgId, scope.workspaceId) : undefined;
+  const quota = scope.workspaceId ? quotaOfWorkspace(db, orgId, scope.workspaceId) : undefined;
   const toward = clipsTowardQuota(db, orgId, scope.workspaceId, start, end);
   return {
     scope: { level: lvl, ...scope },
-    month: { label: localDate(month.start, org.time_zone).slice(0, 7), start, end, timeZone: org.time_zone },
+    month: { label, start, end, timeZone: org.time_zone },
     events: sums.reduce((n, r) => n + r.events, 0),
     clips: sums.filter((r) => r.kind === 'clip').reduce((n, r) => n + r.events, 0),
     estimatedCost: formatE4Amount(e4, cur),
     currency: cur,
-    byKind: sums.map((r) => ({ kind: r.kind, unit: r.unit, events: r.events, quantity: roundUnits(r.quantity), estimatedCost: formatE4Amount(BigInt(r.e4 ?? '0'), cur) })),
-    storage: { usedBytes: scope.projectId ? (projectUsage(db, orgId).find((p) => p.project_id === scope.projectId)?.bytes ?? 0) : (wsBytes ?? orgBytes) },
+    byKind: sums.map((r) => ({ kind: r.kind, unit: r.unit, events: r.events, quantity: roundUnits(r.quantity), estimatedCost: formatE4Amount(r.e4, cur) })),
+    storage: { usedBytes: scope.projectId ? projectStoredBytes(db, orgId, scope.projectId) : (wsBytes ?? orgBytes) },
     limits: {
       organization: {
-        monthlyClipQuota: account.monthly_clip_quota, clipsUsed: activeVideoClipsThisMonth(db, orgId, start), clipsTowardQuota: toward.organization,
+        monthlyClipQuota: account.monthly_clip_quota, clipsUsed: toward.organizationClips.recorded, clipsTowardQuota: toward.organization,
         storageLimitBytes: bytesOfGb(account.storage_gb), storageUsedBytes: orgBytes, quotaWarningPercent: account.quota_warning_percent,
       },
       workspace: scope.workspaceId ? {
-        workspaceId: scope.workspaceId, monthlyClipQuota: quota?.monthly_clip_quota ?? null, clipsUsed: workspaceClips(db, orgId, scope.workspaceId, start, end),
+        workspaceId: scope.workspaceId, monthlyClipQuota: quota?.monthly_clip_quota ?? null, clipsUsed: toward.workspaceClips?.recorded ?? 0,
         clipsTowardQuota: toward.workspace, storageLimitBytes: bytesOfGb(quota?.storage_gb ?? null), storageUsedBytes: wsBytes,
       } : null,
     },
@@ -270,12 +282,11 @@ export function billingView(ctx: Ctx) {
   const a = billingAccountOf(db, orgId)!;
   const cur = a.currency;
   const now = ctx.now();
-  const period = billingPeriod(a.billing_cycle, org.time_zone, now);
-  const [start, end] = [period.start.toISOString(), period.end.toISOString()];
+  const { start, end } = periodWindow(a.billing_cycle, org.time_zone, now);
   const seats = seatUsage(db, orgId, now.toISOString());
   const gib = { num: BigInt(organizationStoredBytes(db, orgId)), den: BigInt(GIB) };
   const usage = scopeSums(db, { organizationId: orgId, workspaceId: null, projectId: null }, start, end);
-  const usageE4 = usage.reduce((t, r) => t + BigInt(r.e4 ?? '0'), 0n);
+  const usageE4 = usage.reduce((t, r) => t + r.e4, 0n);
   const lines = [
     { kind: 'base_fee', quantity: '1', unitPrice: formatAmount(a.base_fee_minor, cur), minor: BigInt(a.base_fee_minor) },
     { kind: 'seats', quantity: String(seats.activeMembers), unitPrice: formatUnitPrice(a.seat_unit_price_e4, cur), minor: roundExact(lineAmount({ num: BigInt(seats.activeMembers), den: 1n }, BigInt(a.seat_unit_price_e4))) },

@@ -101,10 +101,10 @@ export function pickConnector(ctx: Ctx, kind: string, connectorId: string | unde
  * cannot overrun the quota before they complete.
  */
 export function clipQuotaProblem(
-  ctx: Ctx, organizationId: string, before: number, workspaceId = ctx.scope.workspaceId,
+  ctx: Ctx, organizationId: string, before: number, workspaceId: string,
 ): { message: string; used: number; quota: number; scope: 'organization' | 'workspace' } | null {
   const quota = billingAccountOf(ctx.db, organizationId)?.monthly_clip_quota ?? 0;
-  const own = workspaceId ? workspaceClipQuota(ctx.db, organizationId, workspaceId) : null;
+  const own = workspaceClipQuota(ctx.db, organizationId, workspaceId);
   const m = organizationMonth(ctx.db, organizationId, ctx.now());
   const n = clipsTowardQuota(ctx.db, organizationId, own ? workspaceId : null, m.start, m.end);
   const used = n.organization + before;

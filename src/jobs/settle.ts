@@ -8,9 +8,8 @@ import { withScope } from '../context.ts';
 import { record } from '../audit/service.ts';
 import { notify } from '../notifications/service.ts';
 import { indexDocument, setDocumentStatus } from '../search/index.ts';
-import { billingAccountOf } from '../commercial/account.ts';
 import { recordUsageEvent } from '../commercial/usage.ts';
-import { clipQuotaWarnings } from '../commercial/quotas.ts';
+import { clipQuotaWarnings, quotaContextOf, type QuotaContext } from '../commercial/quotas.ts';
 import type { CallResult } from '../connectors/types.ts';
 import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
 import { jobRetryDelayMs } from '../worker/backoff.ts';
@@ -34,12 +33,11 @@ const VIDEO_KINDS = new Set(['video']);
  * One clip usage event per completed video job (unique by its key), priced from the billing account
  * (unit_price_e4 the clip price, estimated_cost_e4 = 1 clip x that price), on the workspace's cost center.
  */
-function recordClipUsage(ctx: Ctx, job: JobRow, at: string): boolean {
-  const account = billingAccountOf(ctx.db, job.organization_id);
+function recordClipUsage(ctx: Ctx, job: JobRow, at: string, { account }: QuotaContext): boolean {
   const price = account?.clip_unit_price_e4 ?? 0;
   return recordUsageEvent(ctx.db, {
     organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id, actorUserId: job.created_by,
-    kind: 'clip', unit: 'clip', quantity: 1, unitPriceE4: price, estimatedCostE4: price, currency: account?.currency ?? 'USD', jobId: job.id,
+    kind: 'clip', unit: 'clip', quantity: 1, unitPriceE4: price, currency: account?.currency ?? 'USD', jobId: job.id,
     metadata: { connectorId: job.connector_id, attempt: job.attempt }, at, eventKey: `clip:${job.id}`,
   });
 }
@@ -69,9 +67,12 @@ export function settleSuccess(
     if (!completeLeased(ctx.db, lease, JSON.stringify(output), at)) {
       return { status: 'lost', released: [], runAfter: null };
     }
-    if (media) registerArtifacts(c, job, artifacts, media.composition, at);
+    const clip = VIDEO_KINDS.has(job.kind);
+    // The billing account, time zone and workspace quota, read once for the artifacts' and the clip's quota warnings.
+    const quotas = media || clip ? quotaContextOf(ctx.db, job.organization_id, job.workspace_id) : null;
+    if (media && quotas) registerArtifacts(c, job, artifacts, media.composition, at, quotas);
     recordAttempt(ctx.db, job, 'completed', at, null);
-    if (VIDEO_KINDS.has(job.kind) && recordClipUsage(c, job, at)) clipQuotaWarnings(c, job.organization_id, job.workspace_id);
+    if (clip && quotas && recordClipUsage(c, job, at, quotas)) clipQuotaWarnings(c, job.organization_id, job.workspace_id, quotas);
     setDocumentStatus(ctx.db, 'job', job.id, 'completed');
     return finish({ status: 'completed', released: unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
   });

@@ -155,28 +155,52 @@ export function requeueJob(db: Db, id: string, extra: number, blocked: boolean, 
     blocked ? 'blocked' : 'queued', extra, at, id) ?? null;
 }
 
-/** Recorded use: the organization's clip usage events from `monthStart` on (the billing PATCH bound, usage views). */
+/**
+ * FROM and WHERE of the clip usage events (recorded use) of organization ?1 in [?2, ?3), and of its
+ * workspace `ws` (an SQL expression) when given: a range of a covering index (usage_events_org_kind,
+ * usage_events_org_workspace_kind). Every count of clips a month is made of it.
+ */
+export const clipEventsOf = (ws?: string) => (ws === undefined
+  ? `FROM usage_events INDEXED BY usage_events_org_kind
+  WHERE organization_id = ?1 AND kind = 'clip' AND created_at >= ?2 AND created_at < ?3`
+  : `FROM usage_events INDEXED BY usage_events_org_workspace_kind
+  WHERE organization_id = ?1 AND workspace_id = ${ws} AND kind = 'clip' AND created_at >= ?2 AND created_at < ?3`);
+
+/** After every ISO instant: the end of an open window. */
+const OPEN_END = '9999-12-31T23:59:59.999Z';
+
+/** Recorded use: the organization's clip usage events from `monthStart` on (the billing PATCH bound). */
 export const activeVideoClipsThisMonth = (db: Db, organizationId: string, monthStart: string) =>
-  db.get<{ n: number }>("SELECT count(*) AS n FROM usage_events WHERE organization_id = ? AND kind = 'clip' AND created_at >= ?",
-    organizationId, monthStart)!.n;
+  db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf()}`, organizationId, monthStart, OPEN_END)!.n;
 
 /** Video jobs not finished yet (partial index generation_jobs_pending_video): each becomes a clip when it completes. */
 const PENDING_VIDEO = `SELECT count(*) FROM generation_jobs INDEXED BY generation_jobs_pending_video
   WHERE organization_id = ?1 AND kind = 'video' AND status IN ('queued', 'running', 'blocked')`;
 
+/** A scope's clips of a month: recorded (clip usage events) and pending (video jobs not finished yet). */
+export interface ClipCounts { recorded: number; pending: number }
+export interface ClipsTowardQuota {
+  /** recorded + pending: what the quota is checked against. */
+  organization: number; workspace: number | null;
+  organizationClips: ClipCounts; workspaceClips: ClipCounts | null;
+}
+
 /**
  * What the monthly clip quotas are checked against when a video job is created: the clip usage
  * events of [start, end) plus the video jobs not finished yet (queued, running, blocked), for the
- * organization and, when `workspaceId` is given, for that workspace (null otherwise). One statement
- * of index range counts: usage_events_org_kind, usage_events_org_workspace_kind, generation_jobs_pending_video.
+ * organization and, when `workspaceId` is given, for that workspace (null otherwise), each also as
+ * its recorded and pending counts. One statement of index range counts: usage_events_org_kind,
+ * usage_events_org_workspace_kind, generation_jobs_pending_video.
  */
-export function clipsTowardQuota(db: Db, organizationId: string, workspaceId: string | null, start: string, end: string) {
-  return db.get<{ organization: number; workspace: number | null }>(
-    `SELECT (SELECT count(*) FROM usage_events INDEXED BY usage_events_org_kind
-               WHERE organization_id = ?1 AND kind = 'clip' AND created_at >= ?3 AND created_at < ?4) + (${PENDING_VIDEO}) AS organization,
-            CASE WHEN ?2 IS NULL THEN NULL ELSE
-              (SELECT count(*) FROM usage_events INDEXED BY usage_events_org_workspace_kind
-                WHERE organization_id = ?1 AND workspace_id = ?2 AND kind = 'clip' AND created_at >= ?3 AND created_at < ?4)
-              + (${PENDING_VIDEO} AND workspace_id = ?2) END AS workspace`,
-    organizationId, workspaceId, start, end)!;
+export function clipsTowardQuota(db: Db, organizationId: string, workspaceId: string | null, start: string, end: string): ClipsTowardQuota {
+  const r = db.get<{ org_recorded: number; org_pending: number; ws_recorded: number | null; ws_pending: number | null }>(
+    `SELECT (SELECT count(*) ${clipEventsOf()}) AS org_recorded, (${PENDING_VIDEO}) AS org_pending,
+            CASE WHEN ?4 IS NULL THEN NULL ELSE (SELECT count(*) ${clipEventsOf('?4')}) END AS ws_recorded,
+            CASE WHEN ?4 IS NULL THEN NULL ELSE (${PENDING_VIDEO} AND workspace_id = ?4) END AS ws_pending`,
+    organizationId, start, end, workspaceId)!;
+  const ws = r.ws_recorded === null || r.ws_pending === null ? null : { recorded: r.ws_recorded, pending: r.ws_pending };
+  return {
+    organization: r.org_recorded + r.org_pending, workspace: ws && ws.recorded + ws.pending,
+    organizationClips: { recorded: r.org_recorded, pending: r.org_pending }, workspaceClips: ws,
+  };
 }

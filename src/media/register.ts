@@ -16,7 +16,7 @@ import { shotById, shotsOfProject } from '../production/store.ts';
 import type { JobRow } from '../jobs/store.ts';
 import { analyzeMedia, MediaError, type MediaEvidence } from './evidence.ts';
 import { compareSignatures } from './signature.ts';
-import { mediaStorageWarnings } from '../commercial/quotas.ts';
+import { storageQuotaWarnings, type QuotaContext } from '../commercial/quotas.ts';
 import { detectComposite } from './collage.ts';
 import { MediaToolError } from './ffmpeg.ts';
 import {
@@ -157,14 +157,17 @@ function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): void {
 
 /**
  * Inside the completing transaction: the artifact rows, the composition of a cut, continuity with
- * neighbouring shots, and the storage quota warnings the new files may have caused.
+ * neighbouring shots, and the storage quota warnings the new files may have caused (`quotas`: the
+ * settle's quota context, commercial/quotas.ts quotaContextOf).
  */
-export function registerArtifacts(ctx: Ctx, job: JobRow, rows: ArtifactRow[], composition: CompositionDraft | null, at: string): void {
+export function registerArtifacts(
+  ctx: Ctx, job: JobRow, rows: ArtifactRow[], composition: CompositionDraft | null, at: string, quotas: QuotaContext,
+): void {
   for (const row of rows) {
     insertArtifact(ctx.db, row);
     recordContinuity(ctx, row, at);
   }
-  if (rows.length) mediaStorageWarnings(ctx, job.organization_id, job.workspace_id);
+  if (rows.length) storageQuotaWarnings(ctx, job.organization_id, job.workspace_id, quotas);
   const cut = rows.find((r) => r.kind === 'video');
   if (composition && cut) {
     const c: CompositionRow = {

@@ -1,5 +1,6 @@
 // SQL of user accounts, and the queries of global user governance.
 import type { Db } from '../db/db.ts';
+import { likePattern } from '../db/like.ts';
 import { deleteMfa, voidChallengesOf } from '../identity/mfa/store.ts';
 
 export interface UserRow {
@@ -62,15 +63,12 @@ export function clearMfa(db: Db, id: string, now: string): void {
 
 export interface UserFilter { query?: string; status?: 'active' | 'suspended'; limit: number; offset: number }
 
-/** `%`, `_` and the escape character itself taken literally in a LIKE pattern with ESCAPE backslash. */
-const likeLiteral = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 /**
  * One page of users, by e-mail address, and how many match in all. `query` is a substring of the
  * e-mail address or the name; LIKE ignores the case of ASCII letters (other letters match exactly).
  */
 export function listUsers(db: Db, f: UserFilter): { rows: UserRow[]; total: number } {
-  const pattern = f.query ? `%${likeLiteral(f.query)}%` : null;
+  const pattern = f.query ? likePattern(f.query) : null;
   const where = `WHERE (?1 IS NULL OR email_normalized LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')
       AND (?2 IS NULL OR status = ?2)`;
   const params = [pattern, f.status ?? null] as const;

@@ -164,7 +164,7 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
       missingShots: compose && episode ? shotsWithoutVideo(ctx, project.id, episode.id, videoShots) : [],
     });
     if (CLIP_KINDS.has(step.jobKind)) {
-      const quota = mode === 'plan' ? clipQuotaProblem(ctx, project.organization_id, clips) : null;
+      const quota = mode === 'plan' ? clipQuotaProblem(ctx, project.organization_id, clips, project.workspace_id) : null;
       if (quota) own.push({ code: 'clip_quota_exceeded', message: quota.message });
       clips++;
     }

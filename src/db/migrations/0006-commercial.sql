@@ -172,3 +172,8 @@ CREATE TABLE invoice_events (
   created_at TEXT NOT NULL
 );
 CREATE INDEX invoice_events_invoice ON invoice_events(invoice_id, created_at);
+-- Stored files are never deleted as rows (commercial/quotas.ts bounds stored bytes by rowid ranges).
+CREATE TRIGGER asset_versions_no_delete BEFORE DELETE ON asset_versions
+BEGIN SELECT RAISE(ABORT, 'asset_versions rows are never deleted'); END;
+CREATE TRIGGER media_artifacts_no_delete BEFORE DELETE ON media_artifacts
+BEGIN SELECT RAISE(ABORT, 'media_artifacts rows are never deleted'); END;
