@@ -55,6 +55,7 @@ export interface ConfigValues {
   jobTimeoutMs: number;
   maxOutputBytes: number;
   storageRetentionDays: number;
+  backupRetention: number;
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -91,6 +92,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'jobTimeoutMs', env: 'SVC_JOB_TIMEOUT_MS', kind: 'int', default: '1800000', min: 100, max: 86400000, doc: 'Longest attempt of a job (including polling a video or ComfyUI prompt); a longer attempt is aborted and retried.' },
   { key: 'maxOutputBytes', env: 'SVC_MAX_OUTPUT_BYTES', kind: 'int', default: '2147483648', min: 1, max: 1099511627776, doc: 'Largest file a connector may return (2 GiB); a larger one fails the attempt.' },
   { key: 'storageRetentionDays', env: 'SVC_STORAGE_RETENTION_DAYS', kind: 'int', default: '30', min: 1, max: 36500, doc: 'Retention of unreferenced files in `outputs/`, `frames/`, `tmp/`, `cache/` (the reference\'s `storage.retention_days`): older ones are storage cleanup candidates; `tmp/` files younger than this are never removed.' },
+  { key: 'backupRetention', env: 'SVC_BACKUP_RETENTION', kind: 'int', default: '7', min: 1, max: 10000, doc: 'Database snapshots kept in `DATA_DIR/backups/`: after each successful snapshot, older files and their rows beyond the newest N are removed.' },
 ];
 
 export type Config = Readonly<ConfigValues & {

@@ -12,6 +12,7 @@ import { auditCommand } from './audit.ts';
 import { modelServerCommand } from './modelserver.ts';
 import { workerCommand } from './worker.ts';
 import { storageCommand } from './storage.ts';
+import { backupCommand } from './backup.ts';
 
 function fail(message: string, code = 1): never {
   process.stderr.write(`svc: ${message.replace(/\s+/g, ' ').trim()}\n`);
@@ -30,6 +31,7 @@ export async function main(argv: string[]): Promise<void> {
       .command(modelServerCommand)
       .command(workerCommand)
       .command(storageCommand)
+      .command(backupCommand)
       .demandCommand(1, 'name a command; see svc --help')
       .strict()
       .fail((msg, err) => {

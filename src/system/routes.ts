@@ -1,8 +1,9 @@
-// Liveness, the API document, readiness and storage cleanup.
+// Liveness, the API document, readiness, storage cleanup and database snapshots.
 import fs from 'node:fs';
 import { json, type Router } from '../http/router.ts';
 import { buildOpenApi } from '../http/openapi.ts';
 import { readiness } from './readiness.ts';
+import { createBackup, listBackups } from './backups.ts';
 import { CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from './storage.ts';
 
 export const VERSION: string = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
@@ -30,4 +31,11 @@ export function bindSystemRoutes(r: Router): void {
     summary: 'Deletes every cleanup candidate, or the listed paths that are candidates now (others skipped: protected, not_found, too_recent, not_a_file, failed); 422 unsafe_path refuses the whole request. Audited as system.storage.reclaimed.',
     response: { description: '{ deleted: [{ path, bytes }], skipped: [{ path, reason }], freedBytes, removedDirectories, olderThanDays }' },
   }, async ({ ctx, body }) => json(200, await reclaimStorage(ctx, body)));
+  r.get('/api/system/backups', {
+    ...admin, summary: 'Database snapshots recorded in this database, newest first: { items: [{ id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }] }.',
+  }, ({ ctx }) => json(200, { items: listBackups(ctx) }));
+  r.post('/api/system/backups', {
+    ...admin, response: { status: 201, description: 'the snapshot record { id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }' },
+    summary: 'Takes a consistent snapshot of the database (VACUUM INTO DATA_DIR/backups/svc-<UTC YYYYMMDDTHHMMSSmmmZ>.db), checked with PRAGMA integrity_check (else 500 backup_failed, nothing kept) and hashed (SHA-256); keeps the newest SVC_BACKUP_RETENTION snapshots. Audited as system.database.backup_created.',
+  }, async ({ ctx }) => json(201, await createBackup(ctx)));
 }

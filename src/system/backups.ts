@@ -1,0 +1,139 @@
+// Database snapshots: VACUUM INTO a new file data/backups/svc-<UTC YYYYMMDDTHHMMSSmmmZ>.db. The copy
+// is written by a separate read-only connection (one read transaction, so one consistent snapshot
+// while the service and the worker thread keep committing; WAL lets readers and the writer run side
+// by side), to a temporary name in the same folder, then checked (PRAGMA integrity_check on the copy
+// opened read-only), stream-hashed (SHA-256) and renamed into place. Its row in system_backups, the
+// audit record and the retention (newest SVC_BACKUP_RETENTION kept; older files and rows removed)
+// follow in one transaction. There is no online restore: the README describes the offline one.
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import { pipeline } from 'node:stream/promises';
+import { DatabaseSync } from 'node:sqlite';
+import type { Ctx } from '../context.ts';
+import { record } from '../audit/service.ts';
+import { AppError, requireSystemAdmin } from '../http/errors.ts';
+import { newId } from '../lib/ids.ts';
+
+export interface BackupRecord {
+  id: string;
+  fileName: string;
+  /** Absolute path of the snapshot file. */
+  path: string;
+  sizeBytes: number;
+  sha256: string;
+  integrity: string;
+  createdBy: string | null;
+  createdAt: string;
+}
+
+interface BackupRow { id: string; file_name: string; size_bytes: number; sha256: string; integrity: string; created_by: string | null; created_at: string }
+
+const FILE_NAME = /^svc-\d{8}T\d{9}Z\.db$/;
+
+function present(ctx: Ctx, r: BackupRow): BackupRecord {
+  return {
+    id: r.id, fileName: r.file_name, path: path.join(ctx.config.backupsDir, r.file_name), sizeBytes: Number(r.size_bytes),
+    sha256: r.sha256, integrity: r.integrity, createdBy: r.created_by, createdAt: r.created_at,
+  };
+}
+
+/** svc-20260101T000000000Z.db for 2026-01-01T00:00:00.000Z. */
+export function backupFileName(at: Date): string {
+  return `svc-${at.toISOString().replace(/[-:.]/g, '')}.db`;
+}
+
+/** The snapshots recorded in this database, newest first. */
+export function listBackups(ctx: Ctx): BackupRecord[] {
+  requireSystemAdmin(ctx);
+  return ctx.db.all<BackupRow>('SELECT * FROM system_backups ORDER BY created_at DESC, file_name DESC').map((r) => present(ctx, r));
+}
+
+async function sha256OfFile(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(fs.createReadStream(file), hash);
+  return hash.digest('hex');
+}
+
+function integrityOf(file: string): string {
+  const copy = new DatabaseSync(file, { readOnly: true });
+  try {
+    return copy.prepare('PRAGMA integrity_check').all().map((r) => String((r as { integrity_check: unknown }).integrity_check)).join('; ');
+  } finally {
+    copy.close();
+  }
+}
+
+function removeQuietly(file: string): void {
+  try {
+    fs.rmSync(file, { force: true });
+  } catch { /* already gone or not removable: nothing more to do */ }
+}
+
+export async function createBackup(ctx: Ctx): Promise<BackupRecord> {
+  requireSystemAdmin(ctx);
+  if (ctx.db.path === ':memory:') throw new AppError(500, 'backup_failed', 'an in-memory database cannot be snapshotted');
+  const dir = ctx.config.backupsDir;
+  fs.mkdirSync(dir, { recursive: true });
+  // A later millisecond when the name is taken (two snapshots within one millisecond).
+  let at = ctx.now();
+  while (fs.existsSync(path.join(dir, backupFileName(at)))) at = new Date(at.getTime() + 1);
+  const fileName = backupFileName(at);
+  const finalPath = path.join(dir, fileName);
+  const tmpPath = path.join(dir, `.${fileName}.${randomBytes(6).toString('hex')}.tmp`);
+
+  const reader = new DatabaseSync(ctx.db.path, { readOnly: true });
+  try {
+    reader.exec('PRAGMA busy_timeout = 5000');
+    reader.prepare('VACUUM INTO ?').run(tmpPath);
+  } catch (err) {
+    removeQuietly(tmpPath);
+    throw new AppError(500, 'backup_failed', `the database snapshot could not be written: ${err instanceof Error ? err.message : String(err)}`);
+  } finally {
+    reader.close();
+  }
+
+  let integrity: string;
+  try {
+    integrity = integrityOf(tmpPath);
+  } catch (err) {
+    integrity = `unreadable: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  if (integrity !== 'ok') {
+    removeQuietly(tmpPath);
+    throw new AppError(500, 'backup_failed', `the snapshot failed PRAGMA integrity_check (${integrity.slice(0, 500)}); it was deleted`);
+  }
+  let sha256: string;
+  let sizeBytes: number;
+  try {
+    sha256 = await sha256OfFile(tmpPath);
+    sizeBytes = fs.statSync(tmpPath).size;
+    fs.renameSync(tmpPath, finalPath);
+  } catch (err) {
+    removeQuietly(tmpPath);
+    throw new AppError(500, 'backup_failed', `the snapshot could not be finished: ${err instanceof Error ? err.message : String(err)}`);
+  }
+
+  const row: BackupRow = {
+    id: newId('bkp'), file_name: fileName, size_bytes: sizeBytes, sha256, integrity,
+    created_by: ctx.actor.userId ?? ctx.actor.name, created_at: ctx.now().toISOString(),
+  };
+  let expired: string[] = [];
+  ctx.db.tx(() => {
+    ctx.db.run('INSERT INTO system_backups (id, file_name, size_bytes, sha256, integrity, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      row.id, row.file_name, row.size_bytes, row.sha256, row.integrity, row.created_by, row.created_at);
+    record(ctx, {
+      action: 'system.database.backup_created', targetType: 'backup', targetId: row.id,
+      organizationId: null, workspaceId: null, projectId: null,
+      metadata: { fileName, sizeBytes, sha256 },
+    });
+    const old = ctx.db.all<{ id: string; file_name: string }>(
+      'SELECT id, file_name FROM system_backups ORDER BY created_at DESC, file_name DESC LIMIT -1 OFFSET ?', ctx.config.backupRetention);
+    for (const o of old) ctx.db.run('DELETE FROM system_backups WHERE id = ?', o.id);
+    expired = old.map((o) => o.file_name);
+  });
+  for (const name of expired) {
+    if (FILE_NAME.test(name)) removeQuietly(path.join(dir, name));
+  }
+  return present(ctx, row);
+}
