@@ -216,11 +216,6 @@ export function usageGroups(db: Db, organizationId: string, start: string, end: 
     organizationId, start, end).map((g) => ({ ...g, events: Number(g.events) }));
 }
 
-export interface CostCenterRow { id: string; workspace_id: string | null; code: string; name: string; budget_minor: number | null }
-
-export const costCentersOf = (db: Db, organizationId: string) =>
-  db.all<CostCenterRow>('SELECT id, workspace_id, code, name, budget_minor FROM cost_centers WHERE organization_id = ? ORDER BY code', organizationId);
-
 export interface WorkspaceStorage { workspaceId: string; workspaceName: string; costCenterId: string | null; bytes: number }
 
 /** Bytes each workspace stores now, each distinct file once per workspace (every workspace, 0 when none), by workspace name. */

@@ -16,13 +16,14 @@ import { exportStamp, type ExportFormat } from '../audit/export.ts';
 import { seatUsage } from '../members/seats.ts';
 import { organizationById } from '../tenancy/store.ts';
 import { billingAccountOf, type BillingAccountRow } from './account.ts';
+import { costCentersOf } from './quotas.ts';
 import {
   addExact, exactToDecimal, exponentOf, formatAmount, formatDecimal, formatE4Amount, formatUnitPrice, lineAmount, roundExact, taxOn, ZERO,
   type Exact,
 } from './money.ts';
 import { generation, type GenerateBody, type Generation, type InvoiceFilter, type InvoiceStatus } from './invoice-schema.ts';
 import {
-  costCentersOf, eventsOfInvoice, insertInvoice, insertInvoiceEvent, insertInvoiceLine, invoiceForPeriod, invoiceInOrganization,
+  eventsOfInvoice, insertInvoice, insertInvoiceEvent, insertInvoiceLine, invoiceForPeriod, invoiceInOrganization,
   linesOfInvoice, liveInvoiceOverlapping, openInvoiceCursor, organizationOfInvoice, pageInvoices, storageByWorkspace, takeInvoiceNumber,
   updateInvoiceStatus, usageGroups, type InvoiceCursor, type InvoiceLineRow, type InvoiceRow,
 } from './invoice-store.ts';

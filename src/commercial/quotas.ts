@@ -33,6 +33,10 @@ export interface CostCenterRow {
   budget_minor: number | null; created_at: string; updated_at: string;
 }
 
+/** The organization's cost centers, by code (unique per organization). */
+export const costCentersOf = (db: Db, organizationId: string) =>
+  db.all<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? ORDER BY code, id', organizationId);
+
 const QUOTA_SELECT = `SELECT q.*, w.name AS workspace_name FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id
   WHERE q.organization_id = ?`;
 
@@ -133,7 +137,7 @@ export function costCentersView(db: Db, organizationId: string, now: Date): Cost
   const currency = billingAccountOf(db, organizationId)?.currency ?? 'USD';
   const p = billingWindow(db, organizationId, now);
   const spent = spentByCostCenter(db, organizationId, p.start, p.end);
-  return db.all<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? ORDER BY code, id', organizationId)
+  return costCentersOf(db, organizationId)
     .map((c) => presentCostCenter(c, currency, spent.get(c.id)?.e4 ?? 0n, spent.get(c.id)?.n ?? 0));
 }
 

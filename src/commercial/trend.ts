@@ -35,12 +35,9 @@ export function usageByBucket(db: Db, organizationId: string, buckets: Bucket[],
 
 /** The trend window's local days, oldest first: localDaysBefore(now, 30) to today (its bucket ends at tomorrow's midnight). */
 export function trendDays(now: Date, timeZone: string): Bucket[] {
-  const days: Bucket[] = [];
-  for (let back = TREND_DAYS - 1; back >= 0; back--) {
-    const start = localDaysBefore(now, back, timeZone);
-    days.push({ label: localDate(start, timeZone), start, end: localDaysBefore(now, back - 1, timeZone) });
-  }
-  return days;
+  // TREND_DAYS + 1 local midnights, each day from one to the next.
+  const edges = Array.from({ length: TREND_DAYS + 1 }, (_, i) => localDaysBefore(now, TREND_DAYS - 1 - i, timeZone));
+  return edges.slice(0, -1).map((start, i) => ({ label: localDate(start, timeZone), start, end: edges[i + 1] }));
 }
 
 export interface TrendDay { day: string; units: number; estimatedCost: string; events: number }
