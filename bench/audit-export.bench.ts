@@ -2,22 +2,16 @@
 // child process, downloaded over HTTP while the server's resident memory (VmRSS in /proc/PID/status)
 // is sampled; goal: RSS growth below 50 MB, i.e. constant memory whatever the size. Also the time to
 // seed the rows through the service's one-INSERT append path and `svc audit verify` over them.
-import fs from 'node:fs';
 import path from 'node:path';
 import { openDb } from '../src/db/db.ts';
 import { insertAudit } from '../src/audit/store.ts';
-import { login, num, printTable, setupSvc, startSvc, svcCli } from './lib.ts';
+import { login, measuredDownload, num, printTable, setupSvc, startSvc, svcCli } from './lib.ts';
 
 const ROWS = Number(process.env.BENCH_AUDIT_ROWS ?? 200_000);
 const GOAL_MB = 50;
 const SAMPLE_MS = 20;
 const MB = 1024 * 1024;
 
-function rssBytes(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(m[1]) * 1024;
-}
 
 const setup = setupSvc();
 const org = svcCli(setup, ['orgs', 'create', '--name', 'Studio', '--owner', setup.email]) as { id: string };
@@ -68,24 +62,10 @@ try {
     if (p.startsWith('/api/audit?') || p === '/api/audit') listMs.push([p, performance.now() - t0]);
   }
   for (const format of ['csv', 'json']) {
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const baseRss = rssBytes(svc.pid);
-    let peakRss = baseRss;
-    const sampler = setInterval(() => { peakRss = Math.max(peakRss, rssBytes(svc.pid)); }, SAMPLE_MS);
-    const t0 = performance.now();
-    const res = await fetch(`${svc.url}/api/audit/export?format=${format}`, { headers });
-    let bytes = 0;
-    let newlines = 0;
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      bytes += chunk.length;
-      for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) newlines++;
-    }
-    const seconds = (performance.now() - t0) / 1000;
-    clearInterval(sampler);
-    peakRss = Math.max(peakRss, rssBytes(svc.pid));
+    const { status, bytes, newlines, seconds, baseRss, peakRss } = await measuredDownload(`${svc.url}/api/audit/export?format=${format}`, headers, svc.pid, SAMPLE_MS);
     // CSV: a header line and one line per record; JSON: "[", one line per record, "]".
     const rows = format === 'csv' ? newlines - 1 : newlines - 2;
-    measured.push({ format, rows, bytes, seconds, baseRss, peakRss, status: res.status });
+    measured.push({ format, rows, bytes, seconds, baseRss, peakRss, status });
   }
 } finally {
   const how = await svc.stop();

@@ -198,3 +198,34 @@ export function printTable(title: string, rows: ReadonlyArray<ReadonlyArray<stri
   out.push(`  machine: ${machineLine()}`);
   process.stdout.write(out.join('\n') + '\n');
 }
+
+/** The resident set size of a process, from /proc (Linux). */
+export function rssBytes(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmRSS for process ${pid}`);
+  return Number(m[1]) * 1024;
+}
+
+export interface Download { status: number; bytes: number; newlines: number; seconds: number; baseRss: number; peakRss: number }
+
+/** GETs `url` and reads the body through, counting bytes and newlines, while sampling the server's RSS every `sampleMs`. */
+export async function measuredDownload(url: string, headers: Record<string, string>, serverPid: number, sampleMs = 20): Promise<Download> {
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const baseRss = rssBytes(serverPid);
+  let peakRss = baseRss;
+  const sampler = setInterval(() => { peakRss = Math.max(peakRss, rssBytes(serverPid)); }, sampleMs);
+  const t0 = performance.now();
+  try {
+    const res = await fetch(url, { headers });
+    let bytes = 0;
+    let newlines = 0;
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      bytes += chunk.length;
+      for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) newlines++;
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    return { status: res.status, bytes, newlines, seconds, baseRss, peakRss: Math.max(peakRss, rssBytes(serverPid)) };
+  } finally {
+    clearInterval(sampler);
+  }
+}

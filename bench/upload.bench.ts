@@ -8,17 +8,13 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { login, num, printTable, setupSvc, startSvc, svcCli, tempDir } from './lib.ts';
+import { login, num, printTable, rssBytes, setupSvc, startSvc, svcCli, tempDir } from './lib.ts';
 
 const MB = 1024 * 1024;
 const SIZE_MB = Number(process.env.BENCH_UPLOAD_MB ?? 512);
 const RUNS = Number(process.env.BENCH_UPLOAD_RUNS ?? 3);
 const GOAL = 0.7;
 
-function rssBytes(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) * 1024 : 0;
-}
 
 async function api(url: string, token: string, method: string, p: string, body?: unknown): Promise<any> {
   const res = await fetch(url + p, { method, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });

@@ -16,7 +16,7 @@ import { insertWorkspaceCommercial } from '../src/commercial/account.ts';
 import { localDate, monthOf, startOfLocalDay } from '../src/commercial/periods.ts';
 import { usageTrend } from '../src/commercial/trend.ts';
 import { resolveQuery, usageCombos, usageWhere, windowSums, FACET_INDEXES, type FacetColumn } from '../src/commercial/usage-store.ts';
-import { login, num, percentile, printTable, setupSvc, startSvc, svcCli } from './lib.ts';
+import { login, measuredDownload, num, percentile, printTable, setupSvc, startSvc, svcCli } from './lib.ts';
 
 const EVENTS = Number(process.env.BENCH_USAGE_EVENTS ?? 1_000_000);
 const OTHER_EVENTS = 20_000;
@@ -164,11 +164,6 @@ function aggregationMs(c: Case): { grouped: number; loose: number | null } {
   };
 }
 
-function rssBytes(pid: number): number {
-  const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-  if (!m) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(m[1]) * 1024;
-}
 
 async function timed(url: string, headers: Record<string, string>, runs: number) {
   for (let i = 0; i < 3; i++) await (await fetch(url, { headers })).arrayBuffer(); // warm-up
@@ -208,23 +203,9 @@ try {
   }
 
   // The CSV export of every event.
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  const baseRss = rssBytes(svc.pid);
-  let peakRss = baseRss;
-  const sampler = setInterval(() => { peakRss = Math.max(peakRss, rssBytes(svc.pid)); }, SAMPLE_MS);
-  const s = performance.now();
-  const res = await fetch(`${base}/export?format=csv&from=${yearFrom}`, { headers });
-  let bytes = 0;
-  let newlines = 0;
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-    bytes += chunk.length;
-    for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) newlines++;
-  }
-  const seconds = (performance.now() - s) / 1000;
-  clearInterval(sampler);
-  peakRss = Math.max(peakRss, rssBytes(svc.pid));
+  const { status, bytes, newlines, seconds, baseRss, peakRss } = await measuredDownload(`${base}/export?format=csv&from=${yearFrom}`, headers, svc.pid, SAMPLE_MS);
   const exported = newlines - 1; // a header line; no cell of the seeded events holds a newline
-  exportOk = res.status === 200 && exported === EVENTS && (peakRss - baseRss) / MB < GOAL_RSS_MB;
+  exportOk = status === 200 && exported === EVENTS && (peakRss - baseRss) / MB < GOAL_RSS_MB;
   exportRow = ['csv', num(exported), num(bytes / MB, 1), num(seconds, 2), num(exported / seconds), num(bytes / MB / seconds, 1),
     `${num(baseRss / MB, 1)} MB`, `${num(peakRss / MB, 1)} MB`, `${num((peakRss - baseRss) / MB, 1)} MB`];
 
