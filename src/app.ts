@@ -23,6 +23,7 @@ import { bindTenancyRoutes } from './tenancy/routes.ts';
 import { bindProjectRoutes } from './projects/routes.ts';
 import { bindMemberRoutes } from './members/routes.ts';
 import { bindSystemRoutes } from './system/routes.ts';
+import { bindApiClientRoutes } from './system/api-clients-routes.ts';
 import { bindUserRoutes } from './users/routes.ts';
 import { bindNotificationRoutes } from './notifications/routes.ts';
 import { bindAuditRoutes } from './audit/routes.ts';
@@ -65,6 +66,7 @@ export function createApp({ config, db, log }: AppDeps): App {
   db.onHookError = (err) => log.error('after-commit hook failed', { err });
   const limits = createLoginLimits(config);
   bindSystemRoutes(router);
+  bindApiClientRoutes(router);
   bindAuthRoutes(router, limits);
   bindMfaRoutes(router, limits);
   bindIdentityPolicyRoutes(router);

@@ -9,14 +9,29 @@ import { newId } from './lib/ids.ts';
 import type { MembershipRow, Permission, ScopeIds } from './tenancy/roles.ts';
 import { effectivePermissions } from './tenancy/roles.ts';
 
+/**
+ * An API client's binding (src/system/api-clients.ts): the organization, optional workspace and
+ * project it acts in, and exactly the permissions it was given.
+ */
+export interface ApiClientBinding {
+  id: string;
+  organizationId: string;
+  workspaceId: string | null;
+  projectId: string | null;
+  permissions: readonly Permission[];
+}
+
 export interface Actor {
-  type: 'user' | 'operator' | 'system' | 'anonymous';
+  /** 'api_client': a service account's access token (userId null; see apiClient). */
+  type: 'user' | 'operator' | 'system' | 'anonymous' | 'api_client';
   userId: string | null;
   name: string;
   email: string | null;
   isSystemAdmin: boolean;
   sessionId: string | null;
   sessionKind: 'bearer' | 'browser' | null;
+  /** Set for type 'api_client' only: its binding and permission set. */
+  apiClient?: ApiClientBinding;
 }
 
 export interface Ctx {
@@ -74,7 +89,7 @@ export function createContext(init: ContextInit): Ctx {
     actor,
     scope,
     memberships,
-    permissions: effectivePermissions(actor.isSystemAdmin, memberships, scope),
+    permissions: permissionsOf(actor, memberships, scope),
     requestId: init.requestId ?? newId('req'),
     ip: init.ip ?? null,
     userAgent: init.userAgent ?? null,
@@ -85,5 +100,18 @@ export function createContext(init: ContextInit): Ctx {
 
 /** The same actor and request, acting in another scope (permissions recomputed). */
 export function withScope(ctx: Ctx, scope: ScopeIds): Ctx {
-  return { ...ctx, scope, permissions: effectivePermissions(ctx.actor.isSystemAdmin, ctx.memberships, scope) };
+  return { ...ctx, scope, permissions: permissionsOf(ctx.actor, ctx.memberships, scope) };
+}
+
+/** True when a scope lies at or below an API client's binding (the only place its permissions apply). */
+export function withinBinding(b: ApiClientBinding, scope: ScopeIds): boolean {
+  return scope.organizationId === b.organizationId
+    && (b.workspaceId === null || scope.workspaceId === b.workspaceId)
+    && (b.projectId === null || scope.projectId === b.projectId);
+}
+
+/** A user's permissions come from memberships; an API client's are exactly its set, inside its binding only. */
+function permissionsOf(actor: Actor, memberships: readonly MembershipRow[], scope: ScopeIds): readonly Permission[] {
+  if (actor.apiClient) return withinBinding(actor.apiClient, scope) ? actor.apiClient.permissions : [];
+  return effectivePermissions(actor.isSystemAdmin, memberships, scope);
 }

@@ -231,6 +231,7 @@ test('every write route outside a project scope is a known non-production route 
     /^\/api\/admin\/queue\/batch$/, // jobs of several projects; retry and priority skip archived projects (project_archived)
     /^\/api\/workflows\/templates(\/:templateId)?$/, // template definitions of the organization or workspace; instantiate is project-scoped
     /^\/api\/organizations\/:organizationId\/(billing|quotas\/:quotaId|cost-centers\/:costCenterId|invoices\/(generate|:invoiceId\/status))$/, // commercial records of the organization
+    /^\/api\/oauth\/token$/, // an API client's secret exchanged for an access token
     /^\/scim\//, // SCIM provisioning of a directory's users (directory bearer token)
   ];
   const unguarded = s.app.router.routes

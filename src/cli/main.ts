@@ -13,6 +13,7 @@ import { modelServerCommand } from './modelserver.ts';
 import { workerCommand } from './worker.ts';
 import { storageCommand } from './storage.ts';
 import { backupCommand } from './backup.ts';
+import { configCommand, healthCommand } from './health.ts';
 
 function fail(message: string, code = 1): never {
   process.stderr.write(`svc: ${message.replace(/\s+/g, ' ').trim()}\n`);
@@ -32,6 +33,8 @@ export async function main(argv: string[]): Promise<void> {
       .command(workerCommand)
       .command(storageCommand)
       .command(backupCommand)
+      .command(healthCommand)
+      .command(configCommand)
       .demandCommand(1, 'name a command; see svc --help')
       .strict()
       .fail((msg, err) => {

@@ -1,13 +1,14 @@
 // Scope resolution and the route's access rule, before any handler runs:
-// user -> organization -> workspace -> project -> permission.
+// user -> organization -> workspace -> project -> permission. An API client acts inside its binding
+// with exactly its permissions, and only on routes guarded by a permission.
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
-import type { Actor, Ctx } from '../context.ts';
+import { withinBinding, type Actor, type ApiClientBinding, type Ctx } from '../context.ts';
 import { setSessionScope } from '../auth/store.ts';
 import { hasPermission, type MembershipRow, type ScopeIds } from '../tenancy/roles.ts';
 import { fillScope, firstScope, orgRoleOf, resolveScope, scopeStillVisible, type ScopeRequest } from '../tenancy/scope.ts';
-import { membershipsOfUser } from '../tenancy/store.ts';
+import { membershipsOfUser, organizationById, projectById, workspaceById } from '../tenancy/store.ts';
 import type { Authenticated } from './auth.ts';
 import { forbidden, permissionDenied, scopeForbidden } from './errors.ts';
 import type { RouteMeta } from './router.ts';
@@ -26,6 +27,7 @@ export function resolveRequestScope(
   db: Db, config: Config, req: IncomingMessage, auth: Authenticated, params: Record<string, string>,
 ): { scope: ScopeIds; memberships: MembershipRow[] } {
   const actor = auth.actor;
+  if (actor.apiClient) return { scope: clientScope(db, req, actor.apiClient, params), memberships: [] };
   const memberships = actor.userId ? membershipsOfUser(db, actor.userId) : [];
   const fromPath: ScopeRequest = { organizationId: params.organizationId, workspaceId: params.workspaceId, projectId: params.projectId };
   if (fromPath.organizationId || fromPath.workspaceId || fromPath.projectId) {
@@ -40,6 +42,37 @@ export function resolveRequestScope(
     }
   }
   return { scope: sessionScope(db, actor, memberships, auth), memberships };
+}
+
+/**
+ * An API client's scope: ids in the path win, then the x-organization-id / x-workspace-id /
+ * x-project-id headers (always honoured for clients), else its binding. Named ids are resolved down
+ * the hierarchy and must lie at or below the binding; anything else (unknown, inconsistent, another
+ * project, or wider than the binding) is 403 scope_forbidden.
+ */
+function clientScope(db: Db, req: IncomingMessage, b: ApiClientBinding, params: Record<string, string>): ScopeIds {
+  const fromPath: ScopeRequest = { organizationId: params.organizationId, workspaceId: params.workspaceId, projectId: params.projectId };
+  const asked: ScopeRequest = fromPath.organizationId || fromPath.workspaceId || fromPath.projectId ? fromPath
+    : { organizationId: header(req, 'x-organization-id'), workspaceId: header(req, 'x-workspace-id'), projectId: header(req, 'x-project-id') };
+  if (!asked.organizationId && !asked.workspaceId && !asked.projectId) {
+    return { organizationId: b.organizationId, workspaceId: b.workspaceId, projectId: b.projectId };
+  }
+  let scope: ScopeIds | null = null;
+  if (asked.projectId) {
+    const p = projectById(db, asked.projectId);
+    if (p && (!asked.workspaceId || asked.workspaceId === p.workspace_id) && (!asked.organizationId || asked.organizationId === p.organization_id)) {
+      scope = { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id };
+    }
+  } else if (asked.workspaceId) {
+    const w = workspaceById(db, asked.workspaceId);
+    if (w && (!asked.organizationId || asked.organizationId === w.organization_id)) {
+      scope = { organizationId: w.organization_id, workspaceId: w.id, projectId: null };
+    }
+  } else if (organizationById(db, asked.organizationId!)) {
+    scope = { organizationId: asked.organizationId!, workspaceId: null, projectId: null };
+  }
+  if (!scope || !withinBinding(b, scope)) throw scopeForbidden('that scope is outside this API client\u2019s binding');
+  return scope;
 }
 
 function sessionScope(db: Db, actor: Actor, ms: MembershipRow[], auth: Authenticated): ScopeIds {
@@ -64,7 +97,11 @@ export function checkAccess(meta: RouteMeta, ctx: Ctx): void {
   const level = meta.scope ?? 'none';
   if (level !== 'none') {
     const have = level === 'organization' ? scope.organizationId : level === 'workspace' ? scope.workspaceId : scope.projectId;
-    if (!have) throw scopeForbidden(`this route needs ${LEVEL_NAME[level]} in scope; choose one with PATCH /api/context`);
+    if (!have) {
+      throw scopeForbidden(actor.apiClient
+        ? `this route needs ${LEVEL_NAME[level]} in scope; name it with the x-${level}-id header (inside the client's binding)`
+        : `this route needs ${LEVEL_NAME[level]} in scope; choose one with PATCH /api/context`);
+    }
   }
   if (meta.systemAdmin && !actor.isSystemAdmin) {
     throw forbidden('permission_denied', 'only a system administrator may do this');
@@ -74,6 +111,10 @@ export function checkAccess(meta: RouteMeta, ctx: Ctx): void {
     if (!role || !meta.orgRoles.includes(role)) {
       throw forbidden('permission_denied', `one of the organization roles ${meta.orgRoles.join(', ')} is required`);
     }
+  }
+  if (actor.apiClient && !meta.permission) {
+    // API clients act only through permission-guarded routes; the others are a person's (me, sessions, context, ...).
+    throw forbidden('permission_denied', 'an API client may call only routes that require a permission; this one needs a user session');
   }
   if (meta.permission) {
     const wanted = Array.isArray(meta.permission) ? meta.permission : [meta.permission];

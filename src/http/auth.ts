@@ -1,7 +1,8 @@
 // Request -> actor. A Bearer token (or the browser session cookie) is looked up by its SHA-256;
 // revoked, expired, idle or suspended sessions are no credential at all. The lifetimes are the
 // identity policy's when set (a shortened one applies to existing sessions too), else SVC_SESSION_*. With SVC_ALLOW_DEV_CONTEXT=1
-// the x-user-id header stands in for a session (development only).
+// the x-user-id header stands in for a session (development only). A Bearer token that is no session
+// may be an API client's access token: its actor is the client (type 'api_client', no user).
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
@@ -10,6 +11,7 @@ import { sha256Hex } from '../lib/ids.ts';
 import { sessionByTokenHash, touchSession, type SessionWithUser } from '../auth/store.ts';
 import { userById } from '../users/store.ts';
 import { sessionLifetimes } from '../identity/policy/store.ts';
+import { apiClientActorByToken } from '../system/api-clients-auth.ts';
 import { AppError, unauthenticated } from './errors.ts';
 import { requestOrigin } from './request.ts';
 
@@ -54,7 +56,8 @@ export function authenticate(req: IncomingMessage, db: Db, config: Config, now: 
     token = cookieValue(req.headers.cookie, SESSION_COOKIE);
     viaCookie = token !== null;
   }
-  const s = token && !(config.allowDevContext && req.headers['x-user-id'] !== undefined) ? sessionByTokenHash(db, sha256Hex(token)) : undefined;
+  const tokenHash = token ? sha256Hex(token) : null;
+  const s = tokenHash && !(config.allowDevContext && req.headers['x-user-id'] !== undefined) ? sessionByTokenHash(db, tokenHash) : undefined;
   if (config.allowDevContext && typeof req.headers['x-user-id'] === 'string') {
     const user = userById(db, req.headers['x-user-id']);
     if (!user || user.status !== 'active') throw unauthenticated('x-user-id names no active user');
@@ -64,7 +67,12 @@ export function authenticate(req: IncomingMessage, db: Db, config: Config, now: 
       passwordChangeRequired: false,
     };
   }
-  if (!token) return null;
+  if (!tokenHash) return null;
+  if (!s && !viaCookie) {
+    // Not a session: an API client's access token (src/system/api-clients-auth.ts), never from a cookie.
+    const client = apiClientActorByToken(db, tokenHash, now);
+    if (client) return { actor: client, session: null, passwordChangeRequired: false };
+  }
   const nowIso = now.toISOString();
   const lifetimes = s ? sessionLifetimes(db, config) : null;
   const idleCutoff = now.getTime() - (lifetimes?.idleMinutes ?? 0) * 60_000;

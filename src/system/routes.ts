@@ -5,6 +5,16 @@ import { buildOpenApi } from '../http/openapi.ts';
 import { readiness } from './readiness.ts';
 import { createBackup, listBackups } from './backups.ts';
 import { CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from './storage.ts';
+import { configReport } from './config-report.ts';
+import { systemHealth } from './health.ts';
+import { getFlag, listFlags, setFlag } from './flags.ts';
+import { identityOverview } from './identity.ts';
+import * as v from '../http/validate.ts';
+
+const FlagBody = v.object({
+  enabled: v.nullable(v.boolean({ description: 'true or false; null clears the value (the organization then follows the global value, the global value the default)' })),
+  organizationId: v.optional(v.string({ min: 1, max: 100, description: 'set this organization\'s value instead of the global one' })),
+});
 
 export const VERSION: string = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
@@ -31,6 +41,28 @@ export function bindSystemRoutes(r: Router): void {
     summary: 'Deletes every cleanup candidate, or the listed paths that are candidates now (others skipped: protected, not_found, too_recent, not_a_file, failed); 422 unsafe_path refuses the whole request. Audited as system.storage.reclaimed.',
     response: { description: '{ deleted: [{ path, bytes }], skipped: [{ path, reason }], freedBytes, removedDirectories, olderThanDays }' },
   }, async ({ ctx, body }) => json(200, await reclaimStorage(ctx, body)));
+  r.get('/api/system/config', {
+    ...admin, summary: 'The effective configuration: { settings: [{ key, env, flag, source (default | env | flag), value, secret, set, default, description }], dbPath, backupsDir }; a secret shows only set: true|false, never its value.',
+  }, ({ ctx }) => json(200, configReport(ctx)));
+  r.get('/api/system/health', {
+    ...admin, response: { description: '{ status: ok | degraded | failing, checkedAt, probes: [{ name, status, latencyMs, message, details }] }; 503 when failing' },
+    summary: 'Database-backed probes, each with status (ok | warn | fail) and latency: database write-and-read round trip, integrity-check age, WAL size, free disk, worker heartbeat, queue depth. 200 ok or degraded, 503 failing.',
+  }, ({ ctx }) => {
+    const h = systemHealth(ctx);
+    return json(h.status === 'failing' ? 503 : 200, h);
+  });
+  r.get('/api/system/feature-flags', {
+    ...admin, summary: 'Every declared feature flag: { items: [{ key, description, default, global, organizations: [{ organizationId, enabled }], updatedAt, updatedBy }] }.',
+  }, ({ ctx }) => json(200, { items: listFlags(ctx) }));
+  r.get('/api/system/feature-flags/:flagKey', { ...admin, summary: 'One feature flag with its global and per-organization values.' },
+    ({ ctx, params }) => json(200, getFlag(ctx, params.flagKey)));
+  r.put('/api/system/feature-flags/:flagKey', {
+    ...admin, body: FlagBody,
+    summary: 'Set the global value of a flag, or one organization\'s value (organizationId), to true or false, or clear it with null. An organization\'s value wins over the global one, which wins over the default. Audited as system.feature_flag.updated.',
+  }, ({ ctx, params, body }) => json(200, setFlag(ctx, params.flagKey, { enabled: body.enabled, organizationId: body.organizationId })));
+  r.get('/api/system/identity', {
+    ...admin, summary: 'The identity control plane: { policy, providers: { password, oidc, saml } (secrets only as references), directories (SCIM, token hints only), counts }.',
+  }, ({ ctx, req }) => json(200, identityOverview(ctx, req)));
   r.get('/api/system/backups', {
     ...admin, summary: 'Database snapshots recorded in this database, newest first: { items: [{ id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }] }.',
   }, ({ ctx }) => json(200, { items: listBackups(ctx) }));

@@ -49,3 +49,10 @@ CREATE TABLE api_client_tokens (
   created_at TEXT NOT NULL
 );
 CREATE INDEX api_client_tokens_client ON api_client_tokens(client_id);
+
+-- The health probe's write-and-read round trip (src/system/health.ts): one row, rewritten by each probe.
+CREATE TABLE system_health_probe (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  nonce TEXT NOT NULL,
+  written_at TEXT NOT NULL
+);

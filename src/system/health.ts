@@ -1,0 +1,127 @@
+// System health: database-backed probes, each with a status (ok | warn | fail), its latency and what
+// it measured. The overall status is the worst probe's: ok, degraded (a warn) or failing (a fail).
+//
+//   database   a write and read round trip: a fresh nonce written to system_health_probe in its own
+//              transaction, read back and compared (fail on any error or mismatch)
+//   integrity  age of the newest snapshot whose PRAGMA integrity_check passed (every `svc backup` checks
+//              its copy): warn when there is none or it is older than INTEGRITY_MAX_AGE_HOURS
+//   wal        size of the write-ahead log file: warn above WAL_WARN_BYTES (checkpoints are not keeping up)
+//   disk       free bytes of the file systems of the data directory and the storage root: warn below
+//              10 % or 1 GiB, fail below 100 MiB
+//   worker     the job worker's heartbeat (src/worker/status.ts): ok; paused warn; stale, stopped or
+//              never started fail
+//   queue      jobs by status; warn with the worker's queue alerts (oldest waiting, unclaimable)
+import fs from 'node:fs';
+import type { Ctx } from '../context.ts';
+import { requireSystemAdmin } from '../http/errors.ts';
+import { newToken } from '../lib/ids.ts';
+import { workerStatus } from '../worker/status.ts';
+
+export const INTEGRITY_MAX_AGE_HOURS = 168;
+export const WAL_WARN_BYTES = 256 * 1024 * 1024;
+const GiB = 1024 ** 3;
+const DISK_WARN_FRACTION = 0.1;
+const DISK_FAIL_BYTES = 100 * 1024 * 1024;
+
+export type ProbeStatus = 'ok' | 'warn' | 'fail';
+export interface Probe { name: string; status: ProbeStatus; latencyMs: number; message: string; details: Record<string, unknown> }
+export interface Health { status: 'ok' | 'degraded' | 'failing'; checkedAt: string; probes: Probe[] }
+
+type Measure = () => { status: ProbeStatus; message: string; details?: Record<string, unknown> };
+
+function probe(name: string, measure: Measure): Probe {
+  const started = performance.now();
+  let r: ReturnType<Measure>;
+  try {
+    r = measure();
+  } catch (err) {
+    r = { status: 'fail', message: `${name} probe failed: ${(err as Error).message}` };
+  }
+  return { name, status: r.status, latencyMs: Math.round((performance.now() - started) * 1000) / 1000, message: r.message, details: r.details ?? {} };
+}
+
+function databaseProbe(ctx: Ctx): Measure {
+  return () => {
+    const nonce = newToken(12);
+    const at = ctx.now().toISOString();
+    ctx.db.tx(() => ctx.db.run(
+      'INSERT INTO system_health_probe (id, nonce, written_at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET nonce = excluded.nonce, written_at = excluded.written_at',
+      nonce, at));
+    const back = ctx.db.get<{ nonce: string }>('SELECT nonce FROM system_health_probe WHERE id = 1');
+    return back?.nonce === nonce
+      ? { status: 'ok', message: 'write and read round trip' }
+      : { status: 'fail', message: 'the value read back differs from the value written' };
+  };
+}
+
+function integrityProbe(ctx: Ctx): Measure {
+  return () => {
+    const last = ctx.db.get<{ created_at: string; file_name: string }>(
+      "SELECT created_at, file_name FROM system_backups WHERE integrity = 'ok' ORDER BY created_at DESC LIMIT 1");
+    if (!last) return { status: 'warn', message: 'no integrity check has run yet: take a snapshot (svc backup)', details: { lastCheckedAt: null, ageHours: null } };
+    const ageHours = Math.round(((ctx.now().getTime() - Date.parse(last.created_at)) / 3_600_000) * 10) / 10;
+    const details = { lastCheckedAt: last.created_at, ageHours, snapshot: last.file_name, maxAgeHours: INTEGRITY_MAX_AGE_HOURS };
+    return ageHours > INTEGRITY_MAX_AGE_HOURS
+      ? { status: 'warn', message: `the last passing integrity check is ${ageHours} hours old`, details }
+      : { status: 'ok', message: `integrity_check passed ${ageHours} hours ago`, details };
+  };
+}
+
+function walProbe(ctx: Ctx): Measure {
+  return () => {
+    let bytes = 0;
+    try {
+      bytes = fs.statSync(`${ctx.config.dbPath}-wal`).size;
+    } catch { /* no WAL file: nothing pending */ }
+    const details = { bytes, warnAboveBytes: WAL_WARN_BYTES };
+    return bytes > WAL_WARN_BYTES
+      ? { status: 'warn', message: `the write-ahead log holds ${bytes} bytes`, details }
+      : { status: 'ok', message: `write-ahead log ${bytes} bytes`, details };
+  };
+}
+
+function diskProbe(ctx: Ctx): Measure {
+  return () => {
+    const volumes = [['data', ctx.config.dataDir], ['storage', ctx.config.storageDir]].map(([name, dir]) => {
+      const s = fs.statfsSync(dir);
+      const free = s.bavail * s.bsize;
+      const total = s.blocks * s.bsize;
+      const status: ProbeStatus = free < DISK_FAIL_BYTES ? 'fail' : free < GiB || free < total * DISK_WARN_FRACTION ? 'warn' : 'ok';
+      return { name, path: dir, freeBytes: free, totalBytes: total, freePercent: total ? Math.round((free / total) * 1000) / 10 : 0, status };
+    });
+    const worst = worstOf(volumes.map((v) => v.status));
+    const text = volumes.map((v) => `${v.name} ${(v.freeBytes / GiB).toFixed(1)} GiB free (${v.freePercent} %)`).join(', ');
+    return { status: worst, message: text, details: { volumes } };
+  };
+}
+
+function workerProbes(ctx: Ctx): Probe[] {
+  let w: ReturnType<typeof workerStatus> | undefined;
+  const worker = probe('worker', () => {
+    w = workerStatus(ctx);
+    const details = { workerId: w.workerId, health: w.healthStatus, heartbeatAt: w.heartbeatAt, heartbeatAgeMs: w.heartbeatAgeMs, staleThresholdMs: w.staleThresholdMs, running: w.runningCount };
+    const status: ProbeStatus = w.healthStatus === 'ok' ? 'ok' : w.healthStatus === 'paused' ? 'warn' : 'fail';
+    return { status, message: `worker ${w.healthStatus}, heartbeat ${w.heartbeatAt ?? 'never'}`, details };
+  });
+  const queue = probe('queue', () => {
+    if (!w) throw new Error('the worker status could not be read');
+    const details = { depth: w.queueDepth, alerts: w.queueAlerts };
+    return w.queueAlerts.some((a) => a.code === 'oldest_waiting' || a.code === 'jobs_not_claimable')
+      ? { status: 'warn', message: w.queueAlerts.map((a) => a.message).join('; '), details }
+      : { status: 'ok', message: `${w.queueDepth.queued} queued, ${w.queueDepth.running} running`, details };
+  });
+  return [worker, queue];
+}
+
+const RANK: Record<ProbeStatus, number> = { ok: 0, warn: 1, fail: 2 };
+const worstOf = (statuses: ProbeStatus[]): ProbeStatus => statuses.reduce((a, b) => (RANK[b] > RANK[a] ? b : a), 'ok');
+
+export function systemHealth(ctx: Ctx): Health {
+  requireSystemAdmin(ctx);
+  const probes = [
+    probe('database', databaseProbe(ctx)), probe('integrity', integrityProbe(ctx)), probe('wal', walProbe(ctx)), probe('disk', diskProbe(ctx)),
+    ...workerProbes(ctx),
+  ];
+  const worst = worstOf(probes.map((p) => p.status));
+  return { status: worst === 'ok' ? 'ok' : worst === 'warn' ? 'degraded' : 'failing', checkedAt: ctx.now().toISOString(), probes };
+}

@@ -1,0 +1,33 @@
+// The identity control plane, read in one place: the policy, the sign-in providers (OIDC and SAML come
+// with the single sign-on issue; secrets only ever as references), the SCIM directories, and counts.
+import type { IncomingMessage } from 'node:http';
+import type { Ctx } from '../context.ts';
+import { requireSystemAdmin } from '../http/errors.ts';
+import { identityPolicy } from '../identity/policy/service.ts';
+import { listDirectoriesOf } from '../scim/directories.ts';
+import { presentDirectory } from '../scim/present.ts';
+import { directoryUserCounts } from '../scim/store.ts';
+import { serviceOrigin } from '../scim/admin.ts';
+
+export function identityOverview(ctx: Ctx, req: IncomingMessage) {
+  requireSystemAdmin(ctx);
+  const { db } = ctx;
+  const now = ctx.now().toISOString();
+  const users = db.get<{ total: number; active: number; suspended: number; admins: number; mfa: number; password: number }>(
+    `SELECT count(*) AS total, coalesce(sum(status = 'active'), 0) AS active, coalesce(sum(status = 'suspended'), 0) AS suspended,
+            coalesce(sum(is_system_admin), 0) AS admins, coalesce(sum(mfa_enabled), 0) AS mfa, coalesce(sum(password_hash IS NOT NULL), 0) AS password
+       FROM users`)!;
+  const sessions = db.get<{ n: number }>('SELECT count(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > ?', now)!.n;
+  const directories = listDirectoriesOf(ctx, null);
+  const origin = serviceOrigin(req, ctx.config);
+  return {
+    policy: identityPolicy(ctx),
+    providers: { password: { enabled: true }, oidc: [], saml: [] },
+    directories: directories.map((d) => presentDirectory(d, directoryUserCounts(db, d.id), origin)),
+    counts: {
+      users: users.total, activeUsers: users.active, suspendedUsers: users.suspended, systemAdministrators: users.admins,
+      usersWithMfa: users.mfa, usersWithPassword: users.password, activeSessions: sessions,
+      directories: directories.length, activeDirectories: directories.filter((d) => d.status === 'active').length,
+    },
+  };
+}
