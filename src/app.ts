@@ -113,7 +113,7 @@ export function createApp({ config, db, log }: AppDeps): App {
     const auth = sessionless ? null : authenticate(req, db, config, new Date());
     if (!sessionless) {
       if (!auth) throw unauthenticated();
-      setActor(auth.actor.userId ?? auth.actor.type);
+      setActor(auth.actor.userId ?? auth.actor.apiClient?.id ?? auth.actor.type);
       if (meta.session === 'browser' && auth.actor.sessionKind !== 'browser') {
         throw forbidden('browser_session_required', 'this route accepts only a browser session (the session cookie of a login from the service or its front end), not a Bearer token');
       }

@@ -103,7 +103,7 @@ export function buildOpenApi(router: Router, version: string) {
     components: {
       schemas: { Error: ERROR_SCHEMA },
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', description: 'Session token from POST /api/auth/login' },
+        bearerAuth: { type: 'http', scheme: 'bearer', description: 'A session token from POST /api/auth/login, or an API client\'s access token from POST /api/oauth/token (client credentials)' },
         scimToken: { type: 'http', scheme: 'bearer', description: 'A SCIM directory\'s token (POST /api/system/identity/directory-syncs or rotate-token), for /scim/v2.0/{directoryId}/*' },
         cookieSession: { type: 'apiKey', in: 'cookie', name: 'svc_session', description: 'Browser session (HttpOnly; Secure; SameSite=Lax); state-changing requests need an allowed Origin' },
       },
