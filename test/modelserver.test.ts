@@ -283,7 +283,7 @@ test('faults: latency, failNext counting down with failStatus, call counts, rese
   assert.ok(performance.now() - started < 140, 'not to health');
 
   const state = await control({ latencyMs: 0, failNext: 2, failStatus: 503 });
-  assert.deepEqual(state.faults, { latencyMs: 0, failNext: 2, failStatus: 503, imageCount: null, collage: false, split: false, hang: false });
+  assert.deepEqual(state.faults, { latencyMs: 0, failNext: 2, failStatus: 503, imageCount: null, collage: false, split: false, hang: false, videoDefect: null });
   const chat = { messages: [{ role: 'user', content: 'hi' }] };
   const first = await post('/v1/chat/completions', chat);
   assert.equal(first.status, 503);

@@ -170,7 +170,21 @@ function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: st
   s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
       file_size, content_sha256, has_video, has_audio, created_at) VALUES ('art_fx', ?, ?, ?, ?, 'other', 'generation', ?, 'fixture.txt', 'text/plain', ?, ?, 0, 0, '2026-01-01T00:00:00.000Z')`,
   tree.organizationId, tree.workspaceId, tree.projectId, completedJob.id, `assets/${assetSha.slice(0, 2)}/${assetSha}`, assetFile.length, assetSha);
+  // Review, QA, delivery, export: one of each on the fixture artifact (rows inserted as-is; the export's folder is not written).
+  const at = '2026-01-01T00:00:00.000Z';
+  const ids = [tree.organizationId, tree.workspaceId, tree.projectId];
+  s.db.run(`INSERT INTO reviews (id, organization_id, workspace_id, project_id, target_kind, episode_id, artifact_kind, artifact_id, artifact_sha256, title, created_at, updated_at)
+    VALUES ('rev_fx', ?, ?, ?, 'shot', ?, 'other', 'art_fx', ?, 'fixture review', ?, ?)`, ...ids, episodeId, assetSha, at, at);
+  s.db.run(`INSERT INTO qa_runs (id, organization_id, workspace_id, project_id, target_kind, result, spec, summary, artifact_count, started_at, created_at)
+    VALUES ('qar_fx', ?, ?, ?, 'artifacts', 'pass', '{}', '{}', 1, ?, ?)`, ...ids, at, at);
+  s.db.run(`INSERT INTO deliveries (id, organization_id, workspace_id, project_id, title, status, created_at, updated_at, approved_at)
+    VALUES ('dlv_fx', ?, ?, ?, 'fixture delivery', 'approved', ?, ?, ?)`, ...ids, at, at, at);
+  s.db.run("INSERT INTO delivery_items (delivery_id, position, artifact_id, artifact_sha256, episode_id) VALUES ('dlv_fx', 1, 'art_fx', ?, ?)", assetSha, episodeId);
+  s.db.run(`INSERT INTO delivery_links (id, delivery_id, organization_id, token_hash, expires_at, created_at) VALUES ('dll_fx', 'dlv_fx', ?, 'fixture-hash', '2999-01-01T00:00:00.000Z', ?)`, tree.organizationId, at);
+  s.db.run(`INSERT INTO exports (id, organization_id, workspace_id, project_id, delivery_id, delivery_version, storage_path, manifest_sha256, file_count, total_bytes, created_at)
+    VALUES ('exp_fx', ?, ?, ?, 'dlv_fx', 1, 'exports/exp_fx', '', 0, 0, ?)`, ...ids, at);
   return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none', taskId: task.id, episodeId, revision: '1', assetId: 'ast_fx', versionId: 'asv_fx',
+    reviewId: 'rev_fx', qaRunId: 'qar_fx', deliveryId: 'dlv_fx', linkId: 'dll_fx', exportId: 'exp_fx',
     // Production content: the starter season and shot of the project.
     seasonId: s.db.get<{ id: string }>('SELECT id FROM seasons WHERE project_id = ?', tree.projectId)!.id,
     shotId: s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', tree.projectId)!.id,

@@ -6,8 +6,8 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readJson, type Route } from './http.ts';
-import { onlyFields, optionalBool, optionalInt, type Body } from './input.ts';
-import type { ImageSpec, Layout, Size } from './scenes.ts';
+import { onlyFields, optionalBool, optionalEnum, optionalInt, type Body } from './input.ts';
+import { VIDEO_DEFECTS, type ImageSpec, type Layout, type Size, type VideoDefect } from './scenes.ts';
 
 export interface Faults {
   /** Delay before answering each generation call. */
@@ -23,6 +23,8 @@ export interface Faults {
   split: boolean;
   /** Generation calls are not answered until the faults change or the client goes. */
   hang: boolean;
+  /** Videos rendered while set carry this defect (scenes.ts VideoDefect); part of the render cache key. */
+  videoDefect: VideoDefect | null;
 }
 
 export type FaultPatch = Partial<Faults> & { reset?: boolean };
@@ -30,7 +32,7 @@ export type FaultPatch = Partial<Faults> & { reset?: boolean };
 export interface CallCounts { total: number; generation: number; byRoute: Record<string, number> }
 
 export const NO_FAULTS: Readonly<Faults> = Object.freeze({
-  latencyMs: 0, failNext: 0, failStatus: 500, imageCount: null, collage: false, split: false, hang: false,
+  latencyMs: 0, failNext: 0, failStatus: 500, imageCount: null, collage: false, split: false, hang: false, videoDefect: null,
 });
 
 const LIMITS = { latencyMs: 600_000, failNext: 1_000_000, imageCount: 16 } as const;
@@ -48,6 +50,8 @@ export function parseFaultPatch(body: Body): FaultPatch {
     hang: optionalBool(body, 'hang'),
     reset: optionalBool(body, 'reset'),
   };
+  if (body.videoDefect === null) patch.videoDefect = null;
+  else patch.videoDefect = optionalEnum(body, 'videoDefect', VIDEO_DEFECTS);
   if (body.imageCount === null) patch.imageCount = null;
   else patch.imageCount = optionalInt(body, 'imageCount', 0, LIMITS.imageCount);
   for (const key of Object.keys(patch) as Array<keyof FaultPatch>) if (patch[key] === undefined) delete patch[key];

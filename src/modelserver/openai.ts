@@ -172,7 +172,8 @@ export function openaiRoutes(renderer: Renderer, faults: FaultControl): Route[] 
     const answer = presentVideo(job);
     // Rendered after the answer, as a provider would: the first poll may find it in progress.
     job.status = 'in_progress';
-    renderer.render({ kind: 'video', prompt, ...size, seconds, fps: VIDEO_DEFAULT.fps, ...(reference ? { reference } : {}) }).then(
+    const defect = faults.current.videoDefect;
+    renderer.render({ kind: 'video', prompt, ...size, seconds, fps: VIDEO_DEFAULT.fps, ...(reference ? { reference } : {}), ...(defect ? { defect } : {}) }).then(
       (file) => Object.assign(job, { status: 'completed', file }),
       (err: Error) => Object.assign(job, { status: 'failed', error: `rendering failed: ${err.message}` }),
     );

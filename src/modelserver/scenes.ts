@@ -16,10 +16,20 @@ export interface ImageSpec extends Size {
   /** 0 for the first image of an answer; later ones are shaded slightly so that each differs. */
   variant: number;
 }
+/**
+ * A deliberate defect of a rendered video, for QA tests (the `videoDefect` fault): black frames from
+ * 1 s to 3 s, a silent audio track, a full-scale square tone (true peak far above -1 dBTP), or the
+ * picture held still from 1 s to 3 s.
+ */
+export type VideoDefect = 'black' | 'silent' | 'loud' | 'frozen';
+export const VIDEO_DEFECTS = ['black', 'silent', 'loud', 'frozen'] as const satisfies readonly VideoDefect[];
+
 export interface VideoSpec extends Size {
   kind: 'video'; prompt: string; seconds: number; fps: number;
   /** SHA-256 (hex) of the reference picture (Renderer.keepReference): the video shows it instead of the colour scene. */
   reference?: string;
+  /** Absent for a normal video (so the cache names of normal videos stay as they were). */
+  defect?: VideoDefect;
 }
 export interface SpeechSpec { kind: 'speech'; text: string; voice: string }
 export type RenderSpec = ImageSpec | VideoSpec | SpeechSpec;
@@ -139,8 +149,28 @@ function promptPitch(prompt: string): number {
   return 220 + ((r * 256 + g) % 441);
 }
 
-/** The tone under a video: its lavfi input. */
-const toneInput = (spec: VideoSpec) => ['-f', 'lavfi', '-i', `sine=frequency=${promptPitch(spec.prompt)}:sample_rate=44100:duration=${spec.seconds}`];
+/** The tone under a video: its lavfi input (silence, or a full-scale square wave, for those defects). */
+function toneInput(spec: VideoSpec): string[] {
+  const d = spec.seconds;
+  if (spec.defect === 'silent') return ['-f', 'lavfi', '-i', `aevalsrc=exprs=0:s=44100:d=${d}`];
+  if (spec.defect === 'loud') return ['-f', 'lavfi', '-i', `aevalsrc=exprs=0.98*(2*gte(sin(2*PI*${promptPitch(spec.prompt)}*t)\\,0)-1):s=44100:d=${d}`];
+  return ['-f', 'lavfi', '-i', `sine=frequency=${promptPitch(spec.prompt)}:sample_rate=44100:duration=${d}`];
+}
+
+/** First second and length (s) of the black or still stretch of a defective video. */
+const DEFECT_AT = { start: 1, seconds: 2 } as const;
+
+/**
+ * Filters that put a picture defect on the finished frames: black frames over the stretch, or the
+ * frame at its start repeated over it (the rest of the clip follows, the length stays the same).
+ */
+function defectFilters(spec: VideoSpec): string[] {
+  const { start, seconds } = DEFECT_AT;
+  if (spec.defect === 'black') return [`drawbox=x=0:y=0:w=iw:h=ih:color=black:t=fill:enable='between(t,${start},${start + seconds})'`];
+  if (spec.defect !== 'frozen') return [];
+  const frames = Math.max(1, Math.round(spec.seconds * spec.fps));
+  return [`loop=loop=${seconds * spec.fps}:size=1:start=${start * spec.fps}`, `trim=end_frame=${frames}`, `setpts=N/(${spec.fps}*TB)`];
+}
 
 /** H.264 + AAC in MP4, as long as the shorter stream. */
 const videoOutput = (out: string) => [
@@ -160,7 +190,7 @@ function videoArgs(spec: VideoSpec, font: string | null, textFile: string | null
   const graph = [
     `[0:v]fade=t=out:st=0:d=${d}:color=${ffmpegColour(end)}[bg]`,
     `[bg][1:v]overlay=x='(W-w)*t/${d}':y='(H-h)/2'[moving]`,
-    `[moving]${[...drawCaption(spec, inkFor(start), font, textFile), 'format=yuv420p'].join(',')}[v]`,
+    `[moving]${[...drawCaption(spec, inkFor(start), font, textFile), ...defectFilters(spec), 'format=yuv420p'].join(',')}[v]`,
   ].join(';');
   return [
     '-f', 'lavfi', '-i', `color=c=${ffmpegColour(start)}:s=${spec.width}x${spec.height}:r=${spec.fps}:d=${d}`,
@@ -185,7 +215,7 @@ function referenceVideoArgs(spec: VideoSpec, font: string | null, textFile: stri
   const filters = [
     `scale=${w}:${h}:force_original_aspect_ratio=decrease`, `pad=${w}:${h}:(ow-iw)/2:(oh-ih)/2:color=black`, 'setsar=1',
     `zoompan=z='1+${REFERENCE_ZOOM}*on/${frames}':d=${frames}:x='(iw-iw/zoom)/2':y='(ih-ih/zoom)/2':s=${w}x${h}:fps=${fps}`,
-    ...drawCaption(spec, [255, 255, 255], font, textFile, true), 'format=yuv420p',
+    ...drawCaption(spec, [255, 255, 255], font, textFile, true), ...defectFilters(spec), 'format=yuv420p',
   ];
   return [
     '-i', `file:${picture}`, ...toneInput(spec),

@@ -1,6 +1,7 @@
 // Workflow runs: instantiate a template in the current project (plan: what would be created and
 // what blocks it, no jobs; queue: one generation job a step, chained through depends_on, in one
 // transaction) and read runs. A run's status follows its jobs (store.ts derives it).
+import { requireFeature } from '../system/flags.ts';
 import type { Ctx } from '../context.ts';
 import { AppError, conflict, notFound, permissionDenied, validationFailed } from '../http/errors.ts';
 import type { Infer } from '../http/validate.ts';
@@ -9,8 +10,7 @@ import { record } from '../audit/service.ts';
 import { hasPermission } from '../tenancy/roles.ts';
 import { projectById, type ProjectRow } from '../tenancy/store.ts';
 import { episodeById, shotById, shotsOfProject, type EpisodeRow, type ShotRow } from '../production/store.ts';
-import { currentRevision } from '../scripts/store.ts';
-import type { ScriptContent } from '../scripts/content.ts';
+import { dialogueOfShot } from '../scripts/dialogue.ts';
 import { connectorById, type ConnectorRow } from '../connectors/store.ts';
 import { chosenVideoOfShot } from '../media/store.ts';
 import { COMPOSE_KIND } from '../media/compose-job.ts';
@@ -34,12 +34,7 @@ export interface RunView { run: RunWithStatus; steps: RunStepWithJob[]; blockers
 
 /** Values of the prompt placeholders for a run bound to a shot and/or an episode. */
 function promptValues(ctx: Ctx, project: ProjectRow, shot: ShotRow | undefined, episode: EpisodeRow | undefined): PromptValues {
-  let dialogue = '';
-  if (shot?.scene_id) {
-    const rev = currentRevision(ctx.db, 'script', project.id, shot.episode_id);
-    const scene = rev ? (JSON.parse(rev.content) as ScriptContent).scenes.find((s) => s.id === shot.scene_id) : undefined;
-    dialogue = (scene?.lines ?? []).filter((l) => l.kind === 'dialogue').map((l) => l.text).join(' ');
-  }
+  const dialogue = shot ? dialogueOfShot(ctx.db, project.id, shot).map((l) => l.text).join(' ') : '';
   return {
     'shot.prompt': shot?.prompt, 'shot.title': shot?.title, 'shot.description': shot?.description, 'shot.dialogue': dialogue,
     'episode.title': episode?.title, 'project.name': project.name,
@@ -128,6 +123,7 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
   if (t.status !== 'active') throw conflict('template_not_active', `the template is ${t.status}; only active templates can be instantiated`);
   const mode = body.mode ?? 'plan';
   if (mode === 'queue' && !hasPermission(ctx.permissions, 'job:create')) throw permissionDenied('job:create');
+  if (mode === 'queue') requireFeature(ctx.db, 'workflow_queue_mode', project.organization_id);
   const steps = JSON.parse(t.steps) as StoredStep[];
   const gates = JSON.parse(t.gates) as StoredGate[];
   const { shot, episode, adapter } = bind(ctx, project, t, steps, body);
@@ -239,15 +235,28 @@ export function decideRunGate(ctx: Ctx, runId: string, gateKey: string, status: 
   if (!run) throw notFound('no such workflow run in this project');
   const gate = gatesOfRuns(ctx.db, [run.id]).find((g) => g.gate_key === gateKey);
   if (!gate) throw notFound(`the run has no gate "${gateKey}"`);
-  if (!['awaiting_qa', 'completed', 'failed'].includes(run.status)) {
+  if (!GATE_READY.includes(run.status)) {
     throw conflict('run_not_ready', `the run is ${run.status}: gates are decided once every step's job has completed`);
   }
+  return applyGateDecision(ctx, run, gate, status, note);
+}
+
+/** Run statuses in which every step's job has completed, so that gates can be decided. */
+export const GATE_READY: readonly string[] = ['awaiting_qa', 'completed', 'failed'];
+
+/**
+ * Records a gate decision with its audit (workflow.gate_decided; `metadata` adds to it, e.g. the QA
+ * run that decided) and answers the run after it; nests inside the caller's transaction.
+ */
+export function applyGateDecision(
+  ctx: Ctx, run: RunWithStatus, gate: RunGateRow, status: 'passed' | 'failed' | 'pending', note: string | null, metadata: Record<string, unknown> = {},
+): RunView {
   return ctx.db.tx(() => {
-    decideGate(ctx.db, run.id, gateKey, status, ctx.actor.userId, ctx.now().toISOString(), note);
+    decideGate(ctx.db, run.id, gate.gate_key, status, ctx.actor.userId, ctx.now().toISOString(), note);
     const after = runView(ctx, run.id, false);
     record(ctx, {
       action: 'workflow.gate_decided', targetType: 'workflow_run', targetId: run.id,
-      metadata: { gate: gateKey, blocking: gate.blocking === 1, from: gate.status, to: status, runStatus: { from: run.status, to: after.run.status } },
+      metadata: { gate: gate.gate_key, blocking: gate.blocking === 1, from: gate.status, to: status, runStatus: { from: run.status, to: after.run.status }, ...metadata },
     });
     return after;
   });

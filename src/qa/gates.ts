@@ -1,0 +1,39 @@
+// A QA run decides the gates of the workflow runs it fully covers: runs of the project whose jobs
+// have all completed (awaiting_qa, or completed/failed with gates still pending) and every one of
+// whose artifacts this QA run checked. Each PENDING gate becomes passed when no blocking check
+// failed on the run's artifacts, else failed; a gate a person already decided is left as it is.
+// The decision goes through the workflow's own gate code (same audit, workflow.gate_decided, with
+// the QA run's id), inside the QA run's transaction.
+import type { Ctx } from '../context.ts';
+import { applyGateDecision, GATE_READY } from '../workflows/runs.ts';
+import { gatesOfRuns, runInProject } from '../workflows/store.ts';
+
+export interface GateDecided { workflowRunId: string; gateKey: string; status: 'passed' | 'failed'; runStatus: string }
+
+/** Workflow runs with a pending gate whose jobs have all completed, with the artifacts their jobs registered. */
+function candidates(ctx: Ctx, projectId: string): Array<{ id: string; artifactIds: string[] }> {
+  const rows = ctx.db.all<{ id: string; artifact_ids: string | null }>(
+    `SELECT r.id, (SELECT json_group_array(a.id) FROM workflow_run_steps st JOIN media_artifacts a ON a.job_id = st.job_id WHERE st.run_id = r.id) AS artifact_ids
+       FROM workflow_runs r
+      WHERE r.project_id = ? AND r.mode = 'queue' AND r.status IN (SELECT value FROM json_each(?))
+        AND EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.status = 'pending')
+      ORDER BY r.created_at, r.id`, projectId, JSON.stringify(GATE_READY));
+  return rows.map((r) => ({ id: r.id, artifactIds: JSON.parse(r.artifact_ids ?? '[]') as string[] }));
+}
+
+/** Call inside the QA run's transaction: `checked` = artifacts of the QA run, `failed` = those with a failed blocking check. */
+export function decideGatesAfterQa(ctx: Ctx, projectId: string, qaRunId: string, checked: Set<string>, failed: Set<string>): GateDecided[] {
+  const out: GateDecided[] = [];
+  for (const c of candidates(ctx, projectId)) {
+    if (c.artifactIds.length === 0 || !c.artifactIds.every((id) => checked.has(id))) continue;
+    const failing = c.artifactIds.filter((id) => failed.has(id));
+    const status = failing.length ? 'failed' : 'passed';
+    const note = failing.length ? `QA run ${qaRunId}: blocking checks failed on ${failing.join(', ')}` : `QA run ${qaRunId}: no blocking check failed`;
+    for (const gate of gatesOfRuns(ctx.db, [c.id]).filter((g) => g.status === 'pending')) {
+      const run = runInProject(ctx.db, projectId, c.id)!;
+      const after = applyGateDecision(ctx, run, gate, status, note, { qaRunId });
+      out.push({ workflowRunId: c.id, gateKey: gate.gate_key, status, runStatus: after.run.status });
+    }
+  }
+  return out;
+}
