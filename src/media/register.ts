@@ -19,6 +19,7 @@ import { compareSignatures } from './signature.ts';
 import { storageQuotaWarnings, type QuotaContext } from '../commercial/quotas.ts';
 import { detectComposite } from './collage.ts';
 import { MediaToolError } from './ffmpeg.ts';
+import { reopenReviews } from '../review/reopen.ts';
 import {
   chosenVideoOfShot, insertArtifact, insertComposition, insertContinuity, type ArtifactRow, type CompositionRow,
 } from './store.ts';
@@ -157,8 +158,9 @@ function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): void {
 
 /**
  * Inside the completing transaction: the artifact rows, the composition of a cut, continuity with
- * neighbouring shots, and the storage quota warnings the new files may have caused (`quotas`: the
- * settle's quota context, commercial/quotas.ts quotaContextOf).
+ * neighbouring shots, the reviews the new artifacts re-open (review/reopen.ts), and the storage quota
+ * warnings the new files may have caused (`quotas`: the settle's quota context, commercial/quotas.ts
+ * quotaContextOf).
  */
 export function registerArtifacts(
   ctx: Ctx, job: JobRow, rows: ArtifactRow[], composition: CompositionDraft | null, at: string, quotas: QuotaContext,
@@ -178,4 +180,5 @@ export function registerArtifacts(
     };
     insertComposition(ctx.db, c);
   }
+  reopenReviews(ctx, rows, composition && cut ? { artifact: cut, episodeId: composition.episodeId } : null, at);
 }
