@@ -228,10 +228,11 @@ test('on an archived project every write route is 409 project_archived and every
   assert.equal(list.body.items[0].status, 'archived');
 });
 
-test('project-management routes exempt from the guard are exactly the lifecycle and member routes, and the adapter dry run (writes nothing)', async (t) => {
+test('project-management routes exempt from the guard are exactly the lifecycle and member routes, the adapter dry run (writes nothing) and revoking a client delivery link (cutting off outside access)', async (t) => {
   const s = await startTestServer(t);
   const exempt = s.app.router.routes.filter((r) => r.meta.archivedOk).map((r) => `${r.method} ${r.pattern}`).sort();
-  assert.deepEqual(exempt.filter((r) => !/\/members\/:userId$/.test(r)), ['POST /api/adapters/dry-run', 'POST /api/projects/:projectId/lifecycle']);
+  assert.deepEqual(exempt.filter((r) => !/\/members\/:userId$/.test(r)),
+    ['POST /api/adapters/dry-run', 'POST /api/production/deliveries/:deliveryId/links/:linkId/revoke', 'POST /api/projects/:projectId/lifecycle']);
 });
 
 test('every write route outside a project scope is a known non-production route (new production writes must act in a project scope)', async (t) => {

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { login, makeUser, member } from './helpers/factories.ts';
 import { Sandbox } from './helpers/cli.ts';
+import { connector } from './helpers/jobs.ts';
 import { featureEnabled } from '../src/system/flags.ts';
 
 const ROUTES = [
@@ -172,4 +173,25 @@ test('svc health --json and svc config --json as the operator', async (t) => {
   const by = Object.fromEntries(c.settings.map((x: { env: string }) => [x.env, x]));
   assert.deepEqual([by.SVC_DATA_DIR.source, by.SVC_DATA_DIR.value], ['flag', sb.data]);
   assert.deepEqual([by.SVC_MFA_ENCRYPTION_KEY.set, by.SVC_MFA_ENCRYPTION_KEY.source], [true, 'env']);
+});
+
+test('the workflow_queue_mode flag: off, queue mode is 409 feature_disabled and writes nothing while plan mode works; an organization\'s value turns it back on', async (t) => {
+  const s = await startTestServer(t);
+  const token = await admin(s);
+  const owner = await member(s, 'org_owner');
+  const shot = s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ? ORDER BY position', owner.tree.projectId)!;
+  await connector(s, owner.token, 'http://127.0.0.1:9', { probe: false });
+  const instantiate = (mode: string) => s.call('POST', '/api/workflows/templates/wft_builtin_voice_over/instantiate', { token: owner.token, body: { mode, shotId: shot.id } });
+  const runs = () => s.db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs')!.n;
+  assert.equal((await s.call('PUT', '/api/system/feature-flags/workflow_queue_mode', { token, body: { enabled: false } })).status, 200);
+  const off = await instantiate('queue');
+  assert.deepEqual([off.status, off.body.error.code, off.body.error.details.flag], [409, 'feature_disabled', 'workflow_queue_mode']);
+  assert.equal(runs(), 0, 'nothing written');
+  const plan = await instantiate('plan');
+  assert.equal(plan.status, 201, plan.text);
+  assert.equal(runs(), 1);
+  await s.call('PUT', '/api/system/feature-flags/workflow_queue_mode', { token, body: { enabled: true, organizationId: owner.tree.organizationId } });
+  const on = await instantiate('queue');
+  assert.equal(on.status, 201, on.text);
+  assert.equal(on.body.status, 'queued');
 });

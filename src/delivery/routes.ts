@@ -1,4 +1,90 @@
-import type { Router } from '../http/router.ts';
+// Deliveries of the current project (delivery:view reads, delivery:approve writes), their client
+// links, and the public client side that a link's token opens without an account.
+import type { IncomingMessage } from 'node:http';
+import { json, type Reply, type Router } from '../http/router.ts';
+import { contentReply } from '../assets/content.ts';
+import { serviceOrigin } from '../scim/admin.ts';
+import { ClientQuery, DeliveryCreateBody, DeliveryListQuery, DeliveryPatchBody, LinkCreateBody, WithdrawBody } from './schema.ts';
+import { presentDelivery, presentDeliveryDetail, presentLink } from './present.ts';
+import { approveDelivery, changeDelivery, createDelivery, getDelivery, listDeliveries, withdrawDelivery } from './service.ts';
+import { accessOfToken, clientFile, clientManifest, createLink, listLinks, recordDownload, revokeLinkOf } from './links.ts';
+import { itemCounts } from './store.ts';
 
-// Scaffold: the routes are written by the delivery work of issue 9.
-export function bindDeliveryRoutes(_r: Router): void {}
+const BASE = '/api/production/deliveries';
+/** The token travels in the URL: never send it on as a Referer. */
+const CLIENT_HEADERS = { 'referrer-policy': 'no-referrer' };
+
+const tokenOf = (req: IncomingMessage, query: { token?: string }) => {
+  const h = req.headers['x-delivery-token'];
+  return typeof h === 'string' && h !== '' ? h : query.token;
+};
+
+export function bindDeliveryRoutes(r: Router): void {
+  const tags = ['delivery'];
+  const view = { tags, scope: 'project' as const, permission: 'delivery:view' as const };
+  const approve = { tags, scope: 'project' as const, permission: 'delivery:approve' as const };
+
+  r.get(BASE, { ...view, query: DeliveryListQuery, summary: 'Deliveries of the current project, newest first: { items, pagination }; status filter; page, pageSize (default 50, at most 200).' },
+    ({ ctx, query }) => {
+      const { rows, pagination } = listDeliveries(ctx, query);
+      const counts = itemCounts(ctx.db, rows.map((d) => d.id));
+      return json(200, { items: rows.map((d) => presentDelivery(d, counts.get(d.id) ?? 0)), pagination });
+    });
+
+  r.post(BASE, {
+    ...approve, body: DeliveryCreateBody, response: { status: 201, description: 'the delivery with its items, verdicts and gaps' },
+    summary: 'Create a draft delivery: the newest cut of every episode that has one (default), of episodeIds, or the chosen artifactIds (video, audio, image); each item keeps its SHA-256. 409 nothing_to_deliver when no episode has a cut.',
+  }, ({ ctx, body }) => json(201, presentDeliveryDetail(ctx.db, createDelivery(ctx, body))));
+
+  r.get(`${BASE}/:deliveryId`, { ...view, summary: 'A delivery: items with their QA and review verdicts on the item\'s SHA-256, the gaps to approval, ready.' },
+    ({ ctx, params }) => json(200, presentDeliveryDetail(ctx.db, getDelivery(ctx, params.deliveryId))));
+
+  r.patch(`${BASE}/:deliveryId`, {
+    ...approve, body: DeliveryPatchBody,
+    summary: 'Change a draft: title, note, or a new set (episodeIds or artifactIds: version + 1). 409 delivery_not_draft once approved or withdrawn.',
+  }, ({ ctx, params, body }) => json(200, presentDeliveryDetail(ctx.db, changeDelivery(ctx, params.deliveryId, body))));
+
+  r.post(`${BASE}/:deliveryId/approve`, {
+    ...approve,
+    summary: 'Approve a draft: every item needs a QA run on its SHA-256 without failing blocking checks and an approved review on it, and its file must still hash to it; else 409 delivery_not_ready with details.gaps.',
+  }, async ({ ctx, params }) => json(200, presentDeliveryDetail(ctx.db, await approveDelivery(ctx, params.deliveryId))));
+
+  r.post(`${BASE}/:deliveryId/withdraw`, { ...approve, body: WithdrawBody, summary: 'Withdraw a draft or approved delivery (final): its client links stop working.' },
+    ({ ctx, params, body }) => json(200, presentDeliveryDetail(ctx.db, withdrawDelivery(ctx, params.deliveryId, body.note ?? null))));
+
+  r.post(`${BASE}/:deliveryId/links`, {
+    ...approve, body: LinkCreateBody, response: { status: 201, description: 'the link with its token (shown only here) and URL' },
+    summary: 'A client link of an approved delivery (409 delivery_not_approved otherwise): expiresInHours 1..2160 (default 168), label. The token is answered once and stored hashed.',
+  }, ({ ctx, req, params, body }) => {
+    const { link, token } = createLink(ctx, params.deliveryId, body);
+    const url = `${serviceOrigin(req, ctx.config)}/api/client/delivery?token=${encodeURIComponent(token)}`;
+    return json(201, { ...presentLink(link, ctx.now()), token, url });
+  });
+
+  r.get(`${BASE}/:deliveryId/links`, { ...view, summary: 'The delivery\'s client links, newest first: label, status, expiry, revocation, last use, download count; never the token.' },
+    ({ ctx, params }) => json(200, { items: listLinks(ctx, params.deliveryId).map((l) => presentLink(l, ctx.now())) }));
+
+  r.post(`${BASE}/:deliveryId/links/:linkId/revoke`, { ...approve, archivedOk: true, summary: 'Revoke a client link (at once; revoking again changes nothing). Allowed on an archived project too: cutting off outside access is never blocked.' },
+    ({ ctx, params }) => json(200, presentLink(revokeLinkOf(ctx, params.deliveryId, params.linkId), ctx.now())));
+
+  const client = { tags: ['client delivery'], auth: 'none' as const, query: ClientQuery };
+  r.get('/api/client/delivery', {
+    ...client,
+    summary: 'Without an account: the manifest of the approved delivery a link opens (token in ?token= or x-delivery-token): title, files with name, size, SHA-256 and download path. 401 delivery_link_invalid for an unknown, revoked or expired token.',
+  }, ({ ctx, req, query }) => json(200, clientManifest(ctx, accessOfToken(ctx, tokenOf(req, query))), CLIENT_HEADERS));
+
+  r.get('/api/client/delivery/files/:position', {
+    ...client,
+    summary: 'Without an account: the approved file at a position (Range, ETag = SHA-256); 410 delivery_file_changed when its bytes no longer hash to the approved SHA-256; downloads are counted and audited.',
+  }, async ({ ctx, req, params, query }): Promise<Reply> => {
+    const access = accessOfToken(ctx, tokenOf(req, query));
+    const f = await clientFile(ctx, access, params.position);
+    const reply = contentReply(req, ctx.config.storageDir, {
+      storage_path: f.artifact.storage_path, content_sha256: f.item.artifact_sha256, mime_type: f.artifact.mime_type, file_name: f.name,
+    });
+    const range = reply.headers?.['content-range'];
+    const fromStart = reply.status === 200 || (reply.status === 206 && typeof range === 'string' && range.startsWith('bytes 0-'));
+    if (fromStart && req.method !== 'HEAD') recordDownload(ctx, access, f, typeof range === 'string' ? range : null);
+    return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
+  });
+}

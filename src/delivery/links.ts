@@ -1,0 +1,132 @@
+// Client delivery links: a token shown once and stored as its SHA-256 only, with an expiry and
+// revocation. The public side finds the link by the token's hash (the UNIQUE index: one lookup, no
+// comparison of secrets) and answers the same 401 for an unknown, revoked or expired token and for a
+// delivery that is no longer approved. Files are served only while their bytes still hash to the
+// approved SHA-256 (else 410 delivery_file_changed); each download that starts at byte 0 is counted and
+// audited (link id, artifact id; never the token).
+import { requireFeature } from '../system/flags.ts';
+import path from 'node:path';
+import type { Ctx } from '../context.ts';
+import { AppError, conflict, notFound } from '../http/errors.ts';
+import { issueSecret, newId, sha256Hex } from '../lib/ids.ts';
+import { record } from '../audit/service.ts';
+import { artifactInProject, type ArtifactRow } from '../media/store.ts';
+import { episodeById, shotById } from '../production/store.ts';
+import { projectById } from '../tenancy/store.ts';
+import { changedOnDisk } from './gather.ts';
+import { LINK_HOURS, type LinkCreate } from './schema.ts';
+import { getDelivery } from './service.ts';
+import {
+  deliveryById, deliveryItems, insertLink, linkByTokenHash, linkOfDelivery, linksOfDelivery, revokeLink, touchLink,
+  type DeliveryItemRow, type DeliveryLinkRow, type DeliveryRow,
+} from './store.ts';
+
+export function createLink(ctx: Ctx, deliveryId: string, input: LinkCreate): { link: DeliveryLinkRow; token: string } {
+  return ctx.db.tx(() => {
+    const d = getDelivery(ctx, deliveryId);
+    if (d.status !== 'approved') throw conflict('delivery_not_approved', `the delivery is ${d.status}; links are made for an approved delivery`, { status: d.status });
+    requireFeature(ctx.db, 'client_delivery_links', d.organization_id);
+    const secret = issueSecret('dlk_');
+    const now = ctx.now();
+    const link: DeliveryLinkRow = {
+      id: newId('dll'), delivery_id: d.id, organization_id: d.organization_id, token_hash: secret.hash, label: input.label ?? null,
+      expires_at: new Date(now.getTime() + (input.expiresInHours ?? LINK_HOURS.default) * 3_600_000).toISOString(),
+      revoked_at: null, revoked_by: null, created_by: ctx.actor.userId, created_at: now.toISOString(), last_used_at: null, download_count: 0,
+    };
+    insertLink(ctx.db, link);
+    record(ctx, { action: 'delivery.link_created', targetType: 'delivery', targetId: d.id, metadata: { linkId: link.id, label: link.label, expiresAt: link.expires_at } });
+    return { link, token: secret.token };
+  });
+}
+
+export function listLinks(ctx: Ctx, deliveryId: string): DeliveryLinkRow[] {
+  return linksOfDelivery(ctx.db, getDelivery(ctx, deliveryId).id);
+}
+
+/** Revokes a link; revoking a revoked link changes nothing. */
+export function revokeLinkOf(ctx: Ctx, deliveryId: string, linkId: string): DeliveryLinkRow {
+  return ctx.db.tx(() => {
+    const d = getDelivery(ctx, deliveryId);
+    const link = linkOfDelivery(ctx.db, d.id, linkId);
+    if (!link) throw notFound('no such link of this delivery');
+    if (link.revoked_at) return link;
+    const at = ctx.now().toISOString();
+    revokeLink(ctx.db, link.id, at, ctx.actor.userId);
+    record(ctx, { action: 'delivery.link_revoked', targetType: 'delivery', targetId: d.id, metadata: { linkId: link.id, label: link.label } });
+    return { ...link, revoked_at: at, revoked_by: ctx.actor.userId };
+  });
+}
+
+const invalidLink = () => new AppError(401, 'delivery_link_invalid', 'the delivery link is unknown, revoked or expired');
+
+export interface ClientAccess { link: DeliveryLinkRow; delivery: DeliveryRow }
+
+/** The link and approved delivery a token opens, or 401 delivery_link_invalid (one answer for every reason). */
+export function accessOfToken(ctx: Ctx, token: string | null | undefined): ClientAccess {
+  if (!token) throw invalidLink();
+  const link = linkByTokenHash(ctx.db, sha256Hex(token));
+  if (!link || link.revoked_at || Date.parse(link.expires_at) <= ctx.now().getTime()) throw invalidLink();
+  const delivery = deliveryById(ctx.db, link.delivery_id);
+  if (!delivery || delivery.status !== 'approved') throw invalidLink();
+  return { link, delivery };
+}
+
+/** The name a delivered file is offered under: position, episode (and shot), kind, extension. */
+function fileNameOf(ctx: Ctx, item: DeliveryItemRow, a: ArtifactRow | undefined): string {
+  const ext = a ? path.extname(a.file_name) : '';
+  const episode = item.episode_id ? episodeById(ctx.db, a?.project_id ?? '', item.episode_id) : undefined;
+  const shot = item.shot_id ? shotById(ctx.db, a?.project_id ?? '', item.shot_id) : undefined;
+  const parts = [String(item.position).padStart(2, '0')];
+  if (episode) parts.push(`episode-${episode.number}`);
+  if (shot) parts.push(`shot-${shot.position}`);
+  parts.push(a?.source === 'composition' ? 'cut' : a?.kind ?? 'file');
+  return `${parts.join('-')}${ext}`;
+}
+
+const downloadPath = (position: number) => `/api/client/delivery/files/${position}`;
+
+/** The manifest a link opens: the delivery's title and its approved files (name, size, SHA-256, download path). */
+export function clientManifest(ctx: Ctx, access: ClientAccess) {
+  const { link, delivery: d } = access;
+  ctx.db.tx(() => touchLink(ctx.db, link.id, ctx.now().toISOString(), false));
+  const project = projectById(ctx.db, d.project_id)!;
+  return {
+    title: d.title, version: d.version, project: project.name, approvedAt: d.approved_at, expiresAt: link.expires_at,
+    files: deliveryItems(ctx.db, d.id).map((item) => {
+      const a = artifactInProject(ctx.db, d.project_id, item.artifact_id);
+      return {
+        position: item.position, name: fileNameOf(ctx, item, a), kind: a?.kind ?? null, mimeType: a?.mime_type ?? null,
+        size: a?.file_size ?? null, sha256: item.artifact_sha256, durationMs: a?.duration_ms ?? null, downloadPath: downloadPath(item.position),
+      };
+    }),
+  };
+}
+
+export interface ClientFile { item: DeliveryItemRow; artifact: ArtifactRow; name: string }
+
+/** The approved file at a position, checked on disk against its approved SHA-256 (410 when it changed or is gone). */
+export async function clientFile(ctx: Ctx, access: ClientAccess, position: string): Promise<ClientFile> {
+  const n = /^[1-9]\d{0,5}$/.test(position) ? Number(position) : NaN;
+  const item = deliveryItems(ctx.db, access.delivery.id).find((i) => i.position === n);
+  if (!item) throw notFound('the delivery has no file at that position');
+  const artifact = artifactInProject(ctx.db, access.delivery.project_id, item.artifact_id);
+  const changed = await changedOnDisk(ctx.config.storageDir, artifact, item.artifact_sha256);
+  if (changed || !artifact) {
+    throw new AppError(410, 'delivery_file_changed', `the approved file is no longer available: ${changed ?? 'missing'}`, { position: item.position });
+  }
+  return { item, artifact, name: fileNameOf(ctx, item, artifact) };
+}
+
+/** Counts and audits a download (the caller decides it counts: a whole file or a range from byte 0). */
+export function recordDownload(ctx: Ctx, access: ClientAccess, f: ClientFile, range: string | null): void {
+  const { link, delivery: d } = access;
+  ctx.db.tx(() => {
+    touchLink(ctx.db, link.id, ctx.now().toISOString(), true);
+    record(ctx, {
+      action: 'delivery.downloaded', targetType: 'delivery', targetId: d.id,
+      organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
+      actorName: `delivery link ${link.label ?? link.id}`,
+      metadata: { linkId: link.id, artifactId: f.artifact.id, position: f.item.position, sha256: f.item.artifact_sha256, range },
+    });
+  });
+}

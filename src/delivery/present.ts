@@ -1,0 +1,47 @@
+// Deliveries, their items and their links as the API shows them. Links never show the token or its hash.
+import type { Db } from '../db/db.ts';
+import type { ItemState } from './gather.ts';
+import { itemStates } from './gather.ts';
+import { deliveryItems, type DeliveryLinkRow, type DeliveryRow } from './store.ts';
+
+export const presentDelivery = (d: DeliveryRow, itemCount: number) => ({
+  id: d.id, organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
+  title: d.title, note: d.note, status: d.status, version: d.version, itemCount,
+  createdBy: d.created_by, createdAt: d.created_at, updatedAt: d.updated_at, approvedBy: d.approved_by, approvedAt: d.approved_at,
+});
+
+const presentItem = ({ item, artifact, qa, review, gaps }: ItemState) => ({
+  position: item.position,
+  artifactId: item.artifact_id,
+  sha256: item.artifact_sha256,
+  episodeId: item.episode_id,
+  shotId: item.shot_id,
+  kind: artifact?.kind ?? null,
+  source: artifact?.source ?? null,
+  fileName: artifact?.file_name ?? null,
+  fileSize: artifact?.file_size ?? null,
+  durationMs: artifact?.duration_ms ?? null,
+  /** Recorded at approval: the QA run and review the item was approved on. */
+  approvedOn: item.qa_run_id || item.review_id ? { qaRunId: item.qa_run_id, reviewId: item.review_id } : null,
+  qa: qa ? { runId: qa.runId, result: qa.result, failing: qa.failing, checkedAt: qa.checkedAt } : null,
+  review: review ? { reviewId: review.reviewId, status: review.status, approved: review.approved, decidedBy: review.decidedBy, decidedAt: review.decidedAt } : null,
+  gaps: gaps.map((g) => g.gap),
+});
+
+/** The delivery with its items, each with its QA and review verdict on the item's hash, and the gaps to approval. */
+export function presentDeliveryDetail(db: Db, d: DeliveryRow) {
+  const states = itemStates(db, d.project_id, deliveryItems(db, d.id));
+  const gaps = states.flatMap((s) => s.gaps);
+  return { ...presentDelivery(d, states.length), items: states.map(presentItem), gaps, ready: d.status === 'draft' && gaps.length === 0 };
+}
+
+export function linkStatus(l: DeliveryLinkRow, now: Date): 'active' | 'revoked' | 'expired' {
+  if (l.revoked_at) return 'revoked';
+  return Date.parse(l.expires_at) <= now.getTime() ? 'expired' : 'active';
+}
+
+export const presentLink = (l: DeliveryLinkRow, now: Date) => ({
+  id: l.id, deliveryId: l.delivery_id, label: l.label, status: linkStatus(l, now), expiresAt: l.expires_at,
+  revokedAt: l.revoked_at, revokedBy: l.revoked_by, createdBy: l.created_by, createdAt: l.created_at,
+  lastUsedAt: l.last_used_at, downloadCount: l.download_count,
+});
