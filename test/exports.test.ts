@@ -11,22 +11,14 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Ajv } from 'ajv';
 import { member } from './helpers/factories.ts';
+import { filesUnder, otioErrors, parseEdl, parseSrt, sha256, validOtio } from './helpers/package.ts';
 import { mediaWorld, shotVideo, shotVoice, episodeCut, type MediaWorld } from './helpers/media.ts';
 import type { Tree } from './helpers/factories.ts';
 import { edlOf } from '../src/export/edl.ts';
 import { spreadLines, srtOf } from '../src/export/srt.ts';
 import { writeTar } from '../src/export/tar.ts';
 import { timecode, type Timeline } from '../src/export/timeline.ts';
-
-const sha256 = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
-const otioSchema = JSON.parse(fs.readFileSync(new URL('./fixtures/otio-schema.json', import.meta.url), 'utf8'));
-const otioValidator = new Ajv({ allErrors: true, strict: true }).compile(otioSchema);
-/** Whether a parsed .otio document is valid against the schema (errors in otioErrors()). */
-const validOtio = (doc: unknown): boolean => otioValidator(doc);
-const otioErrors = () => JSON.stringify(otioValidator.errors, null, 1);
-
 
 /**
  * FIXTURE — a delivery row of another organization inserted with s.db (the deliveries table of
@@ -68,49 +60,6 @@ function deliveries(w: MediaWorld) {
     }
     return made.body.id;
   };
-}
-
-/** A CMX3600 reader of its own (not the writer's helpers): title, FCM and events with their comments. */
-function parseEdl(text: string, fps: number) {
-  const frames = (tc: string) => {
-    const m = /^(\d{2}):(\d{2}):(\d{2}):(\d{2})$/.exec(tc);
-    assert.ok(m, `time code ${tc}`);
-    return ((Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3])) * fps + Number(m[4]);
-  };
-  const events: Array<{ n: number; reel: string; channel: string; srcIn: number; srcOut: number; recIn: number; recOut: number; clip?: string }> = [];
-  let title = '';
-  let fcm = '';
-  for (const line of text.split(/\r\n/)) {
-    if (line.startsWith('TITLE: ')) title = line.slice(7);
-    else if (line.startsWith('FCM: ')) fcm = line.slice(5);
-    else if (line.startsWith('* FROM CLIP NAME: ')) events.at(-1)!.clip = line.slice(18);
-    else if (/^\d{3}\s/.test(line)) {
-      const f = line.split(/\s+/);
-      assert.equal(f.length, 8, line);
-      assert.equal(f[3], 'C');
-      events.push({ n: Number(f[0]), reel: f[1], channel: f[2], srcIn: frames(f[4]), srcOut: frames(f[5]), recIn: frames(f[6]), recOut: frames(f[7]) });
-    } else assert.ok(line === '' || line.startsWith('* '), `unexpected EDL line: ${line}`);
-  }
-  return { title, fcm, events };
-}
-
-function parseSrt(text: string) {
-  const ms = (t: string) => {
-    const m = /^(\d{2}):(\d{2}):(\d{2}),(\d{3})$/.exec(t)!;
-    return ((Number(m[1]) * 60 + Number(m[2])) * 60 + Number(m[3])) * 1000 + Number(m[4]);
-  };
-  return text.split(/\r\n\r\n/).filter(Boolean).map((block, i) => {
-    const [n, times, ...lines] = block.split(/\r\n/).filter(Boolean);
-    assert.equal(Number(n), i + 1);
-    const [from, to] = times.split(' --> ');
-    return { startMs: ms(from), endMs: ms(to), text: lines.join('\n') };
-  });
-}
-
-/** Every file under a folder, relative, sorted. */
-function filesUnder(dir: string, rel = ''): string[] {
-  return fs.readdirSync(path.join(dir, rel), { withFileTypes: true }).flatMap((d) =>
-    (d.isDirectory() ? filesUnder(dir, path.posix.join(rel, d.name)) : [path.posix.join(rel, d.name)])).sort();
 }
 
 const DIALOGUE = {
