@@ -66,7 +66,7 @@ export function createApp({ config, db, log }: AppDeps): App {
   db.onHookError = (err) => log.error('after-commit hook failed', { err });
   const limits = createLoginLimits(config);
   bindSystemRoutes(router);
-  bindApiClientRoutes(router);
+  bindApiClientRoutes(router, limits);
   bindAuthRoutes(router, limits);
   bindMfaRoutes(router, limits);
   bindIdentityPolicyRoutes(router);

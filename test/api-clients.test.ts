@@ -83,6 +83,9 @@ test('create refuses unknown, system and too-wide permissions (422 naming them) 
   const system = await create({ name: 'S', organizationId: tree.organizationId, permissions: ['system:settings:read', 'system:settings:*', 'usage:view'] });
   assert.equal(system.status, 422);
   assert.deepEqual(system.body.error.details.notAllowed, ['system:settings:read', 'system:settings:*']);
+  // audit:view is a person's reach (from memberships): a client could hold it but never use it.
+  const audit = await create({ name: 'A', organizationId: tree.organizationId, permissions: ['audit:view', 'script:read'] });
+  assert.deepEqual([audit.status, audit.body.error.details.notAllowed], [422, ['audit:view']]);
   assert.equal((await create({ name: 'E', organizationId: tree.organizationId, permissions: [] })).status, 422);
 
   const bad: Array<[Record<string, unknown>, string]> = [
@@ -334,4 +337,23 @@ test('rotation: the old secret and old tokens are 401 at once, the new secret wo
   for (const secret of [made.secret, newSecret, oldToken, newToken]) assert.ok(!everything.includes(secret), 'no secret or token in the audit log');
   const hashes = s.db.all<{ token_hash: string }>('SELECT token_hash FROM api_client_tokens').map((r) => r.token_hash);
   for (const h of hashes) assert.ok(!everything.includes(h));
+});
+
+test('token endpoint: failed exchanges are limited per client id like logins (429 with Retry-After, even for the right secret, until the window passes); answers are no-store', async (t) => {
+  const s = await startTestServer(t, { SVC_LOGIN_MAX_FAILURES_PER_EMAIL: '3', SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
+  const tree = makeTree(s);
+  const adminToken = await login(s, await makeUser(s, { systemAdmin: true }));
+  const a = await newClient(s, adminToken, { organizationId: tree.organizationId, permissions: ['script:read'] });
+  const b = await newClient(s, adminToken, { organizationId: tree.organizationId, permissions: ['script:read'] });
+  const exchange = (id: string, secret: string) => s.call('POST', '/api/oauth/token', { body: { grant_type: 'client_credentials', client_id: id, client_secret: secret } });
+  const ok = await exchange(a.id, a.secret);
+  assert.equal(ok.status, 200, ok.text);
+  assert.equal(ok.headers.get('cache-control'), 'no-store');
+  for (let i = 0; i < 3; i++) assert.equal((await exchange(a.id, 'svccs_wrong')).status, 401);
+  const limited = await exchange(a.id, a.secret);
+  assert.deepEqual([limited.status, limited.body.error.code], [429, 'rate_limited']);
+  assert.ok(Number(limited.headers.get('retry-after')) > 0);
+  assert.equal((await exchange(b.id, b.secret)).status, 200, 'another client is not limited');
+  const refused = s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'api_client.token_refused' AND target_id = ?", a.id)!.n;
+  assert.equal(refused, 3, 'limited attempts write no audit rows');
 });

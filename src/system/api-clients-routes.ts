@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import { json, type Router } from '../http/router.ts';
 import { AppError, invalidJson } from '../http/errors.ts';
 import { readBody } from '../http/request.ts';
+import type { LoginLimits } from '../auth/service.ts';
 import { pageOf } from '../http/validate.ts';
 import { ApiClientCreateBody, ApiClientListQuery } from './api-clients-schema.ts';
 import { presentApiClient, TOKEN_PATH } from './api-clients-present.ts';
@@ -12,7 +13,7 @@ import {
   apiClientOrFail, createApiClient, invalidClient, issueAccessToken, listApiClientsOf, revokeApiClient, rotateApiClient, TOKEN_TTL_SECONDS,
 } from './api-clients.ts';
 
-export function bindApiClientRoutes(r: Router): void {
+export function bindApiClientRoutes(r: Router, limits: LoginLimits): void {
   const admin = { tags: ['system'], systemAdmin: true, scope: 'none' as const };
   const base = '/api/system/api-clients';
   const once = 'the client secret (clientSecret) is in this answer only; exchange it at POST /api/oauth/token';
@@ -45,7 +46,7 @@ export function bindApiClientRoutes(r: Router): void {
 
   r.post(TOKEN_PATH, {
     tags: ['system', 'auth'], auth: 'none',
-    summary: `OAuth 2.0 client credentials (RFC 6749 section 4.4): grant_type=client_credentials with client_id and client_secret in HTTP Basic (Authorization: Basic base64(client_id:client_secret)) or in the body (JSON or application/x-www-form-urlencoded) -> { access_token, token_type: "Bearer", expires_in: ${TOKEN_TTL_SECONDS}, scope: the client's permissions, space separated }. Use it as Authorization: Bearer <access_token>. Wrong, unknown or revoked credentials: 401 invalid_client; other malformed requests: 400 invalid_request or unsupported_grant_type.`,
+    summary: `OAuth 2.0 client credentials (RFC 6749 section 4.4): grant_type=client_credentials with client_id and client_secret in HTTP Basic (Authorization: Basic base64(client_id:client_secret)) or in the body (JSON or application/x-www-form-urlencoded) -> { access_token, token_type: "Bearer", expires_in: ${TOKEN_TTL_SECONDS}, scope: the client's permissions, space separated }. Use it as Authorization: Bearer <access_token>. Wrong, unknown or revoked credentials: 401 invalid_client (failures limited per client id and per address like logins: 429 rate_limited); other malformed requests: 400 invalid_request or unsupported_grant_type.`,
     response: { description: '{ access_token, token_type, expires_in, scope }' },
   }, async ({ ctx, req }) => {
     const form = await tokenForm(req, ctx.config.maxBodyBytes);
@@ -58,7 +59,7 @@ export function bindApiClientRoutes(r: Router): void {
     const clientId = basic ? basic.id : form.client_id;
     const secret = basic ? basic.secret : form.client_secret;
     if (!clientId || !secret) throw invalidClient(basic !== null);
-    return json(200, issueAccessToken(ctx, clientId, secret, basic !== null), { pragma: 'no-cache' });
+    return json(200, issueAccessToken(ctx, limits, clientId, secret, basic !== null), { pragma: 'no-cache', 'cache-control': 'no-store' });
   });
 }
 

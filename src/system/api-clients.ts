@@ -8,7 +8,8 @@
 // never with a secret or token.
 import crypto from 'node:crypto';
 import type { Actor, Ctx } from '../context.ts';
-import { AppError, forbidden, notFound, validationFailed } from '../http/errors.ts';
+import { AppError, forbidden, notFound, rateLimited, validationFailed } from '../http/errors.ts';
+import type { LoginLimits } from '../auth/service.ts';
 import { issueSecret, newId, sha256Hex } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { effectivePermissions, hasPermission, PERMISSIONS, type BasePermission, type ScopeIds } from '../tenancy/roles.ts';
@@ -22,8 +23,15 @@ import {
 export const SECRET_PREFIX = 'svccs_';
 export const TOKEN_PREFIX = 'svcat_';
 export const TOKEN_TTL_SECONDS = 3600;
+/** Base permissions a client could hold but never use: audit reach comes from a person's memberships. */
+export const NOT_FOR_CLIENTS: readonly BasePermission[] = ['audit:view'];
 
-/** System administrators (and holders of system:settings:*) manage API clients. */
+
+/**
+ * System administrators and holders of system:settings:* manage API clients. Over HTTP the routes are
+ * the system administrator's (the only holder of system:settings:* in the role model); the service
+ * keeps the wider rule so that the "no wider than the creator's" check stays meaningful for any caller.
+ */
 function requireSystemSettings(ctx: Ctx): void {
   if (ctx.actor.isSystemAdmin || hasPermission(ctx.permissions, 'system:settings:api-clients')) return;
   throw forbidden('permission_denied', 'only a system administrator may manage API clients');
@@ -61,7 +69,8 @@ function checkPermissions(ctx: Ctx, wanted: string[], binding: ScopeIds): BasePe
   const base = PERMISSIONS as readonly string[];
   const held = effectivePermissions(ctx.actor.isSystemAdmin, ctx.memberships, binding) as readonly string[];
   const unique = [...new Set(wanted)];
-  const system = unique.filter((p) => p.startsWith('system:'));
+  // System permissions, and audit:view (the audit reach of a person's memberships; a client has none).
+  const system = unique.filter((p) => p.startsWith('system:') || (NOT_FOR_CLIENTS as readonly string[]).includes(p));
   const unknown = unique.filter((p) => !base.includes(p) && !p.startsWith('system:'));
   const notHeld = unique.filter((p) => base.includes(p) && !held.includes(p));
   const notAllowed = [...unknown, ...system, ...notHeld];
@@ -174,9 +183,21 @@ function secretMatches(secret: string, hash: string): boolean {
  * Client credentials -> a new access token (stored as SHA-256, TOKEN_TTL_SECONDS). A known client with a
  * wrong secret, or a revoked one, is audited as api_client.token_refused; every failure is 401 invalid_client.
  */
-export function issueAccessToken(ctx: Ctx, clientId: string, secret: string, basic: boolean): TokenAnswer {
+/**
+ * Exchanges a client's secret for an access token. Failed exchanges are limited like logins: per
+ * client id (SVC_LOGIN_MAX_FAILURES_PER_EMAIL) and per address (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS)
+ * within SVC_LOGIN_WINDOW_SECONDS, then 429 rate_limited (so the audit log cannot be flooded either).
+ */
+export function issueAccessToken(ctx: Ctx, limits: LoginLimits, clientId: string, secret: string, basic: boolean): TokenAnswer {
+  const clientKey = `api_client:${clientId}`;
+  const addressKey = ctx.ip ?? 'unknown';
+  const nowMs = ctx.now().getTime();
+  const wait = Math.max(limits.byEmail.retryAfter(clientKey, nowMs), limits.byAddress.retryAfter(addressKey, nowMs));
+  if (wait > 0) throw rateLimited(wait);
   const c = apiClientById(ctx.db, clientId);
   if (!c || c.status !== 'active' || !secretMatches(secret, c.secret_hash)) {
+    limits.byEmail.fail(clientKey, nowMs);
+    limits.byAddress.fail(addressKey, nowMs);
     if (c) {
       record({ ...ctx, actor: apiClientActor(c) }, {
         action: 'api_client.token_refused', targetType: 'api_client', targetId: c.id, result: 'failure', ...clientScope(c),
@@ -185,6 +206,7 @@ export function issueAccessToken(ctx: Ctx, clientId: string, secret: string, bas
     }
     throw invalidClient(basic);
   }
+  limits.byEmail.reset(clientKey);
   const t = issueSecret(TOKEN_PREFIX);
   const now = ctx.now();
   const expiresAt = new Date(now.getTime() + TOKEN_TTL_SECONDS * 1000).toISOString();
