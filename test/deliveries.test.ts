@@ -2,15 +2,20 @@
 // QA runs and real reviews: the default gathers the newest episode cut; approval is 409
 // delivery_not_ready naming every gap (qa_missing, qa_failed, review_missing, review_not_approved,
 // artifact_changed) and records the exact hashes; client links download the approved bytes with the
-// token only, are never listed or searchable, and answer 401 after revocation, expiry or withdrawal;
-// access (401/403/404), tenant-scoped lists, validation, and the archived-project rule.
+// token only, are never listed or searchable, and answer 401 after revocation, expiry or withdrawal,
+// and while the client_delivery_links flag is off (a kill switch); a file that changed on disk is
+// 410 even when only its bytes changed (same size), whatever was verified before; access
+// (401/403/404), tenant-scoped lists, validation, and the archived-project rule. Also verifyStored
+// and its cache of verified files.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import os from 'node:os';
 import { changeLifecycle } from '../src/projects/service.ts';
-import { member } from './helpers/factories.ts';
+import { VerifiedFiles, verifyStored } from '../src/assets/files.ts';
+import { login, makeUser, member } from './helpers/factories.ts';
 import { connector, createJob, waitJob } from './helpers/jobs.ts';
 import { episodeCut, mediaWorld, shotVideo, type MediaWorld } from './helpers/media.ts';
 
@@ -197,12 +202,41 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     const gone = await w.s.call('GET', `/api/client/delivery/files/1?token=${token}`);
     assert.deepEqual([gone.status, gone.body.error.code], [410, 'delivery_file_changed']);
     fs.writeFileSync(cutFile, cutBytes);
+    // A verified file is not hashed again for each range a player asks for, yet a change of its bytes
+    // that keeps its size is still caught at the next request (the file's stat changed).
+    for (let i = 0; i < 2; i++) {
+      const seek = await download(w, '/api/client/delivery/files/1', { 'x-delivery-token': token, range: 'bytes=1000-1999' });
+      assert.equal(seek.res.status, 206);
+      assert.ok(seek.body.equals(cutBytes.subarray(1000, 2000)));
+    }
+    const flipped = Buffer.from(cutBytes);
+    flipped[flipped.length - 1] ^= 0xff;
+    fs.writeFileSync(cutFile, flipped);
+    for (const range of ['bytes=1000-1999', 'bytes=0-99']) {
+      const stale = await w.s.call('GET', '/api/client/delivery/files/1', { headers: { 'x-delivery-token': token, range } });
+      assert.deepEqual([stale.status, stale.body.error.code], [410, 'delivery_file_changed'], range);
+    }
+    fs.writeFileSync(cutFile, cutBytes);
+    assert.equal((await download(w, '/api/client/delivery/files/1', { 'x-delivery-token': token, range: 'bytes=1000-1999' })).res.status, 206);
 
     // Unknown, revoked, expired and withdrawn all answer the same 401.
     const unknown = await w.s.call('GET', '/api/client/delivery?token=dlk_nope');
     assert.equal(unknown.status, 401);
     assert.equal(unknown.body.error.code, 'delivery_link_invalid');
     assert.equal((await w.s.call('GET', '/api/client/delivery')).status, 401);
+    // The flag is a kill switch: off for the organization, every existing link answers that same 401; on again, it works again.
+    const admin = await login(w.s, await makeUser(w.s, { systemAdmin: true }));
+    const flag = (enabled: boolean | null) => w.s.call('PUT', '/api/system/feature-flags/client_delivery_links', { token: admin, body: { enabled, organizationId: w.tree.organizationId } });
+    assert.equal((await flag(false)).status, 200);
+    for (const p of ['/api/client/delivery', '/api/client/delivery/files/1']) {
+      const r = await w.s.call('GET', `${p}?token=${token}`);
+      assert.deepEqual([r.status, r.body], [401, unknown.body], `${p} with the flag off`);
+    }
+    const countBefore = (await api(w, 'GET', `${BASE}/${deliveryId}/links`)).body.items[0].downloadCount;
+    assert.equal((await flag(null)).status, 200);
+    assert.equal((await w.s.call('GET', `/api/client/delivery?token=${token}`)).status, 200);
+    assert.equal((await download(w, `/api/client/delivery/files/1?token=${token}`)).res.status, 200);
+    assert.equal((await api(w, 'GET', `${BASE}/${deliveryId}/links`)).body.items[0].downloadCount, countBefore + 1, 'refused requests were not counted');
     const revoked = await api(w, 'POST', `${BASE}/${deliveryId}/links/${link.body.id}/revoke`);
     assert.deepEqual([revoked.status, revoked.body.status, revoked.body.revokedBy], [200, 'revoked', w.user.id]);
     assert.equal((await api(w, 'POST', `${BASE}/${deliveryId}/links/${link.body.id}/revoke`)).body.revokedAt, revoked.body.revokedAt);
@@ -322,4 +356,41 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     assert.equal((await w.s.call('GET', `/api/client/delivery?token=${live.body.token}`)).status, 401);
     assert.equal((await api(w, 'POST', `${BASE}/${deliveryId}/withdraw`, {})).body.error.code, 'delivery_withdrawn');
   });
+});
+
+test('verifyStored: ok, changed (same size), missing, unsafe; the cache answers an unchanged file and forgets the oldest past its limit', async (t) => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-verify-'));
+  t.after(() => fs.rmSync(root, { recursive: true, force: true }));
+  const files = ['a', 'b', 'c'].map((n) => {
+    const bytes = crypto.randomBytes(4096);
+    fs.writeFileSync(path.join(root, n), bytes);
+    return { rel: n, sha256: sha256(bytes), bytes };
+  });
+  const [a, b, c] = files;
+  const cache = new VerifiedFiles(2);
+  const check = (f: typeof a, size?: number) => verifyStored(root, f.rel, { sha256: f.sha256, size }, cache);
+
+  assert.deepEqual(await check(a, 4096), { state: 'ok', abs: fs.realpathSync(path.join(root, 'a')), sha256: a.sha256, size: 4096, fromCache: false });
+  assert.deepEqual([(await check(a, 4096)).state, (await check(a, 4096)).fromCache], ['ok', true]);
+  assert.equal((await check(a, 4095)).state, 'changed', 'another size is another file');
+  assert.equal((await check(a)).fromCache, false, 'remembered per expected size');
+
+  // Same size, other bytes: the stat changed, so it is hashed again and found changed (and not remembered).
+  const flipped = Buffer.from(a.bytes);
+  flipped[0] ^= 0xff;
+  fs.writeFileSync(path.join(root, 'a'), flipped);
+  const changed = await check(a, 4096);
+  assert.deepEqual([changed.state, changed.fromCache, changed.sha256, changed.size], ['changed', false, sha256(flipped), 4096]);
+  fs.writeFileSync(path.join(root, 'a'), a.bytes);
+  assert.deepEqual([(await check(a)).state, (await check(a)).fromCache], ['ok', true]);
+
+  // At most 2 entries: b and c push a out.
+  await check(b);
+  await check(c);
+  assert.deepEqual([(await check(c)).fromCache, (await check(a)).fromCache], [true, false]);
+
+  assert.equal((await verifyStored(root, 'nope', { sha256: a.sha256 })).state, 'missing');
+  assert.equal((await verifyStored(root, '../etc/passwd', { sha256: a.sha256 })).state, 'unsafe');
+  fs.symlinkSync(path.dirname(root), path.join(root, 'out'));
+  assert.equal((await verifyStored(root, 'out', { sha256: a.sha256 })).state, 'unsafe', 'a link leading outside the root');
 });

@@ -3,7 +3,9 @@
 // OTIO timeline against a JSON Schema of OpenTimelineIO's documented serialization
 // (test/fixtures/otio-schema.json), the EDL with its own small parser against the composition's
 // segments, the SRT against the script's dialogue, the archive with the system tar. Writing is
-// idempotent per delivery version and atomic (a missing or changed source leaves nothing behind).
+// idempotent per delivery version and atomic (a missing or changed source, a delivery withdrawn while
+// its package is written, or a failed transaction leaves nothing behind); two archive requests at once
+// record and audit one archive.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -15,6 +17,8 @@ import { member } from './helpers/factories.ts';
 import { filesUnder, otioErrors, parseEdl, parseSrt, sha256, validOtio } from './helpers/package.ts';
 import { mediaWorld, shotVideo, shotVoice, episodeCut, type MediaWorld } from './helpers/media.ts';
 import type { Tree } from './helpers/factories.ts';
+import { withScope } from '../src/context.ts';
+import { withdrawDelivery } from '../src/delivery/service.ts';
 import { edlOf } from '../src/export/edl.ts';
 import { spreadLines, srtOf } from '../src/export/srt.ts';
 import { writeTar } from '../src/export/tar.ts';
@@ -325,6 +329,59 @@ test('export packages of approved deliveries', async (t) => {
     assert.deepEqual(filtered.body.items.map((e: any) => e.id), [cutExport.id]);
     const one = await s.call('GET', `/api/exports/${cutExport.id}`, { token });
     assert.deepEqual([one.status, one.body.manifestIntact, one.body.manifest.exportId], [200, true, cutExport.id]);
+  });
+
+  await t.test('a delivery withdrawn while its package is written: 409 delivery_not_approved, nothing left behind', async () => {
+    const before = fs.readdirSync(exportsDir).sort();
+    const id = await approvedDelivery([video1.id, video2.id]);
+    // The package folder appears in tmp/ only after the delivery was found approved: withdraw it then.
+    let withdrawn = false;
+    const watcher = fs.watch(tmpDir, (_event, name) => {
+      if (withdrawn || !name?.startsWith('export-exp_') || name.endsWith('.tar')) return;
+      withdrawn = true;
+      withdrawDelivery(withScope(s.operator(), w.tree), id, 'pulled while exporting');
+    });
+    try {
+      const r = await s.call('POST', '/api/exports/write', { token, body: { deliveryId: id } });
+      assert.ok(withdrawn, 'the delivery was withdrawn while its package was written');
+      assert.deepEqual([r.status, r.body.error.code, r.body.error.details.status], [409, 'delivery_not_approved', 'withdrawn'], r.text);
+    } finally {
+      watcher.close();
+    }
+    assert.deepEqual(fs.readdirSync(exportsDir).sort(), before);
+    assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
+    assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id = ?', id)!.n, 0);
+  });
+
+  await t.test('adding the archive: a failed transaction leaves no archive; two requests at once record and audit it once', async () => {
+    const id = await approvedDelivery([video2.id]);
+    const first = await s.call('POST', '/api/exports/write', { token, body: { deliveryId: id } });
+    assert.equal(first.status, 201, first.text);
+    const exportId = first.body.id;
+    const tar = path.join(exportsDir, `${exportId}.tar`);
+    const archivedAudits = () => s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'export.archived' AND target_id = ?", exportId)!.n;
+
+    // FIXTURE - a trigger refusing the audit record makes the recording transaction fail after the
+    // archive was moved into exports/ (a real database error; the trigger is dropped right after).
+    s.db.raw.exec(`CREATE TRIGGER test_refuse_archive_audit BEFORE INSERT ON audit_log WHEN NEW.action = 'export.archived'
+      BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+    try {
+      const failed = await s.call('POST', '/api/exports/write', { token, body: { deliveryId: id, archive: true } });
+      assert.equal(failed.status, 500, failed.text);
+    } finally {
+      s.db.raw.exec('DROP TRIGGER test_refuse_archive_audit');
+    }
+    assert.equal(fs.existsSync(tar), false, 'no unrecorded archive in exports/');
+    assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
+    assert.deepEqual({ ...s.db.get<Record<string, unknown>>('SELECT archive_path, archive_sha256 FROM exports WHERE id = ?', exportId) }, { archive_path: null, archive_sha256: null });
+    assert.equal(archivedAudits(), 0);
+
+    const both = await Promise.all([0, 1].map(() => s.call('POST', '/api/exports/write', { token, body: { deliveryId: id, archive: true } })));
+    assert.deepEqual(both.map((r) => [r.status, r.body.id, r.body.archive?.path]), [[200, exportId, `exports/${exportId}.tar`], [200, exportId, `exports/${exportId}.tar`]]);
+    assert.equal(both[0].body.archive.sha256, both[1].body.archive.sha256);
+    assert.equal(sha256(fs.readFileSync(tar)), both[0].body.archive.sha256);
+    assert.equal(archivedAudits(), 1, 'audited once');
+    assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
   });
 
   await t.test('on an archived project writing is 409 project_archived and reading still 200', async () => {

@@ -2,11 +2,16 @@
 // stretch, silent track, full-scale tone, still stretch), the worker registers them, and a QA run
 // measures them with ffmpeg (blackdetect, freezedetect, ebur128 true peak) against the project's
 // delivery spec. Also: the spec's defaults, validation and audit; access, listing and tenant scope of
-// QA runs; qaVerdictOf; workflow gates decided by a QA run; the archived-project rule.
+// QA runs; qaVerdictOf; the blocking workflow gates decided by a QA run (non-blocking ones left to a
+// person); the archived-project rule; at most 2 ffmpeg processes for all concurrent QA runs together;
+// a run whose client went away stops and writes nothing.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
+import { withScope } from '../src/context.ts';
+import { closedSignal, runQa } from '../src/qa/run.ts';
 import { member } from './helpers/factories.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { mediaWorld, shotVideo, type MediaWorld } from './helpers/media.ts';
@@ -129,6 +134,54 @@ test('QA measures real values: a black stretch at its time code, a silent track,
   const wrong = await fetch(`${w.m.url}/control`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ videoDefect: 'purple' }) });
   assert.equal(wrong.status, 422);
 
+  // Several QA runs at once share one limit: never more than 2 ffmpeg processes of this server.
+  const ffmpegChildren = () => fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, 'utf8');
+      const end = stat.lastIndexOf(')');
+      return stat.slice(stat.indexOf('(') + 1, end).startsWith('ffmpeg') && Number(stat.slice(end + 2).split(' ')[1]) === process.pid;
+    } catch {
+      return false;
+    }
+  }).length;
+  let most = 0;
+  const sampler = setInterval(() => { most = Math.max(most, ffmpegChildren()); }, 5);
+  try {
+    const together = await Promise.all([0, 1, 2].map(() => qa(w, { artifactIds: [black.id, frozen.id, loud.id] })));
+    assert.ok(together.every((r) => r.artifactCount === 3));
+  } finally {
+    clearInterval(sampler);
+  }
+  assert.ok(most >= 1 && most <= 2, `${most} ffmpeg processes at once`);
+
+  // A run whose client went away stops measuring and writes nothing (499).
+  const runsBefore = w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs')!.n;
+  const scoped = withScope(w.s.operator(), w.tree);
+  const leaving = new AbortController();
+  const stopped = runQa(scoped, { artifactIds: [black.id, frozen.id, loud.id] }, leaving.signal);
+  setTimeout(() => leaving.abort(), 20);
+  await assert.rejects(stopped, (err: any) => err.status === 499 && err.code === 'client_closed_request');
+  await assert.rejects(runQa(scoped, { artifactIds: [good.id] }, AbortSignal.abort()), (err: any) => err.status === 499);
+  assert.equal(w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs')!.n, runsBefore);
+  // closedSignal: aborts when the client closes the connection before the answer, not after a sent answer.
+  const signals: AbortSignal[] = [];
+  const server = http.createServer((req, res) => {
+    signals.push(closedSignal(res));
+    if (req.url === '/answer') res.end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => server.close());
+  const port = (server.address() as { port: number }).port;
+  assert.equal(await (await fetch(`http://127.0.0.1:${port}/answer`)).text(), 'ok');
+  const hangUp = new AbortController();
+  const pending = fetch(`http://127.0.0.1:${port}/wait`, { signal: hangUp.signal }).catch(() => null);
+  while (signals.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+  hangUp.abort();
+  await pending;
+  while (!signals[1].aborted) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(signals[0].aborted, false, 'an answered request is not aborted');
+  assert.equal((signals[1].reason as any).status, 499);
+
   // A changed file and a missing file: evidence fails (blocking), nothing else is measured, no 500.
   fs.appendFileSync(path.join(w.s.config.storageDir, good.path), Buffer.from('tampered'));
   fs.rmSync(path.join(w.s.config.storageDir, silent.path));
@@ -178,15 +231,17 @@ test('QA runs: access, validation before measuring, newest-first list with filte
   const shot1 = await shotVideo(w, w.shotIds[0], 'a yellow kite over a field', { seconds: 1, size: SIZE });
   const r1 = await qa(w, { shotId: w.shotIds[0] });
   assert.deepEqual(r1.gatesDecided, []);
-  // The episode run covers it: no blocking check failed, so both pending gates pass and the run completes.
+  // The episode run covers it: no blocking check failed, so the blocking gate passes and the run
+  // completes; the non-blocking gate is left pending for a person.
   const r2 = await qa(w, { episodeId: w.episodeId });
   assert.deepEqual(r2.target, { kind: 'episode', id: w.episodeId });
   assert.equal(r2.artifactCount, 2);
-  assert.deepEqual(r2.gatesDecided.map((g: any) => [g.workflowRunId, g.gateKey, g.status]), [[wfRun.id, 'picture_qa', 'passed'], [wfRun.id, 'notes', 'passed']]);
+  assert.deepEqual(r2.gatesDecided.map((g: any) => [g.workflowRunId, g.gateKey, g.status]), [[wfRun.id, 'picture_qa', 'passed']]);
   const after = await s.call('GET', `/api/workflows/runs/${wfRun.id}`, { token });
   assert.equal(after.body.status, 'completed');
+  assert.deepEqual(after.body.gates.map((g: any) => [g.key, g.blocking, g.status]), [['picture_qa', true, 'passed'], ['notes', false, 'pending']]);
   const gateAudit = audits(s, 'workflow.gate_decided', wfRun.id).map((a) => JSON.parse(a.metadata));
-  assert.deepEqual(gateAudit.map((m) => [m.gate, m.to, m.qaRunId]), [['picture_qa', 'passed', r2.id], ['notes', 'passed', r2.id]]);
+  assert.deepEqual(gateAudit.map((m) => [m.gate, m.to, m.qaRunId]), [['picture_qa', 'passed', r2.id]]);
   // The second shot's clip has a continuity measure with the first shot's.
   const clip = (await s.call('GET', `/api/production/media-artifacts?jobId=${wfRun.steps[0].jobId}`, { token })).body.items[0];
   assert.deepEqual(r2.artifacts.map((a: any) => a.artifactId), [shot1.id, clip.id]);
@@ -207,8 +262,12 @@ test('QA runs: access, validation before measuring, newest-first list with filte
   const r3 = await qa(w, { project: true });
   assert.deepEqual(r3.target, { kind: 'project', id: w.tree.projectId });
   assert.deepEqual(r3.gatesDecided.map((g: any) => [g.workflowRunId, g.gateKey, g.status, g.runStatus]),
-    [[again.body.id, 'picture_qa', 'failed', 'failed'], [again.body.id, 'notes', 'failed', 'failed']]);
-  assert.equal((await s.call('GET', `/api/workflows/runs/${wfRun.id}`, { token })).body.status, 'completed', 'a decided run is left alone');
+    [[again.body.id, 'picture_qa', 'failed', 'failed']]);
+  const failedRun = (await s.call('GET', `/api/workflows/runs/${again.body.id}`, { token })).body;
+  assert.deepEqual(failedRun.gates.map((g: any) => [g.key, g.status]), [['picture_qa', 'failed'], ['notes', 'pending']]);
+  const decidedRun = (await s.call('GET', `/api/workflows/runs/${wfRun.id}`, { token })).body;
+  assert.equal(decidedRun.status, 'completed', 'a decided run is left alone');
+  assert.equal(decidedRun.gates.find((g: any) => g.key === 'notes').status, 'pending', 'its non-blocking gate still waits for a person');
 
   // Validation: exactly one target, ids of this project, an existing artifact set; nothing is written.
   const runsBefore = s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs')!.n;

@@ -2,7 +2,8 @@
 // pinned to time codes and frames (checked against the artifact's duration and frame count),
 // decisions on exact SHA-256s, the verdict delivery reads, notifications and audit; a new video of the
 // shot re-opens the review; a cut review follows the episode's new cut; access, tenancy, validation
-// without half-written rows, and the archived project (writes 409, reads 200).
+// without half-written rows, and the archived project (writes 409, reads 200); a re-open that fails
+// is logged and skipped without failing (or retrying) the job that made the new video.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { member } from './helpers/factories.ts';
@@ -10,7 +11,7 @@ import { connector } from './helpers/jobs.ts';
 import { artifactOf, episodeCut, firstShot, mediaWorld, shotVideo, shotVoice } from './helpers/media.ts';
 import type { TestServer } from './helpers/server.ts';
 import { reviewVerdictOf } from '../src/review/verdict.ts';
-import { pinOf } from '../src/review/pin.ts';
+import { frameAt, pinOf, timeCodeOf } from '../src/review/pin.ts';
 import { AppError } from '../src/http/errors.ts';
 
 const VIDEO = { seconds: 1, size: '180x320' };
@@ -74,6 +75,8 @@ test('a shot video review: time-coded comments, decisions on the exact hash, ver
     [{ body: 'no such frame', frame: 24 }, 'frame'],
     [{ body: 'nowhere' }, 'timeCodeMs'],
     [{ body: 'disagree', timeCodeMs: 100, frame: 20 }, 'frame'],
+    [{ body: 'off by one', timeCodeMs: 980, frame: 22 }, 'frame'],
+    [{ body: 'before the frame starts', timeCodeMs: 83, frame: 2 }, 'frame'],
     [{ body: 'off the frame', timeCodeMs: 10, rect: { x: 0.8, y: 0, width: 0.5, height: 0.5 } }, 'rect'],
     [{ body: 'empty', timeCodeMs: 10, rect: { x: 0.1, y: 0.1, width: 0, height: 0.5 } }, 'rect'],
     [{ body: 'negative', timeCodeMs: 10, rect: { x: -0.1, y: 0.1, width: 0.2, height: 0.5 } }, 'rect.x'],
@@ -279,4 +282,56 @@ test('comment places by kind: an image takes frame 0 and a rectangle, text nothi
   assert.deepEqual(pinOf(ntsc, { body: 'b', frame: 299 }), { timeCodeMs: 9977, frame: 299, rect: null });
   assert.deepEqual(pinOf(ntsc, { body: 'b', timeCodeMs: 10_000 }), { timeCodeMs: 10_000, frame: 299, rect: null });
   assert.deepEqual(pinOf(ntsc, { body: 'b', timeCodeMs: 1001 }).frame, 30);
+});
+
+test('frame and time code round-trip: the derived time code lies inside its frame at 24, 25 and 30000/1001 fps', () => {
+  for (const frameRate of ['24', '25', '30000/1001']) {
+    const [num, den = 1] = frameRate.split('/').map(Number);
+    const video = { kind: 'video' as const, duration_ms: 10_000, frame_count: 200, frame_rate: frameRate };
+    for (let f = 0; f <= 100; f++) {
+      const ms = timeCodeOf({ num, den }, f);
+      assert.equal(frameAt({ num, den }, ms), f, `${frameRate} frame ${f} at ${ms} ms`);
+      assert.ok(ms * num >= f * 1000 * den && (ms - 1) * num < f * 1000 * den, `${ms} ms is the first whole millisecond of frame ${f} at ${frameRate}`);
+      const pinned = pinOf(video, { body: 'b', frame: f });
+      assert.deepEqual([pinned.timeCodeMs, pinned.frame], [ms, f]);
+      assert.equal(pinOf(video, { body: 'b', timeCodeMs: ms }).frame, f);
+      assert.deepEqual(pinOf(video, { body: 'b', timeCodeMs: ms, frame: f }).frame, f, 'both given and naming the same frame');
+    }
+  }
+  // The cases rounding got wrong: 24 fps frame 2 starts at 83.33 ms, 30000/1001 frame 1 at 33.37 ms.
+  assert.equal(timeCodeOf({ num: 24, den: 1 }, 2), 84);
+  assert.equal(timeCodeOf({ num: 30000, den: 1001 }, 1), 34);
+});
+
+test('a re-open that fails is logged and skipped: the job completes on its first attempt, the review stays on the old video', async (t) => {
+  const w = await mediaWorld(t);
+  const { s, token: owner } = w;
+  const shotId = w.shotIds[0];
+  const video = await shotVideo(w, shotId, 'a harbour at dawn', VIDEO);
+  const rv = (await s.call('POST', '/api/production/reviews', { token: owner, body: { artifactId: video.id } })).body;
+  const path = `/api/production/reviews/${rv.id}`;
+  // A database state that makes the re-open throw (no project module is replaced): reviews refuse updates.
+  s.db.run("CREATE TRIGGER reviews_frozen BEFORE UPDATE ON reviews BEGIN SELECT RAISE(ABORT, 'reviews are frozen'); END");
+  const video2 = await shotVideo(w, shotId, 'a harbour at dawn, calmer water', VIDEO);
+  const job = s.db.get<{ status: string; attempt: number; error: string | null }>('SELECT status, attempt, error FROM generation_jobs WHERE id = ?', video2.jobId)!;
+  assert.deepEqual([job.status, job.attempt, job.error], ['completed', 1, null], 'the job is neither failed nor retried');
+  const kept = (await s.call('GET', path, { token: owner })).body;
+  assert.deepEqual([kept.status, kept.artifactId, kept.reopenCount], ['open', video.id, 0]);
+  assert.deepEqual(auditOf(s, rv.id).map((a) => a.action), ['review.requested'], 'nothing of the failed re-open is left');
+  let logged: string | undefined;
+  for (let i = 0; i < 50 && !logged; i++) {
+    logged = s.logs.find((l) => l.includes('re-opening reviews failed') && l.includes(video2.jobId));
+    if (!logged) await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.ok(logged, 'the skipped re-open is logged with the job id');
+  assert.match(logged!, /"level":"error"/);
+  assert.match(logged!, /reviews are frozen/);
+  // The delivery side sees the gap: the new video is under no review, so it is not approved.
+  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, video2.id, video2.contentSha256), null);
+
+  // Once updates work again, the next new video re-opens the review as usual.
+  s.db.run('DROP TRIGGER reviews_frozen');
+  const video3 = await shotVideo(w, shotId, 'a harbour at dawn, gulls', VIDEO);
+  const moved = (await s.call('GET', path, { token: owner })).body;
+  assert.deepEqual([moved.status, moved.artifactId, moved.reopenCount], ['reopened', video3.id, 1]);
 });

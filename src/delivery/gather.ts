@@ -4,12 +4,12 @@
 // failing blocking check and an approved review on that hash; the gaps name what is missing.
 import type { Db } from '../db/db.ts';
 import { conflict, validationFailed } from '../http/errors.ts';
-import { hashFile, resolveStored } from '../assets/files.ts';
-import { artifactInProject, type ArtifactRow } from '../media/store.ts';
+import { verifyStored, type StoredState, type VerifiedFiles } from '../assets/files.ts';
+import { artifactInProject, newestCutOfEpisode, type ArtifactRow } from '../media/store.ts';
 import { episodeById, episodesOfProject } from '../production/store.ts';
 import { qaVerdictOf, type QaVerdict } from '../qa/verdict.ts';
 import { reviewVerdictOf, type ReviewVerdict } from '../review/verdict.ts';
-import { newestCutOfEpisode, type DeliveryItemRow } from './store.ts';
+import type { DeliveryItemRow } from './store.ts';
 
 export type ItemInput = Omit<DeliveryItemRow, 'delivery_id' | 'position'>;
 
@@ -89,20 +89,21 @@ export function itemStates(db: Db, projectId: string, items: readonly DeliveryIt
   });
 }
 
-/** Why the file of an item no longer holds the approved bytes (missing, unsafe path, other hash), or null. */
-export async function changedOnDisk(storageDir: string, artifact: ArtifactRow | undefined, sha256: string): Promise<string | null> {
+const DISK_REASONS: Record<Exclude<StoredState, 'ok'>, string> = {
+  missing: 'the file is missing',
+  unsafe: 'the stored file path is unsafe',
+  unreadable: 'the file cannot be read',
+  changed: 'the file\u2019s bytes no longer match the recorded SHA-256',
+};
+
+/**
+ * Why the file of an item no longer holds the approved bytes (missing, unsafe path, other hash), or
+ * null. With `cache`, a file verified before and unchanged since (same stat) is not hashed again.
+ */
+export async function changedOnDisk(storageDir: string, artifact: ArtifactRow | undefined, sha256: string, cache?: VerifiedFiles): Promise<string | null> {
   if (!artifact) return 'the artifact no longer exists';
-  let file: string;
-  try {
-    file = resolveStored(storageDir, artifact.storage_path);
-  } catch {
-    return 'the file is missing';
-  }
-  try {
-    return (await hashFile(file)).sha256 === sha256 ? null : 'the file\u2019s bytes no longer match the recorded SHA-256';
-  } catch {
-    return 'the file cannot be read';
-  }
+  const { state } = await verifyStored(storageDir, artifact.storage_path, { sha256 }, cache);
+  return state === 'ok' ? null : DISK_REASONS[state];
 }
 
 /** "position 1 (art_...): qa_missing, review_missing; position 2 ...". */

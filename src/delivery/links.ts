@@ -1,10 +1,13 @@
 // Client delivery links: a token shown once and stored as its SHA-256 only, with an expiry and
 // revocation. The public side finds the link by the token's hash (the UNIQUE index: one lookup, no
-// comparison of secrets) and answers the same 401 for an unknown, revoked or expired token and for a
-// delivery that is no longer approved. Files are served only while their bytes still hash to the
-// approved SHA-256 (else 410 delivery_file_changed); each download that starts at byte 0 is counted and
-// audited (link id, artifact id; never the token).
-import { requireFeature } from '../system/flags.ts';
+// comparison of secrets) and answers the same 401 for an unknown, revoked or expired token, for a
+// delivery that is no longer approved, and while the client_delivery_links flag is off for the
+// delivery's organization (a kill switch). Files are served only while their bytes still hash to the
+// approved SHA-256 (else 410 delivery_file_changed); a successful check is remembered until the file's
+// stat changes, so a player's range requests do not hash the whole file again. Each download that
+// starts at byte 0 is counted and audited (link id, artifact id; never the token).
+import { featureEnabled, requireFeature } from '../system/flags.ts';
+import { VerifiedFiles } from '../assets/files.ts';
 import path from 'node:path';
 import type { Ctx } from '../context.ts';
 import { AppError, conflict, notFound } from '../http/errors.ts';
@@ -61,13 +64,17 @@ const invalidLink = () => new AppError(401, 'delivery_link_invalid', 'the delive
 
 export interface ClientAccess { link: DeliveryLinkRow; delivery: DeliveryRow }
 
-/** The link and approved delivery a token opens, or 401 delivery_link_invalid (one answer for every reason). */
+/**
+ * The link and approved delivery a token opens, or 401 delivery_link_invalid (one answer for every
+ * reason, the flag client_delivery_links turned off for the organization included).
+ */
 export function accessOfToken(ctx: Ctx, token: string | null | undefined): ClientAccess {
   if (!token) throw invalidLink();
   const link = linkByTokenHash(ctx.db, sha256Hex(token));
   if (!link || link.revoked_at || Date.parse(link.expires_at) <= ctx.now().getTime()) throw invalidLink();
   const delivery = deliveryById(ctx.db, link.delivery_id);
   if (!delivery || delivery.status !== 'approved') throw invalidLink();
+  if (!featureEnabled(ctx.db, 'client_delivery_links', delivery.organization_id)) throw invalidLink();
   return { link, delivery };
 }
 
@@ -104,13 +111,19 @@ export function clientManifest(ctx: Ctx, access: ClientAccess) {
 
 export interface ClientFile { item: DeliveryItemRow; artifact: ArtifactRow; name: string }
 
-/** The approved file at a position, checked on disk against its approved SHA-256 (410 when it changed or is gone). */
+/** Files verified for client downloads (process-wide, the newest 256). */
+const verifiedDownloads = new VerifiedFiles(256);
+
+/**
+ * The approved file at a position, checked on disk against its approved SHA-256 (410 when it changed
+ * or is gone); hashed again only when the file's stat changed since its last successful check.
+ */
 export async function clientFile(ctx: Ctx, access: ClientAccess, position: string): Promise<ClientFile> {
   const n = /^[1-9]\d{0,5}$/.test(position) ? Number(position) : NaN;
   const item = deliveryItems(ctx.db, access.delivery.id).find((i) => i.position === n);
   if (!item) throw notFound('the delivery has no file at that position');
   const artifact = artifactInProject(ctx.db, access.delivery.project_id, item.artifact_id);
-  const changed = await changedOnDisk(ctx.config.storageDir, artifact, item.artifact_sha256);
+  const changed = await changedOnDisk(ctx.config.storageDir, artifact, item.artifact_sha256, verifiedDownloads);
   if (changed || !artifact) {
     throw new AppError(410, 'delivery_file_changed', `the approved file is no longer available: ${changed ?? 'missing'}`, { position: item.position });
   }

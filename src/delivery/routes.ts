@@ -70,12 +70,12 @@ export function bindDeliveryRoutes(r: Router): void {
   const client = { tags: ['client delivery'], auth: 'none' as const, query: ClientQuery };
   r.get('/api/client/delivery', {
     ...client,
-    summary: 'Without an account: the manifest of the approved delivery a link opens (token in ?token= or x-delivery-token): title, files with name, size, SHA-256 and download path. 401 delivery_link_invalid for an unknown, revoked or expired token.',
+    summary: 'Without an account: the manifest of the approved delivery a link opens (token in ?token= or x-delivery-token): title, files with name, size, SHA-256 and download path. 401 delivery_link_invalid for an unknown, revoked or expired token, and for every link while the client_delivery_links flag is off for the organization.',
   }, ({ ctx, req, query }) => json(200, clientManifest(ctx, accessOfToken(ctx, tokenOf(req, query))), CLIENT_HEADERS));
 
   r.get('/api/client/delivery/files/:position', {
     ...client,
-    summary: 'Without an account: the approved file at a position (Range, ETag = SHA-256); 410 delivery_file_changed when its bytes no longer hash to the approved SHA-256; downloads are counted and audited.',
+    summary: 'Without an account: the approved file at a position (Range, ETag = SHA-256); 410 delivery_file_changed when its bytes no longer hash to the approved SHA-256 (hashed again whenever the file\'s stat changed); 401 as for the manifest; downloads are counted and audited.',
   }, async ({ ctx, req, params, query }): Promise<Reply> => {
     const access = accessOfToken(ctx, tokenOf(req, query));
     const f = await clientFile(ctx, access, params.position);

@@ -1,7 +1,6 @@
 // SQL of deliveries, their items and their client links. Every read names the project (or, for a
 // link found by its token's hash, hands back the delivery it belongs to).
 import type { Db } from '../db/db.ts';
-import type { ArtifactRow } from '../media/store.ts';
 
 export interface DeliveryRow {
   id: string; organization_id: string; workspace_id: string; project_id: string;
@@ -74,12 +73,6 @@ export function deliveriesOfProject(db: Db, projectId: string, f: DeliveryFilter
     `SELECT * FROM deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, projectId, f.status, f.limit, f.offset);
   return { rows, total };
 }
-
-/** An episode's newest cut (a composition artifact). */
-export const newestCutOfEpisode = (db: Db, projectId: string, episodeId: string): ArtifactRow | undefined =>
-  db.get<ArtifactRow>(
-    `SELECT * FROM media_artifacts WHERE project_id = ? AND episode_id = ? AND source = 'composition'
-      ORDER BY created_at DESC, id DESC LIMIT 1`, projectId, episodeId);
 
 export function insertLink(db: Db, l: DeliveryLinkRow): void {
   db.run(

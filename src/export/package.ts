@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../db/db.ts';
 import { AppError, conflict } from '../http/errors.ts';
-import { hashFile, resolveStored } from '../assets/files.ts';
+import { resolveStored, verifyStored } from '../assets/files.ts';
 import { csvRow } from '../audit/export.ts';
 import { dialogueOfShot } from '../scripts/dialogue.ts';
 import { shotById } from '../production/store.ts';
@@ -35,20 +35,21 @@ interface Source { storagePath: string; sha256: string; artifactId: string; posi
 
 /** Copies a stored file into the package and checks the copy's bytes (a changed file is never packaged). */
 async function copyVerified(storageDir: string, dir: string, rel: string, s: Source): Promise<{ size: number; sha256: string }> {
+  const details = { position: s.position, artifactId: s.artifactId, file: s.what };
   let from: string;
   try {
     from = resolveStored(storageDir, s.storagePath);
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
-    throw conflict('export_source_missing', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} is not on disk`, { position: s.position, artifactId: s.artifactId, file: s.what });
+    throw conflict('export_source_missing', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} is not on disk`, details);
   }
-  const to = path.join(dir, rel);
-  await fs.promises.copyFile(from, to, fs.constants.COPYFILE_EXCL);
-  const got = await hashFile(to);
-  if (got.sha256 !== s.sha256) {
-    throw conflict('export_source_changed', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} no longer matches its SHA-256`, { position: s.position, artifactId: s.artifactId, file: s.what });
+  await fs.promises.copyFile(from, path.join(dir, rel), fs.constants.COPYFILE_EXCL);
+  // The copy is what is packaged: it is the one checked (the package folder is its root).
+  const got = await verifyStored(dir, rel, { sha256: s.sha256 });
+  if (got.state !== 'ok') {
+    throw conflict('export_source_changed', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} no longer matches its SHA-256`, details);
   }
-  return got;
+  return { size: got.size!, sha256: got.sha256! };
 }
 
 async function writeText(dir: string, rel: string, text: string): Promise<{ size: number; sha256: string }> {

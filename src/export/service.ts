@@ -1,9 +1,10 @@
 // Export packages of approved deliveries. Writing: the package is built in storage/tmp/export-<id>/
 // (plan.ts decides, package.ts copies, checks and writes), optionally archived as
 // storage/tmp/export-<id>.tar, then renamed into storage/exports/<id>/ (and <id>.tar); only then is
-// the row recorded and audited, in one transaction. Any failure removes what was written, so
-// storage/exports never holds a partial package. One package per delivery version: a repeat answers
-// the recorded one without rewriting it (asking for the archive adds the archive only).
+// the row recorded and audited, in one transaction that reads the delivery again (still approved, at
+// the same version). Any failure removes what was written, so storage/exports never holds a partial
+// package or an unrecorded archive. One package per delivery version: a repeat answers the recorded
+// one without rewriting it (asking for the archive adds the archive only, audited once).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Ctx } from '../context.ts';
@@ -96,6 +97,11 @@ export async function writeExport(ctx: Ctx, body: Infer<typeof ExportWriteBody>)
       total_bytes: facts.files.reduce((n, f) => n + f.size, facts.manifestSize), created_by: ctx.actor.userId, created_at: createdAt,
     };
     const raced = ctx.db.tx(() => {
+      // The delivery may have been withdrawn while the package was written.
+      const current = approvedDelivery(ctx, delivery.id);
+      if (current.version !== delivery.version) {
+        throw conflict('delivery_changed', 'the delivery changed while its package was written; try again', { deliveryId: delivery.id, version: current.version });
+      }
       const other = exportOfVersion(ctx.db, projectId, delivery.id, delivery.version);
       if (other) return other;
       assertProjectWritable(ctx.db, projectId);
@@ -127,24 +133,34 @@ export async function writeExport(ctx: Ctx, body: Infer<typeof ExportWriteBody>)
   }
 }
 
-/** The recorded export, first given its archive when asked for one it does not have yet. */
+/**
+ * The recorded export, first given its archive when asked for one it does not have yet. The archive
+ * is renamed into exports/ inside the transaction that records it, only when this request records it
+ * (two requests at once: one records and audits, the other drops its copy); any failure removes it.
+ */
 async function withArchive(ctx: Ctx, row: ExportRow, wanted: boolean): Promise<Omit<ExportView, 'created'>> {
   if (!wanted || row.archive_path) return viewOf(ctx, row);
   const storageDir = ctx.config.storageDir;
   const folder = packageFolder(storageDir, row);
   const archive = await archiveInTmp(storageDir, folder, row.id, row.created_at);
   const rel = `exports/${row.id}.tar`;
+  const finalTar = path.join(storageDir, rel);
+  let placed = false;
   try {
-    fs.renameSync(archive.tmp, path.join(storageDir, rel));
+    ctx.db.tx(() => {
+      assertProjectWritable(ctx.db, row.project_id);
+      if (setExportArchive(ctx.db, row.id, rel, archive.sha256).changes === 0) return;
+      fs.renameSync(archive.tmp, finalTar);
+      placed = true;
+      record(ctx, { action: 'export.archived', targetType: 'export', targetId: row.id, metadata: { deliveryId: row.delivery_id, archiveSha256: archive.sha256 } });
+    });
   } catch (err) {
-    rmQuiet(archive.tmp);
+    // Rolled back: nothing records this archive.
+    if (placed) rmQuiet(finalTar);
     throw err;
+  } finally {
+    rmQuiet(archive.tmp);
   }
-  ctx.db.tx(() => {
-    assertProjectWritable(ctx.db, row.project_id);
-    setExportArchive(ctx.db, row.id, rel, archive.sha256);
-    record(ctx, { action: 'export.archived', targetType: 'export', targetId: row.id, metadata: { deliveryId: row.delivery_id, archiveSha256: archive.sha256 } });
-  });
   return viewOf(ctx, exportInProject(ctx.db, row.project_id, row.id)!);
 }
 

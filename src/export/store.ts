@@ -16,6 +16,7 @@ export function insertExport(db: Db, e: ExportRow): void {
   db.run(`INSERT INTO exports (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`, ...COLUMNS.map((c) => e[c]));
 }
 
+/** Records the archive of an export that has none yet: `changes` is 0 when another request recorded one first. */
 export const setExportArchive = (db: Db, id: string, archivePath: string, sha256: string) =>
   db.run('UPDATE exports SET archive_path = ?, archive_sha256 = ? WHERE id = ? AND archive_path IS NULL', archivePath, sha256, id);
 

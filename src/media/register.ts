@@ -158,9 +158,9 @@ function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): void {
 
 /**
  * Inside the completing transaction: the artifact rows, the composition of a cut, continuity with
- * neighbouring shots, the reviews the new artifacts re-open (review/reopen.ts), and the storage quota
- * warnings the new files may have caused (`quotas`: the settle's quota context, commercial/quotas.ts
- * quotaContextOf).
+ * neighbouring shots, the reviews the new artifacts re-open (review/reopen.ts; in a savepoint whose
+ * failure is logged and skipped, never failing the job), and the storage quota warnings the new files
+ * may have caused (`quotas`: the settle's quota context, commercial/quotas.ts quotaContextOf).
  */
 export function registerArtifacts(
   ctx: Ctx, job: JobRow, rows: ArtifactRow[], composition: CompositionDraft | null, at: string, quotas: QuotaContext,
@@ -180,5 +180,12 @@ export function registerArtifacts(
     };
     insertComposition(ctx.db, c);
   }
-  reopenReviews(ctx, rows, composition && cut ? { artifact: cut, episodeId: composition.episodeId } : null, at);
+  // In a savepoint of its own: a failing re-open must not roll back the job's completion (the job would
+  // be retried and generate its media again, maybe on a paid connector). Skipping it is safe: the
+  // reviews stay on the older artifact, so delivery approval reports the new one as not approved.
+  try {
+    ctx.db.tx(() => reopenReviews(ctx, rows, composition && cut ? { artifact: cut, episodeId: composition.episodeId } : null, at));
+  } catch (err) {
+    ctx.log.error('re-opening reviews failed; the job completes without it', { jobId: job.id, err });
+  }
 }

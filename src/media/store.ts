@@ -62,8 +62,8 @@ export function artifactsOfProject(db: Db, projectId: string, f: ArtifactFilter)
      ORDER BY created_at DESC, id DESC LIMIT ?6`, projectId, f.shotId, f.jobId, f.episodeId, f.kind, f.limit);
 }
 
-/** A shot's newest generated artifact of a kind. */
-const newestGeneratedOfShot = (db: Db, projectId: string, shotId: string, kind: ArtifactRow['kind']) =>
+/** A shot's newest generated artifact of a kind: the one the shot is represented by for that kind (its cut, reviews). */
+export const newestGeneratedOfShot = (db: Db, projectId: string, shotId: string, kind: ArtifactRow['kind']): ArtifactRow | undefined =>
   db.get<ArtifactRow>(
     `SELECT * FROM media_artifacts WHERE project_id = ? AND shot_id = ? AND kind = ? AND source = 'generation'
       ORDER BY created_at DESC, id DESC LIMIT 1`, projectId, shotId, kind);
@@ -76,6 +76,15 @@ export const chosenVideoOfShot = (db: Db, projectId: string, shotId: string) => 
 
 /** The voice line a shot carries in its episode's cut: its newest generated audio artifact (a `tts` job bound to the shot). */
 export const chosenVoiceOfShot = (db: Db, projectId: string, shotId: string) => newestGeneratedOfShot(db, projectId, shotId, 'audio');
+
+/**
+ * An episode's newest cut, the one QA, reviews and deliveries take: the artifact of the episode's
+ * newest composition (by created_at, then id).
+ */
+export const newestCutOfEpisode = (db: Db, projectId: string, episodeId: string): ArtifactRow | undefined =>
+  db.get<ArtifactRow>(
+    `SELECT a.* FROM media_compositions c JOIN media_artifacts a ON a.id = c.artifact_id AND a.project_id = c.project_id
+      WHERE c.project_id = ? AND c.episode_id = ? ORDER BY c.created_at DESC, c.id DESC LIMIT 1`, projectId, episodeId);
 
 export const compositionOfArtifact = (db: Db, projectId: string, artifactId: string) =>
   db.get<CompositionRow>('SELECT * FROM media_compositions WHERE project_id = ? AND artifact_id = ?', projectId, artifactId);

@@ -1,7 +1,8 @@
-// A QA run decides the gates of the workflow runs it fully covers: runs of the project whose jobs
-// have all completed (awaiting_qa, or completed/failed with gates still pending) and every one of
-// whose artifacts this QA run checked. Each PENDING gate becomes passed when no blocking check
-// failed on the run's artifacts, else failed; a gate a person already decided is left as it is.
+// A QA run decides the BLOCKING gates of the workflow runs it fully covers: runs of the project whose
+// jobs have all completed (awaiting_qa, or completed/failed with a blocking gate still pending) and
+// every one of whose artifacts this QA run checked. Each pending blocking gate becomes passed when no
+// blocking check failed on the run's artifacts, else failed; a gate a person already decided is left
+// as it is, and non-blocking gates are never decided here (they wait for a person).
 // The decision goes through the workflow's own gate code (same audit, workflow.gate_decided, with
 // the QA run's id), inside the QA run's transaction.
 import type { Ctx } from '../context.ts';
@@ -10,13 +11,13 @@ import { gatesOfRuns, runInProject } from '../workflows/store.ts';
 
 export interface GateDecided { workflowRunId: string; gateKey: string; status: 'passed' | 'failed'; runStatus: string }
 
-/** Workflow runs with a pending gate whose jobs have all completed, with the artifacts their jobs registered. */
+/** Workflow runs with a pending blocking gate whose jobs have all completed, with the artifacts their jobs registered. */
 function candidates(ctx: Ctx, projectId: string): Array<{ id: string; artifactIds: string[] }> {
   const rows = ctx.db.all<{ id: string; artifact_ids: string | null }>(
     `SELECT r.id, (SELECT json_group_array(a.id) FROM workflow_run_steps st JOIN media_artifacts a ON a.job_id = st.job_id WHERE st.run_id = r.id) AS artifact_ids
        FROM workflow_runs r
       WHERE r.project_id = ? AND r.mode = 'queue' AND r.status IN (SELECT value FROM json_each(?))
-        AND EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.status = 'pending')
+        AND EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND g.status = 'pending')
       ORDER BY r.created_at, r.id`, projectId, JSON.stringify(GATE_READY));
   return rows.map((r) => ({ id: r.id, artifactIds: JSON.parse(r.artifact_ids ?? '[]') as string[] }));
 }
@@ -29,7 +30,7 @@ export function decideGatesAfterQa(ctx: Ctx, projectId: string, qaRunId: string,
     const failing = c.artifactIds.filter((id) => failed.has(id));
     const status = failing.length ? 'failed' : 'passed';
     const note = failing.length ? `QA run ${qaRunId}: blocking checks failed on ${failing.join(', ')}` : `QA run ${qaRunId}: no blocking check failed`;
-    for (const gate of gatesOfRuns(ctx.db, [c.id]).filter((g) => g.status === 'pending')) {
+    for (const gate of gatesOfRuns(ctx.db, [c.id]).filter((g) => g.blocking === 1 && g.status === 'pending')) {
       const run = runInProject(ctx.db, projectId, c.id)!;
       const after = applyGateDecision(ctx, run, gate, status, note, { qaRunId });
       out.push({ workflowRunId: c.id, gateKey: gate.gate_key, status, runStatus: after.run.status });

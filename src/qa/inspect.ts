@@ -8,7 +8,7 @@
 // `audio`, `loudness`, `true_peak`. When the file is missing or its bytes changed, `evidence` fails
 // and nothing else is measured (the measures would describe other bytes).
 import type { Ctx } from '../context.ts';
-import { hashFile, resolveStored } from '../assets/files.ts';
+import { verifyStored, type Verified } from '../assets/files.ts';
 import { detectComposite } from '../media/collage.ts';
 import { parseFrameRate } from '../media/compose.ts';
 import { measureContinuity, neighbourShots } from '../media/register.ts';
@@ -42,42 +42,36 @@ function judged(key: CheckKey, ok: boolean, measured: unknown, expected: unknown
   return { key, blocking: BLOCKING[key], result: ok ? 'pass' : BLOCKING[key] ? 'fail' : 'warn', measured, expected, message, timeCodeMs };
 }
 
-interface FileState { exists: boolean; sha256: string | null; size: number | null }
-
-async function fileState(storageDir: string, rel: string | null): Promise<FileState & { abs: string | null }> {
-  if (!rel) return { exists: false, sha256: null, size: null, abs: null };
-  try {
-    const abs = resolveStored(storageDir, rel);
-    const { sha256, size } = await hashFile(abs);
-    return { exists: true, sha256, size, abs };
-  } catch {
-    return { exists: false, sha256: null, size: null, abs: null };
-  }
+/** A stored file against its registered hash (and size); a missing path or hash is never intact. */
+async function fileState(storageDir: string, rel: string | null, sha256: string | null, size?: number): Promise<Verified> {
+  if (!rel || !sha256) return { state: 'missing', abs: null, sha256: null, size: null, fromCache: false };
+  return verifyStored(storageDir, rel, { sha256, size });
 }
 
-const frameOk = (f: FileState, sha: string | null) => f.exists && f.sha256 === sha;
+const present = (f: Verified) => f.state === 'ok' || f.state === 'changed';
 
 /** Evidence: the file is there with its registered bytes; a video's stored first and last frames too. */
 async function evidence(ctx: Ctx, a: ArtifactRow) {
-  const file = await fileState(ctx.config.storageDir, a.storage_path);
+  const file = await fileState(ctx.config.storageDir, a.storage_path, a.content_sha256, a.file_size);
   const isVideo = a.kind === 'video';
-  const first = isVideo ? await fileState(ctx.config.storageDir, a.first_frame_path) : null;
-  const last = isVideo ? await fileState(ctx.config.storageDir, a.last_frame_path) : null;
-  const intact = file.exists && file.sha256 === a.content_sha256 && file.size === a.file_size;
-  const framesOk = !isVideo || (frameOk(first!, a.first_frame_sha256) && frameOk(last!, a.last_frame_sha256));
+  const first = isVideo ? await fileState(ctx.config.storageDir, a.first_frame_path, a.first_frame_sha256) : null;
+  const last = isVideo ? await fileState(ctx.config.storageDir, a.last_frame_path, a.last_frame_sha256) : null;
+  const intact = file.state === 'ok';
+  const firstOk = first?.state === 'ok';
+  const lastOk = last?.state === 'ok';
+  const framesOk = !isVideo || (firstOk && lastOk);
   const problems = [
-    !file.exists && 'the file is missing', file.exists && !intact && 'the file\'s bytes changed since registration',
-    isVideo && !frameOk(first!, a.first_frame_sha256) && 'the first frame is missing or changed',
-    isVideo && !frameOk(last!, a.last_frame_sha256) && 'the last frame is missing or changed',
+    !present(file) && 'the file is missing', present(file) && !intact && 'the file\'s bytes changed since registration',
+    isVideo && !firstOk && 'the first frame is missing or changed',
+    isVideo && !lastOk && 'the last frame is missing or changed',
   ].filter(Boolean);
   const measured = {
-    fileExists: file.exists, sha256: file.sha256, size: file.size,
-    ...(isVideo ? { firstFrameIntact: frameOk(first!, a.first_frame_sha256), lastFrameIntact: frameOk(last!, a.last_frame_sha256) } : {}),
+    fileExists: present(file), sha256: file.sha256, size: file.size,
+    ...(isVideo ? { firstFrameIntact: firstOk, lastFrameIntact: lastOk } : {}),
   };
   const check = judged('evidence', intact && framesOk, measured, { sha256: a.content_sha256, size: a.file_size },
     problems.length ? problems.join('; ') : 'file and frames match their registered SHA-256');
-  const usable = (f: (FileState & { abs: string | null }) | null, sha: string | null) => (f && frameOk(f, sha) ? f.abs : null);
-  return { check, intact, abs: file.abs, first: usable(first, a.first_frame_sha256), last: usable(last, a.last_frame_sha256) };
+  return { check, intact, abs: file.abs, first: firstOk ? first!.abs : null, last: lastOk ? last!.abs : null };
 }
 
 /** Width and height compared by cross-multiplication, 1% slack (odd sizes rounded by encoders). */

@@ -5,7 +5,7 @@ import { notFound } from '../http/errors.ts';
 import { pageWindow } from '../http/validate.ts';
 import type { Permission } from '../tenancy/roles.ts';
 import { presentRun, presentRunSummary } from './present.ts';
-import { runQa, MAX_ARTIFACTS } from './run.ts';
+import { closedSignal, runQa, MAX_ARTIFACTS } from './run.ts';
 import { QaRunBody, QaRunListQuery } from './schema.ts';
 import { presentSpec, putSpec, specOf, SpecBody } from './spec.ts';
 import { countRuns, runInProject, runsOfProject } from './store.ts';
@@ -27,9 +27,10 @@ export function bindQaRoutes(r: Router): void {
 
   r.post('/api/production/qa/run', {
     ...base, permission: 'qa:review', body: QaRunBody, response: { status: 201, description: 'the QA run with its checks' },
-    summary: `Measure and check the artifacts of a shot, an episode, the project or a chosen set (at most ${MAX_ARTIFACTS}); decides the gates of the workflow runs it covers.`,
-  }, async ({ ctx, body }) => {
-    const { run, gates } = await runQa(ctx, body);
+    summary: `Measure and check the artifacts of a shot, an episode, the project or a chosen set (at most ${MAX_ARTIFACTS}); decides the blocking gates of the workflow runs it covers.`,
+  }, async ({ ctx, body, res }) => {
+    // A client that goes away stops the measuring (499, nothing written).
+    const { run, gates } = await runQa(ctx, body, closedSignal(res));
     return json(201, presentRun(ctx.db, run, gates));
   });
 

@@ -1,28 +1,90 @@
-// A QA run: pick the artifacts of the target, measure them (at most MEASURE_PARALLEL at once,
-// outside any transaction), then write the run and all its checks in ONE transaction, decide the
-// gates of the workflow runs it covers (gates.ts) and audit qa.run_completed.
+// A QA run: pick the artifacts of the target, measure them (at most MEASURE_PARALLEL files at once in
+// the whole process, whatever the number of runs, outside any transaction), then write the run and
+// all its checks in ONE transaction, decide the blocking gates of the workflow runs it covers
+// (gates.ts) and audit qa.run_completed. When the client goes away (the request's signal aborts),
+// measuring stops (ffmpeg is killed, waiting files are dropped) and nothing is written.
+import type { ServerResponse } from 'node:http';
 import type { Ctx } from '../context.ts';
-import { validationFailed } from '../http/errors.ts';
+import { AppError, validationFailed } from '../http/errors.ts';
 import type { Infer } from '../http/validate.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { assertProjectWritable } from '../tenancy/guard.ts';
 import { projectById } from '../tenancy/store.ts';
 import { episodeById, episodesOfProject, shotById, shotsOfProject } from '../production/store.ts';
-import { artifactInProject, artifactsOfProject, chosenVideoOfShot, chosenVoiceOfShot, type ArtifactRow } from '../media/store.ts';
+import { artifactInProject, artifactsOfProject, chosenVideoOfShot, chosenVoiceOfShot, newestCutOfEpisode, type ArtifactRow } from '../media/store.ts';
 import { MediaToolError } from '../media/ffmpeg.ts';
 import { withoutPaths } from '../media/register.ts';
 import { inspectArtifact, type CheckDraft } from './inspect.ts';
 import { decideGatesAfterQa, type GateDecided } from './gates.ts';
 import { specOf } from './spec.ts';
-import { insertCheck, insertRun, newestCutOfEpisode, type QaRunRow } from './store.ts';
+import { insertCheck, insertRun, type QaRunRow } from './store.ts';
 import { worstOf } from './verdict.ts';
 import type { QaRunBody } from './schema.ts';
 
 /** Most artifacts one QA run measures (a project larger than this is checked episode by episode). */
 export const MAX_ARTIFACTS = 200;
-/** Files measured at once: each measure is an ffmpeg process. */
+/** Files measured at once by the whole process (all QA runs together): each measure is an ffmpeg process. */
 export const MEASURE_PARALLEL = 2;
+
+/** At most `limit` holders at once; the others wait in order, and a waiter whose signal aborts leaves the line. */
+class Slots {
+  private free: number;
+  private readonly waiting: Array<() => void> = [];
+  constructor(limit: number) {
+    this.free = limit;
+  }
+
+  async run<T>(fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    await this.acquire(signal);
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+
+  private acquire(signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        const i = this.waiting.indexOf(grant);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal!.reason);
+      };
+      const grant = () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      this.waiting.push(grant);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Hands the slot to the first waiter, else frees it. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.free++;
+  }
+}
+
+/** The one limiter of every QA run of this process. */
+const measureSlots = new Slots(MEASURE_PARALLEL);
+
+const clientGone = () => new AppError(499, 'client_closed_request', 'the client closed the connection before the QA run finished; nothing was written');
+
+/** Aborts when the connection closes before the response was sent (the client went away). */
+export function closedSignal(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  if (res.destroyed) ac.abort(clientGone());
+  else res.once('close', () => { if (!res.writableFinished) ac.abort(clientGone()); });
+  return ac.signal;
+}
 
 type Target = Pick<QaRunRow, 'target_kind' | 'target_id'>;
 
@@ -91,7 +153,9 @@ async function mapLimit<T, U>(items: readonly T[], limit: number, fn: (item: T) 
 }
 
 /** A measurement that could not run (ffmpeg refused the file): the evidence is not usable. */
-function unmeasurable(err: unknown): CheckDraft[] {
+function unmeasurable(err: unknown, signal?: AbortSignal): CheckDraft[] {
+  // Stopped because the client went away: not a finding about the file.
+  if (signal?.aborted) throw clientGone();
   // No ffmpeg on this server is the server's problem, not the file's.
   if (err instanceof MediaToolError && err.reason === 'missing') throw err;
   const reason = withoutPaths(err instanceof Error ? err.message : String(err));
@@ -100,12 +164,15 @@ function unmeasurable(err: unknown): CheckDraft[] {
 
 export interface QaRunResult { run: QaRunRow; gates: GateDecided[] }
 
-export async function runQa(ctx: Ctx, body: Infer<typeof QaRunBody>): Promise<QaRunResult> {
+/** Measures and records a QA run; with `signal` (closedSignal of the request), a client that goes away stops it (499, nothing written). */
+export async function runQa(ctx: Ctx, body: Infer<typeof QaRunBody>, signal?: AbortSignal): Promise<QaRunResult> {
   const projectId = ctx.scope.projectId!;
   const { target, artifacts } = pickArtifacts(ctx, body);
   const { spec } = specOf(ctx.db, projectId);
   const startedAt = ctx.now().toISOString();
-  const drafts = await mapLimit(artifacts, MEASURE_PARALLEL, (a) => inspectArtifact(ctx, a, spec).catch(unmeasurable));
+  const drafts = await mapLimit(artifacts, MEASURE_PARALLEL,
+    (a) => measureSlots.run(() => inspectArtifact(ctx, a, spec, signal), signal).catch((err) => unmeasurable(err, signal)));
+  if (signal?.aborted) throw clientGone();
   const project = projectById(ctx.db, projectId)!;
   const runId = newId('qar');
   const all = drafts.flat();

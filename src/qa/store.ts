@@ -1,6 +1,5 @@
 // SQL of QA runs and their checks. Every read names the project.
 import type { Db } from '../db/db.ts';
-import type { ArtifactRow } from '../media/store.ts';
 
 export interface QaRunRow {
   id: string; organization_id: string; workspace_id: string; project_id: string; target_kind: 'shot' | 'episode' | 'project' | 'artifacts';
@@ -56,9 +55,3 @@ export const newestRunOfArtifact = (db: Db, projectId: string, artifactId: strin
 
 export const checksOfArtifactInRun = (db: Db, runId: string, artifactId: string, sha256: string) =>
   db.all<QaCheckRow>('SELECT * FROM qa_checks WHERE run_id = ? AND artifact_id = ? AND artifact_sha256 = ? ORDER BY position', runId, artifactId, sha256);
-
-/** An episode's newest cut (a composition artifact). */
-export const newestCutOfEpisode = (db: Db, projectId: string, episodeId: string) =>
-  db.get<ArtifactRow>(
-    `SELECT * FROM media_artifacts WHERE project_id = ? AND episode_id = ? AND source = 'composition' AND kind = 'video'
-      ORDER BY created_at DESC, id DESC LIMIT 1`, projectId, episodeId);

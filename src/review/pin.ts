@@ -1,6 +1,8 @@
 // Where a comment is pinned on the artifact under review, checked against its evidence:
-//   video  a time code or a frame number is required (either, or both when they name the same frame);
-//          the other is derived at the artifact's frame rate (frame = floor(t x rate), time = frame / rate);
+//   video  a time code or a frame number is required (either, or both when they name the same frame:
+//          frameAt(t) = frame exactly); the other is derived at the artifact's frame rate
+//          (frame = floor(t x rate); time = ceil(frame / rate) in ms, the first whole millisecond
+//          inside the frame, so that frameAt(timeCodeOf(n)) = n);
 //          time code 0 <= t < duration, frame 0 <= n < frame count; a rectangle is allowed;
 //   audio  a time code is required (0 <= t < duration); no frame, no rectangle;
 //   image  no time code; frame 0 only (its one frame); a rectangle is allowed;
@@ -17,6 +19,17 @@ export interface Pin {
 }
 
 const EPSILON = 1e-9;
+
+export interface FrameRate { num: number; den: number }
+
+/** The frame shown at a time code (ms): floor(t x rate). */
+export const frameAt = (rate: FrameRate, ms: number): number => Math.floor((ms * rate.num) / (1000 * rate.den) + EPSILON);
+
+/**
+ * The time code (ms) of a frame: the first whole millisecond inside it (ceil, not round: a rounded
+ * time code can fall before the frame starts, e.g. frame 2 at 24 fps starts at 83.33 ms).
+ */
+export const timeCodeOf = (rate: FrameRate, frame: number): number => Math.ceil((frame * 1000 * rate.den) / rate.num);
 
 type PinArtifact = Pick<ArtifactRow, 'kind' | 'duration_ms' | 'frame_count' | 'frame_rate'>;
 
@@ -54,12 +67,12 @@ export function pinOf(a: PinArtifact, input: CommentInput): Pin {
     const rate = parseFrameRate(a.frame_rate ?? '');
     if (!rate) throw validationFailed({ timeCodeMs: 'the artifact has no known frame rate to place the comment with' });
     const lastFrame = a.frame_count === null ? Number.MAX_SAFE_INTEGER : a.frame_count - 1;
-    const frameAt = (ms: number) => Math.min(Math.floor((ms * rate.num) / (1000 * rate.den) + EPSILON), lastFrame);
-    if (timeCodeMs !== null && frame !== null && Math.abs(frameAt(timeCodeMs) - frame) > 1) {
-      throw validationFailed({ frame: `names another place than timeCodeMs (frame ${frameAt(timeCodeMs)} is shown at ${timeCodeMs} ms)` });
+    const shownAt = (ms: number) => Math.min(frameAt(rate, ms), lastFrame);
+    if (timeCodeMs !== null && frame !== null && shownAt(timeCodeMs) !== frame) {
+      throw validationFailed({ frame: `names another place than timeCodeMs (frame ${shownAt(timeCodeMs)} is shown at ${timeCodeMs} ms)` });
     }
-    if (frame === null) frame = frameAt(timeCodeMs!);
-    if (timeCodeMs === null) timeCodeMs = Math.round((frame * 1000 * rate.den) / rate.num);
+    if (frame === null) frame = shownAt(timeCodeMs!);
+    if (timeCodeMs === null) timeCodeMs = timeCodeOf(rate, frame);
   }
   return { timeCodeMs, frame, rect: input.rect ?? null };
 }

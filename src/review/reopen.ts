@@ -8,9 +8,9 @@
 import type { Ctx } from '../context.ts';
 import { record } from '../audit/service.ts';
 import { notify } from '../notifications/service.ts';
-import type { ArtifactRow } from '../media/store.ts';
+import { newestGeneratedOfShot, type ArtifactRow } from '../media/store.ts';
 import { reviewLink } from './service.ts';
-import { cutReviewsBefore, decidersOn, newestOfShot, shotReviewsBefore, updateReviewState, type ReviewRow } from './store.ts';
+import { cutReviewsBefore, decidersOn, shotReviewsBefore, updateReviewState, type ReviewRow } from './store.ts';
 
 function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: string): void {
   const next: ReviewRow = {
@@ -44,7 +44,7 @@ export function reopenReviews(ctx: Ctx, rows: readonly ArtifactRow[], cut: { art
     const key = `${row.shot_id}\u0000${row.kind}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const current = newestOfShot(ctx.db, row.project_id, row.shot_id, row.kind);
+    const current = newestGeneratedOfShot(ctx.db, row.project_id, row.shot_id, row.kind);
     if (!current || !rows.some((r) => r.id === current.id)) continue;
     for (const review of shotReviewsBefore(ctx.db, row.project_id, row.shot_id, row.kind, current.id)) moveReview(ctx, review, current, at);
   }

@@ -12,12 +12,12 @@ import { pageWindow } from '../http/validate.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { notify } from '../notifications/service.ts';
-import { artifactInProject, compositionOfArtifact, type ArtifactRow } from '../media/store.ts';
+import { artifactInProject, compositionOfArtifact, newestCutOfEpisode, newestGeneratedOfShot, type ArtifactRow } from '../media/store.ts';
 import { episodeById, shotById } from '../production/store.ts';
 import type { CommentInput, DecisionInput, ReviewCreate, ReviewListFilter } from './schema.ts';
 import { pinOf } from './pin.ts';
 import {
-  activeReviewOfArtifact, insertComment, insertDecision, insertReview, newestCutOfEpisode, newestOfShot, reviewInProject,
+  activeReviewOfArtifact, insertComment, insertDecision, insertReview, reviewInProject,
   reviewsOfProject, updateReviewState, type CommentRow, type DecisionRow, type ReviewRow,
 } from './store.ts';
 
@@ -39,7 +39,8 @@ function targetOf(ctx: Ctx, a: ArtifactRow): Target {
   if (a.shot_id && a.source === 'generation') {
     const shot = shotById(ctx.db, projectId, a.shot_id);
     return {
-      kind: 'shot', episodeId: shot?.episode_id ?? a.episode_id, shotId: a.shot_id, current: newestOfShot(ctx.db, projectId, a.shot_id, a.kind),
+      kind: 'shot', episodeId: shot?.episode_id ?? a.episode_id, shotId: a.shot_id,
+      current: newestGeneratedOfShot(ctx.db, projectId, a.shot_id, a.kind),
       title: `${a.kind[0].toUpperCase()}${a.kind.slice(1)} of shot ${shot ? `"${shot.title}"` : a.shot_id}`,
     };
   }

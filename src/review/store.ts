@@ -1,7 +1,6 @@
 // SQL of reviews, their comments and decisions. Every read names the project (a review's comments and
 // decisions are reached through a review of the project). Decisions are immutable (a trigger).
 import type { Db, Param } from '../db/db.ts';
-import type { ArtifactRow } from '../media/store.ts';
 
 export const REVIEW_STATUSES = ['open', 'changes_requested', 'approved', 'reopened', 'withdrawn'] as const;
 export type ReviewStatus = (typeof REVIEW_STATUSES)[number];
@@ -94,18 +93,6 @@ export const cutReviewsBefore = (db: Db, projectId: string, episodeId: string, a
   db.all<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND target_kind = 'cut' AND episode_id = ?
       AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id`, projectId, episodeId, artifactId);
-
-/** The artifact a shot is represented by for a kind: its newest generated one (as media/store.ts chooses a shot's video). */
-export const newestOfShot = (db: Db, projectId: string, shotId: string, kind: string) =>
-  db.get<ArtifactRow>(
-    `SELECT * FROM media_artifacts WHERE project_id = ? AND shot_id = ? AND kind = ? AND source = 'generation'
-      ORDER BY created_at DESC, id DESC LIMIT 1`, projectId, shotId, kind);
-
-/** The episode's newest cut. */
-export const newestCutOfEpisode = (db: Db, projectId: string, episodeId: string) =>
-  db.get<ArtifactRow>(
-    `SELECT a.* FROM media_compositions c JOIN media_artifacts a ON a.id = c.artifact_id
-      WHERE c.project_id = ? AND c.episode_id = ? ORDER BY c.created_at DESC, c.rowid DESC LIMIT 1`, projectId, episodeId);
 
 /** Who decided on an artifact under the review (distinct, in order). */
 export const decidersOn = (db: Db, reviewId: string, artifactId: string) =>

@@ -10,7 +10,7 @@ import { organizationById } from '../tenancy/store.ts';
 export const FEATURE_FLAGS = {
   client_delivery_links: {
     default: true,
-    description: 'Client delivery links: approved deliveries can be shared with a token link that downloads without an account (off: 409 feature_disabled on link creation; existing links keep working until revoked or expired).',
+    description: 'Client delivery links: approved deliveries can be shared with a token link that downloads without an account (off, a kill switch: 409 feature_disabled on link creation, and existing links answer 401 like an unknown token until it is on again).',
   },
   workflow_queue_mode: {
     default: true,
