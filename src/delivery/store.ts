@@ -1,5 +1,6 @@
 // SQL of deliveries, their items and their client links. Every read names the project (or, for a
 // link found by its token's hash, hands back the delivery it belongs to).
+import { newestPageOfProject } from '../db/page.ts';
 import type { Db } from '../db/db.ts';
 
 export interface DeliveryRow {
@@ -67,11 +68,7 @@ export interface DeliveryFilter { status: string | null; limit: number; offset: 
 
 /** Newest first. */
 export function deliveriesOfProject(db: Db, projectId: string, f: DeliveryFilter): { rows: DeliveryRow[]; total: number } {
-  const where = 'project_id = ?1 AND (?2 IS NULL OR status = ?2)';
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM deliveries WHERE ${where}`, projectId, f.status)!.n;
-  const rows = db.all<DeliveryRow>(
-    `SELECT * FROM deliveries WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, projectId, f.status, f.limit, f.offset);
-  return { rows, total };
+  return newestPageOfProject<DeliveryRow>(db, 'deliveries', projectId, f.status, f.limit, f.offset);
 }
 
 export function insertLink(db: Db, l: DeliveryLinkRow): void {

@@ -1,4 +1,5 @@
 // SQL of export packages: one row per delivery version, every read naming the project.
+import { newestPageOfProject } from '../db/page.ts';
 import type { Db } from '../db/db.ts';
 
 export interface ExportRow {
@@ -30,9 +31,5 @@ export interface ExportFilter { deliveryId: string | null; limit: number; offset
 
 /** Newest first. */
 export function exportsOfProject(db: Db, projectId: string, f: ExportFilter): { rows: ExportRow[]; total: number } {
-  const where = 'project_id = ?1 AND (?2 IS NULL OR delivery_id = ?2)';
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM exports WHERE ${where}`, projectId, f.deliveryId)!.n;
-  const rows = db.all<ExportRow>(
-    `SELECT * FROM exports WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, projectId, f.deliveryId, f.limit, f.offset);
-  return { rows, total };
+  return newestPageOfProject<ExportRow>(db, 'exports', projectId, f.deliveryId, f.limit, f.offset);
 }

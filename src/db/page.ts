@@ -1,0 +1,14 @@
+// One page of a project's records, newest first (created_at, then id), optionally narrowed by one
+// column's value, with the total: the list shape of deliveries and exports.
+import type { Db } from './db.ts';
+
+/** Tables and the one column each list may filter by (names are never taken from input). */
+const FILTERABLE = { deliveries: 'status', exports: 'delivery_id' } as const;
+type Table = keyof typeof FILTERABLE;
+
+export function newestPageOfProject<T>(db: Db, table: Table, projectId: string, value: string | null, limit: number, offset: number): { rows: T[]; total: number } {
+  const where = `project_id = ?1 AND (?2 IS NULL OR ${FILTERABLE[table]} = ?2)`;
+  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE ${where}`, projectId, value)!.n;
+  const rows = db.all<T>(`SELECT * FROM ${table} WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?3 OFFSET ?4`, projectId, value, limit, offset);
+  return { rows, total };
+}
