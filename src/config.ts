@@ -35,6 +35,8 @@ export interface ConfigValues {
   sessionIdleMinutes: number;
   sessionAbsoluteHours: number;
   mfaEncryptionKey: string;
+  oidcStorageKey: string;
+  oidcRedirectUri: string;
   scryptLogN: number;
   loginMaxFailuresPerEmail: number;
   loginMaxFailuresPerAddress: number;
@@ -72,6 +74,8 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'sessionIdleMinutes', env: 'SVC_SESSION_IDLE_MINUTES', kind: 'int', default: '720', min: 1, max: 525600, doc: 'A session unused for this long expires (12 hours).' },
   { key: 'sessionAbsoluteHours', env: 'SVC_SESSION_ABSOLUTE_HOURS', kind: 'int', default: '168', min: 1, max: 8760, doc: 'A session expires this long after login whatever its use (7 days).' },
   { key: 'mfaEncryptionKey', env: 'SVC_MFA_ENCRYPTION_KEY', kind: 'string', default: '', secret: true, doc: 'Key of the AES-256-GCM encryption of TOTP secrets: 32 bytes as 64 hex or base64 characters, or a passphrase of at least 16 characters (stretched with scrypt). Unset: a built-in development key, warned about at start. Never unset in production.' },
+  { key: 'oidcStorageKey', env: 'SVC_OIDC_STORAGE_KEY', kind: 'string', default: '', secret: true, doc: 'Key of the AES-256-GCM encryption of single sign-on flow states (OIDC state, nonce and PKCE verifier; SAML request ids and relay state): 32 bytes as 64 hex or base64 characters, or a passphrase of at least 16 characters. Unset: a built-in development key, warned about at start. Never unset in production.' },
+  { key: 'oidcRedirectUri', env: 'SVC_OIDC_REDIRECT_URI', kind: 'string', default: '', doc: 'Redirect URI registered at OpenID providers; default `{base_url}/api/auth/sso/callback`.' },
   { key: 'scryptLogN', env: 'SVC_SCRYPT_LOG_N', kind: 'int', default: '17', min: 4, max: 20, doc: 'log2 of the scrypt cost N for new password hashes (OWASP: 17, i.e. N=2^17, r=8, p=1). Lower only for tests.' },
   { key: 'loginMaxFailuresPerEmail', env: 'SVC_LOGIN_MAX_FAILURES_PER_EMAIL', kind: 'int', default: '10', min: 1, max: 100000, doc: 'Failed logins allowed per e-mail address within the window before 429 `rate_limited`.' },
   { key: 'loginMaxFailuresPerAddress', env: 'SVC_LOGIN_MAX_FAILURES_PER_ADDRESS', kind: 'int', default: '30', min: 1, max: 100000, doc: 'Failed logins allowed per client address within the window before 429 `rate_limited`.' },
