@@ -11,7 +11,7 @@ import { syncBuiltinTemplates } from './workflows/builtin.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp, type App } from './app.ts';
 import { dummyHash } from './auth/password.ts';
-import { mfaKey } from './identity/mfa/crypto.ts';
+import { mfaKey, ssoStorageKey } from './identity/mfa/crypto.ts';
 import { startDeliveryLoop } from './notifications/delivery.ts';
 import { startWorkerThread, type WorkerHost } from './worker/host.ts';
 import { stopManualRuns } from './jobs/service.ts';
@@ -38,8 +38,10 @@ const WORKER_GRACE_MS = 6_000;
 
 /** Starts the service; the caller prints the listening line and wires signals (see cli/serve.ts). */
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
-  // A bad SVC_MFA_ENCRYPTION_KEY stops the start (before anything is opened), the development key is warned about.
+  // A bad SVC_MFA_ENCRYPTION_KEY or SVC_OIDC_STORAGE_KEY stops the start (before anything is opened); the
+  // development keys are warned about.
   const key = mfaKey(config);
+  const ssoKey = ssoStorageKey(config);
   prepareDirectories(config);
   const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
   const m = migrate(db);
@@ -51,6 +53,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   }
   if (key.source === 'development') {
     log.warn('SVC_MFA_ENCRYPTION_KEY is not set: TOTP secrets are encrypted with the built-in development key, which is public. NEVER run production like this; set a 32-byte key (64 hex or base64 characters) or a long passphrase.');
+  }
+  if (ssoKey.source === 'development') {
+    log.warn('SVC_OIDC_STORAGE_KEY is not set: single sign-on flow states are encrypted with the built-in development key, which is public. Set a 32-byte key (64 hex or base64 characters) or a long passphrase before enabling sign-in providers in production.');
   }
   const app = createApp({ config, db, log });
   // Logins with unknown e-mail addresses are checked against a dummy hash; have it ready before

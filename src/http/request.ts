@@ -65,3 +65,12 @@ export function requestOrigin(req: IncomingMessage, config: Config): string | nu
 export function frontendBase(req: IncomingMessage, config: Config): string {
   return config.frontendOrigin || config.publicUrl || requestOrigin(req, config) || 'http://localhost';
 }
+
+/** An application/x-www-form-urlencoded body (415 for another type; 413 over the limit). */
+export async function readForm(req: IncomingMessage, limit: number): Promise<URLSearchParams> {
+  const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (type !== 'application/x-www-form-urlencoded') {
+    throw new AppError(415, 'unsupported_media_type', 'request body must be application/x-www-form-urlencoded');
+  }
+  return new URLSearchParams((await readBody(req, limit)).toString('utf8'));
+}

@@ -1,5 +1,5 @@
-// The identity control plane, read in one place: the policy, the sign-in providers (OIDC and SAML come
-// with the single sign-on issue; secrets only ever as references), the SCIM directories, and counts.
+// The identity control plane, read in one place: the policy, the sign-in providers (password, OIDC
+// and SAML; secrets and certificates only ever as *Ref variable names), the SCIM directories, and counts.
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../context.ts';
 import { requireSystemAdmin } from '../http/errors.ts';
@@ -8,6 +8,8 @@ import { listDirectoriesOf } from '../scim/directories.ts';
 import { presentDirectory } from '../scim/present.ts';
 import { directoryUserCounts } from '../scim/store.ts';
 import { serviceOrigin } from '../scim/admin.ts';
+import { presentProvider } from '../identity/sso/present.ts';
+import { identityCounts, listProviders } from '../identity/sso/store.ts';
 
 export function identityOverview(ctx: Ctx, req: IncomingMessage) {
   requireSystemAdmin(ctx);
@@ -20,14 +22,18 @@ export function identityOverview(ctx: Ctx, req: IncomingMessage) {
   const sessions = db.get<{ n: number }>('SELECT count(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > ?', now)!.n;
   const directories = listDirectoriesOf(ctx, null);
   const origin = serviceOrigin(req, ctx.config);
+  const providers = listProviders(db);
+  const linked = identityCounts(db);
+  const show = (kind: 'oidc' | 'saml') => providers.filter((p) => p.kind === kind).map((p) => presentProvider(p, origin, ctx.config, linked.get(p.id) ?? 0));
   return {
     policy: identityPolicy(ctx),
-    providers: { password: { enabled: true }, oidc: [], saml: [] },
+    providers: { password: { enabled: true }, oidc: show('oidc'), saml: show('saml') },
     directories: directories.map((d) => presentDirectory(d, directoryUserCounts(db, d.id), origin)),
     counts: {
       users: users.total, activeUsers: users.active, suspendedUsers: users.suspended, systemAdministrators: users.admins,
       usersWithMfa: users.mfa, usersWithPassword: users.password, activeSessions: sessions,
       directories: directories.length, activeDirectories: directories.filter((d) => d.status === 'active').length,
+      providers: providers.length, activeProviders: providers.filter((p) => p.status === 'active').length,
     },
   };
 }

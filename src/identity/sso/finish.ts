@@ -1,0 +1,197 @@
+// The common end of every single sign-on (OIDC callback, SAML assertion consumer) once the provider's
+// answer is verified: the account (found by the provider's subject; else an account with the e-mail
+// address is linked; else a new active account without a password), the membership of the provider's
+// organization (and workspace) when missing, a one-time ticket for the front end, and the audit.
+// Every failure is audited as auth.sso.failed and answered without a ticket or a session.
+import type { IncomingMessage } from 'node:http';
+import type { Ctx } from '../../context.ts';
+import { record } from '../../audit/service.ts';
+import { accountSuspended, signIn, type SignInResult } from '../../auth/service.ts';
+import { AppError } from '../../http/errors.ts';
+import { frontendBase } from '../../http/request.ts';
+import { newId, newToken, sha256Hex } from '../../lib/ids.ts';
+import { assertSeatsAvailable } from '../../members/seats.ts';
+import { ORG_ROLES, type Role } from '../../tenancy/roles.ts';
+import { grantRole } from '../../tenancy/service.ts';
+import { membershipAt } from '../../tenancy/store.ts';
+import { insertUser, normalizeEmail, userByEmail, userById, type UserRow } from '../../users/store.ts';
+import { identityBySubject, insertIdentity, insertTicket, providerById, takeTicketRow, touchIdentity, type ProviderRow } from './store.ts';
+
+/** How long the front end has to redeem a ticket. */
+export const TICKET_TTL_MS = 60_000;
+
+export interface VerifiedIdentity { subject: string; email: string | null; name: string | null }
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+/**
+ * Audits auth.sso.failed (provider id and a reason; never a token, assertion or secret) and returns
+ * the error for the caller to throw.
+ */
+export function ssoFailure(ctx: Ctx, provider: ProviderRow | null, status: 400 | 401, code: string, reason: string): AppError {
+  auditFailure(ctx, provider, code, reason);
+  return new AppError(status, code, status === 400 ? `single sign-on request refused: ${reason}` : `single sign-on failed: ${reason}`);
+}
+
+function auditFailure(ctx: Ctx, provider: ProviderRow | null, code: string, reason: string, extra: Record<string, unknown> = {}): void {
+  record(ctx, {
+    action: 'auth.sso.failed', targetType: 'identity_provider', targetId: provider?.id ?? null, result: 'failure',
+    organizationId: provider?.organization_id ?? null, workspaceId: null, projectId: null,
+    metadata: { providerId: provider?.id ?? null, providerKind: provider?.kind ?? null, code, reason: reason.slice(0, 500), ...extra },
+  });
+}
+
+/** The actor of what single sign-on creates (accounts, memberships): the provider, not the anonymous caller. */
+const providerCtx = (ctx: Ctx, p: ProviderRow): Ctx => ({
+  ...ctx,
+  actor: { type: 'system', userId: null, name: `single sign-on (${p.name})`, email: null, isSystemAdmin: false, sessionId: null, sessionKind: null },
+});
+
+const isOrgRole = (role: string) => (ORG_ROLES as readonly string[]).includes(role);
+
+/**
+ * Finds, links or creates the account the provider vouched for, gives it the provider's memberships
+ * when missing, issues a one-time ticket (60 s, only its SHA-256 stored) and answers the front-end
+ * URL `${frontendBase}/sso/complete#ticket=...` (a fragment: never sent to a server).
+ * Refused: a disabled provider or an unusable identity (401), a suspended account (403
+ * account_suspended), a full organization (409 seat_limit_reached); each audited as auth.sso.failed.
+ */
+export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow, identity: VerifiedIdentity, returnTo: string | null): string {
+  const subject = typeof identity.subject === 'string' ? identity.subject : '';
+  if (subject === '' || subject.length > 1024) throw ssoFailure(ctx, provider, 401, 'sso_failed', 'the provider gave no usable subject');
+  const email = typeof identity.email === 'string' && EMAIL.test(identity.email.trim()) && identity.email.length <= 320 ? identity.email.trim() : null;
+  const name = typeof identity.name === 'string' && identity.name.trim() !== '' ? identity.name.trim().slice(0, 200) : null;
+  const pctx = providerCtx(ctx, provider);
+  const ticket = newToken();
+  let outcome: { user: UserRow; how: 'identity' | 'email' | 'created'; rolesGranted: string[] };
+  try {
+    outcome = ctx.db.tx(() => {
+      const current = currentProvider(ctx, provider.id);
+      if (current.status !== 'active') throw new AppError(401, 'sso_provider_disabled', 'single sign-on failed: the provider is disabled');
+      const at = ctx.now();
+      const now = at.toISOString();
+      const linked = identityBySubject(ctx.db, provider.id, subject);
+      let user: UserRow | undefined;
+      let how: 'identity' | 'email' | 'created';
+      if (linked) {
+        user = userById(ctx.db, linked.user_id);
+        how = 'identity';
+        touchIdentity(ctx.db, provider.id, subject, email, now);
+      } else {
+        if (!email) throw new AppError(401, 'sso_email_missing', 'single sign-on failed: the provider gave no e-mail address for a new sign-in');
+        user = userByEmail(ctx.db, email);
+        how = user ? 'email' : 'created';
+        // A provider vouches for people of its organization: it never takes over a service administrator,
+        // nor an account that belongs to other organizations only (another tenant's identity provider could
+        // otherwise assert that person's e-mail address and sign in as them).
+        if (user?.is_system_admin || (user && !linkableByEmail(ctx.db, user.id, provider.organization_id))) {
+          throw new AppError(401, 'sso_link_refused', 'single sign-on failed: this account cannot be linked to a sign-in provider');
+        }
+        if (!user) user = createAccount(pctx, provider, email, name ?? email.split('@')[0], now);
+        insertIdentity(ctx.db, { provider_id: provider.id, subject, user_id: user.id, email, created_at: now, last_login_at: now });
+      }
+      if (!user) throw new AppError(401, 'sso_failed', 'single sign-on failed: the linked account no longer exists');
+      if (user.status !== 'active') throw accountSuspended();
+      const rolesGranted = grantProviderMemberships(pctx, provider, user.id, now);
+      insertTicket(ctx.db, {
+        ticket_hash: sha256Hex(ticket), user_id: user.id, provider_id: provider.id, return_to: returnTo,
+        created_at: now, expires_at: new Date(at.getTime() + TICKET_TTL_MS).toISOString(), used_at: null,
+      });
+      record(ctx, {
+        action: 'auth.sso.verified', targetType: 'user', targetId: user.id, actorUserId: user.id, actorName: user.name,
+        organizationId: provider.organization_id, workspaceId: null, projectId: null,
+        metadata: { providerId: provider.id, providerKind: provider.kind, subject, userId: user.id, account: how, rolesGranted },
+      });
+      return { user, how, rolesGranted };
+    });
+  } catch (err) {
+    if (err instanceof AppError) auditFailure(ctx, provider, err.code, err.message, { subject });
+    throw err;
+  }
+  ctx.log.info('single sign-on verified', { providerId: provider.id, userId: outcome.user.id, account: outcome.how });
+  return `${frontendBase(req, ctx.config)}/sso/complete#ticket=${encodeURIComponent(ticket)}`;
+}
+
+function currentProvider(ctx: Ctx, id: string): ProviderRow {
+  const p = providerById(ctx.db, id);
+  if (!p) throw new AppError(401, 'sso_failed', 'single sign-on failed: unknown provider');
+  return p;
+}
+
+/** A new active account without a password (the person signs in through the provider). */
+function createAccount(ctx: Ctx, provider: ProviderRow, email: string, name: string, now: string): UserRow {
+  const user: UserRow = {
+    id: newId('usr'), email, email_normalized: normalizeEmail(email), name, status: 'active', is_system_admin: 0,
+    password_hash: null, password_must_change: 0, password_changed_at: null, mfa_enabled: 0, last_login_at: null,
+    created_at: now, updated_at: now,
+  };
+  insertUser(ctx.db, user);
+  record(ctx, {
+    action: 'user.created', targetType: 'user', targetId: user.id, organizationId: provider.organization_id, workspaceId: null, projectId: null,
+    metadata: { email, systemAdmin: false, initialPassword: 'none', via: 'sso', providerId: provider.id },
+  });
+  return user;
+}
+
+/**
+ * The organization membership (the provider's role when it is an organization role, else
+ * org_member) when the user has none there, taking a seat (409 seat_limit_reached when full); and
+ * the workspace role when the provider names a workspace and the user has no membership there.
+ * Existing memberships are never changed: an inactive one (deactivated by an administrator or a
+ * directory) stays inactive, and no workspace role is added under it.
+ */
+function grantProviderMemberships(ctx: Ctx, p: ProviderRow, userId: string, now: string): string[] {
+  const granted: string[] = [];
+  const org = membershipAt(ctx.db, userId, 'organization', p.organization_id);
+  if (!org) {
+    assertSeatsAvailable(ctx.db, p.organization_id, now);
+    const role = (isOrgRole(p.default_role) ? p.default_role : 'org_member') as Role;
+    grantRole(ctx, { userId, level: 'organization', scopeId: p.organization_id, role });
+    granted.push(role);
+  } else if (org.status !== 'active') {
+    return granted;
+  }
+  if (p.workspace_id && !isOrgRole(p.default_role) && !membershipAt(ctx.db, userId, 'workspace', p.workspace_id)) {
+    grantRole(ctx, { userId, level: 'workspace', scopeId: p.workspace_id, role: p.default_role as Role });
+    granted.push(p.default_role);
+  }
+  return granted;
+}
+
+export const invalidTicket = () => new AppError(401, 'invalid_ticket', 'the sign-in ticket is unknown, used or expired; sign in again');
+
+/**
+ * Redeems a ticket once (atomically marked used, even when what follows fails) and decides the
+ * sign-in: a session, or an MFA challenge or enrollment challenge (signIn). Unknown, used or expired:
+ * 401 invalid_ticket; a suspended account: 403 account_suspended; a provider disabled meanwhile: 401.
+ */
+export function redeemTicket(ctx: Ctx, ticket: string, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null } {
+  const row = ctx.db.tx(() => takeTicketRow(ctx.db, sha256Hex(ticket), ctx.now().toISOString()));
+  if (!row) {
+    auditFailure(ctx, null, 'invalid_ticket', 'the ticket is unknown, used or expired');
+    throw invalidTicket();
+  }
+  const provider = providerById(ctx.db, row.provider_id) ?? null;
+  const user = userById(ctx.db, row.user_id);
+  if (!provider || provider.status !== 'active' || !user) {
+    auditFailure(ctx, provider, 'invalid_ticket', 'the provider was disabled or the account removed after the ticket was issued');
+    throw invalidTicket();
+  }
+  if (user.status !== 'active') {
+    auditFailure(ctx, provider, 'account_suspended', 'the account is suspended', { userId: user.id });
+    throw accountSuspended();
+  }
+  const result = signIn(ctx, user, kind, provider.kind, { providerId: provider.id });
+  return { result, returnTo: row.return_to };
+}
+
+/**
+ * An existing account found by e-mail may be linked when it is a member of the provider's organization,
+ * or a member of no organization at all (an account without memberships yet).
+ */
+function linkableByEmail(db: Ctx['db'], userId: string, organizationId: string): boolean {
+  const r = db.get<{ here: number; elsewhere: number }>(
+    `SELECT coalesce(sum(organization_id = ?2), 0) AS here, coalesce(sum(organization_id <> ?2), 0) AS elsewhere
+       FROM memberships WHERE user_id = ?1`, userId, organizationId)!;
+  return r.here > 0 || r.elsewhere === 0;
+}

@@ -1,0 +1,86 @@
+// Single sign-on routes: the system administrator's identity providers (/api/system/identity/providers)
+// and the public sign-in entry points (provider list, start, ticket redemption). The OIDC callback
+// and the SAML endpoints are bound by ../oidc/routes.ts and ../saml/routes.ts.
+import type { IncomingMessage } from 'node:http';
+import type { Ctx } from '../../context.ts';
+import { fromBrowser } from '../../auth/cookies.ts';
+import { signInReply } from '../../auth/routes.ts';
+import { notFound, validationFailed } from '../../http/errors.ts';
+import { json, type Router } from '../../http/router.ts';
+import { pageOf } from '../../http/validate.ts';
+import { redeemTicket } from './finish.ts';
+import { startOidc } from '../oidc/flow.ts';
+import { presentProvider, presentPublicProvider, serviceBase } from './present.ts';
+import { probeProvider } from './probe.ts';
+import { ProviderCreateBody, ProviderListQuery, ProviderPatchBody, RedeemBody, StartQuery } from './provider-schema.ts';
+import { createProvider, listProvidersOf, providerOrFail, updateProviderFields } from './providers.ts';
+import { safeReturnTo } from './return-to.ts';
+import { startSaml } from '../saml/flow.ts';
+import { identityCounts, listProviders, providerById, type ProviderRow } from './store.ts';
+
+const SHAPE = '{ id, kind, name, organizationId, workspaceId, defaultRole, status, config (secrets only as *Ref variable names), endpoints, probe: { probedAt, status, detail }, identities?, createdBy, createdAt, updatedAt }';
+
+export function bindSsoRoutes(r: Router): void {
+  const sys = { tags: ['system', 'identity', 'sso'], systemAdmin: true, scope: 'none' as const };
+  const base = '/api/system/identity/providers';
+  const show = (ctx: Ctx, req: IncomingMessage) => (p: ProviderRow) => presentProvider(p, serviceBase(req, ctx.config), ctx.config);
+
+  r.get(base, { ...sys, summary: `Identity providers (filter organizationId, kind, status), paged: items ${SHAPE}.`, query: ProviderListQuery },
+    ({ ctx, req, query, searchParams }) => {
+      const counts = identityCounts(ctx.db);
+      const b = serviceBase(req, ctx.config);
+      return json(200, pageOf(searchParams, listProvidersOf(ctx, query), (p) => presentProvider(p, b, ctx.config, counts.get(p.id) ?? 0)));
+    });
+
+  r.post(base, {
+    ...sys, body: ProviderCreateBody, response: { status: 201, description: SHAPE },
+    summary: 'Create an OIDC provider (config { issuer, clientId, clientSecretRef, scopes?, claimMapping? }) or a SAML 2.0 provider (config { idpEntityId, ssoUrl, idpCertRef, spEntityId, attributeMapping? }) '
+      + 'bound to an organization (and optionally a workspace with a workspace defaultRole). clientSecretRef and idpCertRef NAME environment variables; no secret or certificate is stored. Audited as identity_provider.created.',
+  }, ({ ctx, req, body }) => json(201, show(ctx, req)(createProvider(ctx, body))));
+
+  r.get(`${base}/:providerId`, { ...sys, summary: `One identity provider: ${SHAPE}.` },
+    ({ ctx, req, params }) => json(200, presentProvider(providerOrFail(ctx, params.providerId), serviceBase(req, ctx.config), ctx.config,
+      identityCounts(ctx.db).get(params.providerId) ?? 0)));
+
+  r.patch(`${base}/:providerId`, {
+    ...sys, body: ProviderPatchBody,
+    summary: 'Rename, rebind the workspace and default role (for members created from now on), set status active or disabled, or change config fields (merged and checked as a whole; clears the last probe). Kind and organization are fixed. Audited as identity_provider.updated.',
+  }, ({ ctx, req, params, body }) => json(200, show(ctx, req)(updateProviderFields(ctx, params.providerId, body))));
+
+  r.post(`${base}/:providerId/probe`, {
+    ...sys,
+    summary: 'Probe the configuration: OIDC discovery ({issuer}/.well-known/openid-configuration, issuer must match) and JWKS (keys counted) and whether the client-secret variable is set; SAML: the certificate idpCertRef names (subject, issuer, validity, SHA-256 fingerprint, key; never the PEM). '
+      + 'Answers { status: ok|failed, probedAt, detail: { ..., problems }, provider }; stored on the provider and audited as identity_provider.probed.',
+  }, async ({ ctx, req, params }) => {
+    const { provider, result } = await probeProvider(ctx, params.providerId);
+    return json(200, { ...result, provider: show(ctx, req)(provider) });
+  });
+
+  const pub = { tags: ['auth', 'sso'], auth: 'none' as const };
+  r.get('/api/auth/sso/providers', { ...pub, summary: 'The active sign-in providers, paged: items { id, name, kind }.' },
+    ({ ctx, searchParams }) => json(200, pageOf(searchParams, listProviders(ctx.db, { status: 'active' }), presentPublicProvider)));
+
+  r.get('/api/auth/sso/start', {
+    ...pub, query: StartQuery, response: { status: 302, description: 'redirect to the provider' },
+    summary: 'Start a sign-in at an active provider: 302 to its authorization URL (OIDC, code flow with PKCE) or SSO URL (SAML HTTP-Redirect). returnTo: only a relative path of the front end (422 otherwise); it comes back at redeem.',
+  }, async ({ ctx, req, query }) => {
+    const provider = providerById(ctx.db, query.providerId);
+    if (!provider || provider.status !== 'active') throw notFound('no such sign-in provider');
+    const returnTo = safeReturnTo(query.returnTo);
+    const origin = serviceBase(req, ctx.config);
+    const location = provider.kind === 'oidc' ? await startOidc(ctx, provider, returnTo, origin) : startSaml(ctx, provider, returnTo, origin);
+    return { status: 302, headers: { location, 'referrer-policy': 'no-referrer' } };
+  });
+
+  r.post('/api/auth/sso/redeem', {
+    ...pub, body: RedeemBody,
+    summary: 'Redeem the one-time ticket of a finished single sign-on (valid 60 s, single use; unknown, used or expired: 401 invalid_ticket): the session { token, expiresAt, sessionId, user, passwordChangeRequired }, '
+      + 'or { mfaRequired: true, challengeToken, expiresAt } (TOTP on), or { mfaEnrollmentRequired: true, challengeToken, expiresAt } (policy requires MFA); each with returnTo (the path given at start, or null).',
+  }, ({ ctx, req, body }) => {
+    const browser = fromBrowser(req, ctx.config);
+    if (body.kind === 'browser' && !browser) throw validationFailed({ kind: 'browser sessions are only given to the front end or the service\'s own page (Origin)' });
+    const { result, returnTo } = redeemTicket(ctx, body.ticket, body.kind ?? (browser ? 'browser' : 'bearer'));
+    const reply = signInReply(200, result);
+    return { ...reply, body: { ...(reply.body as Record<string, unknown>), returnTo } };
+  });
+}

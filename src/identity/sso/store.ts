@@ -1,0 +1,105 @@
+// SQL of single sign-on: identity providers, one-time flow states, one-time login tickets and the
+// identities providers vouch for. Flow states and tickets are found by the SHA-256 of their handle and
+// taken with one atomic UPDATE ... RETURNING (single use, unexpired).
+import type { Db } from '../../db/db.ts';
+
+export interface ProviderRow {
+  id: string; kind: 'oidc' | 'saml'; name: string; organization_id: string; workspace_id: string | null; default_role: string;
+  status: 'active' | 'disabled'; config: string; created_by: string | null; created_at: string; updated_at: string;
+  probed_at: string | null; probe_status: 'ok' | 'failed' | null; probe_detail: string | null;
+}
+
+export function providerById(db: Db, id: string): ProviderRow | undefined {
+  return db.get<ProviderRow>('SELECT * FROM identity_providers WHERE id = ?', id);
+}
+
+export function listProviders(db: Db, f: { organizationId?: string | null; status?: 'active' | 'disabled' } = {}): ProviderRow[] {
+  return db.all<ProviderRow>(
+    `SELECT * FROM identity_providers WHERE (?1 IS NULL OR organization_id = ?1) AND (?2 IS NULL OR status = ?2)
+      ORDER BY name COLLATE NOCASE, id`, f.organizationId ?? null, f.status ?? null);
+}
+
+export function insertProvider(db: Db, p: ProviderRow): void {
+  db.run(
+    `INSERT INTO identity_providers (id, kind, name, organization_id, workspace_id, default_role, status, config, created_by,
+       created_at, updated_at, probed_at, probe_status, probe_detail) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    p.id, p.kind, p.name, p.organization_id, p.workspace_id, p.default_role, p.status, p.config, p.created_by,
+    p.created_at, p.updated_at, p.probed_at, p.probe_status, p.probe_detail);
+}
+
+/** Name, binding, role, status and configuration (kind and organization are fixed). */
+export function updateProvider(db: Db, p: ProviderRow): void {
+  db.run(
+    `UPDATE identity_providers SET name = ?, workspace_id = ?, default_role = ?, status = ?, config = ?, updated_at = ?,
+       probed_at = ?, probe_status = ?, probe_detail = ? WHERE id = ?`,
+    p.name, p.workspace_id, p.default_role, p.status, p.config, p.updated_at, p.probed_at, p.probe_status, p.probe_detail, p.id);
+}
+
+export function setProbeResult(db: Db, id: string, at: string, status: 'ok' | 'failed', detail: string): void {
+  db.run('UPDATE identity_providers SET probed_at = ?, probe_status = ?, probe_detail = ? WHERE id = ?', at, status, detail, id);
+}
+
+export function identityCounts(db: Db): Map<string, number> {
+  const rows = db.all<{ provider_id: string; n: number }>('SELECT provider_id, count(*) AS n FROM sso_identities GROUP BY provider_id');
+  return new Map(rows.map((r) => [r.provider_id, r.n]));
+}
+
+// Flow states ------------------------------------------------------------------------------------
+
+export interface FlowStateRow {
+  handle_hash: string; provider_id: string; kind: 'oidc' | 'saml'; payload: string; created_at: string; expires_at: string; used_at: string | null;
+}
+
+export function insertFlowState(db: Db, s: FlowStateRow): void {
+  db.run('INSERT INTO sso_states (handle_hash, provider_id, kind, payload, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    s.handle_hash, s.provider_id, s.kind, s.payload, s.created_at, s.expires_at, s.used_at);
+}
+
+/** Marks the state used and returns it, in one statement; undefined when unknown, of another kind, used or expired. */
+export function takeFlowStateRow(db: Db, handleHash: string, kind: 'oidc' | 'saml', now: string): Pick<FlowStateRow, 'provider_id' | 'payload'> | undefined {
+  return db.get(
+    `UPDATE sso_states SET used_at = ?3 WHERE handle_hash = ?1 AND kind = ?2 AND used_at IS NULL AND expires_at > ?3
+      RETURNING provider_id, payload`, handleHash, kind, now);
+}
+
+/** Forgets flow states and tickets that expired before `before` (they can no longer be used). */
+export function purgeExpired(db: Db, before: string): void {
+  db.run('DELETE FROM sso_states WHERE expires_at < ?', before);
+  db.run('DELETE FROM sso_tickets WHERE expires_at < ?', before);
+}
+
+// Tickets ----------------------------------------------------------------------------------------
+
+export interface TicketRow {
+  ticket_hash: string; user_id: string; provider_id: string; return_to: string | null; created_at: string; expires_at: string; used_at: string | null;
+}
+
+export function insertTicket(db: Db, t: TicketRow): void {
+  db.run('INSERT INTO sso_tickets (ticket_hash, user_id, provider_id, return_to, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+    t.ticket_hash, t.user_id, t.provider_id, t.return_to, t.created_at, t.expires_at, t.used_at);
+}
+
+/** Marks the ticket used and returns it, in one statement; undefined when unknown, used or expired. */
+export function takeTicketRow(db: Db, ticketHash: string, now: string): TicketRow | undefined {
+  return db.get<TicketRow>(
+    'UPDATE sso_tickets SET used_at = ?2 WHERE ticket_hash = ?1 AND used_at IS NULL AND expires_at > ?2 RETURNING *', ticketHash, now);
+}
+
+// Identities -------------------------------------------------------------------------------------
+
+export interface SsoIdentityRow {
+  provider_id: string; subject: string; user_id: string; email: string | null; created_at: string; last_login_at: string | null;
+}
+
+export function identityBySubject(db: Db, providerId: string, subject: string): SsoIdentityRow | undefined {
+  return db.get<SsoIdentityRow>('SELECT * FROM sso_identities WHERE provider_id = ? AND subject = ?', providerId, subject);
+}
+
+export function insertIdentity(db: Db, i: SsoIdentityRow): void {
+  db.run('INSERT INTO sso_identities (provider_id, subject, user_id, email, created_at, last_login_at) VALUES (?, ?, ?, ?, ?, ?)',
+    i.provider_id, i.subject, i.user_id, i.email, i.created_at, i.last_login_at);
+}
+
+export function touchIdentity(db: Db, providerId: string, subject: string, email: string | null, at: string): void {
+  db.run('UPDATE sso_identities SET last_login_at = ?, email = coalesce(?, email) WHERE provider_id = ? AND subject = ?', at, email, providerId, subject);
+}

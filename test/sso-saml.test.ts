@@ -1,0 +1,446 @@
+// SAML 2.0 single sign-on against a samlify identity provider on loopback: the HTTP-Redirect
+// AuthnRequest, the SP metadata, the HTTP-POST assertion consumer end to end (relay state preserved,
+// account and membership created, ticket redeemed for a session), and a negative suite where every
+// forged, altered or stale response fails closed (400/401, no ticket, no session, audited).
+// Forged documents are signed with xml-crypto and the test keys in test/fixtures/sso/.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { deflateRawSync } from 'node:zlib';
+import { startTestServer, type TestServer } from './helpers/server.ts';
+import { login, makeOrg, makeUser, makeWorkspace } from './helpers/factories.ts';
+import {
+  ATTACKER_CERT, ATTACKER_KEY, ATTRIBUTE_NAMES, IDP_CERT, IDP_KEY, certBody, fillResponse, parseAutoPostForm, readRedirect,
+  responseValues, signElement, startSamlPeer, type IdpUser, type SamlPeer,
+} from './helpers/saml-peer.ts';
+
+const CERT_REF = 'TEST_SAML_IDP_CERT';
+process.env[CERT_REF] = IDP_CERT;
+/** {base_url} of the service as the IdP knows it (the Browser sends it to the test server). */
+const PUBLIC_URL = 'http://svc.test';
+const FRONTEND = 'http://app.test';
+const IDP_ENTITY = 'https://idp.example.test/saml';
+const SP_ENTITY = 'https://svc.test/saml/sp';
+
+interface Seen { url: string; status: number; headers: Record<string, string>; text: string }
+
+/** A browser that sends {base_url} to the test server, records every answer and never follows redirects by itself. */
+class Browser {
+  readonly seen: Seen[] = [];
+  private readonly s: TestServer;
+  constructor(s: TestServer) {
+    this.s = s;
+  }
+  private target(url: string): string {
+    return url.startsWith(PUBLIC_URL) ? this.s.url + url.slice(PUBLIC_URL.length) : url;
+  }
+  async go(method: string, url: string, init: { form?: Record<string, string>; json?: unknown } = {}): Promise<Seen & { body: any }> {
+    const headers: Record<string, string> = {};
+    let body: string | undefined;
+    if (init.form) {
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+      body = new URLSearchParams(init.form).toString();
+    } else if (init.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(init.json);
+    }
+    const res = await fetch(this.target(url), { method, headers, body, redirect: 'manual' });
+    const text = await res.text();
+    const seen: Seen = { url, status: res.status, headers: Object.fromEntries([...res.headers.entries()]), text };
+    this.seen.push(seen);
+    return { ...seen, body: (res.headers.get('content-type') ?? '').includes('json') && text ? JSON.parse(text) : null };
+  }
+}
+
+interface Env { s: TestServer; peer: SamlPeer; browser: Browser; base: string; providerId: string; organizationId: string; workspaceId: string; acsUrl: string }
+
+/** A server (with SVC_PUBLIC_URL = PUBLIC_URL unless `publicUrl` is false), the IdP peer and a SAML provider bound to a new organization and workspace. */
+async function setup(t: TestContext, o: { publicUrl?: boolean } = {}): Promise<Env> {
+  const s = await startTestServer(t, { ...(o.publicUrl === false ? {} : { SVC_PUBLIC_URL: PUBLIC_URL }), SVC_FRONTEND_ORIGIN: FRONTEND });
+  const base = o.publicUrl === false ? s.url : PUBLIC_URL;
+  const peer = await startSamlPeer({ entityId: IDP_ENTITY });
+  t.after(() => peer.close());
+  const admin = await makeUser(s, { systemAdmin: true });
+  const token = await login(s, admin);
+  const org = makeOrg(s);
+  const ws = makeWorkspace(s, org.id);
+  const created = await s.call('POST', '/api/system/identity/providers', {
+    token,
+    body: {
+      kind: 'saml', name: 'Example SAML', organizationId: org.id, workspaceId: ws.id, defaultRole: 'writer',
+      config: { idpEntityId: IDP_ENTITY, ssoUrl: peer.ssoUrl, idpCertRef: CERT_REF, spEntityId: SP_ENTITY, attributeMapping: ATTRIBUTE_NAMES },
+    },
+  });
+  assert.equal(created.status, 201, created.text);
+  const providerId = created.body.id as string;
+  const browser = new Browser(s);
+  const metadata = await browser.go('GET', `${base}/api/auth/sso/saml/${providerId}/metadata`);
+  assert.equal(metadata.status, 200, metadata.text);
+  peer.useServiceProvider(metadata.text);
+  return { s, peer, browser, base, providerId, organizationId: org.id, workspaceId: ws.id, acsUrl: `${base}/api/auth/sso/saml/${providerId}/acs` };
+}
+
+let n = 0;
+const person = (): IdpUser => {
+  n += 1;
+  return { nameId: `idp-subject-${n}`, email: `saml-person-${process.pid}-${n}@corp.example.test`, name: `SAML Person ${n}` };
+};
+
+/** GET /api/auth/sso/start: the redirect to the IdP. */
+async function start(e: Env, returnTo?: string) {
+  const q = new URLSearchParams({ providerId: e.providerId, ...(returnTo ? { returnTo } : {}) });
+  const r = await e.browser.go('GET', `${e.base}/api/auth/sso/start?${q}`);
+  assert.equal(r.status, 302, r.text);
+  return { location: r.headers.location, ...readRedirect(r.headers.location) };
+}
+
+/** Start, visit the IdP (logged in as `user`) and post its form to the ACS like a browser; the ACS answer. */
+async function viaIdp(e: Env, user: IdpUser, returnTo?: string) {
+  e.peer.user = user;
+  const redirect = await start(e, returnTo);
+  const page = await e.browser.go('GET', redirect.location);
+  assert.equal(page.status, 200, page.text);
+  const form = parseAutoPostForm(page.text);
+  const acs = await e.browser.go('POST', form.action, { form: form.fields });
+  return { redirect, form, acs };
+}
+
+const ticketOf = (location: string) => {
+  const m = /^http:\/\/app\.test\/sso\/complete#ticket=([^&]+)$/.exec(location);
+  assert.ok(m, `front-end redirect with a ticket: ${location}`);
+  return decodeURIComponent(m[1]);
+};
+
+const count = (s: TestServer, table: string) => s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)!.n;
+
+/** POSTs `xml` (base64) to the ACS with the relay state. */
+function postAcs(e: Env, xml: string, relayState: string | null, raw = false) {
+  const form: Record<string, string> = { SAMLResponse: raw ? xml : Buffer.from(xml, 'utf8').toString('base64') };
+  if (relayState !== null) form.RelayState = relayState;
+  return e.browser.go('POST', e.acsUrl, { form });
+}
+
+/** Asserts a refusal that fails closed: the status, no redirect, no ticket, no session, and an auth.sso.failed record with the reason. */
+async function refused(e: Env, send: () => Promise<Seen & { body: any }>, status: 400 | 401, reason: RegExp) {
+  const before = { tickets: count(e.s, 'sso_tickets'), sessions: count(e.s, 'sessions'), failed: failures(e).length };
+  const r = await send();
+  assert.equal(r.status, status, r.text);
+  assert.equal(r.headers.location, undefined);
+  assert.doesNotMatch(r.text, /ticket=/);
+  assert.equal(count(e.s, 'sso_tickets'), before.tickets, 'no ticket issued');
+  assert.equal(count(e.s, 'sessions'), before.sessions, 'no session');
+  const audited = failures(e);
+  assert.equal(audited.length, before.failed + 1, 'audited once');
+  const last = audited.at(-1)!;
+  assert.equal(last.result, 'failure');
+  assert.equal(last.metadata.providerId, e.providerId);
+  assert.match(last.metadata.reason, reason);
+  assert.match(r.body.error.message, reason);
+  return r;
+}
+
+function failures(e: Env) {
+  return e.s.db.all<{ result: string; metadata: string }>("SELECT result, metadata FROM audit_log WHERE action = 'auth.sso.failed' ORDER BY seq")
+    .map((a) => ({ result: a.result, metadata: JSON.parse(a.metadata) }));
+}
+
+/** A pending request of the service (its ID and relay state) and a response answering it, signed or not. */
+async function forge(e: Env, o: { user?: IdpUser; values?: (v: ReturnType<typeof responseValues>) => void } = {}) {
+  const pending = await start(e);
+  const user = o.user ?? person();
+  const values = responseValues({ idpEntityId: IDP_ENTITY, spEntityId: SP_ENTITY, acsUrl: e.acsUrl, inResponseTo: pending.id, user });
+  o.values?.(values);
+  const unsigned = fillResponse(values, user);
+  return { pending, user, values, unsigned, signed: signElement(unsigned, 'Assertion', IDP_KEY, IDP_CERT) };
+}
+
+test('SAML sign-in end to end against the samlify IdP: AuthnRequest, relay state preserved, member created, ticket redeemed once', async (t) => {
+  const e = await setup(t);
+  const user = person();
+  const { redirect, form, acs } = await viaIdp(e, user, '/projects/p1?tab=shots');
+
+  // The HTTP-Redirect AuthnRequest: deflated, to the IdP's SSO URL, naming this SP and its ACS.
+  assert.ok(redirect.location.startsWith(`${e.peer.ssoUrl}?`));
+  assert.match(redirect.xml, /^<samlp:AuthnRequest /);
+  assert.match(redirect.xml, new RegExp(`Destination="${e.peer.ssoUrl}"`));
+  assert.match(redirect.xml, new RegExp(`AssertionConsumerServiceURL="${e.acsUrl}"`));
+  assert.match(redirect.xml, new RegExp(`<saml:Issuer>${SP_ENTITY}</saml:Issuer>`));
+  assert.match(redirect.id, /^_[0-9a-f]{40}$/);
+  assert.equal(e.peer.requests.length, 1);
+  // The IdP posted to the ACS the relay state the service issued, unchanged.
+  assert.equal(form.action, e.acsUrl);
+  assert.equal(form.fields.RelayState, redirect.relayState);
+  assert.ok(redirect.relayState.length >= 32);
+
+  assert.equal(acs.status, 302, acs.text);
+  const ticket = ticketOf(acs.headers.location);
+  assert.equal(acs.headers['cache-control'], 'no-store');
+
+  // The account and memberships in the bound organization and workspace.
+  const account = e.s.db.get<{ id: string; name: string; password_hash: string | null }>('SELECT * FROM users WHERE email = ?', user.email)!;
+  assert.ok(account);
+  assert.equal(account.name, user.name);
+  assert.equal(account.password_hash, null);
+  const memberships = e.s.db.all<{ level: string; scope_id: string; role: string }>('SELECT level, scope_id, role FROM memberships WHERE user_id = ? ORDER BY level', account.id)
+    .map((m) => ({ ...m }));
+  assert.deepEqual(memberships, [
+    { level: 'organization', scope_id: e.organizationId, role: 'org_member' },
+    { level: 'workspace', scope_id: e.workspaceId, role: 'writer' },
+  ]);
+  const identity = e.s.db.get<{ subject: string; user_id: string }>('SELECT subject, user_id FROM sso_identities WHERE provider_id = ?', e.providerId)!;
+  assert.deepEqual({ ...identity }, { subject: user.nameId, user_id: account.id });
+
+  // Redeem: a session, and the return path given at start.
+  const redeemed = await e.browser.go('POST', `${PUBLIC_URL}/api/auth/sso/redeem`, { json: { ticket } });
+  assert.equal(redeemed.status, 200, redeemed.text);
+  assert.equal(redeemed.body.returnTo, '/projects/p1?tab=shots');
+  assert.equal(redeemed.body.user.email, user.email);
+  const me = await e.s.call('GET', '/api/auth/session', { token: redeemed.body.token });
+  assert.equal(me.status, 200, me.text);
+  // The ticket is single use.
+  const again = await e.browser.go('POST', `${PUBLIC_URL}/api/auth/sso/redeem`, { json: { ticket } });
+  assert.equal(again.status, 401);
+  assert.equal(again.body.error.code, 'invalid_ticket');
+
+  // The audit names provider, subject and user, and no secret.
+  const verified = e.s.db.get<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'auth.sso.verified'")!;
+  assert.deepEqual(JSON.parse(verified.metadata).subject, user.nameId);
+
+  // A second sign-in of the same person finds the same account by the NameID.
+  const second = await viaIdp(e, user);
+  assert.equal(second.acs.status, 302, second.acs.text);
+  assert.equal(count(e.s, 'users'), 2);
+  const r2 = await e.browser.go('POST', `${PUBLIC_URL}/api/auth/sso/redeem`, { json: { ticket: ticketOf(second.acs.headers.location) } });
+  assert.equal(r2.body.user.id, account.id);
+  assert.equal(r2.body.returnTo, null);
+
+  // Acceptance 4: no answer of the service (but the redeem answers, whose job it is), no URL, no log
+  // line, no audit record carries a session token or the certificate body.
+  const tokens = [redeemed.body.token, r2.body.token];
+  const body = certBody(IDP_CERT);
+  const ours = e.browser.seen.filter((x) => x.url.startsWith(PUBLIC_URL) && !x.url.endsWith('/api/auth/sso/redeem'));
+  assert.equal(ours.length, 5); // metadata, and start + ACS twice
+  const haystacks = [
+    ...ours.map((x) => `${x.url}\n${JSON.stringify(x.headers)}\n${x.text}`),
+    ...e.browser.seen.map((x) => x.url),
+    ...e.s.logs,
+    ...e.s.db.all<{ row: string }>("SELECT json_array(action, target_id, metadata, actor_name) AS row FROM audit_log").map((a) => a.row),
+  ];
+  for (const h of haystacks) {
+    for (const tk of tokens) assert.ok(!h.includes(tk), 'no session token');
+    assert.ok(!h.includes(body) && !h.includes(body.slice(0, 64)), 'no certificate body');
+    assert.ok(!h.includes('BEGIN CERTIFICATE'));
+  }
+});
+
+test('SP metadata names the entity id and the HTTP-POST assertion consumer; unknown provider 404', async (t) => {
+  const e = await setup(t);
+  const r = await e.browser.go('GET', `${PUBLIC_URL}/api/auth/sso/saml/${e.providerId}/metadata`);
+  assert.equal(r.status, 200);
+  assert.match(r.headers['content-type'], /^application\/samlmetadata\+xml/);
+  assert.match(r.text, new RegExp(`entityID="${SP_ENTITY}"`));
+  assert.match(r.text, new RegExp(`Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${e.acsUrl}"`));
+  assert.match(r.text, /WantAssertionsSigned="true"/);
+  assert.equal((await e.browser.go('GET', `${PUBLIC_URL}/api/auth/sso/saml/idp_nope/metadata`)).status, 404);
+});
+
+test('a relay state that does not come back unchanged is refused', async (t) => {
+  const e = await setup(t);
+  const f = await forge(e);
+  await refused(e, () => postAcs(e, f.signed, `${f.pending.relayState}x`), 401, /relay state/);
+  const g = await forge(e);
+  await refused(e, () => postAcs(e, g.signed, null), 401, /relay state/);
+});
+
+test('a well-formed forged response signed with the IdP key is accepted (the forging helpers are sound)', async (t) => {
+  const e = await setup(t);
+  const f = await forge(e);
+  const r = await postAcs(e, f.signed, f.pending.relayState);
+  assert.equal(r.status, 302, r.text);
+  ticketOf(r.headers.location);
+  // A response signed as a whole (assertion unsigned) is accepted too.
+  const g = await forge(e);
+  const whole = await postAcs(e, signElement(g.unsigned, 'Response', IDP_KEY, IDP_CERT), g.pending.relayState);
+  assert.equal(whole.status, 302, whole.text);
+});
+
+test('negative: unsigned, tampered, comment / PI NameIDs, attacker KeyInfo and weak algorithms fail closed', async (t) => {
+  const e = await setup(t);
+
+  await t.test('unsigned response', async () => {
+    const f = await forge(e);
+    await refused(e, () => postAcs(e, f.unsigned, f.pending.relayState), 401, /unsigned/);
+  });
+
+  await t.test('NameID tampered after signing', async () => {
+    const f = await forge(e, { user: { nameId: 'someone@corp.example.test', email: 'someone@corp.example.test', name: 'Someone' } });
+    const tampered = f.signed.replace('>someone@corp.example.test</saml:NameID>', '>admin@corp.example.test</saml:NameID>');
+    assert.notEqual(tampered, f.signed);
+    await refused(e, () => postAcs(e, tampered, f.pending.relayState), 401, /signature is not valid/);
+  });
+
+  await t.test('NameID with an XML comment (admin@x.com<!---->.evil.com, signed as admin@x.com.evil.com)', async () => {
+    const f = await forge(e, { user: { nameId: 'admin@x.com.evil.com', email: 'admin@x.com.evil.com', name: 'Evil' } });
+    const commented = f.signed.replace('>admin@x.com.evil.com</saml:NameID>', '>admin@x.com<!---->.evil.com</saml:NameID>');
+    assert.notEqual(commented, f.signed);
+    await refused(e, () => postAcs(e, commented, f.pending.relayState), 401, /comments and processing instructions/);
+    assert.equal(e.s.db.get('SELECT 1 AS x FROM sso_identities WHERE subject LIKE ?', 'admin@x.com%'), undefined);
+  });
+
+  await t.test('NameID with a processing instruction', async () => {
+    const f = await forge(e, { user: { nameId: 'admin@x.com.evil.com', email: 'admin@x.com.evil.com', name: 'Evil' } });
+    const withPi = f.signed.replace('>admin@x.com.evil.com</saml:NameID>', '>admin@x.com<?evil x?>.evil.com</saml:NameID>');
+    await refused(e, () => postAcs(e, withPi, f.pending.relayState), 401, /comments and processing instructions/);
+  });
+
+  await t.test('signed by an attacker carrying its own certificate in KeyInfo', async () => {
+    const f = await forge(e);
+    const attackerSigned = signElement(f.unsigned, 'Assertion', ATTACKER_KEY, ATTACKER_CERT);
+    assert.ok(attackerSigned.includes(certBody(ATTACKER_CERT)), 'KeyInfo carries the attacker certificate');
+    await refused(e, () => postAcs(e, attackerSigned, f.pending.relayState), 401, /signature is not valid/);
+    // Signed as a whole by the attacker: the same.
+    const g = await forge(e);
+    await refused(e, () => postAcs(e, signElement(g.unsigned, 'Response', ATTACKER_KEY, ATTACKER_CERT), g.pending.relayState), 401, /signature is not valid/);
+  });
+
+  await t.test('RSA-SHA1 signature and SHA-1 digest are not allowed', async () => {
+    const f = await forge(e);
+    const sha1 = signElement(f.unsigned, 'Assertion', IDP_KEY, IDP_CERT, {
+      signatureAlgorithm: 'http://www.w3.org/2000/09/xmldsig#rsa-sha1', digestAlgorithm: 'http://www.w3.org/2000/09/xmldsig#sha1',
+    });
+    await refused(e, () => postAcs(e, sha1, f.pending.relayState), 401, /algorithm not allowed/);
+  });
+});
+
+test('negative: signature wrapping fails closed (forged assertion beside, signed one wrapped, duplicate IDs)', async (t) => {
+  const e = await setup(t);
+  const assertionOf = (xml: string) => /<saml:Assertion[\s\S]*<\/saml:Assertion>/.exec(xml)![0];
+
+  await t.test('a forged unsigned assertion beside the signed one', async () => {
+    const f = await forge(e);
+    const evil = { nameId: 'admin@corp.example.test', email: 'admin@corp.example.test', name: 'Admin' };
+    const forged = assertionOf(fillResponse({ ...f.values, AssertionID: '_forged' }, evil));
+    for (const doc of [
+      f.signed.replace('<saml:Assertion ', `${forged}<saml:Assertion `),
+      f.signed.replace('</samlp:Response>', `${forged}</samlp:Response>`),
+    ]) {
+      await refused(e, () => postAcs(e, doc, f.pending.relayState), 401, /exactly one assertion/);
+    }
+  });
+
+  await t.test('the signed assertion wrapped inside another element, a forged one in its place', async () => {
+    const f = await forge(e);
+    const signedAssertion = assertionOf(f.signed);
+    const evil = { nameId: 'admin@corp.example.test', email: 'admin@corp.example.test', name: 'Admin' };
+    const forged = assertionOf(fillResponse({ ...f.values, AssertionID: '_forged' }, evil));
+    const wrappedInExtensions = f.signed.replace(signedAssertion, `<samlp:Extensions>${signedAssertion}</samlp:Extensions>${forged}`);
+    await refused(e, () => postAcs(e, wrappedInExtensions, f.pending.relayState), 401, /exactly one assertion/);
+    // Wrapped alone (no forged sibling): an assertion not directly under the Response is refused.
+    const wrappedOnly = f.signed.replace(signedAssertion, `<samlp:Extensions>${signedAssertion}</samlp:Extensions>`);
+    await refused(e, () => postAcs(e, wrappedOnly, f.pending.relayState), 401, /assertion directly under the Response is missing/);
+    // Inside the forged assertion (e.g. in its SubjectConfirmationData).
+    const inside = f.signed.replace(signedAssertion, forged.replace('</saml:Subject>', `<saml:SubjectConfirmation Method="urn:x">${signedAssertion}</saml:SubjectConfirmation></saml:Subject>`));
+    await refused(e, () => postAcs(e, inside, f.pending.relayState), 401, /exactly one assertion/);
+  });
+
+  await t.test('duplicate IDs (another element carrying the signed assertion\'s ID)', async () => {
+    const f = await forge(e);
+    const id = f.values.AssertionID!;
+    const dup = f.signed.replace('<samlp:Status>', `<samlp:Extensions><x:Decoy xmlns:x="urn:decoy" ID="${id}"/></samlp:Extensions><samlp:Status>`);
+    await refused(e, () => postAcs(e, dup, f.pending.relayState), 401, /duplicate ID/);
+    // The forged assertion takes the signed one's ID and the signed one hides elsewhere.
+    const g = await forge(e);
+    const evil = { nameId: 'admin@corp.example.test', email: 'admin@corp.example.test', name: 'Admin' };
+    const forged = assertionOf(fillResponse({ ...g.values }, evil));
+    const swapped = g.signed.replace(assertionOf(g.signed), `${forged}<samlp:Extensions>${assertionOf(g.signed)}</samlp:Extensions>`);
+    await refused(e, () => postAcs(e, swapped, g.pending.relayState), 401, /duplicate ID|exactly one assertion/);
+  });
+});
+
+test('negative: responses the samlify IdP signs but that are not for this SP, this request or this time fail closed', async (t) => {
+  const e = await setup(t);
+  const minutes = (m: number) => new Date(Date.now() + m * 60_000).toISOString();
+  const cases: Array<[string, (v: Record<string, string | null>) => Record<string, string | null>, RegExp]> = [
+    ['wrong audience', (v) => ({ ...v, Audience: 'https://other-sp.example.test' }), /another audience/],
+    ['wrong recipient', (v) => ({ ...v, SubjectRecipient: 'http://evil.test/acs' }), /Recipient/],
+    ['wrong destination', (v) => ({ ...v, Destination: 'http://evil.test/acs' }), /Destination/],
+    ['expired', (v) => ({ ...v, ConditionsNotBefore: minutes(-20), ConditionsNotOnOrAfter: minutes(-10), SubjectConfirmationDataNotOnOrAfter: minutes(-10) }), /expired/],
+    ['expired beyond the 60 s skew', (v) => ({ ...v, ConditionsNotOnOrAfter: new Date(Date.now() - 61_000).toISOString() }), /expired/],
+    ['not yet valid', (v) => ({ ...v, ConditionsNotBefore: minutes(5), ConditionsNotOnOrAfter: minutes(10) }), /not yet valid/],
+    ['unknown InResponseTo', (v) => ({ ...v, InResponseTo: '_0123456789abcdef0123456789abcdef01234567' }), /InResponseTo/],
+    ['non-success status', (v) => ({ ...v, StatusCode: 'urn:oasis:names:tc:SAML:2.0:status:Responder' }), /status:Responder/],
+    ['another issuer', (v) => ({ ...v, Issuer: 'https://other-idp.example.test' }), /Issuer/],
+  ];
+  for (const [name, tweak, reason] of cases) {
+    await t.test(name, async () => {
+      e.peer.tweak = tweak;
+      try {
+        await refused(e, async () => (await viaIdp(e, person())).acs, 401, reason);
+      } finally {
+        e.peer.tweak = (v) => v;
+      }
+    });
+  }
+
+  await t.test('within the 60 s skew is accepted', async () => {
+    e.peer.tweak = (v) => ({ ...v, ConditionsNotBefore: new Date(Date.now() + 30_000).toISOString() });
+    try {
+      const { acs } = await viaIdp(e, person());
+      assert.equal(acs.status, 302, acs.text);
+    } finally {
+      e.peer.tweak = (v) => v;
+    }
+  });
+
+  await t.test('replayed InResponseTo (the same valid response posted twice)', async () => {
+    const { form, acs } = await viaIdp(e, person());
+    assert.equal(acs.status, 302, acs.text);
+    await refused(e, () => e.browser.go('POST', form.action, { form: form.fields }), 401, /InResponseTo/);
+  });
+
+  await t.test('a genuine response posted to an unknown provider id', async () => {
+    const f = await forge(e);
+    const r = await e.browser.go('POST', `${PUBLIC_URL}/api/auth/sso/saml/idp_unknown/acs`, {
+      form: { SAMLResponse: Buffer.from(f.signed).toString('base64'), RelayState: f.pending.relayState },
+    });
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error.code, 'sso_provider_unknown');
+    assert.equal(failures(e).at(-1)!.metadata.code, 'sso_provider_unknown');
+  });
+});
+
+test('negative: DOCTYPE and entity bombs are refused quickly, before parsing; malformed input is 400', async (t) => {
+  const e = await setup(t);
+  const f = await forge(e);
+  const laughs = '<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol">'
+    + Array.from({ length: 9 }, (_, i) => `<!ENTITY lol${i + 1} "${`&lol${i === 0 ? '' : i};`.repeat(10)}">`).join('')
+    + ']>';
+  const bomb = `${laughs}${f.signed.replace('>' + f.user.nameId + '<', '>&lol9;<')}`;
+  const t0 = performance.now();
+  const r = await refused(e, () => postAcs(e, bomb, f.pending.relayState), 400, /DOCTYPE/);
+  assert.ok(performance.now() - t0 < 1000, 'refused in under a second');
+  assert.equal(r.body.error.code, 'saml_response_invalid');
+
+  const xxe = `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY x SYSTEM "file:///etc/passwd">]>${f.signed.replace('>' + f.user.nameId + '<', '>&x;<')}`;
+  await refused(e, () => postAcs(e, xxe, f.pending.relayState), 400, /DOCTYPE/);
+  await refused(e, () => postAcs(e, 'not base64 at all!', f.pending.relayState, true), 400, /base64/);
+  await refused(e, () => postAcs(e, '<samlp:Response', f.pending.relayState), 400, /well-formed/);
+  await refused(e, () => postAcs(e, deflateRawSync('x').toString('base64'), f.pending.relayState, true), 400, /UTF-8/);
+  // The pending request was never consumed by the refusals: the genuine response still signs in.
+  const ok = await postAcs(e, f.signed, f.pending.relayState);
+  assert.equal(ok.status, 302, ok.text);
+  const form = await e.browser.go('POST', e.acsUrl, { json: { SAMLResponse: 'x' } });
+  assert.equal(form.status, 415);
+});
+
+test('without SVC_PUBLIC_URL the assertion consumer is at the origin the browser used', async (t) => {
+  const e = await setup(t, { publicUrl: false });
+  assert.match(e.acsUrl, /^http:\/\/127\.0\.0\.1:\d+\/api\/auth\/sso\/saml\//);
+  const user = person();
+  const { redirect, form, acs } = await viaIdp(e, user, '/home');
+  assert.match(redirect.xml, new RegExp(`AssertionConsumerServiceURL="${e.acsUrl}"`));
+  assert.equal(form.action, e.acsUrl);
+  assert.equal(acs.status, 302, acs.text);
+  const redeemed = await e.browser.go('POST', `${e.base}/api/auth/sso/redeem`, { json: { ticket: ticketOf(acs.headers.location) } });
+  assert.equal(redeemed.status, 200, redeemed.text);
+  assert.equal(redeemed.body.returnTo, '/home');
+});
