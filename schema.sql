@@ -1383,16 +1383,16 @@ CREATE TABLE identity_providers (
 CREATE INDEX identity_providers_org ON identity_providers(organization_id);
 
 -- A flow in progress (an OIDC authorization request, a SAML AuthnRequest): found by the SHA-256 of its
--- handle (the OIDC state, the SAML request id), single use (used_at), short-lived; payload is AES-256-GCM
--- ciphertext under SVC_OIDC_STORAGE_KEY (nonce, PKCE verifier, return path, relay state).
+-- handle (the OIDC state, the SAML request id), single use (deleted when taken), short-lived; payload is
+-- AES-256-GCM ciphertext under SVC_OIDC_STORAGE_KEY (nonce, PKCE verifier, return path, relay state, the
+-- browser binding's hash).
 CREATE TABLE sso_states (
   handle_hash TEXT PRIMARY KEY,
   provider_id TEXT NOT NULL REFERENCES identity_providers(id),
   kind TEXT NOT NULL CHECK (kind IN ('oidc', 'saml')),
   payload TEXT NOT NULL,
   created_at TEXT NOT NULL,
-  expires_at TEXT NOT NULL,
-  used_at TEXT
+  expires_at TEXT NOT NULL
 );
 CREATE INDEX sso_states_expires ON sso_states(expires_at);
 

@@ -13,15 +13,16 @@ import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from './helpers/server.ts';
-import { login, makeOrg, makeUser, makeWorkspace, member } from './helpers/factories.ts';
+import { grant, login, makeOrg, makeUser, makeWorkspace, member } from './helpers/factories.ts';
 import { createContext, type Ctx } from '../src/context.ts';
 import { AppError } from '../src/http/errors.ts';
-import { finishSso, TICKET_TTL_MS } from '../src/identity/sso/finish.ts';
+import { finishSso, TICKET_TTL_MS, type VerifiedIdentity } from '../src/identity/sso/finish.ts';
 import { safeReturnTo } from '../src/identity/sso/return-to.ts';
 import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../src/identity/sso/state.ts';
 import { providerById, type ProviderRow } from '../src/identity/sso/store.ts';
 import { probeProvider } from '../src/identity/sso/probe.ts';
 import { readRef } from '../src/identity/sso/provider-config.ts';
+import { TOTP_CONFIG, totpAt } from '../src/identity/mfa/totp.ts';
 import {
   MFA_KEY_SETTING, SSO_KEY_SETTING, SecretUnreadableError, parseEncryptionKey, parseMfaKey, seal, unseal,
 } from '../src/identity/mfa/crypto.ts';
@@ -188,7 +189,7 @@ test('provider input is validated strictly: 422 naming the field', async (t) => 
 });
 
 /** A loopback OpenID provider's discovery document and key set (the documents only). */
-async function discoveryServer(t: Parameters<typeof startTestServer>[0], o: { issuer?: (own: string) => string; keys?: number } = {}) {
+async function discoveryServer(t: Parameters<typeof startTestServer>[0], o: { issuer?: (own: string) => string; keys?: number; tokenEndpoint?: string } = {}) {
   const { publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' };
   const server = http.createServer((req, res) => {
@@ -196,7 +197,7 @@ async function discoveryServer(t: Parameters<typeof startTestServer>[0], o: { is
     if (req.url === '/.well-known/openid-configuration') {
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify({
-        issuer: o.issuer ? o.issuer(own) : own, authorization_endpoint: `${own}/auth`, token_endpoint: `${own}/token`,
+        issuer: o.issuer ? o.issuer(own) : own, authorization_endpoint: `${own}/auth`, token_endpoint: o.tokenEndpoint ?? `${own}/token`,
         jwks_uri: `${own}/jwks`, code_challenge_methods_supported: ['S256'], id_token_signing_alg_values_supported: ['RS256'],
       }));
     } else if (req.url === '/jwks') {
@@ -212,7 +213,7 @@ async function discoveryServer(t: Parameters<typeof startTestServer>[0], o: { is
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-test('probe OIDC: discovery and JWKS from a loopback provider; wrong issuer, no keys, unreachable provider and unset secret variable fail the probe', async (t) => {
+test('probe OIDC: discovery and JWKS from a loopback provider; wrong issuer, no keys, a cleartext token endpoint, unreachable provider and unset secret variable fail the probe', async (t) => {
   const { s, admin, org } = await world(t);
   const good = await discoveryServer(t);
   const liar = await discoveryServer(t, { issuer: () => 'https://someone-else.example.test' });
@@ -247,6 +248,12 @@ test('probe OIDC: discovery and JWKS from a loopback provider; wrong issuer, no 
   assert.equal(noKeys.r.body.status, 'failed');
   assert.match(noKeys.r.body.detail.problems.join('\n'), /no signing keys/);
 
+  // A token endpoint in clear text off loopback would carry the client secret unencrypted.
+  const cleartext = await discoveryServer(t, { tokenEndpoint: 'http://idp.example.test/token' });
+  const plain = await probe({ issuer: cleartext });
+  assert.equal(plain.r.body.status, 'failed');
+  assert.match(plain.r.body.detail.problems.join('\n'), /token_endpoint must use https/);
+
   const closed = await discoveryServer(t);
   const unreachable = await probe({ issuer: `${closed}/nothing-here` });
   assert.equal(unreachable.r.body.status, 'failed');
@@ -260,7 +267,7 @@ test('probe OIDC: discovery and JWKS from a loopback provider; wrong issuer, no 
   const probed = audits(s, 'identity_provider.probed');
   assert.deepEqual(probed.map((a) => [a.target_id, a.result, a.metadata.status]), [
     [ok.p.id, 'success', 'ok'], [wrongIssuer.p.id, 'failure', 'failed'], [noKeys.p.id, 'failure', 'failed'],
-    [unreachable.p.id, 'failure', 'failed'], [noSecret.p.id, 'failure', 'failed'],
+    [plain.p.id, 'failure', 'failed'], [unreachable.p.id, 'failure', 'failed'], [noSecret.p.id, 'failure', 'failed'],
   ]);
   assert.ok(!JSON.stringify([ok.r.body, probed]).includes(SECRET_VALUE), 'the secret value is never shown');
 });
@@ -335,7 +342,7 @@ test('readRef: the value of the named variable; unset is 409 sso_not_configured 
   expectAppError(() => readRef('lower_case'), 409, 'sso_not_configured');
 });
 
-test('flow states: stored hashed and encrypted, taken once, refused when expired, of another kind, or moved to another row', async (t) => {
+test('flow states: stored hashed and encrypted, taken once (deleted), refused when expired, of another kind, moved to another row, or re-pointed at another provider or kind; expired states purged on save', async (t) => {
   const { s, admin, org } = await world(t);
   const p = await create(s, admin, oidcBody(org.id));
   const ctx = s.operator();
@@ -348,7 +355,9 @@ test('flow states: stored hashed and encrypted, taken once, refused when expired
   assert.equal(Date.parse(stored.expires_at) - Date.parse(stored.created_at), 10 * 60_000);
 
   assert.equal(takeFlowState(ctx, 'saml', handle), null, 'another kind does not take it');
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 1, 'nor deletes it');
   assert.deepEqual(takeFlowState(ctx, 'oidc', handle), { providerId: p.id, payload });
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 0, 'a taken state is deleted at once');
   assert.equal(takeFlowState(ctx, 'oidc', handle), null, 'single use');
   assert.equal(takeFlowState(ctx, 'oidc', 'never-issued'), null);
   assert.equal(takeFlowState(ctx, 'oidc', ''), null);
@@ -356,6 +365,32 @@ test('flow states: stored hashed and encrypted, taken once, refused when expired
   const late = `late-${crypto.randomBytes(8).toString('hex')}`;
   saveFlowState(ctx, { providerId: p.id, kind: 'saml', handle: late, payload: { relayState: 'r' }, ttlMs: FLOW_TTL_MS });
   assert.equal(takeFlowState(ctxAt(s, Date.now() + FLOW_TTL_MS + 1000), 'saml', late), null, 'expired');
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 0, 'an expired state met at take is deleted too');
+
+  // Every save forgets the states already expired (not a day later); unexpired ones stay.
+  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'fresh', payload: {}, ttlMs: FLOW_TTL_MS });
+  saveFlowState(ctxAt(s, Date.now() - FLOW_TTL_MS - 1000), { providerId: p.id, kind: 'oidc', handle: 'stale', payload: {}, ttlMs: FLOW_TTL_MS });
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 2, 'the stale state is still there before the next save');
+  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'next', payload: {}, ttlMs: FLOW_TTL_MS });
+  assert.deepEqual(s.db.all<any>('SELECT handle_hash FROM sso_states ORDER BY handle_hash').map((r) => r.handle_hash),
+    ['fresh', 'next'].map((h) => crypto.hash('sha256', h, 'hex')).sort(), 'the expired state was deleted by the save');
+  assert.equal(takeFlowState(ctx, 'oidc', 'stale'), null);
+  assert.deepEqual(takeFlowState(ctx, 'oidc', 'fresh')?.payload, {});
+  assert.deepEqual(takeFlowState(ctx, 'oidc', 'next')?.payload, {});
+
+  // The provider id and the kind are additional data too: a row re-pointed at another provider, or
+  // relabelled as another kind, does not decrypt (and is used up).
+  const q = await create(s, admin, oidcBody(org.id, {}, { name: 'Other OIDC' }));
+  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'moved', payload: { who: 'moved' }, ttlMs: FLOW_TTL_MS });
+  s.db.run('UPDATE sso_states SET provider_id = ? WHERE handle_hash = ?', q.id, crypto.hash('sha256', 'moved', 'hex'));
+  assert.equal(takeFlowState(ctx, 'oidc', 'moved'), null, 'provider id changed on the row');
+  assert.equal(takeFlowState(ctx, 'oidc', 'moved'), null, 'and it is gone');
+  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'relabelled', payload: { who: 'relabelled' }, ttlMs: FLOW_TTL_MS });
+  s.db.run("UPDATE sso_states SET kind = 'saml' WHERE handle_hash = ?", crypto.hash('sha256', 'relabelled', 'hex'));
+  assert.equal(takeFlowState(ctx, 'saml', 'relabelled'), null, 'kind changed on the row');
+  // Unchanged, the same provider's state is taken as usual (the refusals above are the binding, not the key).
+  saveFlowState(ctx, { providerId: q.id, kind: 'oidc', handle: 'kept', payload: { who: 'kept' }, ttlMs: FLOW_TTL_MS });
+  assert.deepEqual(takeFlowState(ctx, 'oidc', 'kept'), { providerId: q.id, payload: { who: 'kept' } });
 
   // A payload moved to another row (the handle hash is its additional data) does not decrypt.
   const a = 'handle-a', b = 'handle-b';
@@ -418,14 +453,16 @@ test('finishSso provisions: a new passwordless user with the bound organization 
   assert.equal(s.db.get<any>('SELECT count(*) AS n FROM users WHERE email_normalized = ?', 'renamed@example.test')!.n, 0);
   assert.equal(ms().length, 2);
 
-  // An existing account with the e-mail address is linked, keeps its roles, and gains the missing ones.
+  // An existing account with the e-mail address (a member of the provider's organization only, the address
+  // verified by the provider) is linked, keeps its roles, and gains the missing ones.
   const existing = await makeUser(s, { email: 'known@example.test' });
-  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-known', email: 'KNOWN@example.test', name: 'Ignored' }, null);
+  grant(s, existing.id, 'organization', org.id, 'org_member');
+  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-known', email: 'KNOWN@example.test', name: 'Ignored', emailVerified: true }, null);
   assert.equal(s.db.get<any>('SELECT user_id FROM sso_identities WHERE subject = ?', 'sub-known')!.user_id, existing.id);
   assert.equal(s.db.get<any>('SELECT name FROM users WHERE id = ?', existing.id)!.name, existing.name);
   const leader = await member(s, 'org_admin', { organizationId: org.id, workspaceId: ws.id, projectId: '' });
   const leaderEmail = s.db.get<any>('SELECT email FROM users WHERE id = ?', leader.user.id)!.email;
-  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-leader', email: leaderEmail, name: null }, null);
+  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-leader', email: leaderEmail, name: null, emailVerified: true }, null);
   assert.equal(s.db.get<any>("SELECT role FROM memberships WHERE user_id = ? AND level = 'organization'", leader.user.id)!.role, 'org_admin', 'an existing role is never changed');
 
   const verified = audits(s, 'auth.sso.verified');
@@ -454,10 +491,12 @@ test('finishSso fails closed: full organization 409, suspended account 403, syst
   s.db.run('UPDATE billing_accounts SET seat_limit = 25 WHERE organization_id = ?', org.id);
 
   const suspended = await makeUser(s, { email: 'gone@example.test' });
+  grant(s, suspended.id, 'organization', org.id, 'org_member');
   setUserStatus(s.operator(), suspended.id, 'suspended');
   expectAppError(finish({ subject: 'gone', email: 'gone@example.test', name: null }), 403, 'account_suspended');
   // A linked account suspended later is refused too.
   const later = await makeUser(s, { email: 'later@example.test' });
+  grant(s, later.id, 'organization', org.id, 'org_member');
   finish({ subject: 'later', email: 'later@example.test', name: null })();
   setUserStatus(s.operator(), later.id, 'suspended');
   expectAppError(finish({ subject: 'later', email: null, name: null }), 403, 'account_suspended');
@@ -480,6 +519,165 @@ test('finishSso fails closed: full organization 409, suspended account 403, syst
     ['sso_link_refused', 'failure', p.id], ['sso_link_refused', 'failure', p.id], ['sso_failed', 'failure', p.id],
     ['sso_email_missing', 'failure', p.id], ['sso_email_missing', 'failure', p.id], ['sso_provider_disabled', 'failure', p.id],
   ]);
+});
+
+test('linking by e-mail: only an account whose memberships are all in the provider\'s organization, one of them active, never a system administrator; OIDC needs email_verified true, SAML may say nothing; a new account needs no verification', async (t) => {
+  const { s, admin, org, ws } = await world(t);
+  const other = makeOrg(s);
+  const otherWs = makeWorkspace(s, other.id);
+  const saml = await create(s, admin, samlBody(org.id));
+  const oidc = await create(s, admin, oidcBody(org.id));
+  const ctx = s.operator();
+  const finish = (providerId: string, identity: VerifiedIdentity) => finishSso(ctx, fakeReq, row(s, providerId), identity, null);
+  const links = (userId: string) => s.db.get<any>('SELECT count(*) AS n FROM sso_identities WHERE user_id = ?', userId)!.n;
+  const roles = (userId: string) => s.db.all<any>('SELECT level, role, status FROM memberships WHERE user_id = ? ORDER BY level, role', userId)
+    .map((m) => `${m.level}/${m.role}/${m.status}`);
+  const NOT_HERE = 'the account has no active membership in the provider\'s organization';
+  const ELSEWHERE = 'the account is a member of another organization';
+  const UNVERIFIED = 'the provider did not confirm that the e-mail address is verified';
+  /** Refused with the one generic answer (the caller learns nothing about the account); the precise reason only in the audit. */
+  const refused = (providerId: string, identity: VerifiedIdentity, userId: string, reason: string) => {
+    const before = audits(s, 'auth.sso.failed').length;
+    const memberships = roles(userId);
+    assert.throws(() => finish(providerId, identity), (err: unknown) => err instanceof AppError && err.status === 401 && err.code === 'sso_link_refused'
+      && err.message === 'single sign-on failed: this account cannot be linked to a sign-in provider', `${identity.subject}: ${reason}`);
+    assert.equal(links(userId), 0, `${identity.subject}: not linked`);
+    assert.deepEqual(roles(userId), memberships, `${identity.subject}: no membership given`);
+    assert.deepEqual(audits(s, 'auth.sso.failed').slice(before).map((a) => [a.metadata.code, a.metadata.reason, a.target_id]),
+      [['sso_link_refused', reason, providerId]], identity.subject);
+  };
+
+  // The consultant: owner of another organization and a member of this one. This organization's provider
+  // asserting their address must not get a session that carries the owner's rights over the other one.
+  const dual = await makeUser(s);
+  grant(s, dual.id, 'organization', org.id, 'org_member');
+  grant(s, dual.id, 'organization', other.id, 'org_owner');
+  refused(saml.id, { subject: 'dual', email: dual.email, name: null }, dual.id, ELSEWHERE);
+  refused(oidc.id, { subject: 'dual', email: dual.email, name: null, emailVerified: true }, dual.id, ELSEWHERE);
+  // A workspace role elsewhere counts as another organization just the same.
+  const wsElsewhere = await makeUser(s);
+  grant(s, wsElsewhere.id, 'organization', org.id, 'org_member');
+  grant(s, wsElsewhere.id, 'workspace', otherWs.id, 'writer');
+  refused(saml.id, { subject: 'ws-elsewhere', email: wsElsewhere.email, name: null }, wsElsewhere.id, ELSEWHERE);
+  // Deactivated here, active elsewhere.
+  const moved = await makeUser(s);
+  grant(s, moved.id, 'organization', org.id, 'org_member');
+  s.db.run("UPDATE memberships SET status = 'inactive' WHERE user_id = ? AND organization_id = ?", moved.id, org.id);
+  grant(s, moved.id, 'organization', other.id, 'org_member');
+  refused(saml.id, { subject: 'moved', email: moved.email, name: null }, moved.id, ELSEWHERE);
+  // Deactivated here and nowhere else: no active membership to vouch for.
+  const deactivated = await makeUser(s);
+  grant(s, deactivated.id, 'organization', org.id, 'org_member');
+  s.db.run("UPDATE memberships SET status = 'inactive' WHERE user_id = ?", deactivated.id);
+  refused(saml.id, { subject: 'deactivated', email: deactivated.email, name: null }, deactivated.id, NOT_HERE);
+  // No membership at all (an account of no organization is not this provider's to claim).
+  const loner = await makeUser(s);
+  refused(saml.id, { subject: 'loner', email: loner.email, name: null }, loner.id, NOT_HERE);
+  refused(oidc.id, { subject: 'loner', email: loner.email, name: null, emailVerified: true }, loner.id, NOT_HERE);
+  // A system administrator, even one who is a member of this organization only.
+  const sysadmin = await makeUser(s, { systemAdmin: true });
+  grant(s, sysadmin.id, 'organization', org.id, 'org_member');
+  refused(saml.id, { subject: 'sysadmin', email: sysadmin.email, name: null }, sysadmin.id, 'a service administrator is never linked');
+
+  // A member of this organization only (an active workspace role here is fine): linked through SAML,
+  // which makes no statement about verification (null), keeps its roles and gains the missing ones.
+  const here = await makeUser(s);
+  grant(s, here.id, 'workspace', ws.id, 'reviewer');
+  finish(saml.id, { subject: 'here', email: here.email, name: null });
+  assert.equal(links(here.id), 1);
+  assert.deepEqual(roles(here.id), ['organization/org_member/active', 'workspace/reviewer/active']);
+  // SAML saying "not verified" (false) is refused all the same.
+  const samlFalse = await makeUser(s);
+  grant(s, samlFalse.id, 'organization', org.id, 'org_member');
+  refused(saml.id, { subject: 'saml-false', email: samlFalse.email, name: null, emailVerified: false }, samlFalse.id, UNVERIFIED);
+
+  // OIDC: linking needs email_verified true; false, null (claim absent) and undefined (not passed) are refused.
+  const oidcMember = await makeUser(s);
+  grant(s, oidcMember.id, 'organization', org.id, 'org_member');
+  refused(oidc.id, { subject: 'oidc-member', email: oidcMember.email, name: null, emailVerified: false }, oidcMember.id, UNVERIFIED);
+  refused(oidc.id, { subject: 'oidc-member', email: oidcMember.email, name: null, emailVerified: null }, oidcMember.id, UNVERIFIED);
+  refused(oidc.id, { subject: 'oidc-member', email: oidcMember.email, name: null }, oidcMember.id, UNVERIFIED);
+  finish(oidc.id, { subject: 'oidc-member', email: oidcMember.email, name: null, emailVerified: true });
+  assert.equal(s.db.get<any>('SELECT user_id FROM sso_identities WHERE provider_id = ? AND subject = ?', oidc.id, 'oidc-member')!.user_id, oidcMember.id);
+
+  // A new account (no account with the address) needs no verification: it takes nobody over.
+  finish(oidc.id, { subject: 'newcomer', email: 'newcomer@example.test', name: null, emailVerified: null });
+  const newcomer = s.db.get<any>("SELECT id FROM users WHERE email_normalized = 'newcomer@example.test'")!;
+  assert.deepEqual(roles(newcomer.id), ['organization/org_member/active']);
+
+  assert.deepEqual(audits(s, 'auth.sso.verified').map((a) => [a.metadata.subject, a.metadata.account]),
+    [['here', 'email'], ['oidc-member', 'email'], ['newcomer', 'created']]);
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_tickets')!.n, 3, 'a ticket for each accepted sign-in only');
+});
+
+test('a system administrator never signs in through a provider: an account linked before and made administrator afterwards is refused (401 sso_link_refused) at the next sign-in and at redemption of a ticket issued before', async (t) => {
+  const { s, admin, org } = await world(t);
+  const p = await create(s, admin, samlBody(org.id));
+  const person = await makeUser(s);
+  grant(s, person.id, 'organization', org.id, 'org_member');
+  const before = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'person', email: person.email, name: null }, null);
+  assert.equal(s.db.get<any>('SELECT user_id FROM sso_identities WHERE subject = ?', 'person')!.user_id, person.id, 'linked');
+
+  s.db.run('UPDATE users SET is_system_admin = 1 WHERE id = ?', person.id);
+  const tickets = s.db.get<any>('SELECT count(*) AS n FROM sso_tickets')!.n;
+  expectAppError(() => finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'person', email: null, name: null }, null), 401, 'sso_link_refused');
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_tickets')!.n, tickets, 'no ticket');
+
+  const r = await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(before) } });
+  assert.equal(r.status, 401, r.text);
+  assert.equal(r.body.error.code, 'sso_link_refused');
+  assert.equal(r.body.token, undefined);
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sessions WHERE user_id = ?', person.id)!.n, 0, 'no session');
+  assert.equal((await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(before) } })).body.error.code, 'invalid_ticket', 'the ticket is used up');
+
+  assert.deepEqual(audits(s, 'auth.sso.failed').map((a) => [a.metadata.code, a.metadata.reason, a.target_id]), [
+    ['sso_link_refused', 'single sign-on failed: a service administrator cannot sign in through a sign-in provider', p.id],
+    ['sso_link_refused', 'the account became a service administrator after the ticket was issued', p.id],
+    ['invalid_ticket', 'the ticket is unknown, used or expired', null],
+  ]);
+});
+
+/** Now in whole seconds, at least `margin` seconds before the next TOTP step (waits when closer), so codes land in the step meant. */
+async function steadyNow(margin = 5): Promise<number> {
+  const into = (Date.now() / 1000) % TOTP_CONFIG.period;
+  if (into > TOTP_CONFIG.period - margin) await new Promise((r) => setTimeout(r, (TOTP_CONFIG.period - into + 0.05) * 1000));
+  return Math.floor(Date.now() / 1000);
+}
+
+test('redeem: a user with TOTP enabled gets an MFA challenge, not a session; a current code exchanges it for the session', async (t) => {
+  const { s, admin, org } = await world(t);
+  const p = await create(s, admin, samlBody(org.id));
+  const person = await makeUser(s);
+  grant(s, person.id, 'organization', org.id, 'org_member');
+  // TOTP enabled the way a person does it: a browser session, set-up, a code of the authenticator.
+  const signedIn = await s.call('POST', '/api/auth/login', { body: { email: person.email, password: person.password }, headers: { origin: s.url } });
+  assert.equal(signedIn.status, 200, signedIn.text);
+  const jar = signedIn.headers.get('set-cookie')!.split(';')[0];
+  const browser = (url: string, body?: unknown) => s.call('POST', url, { body, headers: { cookie: jar, origin: s.url } });
+  const setup = await browser('/api/auth/mfa/setup');
+  assert.equal(setup.status, 200, setup.text);
+  const base = await steadyNow();
+  const enabled = await browser('/api/auth/mfa/enable', { code: totpAt(setup.body.secret, base - TOTP_CONFIG.period) });
+  assert.equal(enabled.status, 200, enabled.text);
+  const sessions = () => s.db.get<any>('SELECT count(*) AS n FROM sessions WHERE user_id = ?', person.id)!.n;
+  const sessionsBefore = sessions();
+
+  const url = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'totp-person', email: person.email, name: null }, '/after-mfa');
+  const r = await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(url) } });
+  assert.equal(r.status, 200, r.text);
+  assert.deepEqual(Object.keys(r.body).sort(), ['challengeToken', 'expiresAt', 'mfaRequired', 'returnTo']);
+  assert.equal(r.body.mfaRequired, true);
+  assert.equal(r.body.returnTo, '/after-mfa');
+  assert.equal(sessions(), sessionsBefore, 'no session before the second factor');
+  assert.equal((await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(url) } })).status, 401, 'the ticket is used up by the challenge');
+
+  const done = await s.call('POST', '/api/auth/login/mfa', { body: { challengeToken: r.body.challengeToken, code: totpAt(setup.body.secret, base) } });
+  assert.equal(done.status, 200, done.text);
+  assert.equal(typeof done.body.token, 'string');
+  assert.equal(done.body.user.id, person.id);
+  assert.equal(sessions(), sessionsBefore + 1);
+  const login = audits(s, 'auth.login').at(-1)!;
+  assert.deepEqual([login.metadata.method, login.metadata.mfa, login.actor_user_id], ['saml', 'totp', person.id]);
 });
 
 test('redeem: a session in the bound organization with returnTo; replay, expiry and unknown tickets 401; with MFA required an enrollment challenge', async (t) => {
@@ -584,7 +782,7 @@ test('start redirects to the provider with a one-time state; the public list sho
   const location = new URL(start.headers.get('location')!);
   assert.equal(`${location.origin}${location.pathname}`, `${issuer}/auth`);
   assert.equal(location.searchParams.get('code_challenge_method'), 'S256');
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM sso_states WHERE kind = 'oidc' AND used_at IS NULL")!.n, 1);
+  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM sso_states WHERE kind = 'oidc'")!.n, 1);
   assert.ok(!start.headers.get('location')!.includes(SECRET_VALUE));
 
   const overview = await s.call('GET', '/api/system/identity', { token: admin });

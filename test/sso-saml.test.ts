@@ -1,7 +1,9 @@
 // SAML 2.0 single sign-on against a samlify identity provider on loopback: the HTTP-Redirect
 // AuthnRequest, the SP metadata, the HTTP-POST assertion consumer end to end (relay state preserved,
 // account and membership created, ticket redeemed for a session), and a negative suite where every
-// forged, altered or stale response fails closed (400/401, no ticket, no session, audited).
+// forged, altered or stale response fails closed (400/401, no ticket, no session, audited). The
+// browser keeps the service's cookies: the flow cookie of the start goes back to the assertion
+// consumer, and a post without it (login CSRF) is refused.
 // Forged documents are signed with xml-crypto and the test keys in test/fixtures/sso/.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,18 +25,32 @@ const SP_ENTITY = 'https://svc.test/saml/sp';
 
 interface Seen { url: string; status: number; headers: Record<string, string>; text: string }
 
-/** A browser that sends {base_url} to the test server, records every answer and never follows redirects by itself. */
+/**
+ * A browser that sends {base_url} (`publicUrl`) to the test server, keeps the cookies each host sets
+ * (no Path, SameSite or Secure rules: the test server is the only host setting any), records every
+ * answer and never follows redirects by itself.
+ */
 class Browser {
   readonly seen: Seen[] = [];
   private readonly s: TestServer;
-  constructor(s: TestServer) {
+  private readonly publicUrl: string;
+  private readonly jar = new Map<string, Map<string, string>>();
+  constructor(s: TestServer, publicUrl = PUBLIC_URL) {
     this.s = s;
+    this.publicUrl = publicUrl;
   }
   private target(url: string): string {
-    return url.startsWith(PUBLIC_URL) ? this.s.url + url.slice(PUBLIC_URL.length) : url;
+    return url.startsWith(this.publicUrl) ? this.s.url + url.slice(this.publicUrl.length) : url;
   }
-  async go(method: string, url: string, init: { form?: Record<string, string>; json?: unknown } = {}): Promise<Seen & { body: any }> {
-    const headers: Record<string, string> = {};
+  /** The flow cookie this browser holds for the service, if any. */
+  get flowCookie(): string | undefined {
+    return this.jar.get(new URL(this.s.url).host)?.get('svc_sso_flow');
+  }
+  async go(method: string, url: string, init: { form?: Record<string, string>; json?: unknown; headers?: Record<string, string> } = {}): Promise<Seen & { body: any }> {
+    const headers: Record<string, string> = { ...init.headers };
+    const host = new URL(this.target(url)).host;
+    const cookies = this.jar.get(host);
+    if (cookies?.size) headers.cookie = [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     let body: string | undefined;
     if (init.form) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -44,6 +60,14 @@ class Browser {
       body = JSON.stringify(init.json);
     }
     const res = await fetch(this.target(url), { method, headers, body, redirect: 'manual' });
+    for (const line of res.headers.getSetCookie()) {
+      const pair = line.split(';')[0];
+      const eq = pair.indexOf('=');
+      const [name, value] = [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()];
+      if (!this.jar.has(host)) this.jar.set(host, new Map());
+      if (value === '' || /max-age=0(;|$)/i.test(line)) this.jar.get(host)!.delete(name);
+      else this.jar.get(host)!.set(name, value);
+    }
     const text = await res.text();
     const seen: Seen = { url, status: res.status, headers: Object.fromEntries([...res.headers.entries()]), text };
     this.seen.push(seen);
@@ -51,12 +75,19 @@ class Browser {
   }
 }
 
-interface Env { s: TestServer; peer: SamlPeer; browser: Browser; base: string; providerId: string; organizationId: string; workspaceId: string; acsUrl: string }
+interface Env {
+  s: TestServer; peer: SamlPeer; browser: Browser; base: string; providerId: string; organizationId: string; workspaceId: string; acsUrl: string;
+  adminToken: string;
+}
 
-/** A server (with SVC_PUBLIC_URL = PUBLIC_URL unless `publicUrl` is false), the IdP peer and a SAML provider bound to a new organization and workspace. */
-async function setup(t: TestContext, o: { publicUrl?: boolean } = {}): Promise<Env> {
-  const s = await startTestServer(t, { ...(o.publicUrl === false ? {} : { SVC_PUBLIC_URL: PUBLIC_URL }), SVC_FRONTEND_ORIGIN: FRONTEND });
-  const base = o.publicUrl === false ? s.url : PUBLIC_URL;
+/**
+ * A server (with SVC_PUBLIC_URL = PUBLIC_URL, or the URL given, unless `publicUrl` is false; `env` added),
+ * the IdP peer and a SAML provider bound to a new organization and workspace.
+ */
+async function setup(t: TestContext, o: { publicUrl?: boolean | string; env?: Record<string, string> } = {}): Promise<Env> {
+  const publicUrl = typeof o.publicUrl === 'string' ? o.publicUrl : PUBLIC_URL;
+  const s = await startTestServer(t, { ...(o.publicUrl === false ? {} : { SVC_PUBLIC_URL: publicUrl }), SVC_FRONTEND_ORIGIN: FRONTEND, ...o.env });
+  const base = o.publicUrl === false ? s.url : publicUrl;
   const peer = await startSamlPeer({ entityId: IDP_ENTITY });
   t.after(() => peer.close());
   const admin = await makeUser(s, { systemAdmin: true });
@@ -72,11 +103,13 @@ async function setup(t: TestContext, o: { publicUrl?: boolean } = {}): Promise<E
   });
   assert.equal(created.status, 201, created.text);
   const providerId = created.body.id as string;
-  const browser = new Browser(s);
+  const browser = new Browser(s, base);
   const metadata = await browser.go('GET', `${base}/api/auth/sso/saml/${providerId}/metadata`);
   assert.equal(metadata.status, 200, metadata.text);
   peer.useServiceProvider(metadata.text);
-  return { s, peer, browser, base, providerId, organizationId: org.id, workspaceId: ws.id, acsUrl: `${base}/api/auth/sso/saml/${providerId}/acs` };
+  return {
+    s, peer, browser, base, providerId, organizationId: org.id, workspaceId: ws.id, acsUrl: `${base}/api/auth/sso/saml/${providerId}/acs`, adminToken: token,
+  };
 }
 
 let n = 0;
@@ -85,12 +118,13 @@ const person = (): IdpUser => {
   return { nameId: `idp-subject-${n}`, email: `saml-person-${process.pid}-${n}@corp.example.test`, name: `SAML Person ${n}` };
 };
 
-/** GET /api/auth/sso/start: the redirect to the IdP. */
-async function start(e: Env, returnTo?: string) {
+/** GET /api/auth/sso/start (in `browser`, e.browser by default, which keeps the flow cookie): the redirect to the IdP. */
+async function start(e: Env, returnTo?: string, browser = e.browser) {
   const q = new URLSearchParams({ providerId: e.providerId, ...(returnTo ? { returnTo } : {}) });
-  const r = await e.browser.go('GET', `${e.base}/api/auth/sso/start?${q}`);
+  const r = await browser.go('GET', `${e.base}/api/auth/sso/start?${q}`);
   assert.equal(r.status, 302, r.text);
-  return { location: r.headers.location, ...readRedirect(r.headers.location) };
+  assert.ok(browser.flowCookie, 'the flow cookie is set');
+  return { location: r.headers.location, setCookie: r.headers['set-cookie'], ...readRedirect(r.headers.location) };
 }
 
 /** Start, visit the IdP (logged in as `user`) and post its form to the ACS like a browser; the ACS answer. */
@@ -112,11 +146,11 @@ const ticketOf = (location: string) => {
 
 const count = (s: TestServer, table: string) => s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)!.n;
 
-/** POSTs `xml` (base64) to the ACS with the relay state. */
-function postAcs(e: Env, xml: string, relayState: string | null, raw = false) {
+/** POSTs `xml` (base64) to the ACS with the relay state (from `browser`, e.browser by default). */
+function postAcs(e: Env, xml: string, relayState: string | null, raw = false, browser = e.browser) {
   const form: Record<string, string> = { SAMLResponse: raw ? xml : Buffer.from(xml, 'utf8').toString('base64') };
   if (relayState !== null) form.RelayState = relayState;
-  return e.browser.go('POST', e.acsUrl, { form });
+  return browser.go('POST', e.acsUrl, { form });
 }
 
 /** Asserts a refusal that fails closed: the status, no redirect, no ticket, no session, and an auth.sso.failed record with the reason. */
@@ -143,9 +177,9 @@ function failures(e: Env) {
     .map((a) => ({ result: a.result, metadata: JSON.parse(a.metadata) }));
 }
 
-/** A pending request of the service (its ID and relay state) and a response answering it, signed or not. */
-async function forge(e: Env, o: { user?: IdpUser; values?: (v: ReturnType<typeof responseValues>) => void } = {}) {
-  const pending = await start(e);
+/** A pending request of the service (its ID and relay state; started in `browser`) and a response answering it, signed or not. */
+async function forge(e: Env, o: { user?: IdpUser; values?: (v: ReturnType<typeof responseValues>) => void; browser?: Browser } = {}) {
+  const pending = await start(e, undefined, o.browser);
   const user = o.user ?? person();
   const values = responseValues({ idpEntityId: IDP_ENTITY, spEntityId: SP_ENTITY, acsUrl: e.acsUrl, inResponseTo: pending.id, user });
   o.values?.(values);
@@ -171,9 +205,14 @@ test('SAML sign-in end to end against the samlify IdP: AuthnRequest, relay state
   assert.equal(form.fields.RelayState, redirect.relayState);
   assert.ok(redirect.relayState.length >= 32);
 
+  // The flow cookie (plain http: SameSite=Lax, not Secure), sent back to the ACS and cleared by its answer.
+  assert.match(redirect.setCookie, /^svc_sso_flow=[A-Za-z0-9_-]{43}; Path=\/api\/auth\/sso; HttpOnly; SameSite=Lax; Max-Age=600$/);
+
   assert.equal(acs.status, 302, acs.text);
   const ticket = ticketOf(acs.headers.location);
   assert.equal(acs.headers['cache-control'], 'no-store');
+  assert.equal(acs.headers['set-cookie'], 'svc_sso_flow=; Path=/api/auth/sso; HttpOnly; SameSite=Lax; Max-Age=0');
+  assert.equal(e.browser.flowCookie, undefined);
 
   // The account and memberships in the bound organization and workspace.
   const account = e.s.db.get<{ id: string; name: string; password_hash: string | null }>('SELECT * FROM users WHERE email = ?', user.email)!;
@@ -241,6 +280,95 @@ test('SP metadata names the entity id and the HTTP-POST assertion consumer; unkn
   assert.match(r.text, new RegExp(`Binding="urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" Location="${e.acsUrl}"`));
   assert.match(r.text, /WantAssertionsSigned="true"/);
   assert.equal((await e.browser.go('GET', `${PUBLIC_URL}/api/auth/sso/saml/idp_nope/metadata`)).status, 404);
+  // A disabled provider has no metadata either (404), until enabled again.
+  const setStatus = async (status: string) => {
+    const p = await e.s.call('PATCH', `/api/system/identity/providers/${e.providerId}`, { token: e.adminToken, body: { status } });
+    assert.equal(p.status, 200, p.text);
+  };
+  await setStatus('disabled');
+  const off = await e.browser.go('GET', `${PUBLIC_URL}/api/auth/sso/saml/${e.providerId}/metadata`);
+  assert.equal(off.status, 404, off.text);
+  assert.doesNotMatch(off.text, /EntityDescriptor/);
+  await setStatus('active');
+  assert.equal((await e.browser.go('GET', `${PUBLIC_URL}/api/auth/sso/saml/${e.providerId}/metadata`)).status, 200);
+});
+
+test('login CSRF: an ACS post without the flow cookie, or with another flow\'s, is 401 sso_browser_mismatch; the request is used up all the same', async (t) => {
+  const e = await setup(t);
+  const code = () => failures(e).at(-1)!.metadata.code;
+  // A genuine response for a request started in e.browser, posted by a browser without any flow cookie.
+  const stranger = new Browser(e.s);
+  const f = await forge(e);
+  await refused(e, () => postAcs(e, f.signed, f.pending.relayState, false, stranger), 401, /browser that did not start this sign-in/);
+  assert.equal(code(), 'sso_browser_mismatch');
+  // Single use either way: the browser of the flow, posting the same response, finds the request gone.
+  await refused(e, () => postAcs(e, f.signed, f.pending.relayState), 401, /InResponseTo/);
+
+  // Another flow's cookie: flow G started in e.browser, flow H in `other`; G's response posted by `other`.
+  const other = new Browser(e.s);
+  const g = await forge(e);
+  const h = await forge(e, { browser: other });
+  assert.notEqual(other.flowCookie, e.browser.flowCookie);
+  await refused(e, () => postAcs(e, g.signed, g.pending.relayState, false, other), 401, /browser that did not start this sign-in/);
+  assert.equal(code(), 'sso_browser_mismatch');
+  await refused(e, () => postAcs(e, g.signed, g.pending.relayState), 401, /InResponseTo/);
+  // The refusal left `other`'s own flow alone: H completes there, and its answer clears the cookie.
+  assert.ok(other.flowCookie);
+  const ok = await postAcs(e, h.signed, h.pending.relayState, false, other);
+  assert.equal(ok.status, 302, ok.text);
+  ticketOf(ok.headers.location);
+  assert.equal(other.flowCookie, undefined);
+});
+
+test('over https the SAML flow cookie is SameSite=None and Secure (the IdP\'s POST to the ACS is cross-site)', async (t) => {
+  const e = await setup(t, { publicUrl: 'https://svc.test' });
+  const r = await e.s.call('GET', `/api/auth/sso/start?providerId=${e.providerId}`);
+  assert.equal(r.status, 302, r.text);
+  assert.match(r.headers.get('set-cookie') ?? '', /^svc_sso_flow=[A-Za-z0-9_-]{43}; Path=\/api\/auth\/sso; HttpOnly; SameSite=None; Secure; Max-Age=600$/);
+});
+
+test('sign-in starts are limited per client address: over 30 a minute, 429 with Retry-After and nothing stored', async (t) => {
+  const e = await setup(t, { env: { SVC_TRUST_PROXY: '1' } });
+  const from = (address: string, providerId = e.providerId) =>
+    e.browser.go('GET', `${e.base}/api/auth/sso/start?providerId=${providerId}`, { headers: { 'x-forwarded-for': address } });
+  for (let i = 0; i < 30; i++) {
+    const r = await from('198.51.100.7');
+    assert.equal(r.status, 302, `start ${i + 1}: ${r.text}`);
+  }
+  const states = count(e.s, 'sso_states');
+  const over = await from('198.51.100.7');
+  assert.equal(over.status, 429, over.text);
+  assert.equal(over.body.error.code, 'rate_limited');
+  const wait = Number(over.headers['retry-after']);
+  assert.ok(Number.isInteger(wait) && wait >= 1 && wait <= 60, `Retry-After ${over.headers['retry-after']}`);
+  assert.equal(over.headers['set-cookie'], undefined, 'no flow cookie');
+  assert.equal(over.headers.location, undefined);
+  // Any start from that address counts, an unknown provider included (429, not 404).
+  assert.equal((await from('198.51.100.7', 'idp_nope')).status, 429);
+  assert.equal(count(e.s, 'sso_states'), states, 'nothing stored');
+  // Another address is not limited.
+  assert.equal((await from('198.51.100.8')).status, 302);
+  assert.equal(count(e.s, 'sso_states'), states + 1);
+});
+
+test('a request made for one SAML provider, answered at another provider\'s ACS, fails closed and is used up', async (t) => {
+  const e = await setup(t);
+  // Provider B: same IdP and certificate, same organization, its own SP entity id and ACS.
+  const created = await e.s.call('POST', '/api/system/identity/providers', {
+    token: e.adminToken,
+    body: {
+      kind: 'saml', name: 'Second SAML', organizationId: e.organizationId,
+      config: { idpEntityId: IDP_ENTITY, ssoUrl: e.peer.ssoUrl, idpCertRef: CERT_REF, spEntityId: `${SP_ENTITY}/b`, attributeMapping: ATTRIBUTE_NAMES },
+    },
+  });
+  assert.equal(created.status, 201, created.text);
+  const b: Env = { ...e, providerId: created.body.id, acsUrl: `${e.base}/api/auth/sso/saml/${created.body.id}/acs` };
+  // A request started at A (e.browser holds its flow cookie), answered by the IdP in every respect for B.
+  const f = await forge(e, { values: (v) => Object.assign(v, { Destination: b.acsUrl, SubjectRecipient: b.acsUrl, Audience: `${SP_ENTITY}/b` }) });
+  await refused(b, () => postAcs(b, f.signed, f.pending.relayState), 401, /InResponseTo matches no pending, unused request of this provider/);
+  // A's request is gone: a genuine answer for A at A's ACS is refused now too.
+  const forA = signElement(fillResponse(responseValues({ idpEntityId: IDP_ENTITY, spEntityId: SP_ENTITY, acsUrl: e.acsUrl, inResponseTo: f.pending.id, user: f.user }), f.user), 'Assertion', IDP_KEY, IDP_CERT);
+  await refused(e, () => postAcs(e, forA, f.pending.relayState), 401, /InResponseTo/);
 });
 
 test('a relay state that does not come back unchanged is refused', async (t) => {
@@ -360,15 +488,21 @@ test('negative: responses the samlify IdP signs but that are not for this SP, th
   const e = await setup(t);
   const minutes = (m: number) => new Date(Date.now() + m * 60_000).toISOString();
   const cases: Array<[string, (v: Record<string, string | null>) => Record<string, string | null>, RegExp]> = [
-    ['wrong audience', (v) => ({ ...v, Audience: 'https://other-sp.example.test' }), /another audience/],
-    ['wrong recipient', (v) => ({ ...v, SubjectRecipient: 'http://evil.test/acs' }), /Recipient/],
-    ['wrong destination', (v) => ({ ...v, Destination: 'http://evil.test/acs' }), /Destination/],
-    ['expired', (v) => ({ ...v, ConditionsNotBefore: minutes(-20), ConditionsNotOnOrAfter: minutes(-10), SubjectConfirmationDataNotOnOrAfter: minutes(-10) }), /expired/],
-    ['expired beyond the 60 s skew', (v) => ({ ...v, ConditionsNotOnOrAfter: new Date(Date.now() - 61_000).toISOString() }), /expired/],
-    ['not yet valid', (v) => ({ ...v, ConditionsNotBefore: minutes(5), ConditionsNotOnOrAfter: minutes(10) }), /not yet valid/],
-    ['unknown InResponseTo', (v) => ({ ...v, InResponseTo: '_0123456789abcdef0123456789abcdef01234567' }), /InResponseTo/],
+    ['wrong audience', (v) => ({ ...v, Audience: 'https://other-sp.example.test' }), /the assertion is for another audience/],
+    ['wrong recipient', (v) => ({ ...v, SubjectRecipient: 'http://evil.test/acs' }), /the Recipient is not this assertion consumer/],
+    ['wrong destination', (v) => ({ ...v, Destination: 'http://evil.test/acs' }), /the response Destination is not this assertion consumer/],
+    ['expired', (v) => ({ ...v, ConditionsNotBefore: minutes(-20), ConditionsNotOnOrAfter: minutes(-10), SubjectConfirmationDataNotOnOrAfter: minutes(-10) }), /the assertion has expired/],
+    ['expired beyond the 60 s skew', (v) => ({ ...v, ConditionsNotOnOrAfter: new Date(Date.now() - 61_000).toISOString() }), /the assertion has expired/],
+    // Conditions valid; only the bearer confirmation is past (or has no end at all).
+    ['subject confirmation expired', (v) => ({ ...v, SubjectConfirmationDataNotOnOrAfter: minutes(-10) }), /the subject confirmation has expired/],
+    ['subject confirmation without NotOnOrAfter', (v) => ({ ...v, SubjectConfirmationDataNotOnOrAfter: null }), /the subject confirmation has no NotOnOrAfter/],
+    ['not yet valid', (v) => ({ ...v, ConditionsNotBefore: minutes(5), ConditionsNotOnOrAfter: minutes(10) }), /the assertion is not yet valid/],
+    ['unknown InResponseTo', (v) => ({ ...v, InResponseTo: '_0123456789abcdef0123456789abcdef01234567' }), /InResponseTo matches no pending/],
     ['non-success status', (v) => ({ ...v, StatusCode: 'urn:oasis:names:tc:SAML:2.0:status:Responder' }), /status:Responder/],
-    ['another issuer', (v) => ({ ...v, Issuer: 'https://other-idp.example.test' }), /Issuer/],
+    // Only the signed assertion's Issuer differs (the Response's is right), then only the Response's.
+    ['another issuer of the assertion', (v) => ({ ...v, AssertionIssuer: 'https://other-idp.example.test' }), /the assertion Issuer is not the configured IdP/],
+    ['another issuer of the response', (v) => ({ ...v, Issuer: 'https://other-idp.example.test', AssertionIssuer: IDP_ENTITY }), /the response Issuer is not the configured IdP/],
+    ['no AuthnStatement', (v) => ({ ...v, AuthnStatement: null }), /the assertion has no AuthnStatement/],
   ];
   for (const [name, tweak, reason] of cases) {
     await t.test(name, async () => {

@@ -4,7 +4,8 @@
 //   development login and consent pages a Browser drives like a person would;
 // - startFakeOp: a tiny provider whose discovery, JWKS and token endpoint the test controls, for
 //   ID tokens a real provider would never mint (alg none, HS256, wrong iss/aud, expired...).
-// - Browser: follows redirects across origins with a cookie jar and submits the login/consent forms;
+// - Browser: follows redirects across origins with a cookie jar (per host and port; the service's
+//   flow cookie comes back to the callback as in a real browser) and submits the login/consent forms;
 //   it records every answer so that a test can scan them for secrets.
 import http from 'node:http';
 import { createHash } from 'node:crypto';
@@ -93,8 +94,11 @@ export interface FakeOp {
   close(): Promise<void>;
 }
 
-/** A provider the test controls: discovery + JWKS of its own RSA key, an authorization endpoint nobody visits, a scripted token endpoint. */
-export async function startFakeOp(o: { issuerOverride?: string } = {}): Promise<FakeOp> {
+/**
+ * A provider the test controls: discovery + JWKS of its own RSA key, an authorization endpoint nobody
+ * visits, a scripted token endpoint. `issuerOverride` / `tokenEndpointOverride`: what discovery names instead.
+ */
+export async function startFakeOp(o: { issuerOverride?: string; tokenEndpointOverride?: string } = {}): Promise<FakeOp> {
   const { privateKey, publicKey } = await generateKeyPair('RS256', { extractable: true });
   const kid = 'fake-rs256';
   const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
@@ -110,7 +114,7 @@ export async function startFakeOp(o: { issuerOverride?: string } = {}): Promise<
     const path = (req.url ?? '/').split('?')[0];
     if (path === '/.well-known/openid-configuration') {
       return send(res, 200, {
-        issuer: o.issuerOverride ?? op.issuer, authorization_endpoint: `${op.issuer}/authorize`, token_endpoint: `${op.issuer}/token`,
+        issuer: o.issuerOverride ?? op.issuer, authorization_endpoint: `${op.issuer}/authorize`, token_endpoint: o.tokenEndpointOverride ?? `${op.issuer}/token`,
         jwks_uri: `${op.issuer}/jwks`, response_types_supported: ['code'], code_challenge_methods_supported: ['S256'],
         id_token_signing_alg_values_supported: ['RS256'],
       });
@@ -148,9 +152,17 @@ export class Browser {
   private readonly jar = new Map<string, Map<string, string>>();
 
   private readonly credentials: { login: string; password: string };
+  private readonly headers: Record<string, string>;
 
-  constructor(credentials: { login: string; password: string } = { login: '', password: '' }) {
+  /** `headers` go with every request (e.g. an X-Forwarded-For address of this browser for a service trusting its proxy). */
+  constructor(credentials: { login: string; password: string } = { login: '', password: '' }, headers: Record<string, string> = {}) {
     this.credentials = credentials;
+    this.headers = headers;
+  }
+
+  /** The value of a cookie the browser holds for a host (host:port), or undefined. */
+  cookie(host: string, name: string): string | undefined {
+    return this.jar.get(host)?.get(name);
   }
 
   private cookieHeader(url: URL): string | undefined {
@@ -173,7 +185,7 @@ export class Browser {
 
   async fetch(url: string, init: { method?: string; form?: URLSearchParams } = {}): Promise<Seen> {
     const u = new URL(url);
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...this.headers };
     const cookie = this.cookieHeader(u);
     if (cookie) headers.cookie = cookie;
     if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';

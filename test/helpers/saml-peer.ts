@@ -92,13 +92,23 @@ export function responseValues(o: { idpEntityId: string; spEntityId: string; acs
   };
 }
 
-/** samlify's login response template filled with `values` (unsigned); AttributeStatement carries the user's mail and displayName. */
+/** The template's Assertion opening and Issuer: its Issuer gets a tag of its own (AssertionIssuer, default Issuer). */
+const ASSERTION_ISSUER = 'ID="{AssertionID}" Version="2.0" IssueInstant="{IssueInstant}"><saml:Issuer>{Issuer}</saml:Issuer>';
+
+/**
+ * samlify's login response template filled with `values` (unsigned); AttributeStatement carries the
+ * user's mail and displayName. A null value drops its attribute (e.g. SubjectConfirmationDataNotOnOrAfter)
+ * or element (AuthnStatement). `AssertionIssuer` sets the Assertion's Issuer alone (default: Issuer).
+ */
 export function fillResponse(values: TemplateValues, user: IdpUser): string {
-  const { AuthnStatement, ...rest } = values;
-  const template = samlify.SamlLib.defaultLoginResponseTemplate.context
+  const { AuthnStatement, AssertionIssuer, ...rest } = values;
+  const base = samlify.SamlLib.defaultLoginResponseTemplate.context;
+  if (!base.includes(ASSERTION_ISSUER)) throw new Error('samlify\'s login response template changed: no Assertion Issuer to retag');
+  const template = base
+    .replace(ASSERTION_ISSUER, ASSERTION_ISSUER.replace('{Issuer}', '{AssertionIssuer}'))
     .replace('{AuthnStatement}', AuthnStatement ?? '')
     .replace('{AttributeStatement}', attributeStatement(user));
-  return samlify.SamlLib.replaceTagsByValue(template, rest);
+  return samlify.SamlLib.replaceTagsByValue(template, { ...rest, AssertionIssuer: AssertionIssuer === undefined ? rest.Issuer : AssertionIssuer });
 }
 
 /**

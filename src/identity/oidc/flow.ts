@@ -1,7 +1,8 @@
 // OpenID Connect sign-in: the authorization-code flow with PKCE (S256), a one-time state and nonce
-// stored encrypted (state.ts), the code exchanged at the token endpoint with client_secret_basic,
-// and the ID token verified with jose against the provider's JWKS (algorithm allow-list, iss, aud,
-// exp, nonce, azp). The provider vouches for an identity; finishSso turns it into a one-time ticket.
+// stored encrypted (state.ts) and bound to the browser that started it (flow-cookie.ts), the code
+// exchanged at the token endpoint with client_secret_basic, and the ID token verified with jose
+// against the provider's JWKS (algorithm allow-list, iss, aud, exp, nonce, azp). The provider vouches
+// for an identity; finishSso turns it into a one-time ticket.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
@@ -12,6 +13,8 @@ import { oidcConfigOf, readRef, type OidcConfig } from '../sso/provider-config.t
 import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../sso/state.ts';
 import { finishSso, ssoFailure } from '../sso/finish.ts';
 import { fetchJson, FetchJsonError } from '../sso/fetch-json.ts';
+import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../sso/flow-cookie.ts';
+import { urlProblem } from '../sso/providers.ts';
 
 /** Asymmetric signatures only: never `none`, never an HMAC (whose "secret" an attacker could take from the JWKS). */
 export const ID_TOKEN_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];
@@ -34,16 +37,12 @@ const discoveries = new Map<string, { expires: number; value: Promise<Discovery>
 /** Raised while talking to the provider; `reason` goes to the audit record (never token content). */
 class ProviderTrouble extends Error {}
 
-function httpUrl(v: unknown, what: string): string {
+/** An endpoint of the discovery document: held to the issuer's rule (https; http only on a loopback host). */
+function endpointUrl(v: unknown, what: string): string {
   if (typeof v !== 'string') throw new ProviderTrouble(`discovery document has no ${what}`);
-  let u: URL;
-  try {
-    u = new URL(v);
-  } catch {
-    throw new ProviderTrouble(`discovery ${what} is not a URL`);
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') throw new ProviderTrouble(`discovery ${what} is not an http(s) URL`);
-  return u.href;
+  const problem = urlProblem(v, { httpsUnlessLoopback: true });
+  if (problem) throw new ProviderTrouble(`discovery ${what} ${problem}`);
+  return new URL(v).href;
 }
 
 async function fetchDiscovery(issuer: string): Promise<Discovery> {
@@ -58,9 +57,9 @@ async function fetchDiscovery(issuer: string): Promise<Discovery> {
   if (doc.issuer !== issuer) throw new ProviderTrouble('discovery issuer differs from the configured issuer');
   return {
     issuer,
-    authorizationEndpoint: httpUrl(doc.authorization_endpoint, 'authorization_endpoint'),
-    tokenEndpoint: httpUrl(doc.token_endpoint, 'token_endpoint'),
-    jwks: createRemoteJWKSet(new URL(httpUrl(doc.jwks_uri, 'jwks_uri')), { timeoutDuration: FETCH_TIMEOUT_MS, cooldownDuration: 30_000 }),
+    authorizationEndpoint: endpointUrl(doc.authorization_endpoint, 'authorization_endpoint'),
+    tokenEndpoint: endpointUrl(doc.token_endpoint, 'token_endpoint'),
+    jwks: createRemoteJWKSet(new URL(endpointUrl(doc.jwks_uri, 'jwks_uri')), { timeoutDuration: FETCH_TIMEOUT_MS, cooldownDuration: 30_000 }),
   };
 }
 
@@ -93,10 +92,11 @@ export function oidcRedirectUri(ctx: Ctx, serviceOrigin?: string | null): string
 
 /**
  * The provider's authorization URL for a new flow: state, nonce and PKCE verifier are random and
- * stored one-time (handle = state). `serviceOrigin` (the origin of the start request) is the
- * base of the default redirect URI when neither SVC_OIDC_REDIRECT_URI nor SVC_PUBLIC_URL is set.
+ * stored one-time (handle = state) with `browserHash`, the SHA-256 of the flow cookie the start answer
+ * sets. `serviceOrigin` (the origin of the start request) is the base of the default redirect URI when
+ * neither SVC_OIDC_REDIRECT_URI nor SVC_PUBLIC_URL is set.
  */
-export async function startOidc(ctx: Ctx, provider: ProviderRow, returnTo: string | null, serviceOrigin?: string | null): Promise<string> {
+export async function startOidc(ctx: Ctx, provider: ProviderRow, returnTo: string | null, browserHash: string, serviceOrigin?: string | null): Promise<string> {
   const cfg = oidcConfigOf(provider);
   readRef(cfg.clientSecretRef); // a provider without its secret fails here (409), not after the user signed in
   const redirectUri = oidcRedirectUri(ctx, serviceOrigin);
@@ -113,7 +113,7 @@ export async function startOidc(ctx: Ctx, provider: ProviderRow, returnTo: strin
   const verifier = random();
   saveFlowState(ctx, {
     providerId: provider.id, kind: 'oidc', handle: state, ttlMs: FLOW_TTL_MS,
-    payload: { providerId: provider.id, nonce, verifier, returnTo, redirectUri },
+    payload: { providerId: provider.id, nonce, verifier, returnTo, redirectUri, browser: browserHash },
   });
   const url = new URL(d.authorizationEndpoint);
   const params: Record<string, string> = {
@@ -137,11 +137,13 @@ const sameString = (a: string, b: string) => {
 const errorCode = (e: string) => (/^[A-Za-z0-9_.-]{1,64}$/.test(e) ? e : 'unrecognized');
 
 /**
- * The callback: the state taken once, the code exchanged, the ID token verified, the claims mapped,
- * then finishSso. Returns the front end's URL carrying the one-time ticket. Every refusal is an
- * audited ssoFailure (400 malformed, 401 refused): no ticket, no session.
+ * The callback: the state taken once, the browser checked (the flow cookie of the start), the code
+ * exchanged, the ID token verified, the claims mapped, then finishSso. Answers the front end's URL
+ * carrying the one-time ticket and the Set-Cookie header clearing the flow cookie. Every refusal is an
+ * audited ssoFailure (400 malformed, 401 refused): no ticket, no session; once the browser is known to
+ * be the flow's, the refusal clears the flow cookie too (a mismatch leaves that browser's cookie alone).
  */
-export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallback): Promise<string> {
+export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallback): Promise<{ location: string; clearCookie: string }> {
   if (!cb.state) throw ssoFailure(ctx, null, 400, 'invalid_callback', 'state parameter missing');
   const flow = takeFlowState(ctx, 'oidc', cb.state);
   if (!flow) throw ssoFailure(ctx, null, 401, 'invalid_state', 'unknown, used or expired state');
@@ -149,8 +151,22 @@ export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallb
   if (!provider || provider.kind !== 'oidc' || provider.status !== 'active') {
     throw ssoFailure(ctx, provider ?? null, 401, 'provider_unavailable', 'provider missing, disabled or not OIDC');
   }
-  const { nonce, verifier, redirectUri } = flow.payload;
-  const returnTo = typeof flow.payload.returnTo === 'string' ? flow.payload.returnTo : null;
+  // Login CSRF: the answer must come back to the browser that started the flow (the state is used up either way).
+  if (!fromFlowBrowser(req, flow.payload.browser)) {
+    throw ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the callback came from a browser that did not start this sign-in (flow cookie missing or different)');
+  }
+  const clearCookie = clearFlowCookie(req, ctx.config, 'oidc');
+  try {
+    return { location: await completeBoundFlow(ctx, req, cb, provider, flow.payload), clearCookie };
+  } catch (err) {
+    throw clearingFlowCookie(err, clearCookie);
+  }
+}
+
+/** The rest of the callback once the browser is known to be the flow's: its front-end URL with the ticket. */
+async function completeBoundFlow(ctx: Ctx, req: IncomingMessage, cb: OidcCallback, provider: ProviderRow, payload: Record<string, unknown>): Promise<string> {
+  const { nonce, verifier, redirectUri } = payload;
+  const returnTo = typeof payload.returnTo === 'string' ? payload.returnTo : null;
   if (typeof nonce !== 'string' || typeof verifier !== 'string' || typeof redirectUri !== 'string') {
     throw ssoFailure(ctx, provider, 401, 'invalid_state', 'flow state incomplete');
   }
@@ -233,8 +249,11 @@ function joseReason(err: unknown): string {
   return `verification failed (${(err as Error)?.name ?? 'error'})`;
 }
 
-/** The identity the token vouches for, through the provider's claim mapping. */
-function mapClaims(ctx: Ctx, provider: ProviderRow, cfg: OidcConfig, claims: JWTPayload): { subject: string; email: string | null; name: string | null } {
+/**
+ * The identity the token vouches for, through the provider's claim mapping; `emailVerified` is the
+ * `email_verified` claim (null when absent or not a boolean: finishSso then links no existing account).
+ */
+function mapClaims(ctx: Ctx, provider: ProviderRow, cfg: OidcConfig, claims: JWTPayload): { subject: string; email: string | null; name: string | null; emailVerified: boolean | null } {
   const text = (v: unknown, max: number): string | null => {
     if (typeof v === 'number' && Number.isFinite(v)) v = String(v);
     if (typeof v !== 'string') return null;
@@ -243,12 +262,13 @@ function mapClaims(ctx: Ctx, provider: ProviderRow, cfg: OidcConfig, claims: JWT
   };
   const subject = text(claims[cfg.claimMapping.subject || 'sub'], 255);
   if (!subject) throw ssoFailure(ctx, provider, 401, 'invalid_id_token', 'subject claim missing or malformed');
-  // A provider saying the address is unverified must not get it linked to an existing account.
+  // A provider saying the address is unverified is refused outright (no link, and no new account either).
   if (claims.email_verified === false) throw ssoFailure(ctx, provider, 401, 'email_not_verified', 'provider marks the e-mail address unverified');
   const email = text(claims[cfg.claimMapping.email || 'email'], 254);
   return {
     subject,
     email: email && /^[^@\s]+@[^@\s]+$/.test(email) ? email.toLowerCase() : null,
     name: text(claims[cfg.claimMapping.name || 'name'], 200),
+    emailVerified: typeof claims.email_verified === 'boolean' ? claims.email_verified : null,
   };
 }

@@ -1,6 +1,7 @@
 // SAML 2.0 single sign-on as a service provider: the HTTP-Redirect AuthnRequest (deflated, its ID
-// stored one-time with the relay state and the return path), the SP metadata, and the HTTP-POST
-// assertion consumer (verification in verify.ts; the account and the ticket in ../sso/finish.ts).
+// stored one-time with the relay state, the return path and the hash of the browser's flow cookie),
+// the SP metadata, and the HTTP-POST assertion consumer (verification in verify.ts; the browser
+// binding in ../sso/flow-cookie.ts; the account and the ticket in ../sso/finish.ts).
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
@@ -9,6 +10,7 @@ import type { Ctx } from '../../context.ts';
 import { AppError } from '../../http/errors.ts';
 import { requestOrigin } from '../../http/request.ts';
 import { finishSso, ssoFailure } from '../sso/finish.ts';
+import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../sso/flow-cookie.ts';
 import { readRef, samlConfigOf, type SamlConfig } from '../sso/provider-config.ts';
 import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../sso/state.ts';
 import { providerById, type ProviderRow } from '../sso/store.ts';
@@ -55,10 +57,11 @@ export function spMetadataXml(config: Config, provider: ProviderRow, serviceOrig
 /**
  * The IdP's SSO URL carrying a deflated AuthnRequest (HTTP-Redirect binding) and the relay state.
  * The request ID is the one-time flow handle; the payload keeps the relay state (checked unchanged
- * at the ACS) and the return path. The certificate variable must be set before anyone is sent away.
- * `serviceOrigin` (the origin of the start request) is the base of the ACS URL without SVC_PUBLIC_URL.
+ * at the ACS), the return path and `browserHash` (the SHA-256 of the flow cookie the start answer
+ * sets). The certificate variable must be set before anyone is sent away. `serviceOrigin` (the
+ * origin of the start request) is the base of the ACS URL without SVC_PUBLIC_URL.
  */
-export function startSaml(ctx: Ctx, provider: ProviderRow, returnTo: string | null, serviceOrigin?: string | null): string {
+export function startSaml(ctx: Ctx, provider: ProviderRow, returnTo: string | null, browserHash: string, serviceOrigin?: string | null): string {
   const c = samlConfigOf(provider);
   readRef(c.idpCertRef);
   const id = `_${randomBytes(20).toString('hex')}`;
@@ -67,7 +70,7 @@ export function startSaml(ctx: Ctx, provider: ProviderRow, returnTo: string | nu
     id, issueInstant: ctx.now().toISOString().replace(/\.\d{3}Z$/, 'Z'), destination: c.ssoUrl,
     acsUrl: acsUrlOf(ctx.config, provider.id, serviceOrigin), spEntityId: c.spEntityId,
   });
-  saveFlowState(ctx, { providerId: provider.id, kind: 'saml', handle: id, payload: { relayState, returnTo }, ttlMs: FLOW_TTL_MS });
+  saveFlowState(ctx, { providerId: provider.id, kind: 'saml', handle: id, payload: { relayState, returnTo, browser: browserHash }, ttlMs: FLOW_TTL_MS });
   const url = new URL(c.ssoUrl);
   url.searchParams.append('SAMLRequest', deflateRawSync(Buffer.from(xml, 'utf8')).toString('base64'));
   url.searchParams.append('RelayState', relayState);
@@ -84,18 +87,22 @@ function firstValue(attributes: Record<string, string[]>, name: string): string 
   return v ?? null;
 }
 
+/** SAML says nothing about whether the address was verified: emailVerified is null (finishSso's rule for SAML). */
 function identityOf(c: SamlConfig, nameId: string, nameIdFormat: string | null, attributes: Record<string, string[]>) {
   const email = firstValue(attributes, c.attributeMapping.email)
     ?? (nameIdFormat === 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress' ? nameId : null);
-  return { subject: nameId, email, name: firstValue(attributes, c.attributeMapping.name) };
+  return { subject: nameId, email, name: firstValue(attributes, c.attributeMapping.name), emailVerified: null };
 }
 
 /**
  * The assertion consumer: verifies the posted SAMLResponse for the provider, takes the request it
- * answers (once), checks the relay state came back unchanged, then finishes the sign-in. Answers the
- * front-end URL with the one-time ticket. Every refusal is audited (auth.sso.failed) and thrown.
+ * answers (once; a request made for another provider is refused), checks that the browser posting is
+ * the one that started it (the flow cookie) and that the relay state came back unchanged, then
+ * finishes the sign-in. Answers the front-end URL with the one-time ticket and the Set-Cookie header
+ * clearing the flow cookie. Every refusal is audited (auth.sso.failed) and thrown; once the browser is
+ * known to be the flow's, the refusal clears the flow cookie too.
  */
-export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: string, form: URLSearchParams): string {
+export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: string, form: URLSearchParams): { location: string; clearCookie: string } {
   const provider = providerById(ctx.db, providerId) ?? null;
   if (!provider || provider.kind !== 'saml' || provider.status !== 'active') {
     throw ssoFailure(ctx, provider, 400, 'sso_provider_unknown', 'no active SAML provider has that id');
@@ -118,10 +125,19 @@ export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: 
   if (!state || state.providerId !== provider.id) {
     throw ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'InResponseTo matches no pending, unused request of this provider');
   }
-  const expected = state.payload.relayState;
-  if (typeof expected !== 'string' || relay.length !== 1 || !sameString(relay[0], expected)) {
-    throw ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'the relay state did not come back unchanged');
+  // Login CSRF: the response must be posted by the browser that started the flow (the request is used up either way).
+  if (!fromFlowBrowser(req, state.payload.browser)) {
+    throw ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the response was posted by a browser that did not start this sign-in (flow cookie missing or different)');
   }
-  const returnTo = typeof state.payload.returnTo === 'string' ? state.payload.returnTo : null;
-  return finishSso(ctx, req, provider, identityOf(c, facts.nameId, facts.nameIdFormat, facts.attributes), returnTo);
+  const clearCookie = clearFlowCookie(req, ctx.config, 'saml');
+  try {
+    const expected = state.payload.relayState;
+    if (typeof expected !== 'string' || relay.length !== 1 || !sameString(relay[0], expected)) {
+      throw ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'the relay state did not come back unchanged');
+    }
+    const returnTo = typeof state.payload.returnTo === 'string' ? state.payload.returnTo : null;
+    return { location: finishSso(ctx, req, provider, identityOf(c, facts.nameId, facts.nameIdFormat, facts.attributes), returnTo), clearCookie };
+  } catch (err) {
+    throw clearingFlowCookie(err, clearCookie);
+  }
 }

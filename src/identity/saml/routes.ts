@@ -8,21 +8,22 @@ import { providerById } from '../sso/store.ts';
 export function bindSamlRoutes(r: Router): void {
   const tags = ['auth'];
   r.get('/api/auth/sso/saml/:providerId/metadata', {
-    summary: 'SAML 2.0 service-provider metadata of a SAML provider (application/samlmetadata+xml): SP entity id and the HTTP-POST assertion consumer URL to register at the IdP. Unknown or non-SAML provider: 404.',
+    summary: 'SAML 2.0 service-provider metadata of a SAML provider (application/samlmetadata+xml): SP entity id and the HTTP-POST assertion consumer URL to register at the IdP. Unknown, disabled or non-SAML provider: 404.',
     tags, auth: 'none',
   }, ({ ctx, req, params }) => {
     const p = providerById(ctx.db, params.providerId);
-    if (!p || p.kind !== 'saml') throw notFound('no SAML provider has that id');
+    if (!p || p.kind !== 'saml' || p.status !== 'active') throw notFound('no active SAML provider has that id');
     return { status: 200, raw: spMetadataXml(ctx.config, p, requestOrigin(req, ctx.config)), headers: { 'content-type': 'application/samlmetadata+xml; charset=utf-8' } };
   });
   r.post('/api/auth/sso/saml/:providerId/acs', {
     summary: 'SAML assertion consumer (HTTP-POST binding; form-encoded SAMLResponse and RelayState, sent by the browser from the IdP): '
       + 'the signed assertion is verified with the pinned certificate, then 302 to the front end `/sso/complete#ticket=...` (redeem at POST /api/auth/sso/redeem). '
-      + 'A malformed response (DOCTYPE, not XML, not base64) is 400 saml_response_invalid; an unacceptable one (signature, audience, recipient, destination, time window, InResponseTo, relay state, status) 401 saml_response_rejected; each audited as auth.sso.failed.',
+      + 'A malformed response (DOCTYPE, not XML, not base64) is 400 saml_response_invalid; an unacceptable one (signature, audience, recipient, destination, time window, AuthnStatement, InResponseTo, relay state, status) 401 saml_response_rejected; '
+      + 'a post without the flow cookie svc_sso_flow of the browser that started the sign-in 401 sso_browser_mismatch; each audited as auth.sso.failed.',
     tags, auth: 'none',
   }, async ({ ctx, req, params }) => {
     const form = await readForm(req, ctx.config.maxBodyBytes);
-    const location = consumeSamlResponse(ctx, req, params.providerId, form);
-    return { status: 302, headers: { location, 'cache-control': 'no-store' } };
+    const { location, clearCookie } = consumeSamlResponse(ctx, req, params.providerId, form);
+    return { status: 302, headers: { location, 'cache-control': 'no-store', 'set-cookie': clearCookie } };
   });
 }

@@ -305,6 +305,8 @@ export function verifySamlResponse(xml: string, x: SamlExpectations): SamlIdenti
   if (attr(data, 'Recipient') !== x.acsUrl) throw rejected('the Recipient is not this assertion consumer');
   if (attr(data, 'NotBefore') !== null) throw rejected('a bearer confirmation must not carry NotBefore');
   checkWindow(data, now, 'the subject confirmation', true);
+  // Web Browser SSO profile (4.1.4.2): the assertion states how the person authenticated.
+  if (children(signedAssertion, NS.assertion, 'AuthnStatement').length === 0) throw rejected('the assertion has no AuthnStatement');
   const inResponseTo = attr(data, 'InResponseTo');
   if (!inResponseTo) throw rejected('the assertion answers no request (unsolicited responses are not accepted)');
   const envelopeInResponseTo = attr(envelope, 'InResponseTo');

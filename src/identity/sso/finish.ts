@@ -20,7 +20,11 @@ import { identityBySubject, insertIdentity, insertTicket, providerById, takeTick
 /** How long the front end has to redeem a ticket. */
 export const TICKET_TTL_MS = 60_000;
 
-export interface VerifiedIdentity { subject: string; email: string | null; name: string | null }
+/**
+ * What a provider vouched for. `emailVerified`: the OIDC `email_verified` claim (true, false, or null
+ * when absent or not a boolean); SAML has no such statement and passes null. Undefined is read as null.
+ */
+export interface VerifiedIdentity { subject: string; email: string | null; name: string | null; emailVerified?: boolean | null }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
@@ -53,8 +57,10 @@ const isOrgRole = (role: string) => (ORG_ROLES as readonly string[]).includes(ro
  * Finds, links or creates the account the provider vouched for, gives it the provider's memberships
  * when missing, issues a one-time ticket (60 s, only its SHA-256 stored) and answers the front-end
  * URL `${frontendBase}/sso/complete#ticket=...` (a fragment: never sent to a server).
- * Refused: a disabled provider or an unusable identity (401), a suspended account (403
- * account_suspended), a full organization (409 seat_limit_reached); each audited as auth.sso.failed.
+ * Refused: a disabled provider or an unusable identity (401), a system administrator on any sign-in
+ * and an account that may not be linked by e-mail (401 sso_link_refused, see linkRefusal), a
+ * suspended account (403 account_suspended), a full organization (409 seat_limit_reached); each
+ * audited as auth.sso.failed.
  */
 export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow, identity: VerifiedIdentity, returnTo: string | null): string {
   const subject = typeof identity.subject === 'string' ? identity.subject : '';
@@ -64,6 +70,8 @@ export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow,
   const pctx = providerCtx(ctx, provider);
   const ticket = newToken();
   let outcome: { user: UserRow; how: 'identity' | 'email' | 'created'; rolesGranted: string[] };
+  // Why a link was refused, for the audit record only (the answer does not tell the caller about the account).
+  let linkReason = null as string | null;
   try {
     outcome = ctx.db.tx(() => {
       const current = currentProvider(ctx, provider.id);
@@ -81,16 +89,16 @@ export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow,
         if (!email) throw new AppError(401, 'sso_email_missing', 'single sign-on failed: the provider gave no e-mail address for a new sign-in');
         user = userByEmail(ctx.db, email);
         how = user ? 'email' : 'created';
-        // A provider vouches for people of its organization: it never takes over a service administrator,
-        // nor an account that belongs to other organizations only (another tenant's identity provider could
-        // otherwise assert that person's e-mail address and sign in as them).
-        if (user?.is_system_admin || (user && !linkableByEmail(ctx.db, user.id, provider.organization_id))) {
-          throw new AppError(401, 'sso_link_refused', 'single sign-on failed: this account cannot be linked to a sign-in provider');
+        if (user) {
+          linkReason = linkRefusal(ctx.db, user, provider, identity.emailVerified ?? null);
+          if (linkReason) throw new AppError(401, 'sso_link_refused', 'single sign-on failed: this account cannot be linked to a sign-in provider');
         }
         if (!user) user = createAccount(pctx, provider, email, name ?? email.split('@')[0], now);
         insertIdentity(ctx.db, { provider_id: provider.id, subject, user_id: user.id, email, created_at: now, last_login_at: now });
       }
       if (!user) throw new AppError(401, 'sso_failed', 'single sign-on failed: the linked account no longer exists');
+      // Also through an existing link: the account may have been made a service administrator since.
+      if (user.is_system_admin) throw systemAdminRefused();
       if (user.status !== 'active') throw accountSuspended();
       const rolesGranted = grantProviderMemberships(pctx, provider, user.id, now);
       insertTicket(ctx.db, {
@@ -105,7 +113,7 @@ export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow,
       return { user, how, rolesGranted };
     });
   } catch (err) {
-    if (err instanceof AppError) auditFailure(ctx, provider, err.code, err.message, { subject });
+    if (err instanceof AppError) auditFailure(ctx, provider, err.code, linkReason && err.code === 'sso_link_refused' ? linkReason : err.message, { subject });
     throw err;
   }
   ctx.log.info('single sign-on verified', { providerId: provider.id, userId: outcome.user.id, account: outcome.how });
@@ -158,12 +166,16 @@ function grantProviderMemberships(ctx: Ctx, p: ProviderRow, userId: string, now:
   return granted;
 }
 
+const systemAdminRefused = () =>
+  new AppError(401, 'sso_link_refused', 'single sign-on failed: a service administrator cannot sign in through a sign-in provider');
+
 export const invalidTicket = () => new AppError(401, 'invalid_ticket', 'the sign-in ticket is unknown, used or expired; sign in again');
 
 /**
  * Redeems a ticket once (atomically marked used, even when what follows fails) and decides the
  * sign-in: a session, or an MFA challenge or enrollment challenge (signIn). Unknown, used or expired:
- * 401 invalid_ticket; a suspended account: 403 account_suspended; a provider disabled meanwhile: 401.
+ * 401 invalid_ticket; a suspended account: 403 account_suspended; a provider disabled meanwhile: 401;
+ * an account made a service administrator meanwhile: 401 sso_link_refused.
  */
 export function redeemTicket(ctx: Ctx, ticket: string, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null } {
   const row = ctx.db.tx(() => takeTicketRow(ctx.db, sha256Hex(ticket), ctx.now().toISOString()));
@@ -177,6 +189,10 @@ export function redeemTicket(ctx: Ctx, ticket: string, kind: 'bearer' | 'browser
     auditFailure(ctx, provider, 'invalid_ticket', 'the provider was disabled or the account removed after the ticket was issued');
     throw invalidTicket();
   }
+  if (user.is_system_admin) {
+    auditFailure(ctx, provider, 'sso_link_refused', 'the account became a service administrator after the ticket was issued', { userId: user.id });
+    throw systemAdminRefused();
+  }
   if (user.status !== 'active') {
     auditFailure(ctx, provider, 'account_suspended', 'the account is suspended', { userId: user.id });
     throw accountSuspended();
@@ -186,12 +202,26 @@ export function redeemTicket(ctx: Ctx, ticket: string, kind: 'bearer' | 'browser
 }
 
 /**
- * An existing account found by e-mail may be linked when it is a member of the provider's organization,
- * or a member of no organization at all (an account without memberships yet).
+ * Why an existing account found by the asserted e-mail address may not be linked to the provider, or
+ * null when it may. A provider vouches for people of its own organization only, so the account must
+ * - not be a service administrator;
+ * - hold at least one ACTIVE membership in the provider's organization and NO membership (of any
+ *   status) in any other organization: otherwise one tenant's provider, asserting the address of a
+ *   person who also works for another tenant (or of an account with no memberships at all), would get
+ *   a session carrying that person's roles elsewhere;
+ * - have its address verified by the provider: an OIDC provider must say `email_verified: true`; a
+ *   SAML provider makes no such statement (null), which is accepted.
+ * A NEW account needs none of this (it has nothing to take over).
  */
-function linkableByEmail(db: Ctx['db'], userId: string, organizationId: string): boolean {
+function linkRefusal(db: Ctx['db'], user: UserRow, provider: ProviderRow, emailVerified: boolean | null): string | null {
+  if (user.is_system_admin) return 'a service administrator is never linked';
+  if (!(emailVerified === true || (provider.kind === 'saml' && emailVerified === null))) {
+    return 'the provider did not confirm that the e-mail address is verified';
+  }
   const r = db.get<{ here: number; elsewhere: number }>(
-    `SELECT coalesce(sum(organization_id = ?2), 0) AS here, coalesce(sum(organization_id <> ?2), 0) AS elsewhere
-       FROM memberships WHERE user_id = ?1`, userId, organizationId)!;
-  return r.here > 0 || r.elsewhere === 0;
+    `SELECT coalesce(sum(organization_id = ?2 AND status = 'active'), 0) AS here, coalesce(sum(organization_id <> ?2), 0) AS elsewhere
+       FROM memberships WHERE user_id = ?1`, user.id, provider.organization_id)!;
+  if (r.elsewhere > 0) return 'the account is a member of another organization';
+  if (r.here === 0) return 'the account has no active membership in the provider\'s organization';
+  return null;
 }

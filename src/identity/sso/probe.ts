@@ -11,6 +11,7 @@ import { oidcConfigOf, readRef, samlConfigOf } from './provider-config.ts';
 import { providerOrFail } from './providers.ts';
 import { providerById, setProbeResult, type ProviderRow } from './store.ts';
 import { fetchJson, FetchJsonError } from './fetch-json.ts';
+import { urlProblem } from './providers.ts';
 
 
 export interface ProbeResult { status: 'ok' | 'failed'; probedAt: string; detail: Record<string, unknown> & { problems: string[] } }
@@ -68,6 +69,11 @@ async function probeOidc(p: ProviderRow): Promise<ProbeResult['detail']> {
   if (issuer !== c.issuer) problems.push(`the discovery document's issuer ${JSON.stringify(issuer)} differs from the configured issuer`);
   if (!detail.authorizationEndpoint) problems.push('the discovery document has no authorization_endpoint');
   if (!detail.tokenEndpoint) problems.push('the discovery document has no token_endpoint');
+  // The same rule sign-in applies (src/identity/oidc/flow.ts): the client secret and the key set never travel in clear.
+  for (const [name, url] of [['authorization_endpoint', detail.authorizationEndpoint], ['token_endpoint', detail.tokenEndpoint], ['jwks_uri', jwksUri]] as const) {
+    const problem = typeof url === 'string' ? urlProblem(url, { httpsUnlessLoopback: true }) : null;
+    if (problem) problems.push(`the discovery document's ${name} ${problem}`);
+  }
   if (pkce === false) problems.push('the provider does not list PKCE S256 in code_challenge_methods_supported');
   if (!jwksUri) {
     problems.push('the discovery document has no jwks_uri');

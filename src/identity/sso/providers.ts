@@ -29,7 +29,8 @@ function isLoopback(host: string): boolean {
   return LOOPBACK.has(host) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host.endsWith('.localhost');
 }
 
-function urlProblem(raw: string, opts: { httpsUnlessLoopback: boolean }): string | null {
+/** What is wrong with a provider URL (null: nothing); with httpsUnlessLoopback, http only on a loopback host. */
+export function urlProblem(raw: string, opts: { httpsUnlessLoopback: boolean }): string | null {
   let u: URL;
   try {
     u = new URL(raw);

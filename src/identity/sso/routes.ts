@@ -4,11 +4,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../context.ts';
 import { fromBrowser } from '../../auth/cookies.ts';
+import { FailureLimiter } from '../../auth/ratelimit.ts';
 import { signInReply } from '../../auth/routes.ts';
-import { notFound, validationFailed } from '../../http/errors.ts';
+import { notFound, rateLimited, validationFailed } from '../../http/errors.ts';
 import { json, type Router } from '../../http/router.ts';
 import { pageOf } from '../../http/validate.ts';
 import { redeemTicket } from './finish.ts';
+import { newFlowCookie } from './flow-cookie.ts';
 import { startOidc } from '../oidc/flow.ts';
 import { presentProvider, presentPublicProvider, serviceBase } from './present.ts';
 import { probeProvider } from './probe.ts';
@@ -18,9 +20,16 @@ import { safeReturnTo } from './return-to.ts';
 import { startSaml } from '../saml/flow.ts';
 import { identityCounts, listProviders, providerById, type ProviderRow } from './store.ts';
 
+/**
+ * Sign-in starts allowed per client address (ctx.ip) in any 60 seconds. A start is anonymous and stores
+ * a flow state: over the limit it is 429 rate_limited with Retry-After, and nothing is stored.
+ */
+export const SSO_STARTS_PER_MINUTE = 30;
+
 const SHAPE = '{ id, kind, name, organizationId, workspaceId, defaultRole, status, config (secrets only as *Ref variable names), endpoints, probe: { probedAt, status, detail }, identities?, createdBy, createdAt, updatedAt }';
 
 export function bindSsoRoutes(r: Router): void {
+  const starts = new FailureLimiter(SSO_STARTS_PER_MINUTE, 60_000);
   const sys = { tags: ['system', 'identity', 'sso'], systemAdmin: true, scope: 'none' as const };
   const base = '/api/system/identity/providers';
   const show = (ctx: Ctx, req: IncomingMessage) => (p: ProviderRow) => presentProvider(p, serviceBase(req, ctx.config), ctx.config);
@@ -62,14 +71,24 @@ export function bindSsoRoutes(r: Router): void {
 
   r.get('/api/auth/sso/start', {
     ...pub, query: StartQuery, response: { status: 302, description: 'redirect to the provider' },
-    summary: 'Start a sign-in at an active provider: 302 to its authorization URL (OIDC, code flow with PKCE) or SSO URL (SAML HTTP-Redirect). returnTo: only a relative path of the front end (422 otherwise); it comes back at redeem.',
+    summary: 'Start a sign-in at an active provider: 302 to its authorization URL (OIDC, code flow with PKCE) or SSO URL (SAML HTTP-Redirect), setting the flow cookie svc_sso_flow '
+      + '(HttpOnly, Path=/api/auth/sso, 10 minutes) that the callback or assertion consumer requires. returnTo: only a relative path of the front end (422 otherwise); it comes back at redeem. '
+      + `At most ${SSO_STARTS_PER_MINUTE} starts per client address per minute (429 rate_limited with Retry-After).`,
   }, async ({ ctx, req, query }) => {
+    const address = ctx.ip ?? 'unknown';
+    const nowMs = ctx.now().getTime();
+    const wait = starts.retryAfter(address, nowMs);
+    if (wait > 0) throw rateLimited(wait);
+    starts.fail(address, nowMs); // counts the start (the limiter is used as a counter of attempts)
     const provider = providerById(ctx.db, query.providerId);
     if (!provider || provider.status !== 'active') throw notFound('no such sign-in provider');
     const returnTo = safeReturnTo(query.returnTo);
     const origin = serviceBase(req, ctx.config);
-    const location = provider.kind === 'oidc' ? await startOidc(ctx, provider, returnTo, origin) : startSaml(ctx, provider, returnTo, origin);
-    return { status: 302, headers: { location, 'referrer-policy': 'no-referrer' } };
+    const cookie = newFlowCookie(req, ctx.config, provider.kind);
+    const location = provider.kind === 'oidc'
+      ? await startOidc(ctx, provider, returnTo, cookie.hash, origin)
+      : startSaml(ctx, provider, returnTo, cookie.hash, origin);
+    return { status: 302, headers: { location, 'referrer-policy': 'no-referrer', 'set-cookie': cookie.setCookie } };
   });
 
   r.post('/api/auth/sso/redeem', {

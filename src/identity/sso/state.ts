@@ -1,19 +1,21 @@
 // One-time flow states of single sign-on (an OIDC authorization request, a SAML AuthnRequest): found
 // by the SHA-256 of the handle (the OIDC state, the SAML request id) and never by the handle itself;
 // the payload (nonce, PKCE verifier, return path, relay state) is AES-256-GCM ciphertext under
-// SVC_OIDC_STORAGE_KEY with the handle hash as additional data (a payload moved to another row does
-// not decrypt). Taken once: one atomic UPDATE marks it used while reading it.
+// SVC_OIDC_STORAGE_KEY with the handle hash, the kind and the provider id as additional data (a payload
+// moved to another row, or a row whose provider or kind is changed, does not decrypt). Taken once: one
+// atomic DELETE ... RETURNING removes it while reading it; expired states are deleted on every save.
 import type { Ctx } from '../../context.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { SecretUnreadableError, seal, ssoStorageKey, unseal } from '../mfa/crypto.ts';
-import { insertFlowState, purgeExpired, takeFlowStateRow } from './store.ts';
+import { insertFlowState, purgeExpiredStates, purgeExpiredTickets, takeFlowStateRow } from './store.ts';
 
 /** How long a started sign-in may take at the provider. */
 export const FLOW_TTL_MS = 10 * 60_000;
-/** Expired states and tickets are deleted this long after expiry (kept a while for investigation). */
-const KEEP_EXPIRED_MS = 24 * 3_600_000;
+/** Expired tickets are deleted this long after expiry (kept a while for investigation); flow states at once. */
+const KEEP_EXPIRED_TICKETS_MS = 24 * 3_600_000;
 
-const aad = (handleHash: string) => Buffer.from(`svc:sso:state:${handleHash}`, 'utf8');
+const aad = (handleHash: string, kind: 'oidc' | 'saml', providerId: string) =>
+  Buffer.from(`svc:sso:state:${handleHash}:${kind}:${providerId}`, 'utf8');
 
 export interface NewFlowState {
   providerId: string;
@@ -27,19 +29,21 @@ export function saveFlowState(ctx: Ctx, s: NewFlowState): void {
   if (!s.handle) throw new Error('a flow state needs a handle');
   const now = ctx.now();
   const handleHash = sha256Hex(s.handle);
-  const payload = seal(ssoStorageKey(ctx.config), aad(handleHash), JSON.stringify(s.payload)).toString('base64');
+  const payload = seal(ssoStorageKey(ctx.config), aad(handleHash, s.kind, s.providerId), JSON.stringify(s.payload)).toString('base64');
   ctx.db.tx(() => {
-    purgeExpired(ctx.db, new Date(now.getTime() - KEEP_EXPIRED_MS).toISOString());
+    purgeExpiredStates(ctx.db, now.toISOString());
+    purgeExpiredTickets(ctx.db, new Date(now.getTime() - KEEP_EXPIRED_TICKETS_MS).toISOString());
     insertFlowState(ctx.db, {
       handle_hash: handleHash, provider_id: s.providerId, kind: s.kind, payload,
-      created_at: now.toISOString(), expires_at: new Date(now.getTime() + s.ttlMs).toISOString(), used_at: null,
+      created_at: now.toISOString(), expires_at: new Date(now.getTime() + s.ttlMs).toISOString(),
     });
   });
 }
 
 /**
- * The state's provider and payload, taken once (atomically marked used); null when the handle is
- * unknown, of another kind, used, expired or its payload does not decrypt.
+ * The state's provider and payload, taken once (the row is deleted); null when the handle is unknown,
+ * of another kind, expired (deleted as well) or its payload does not decrypt under this handle, kind
+ * and provider.
  */
 export function takeFlowState(ctx: Ctx, kind: 'oidc' | 'saml', handle: string): { providerId: string; payload: Record<string, unknown> } | null {
   if (typeof handle !== 'string' || handle === '') return null;
@@ -47,7 +51,7 @@ export function takeFlowState(ctx: Ctx, kind: 'oidc' | 'saml', handle: string): 
   const row = ctx.db.tx(() => takeFlowStateRow(ctx.db, handleHash, kind, ctx.now().toISOString()));
   if (!row) return null;
   try {
-    const payload = JSON.parse(unseal(ssoStorageKey(ctx.config), aad(handleHash), Buffer.from(row.payload, 'base64'))) as unknown;
+    const payload = JSON.parse(unseal(ssoStorageKey(ctx.config), aad(handleHash, row.kind, row.provider_id), Buffer.from(row.payload, 'base64'))) as unknown;
     if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return null;
     return { providerId: row.provider_id, payload: payload as Record<string, unknown> };
   } catch (err) {

@@ -1,6 +1,7 @@
 // SQL of single sign-on: identity providers, one-time flow states, one-time login tickets and the
 // identities providers vouch for. Flow states and tickets are found by the SHA-256 of their handle and
-// taken with one atomic UPDATE ... RETURNING (single use, unexpired).
+// taken with one atomic statement (single use, unexpired): a flow state is deleted as it is read
+// (DELETE ... RETURNING), a ticket is marked used (UPDATE ... RETURNING).
 import type { Db } from '../../db/db.ts';
 
 export interface ProviderRow {
@@ -47,24 +48,32 @@ export function identityCounts(db: Db): Map<string, number> {
 // Flow states ------------------------------------------------------------------------------------
 
 export interface FlowStateRow {
-  handle_hash: string; provider_id: string; kind: 'oidc' | 'saml'; payload: string; created_at: string; expires_at: string; used_at: string | null;
+  handle_hash: string; provider_id: string; kind: 'oidc' | 'saml'; payload: string; created_at: string; expires_at: string;
 }
 
 export function insertFlowState(db: Db, s: FlowStateRow): void {
-  db.run('INSERT INTO sso_states (handle_hash, provider_id, kind, payload, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    s.handle_hash, s.provider_id, s.kind, s.payload, s.created_at, s.expires_at, s.used_at);
+  db.run('INSERT INTO sso_states (handle_hash, provider_id, kind, payload, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+    s.handle_hash, s.provider_id, s.kind, s.payload, s.created_at, s.expires_at);
 }
 
-/** Marks the state used and returns it, in one statement; undefined when unknown, of another kind, used or expired. */
-export function takeFlowStateRow(db: Db, handleHash: string, kind: 'oidc' | 'saml', now: string): Pick<FlowStateRow, 'provider_id' | 'payload'> | undefined {
-  return db.get(
-    `UPDATE sso_states SET used_at = ?3 WHERE handle_hash = ?1 AND kind = ?2 AND used_at IS NULL AND expires_at > ?3
-      RETURNING provider_id, payload`, handleHash, kind, now);
+/**
+ * Deletes the state of that kind and returns it, in one statement (single use: a second take finds
+ * nothing); undefined when unknown, of another kind (left in place), or expired (deleted all the same).
+ */
+export function takeFlowStateRow(db: Db, handleHash: string, kind: 'oidc' | 'saml', now: string): Pick<FlowStateRow, 'provider_id' | 'kind' | 'payload'> | undefined {
+  const row = db.get<Pick<FlowStateRow, 'provider_id' | 'kind' | 'payload' | 'expires_at'>>(
+    'DELETE FROM sso_states WHERE handle_hash = ?1 AND kind = ?2 RETURNING provider_id, kind, payload, expires_at', handleHash, kind);
+  if (!row || row.expires_at <= now) return undefined;
+  return { provider_id: row.provider_id, kind: row.kind, payload: row.payload };
 }
 
-/** Forgets flow states and tickets that expired before `before` (they can no longer be used). */
-export function purgeExpired(db: Db, before: string): void {
-  db.run('DELETE FROM sso_states WHERE expires_at < ?', before);
+/** Forgets flow states that expired at or before `now` (they can no longer be used), and states marked used. */
+export function purgeExpiredStates(db: Db, now: string): void {
+  db.run('DELETE FROM sso_states WHERE expires_at <= ?', now);
+}
+
+/** Forgets tickets that expired before `before` (they can no longer be used). */
+export function purgeExpiredTickets(db: Db, before: string): void {
   db.run('DELETE FROM sso_tickets WHERE expires_at < ?', before);
 }
 
