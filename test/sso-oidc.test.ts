@@ -4,7 +4,8 @@
 // (discovery + JWKS of its own key + a token endpoint the test controls) for ID tokens a real
 // provider never mints (alg none, HS256 keyed with the public key, wrong iss/aud, expired, azp,
 // foreign signature). Every refusal fails closed: 400/401, audited auth.sso.failed, no ticket, no
-// session. Each flow is started by the browser that later brings the answer back (the flow cookie);
+// session. Each flow is started by the browser that later brings the answer back and redeems the
+// ticket (the flow cookie; a ticket redeemed by another client is refused and used up);
 // the service trusts X-Forwarded-For here and every browser has its own address, so the per-address
 // limit of starts is not reached. At the end, every answer, URL, log line and audit record is scanned
 // for the session tokens, the client secret and the ID tokens.
@@ -113,8 +114,12 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     assert.equal(cb.status, 302, cb.body);
     return { ticket: ticketOf(cb.headers.location), callbackUrl, b };
   };
-  const redeem = async (ticket: string) => {
-    const r = await call('POST', '/api/auth/sso/redeem', { body: { ticket } });
+  /** POST /api/auth/sso/redeem as browser `b` (its cookies go along and it keeps what the answer sets); null: a client without cookies. */
+  const redeem = async ({ ticket, b }: { ticket: string; b: Browser | null }) => {
+    const url = `${s.url}/api/auth/sso/redeem`;
+    const cookie = b?.cookiesFor(url);
+    const r = await call('POST', '/api/auth/sso/redeem', { body: { ticket }, headers: cookie ? { cookie } : {} });
+    b?.keepFrom(url, r.headers);
     redeemAnswers.add(r);
     if (r.body?.token) sessionTokens.push(r.body.token);
     return r;
@@ -162,17 +167,21 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     const callbackUrl = await atPeer(b, authUrl);
     const cb = await b.fetch(callbackUrl);
     assert.equal(cb.status, 302, cb.body);
-    assert.equal(cb.headers['set-cookie'], 'svc_sso_flow=; Path=/api/auth/sso; HttpOnly; SameSite=Lax; Max-Age=0', 'the flow cookie is cleared');
-    assert.equal(b.cookie(SERVICE_HOST, 'svc_sso_flow'), undefined);
+    assert.equal(cb.headers['set-cookie'], undefined, 'the flow cookie is kept: redeem requires it');
+    assert.equal(b.cookie(SERVICE_HOST, 'svc_sso_flow'), flowCookie);
     const location = cb.headers.location;
     const ticket = ticketOf(location);
     assert.equal(new URL(location).search, '', 'nothing in the query string: the ticket travels in the fragment');
     assert.equal(cb.headers['referrer-policy'], 'no-referrer');
     assert.ok(!/token/i.test(location.replace(/#ticket=.*/, '')));
 
-    const r = await redeem(ticket);
+    const r = await redeem({ ticket, b });
     assert.equal(r.status, 200, r.text);
     assert.ok(r.body.token, 'a Bearer session');
+    assert.deepEqual(r.headers.getSetCookie(), ['svc_sso_flow=; Path=/api/auth/sso; HttpOnly; SameSite=Lax; Max-Age=0'], 'redeem clears the flow cookie');
+    assert.equal(b.cookie(SERVICE_HOST, 'svc_sso_flow'), undefined);
+    assert.equal(s.db.get<any>('SELECT browser_hash FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket)).browser_hash, sha256Hex(flowCookie),
+      'the ticket is bound to the flow cookie (its hash only)');
     assert.equal(r.body.returnTo, '/projects/p1?tab=shots', 'returnTo comes back');
     const me = await call('GET', '/api/auth/session', { token: r.body.token });
     assert.equal(me.status, 200, me.text);
@@ -198,7 +207,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
 
     // Replay of the ticket: 401, no second session.
     const sessions = count(s, 'sessions');
-    const again = await redeem(ticket);
+    const again = await redeem({ ticket, b });
     assert.equal(again.status, 401, again.text);
     assert.equal(again.body.error.code, 'invalid_ticket');
     assert.equal(count(s, 'sessions'), sessions);
@@ -206,7 +215,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
 
   await t.test('a second sign-in finds the same account (by provider subject); an existing account is linked by e-mail', async () => {
     const alice = s.db.get<any>("SELECT id FROM users WHERE email_normalized = 'alice@sso.example.test'")!;
-    const r1 = await redeem((await signIn('alice')).ticket);
+    const r1 = await redeem(await signIn('alice'));
     assert.equal(r1.status, 200, r1.text);
     assert.equal(r1.body.returnTo ?? null, null);
     assert.equal(count(s, "users WHERE email_normalized = 'alice@sso.example.test'"), 1);
@@ -215,7 +224,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     // Linked by e-mail: an active member of the provider's organization only, the address verified (email_verified: true).
     const bob = await makeUser(s, { email: 'bob@sso.example.test' });
     grant(s, bob.id, 'organization', org.id, 'org_member');
-    const r2 = await redeem((await signIn('bob')).ticket);
+    const r2 = await redeem(await signIn('bob'));
     assert.equal(r2.status, 200, r2.text);
     const me = await call('GET', '/api/auth/session', { token: r2.body.token });
     assert.equal(me.body.user?.id ?? me.body.userId, bob.id, 'linked to the existing account');
@@ -226,7 +235,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     assert.equal(on.status, 200, on.text);
     try {
       const sessions = count(s, 'sessions');
-      const r = await redeem((await signIn('carol')).ticket);
+      const r = await redeem(await signIn('carol'));
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.mfaEnrollmentRequired, true, r.text);
       assert.ok(r.body.challengeToken);
@@ -239,13 +248,13 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
   });
 
   await t.test('an expired ticket is 401 (60 seconds; the clock is moved by ageing the row)', async () => {
-    const { ticket } = await signIn('alice');
+    const { ticket, b } = await signIn('alice');
     const row = s.db.get<any>('SELECT * FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket));
     assert.ok(row, 'only the hash of the ticket is stored');
     const ttl = Date.parse(row.expires_at) - Date.parse(row.created_at);
     assert.equal(ttl, 60_000);
     s.db.run('UPDATE sso_tickets SET expires_at = ? WHERE ticket_hash = ?', new Date(Date.now() - 1000).toISOString(), sha256Hex(ticket));
-    const r = await redeem(ticket);
+    const r = await redeem({ ticket, b });
     assert.equal(r.status, 401, r.text);
     assert.equal(r.body.error.code, 'invalid_ticket');
   });
@@ -439,10 +448,46 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     fake.answer = null;
     await refused(401, 'invalid_state', () => deliver(a, 'never.looked.at'));
     fake.answer = null;
-    // The refusal left flow B's cookie alone: B completes in its own browser, which the answer then clears.
+    // The refusal left flow B's cookie alone: B completes in its own browser and redeems there, which clears it.
     const ok = await deliver(other, await sign(claims(other.nonce)));
     assert.equal(ok.status, 302, ok.body);
+    assert.ok(other.b.cookie(SERVICE_HOST, 'svc_sso_flow'), 'kept until redeem');
+    const redeemed = await redeem({ ticket: ticketOf(other.b.seen.at(-1)!.headers.location), b: other.b });
+    assert.equal(redeemed.status, 200, redeemed.text);
     assert.equal(other.b.cookie(SERVICE_HOST, 'svc_sso_flow'), undefined);
+  });
+
+  await t.test('login CSRF through the landing page: a ticket redeemed by another client (no flow cookie, or another flow\'s) is 401 sso_browser_mismatch and used up; its browser then gets 401 invalid_ticket', async () => {
+    // The attacker finished a sign-in in their own browser and hands the ticket (#ticket=...) to the victim.
+    const attacker = await signIn('alice');
+    const sessions = count(s, 'sessions');
+    const noCookie = await refused(401, 'sso_browser_mismatch', async () => {
+      const r = await redeem({ ticket: attacker.ticket, b: null });
+      return { status: r.status, body: r.text };
+    });
+    assert.equal(noCookie.audit.providerId, providerId);
+    assert.match(noCookie.audit.reason, /did not start this sign-in/);
+    assert.equal(noCookie.body.token, undefined);
+    const row = s.db.get<any>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(attacker.ticket));
+    assert.ok(row.used_at, 'the ticket is used up');
+    const late = await redeem(attacker);
+    assert.equal(late.status, 401, late.text);
+    assert.equal(late.body.error.code, 'invalid_ticket', 'single use: its own browser cannot redeem it afterwards');
+
+    // The victim is in the middle of a sign-in of their own (holds a flow cookie): the attacker's ticket is refused there too.
+    const victim = browser('bob');
+    await start(victim, providerId);
+    const victimCookie = victim.cookie(SERVICE_HOST, 'svc_sso_flow');
+    const other = await signIn('alice');
+    await refused(401, 'sso_browser_mismatch', async () => {
+      const r = await redeem({ ticket: other.ticket, b: victim });
+      return { status: r.status, body: r.text };
+    });
+    assert.equal(victim.cookie(SERVICE_HOST, 'svc_sso_flow'), victimCookie, 'a refusal leaves the victim\'s own flow cookie alone');
+    const again = await redeem(other);
+    assert.equal(again.status, 401, again.text);
+    assert.equal(again.body.error.code, 'invalid_ticket');
+    assert.equal(count(s, 'sessions'), sessions, 'no session for anyone');
   });
 
   await t.test('scripted provider: email_verified goes to the account rules; an existing member is linked only when it is true', async () => {

@@ -68,6 +68,10 @@ const ctxAt = (s: TestServer, at: number): Ctx => createContext({ db: s.db, conf
 const audits = (s: TestServer, action: string) =>
   s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action).map((a) => ({ ...a, metadata: JSON.parse(a.metadata) }));
 const ticketOf = (url: string) => decodeURIComponent(new URL(url).hash.replace(/^#ticket=/, ''));
+/** A browser's flow cookie as GET /api/auth/sso/start sets it, and its hash that finishSso binds the ticket to. */
+const FLOW_VALUE = crypto.randomBytes(32).toString('base64url');
+const FLOW = { cookie: `svc_sso_flow=${FLOW_VALUE}`, hash: crypto.hash('sha256', FLOW_VALUE, 'hex') };
+const CLEAR_FLOW = 'svc_sso_flow=; Path=/api/auth/sso; HttpOnly; SameSite=Lax; Max-Age=0';
 
 function expectAppError(fn: () => unknown, status: number, code: string) {
   assert.throws(fn, (err: unknown) => err instanceof AppError && err.status === status && err.code === code);
@@ -432,7 +436,7 @@ test('finishSso provisions: a new passwordless user with the bound organization 
   const { s, admin, org, ws } = await world(t);
   const p = await create(s, admin, oidcBody(org.id, {}, { workspaceId: ws.id, defaultRole: 'writer' }));
   const ctx = s.operator();
-  const url = finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-1', email: 'New.Person@Example.test', name: 'New Person' }, '/after');
+  const url = finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-1', email: 'New.Person@Example.test', name: 'New Person' }, '/after', FLOW.hash);
   assert.match(url, new RegExp(`^${FRONTEND}/sso/complete#ticket=[A-Za-z0-9_-]{43}$`));
   const user = s.db.get<any>("SELECT * FROM users WHERE email_normalized = 'new.person@example.test'")!;
   assert.equal(user.status, 'active');
@@ -449,7 +453,7 @@ test('finishSso provisions: a new passwordless user with the bound organization 
     { user_id: user.id, email: 'New.Person@Example.test' });
 
   // The same subject again (even with another e-mail address) is the same account; nothing granted twice.
-  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-1', email: 'renamed@example.test', name: null }, null);
+  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-1', email: 'renamed@example.test', name: null }, null, FLOW.hash);
   assert.equal(s.db.get<any>('SELECT count(*) AS n FROM users WHERE email_normalized = ?', 'renamed@example.test')!.n, 0);
   assert.equal(ms().length, 2);
 
@@ -457,12 +461,12 @@ test('finishSso provisions: a new passwordless user with the bound organization 
   // verified by the provider) is linked, keeps its roles, and gains the missing ones.
   const existing = await makeUser(s, { email: 'known@example.test' });
   grant(s, existing.id, 'organization', org.id, 'org_member');
-  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-known', email: 'KNOWN@example.test', name: 'Ignored', emailVerified: true }, null);
+  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-known', email: 'KNOWN@example.test', name: 'Ignored', emailVerified: true }, null, FLOW.hash);
   assert.equal(s.db.get<any>('SELECT user_id FROM sso_identities WHERE subject = ?', 'sub-known')!.user_id, existing.id);
   assert.equal(s.db.get<any>('SELECT name FROM users WHERE id = ?', existing.id)!.name, existing.name);
   const leader = await member(s, 'org_admin', { organizationId: org.id, workspaceId: ws.id, projectId: '' });
   const leaderEmail = s.db.get<any>('SELECT email FROM users WHERE id = ?', leader.user.id)!.email;
-  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-leader', email: leaderEmail, name: null, emailVerified: true }, null);
+  finishSso(ctx, fakeReq, row(s, p.id), { subject: 'sub-leader', email: leaderEmail, name: null, emailVerified: true }, null, FLOW.hash);
   assert.equal(s.db.get<any>("SELECT role FROM memberships WHERE user_id = ? AND level = 'organization'", leader.user.id)!.role, 'org_admin', 'an existing role is never changed');
 
   const verified = audits(s, 'auth.sso.verified');
@@ -481,7 +485,7 @@ test('finishSso fails closed: full organization 409, suspended account 403, syst
   const { s, admin, adminUser, org } = await world(t);
   const p = await create(s, admin, samlBody(org.id));
   const ctx = s.operator();
-  const finish = (identity: { subject: string; email: string | null; name: string | null }) => () => finishSso(ctx, fakeReq, row(s, p.id), identity, null);
+  const finish = (identity: { subject: string; email: string | null; name: string | null }) => () => finishSso(ctx, fakeReq, row(s, p.id), identity, null, FLOW.hash);
 
   const used = s.db.get<any>("SELECT count(*) AS n FROM memberships WHERE organization_id = ? AND level = 'organization' AND status = 'active'", org.id)!.n;
   s.db.run('UPDATE billing_accounts SET seat_limit = ? WHERE organization_id = ?', used, org.id);
@@ -528,7 +532,7 @@ test('linking by e-mail: only an account whose memberships are all in the provid
   const saml = await create(s, admin, samlBody(org.id));
   const oidc = await create(s, admin, oidcBody(org.id));
   const ctx = s.operator();
-  const finish = (providerId: string, identity: VerifiedIdentity) => finishSso(ctx, fakeReq, row(s, providerId), identity, null);
+  const finish = (providerId: string, identity: VerifiedIdentity) => finishSso(ctx, fakeReq, row(s, providerId), identity, null, FLOW.hash);
   const links = (userId: string) => s.db.get<any>('SELECT count(*) AS n FROM sso_identities WHERE user_id = ?', userId)!.n;
   const roles = (userId: string) => s.db.all<any>('SELECT level, role, status FROM memberships WHERE user_id = ? ORDER BY level, role', userId)
     .map((m) => `${m.level}/${m.role}/${m.status}`);
@@ -615,20 +619,21 @@ test('a system administrator never signs in through a provider: an account linke
   const p = await create(s, admin, samlBody(org.id));
   const person = await makeUser(s);
   grant(s, person.id, 'organization', org.id, 'org_member');
-  const before = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'person', email: person.email, name: null }, null);
+  const before = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'person', email: person.email, name: null }, null, FLOW.hash);
   assert.equal(s.db.get<any>('SELECT user_id FROM sso_identities WHERE subject = ?', 'person')!.user_id, person.id, 'linked');
 
   s.db.run('UPDATE users SET is_system_admin = 1 WHERE id = ?', person.id);
   const tickets = s.db.get<any>('SELECT count(*) AS n FROM sso_tickets')!.n;
-  expectAppError(() => finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'person', email: null, name: null }, null), 401, 'sso_link_refused');
+  expectAppError(() => finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'person', email: null, name: null }, null, FLOW.hash), 401, 'sso_link_refused');
   assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_tickets')!.n, tickets, 'no ticket');
 
-  const r = await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(before) } });
+  const r = await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(before) }, headers: { cookie: FLOW.cookie } });
   assert.equal(r.status, 401, r.text);
   assert.equal(r.body.error.code, 'sso_link_refused');
+  assert.deepEqual(r.headers.getSetCookie(), [CLEAR_FLOW], 'the flow ended: its cookie is cleared with the refusal');
   assert.equal(r.body.token, undefined);
   assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sessions WHERE user_id = ?', person.id)!.n, 0, 'no session');
-  assert.equal((await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(before) } })).body.error.code, 'invalid_ticket', 'the ticket is used up');
+  assert.equal((await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(before) }, headers: { cookie: FLOW.cookie } })).body.error.code, 'invalid_ticket', 'the ticket is used up');
 
   assert.deepEqual(audits(s, 'auth.sso.failed').map((a) => [a.metadata.code, a.metadata.reason, a.target_id]), [
     ['sso_link_refused', 'single sign-on failed: a service administrator cannot sign in through a sign-in provider', p.id],
@@ -662,14 +667,14 @@ test('redeem: a user with TOTP enabled gets an MFA challenge, not a session; a c
   const sessions = () => s.db.get<any>('SELECT count(*) AS n FROM sessions WHERE user_id = ?', person.id)!.n;
   const sessionsBefore = sessions();
 
-  const url = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'totp-person', email: person.email, name: null }, '/after-mfa');
-  const r = await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(url) } });
+  const url = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'totp-person', email: person.email, name: null }, '/after-mfa', FLOW.hash);
+  const r = await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(url) }, headers: { cookie: FLOW.cookie } });
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(Object.keys(r.body).sort(), ['challengeToken', 'expiresAt', 'mfaRequired', 'returnTo']);
   assert.equal(r.body.mfaRequired, true);
   assert.equal(r.body.returnTo, '/after-mfa');
   assert.equal(sessions(), sessionsBefore, 'no session before the second factor');
-  assert.equal((await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(url) } })).status, 401, 'the ticket is used up by the challenge');
+  assert.equal((await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(url) }, headers: { cookie: FLOW.cookie } })).status, 401, 'the ticket is used up by the challenge');
 
   const done = await s.call('POST', '/api/auth/login/mfa', { body: { challengeToken: r.body.challengeToken, code: totpAt(setup.body.secret, base) } });
   assert.equal(done.status, 200, done.text);
@@ -684,15 +689,15 @@ test('redeem: a session in the bound organization with returnTo; replay, expiry 
   const { s, admin, org } = await world(t);
   const p = await create(s, admin, oidcBody(org.id));
   const redeem = (ticket: string, headers: Record<string, string> = {}, kind?: string) =>
-    s.call('POST', '/api/auth/sso/redeem', { body: { ticket, ...(kind ? { kind } : {}) }, headers });
+    s.call('POST', '/api/auth/sso/redeem', { body: { ticket, ...(kind ? { kind } : {}) }, headers: { cookie: FLOW.cookie, ...headers } });
 
-  const url = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: 'alice@example.test', name: 'Alice' }, '/projects?tab=recent');
+  const url = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: 'alice@example.test', name: 'Alice' }, '/projects?tab=recent', FLOW.hash);
   const r = await redeem(ticketOf(url));
   assert.equal(r.status, 200, r.text);
   assert.equal(typeof r.body.token, 'string');
   assert.equal(r.body.user.email, 'alice@example.test');
   assert.equal(r.body.returnTo, '/projects?tab=recent');
-  assert.equal(r.headers.get('set-cookie'), null, 'a Bearer session by default');
+  assert.deepEqual(r.headers.getSetCookie(), [CLEAR_FLOW], 'a Bearer session by default (no session cookie); the flow cookie is cleared');
   const context = await s.call('GET', '/api/context', { token: r.body.token });
   assert.equal(context.status, 200);
   assert.equal(context.body.organization.id, org.id);
@@ -704,20 +709,23 @@ test('redeem: a session in the bound organization with returnTo; replay, expiry 
   assert.equal(replay.body.error.code, 'invalid_ticket');
   assert.equal((await redeem('never-issued')).status, 401);
 
-  const stale = finishSso(ctxAt(s, Date.now() - TICKET_TTL_MS - 1000), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, null);
+  const stale = finishSso(ctxAt(s, Date.now() - TICKET_TTL_MS - 1000), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, null, FLOW.hash);
   assert.equal((await redeem(ticketOf(stale))).status, 401, 'a ticket older than 60 s');
 
   // A browser session only for the front end (its Origin), with the HttpOnly cookie.
-  const t1 = ticketOf(finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, null));
+  const t1 = ticketOf(finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, null, FLOW.hash));
   const notBrowser = await redeem(t1, {}, 'browser');
   assert.equal(notBrowser.status, 422, 'refused before the ticket is used');
   const browser = await redeem(t1, { origin: FRONTEND }, 'browser');
   assert.equal(browser.status, 200, browser.text);
-  assert.match(browser.headers.get('set-cookie') ?? '', /HttpOnly; Secure; SameSite=Lax/);
+  const cookies = browser.headers.getSetCookie();
+  assert.equal(cookies.length, 2, cookies.join('\n'));
+  assert.match(cookies[0], /HttpOnly; Secure; SameSite=Lax/);
+  assert.equal(cookies[1], CLEAR_FLOW);
   assert.equal(browser.body.returnTo, null);
 
   // A user suspended between the provider's answer and the redemption.
-  const bobUrl = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'bob', email: 'bob@example.test', name: null }, null);
+  const bobUrl = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'bob', email: 'bob@example.test', name: null }, null, FLOW.hash);
   const bob = s.db.get<any>("SELECT id FROM users WHERE email_normalized = 'bob@example.test'")!;
   setUserStatus(s.operator(), bob.id, 'suspended');
   const suspended = await redeem(ticketOf(bobUrl));
@@ -726,7 +734,7 @@ test('redeem: a session in the bound organization with returnTo; replay, expiry 
 
   // With MFA required by the policy: no session, an enrollment challenge.
   assert.equal((await s.call('PATCH', '/api/system/identity/policy', { token: admin, body: { mfaRequired: true } })).status, 200);
-  const mfaUrl = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, '/secure');
+  const mfaUrl = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, '/secure', FLOW.hash);
   const challenged = await redeem(ticketOf(mfaUrl));
   assert.equal(challenged.status, 200, challenged.text);
   assert.deepEqual(Object.keys(challenged.body).sort(), ['challengeToken', 'expiresAt', 'mfaEnrollmentRequired', 'returnTo']);
@@ -737,6 +745,45 @@ test('redeem: a session in the bound organization with returnTo; replay, expiry 
   assert.deepEqual(failures, ['invalid_ticket', 'invalid_ticket', 'invalid_ticket', 'account_suspended', 'invalid_ticket']);
   const everything = JSON.stringify(s.db.all('SELECT metadata FROM audit_log')) + s.logs.join('\n');
   for (const secret of [r.body.token, ticketOf(url), browser.body.token]) assert.ok(!everything.includes(secret), 'no token or ticket in the audit log or the server log');
+});
+
+test('redeem is bound to the browser of the flow: without its flow cookie, or with another flow\'s, 401 sso_browser_mismatch (audited, the ticket used up); an unbound ticket needs no cookie', async (t) => {
+  const { s, admin, org } = await world(t);
+  const p = await create(s, admin, oidcBody(org.id));
+  const redeem = (ticket: string, cookie?: string) =>
+    s.call('POST', '/api/auth/sso/redeem', { body: { ticket }, headers: cookie ? { cookie } : {} });
+  const issue = (browserHash: string | null) =>
+    ticketOf(finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: 'alice@example.test', name: null }, null, browserHash));
+  const used = (ticket: string) => s.db.get<any>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', crypto.hash('sha256', ticket, 'hex'))!.used_at;
+  const otherFlow = `svc_sso_flow=${crypto.randomBytes(32).toString('base64url')}`;
+
+  for (const cookie of [undefined, otherFlow, `svc_sso_flow=${FLOW.hash}`, `other=${FLOW_VALUE}`]) {
+    const ticket = issue(FLOW.hash);
+    const r = await redeem(ticket, cookie);
+    assert.equal(r.status, 401, `${cookie}: ${r.text}`);
+    assert.equal(r.body.error.code, 'sso_browser_mismatch');
+    assert.equal(r.body.token, undefined);
+    assert.equal(r.headers.get('set-cookie'), null, 'another browser\'s flow cookie is left alone');
+    assert.ok(used(ticket), 'the ticket is used up');
+    const late = await redeem(ticket, FLOW.cookie);
+    assert.equal(late.status, 401, late.text);
+    assert.equal(late.body.error.code, 'invalid_ticket', 'single use: its own browser cannot redeem it afterwards');
+  }
+  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM sessions s JOIN users u ON u.id = s.user_id WHERE u.email_normalized = 'alice@example.test'")!.n, 0);
+  const failed = audits(s, 'auth.sso.failed');
+  assert.deepEqual(failed.map((a) => a.metadata.code), Array.from({ length: 4 }, () => ['sso_browser_mismatch', 'invalid_ticket']).flat());
+  assert.equal(failed[0].target_id, p.id);
+  assert.match(failed[0].metadata.reason, /did not start this sign-in/);
+  assert.ok(!JSON.stringify(failed).includes(FLOW_VALUE) && !JSON.stringify(failed).includes(FLOW.hash), 'neither the cookie nor its hash is audited');
+
+  // The right cookie among others (and a second copy from another path) is found.
+  const ok = await redeem(issue(FLOW.hash), `svc_sso_flow=stale; ${FLOW.cookie}; other=1`);
+  assert.equal(ok.status, 200, ok.text);
+  assert.deepEqual(ok.headers.getSetCookie(), [CLEAR_FLOW]);
+  // A ticket bound to no browser (browser_hash null) is redeemed without a cookie, and no cookie is touched.
+  const unbound = await redeem(issue(null));
+  assert.equal(unbound.status, 200, unbound.text);
+  assert.equal(unbound.headers.get('set-cookie'), null);
 });
 
 test('returnTo: only a relative path of the front end', async (t) => {

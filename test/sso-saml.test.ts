@@ -3,12 +3,13 @@
 // account and membership created, ticket redeemed for a session), and a negative suite where every
 // forged, altered or stale response fails closed (400/401, no ticket, no session, audited). The
 // browser keeps the service's cookies: the flow cookie of the start goes back to the assertion
-// consumer, and a post without it (login CSRF) is refused.
+// consumer and to redeem, and a post or a redemption without it (login CSRF) is refused.
 // Forged documents are signed with xml-crypto and the test keys in test/fixtures/sso/.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { deflateRawSync } from 'node:zlib';
 import { startTestServer, type TestServer } from './helpers/server.ts';
+import { sha256Hex } from '../src/lib/ids.ts';
 import { login, makeOrg, makeUser, makeWorkspace } from './helpers/factories.ts';
 import {
   ATTACKER_CERT, ATTACKER_KEY, ATTRIBUTE_NAMES, IDP_CERT, IDP_KEY, certBody, fillResponse, parseAutoPostForm, readRedirect,
@@ -205,14 +206,17 @@ test('SAML sign-in end to end against the samlify IdP: AuthnRequest, relay state
   assert.equal(form.fields.RelayState, redirect.relayState);
   assert.ok(redirect.relayState.length >= 32);
 
-  // The flow cookie (plain http: SameSite=Lax, not Secure), sent back to the ACS and cleared by its answer.
+  // The flow cookie (plain http: SameSite=Lax, not Secure), sent back to the ACS and kept for redeem, whose answer clears it.
   assert.match(redirect.setCookie, /^svc_sso_flow=[A-Za-z0-9_-]{43}; Path=\/api\/auth\/sso; HttpOnly; SameSite=Lax; Max-Age=600$/);
 
   assert.equal(acs.status, 302, acs.text);
   const ticket = ticketOf(acs.headers.location);
   assert.equal(acs.headers['cache-control'], 'no-store');
-  assert.equal(acs.headers['set-cookie'], 'svc_sso_flow=; Path=/api/auth/sso; HttpOnly; SameSite=Lax; Max-Age=0');
-  assert.equal(e.browser.flowCookie, undefined);
+  assert.equal(acs.headers['set-cookie'], undefined);
+  const flowCookie = e.browser.flowCookie;
+  assert.ok(flowCookie, 'kept: redeem requires it');
+  assert.equal(e.s.db.get<{ browser_hash: string }>('SELECT browser_hash FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket))!.browser_hash,
+    sha256Hex(flowCookie), 'the ticket is bound to the flow cookie (its hash only)');
 
   // The account and memberships in the bound organization and workspace.
   const account = e.s.db.get<{ id: string; name: string; password_hash: string | null }>('SELECT * FROM users WHERE email = ?', user.email)!;
@@ -233,6 +237,8 @@ test('SAML sign-in end to end against the samlify IdP: AuthnRequest, relay state
   assert.equal(redeemed.status, 200, redeemed.text);
   assert.equal(redeemed.body.returnTo, '/projects/p1?tab=shots');
   assert.equal(redeemed.body.user.email, user.email);
+  assert.equal(redeemed.headers['set-cookie'], 'svc_sso_flow=; Path=/api/auth/sso; HttpOnly; SameSite=Lax; Max-Age=0');
+  assert.equal(e.browser.flowCookie, undefined);
   const me = await e.s.call('GET', '/api/auth/session', { token: redeemed.body.token });
   assert.equal(me.status, 200, me.text);
   // The ticket is single use.
@@ -312,12 +318,44 @@ test('login CSRF: an ACS post without the flow cookie, or with another flow\'s, 
   await refused(e, () => postAcs(e, g.signed, g.pending.relayState, false, other), 401, /browser that did not start this sign-in/);
   assert.equal(code(), 'sso_browser_mismatch');
   await refused(e, () => postAcs(e, g.signed, g.pending.relayState), 401, /InResponseTo/);
-  // The refusal left `other`'s own flow alone: H completes there, and its answer clears the cookie.
+  // The refusal left `other`'s own flow alone: H completes there, and redeeming its ticket there clears the cookie.
   assert.ok(other.flowCookie);
   const ok = await postAcs(e, h.signed, h.pending.relayState, false, other);
   assert.equal(ok.status, 302, ok.text);
-  ticketOf(ok.headers.location);
+  assert.ok(other.flowCookie, 'kept until redeem');
+  const redeemed = await other.go('POST', `${e.base}/api/auth/sso/redeem`, { json: { ticket: ticketOf(ok.headers.location) } });
+  assert.equal(redeemed.status, 200, redeemed.text);
   assert.equal(other.flowCookie, undefined);
+});
+
+test('login CSRF through the landing page: a ticket redeemed by another browser (no flow cookie, or another flow\'s) is 401 sso_browser_mismatch and used up; its own browser then gets 401 invalid_ticket', async (t) => {
+  const e = await setup(t);
+  const MISMATCH = /did not start this sign-in|not started in this browser/;
+  const redeem = (b: Browser, ticket: string) => b.go('POST', `${e.base}/api/auth/sso/redeem`, { json: { ticket } });
+  // The attacker signs in with their own browser (e.browser) and sends the victim /sso/complete#ticket=...
+  const first = await viaIdp(e, person());
+  assert.equal(first.acs.status, 302, first.acs.text);
+  const ticket = ticketOf(first.acs.headers.location);
+  const victim = new Browser(e.s);
+  const r = await refused(e, () => redeem(victim, ticket), 401, MISMATCH);
+  assert.equal(r.body.error.code, 'sso_browser_mismatch');
+  assert.equal(r.body.token, undefined);
+  assert.equal(failures(e).at(-1)!.metadata.code, 'sso_browser_mismatch');
+  assert.ok(e.s.db.get<{ used_at: string | null }>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket))!.used_at, 'used up');
+  const late = await redeem(e.browser, ticket);
+  assert.equal(late.status, 401, late.text);
+  assert.equal(late.body.error.code, 'invalid_ticket', 'single use: its own browser cannot redeem it afterwards');
+
+  // A victim in the middle of a sign-in of their own (holding a flow cookie) is refused the same way, and keeps that cookie.
+  await start(e, undefined, victim);
+  const victimCookie = victim.flowCookie;
+  const second = await viaIdp(e, person());
+  const r2 = await refused(e, () => redeem(victim, ticketOf(second.acs.headers.location)), 401, MISMATCH);
+  assert.equal(r2.body.error.code, 'sso_browser_mismatch');
+  assert.equal(r2.headers['set-cookie'], undefined);
+  assert.equal(victim.flowCookie, victimCookie);
+  assert.equal((await redeem(e.browser, ticketOf(second.acs.headers.location))).body.error.code, 'invalid_ticket');
+  assert.equal(count(e.s, 'sessions'), 1, 'no session but the administrator\'s');
 });
 
 test('over https the SAML flow cookie is SameSite=None and Secure (the IdP\'s POST to the ACS is cross-site)', async (t) => {

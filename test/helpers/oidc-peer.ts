@@ -5,8 +5,8 @@
 // - startFakeOp: a tiny provider whose discovery, JWKS and token endpoint the test controls, for
 //   ID tokens a real provider would never mint (alg none, HS256, wrong iss/aud, expired...).
 // - Browser: follows redirects across origins with a cookie jar (per host and port; the service's
-//   flow cookie comes back to the callback as in a real browser) and submits the login/consent forms;
-//   it records every answer so that a test can scan them for secrets.
+//   flow cookie comes back to the callback and to redeem as in a real browser) and submits the
+//   login/consent forms; it records every answer so that a test can scan them for secrets.
 import http from 'node:http';
 import { createHash } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
@@ -170,8 +170,21 @@ export class Browser {
     return c && c.size ? [...c].map(([k, v]) => `${k}=${v}`).join('; ') : undefined;
   }
 
-  private keep(url: URL, res: Response): void {
-    for (const line of res.headers.getSetCookie()) {
+  /**
+   * The Cookie header this browser sends to `url`, or undefined: for a request of this browser made with
+   * another client (e.g. the test server's JSON call), whose answer's cookies go back through `keepFrom`.
+   */
+  cookiesFor(url: string): string | undefined {
+    return this.cookieHeader(new URL(url));
+  }
+
+  /** Keeps (or removes) the cookies an answer from `url` set, the answer received with another client. */
+  keepFrom(url: string, headers: Headers): void {
+    this.keep(new URL(url), headers);
+  }
+
+  private keep(url: URL, headers: Headers): void {
+    for (const line of headers.getSetCookie()) {
       const [pair] = line.split(';');
       const eq = pair.indexOf('=');
       const name = pair.slice(0, eq).trim();
@@ -190,7 +203,7 @@ export class Browser {
     if (cookie) headers.cookie = cookie;
     if (init.form) headers['content-type'] = 'application/x-www-form-urlencoded';
     const res = await fetch(u, { method: init.method ?? 'GET', headers, body: init.form?.toString(), redirect: 'manual' });
-    this.keep(u, res);
+    this.keep(u, res.headers);
     const seen: Seen = { url, status: res.status, headers: headersOf(res.headers), body: await res.text() };
     this.seen.push(seen);
     return seen;

@@ -38,7 +38,9 @@ CREATE TABLE sso_states (
 CREATE INDEX sso_states_expires ON sso_states(expires_at);
 
 -- A one-time ticket handed to the front end after a provider vouched for a user: its SHA-256 only,
--- valid for 60 seconds, redeemed once for a session (or an MFA challenge).
+-- valid for 60 seconds, redeemed once for a session (or an MFA challenge). browser_hash: the SHA-256 of
+-- the flow cookie of the browser the flow belonged to; when set, only a redemption carrying that cookie
+-- succeeds (no login CSRF with a ticket passed to someone else).
 CREATE TABLE sso_tickets (
   ticket_hash TEXT PRIMARY KEY,
   user_id TEXT NOT NULL REFERENCES users(id),
@@ -46,7 +48,8 @@ CREATE TABLE sso_tickets (
   return_to TEXT,
   created_at TEXT NOT NULL,
   expires_at TEXT NOT NULL,
-  used_at TEXT
+  used_at TEXT,
+  browser_hash TEXT
 );
 CREATE INDEX sso_tickets_expires ON sso_tickets(expires_at);
 

@@ -1,5 +1,5 @@
 // OpenID Connect sign-in: the authorization-code flow with PKCE (S256), a one-time state and nonce
-// stored encrypted (state.ts) and bound to the browser that started it (flow-cookie.ts), the code
+// stored encrypted (state.ts) and bound to the browser that started it (flow-cookie.ts; the ticket too), the code
 // exchanged at the token endpoint with client_secret_basic, and the ID token verified with jose
 // against the provider's JWKS (algorithm allow-list, iss, aud, exp, nonce, azp). The provider vouches
 // for an identity; finishSso turns it into a one-time ticket.
@@ -138,12 +138,14 @@ const errorCode = (e: string) => (/^[A-Za-z0-9_.-]{1,64}$/.test(e) ? e : 'unreco
 
 /**
  * The callback: the state taken once, the browser checked (the flow cookie of the start), the code
- * exchanged, the ID token verified, the claims mapped, then finishSso. Answers the front end's URL
- * carrying the one-time ticket and the Set-Cookie header clearing the flow cookie. Every refusal is an
- * audited ssoFailure (400 malformed, 401 refused): no ticket, no session; once the browser is known to
- * be the flow's, the refusal clears the flow cookie too (a mismatch leaves that browser's cookie alone).
+ * exchanged, the ID token verified, the claims mapped, then finishSso with the flow cookie's hash (the
+ * ticket is bound to this browser). Answers the front end's URL carrying the one-time ticket; the flow
+ * cookie is kept (POST /api/auth/sso/redeem requires it and clears it), so `clearCookie` (the Set-Cookie
+ * values of the answer) is empty on success. Every refusal is an audited ssoFailure (400 malformed, 401
+ * refused): no ticket, no session; once the browser is known to be the flow's, the refusal clears the
+ * flow cookie (a mismatch leaves that browser's cookie alone).
  */
-export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallback): Promise<{ location: string; clearCookie: string }> {
+export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallback): Promise<{ location: string; clearCookie: string[] }> {
   if (!cb.state) throw ssoFailure(ctx, null, 400, 'invalid_callback', 'state parameter missing');
   const flow = takeFlowState(ctx, 'oidc', cb.state);
   if (!flow) throw ssoFailure(ctx, null, 401, 'invalid_state', 'unknown, used or expired state');
@@ -155,11 +157,10 @@ export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallb
   if (!fromFlowBrowser(req, flow.payload.browser)) {
     throw ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the callback came from a browser that did not start this sign-in (flow cookie missing or different)');
   }
-  const clearCookie = clearFlowCookie(req, ctx.config, 'oidc');
   try {
-    return { location: await completeBoundFlow(ctx, req, cb, provider, flow.payload), clearCookie };
+    return { location: await completeBoundFlow(ctx, req, cb, provider, flow.payload), clearCookie: [] };
   } catch (err) {
-    throw clearingFlowCookie(err, clearCookie);
+    throw clearingFlowCookie(err, clearFlowCookie(req, ctx.config, 'oidc'));
   }
 }
 
@@ -186,7 +187,7 @@ async function completeBoundFlow(ctx: Ctx, req: IncomingMessage, cb: OidcCallbac
     throw err;
   }
   const claims = await verifyIdToken(ctx, provider, d, cfg, idToken, nonce);
-  return finishSso(ctx, req, provider, mapClaims(ctx, provider, cfg, claims), returnTo);
+  return finishSso(ctx, req, provider, mapClaims(ctx, provider, cfg, claims), returnTo, payload.browser as string);
 }
 
 /** POST to the token endpoint (client_secret_basic, PKCE verifier); the ID token of the answer. */

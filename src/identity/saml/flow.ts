@@ -1,7 +1,8 @@
 // SAML 2.0 single sign-on as a service provider: the HTTP-Redirect AuthnRequest (deflated, its ID
 // stored one-time with the relay state, the return path and the hash of the browser's flow cookie),
 // the SP metadata, and the HTTP-POST assertion consumer (verification in verify.ts; the browser
-// binding in ../sso/flow-cookie.ts; the account and the ticket in ../sso/finish.ts).
+// binding, kept on the ticket until redeem, in ../sso/flow-cookie.ts; the account and the ticket in
+// ../sso/finish.ts).
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
@@ -98,11 +99,13 @@ function identityOf(c: SamlConfig, nameId: string, nameIdFormat: string | null, 
  * The assertion consumer: verifies the posted SAMLResponse for the provider, takes the request it
  * answers (once; a request made for another provider is refused), checks that the browser posting is
  * the one that started it (the flow cookie) and that the relay state came back unchanged, then
- * finishes the sign-in. Answers the front-end URL with the one-time ticket and the Set-Cookie header
- * clearing the flow cookie. Every refusal is audited (auth.sso.failed) and thrown; once the browser is
- * known to be the flow's, the refusal clears the flow cookie too.
+ * finishes the sign-in with the flow cookie's hash (the ticket is bound to this browser). Answers the
+ * front-end URL with the one-time ticket; the flow cookie is kept (POST /api/auth/sso/redeem requires
+ * it and clears it), so `clearCookie` (the Set-Cookie values of the answer) is empty on success. Every
+ * refusal is audited (auth.sso.failed) and thrown; once the browser is known to be the flow's, the
+ * refusal clears the flow cookie.
  */
-export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: string, form: URLSearchParams): { location: string; clearCookie: string } {
+export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: string, form: URLSearchParams): { location: string; clearCookie: string[] } {
   const provider = providerById(ctx.db, providerId) ?? null;
   if (!provider || provider.kind !== 'saml' || provider.status !== 'active') {
     throw ssoFailure(ctx, provider, 400, 'sso_provider_unknown', 'no active SAML provider has that id');
@@ -129,15 +132,15 @@ export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: 
   if (!fromFlowBrowser(req, state.payload.browser)) {
     throw ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the response was posted by a browser that did not start this sign-in (flow cookie missing or different)');
   }
-  const clearCookie = clearFlowCookie(req, ctx.config, 'saml');
   try {
     const expected = state.payload.relayState;
     if (typeof expected !== 'string' || relay.length !== 1 || !sameString(relay[0], expected)) {
       throw ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'the relay state did not come back unchanged');
     }
     const returnTo = typeof state.payload.returnTo === 'string' ? state.payload.returnTo : null;
-    return { location: finishSso(ctx, req, provider, identityOf(c, facts.nameId, facts.nameIdFormat, facts.attributes), returnTo), clearCookie };
+    const location = finishSso(ctx, req, provider, identityOf(c, facts.nameId, facts.nameIdFormat, facts.attributes), returnTo, state.payload.browser as string);
+    return { location, clearCookie: [] };
   } catch (err) {
-    throw clearingFlowCookie(err, clearCookie);
+    throw clearingFlowCookie(err, clearFlowCookie(req, ctx.config, 'saml'));
   }
 }

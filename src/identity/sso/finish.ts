@@ -1,8 +1,9 @@
 // The common end of every single sign-on (OIDC callback, SAML assertion consumer) once the provider's
 // answer is verified: the account (found by the provider's subject; else an account with the e-mail
 // address is linked; else a new active account without a password), the membership of the provider's
-// organization (and workspace) when missing, a one-time ticket for the front end, and the audit.
-// Every failure is audited as auth.sso.failed and answered without a ticket or a session.
+// organization (and workspace) when missing, a one-time ticket for the front end bound to the browser
+// of the flow (the flow cookie's hash), and the audit. Every failure is audited as auth.sso.failed and
+// answered without a ticket or a session.
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../context.ts';
 import { record } from '../../audit/service.ts';
@@ -10,12 +11,13 @@ import { accountSuspended, signIn, type SignInResult } from '../../auth/service.
 import { AppError } from '../../http/errors.ts';
 import { frontendBase } from '../../http/request.ts';
 import { newId, newToken, sha256Hex } from '../../lib/ids.ts';
+import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from './flow-cookie.ts';
 import { assertSeatsAvailable } from '../../members/seats.ts';
 import { ORG_ROLES, type Role } from '../../tenancy/roles.ts';
 import { grantRole } from '../../tenancy/service.ts';
 import { membershipAt } from '../../tenancy/store.ts';
 import { insertUser, normalizeEmail, userByEmail, userById, type UserRow } from '../../users/store.ts';
-import { identityBySubject, insertIdentity, insertTicket, providerById, takeTicketRow, touchIdentity, type ProviderRow } from './store.ts';
+import { identityBySubject, insertIdentity, insertTicket, providerById, takeTicketRow, touchIdentity, type ProviderRow, type TicketRow } from './store.ts';
 
 /** How long the front end has to redeem a ticket. */
 export const TICKET_TTL_MS = 60_000;
@@ -55,14 +57,17 @@ const isOrgRole = (role: string) => (ORG_ROLES as readonly string[]).includes(ro
 
 /**
  * Finds, links or creates the account the provider vouched for, gives it the provider's memberships
- * when missing, issues a one-time ticket (60 s, only its SHA-256 stored) and answers the front-end
- * URL `${frontendBase}/sso/complete#ticket=...` (a fragment: never sent to a server).
+ * when missing, issues a one-time ticket (60 s, only its SHA-256 stored, bound to `browserHash`: the
+ * SHA-256 of the flow cookie of the browser the flow belongs to, required again at redeem; null: not
+ * bound) and answers the front-end URL `${frontendBase}/sso/complete#ticket=...` (a fragment: never
+ * sent to a server).
  * Refused: a disabled provider or an unusable identity (401), a system administrator on any sign-in
  * and an account that may not be linked by e-mail (401 sso_link_refused, see linkRefusal), a
  * suspended account (403 account_suspended), a full organization (409 seat_limit_reached); each
  * audited as auth.sso.failed.
  */
-export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow, identity: VerifiedIdentity, returnTo: string | null): string {
+export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow, identity: VerifiedIdentity, returnTo: string | null,
+  browserHash: string | null): string {
   const subject = typeof identity.subject === 'string' ? identity.subject : '';
   if (subject === '' || subject.length > 1024) throw ssoFailure(ctx, provider, 401, 'sso_failed', 'the provider gave no usable subject');
   const email = typeof identity.email === 'string' && EMAIL.test(identity.email.trim()) && identity.email.length <= 320 ? identity.email.trim() : null;
@@ -103,7 +108,7 @@ export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow,
       const rolesGranted = grantProviderMemberships(pctx, provider, user.id, now);
       insertTicket(ctx.db, {
         ticket_hash: sha256Hex(ticket), user_id: user.id, provider_id: provider.id, return_to: returnTo,
-        created_at: now, expires_at: new Date(at.getTime() + TICKET_TTL_MS).toISOString(), used_at: null,
+        created_at: now, expires_at: new Date(at.getTime() + TICKET_TTL_MS).toISOString(), used_at: null, browser_hash: browserHash,
       });
       record(ctx, {
         action: 'auth.sso.verified', targetType: 'user', targetId: user.id, actorUserId: user.id, actorName: user.name,
@@ -171,19 +176,41 @@ const systemAdminRefused = () =>
 
 export const invalidTicket = () => new AppError(401, 'invalid_ticket', 'the sign-in ticket is unknown, used or expired; sign in again');
 
+export const browserMismatch = () =>
+  new AppError(401, 'sso_browser_mismatch', 'single sign-on failed: this sign-in was not started in this browser; sign in again');
+
 /**
  * Redeems a ticket once (atomically marked used, even when what follows fails) and decides the
  * sign-in: a session, or an MFA challenge or enrollment challenge (signIn). Unknown, used or expired:
- * 401 invalid_ticket; a suspended account: 403 account_suspended; a provider disabled meanwhile: 401;
- * an account made a service administrator meanwhile: 401 sso_link_refused.
+ * 401 invalid_ticket; a ticket bound to a browser redeemed without that browser's flow cookie (missing
+ * or another one; compared in constant time): 401 sso_browser_mismatch, the ticket used up all the same
+ * (login CSRF: a ticket passed to someone else signs nobody in); a suspended account: 403
+ * account_suspended; a provider disabled meanwhile: 401; an account made a service administrator
+ * meanwhile: 401 sso_link_refused. Once the browser is known to be the ticket's, `clearCookie` (and any
+ * refusal's Set-Cookie header) removes the flow cookie, whose flow has ended; null for an unbound ticket.
  */
-export function redeemTicket(ctx: Ctx, ticket: string, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null } {
+export function redeemTicket(ctx: Ctx, req: IncomingMessage, ticket: string, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null; clearCookie: string | null } {
   const row = ctx.db.tx(() => takeTicketRow(ctx.db, sha256Hex(ticket), ctx.now().toISOString()));
   if (!row) {
     auditFailure(ctx, null, 'invalid_ticket', 'the ticket is unknown, used or expired');
     throw invalidTicket();
   }
   const provider = providerById(ctx.db, row.provider_id) ?? null;
+  if (row.browser_hash !== null && !fromFlowBrowser(req, row.browser_hash)) {
+    auditFailure(ctx, provider, 'sso_browser_mismatch', 'the ticket was redeemed by a browser that did not start this sign-in (flow cookie missing or different)',
+      { userId: row.user_id });
+    throw browserMismatch();
+  }
+  const clearCookie = row.browser_hash === null ? null : clearFlowCookie(req, ctx.config, provider?.kind ?? 'oidc');
+  try {
+    return { ...decideRedeemed(ctx, row, provider, kind), clearCookie };
+  } catch (err) {
+    throw clearCookie ? clearingFlowCookie(err, clearCookie) : err;
+  }
+}
+
+/** The sign-in a used-up ticket gives, its account and provider checked again. */
+function decideRedeemed(ctx: Ctx, row: TicketRow, provider: ProviderRow | null, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null } {
   const user = userById(ctx.db, row.user_id);
   if (!provider || provider.status !== 'active' || !user) {
     auditFailure(ctx, provider, 'invalid_ticket', 'the provider was disabled or the account removed after the ticket was issued');

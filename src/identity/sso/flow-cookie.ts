@@ -1,7 +1,10 @@
 // The browser a single sign-on flow belongs to (against login CSRF: someone else's provider answer
 // completed in a victim's browser). GET /api/auth/sso/start sets a random HttpOnly cookie and the flow
 // payload keeps only its SHA-256; the OIDC callback and the SAML assertion consumer require that cookie
-// (compared in constant time) and clear it once the flow bound to it has ended.
+// (compared in constant time) and store its hash with the ticket they issue; POST /api/auth/sso/redeem
+// requires it again (a ticket copied to another browser is refused) and clears it. A callback or
+// consumer that ends the flow without a ticket clears it at once. The path /api/auth/sso covers redeem:
+// the front end must be same-site with the service for the SameSite=Lax cookie to reach it.
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../../config.ts';

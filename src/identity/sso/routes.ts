@@ -94,12 +94,16 @@ export function bindSsoRoutes(r: Router): void {
   r.post('/api/auth/sso/redeem', {
     ...pub, body: RedeemBody,
     summary: 'Redeem the one-time ticket of a finished single sign-on (valid 60 s, single use; unknown, used or expired: 401 invalid_ticket): the session { token, expiresAt, sessionId, user, passwordChangeRequired }, '
-      + 'or { mfaRequired: true, challengeToken, expiresAt } (TOTP on), or { mfaEnrollmentRequired: true, challengeToken, expiresAt } (policy requires MFA); each with returnTo (the path given at start, or null).',
+      + 'or { mfaRequired: true, challengeToken, expiresAt } (TOTP on), or { mfaEnrollmentRequired: true, challengeToken, expiresAt } (policy requires MFA); each with returnTo (the path given at start, or null). '
+      + 'The request must carry the flow cookie svc_sso_flow of the browser that started the sign-in (the front end must be same-site with the service); missing or different: 401 sso_browser_mismatch, audited, '
+      + 'and the ticket is used up. The answer clears the flow cookie.',
   }, ({ ctx, req, body }) => {
     const browser = fromBrowser(req, ctx.config);
     if (body.kind === 'browser' && !browser) throw validationFailed({ kind: 'browser sessions are only given to the front end or the service\'s own page (Origin)' });
-    const { result, returnTo } = redeemTicket(ctx, body.ticket, body.kind ?? (browser ? 'browser' : 'bearer'));
+    const { result, returnTo, clearCookie } = redeemTicket(ctx, req, body.ticket, body.kind ?? (browser ? 'browser' : 'bearer'));
     const reply = signInReply(200, result);
-    return { ...reply, body: { ...(reply.body as Record<string, unknown>), returnTo } };
+    const headers = { ...reply.headers };
+    if (clearCookie) headers['set-cookie'] = [...[headers['set-cookie'] ?? []].flat(), clearCookie];
+    return { ...reply, headers, body: { ...(reply.body as Record<string, unknown>), returnTo } };
   });
 }

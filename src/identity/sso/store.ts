@@ -1,5 +1,5 @@
-// SQL of single sign-on: identity providers, one-time flow states, one-time login tickets and the
-// identities providers vouch for. Flow states and tickets are found by the SHA-256 of their handle and
+// SQL of single sign-on: identity providers, one-time flow states, one-time login tickets (bound to the
+// browser of their flow by the flow cookie's hash) and the identities providers vouch for. Flow states and tickets are found by the SHA-256 of their handle and
 // taken with one atomic statement (single use, unexpired): a flow state is deleted as it is read
 // (DELETE ... RETURNING), a ticket is marked used (UPDATE ... RETURNING).
 import type { Db } from '../../db/db.ts';
@@ -79,13 +79,15 @@ export function purgeExpiredTickets(db: Db, before: string): void {
 
 // Tickets ----------------------------------------------------------------------------------------
 
+/** `browser_hash`: the SHA-256 of the flow cookie of the browser the ticket was issued to (null: not bound). */
 export interface TicketRow {
   ticket_hash: string; user_id: string; provider_id: string; return_to: string | null; created_at: string; expires_at: string; used_at: string | null;
+  browser_hash: string | null;
 }
 
 export function insertTicket(db: Db, t: TicketRow): void {
-  db.run('INSERT INTO sso_tickets (ticket_hash, user_id, provider_id, return_to, created_at, expires_at, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
-    t.ticket_hash, t.user_id, t.provider_id, t.return_to, t.created_at, t.expires_at, t.used_at);
+  db.run('INSERT INTO sso_tickets (ticket_hash, user_id, provider_id, return_to, created_at, expires_at, used_at, browser_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    t.ticket_hash, t.user_id, t.provider_id, t.return_to, t.created_at, t.expires_at, t.used_at, t.browser_hash);
 }
 
 /** Marks the ticket used and returns it, in one statement; undefined when unknown, used or expired. */
