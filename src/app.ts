@@ -50,6 +50,7 @@ import { bindInvoiceRoutes } from './commercial/invoice-routes.ts';
 import { bindWorkerRoutes } from './worker/routes.ts';
 import { bindScimRoutes } from './scim/routes.ts';
 import { bindDirectoryRoutes } from './scim/admin.ts';
+import { consoleReply } from './web/static.ts';
 
 export interface App {
   router: Router;
@@ -110,7 +111,11 @@ export function createApp({ config, db, log }: AppDeps): App {
     const path = q < 0 ? raw : raw.slice(0, q);
     const searchParams = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
     const m = router.match(req.method ?? 'GET', path);
-    if (!m) throw notFound(`no route for ${path}`);
+    if (!m) {
+      const page = consoleReply(req.method ?? 'GET', path, req.headers); // the web console (src/web/static.ts) outside /api and /scim
+      if (page) return page;
+      throw notFound(`no route for ${path}`);
+    }
     if ('allow' in m) throw methodNotAllowed(m.allow);
     const { route, params } = m;
     const meta = route.meta;
