@@ -3,7 +3,7 @@
 import { validationFailed } from '../http/errors.ts';
 import * as v from '../http/validate.ts';
 import { exactToDecimal, parseRate, type Exact } from './money.ts';
-import { billingPeriod, localDate, startOfLocalDay, type BillingCycle } from './periods.ts';
+import { billingPeriod, dayOrInstant, localDate, startOfLocalDay, type BillingCycle } from './periods.ts';
 
 export const INVOICE_STATUSES = ['draft', 'issued', 'paid', 'overdue', 'void'] as const;
 export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
@@ -52,19 +52,10 @@ export interface Generation {
 const INSTANT = /^(\d{4}-\d{2}-\d{2})T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2})$/i;
 const DAY = /^(\d{4})-(\d{2})-(\d{2})$/;
 
-const realDay = (day: string) => {
-  const d = new Date(`${day}T00:00:00Z`);
-  return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(day);
-};
-
-/** A period bound: a local date's start in the zone, or an instant; null when it is neither. */
+/** A period bound: a local date's start in the zone, or an instant of the INSTANT form; null when it is neither. */
 function bound(text: string, timeZone: string): Date | null {
-  const day = DAY.exec(text);
-  if (day) return realDay(text) ? startOfLocalDay(+day[1], +day[2], +day[3], timeZone) : null;
-  const instant = INSTANT.exec(text);
-  if (!instant || !realDay(instant[1])) return null;
-  const t = Date.parse(text);
-  return Number.isNaN(t) ? null : new Date(t);
+  if (!DAY.test(text) && !INSTANT.test(text)) return null;
+  return dayOrInstant(text, timeZone)?.at ?? null;
 }
 
 /** The same local date and time of day one year later (Feb 29 runs on to Mar 1). */

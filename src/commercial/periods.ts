@@ -43,6 +43,20 @@ function offsetAt(at: Date, timeZone: string): number {
 }
 
 /**
+ * A bound given as a local date `YYYY-MM-DD` (the instant it begins in the zone; `day` holds its parts)
+ * or as an ISO 8601 instant (its form already checked by the caller's schema); null when the calendar
+ * date is no real one (Feb 30) or the instant does not parse. Usage filters and invoice periods.
+ */
+export function dayOrInstant(text: string, timeZone: string): { at: Date; day: [number, number, number] | null } | null {
+  const date = text.slice(0, 10);
+  const [y, m, d] = date.split('-').map(Number);
+  if (new Date(Date.UTC(y, m - 1, d)).toISOString().slice(0, 10) !== date) return null;
+  if (text.length === 10) return { at: startOfLocalDay(y, m, d, timeZone), day: [y, m, d] };
+  const t = Date.parse(text);
+  return Number.isNaN(t) ? null : { at: new Date(t), day: null };
+}
+
+/**
  * The instant the local date begins (its first existing local minute: where midnight is skipped by
  * a DST change, the day starts at the end of the gap). Month and day may overflow (Date.UTC rules).
  */

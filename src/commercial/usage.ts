@@ -21,7 +21,7 @@ import { clipsTowardQuota } from '../jobs/store.ts';
 import { seatUsage } from '../members/seats.ts';
 import { billingAccountOf, presentBillingAccount } from './account.ts';
 import { exactToDecimal, formatAmount, formatE4Amount, formatUnitPrice, lineAmount, roundExact, roundHalfUp } from './money.ts';
-import { monthOf, monthWindow, periodWindow, startOfLocalDay } from './periods.ts';
+import { dayOrInstant, monthOf, monthWindow, periodWindow, startOfLocalDay } from './periods.ts';
 import { GIB, gbToBytes, quotaOfWorkspace, workspaceStoredBytes } from './quotas.ts';
 import { roundUnits } from './trend.ts';
 import type { UsageFilters, UsageLevel } from './usage-schema.ts';
@@ -73,10 +73,9 @@ export function recordUsageEvent(db: Db, e: UsageEventInput): boolean {
 
 /** A local day's start (or the next day's, `after`) or an instant (plus 1 ms, `after`), or null when its date is no real one. */
 function boundOf(text: string, timeZone: string, after: boolean): Date | null {
-  const [y, mo, d] = text.slice(0, 10).split('-').map(Number);
-  const t = Date.parse(text);
-  if (Number.isNaN(t) || new Date(Date.UTC(y, mo - 1, d)).toISOString().slice(0, 10) !== text.slice(0, 10)) return null;
-  return text.length === 10 ? startOfLocalDay(y, mo, d + (after ? 1 : 0), timeZone) : new Date(t + (after ? 1 : 0));
+  const b = dayOrInstant(text, timeZone);
+  if (!b || !after) return b?.at ?? null;
+  return b.day ? startOfLocalDay(b.day[0], b.day[1], b.day[2] + 1, timeZone) : new Date(b.at.getTime() + 1);
 }
 
 /** The window [from, to) as ISO instants (to null: open); 422 for an impossible date or from after to. */
