@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Ctx } from '../../context.ts';
 import { AppError } from '../../http/errors.ts';
-import { providerById, type ProviderRow } from '../sso/store.ts';
+import { activeOfKind, providerById, type ProviderRow } from '../sso/store.ts';
 import { oidcConfigOf, readRef, type OidcConfig } from '../sso/provider-config.ts';
 import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../sso/state.ts';
 import { finishSso, ssoFailure } from '../sso/finish.ts';
@@ -140,17 +140,16 @@ const errorCode = (e: string) => (/^[A-Za-z0-9_.-]{1,64}$/.test(e) ? e : 'unreco
  * The callback: the state taken once, the browser checked (the flow cookie of the start), the code
  * exchanged, the ID token verified, the claims mapped, then finishSso with the flow cookie's hash (the
  * ticket is bound to this browser). Answers the front end's URL carrying the one-time ticket; the flow
- * cookie is kept (POST /api/auth/sso/redeem requires it and clears it), so `clearCookie` (the Set-Cookie
- * values of the answer) is empty on success. Every refusal is an audited ssoFailure (400 malformed, 401
+ * cookie is kept (POST /api/auth/sso/redeem requires it and clears it). Every refusal is an audited ssoFailure (400 malformed, 401
  * refused): no ticket, no session; once the browser is known to be the flow's, the refusal clears the
  * flow cookie (a mismatch leaves that browser's cookie alone).
  */
-export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallback): Promise<{ location: string; clearCookie: string[] }> {
+export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallback): Promise<string> {
   if (!cb.state) throw ssoFailure(ctx, null, 400, 'invalid_callback', 'state parameter missing');
   const flow = takeFlowState(ctx, 'oidc', cb.state);
   if (!flow) throw ssoFailure(ctx, null, 401, 'invalid_state', 'unknown, used or expired state');
   const provider = providerById(ctx.db, flow.providerId);
-  if (!provider || provider.kind !== 'oidc' || provider.status !== 'active') {
+  if (!activeOfKind(provider, 'oidc')) {
     throw ssoFailure(ctx, provider ?? null, 401, 'provider_unavailable', 'provider missing, disabled or not OIDC');
   }
   // Login CSRF: the answer must come back to the browser that started the flow (the state is used up either way).
@@ -158,7 +157,7 @@ export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallb
     throw ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the callback came from a browser that did not start this sign-in (flow cookie missing or different)');
   }
   try {
-    return { location: await completeBoundFlow(ctx, req, cb, provider, flow.payload), clearCookie: [] };
+    return await completeBoundFlow(ctx, req, cb, provider, flow.payload);
   } catch (err) {
     throw clearingFlowCookie(err, clearFlowCookie(req, ctx.config, 'oidc'));
   }

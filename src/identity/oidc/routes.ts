@@ -12,7 +12,7 @@ export function bindOidcRoutes(r: Router): void {
     response: { status: 302, description: 'redirect to the front end with a one-time ticket in the fragment' },
   }, async ({ req, ctx, searchParams }) => {
     const one = (k: string) => searchParams.get(k);
-    const { location, clearCookie } = await completeOidc(ctx, req, { state: one('state'), code: one('code'), error: one('error'), iss: one('iss') });
-    return { status: 302, headers: { location, 'referrer-policy': 'no-referrer', 'set-cookie': clearCookie } };
+    const location = await completeOidc(ctx, req, { state: one('state'), code: one('code'), error: one('error'), iss: one('iss') });
+    return { status: 302, headers: { location, 'referrer-policy': 'no-referrer' } };
   });
 }

@@ -14,7 +14,7 @@ import { finishSso, ssoFailure } from '../sso/finish.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../sso/flow-cookie.ts';
 import { readRef, samlConfigOf, type SamlConfig } from '../sso/provider-config.ts';
 import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../sso/state.ts';
-import { providerById, type ProviderRow } from '../sso/store.ts';
+import { activeOfKind, providerById, type ProviderRow } from '../sso/store.ts';
 import { SamlRejected, decodeSamlResponse, verifySamlResponse } from './verify.ts';
 
 /**
@@ -101,13 +101,12 @@ function identityOf(c: SamlConfig, nameId: string, nameIdFormat: string | null, 
  * the one that started it (the flow cookie) and that the relay state came back unchanged, then
  * finishes the sign-in with the flow cookie's hash (the ticket is bound to this browser). Answers the
  * front-end URL with the one-time ticket; the flow cookie is kept (POST /api/auth/sso/redeem requires
- * it and clears it), so `clearCookie` (the Set-Cookie values of the answer) is empty on success. Every
- * refusal is audited (auth.sso.failed) and thrown; once the browser is known to be the flow's, the
+ * it and clears it). Every refusal is audited (auth.sso.failed) and thrown; once the browser is known to be the flow's, the
  * refusal clears the flow cookie.
  */
-export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: string, form: URLSearchParams): { location: string; clearCookie: string[] } {
+export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: string, form: URLSearchParams): string {
   const provider = providerById(ctx.db, providerId) ?? null;
-  if (!provider || provider.kind !== 'saml' || provider.status !== 'active') {
+  if (!activeOfKind(provider, 'saml')) {
     throw ssoFailure(ctx, provider, 400, 'sso_provider_unknown', 'no active SAML provider has that id');
   }
   const c = samlConfigOf(provider);
@@ -138,8 +137,7 @@ export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: 
       throw ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'the relay state did not come back unchanged');
     }
     const returnTo = typeof state.payload.returnTo === 'string' ? state.payload.returnTo : null;
-    const location = finishSso(ctx, req, provider, identityOf(c, facts.nameId, facts.nameIdFormat, facts.attributes), returnTo, state.payload.browser as string);
-    return { location, clearCookie: [] };
+    return finishSso(ctx, req, provider, identityOf(c, facts.nameId, facts.nameIdFormat, facts.attributes), returnTo, state.payload.browser as string);
   } catch (err) {
     throw clearingFlowCookie(err, clearFlowCookie(req, ctx.config, 'saml'));
   }

@@ -3,7 +3,7 @@ import { notFound } from '../../http/errors.ts';
 import { readForm, requestOrigin } from '../../http/request.ts';
 import type { Router } from '../../http/router.ts';
 import { consumeSamlResponse, spMetadataXml } from './flow.ts';
-import { providerById } from '../sso/store.ts';
+import { activeOfKind, providerById } from '../sso/store.ts';
 
 export function bindSamlRoutes(r: Router): void {
   const tags = ['auth'];
@@ -12,7 +12,7 @@ export function bindSamlRoutes(r: Router): void {
     tags, auth: 'none',
   }, ({ ctx, req, params }) => {
     const p = providerById(ctx.db, params.providerId);
-    if (!p || p.kind !== 'saml' || p.status !== 'active') throw notFound('no active SAML provider has that id');
+    if (!activeOfKind(p, 'saml')) throw notFound('no active SAML provider has that id');
     return { status: 200, raw: spMetadataXml(ctx.config, p, requestOrigin(req, ctx.config)), headers: { 'content-type': 'application/samlmetadata+xml; charset=utf-8' } };
   });
   r.post('/api/auth/sso/saml/:providerId/acs', {
@@ -23,7 +23,6 @@ export function bindSamlRoutes(r: Router): void {
     tags, auth: 'none',
   }, async ({ ctx, req, params }) => {
     const form = await readForm(req, ctx.config.maxBodyBytes);
-    const { location, clearCookie } = consumeSamlResponse(ctx, req, params.providerId, form);
-    return { status: 302, headers: { location, 'cache-control': 'no-store', 'set-cookie': clearCookie } };
+    return { status: 302, headers: { location: consumeSamlResponse(ctx, req, params.providerId, form), 'cache-control': 'no-store' } };
   });
 }

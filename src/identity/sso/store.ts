@@ -14,6 +14,10 @@ export function providerById(db: Db, id: string): ProviderRow | undefined {
   return db.get<ProviderRow>('SELECT * FROM identity_providers WHERE id = ?', id);
 }
 
+/** The provider, when it exists, is of this kind and is active (the sign-in routes' one test). */
+export const activeOfKind = (p: ProviderRow | undefined | null, kind: ProviderRow['kind']): p is ProviderRow =>
+  p != null && p.kind === kind && p.status === 'active';
+
 export function listProviders(db: Db, f: { organizationId?: string | null; status?: 'active' | 'disabled' } = {}): ProviderRow[] {
   return db.all<ProviderRow>(
     `SELECT * FROM identity_providers WHERE (?1 IS NULL OR organization_id = ?1) AND (?2 IS NULL OR status = ?2)
