@@ -10,6 +10,7 @@ import dns from 'node:dns/promises';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import { outboundUrl } from '../lib/urls.ts';
 
 export type Resolver = (hostname: string) => Promise<string[]>;
 
@@ -98,14 +99,8 @@ function inAllowList(address: string, family: 4 | 6, cidrs: readonly string[]): 
 
 /** Checks of a URL that need no DNS: http(s), no credentials; a literal address must not be always refused. */
 export function urlProblem(raw: string): string | null {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return 'must be an absolute URL';
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'must be an http or https URL';
-  if (url.username || url.password) return 'must not carry credentials';
+  const url = outboundUrl(raw);
+  if (typeof url === 'string') return url;
   const literal = normalizeAddress(url.hostname);
   if (literal && classifyAddress(literal.address) === 'refused') return 'points to a link-local, metadata or reserved address';
   return null;

@@ -12,6 +12,7 @@ import { organizationById, workspaceById } from '../../tenancy/store.ts';
 import type { OidcConfig, SamlConfig } from './provider-config.ts';
 import { checkConfigShape } from './provider-schema.ts';
 import { insertProvider, listProviders, providerById, updateProvider, type ProviderRow } from './store.ts';
+import { outboundUrl } from '../../lib/urls.ts';
 
 /** Roles a provider may give: never org_owner (sign-in must not make owners) nor project_guest (given by project roles). */
 const PROVIDER_ORG_ROLES: readonly string[] = ORG_ROLES.filter((r) => r !== 'org_owner');
@@ -31,14 +32,8 @@ function isLoopback(host: string): boolean {
 
 /** What is wrong with a provider URL (null: nothing); with httpsUnlessLoopback, http only on a loopback host. */
 export function urlProblem(raw: string, opts: { httpsUnlessLoopback: boolean }): string | null {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    return 'must be an absolute URL';
-  }
-  if (u.protocol !== 'https:' && u.protocol !== 'http:') return 'must be an http(s) URL';
-  if (u.username || u.password) return 'must not carry credentials';
+  const u = outboundUrl(raw);
+  if (typeof u === 'string') return u;
   if (u.hash) return 'must not have a fragment';
   if (opts.httpsUnlessLoopback && u.protocol === 'http:' && !isLoopback(u.hostname)) return 'must use https (http only on a loopback address)';
   return null;
