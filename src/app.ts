@@ -1,6 +1,8 @@
 // createApp({ config, db, log }) -> { handle(req, res), router, close() }. The request's way:
 // route -> request id -> authentication (401) -> body and query -> scope and access (403) ->
-// handler -> one error boundary writing the contract's error body -> one access-log line.
+// handler -> one error boundary writing the contract's error body -> one access-log line. A client
+// that closes its connection in the middle of its request body is not a server error (errors.ts
+// isClientAbort): 499 client_closed_request in the access log (info), nothing written, no error line.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { Config } from './config.ts';
@@ -10,7 +12,7 @@ import { ANONYMOUS, NO_SCOPE, createContext, type Ctx } from './context.ts';
 import { record } from './audit/service.ts';
 import { assertProjectWritable } from './tenancy/guard.ts';
 import { Router, type Reply } from './http/router.ts';
-import { AppError, internalError, methodNotAllowed, notFound, unauthenticated, forbidden } from './http/errors.ts';
+import { AppError, clientClosed, internalError, isClientAbort, methodNotAllowed, notFound, unauthenticated, forbidden } from './http/errors.ts';
 import { clientAddress, readJson, requestId } from './http/request.ts';
 import { authenticate } from './http/auth.ts';
 import { checkAccess, resolveRequestScope } from './http/access.ts';
@@ -169,7 +171,7 @@ export function createApp({ config, db, log }: AppDeps): App {
       const r = dispatch(req, res, rid, (id) => { actorId = id; });
       reply = r instanceof Promise ? await r : r;
     } catch (err) {
-      reply = errorReply(err, rid, log);
+      reply = errorReply(err, req, rid, log);
     }
     send(req, res, reply, rid, () => {
       const url = req.url ?? '';
@@ -201,9 +203,9 @@ function auditDenied(ctx: Ctx, pattern: string, params: Record<string, string>, 
   });
 }
 
-function errorReply(err: unknown, rid: string, log: Logger): Reply {
-  const e = err instanceof AppError ? err : internalError();
-  if (!(err instanceof AppError)) log.error('unhandled error', { requestId: rid, err });
+function errorReply(err: unknown, req: IncomingMessage, rid: string, log: Logger): Reply {
+  const e = err instanceof AppError ? err : isClientAbort(req, err) ? clientClosed() : internalError();
+  if (e.status === 500 && !(err instanceof AppError)) log.error('unhandled error', { requestId: rid, err });
   const headers: Record<string, string> = { ...e.headers };
   if (e.status === 413) headers.connection = 'close';
   return { status: e.status, body: e.body(), headers };

@@ -1,5 +1,9 @@
 // AppError: every failure a client may see, with the contract's error body
-// { "error": { "code", "message", "details"? } }. Anything that is not an AppError becomes 500.
+// { "error": { "code", "message", "details"? } }. Anything that is not an AppError becomes 500,
+// except a client that closed its connection before its request body was complete (isClientAbort):
+// that is 499 client_closed_request, like any other request whose client went away; not a server fault.
+import type { IncomingMessage } from 'node:http';
+
 export class AppError extends Error {
   readonly status: number;
   readonly code: string;
@@ -38,6 +42,23 @@ export const methodNotAllowed = (allow: string[]) =>
   new AppError(405, 'method_not_allowed', `method not allowed; allowed: ${allow.join(', ')}`, { allow }, { allow: allow.join(', ') });
 export const rateLimited = (retryAfterSeconds: number) =>
   new AppError(429, 'rate_limited', `too many attempts; retry after ${retryAfterSeconds} s`, { retryAfterSeconds }, { 'retry-after': String(retryAfterSeconds) });
+/** The client closed the connection before the answer (nginx's 499): nothing reaches it; the access log shows the status. */
+export const clientClosed = (message = 'the client closed the connection before the request was complete; nothing was written') =>
+  new AppError(499, 'client_closed_request', message);
+
+const STREAM_CLOSED = new Set(['ECONNRESET', 'ECONNABORTED', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE', 'ABORT_ERR']);
+
+/**
+ * Whether `err` is the client going away in the middle of its request body (a raw, chunked or
+ * multipart upload, a JSON or form body): the request stream failed before it was complete, and `err`
+ * is that failure or a reset or premature close passed on from it. Every body reader lets it through
+ * as is, so the error boundary recognises it here, once.
+ */
+export function isClientAbort(req: IncomingMessage, err: unknown): boolean {
+  if (req.complete || !req.errored || err instanceof AppError) return false;
+  return err === req.errored || STREAM_CLOSED.has((err as NodeJS.ErrnoException | null)?.code ?? '');
+}
+
 export const internalError = () => new AppError(500, 'internal_error', 'internal error; the request id identifies it in the service log');
 
 /** Services reachable from the CLI as well check this themselves (routes declare systemAdmin too). */

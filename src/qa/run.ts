@@ -5,7 +5,7 @@
 // measuring stops (ffmpeg is killed, waiting files are dropped) and nothing is written.
 import type { ServerResponse } from 'node:http';
 import type { Ctx } from '../context.ts';
-import { AppError, validationFailed } from '../http/errors.ts';
+import { clientClosed, validationFailed } from '../http/errors.ts';
 import type { Infer } from '../http/validate.ts';
 import { newId } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
@@ -76,7 +76,7 @@ class Slots {
 /** The one limiter of every QA run of this process. */
 const measureSlots = new Slots(MEASURE_PARALLEL);
 
-const clientGone = () => new AppError(499, 'client_closed_request', 'the client closed the connection before the QA run finished; nothing was written');
+const clientGone = () => clientClosed('the client closed the connection before the QA run finished; nothing was written');
 
 /** Aborts when the connection closes before the response was sent (the client went away). */
 export function closedSignal(res: ServerResponse): AbortSignal {
