@@ -121,7 +121,7 @@ test('asset routes: 401 without a session, 403 without the kind\'s permission, 4
 });
 
 test('an upload is hashed like sha256sum, its MIME type sniffed (not trusted), and served with ETag, 304 and Range', async (t) => {
-  const { s, producer } = await setup(t);
+  const { s, tree, producer } = await setup(t);
   const a = await createAsset(s, producer.token);
   const dir = tempDir(t);
   const file = path.join(dir, 'still.png');
@@ -134,7 +134,7 @@ test('an upload is hashed like sha256sum, its MIME type sniffed (not trusted), a
   assert.equal(r.body.mimeType, 'image/png');
   assert.equal(r.body.declaredMimeType, 'text/plain');
   assert.equal(r.body.number, 1);
-  assert.equal(r.body.storagePath, `assets/${expected.slice(0, 2)}/${expected}`);
+  assert.equal(r.body.storagePath, `assets/${tree.organizationId}/${expected.slice(0, 2)}/${expected}`);
   assert.equal(execFileSync('sha256sum', [path.join(s.config.storageDir, r.body.storagePath)], { encoding: 'utf8' }).split(' ')[0], expected);
   assert.deepEqual(fs.readdirSync(path.join(s.config.storageDir, 'tmp')), []);
 

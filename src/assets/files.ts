@@ -31,8 +31,21 @@ function collectGarbage(): void {
 
 export const SNIFF_BYTES = 512;
 
-/** assets/<first two hex digits>/<sha256>: the one place a content hash is stored. */
-export const assetPathOf = (sha256: string): string => `assets/${sha256.slice(0, 2)}/${sha256}`;
+const ORGANIZATION_SEGMENT = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * assets/<organization id>/<first two hex digits>/<sha256>: where an organization keeps a content
+ * hash. Identical bytes are stored once per organization, never shared with another one: whether a
+ * file is already there (the upload's `deduplicated`, its quota cost, how long it takes) depends on
+ * that organization's own uploads only.
+ */
+export function assetPathOf(organizationId: string, sha256: string): string {
+  if (!ORGANIZATION_SEGMENT.test(organizationId)) throw new Error(`organization id unfit for a storage path: ${JSON.stringify(organizationId)}`);
+  return `assets/${organizationId}/${sha256.slice(0, 2)}/${sha256}`;
+}
+
+/** assets/<first two hex digits>/<sha256>: where uploads went before files were kept per organization (shared by every organization then). */
+export const legacyAssetPathOf = (sha256: string): string => `assets/${sha256.slice(0, 2)}/${sha256}`;
 
 export const tmpPathIn = (storageDir: string): string =>
   path.join(storageDir, 'tmp', `upload-${crypto.randomBytes(12).toString('hex')}`);

@@ -44,7 +44,8 @@ export function bindAssetRoutes(r: Router): void {
   r.delete('/api/assets/:assetId', { ...base, summary: 'Archive the asset (versions and files are kept).', permission: WRITE },
     ({ ctx, params }) => json(200, presentAsset(archiveAsset(ctx, params.assetId))));
   r.post('/api/assets/:assetId/versions/upload', {
-    ...base, permission: WRITE, query: UploadQuery, response: { status: 201, description: 'the new version' },
+    ...base, permission: WRITE, query: UploadQuery,
+    response: { status: 201, description: 'the new version, with deduplicated: true when this organization already stored the same bytes (another organization\'s files never count: each organization keeps its own copy)' },
     summary: 'Upload a new version: the raw file as the body (name in ?fileName= or Content-Disposition) or multipart/form-data (the first part with a filename); the MIME type is sniffed from the bytes. 413 over SVC_MAX_UPLOAD_BYTES, 409 storage_quota_exceeded over the organization quota.',
   }, async ({ ctx, req, params, query }) => {
     const contentType = String(req.headers['content-type'] ?? '');

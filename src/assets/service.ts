@@ -1,9 +1,10 @@
 // Assets of the current project and their file versions. Voice assets need voice:edit, the other
 // kinds asset:edit. Uploads stream into storage/tmp while hashing, under the per-file maximum (413)
 // and the organization's and the workspace's own storage quota (409 storage_quota_exceeded; a copy of
-// a file the scope stores adds nothing), then move to assets/<sha prefix>/<sha256> (identical content
-// is kept once) and are registered in one transaction; on any failure nothing stays in storage/ or
-// the database.
+// a file the scope stores adds nothing), then move to assets/<organization>/<sha prefix>/<sha256>
+// (identical content is kept once per organization, never shared across organizations: nothing an
+// upload answers depends on another tenant's files) and are registered in one transaction; on any
+// failure nothing stays in storage/ or the database.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -20,11 +21,11 @@ import {
 import { hasPermission } from '../tenancy/roles.ts';
 import { projectById } from '../tenancy/store.ts';
 import type { AssetCreateBody, AssetPatchBody } from './schema.ts';
-import { assetPathOf, hashFile, receiveToTmp, resolveStored, sniffMime, tmpPathIn, SNIFF_BYTES } from './files.ts';
+import { assetPathOf, hashFile, legacyAssetPathOf, receiveToTmp, resolveStored, sniffMime, tmpPathIn, SNIFF_BYTES } from './files.ts';
 import { indexDocument, removeDocument } from '../search/index.ts';
 import { pageWindow } from '../http/validate.ts';
 import {
-  assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationHasFile,
+  assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationFileOf,
   organizationStoredBytes, setVersionCheck, updateAsset, versionOfAsset, versionsOfAsset, type AssetRow, type VersionRow,
 } from './store.ts';
 
@@ -184,13 +185,17 @@ export function addVersionFromBytes(ctx: Ctx, assetId: string, bytes: Buffer, fi
 interface Got { tmpPath: string; size: number; sha256: string; head: Buffer }
 
 function commitFile(ctx: Ctx, assetId: string, got: Got, fileName: string, declaredType: string | null): UploadResult {
-  const rel = assetPathOf(got.sha256);
-  const finalPath = path.join(ctx.config.storageDir, rel);
+  let rel = '';
+  let finalPath = '';
   let created = false;
   try {
     return ctx.db.tx(() => {
       const a = editableAsset(ctx, assetId);
-      const deduplicated = organizationHasFile(ctx.db, a.organization_id, rel);
+      // The organization's own copy of these bytes, if any: another organization's files play no part.
+      const file = organizationFileOf(ctx.db, a.organization_id, { own: assetPathOf(a.organization_id, got.sha256), legacy: legacyAssetPathOf(got.sha256) });
+      rel = file.path;
+      finalPath = path.join(ctx.config.storageDir, rel);
+      const deduplicated = file.stored;
       // The account, time zone and workspace quota, and the stored bytes, read once for the checks and the warnings.
       const quotas = quotaContextOf(ctx.db, a.organization_id, a.workspace_id);
       const limit = gbToBytes(quotas.account?.storage_gb ?? 0);
@@ -220,7 +225,7 @@ function commitFile(ctx: Ctx, assetId: string, got: Got, fileName: string, decla
       // After this file: a copy of a file the scope stores adds nothing (the workspace's bound is null then: counted if needed).
       storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, quotas,
         { organization: used + (deduplicated ? 0 : got.size), workspace: own ? own.usedBytes + got.size : null });
-      return { asset: next, version: v, deduplicated: reuse || deduplicated };
+      return { asset: next, version: v, deduplicated };
     });
   } catch (err) {
     fs.rmSync(got.tmpPath, { force: true });

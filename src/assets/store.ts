@@ -110,6 +110,18 @@ export const projectStoredBytes = (db: Db, organizationId: string, projectId: st
 export const organizationHasFile = (db: Db, organizationId: string, storagePath: string): boolean =>
   db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? LIMIT 1', organizationId, storagePath) !== undefined;
 
+/**
+ * Where the organization keeps a content hash, and whether it already does: its own path
+ * (assetPathOf), or the shared path of before when the organization itself refers to the content
+ * there (kept: no second copy, no second count); else its own path, not stored yet. Reads only the
+ * organization's own rows.
+ */
+export function organizationFileOf(db: Db, organizationId: string, paths: { own: string; legacy: string }): { path: string; stored: boolean } {
+  if (organizationHasFile(db, organizationId, paths.own)) return { path: paths.own, stored: true };
+  if (organizationHasFile(db, organizationId, paths.legacy)) return { path: paths.legacy, stored: true };
+  return { path: paths.own, stored: false };
+}
+
 export const corruptVersionWithPath = (db: Db, storagePath: string): boolean =>
   db.get("SELECT 1 FROM asset_versions WHERE storage_path = ? AND status = 'corrupt' LIMIT 1", storagePath) !== undefined;
 
