@@ -8,14 +8,13 @@ import { Readable } from 'node:stream';
 import type { Config } from './config.ts';
 import type { Db } from './db/db.ts';
 import type { Logger } from './log.ts';
-import { ANONYMOUS, NO_SCOPE, createContext, type Ctx } from './context.ts';
-import { record } from './audit/service.ts';
+import { ANONYMOUS, NO_SCOPE, createContext } from './context.ts';
 import { assertProjectWritable } from './tenancy/guard.ts';
 import { Router, type Reply } from './http/router.ts';
 import { AppError, clientClosed, internalError, isClientAbort, methodNotAllowed, notFound, unauthenticated, forbidden } from './http/errors.ts';
 import { clientAddress, readJson, requestId } from './http/request.ts';
 import { authenticate } from './http/auth.ts';
-import { checkAccess, resolveRequestScope } from './http/access.ts';
+import { auditScopeDenied, checkAccess, requestedScope, resolveRequestScope } from './http/access.ts';
 import { parse } from './http/validate.ts';
 import { bindAuthRoutes } from './auth/routes.ts';
 import { bindMfaRoutes } from './identity/mfa/routes.ts';
@@ -140,12 +139,13 @@ export function createApp({ config, db, log }: AppDeps): App {
     };
     let resolved: ReturnType<typeof resolveRequestScope> = { scope: NO_SCOPE, memberships: [] };
     if (auth) {
+      const asked = requestedScope(config, req, params);
       try {
-        resolved = resolveRequestScope(db, config, req, auth, params);
+        resolved = resolveRequestScope(db, auth, asked);
       } catch (err) {
-        if (!(err instanceof AppError) || err.code !== 'scope_forbidden') throw err;
+        if (!(err instanceof AppError) || err.code !== 'scope_forbidden' || !asked) throw err;
         const code = meta.organizationRecords && params.organizationId ? 'organization_forbidden' : 'scope_forbidden';
-        auditDenied(createContext(base), route.pattern, params, code);
+        auditScopeDenied(createContext(base), route.pattern, asked, code);
         throw code === 'scope_forbidden' ? err : forbidden(code, 'that organization\u2019s commercial records are not accessible to you');
       }
     }
@@ -190,17 +190,6 @@ export function createApp({ config, db, log }: AppDeps): App {
       log.flush();
     },
   };
-}
-
-/** A refused attempt to reach another tenant's organization, workspace or project (by id in the path). */
-function auditDenied(ctx: Ctx, pattern: string, params: Record<string, string>, reason: string): void {
-  const [targetType, targetId] = params.projectId ? ['project', params.projectId]
-    : params.workspaceId ? ['workspace', params.workspaceId] : ['organization', params.organizationId];
-  record(ctx, {
-    action: 'access.denied', targetType, targetId, result: 'denied',
-    organizationId: params.organizationId ?? null, workspaceId: params.workspaceId ?? null, projectId: params.projectId ?? null,
-    metadata: { route: pattern, reason },
-  });
 }
 
 function errorReply(err: unknown, req: IncomingMessage, rid: string, log: Logger): Reply {

@@ -231,13 +231,13 @@ test('acceptance: a script:read client bound to a project reads scripts, gets 40
   const otherProject = (await s.call('POST', `/api/workspaces/${tree.workspaceId}/projects`, { token: producer.token, body: { name: 'Other' } })).body;
   const foreign = `/api/production/script/episodes/${pilotOf(s, otherProject.id)}`;
   assert.equal((await s.call('GET', foreign, { token })).status, 404);
-  const outsideBinding: Array<Record<string, string>> = [{ 'x-project-id': otherProject.id }, { 'x-workspace-id': tree.workspaceId }, { 'x-organization-id': tree.organizationId }];
+  const outsideBinding: Array<Record<string, string>> = [{ 'svc-scope': `project=${otherProject.id}` }, { 'svc-scope': `workspace=${tree.workspaceId}` }, { 'svc-scope': `organization=${tree.organizationId}` }];
   for (const headers of outsideBinding) {
     const r = await s.call('GET', foreign, { token, headers });
     assert.equal(r.status, 403, JSON.stringify(headers));
     assert.equal(r.body.error.code, 'scope_forbidden');
   }
-  assert.equal((await s.call('GET', script, { token, headers: { 'x-project-id': tree.projectId } })).status, 200, 'its own project by name');
+  assert.equal((await s.call('GET', script, { token, headers: { 'svc-scope': `project=${tree.projectId}` } })).status, 200, 'its own project by name');
   assert.equal((await s.call('GET', `/api/projects/${otherProject.id}`, { token })).status, 403);
   // routes of a person (no permission), of organization roles, of the system administrator and of browser sessions refuse clients
   for (const [method, path, code] of [
@@ -262,7 +262,7 @@ test('acceptance: a script:read client bound to a project reads scripts, gets 40
   assert.equal(exchange.body.error.code, 'invalid_client');
 });
 
-test('an organization-bound client names a workspace or project with headers, only inside its organization', async (t) => {
+test('an organization-bound client names a workspace or project with Svc-Scope, only inside its organization', async (t) => {
   const { s, tree, adminToken } = await setup(t);
   const other: Tree = makeTree(s);
   const made = await newClient(s, adminToken, { organizationId: tree.organizationId, permissions: ['script:read'] });
@@ -271,10 +271,10 @@ test('an organization-bound client names a workspace or project with headers, on
   const noProject = await s.call('GET', script, { token });
   assert.equal(noProject.status, 403);
   assert.equal(noProject.body.error.code, 'scope_forbidden');
-  assert.match(noProject.body.error.message, /x-project-id/);
-  assert.equal((await s.call('GET', script, { token, headers: { 'x-project-id': tree.projectId } })).status, 200);
-  assert.equal((await s.call('GET', script, { token, headers: { 'x-project-id': tree.projectId, 'x-workspace-id': tree.workspaceId } })).status, 200);
-  const outside: Array<Record<string, string>> = [{ 'x-project-id': other.projectId }, { 'x-project-id': tree.projectId, 'x-workspace-id': other.workspaceId }, { 'x-project-id': 'prj_none' }];
+  assert.match(noProject.body.error.message, /Svc-Scope/);
+  assert.equal((await s.call('GET', script, { token, headers: { 'svc-scope': `project=${tree.projectId}` } })).status, 200);
+  assert.equal((await s.call('GET', script, { token, headers: { 'svc-scope': `project=${tree.projectId}; workspace=${tree.workspaceId}` } })).status, 200);
+  const outside: Array<Record<string, string>> = [{ 'svc-scope': `project=${other.projectId}` }, { 'svc-scope': `project=${tree.projectId}; workspace=${other.workspaceId}` }, { 'svc-scope': 'project=prj_none' }];
   for (const headers of outside) {
     const r = await s.call('GET', script, { token, headers });
     assert.equal(r.status, 403, JSON.stringify(headers));
@@ -284,7 +284,7 @@ test('an organization-bound client names a workspace or project with headers, on
   const sameOrgWs = (await s.call('POST', `/api/organizations/${tree.organizationId}/workspaces`, { token: adminToken, body: { name: 'Second' } })).body;
   const wsClient = await newClient(s, adminToken, { organizationId: tree.organizationId, workspaceId: sameOrgWs.id, permissions: ['script:read'] });
   const wsToken = await tokenOf(s, wsClient.id, wsClient.secret);
-  assert.equal((await s.call('GET', script, { token: wsToken, headers: { 'x-project-id': tree.projectId } })).status, 403);
+  assert.equal((await s.call('GET', script, { token: wsToken, headers: { 'svc-scope': `project=${tree.projectId}` } })).status, 403);
 });
 
 test('rotation: the old secret and old tokens are 401 at once, the new secret works; last use is recorded; audit rows name the client and hold no secret', async (t) => {
@@ -313,7 +313,7 @@ test('rotation: the old secret and old tokens are 401 at once, the new secret wo
   assert.equal(oldSecret.status, 401, 'old secret');
   const newToken = await tokenOf(s, made.id, newSecret);
   assert.equal((await s.call('GET', script, { token: newToken })).status, 200);
-  const outside = await s.call('GET', '/api/production/bible', { token: newToken, headers: { 'x-project-id': makeTree(s).projectId } });
+  const outside = await s.call('GET', '/api/production/bible', { token: newToken, headers: { 'svc-scope': `project=${makeTree(s).projectId}` } });
   assert.equal(outside.status, 403, 'audited as access.denied');
   await s.call('POST', `${BASE}/${made.id}/revoke`, { token: adminToken });
 

@@ -1,16 +1,19 @@
 // Scope resolution and the route's access rule, before any handler runs:
-// user -> organization -> workspace -> project -> permission. An API client acts inside its binding
-// with exactly its permissions, and only on routes guarded by a permission.
+// user -> organization -> workspace -> project -> permission. A request names its scope by ids in its
+// path or, for that request only, with the Svc-Scope header (any caller); else a person acts in the
+// session's current scope. An API client acts inside its binding with exactly its permissions, and
+// only on routes guarded by a permission.
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import { withinBinding, type Actor, type ApiClientBinding, type Ctx } from '../context.ts';
 import { setSessionScope } from '../auth/store.ts';
+import { record } from '../audit/service.ts';
 import { hasPermission, type MembershipRow, type ScopeIds } from '../tenancy/roles.ts';
-import { fillScope, firstScope, orgRoleOf, resolveScope, scopeStillVisible, type ScopeRequest } from '../tenancy/scope.ts';
+import { fillScope, firstScope, orgRoleOf, resolveScope, scopeStillVisible, selectScope, type ScopeRequest } from '../tenancy/scope.ts';
 import { membershipsOfUser, organizationById, projectById, workspaceById } from '../tenancy/store.ts';
 import type { Authenticated } from './auth.ts';
-import { forbidden, permissionDenied, scopeForbidden } from './errors.ts';
+import { forbidden, permissionDenied, scopeForbidden, validationFailed } from './errors.ts';
 import type { RouteMeta } from './router.ts';
 
 const header = (req: IncomingMessage, name: string): string | null => {
@@ -18,43 +21,79 @@ const header = (req: IncomingMessage, name: string): string | null => {
   return typeof v === 'string' && v !== '' ? v : null;
 };
 
+/** The per-request scope selector every caller may send (README "Scope"); lower case as node keys it. */
+export const SCOPE_HEADER = 'svc-scope';
+const SELECTOR_KEYS = { organization: 'organizationId', workspace: 'workspaceId', project: 'projectId' } as const;
+const PAIR_SOURCE = '\\s*(organization|workspace|project)\\s*=\\s*([A-Za-z0-9_-]{1,64})\\s*';
+const SELECTOR_PAIR = new RegExp(`^${PAIR_SOURCE}$`);
+/** A whole Svc-Scope value, as a pattern (the OpenAPI parameter's) and its maximum length. */
+export const SCOPE_SELECTOR_PATTERN = `^${PAIR_SOURCE}([;,]${PAIR_SOURCE})*$`;
+export const SCOPE_SELECTOR_MAX = 300;
+const SELECTOR_RULE = 'must be organization=<id>, workspace=<id> and/or project=<id>, each at most once, separated by ";"';
+
+/** Where a request named its scope: ids in the route's path, the Svc-Scope header, or the development headers. */
+export type ScopeSource = 'path' | 'Svc-Scope' | 'x-*-id' | 'PATCH /api/context';
+export interface AskedScope extends ScopeRequest { via: ScopeSource }
+
 /**
- * The scope a request acts in: ids in the path win; then development headers (when enabled);
- * then the session's current scope. Explicit ids are checked strictly (403 scope_forbidden); the
- * stored session scope falls back to the first visible one when access to it was lost.
+ * The scope a request names explicitly, or null when it names none: ids in the path win; then the
+ * Svc-Scope header (any caller); then, only with SVC_ALLOW_DEV_CONTEXT=1, the x-organization-id /
+ * x-workspace-id / x-project-id development headers. A malformed Svc-Scope is 422 validation_failed.
  */
-export function resolveRequestScope(
-  db: Db, config: Config, req: IncomingMessage, auth: Authenticated, params: Record<string, string>,
-): { scope: ScopeIds; memberships: MembershipRow[] } {
-  const actor = auth.actor;
-  if (actor.apiClient) return { scope: clientScope(db, req, actor.apiClient, params), memberships: [] };
-  const memberships = actor.userId ? membershipsOfUser(db, actor.userId) : [];
-  const fromPath: ScopeRequest = { organizationId: params.organizationId, workspaceId: params.workspaceId, projectId: params.projectId };
-  if (fromPath.organizationId || fromPath.workspaceId || fromPath.projectId) {
-    return { scope: resolveScope(db, actor, memberships, fromPath), memberships };
+export function requestedScope(config: Config, req: IncomingMessage, params: Record<string, string>): AskedScope | null {
+  if (params.organizationId || params.workspaceId || params.projectId) {
+    return { organizationId: params.organizationId, workspaceId: params.workspaceId, projectId: params.projectId, via: 'path' };
   }
+  const selector = req.headers[SCOPE_HEADER];
+  if (selector !== undefined) return { ...parseSelector(String(selector)), via: 'Svc-Scope' };
   if (config.allowDevContext) {
-    const dev: ScopeRequest = {
-      organizationId: header(req, 'x-organization-id'), workspaceId: header(req, 'x-workspace-id'), projectId: header(req, 'x-project-id'),
+    const dev: AskedScope = {
+      organizationId: header(req, 'x-organization-id'), workspaceId: header(req, 'x-workspace-id'), projectId: header(req, 'x-project-id'), via: 'x-*-id',
     };
-    if (dev.organizationId || dev.workspaceId || dev.projectId) {
-      return { scope: fillScope(db, actor, memberships, resolveScope(db, actor, memberships, dev)), memberships };
-    }
+    if (dev.organizationId || dev.workspaceId || dev.projectId) return dev;
   }
-  return { scope: sessionScope(db, actor, memberships, auth), memberships };
+  return null;
+}
+
+/** `project=prj_1` or `organization=org_1; workspace=wsp_2` (a repeated header arrives joined by ", ": a comma separates too). */
+function parseSelector(value: string): ScopeRequest {
+  const refused = () => validationFailed({ 'Svc-Scope': SELECTOR_RULE });
+  if (value.length > SCOPE_SELECTOR_MAX) throw refused();
+  const out: ScopeRequest = {};
+  for (const part of value.split(/[;,]/)) {
+    const m = SELECTOR_PAIR.exec(part);
+    if (!m) throw refused();
+    const key = SELECTOR_KEYS[m[1] as keyof typeof SELECTOR_KEYS];
+    if (out[key] !== undefined) throw refused();
+    out[key] = m[2];
+  }
+  return out;
 }
 
 /**
- * An API client's scope: ids in the path win, then the x-organization-id / x-workspace-id /
- * x-project-id headers (always honoured for clients), else its binding. Named ids are resolved down
- * the hierarchy and must lie at or below the binding; anything else (unknown, inconsistent, another
- * project, or wider than the binding) is 403 scope_forbidden.
+ * The scope a request acts in (`asked` from requestedScope). Ids in the path are checked strictly
+ * (403 scope_forbidden); a selector (Svc-Scope or the development headers) exactly like PATCH
+ * /api/context, for this request only: the session's stored scope is never changed by it. Without
+ * either, the session's current scope, which falls back to the first visible one when access to it
+ * was lost. An API client acts inside its binding (clientScope).
  */
-function clientScope(db: Db, req: IncomingMessage, b: ApiClientBinding, params: Record<string, string>): ScopeIds {
-  const fromPath: ScopeRequest = { organizationId: params.organizationId, workspaceId: params.workspaceId, projectId: params.projectId };
-  const asked: ScopeRequest = fromPath.organizationId || fromPath.workspaceId || fromPath.projectId ? fromPath
-    : { organizationId: header(req, 'x-organization-id'), workspaceId: header(req, 'x-workspace-id'), projectId: header(req, 'x-project-id') };
-  if (!asked.organizationId && !asked.workspaceId && !asked.projectId) {
+export function resolveRequestScope(db: Db, auth: Authenticated, asked: AskedScope | null): { scope: ScopeIds; memberships: MembershipRow[] } {
+  const actor = auth.actor;
+  if (actor.apiClient) return { scope: clientScope(db, actor.apiClient, asked), memberships: [] };
+  const memberships = actor.userId ? membershipsOfUser(db, actor.userId) : [];
+  if (!asked) return { scope: sessionScope(db, actor, memberships, auth), memberships };
+  const scope = asked.via === 'path' ? resolveScope(db, actor, memberships, asked) : selectScope(db, actor, memberships, asked);
+  return { scope, memberships };
+}
+
+/**
+ * An API client's scope: the one the request names (path, Svc-Scope, or the development headers when
+ * enabled), else its binding. Named ids are resolved down the hierarchy and must lie at or below the
+ * binding; anything else (unknown, inconsistent, another project, or wider than the binding) is 403
+ * scope_forbidden. Nothing is filled in below a named level.
+ */
+function clientScope(db: Db, b: ApiClientBinding, asked: ScopeRequest | null): ScopeIds {
+  if (!asked || (!asked.organizationId && !asked.workspaceId && !asked.projectId)) {
     return { organizationId: b.organizationId, workspaceId: b.workspaceId, projectId: b.projectId };
   }
   let scope: ScopeIds | null = null;
@@ -73,6 +112,20 @@ function clientScope(db: Db, req: IncomingMessage, b: ApiClientBinding, params: 
   }
   if (!scope || !withinBinding(b, scope)) throw scopeForbidden('that scope is outside this API client\u2019s binding');
   return scope;
+}
+
+/**
+ * A refused attempt to reach an organization, workspace or project the caller may not act in (named
+ * in the path, by a scope selector or in PATCH /api/context): audited as access.denied.
+ */
+export function auditScopeDenied(ctx: Ctx, route: string, asked: AskedScope, reason: string): void {
+  const [targetType, targetId] = asked.projectId ? ['project', asked.projectId]
+    : asked.workspaceId ? ['workspace', asked.workspaceId] : ['organization', asked.organizationId];
+  record(ctx, {
+    action: 'access.denied', targetType, targetId, result: 'denied',
+    organizationId: asked.organizationId ?? null, workspaceId: asked.workspaceId ?? null, projectId: asked.projectId ?? null,
+    metadata: { route, reason, via: asked.via },
+  });
 }
 
 function sessionScope(db: Db, actor: Actor, ms: MembershipRow[], auth: Authenticated): ScopeIds {
@@ -99,8 +152,8 @@ export function checkAccess(meta: RouteMeta, ctx: Ctx): void {
     const have = level === 'organization' ? scope.organizationId : level === 'workspace' ? scope.workspaceId : scope.projectId;
     if (!have) {
       throw scopeForbidden(actor.apiClient
-        ? `this route needs ${LEVEL_NAME[level]} in scope; name it with the x-${level}-id header (inside the client's binding)`
-        : `this route needs ${LEVEL_NAME[level]} in scope; choose one with PATCH /api/context`);
+        ? `this route needs ${LEVEL_NAME[level]} in scope; name it with the Svc-Scope header, e.g. "Svc-Scope: ${level}=<id>" (inside the client's binding)`
+        : `this route needs ${LEVEL_NAME[level]} in scope; choose one with PATCH /api/context, or for one request with the Svc-Scope header`);
     }
   }
   if (meta.systemAdmin && !actor.isSystemAdmin) {

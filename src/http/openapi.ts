@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document, generated from the route table and the input schemas: every route with
 // its security, access rule, parameters, body and the contract's error answers.
+import { SCOPE_SELECTOR_MAX, SCOPE_SELECTOR_PATTERN } from './access.ts';
 import type { Route, Router } from './router.ts';
 import type { JsonSchema } from './validate.ts';
 
@@ -17,6 +18,20 @@ const ERROR_SCHEMA = {
       },
     },
   },
+};
+
+/** The per-request scope selector (src/http/access.ts requestedScope), a reusable header parameter of every authenticated operation. */
+const SCOPE_PARAMETER = {
+  name: 'Svc-Scope',
+  in: 'header',
+  required: false,
+  description: 'Acts in this organization, workspace or project for this request only, for sessions and API clients alike: '
+    + '`project=<id>`, `workspace=<id>`, `organization=<id>`, or several separated by `;` (they must agree). Checked like PATCH /api/context '
+    + '(a person: membership and visibility, lower levels filled with the first visible one; an API client: at or below its binding); '
+    + 'otherwise 403 scope_forbidden, audited as access.denied. The session\'s stored scope is not changed. Ids in the path win over it. '
+    + 'A malformed value is 422 validation_failed (details.fields["Svc-Scope"]).',
+  schema: { type: 'string', maxLength: SCOPE_SELECTOR_MAX, pattern: SCOPE_SELECTOR_PATTERN },
+  example: 'project=prj_01jd8z5m2k3q4r5s6t7v8w9x0y',
 };
 
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
@@ -47,6 +62,7 @@ function operation(r: Route) {
   for (const [name, schema] of Object.entries(q?.properties ?? {})) {
     params.push({ name, in: 'query', required: q?.required?.includes(name) ?? false, schema });
   }
+  if (m.auth !== 'none' && m.auth !== 'directory') params.push({ $ref: '#/components/parameters/SvcScope' });
   const ok = m.response?.status ?? 200;
   const responses: Record<string, unknown> = {
     [String(ok)]: { description: m.response?.description ?? 'success', ...(m.response?.schema ? { content: { 'application/json': { schema: m.response.schema } } } : {}) },
@@ -96,12 +112,16 @@ export function buildOpenApi(router: Router, version: string) {
       version,
       description: 'Production backend for episodic short dramas made with generative models. Errors always have the body '
         + '{ "error": { "code", "message", "details"? } }. Lists take page (from 1) and pageSize (default 50, clamped to 1..200) '
-        + 'and answer { items, pagination: { page, pageSize, total } }.',
+        + 'and answer { items, pagination: { page, pageSize, total } }. A request acts in the scope named by its path, else in the one '
+        + 'its Svc-Scope header names (project=<id>, workspace=<id> or organization=<id>; this request only), else in the session\'s current '
+        + 'scope (PATCH /api/context) or the API client\'s binding. The x-user-id, x-organization-id, x-workspace-id and x-project-id '
+        + 'headers are a development bypass honoured only with SVC_ALLOW_DEV_CONTEXT=1.',
     },
     servers: [{ url: '/' }],
     paths,
     components: {
       schemas: { Error: ERROR_SCHEMA },
+      parameters: { SvcScope: SCOPE_PARAMETER },
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'A session token from POST /api/auth/login, or an API client\'s access token from POST /api/oauth/token (client credentials)' },
         scimToken: { type: 'http', scheme: 'bearer', description: 'A SCIM directory\'s token (POST /api/system/identity/directory-syncs or rotate-token), for /scim/v2.0/{directoryId}/*' },

@@ -1,5 +1,7 @@
 // Current scope (context), organizations, workspaces and projects.
 import { withScope } from '../context.ts';
+import { auditScopeDenied } from '../http/access.ts';
+import { AppError } from '../http/errors.ts';
 import { json, type Router } from '../http/router.ts';
 import { PageQuery, pageOf } from '../http/validate.ts';
 import { ContextPatchBody, OrganizationBody, WorkspaceBody } from './schema.ts';
@@ -8,7 +10,7 @@ import { changeScope, createOrganization, createWorkspace, listOrganizations, li
 
 export function bindTenancyRoutes(r: Router): void {
   const tags = ['tenancy'];
-  r.get('/api/context', { summary: 'Current user, organization, workspace, project, permissions and memberships.', tags: ['context'] },
+  r.get('/api/context', { summary: 'Current user, organization, workspace, project, permissions and memberships (in the Svc-Scope header\'s scope when one is sent).', tags: ['context'] },
     ({ ctx }) => {
       // The body depends only on rows behind the read cache, so it is kept with them (emptied by any write).
       const { organizationId, workspaceId, projectId } = ctx.scope;
@@ -18,10 +20,18 @@ export function bindTenancyRoutes(r: Router): void {
     });
 
   r.patch('/api/context', {
-    summary: 'Move the session\'s current scope; each id is checked (403 scope_forbidden). Missing lower levels are filled with the first visible one.',
+    summary: 'Move the session\'s current scope; each id is checked (403 scope_forbidden, audited as access.denied). Missing lower levels are filled with the first visible one. '
+      + 'To act in another scope for one request only, send the Svc-Scope header instead.',
     tags: ['context'], body: ContextPatchBody,
   }, ({ ctx, body }) => {
-    const scope = changeScope(ctx, body);
+    let scope;
+    try {
+      scope = changeScope(ctx, body);
+    } catch (err) {
+      // refused like a selector or an id in a path: audited as access.denied
+      if (err instanceof AppError && err.code === 'scope_forbidden') auditScopeDenied(ctx, '/api/context', { ...body, via: 'PATCH /api/context' }, err.code);
+      throw err;
+    }
     const moved = withScope(ctx, scope);
     return json(200, presentContext(moved, scope, moved.permissions));
   });

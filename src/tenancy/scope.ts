@@ -85,6 +85,15 @@ export function fillScope(db: Db, actor: Actor, ms: Ms, s: ScopeIds): ScopeIds {
   return { organizationId, workspaceId, projectId };
 }
 
+/**
+ * A scope chosen by name, the one rule of PATCH /api/context and of the per-request selector
+ * (Svc-Scope): each id checked by resolveScope (403 scope_forbidden), lower levels filled with the
+ * first visible one.
+ */
+export function selectScope(db: Db, actor: Actor, ms: Ms, req: ScopeRequest): ScopeIds {
+  return fillScope(db, actor, ms, resolveScope(db, actor, ms, req));
+}
+
 /** A new session's scope: the organization of the user's first membership, then the first visible workspace and project. */
 export function firstScope(db: Db, actor: Actor, ms: Ms): ScopeIds {
   const first = ms[0];

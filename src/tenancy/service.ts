@@ -7,7 +7,7 @@ import { insertDefaultBillingAccount, insertWorkspaceCommercial } from '../comme
 import { setSessionScope } from '../auth/store.ts';
 import { userById } from '../users/store.ts';
 import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from './roles.ts';
-import { canSeeProject, canSeeWorkspace, fillScope, resolveScope, type ScopeRequest } from './scope.ts';
+import { canSeeProject, canSeeWorkspace, selectScope, type ScopeRequest } from './scope.ts';
 import {
   activeOwnerCount, allOrganizations, insertMembership, insertOrganization, insertWorkspace, membershipAt,
   organizationById, organizationsByIds, projectById, projectsOfWorkspace, workspaceById, workspacesOfOrganization,
@@ -119,7 +119,7 @@ export function listProjects(ctx: Ctx, workspaceId: string): ProjectRow[] {
 /** Moves the session's current scope after checking visibility (403 scope_forbidden otherwise). */
 export function changeScope(ctx: Ctx, req: ScopeRequest): ScopeIds {
   if (!req.organizationId && !req.workspaceId && !req.projectId) throw validationFailed({ body: 'name an organizationId, workspaceId or projectId' });
-  const scope = fillScope(ctx.db, ctx.actor, ctx.memberships, resolveScope(ctx.db, ctx.actor, ctx.memberships, req));
+  const scope = selectScope(ctx.db, ctx.actor, ctx.memberships, req);
   if (!ctx.actor.sessionId) throw conflict('no_session', 'only a session has a current scope to change');
   setSessionScope(ctx.db, ctx.actor.sessionId, scope.organizationId, scope.workspaceId, scope.projectId);
   return scope;
