@@ -66,7 +66,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'dataDir', env: 'SVC_DATA_DIR', flag: 'data-dir', kind: 'string', default: './data', doc: 'Data directory: the SQLite file `svc.db` and snapshots in `backups/`.' },
   { key: 'storageDir', env: 'SVC_STORAGE_DIR', flag: 'storage-dir', kind: 'string', default: './storage', doc: 'Storage root with `assets/`, `outputs/`, `frames/`, `tmp/`, `cache/`.' },
   { key: 'dbSynchronous', env: 'SVC_DB_SYNCHRONOUS', kind: 'enum', values: ['full', 'normal'], default: 'full', doc: '`full`: a committed write survives power loss. `normal`: faster, the last commits may be lost on power loss (never corrupted).' },
-  { key: 'allowDevContext', env: 'SVC_ALLOW_DEV_CONTEXT', kind: 'bool', default: '0', doc: 'Development bypass: `1` honours the `x-user-id`, `x-organization-id`, `x-workspace-id`, `x-project-id` headers. Never in production.' },
+  { key: 'allowDevContext', env: 'SVC_ALLOW_DEV_CONTEXT', kind: 'bool', default: '0', doc: 'Development bypass: `1` honours the `x-user-id`, `x-organization-id`, `x-workspace-id`, `x-project-id` headers for every caller, API clients included. Never in production (the per-request scope is the `Svc-Scope` header).' },
   { key: 'frontendOrigin', env: 'SVC_FRONTEND_ORIGIN', kind: 'string', default: '', doc: 'Origin of the web front end allowed to use cookie sessions (besides the service\'s own origin).' },
   { key: 'publicUrl', env: 'SVC_PUBLIC_URL', kind: 'string', default: '', doc: 'Public base URL of the service ({base_url}); default `http://HOST:PORT` as listened on.' },
   { key: 'trustProxy', env: 'SVC_TRUST_PROXY', kind: 'bool', default: '0', doc: '`1` takes the client address from the first `X-Forwarded-For` entry (only behind a trusted reverse proxy).' },
