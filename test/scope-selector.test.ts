@@ -60,6 +60,14 @@ test('one session token works in two projects at once with Svc-Scope; the stored
   assert.equal(org.status, 200);
   assert.equal(org.body.workspace.id, tree.workspaceId);
   assert.ok(org.body.project, 'a project is filled in');
+
+  // a browser (cookie) session takes the same selector
+  const browser = await s.call('POST', '/api/auth/login', { body: { email: user.email, password: user.password }, headers: { origin: s.url } });
+  const jar = browser.headers.get('set-cookie')!.split(';')[0];
+  const viaCookie = await s.call('GET', '/api/context', { headers: { cookie: jar, [SCOPE]: `project=${second.id}` } });
+  assert.equal(viaCookie.status, 200, viaCookie.text);
+  assert.equal(viaCookie.body.project.id, second.id);
+  assert.equal((await s.call('GET', '/api/context', { headers: { cookie: jar } })).body.project.id, tree.projectId);
 });
 
 test('Svc-Scope is checked like PATCH /api/context: another tenant, unknown or inconsistent ids are 403 scope_forbidden and audited', async (t) => {
