@@ -15,7 +15,7 @@ import { createContext, operatorActor } from '../src/context.ts';
 import { record, type AuditEntry } from '../src/audit/service.ts';
 import { csvCell } from '../src/audit/present.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { login, makeProject, makeTree, makeUser, makeWorkspace, member, type Tree } from './helpers/factories.ts';
+import { grant, login, makeProject, makeTree, makeUser, makeWorkspace, member, type Tree } from './helpers/factories.ts';
 
 const BIN_SVC = fileURLToPath(new URL('../bin/svc', import.meta.url));
 
@@ -598,4 +598,66 @@ test('an export reads its own snapshot on its own connection: writes go on meanw
   await waitFor('the paused export holds a read snapshot', () => checkpointBusy() === 1);
   gone.destroy();
   await waitFor('the export\'s connection is closed once the client is gone', () => checkpointBusy() === 0);
+});
+
+test('targetType/targetId naming an organization, workspace, project or user outside the reach, and actorUserId outside it, are 403 scope_forbidden (audited)', async (t) => {
+  const s = await startTestServer(t);
+  const w = await world(s);
+  const { A, B } = w;
+  // A writer of A's second workspace: a member of A (its organization-level records are the
+  // producer's too); a former member of A, with no membership left but a record in A.
+  const ws2Writer = await makeUser(s);
+  grant(s, ws2Writer.id, 'workspace', A.ws2, 'writer');
+  const former = await makeUser(s);
+  const formerRecord = seed(s, { organizationId: A.organizationId, action: 'shot.rendered', actorUserId: former.id, actorName: former.name });
+  // A member of B only, who never acted in A (the seeded owner of B did, in A's records).
+  const writerB = (await member(s, 'writer', B)).user;
+  const refused: Array<[string, string, string]> = [
+    ['org_owner', w.ownerA.token, `targetType=organization&targetId=${B.organizationId}`],
+    ['org_owner', w.ownerA.token, `targetType=workspace&targetId=${B.workspaceId}`],
+    ['org_owner', w.ownerA.token, `targetType=project&targetId=${B.projectId}`],
+    ['org_owner', w.ownerA.token, `targetId=${B.projectId}`],
+    ['org_owner', w.ownerA.token, `targetId=${B.organizationId}&action=shot.rendered`],
+    ['org_owner', w.ownerA.token, 'targetType=project&targetId=prj_unknown'],
+    ['org_owner', w.ownerA.token, `targetType=user&targetId=${writerB.id}`],
+    ['org_owner', w.ownerA.token, `actorUserId=${writerB.id}`],
+    ['org_owner', w.ownerA.token, 'actorUserId=usr_unknown'],
+    ['producer', w.producer.token, `targetType=workspace&targetId=${A.ws2}`],
+    ['producer', w.producer.token, `targetType=project&targetId=${A.p2}`],
+    ['producer', w.producer.token, `targetId=${A.p2}`],
+    ['producer', w.producer.token, `actorUserId=${writerB.id}`],
+  ];
+  for (const [who, token, qs] of refused) {
+    for (const p of [`/api/audit?${qs}`, `/api/audit/export?format=csv&${qs}`]) {
+      const r = await s.call('GET', p, { token });
+      assert.equal(r.status, 403, `${who} ${p}: ${r.text}`);
+      assert.equal(r.body.error.code, 'scope_forbidden', `${who} ${p}`);
+    }
+  }
+  const denied = s.db.all<Row>("SELECT * FROM audit_log WHERE action = 'access.denied' AND target_type = 'audit_log' ORDER BY seq");
+  assert.equal(denied.length, refused.length * 2, 'every refusal is audited');
+  assert.ok(denied.every((d) => d.result === 'denied' && JSON.parse(d.metadata).reason === 'scope_forbidden'));
+  assert.deepEqual(JSON.parse(denied[0].metadata).filters, { targetType: 'organization', targetId: B.organizationId });
+  assert.equal(s.db.get<Row>("SELECT count(*) AS n FROM audit_log WHERE action = 'audit.exported'")!.n, 0, 'a refused export exports nothing');
+
+  // Inside the reach the same filters narrow as before.
+  const all = allRows(s);
+  const allowed: Array<[string, string, string, (r: Row) => boolean]> = [
+    ['org_owner', w.ownerA.token, `targetType=organization&targetId=${A.organizationId}`, (r) => r.target_type === 'organization' && r.target_id === A.organizationId],
+    ['org_owner', w.ownerA.token, `actorUserId=${w.producer.user.id}`, (r) => r.organization_id === A.organizationId && r.actor_user_id === w.producer.user.id],
+    ['org_owner', w.ownerA.token, `actorUserId=${ws2Writer.id}`, (r) => r.organization_id === A.organizationId && r.actor_user_id === ws2Writer.id],
+    ['org_owner', w.ownerA.token, `actorUserId=${former.id}`, (r) => r.id === formerRecord],
+    ['org_owner', w.ownerA.token, `actorUserId=${w.ownerB.user.id}`, (r) => r.organization_id === A.organizationId && r.actor_user_id === w.ownerB.user.id],
+    ['producer', w.producer.token, `targetType=workspace&targetId=${A.workspaceId}`, (r) => r.target_id === A.workspaceId],
+    ['producer', w.producer.token, `actorUserId=${ws2Writer.id}`, (r) => r.actor_user_id === ws2Writer.id],
+    ['producer', w.producer.token, `actorUserId=${w.ownerA.user.id}`,
+      (r) => r.organization_id === A.organizationId && (r.workspace_id === A.workspaceId || r.workspace_id === null) && r.actor_user_id === w.ownerA.user.id],
+    ['system administrator', w.admin.token, `actorUserId=${w.ownerB.user.id}`, (r) => r.actor_user_id === w.ownerB.user.id],
+    ['system administrator', w.admin.token, `targetType=project&targetId=${B.projectId}`, (r) => r.target_type === 'project' && r.target_id === B.projectId],
+  ];
+  for (const [who, token, qs, pick] of allowed) {
+    const r = await s.call('GET', `/api/audit?pageSize=200&${qs}`, { token });
+    assert.equal(r.status, 200, `${who} ${qs}: ${r.text}`);
+    assert.deepEqual(ids(r.body.auditLog), ids(all.filter(pick)), `${who} ${qs}`);
+  }
 });

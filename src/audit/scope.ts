@@ -4,15 +4,18 @@
 // workspace role (producer) sees the current workspace's records plus the organization-level
 // records (workspace_id IS NULL) of its organization; through a project role, the current project's
 // plus the organization-level ones. Filters only narrow that reach: an organizationId, workspaceId
-// or projectId filter outside it is 403 scope_forbidden (unknown ids alike).
+// or projectId filter outside it is 403 scope_forbidden (unknown ids alike), and so is a
+// targetType/targetId naming an organization, workspace, project or user outside it, and an
+// actorUserId naming a user outside it.
 import type { Ctx } from '../context.ts';
 import type { Db } from '../db/db.ts';
 import { likePattern } from '../db/like.ts';
 import { permissionDenied, scopeForbidden } from '../http/errors.ts';
 import { ROLE_PERMISSIONS, type MembershipRow } from '../tenancy/roles.ts';
-import { projectById, workspaceById } from '../tenancy/store.ts';
+import { organizationById, projectById, workspaceById } from '../tenancy/store.ts';
+import { userById } from '../users/store.ts';
 import type { AuditFilters } from './schema.ts';
-import { and, type Where } from './store.ts';
+import { and, userAppearsIn, type Where } from './store.ts';
 
 export type ReachKind = 'system' | 'organization' | 'workspace' | 'project';
 
@@ -51,25 +54,63 @@ export function reachWhere(r: AuditReach): Where {
   }
 }
 
+/** The kinds of object an audit filter may name that the reach is judged against. */
+type Reached = 'organization' | 'workspace' | 'project' | 'user';
+const REACHED: readonly string[] = ['organization', 'workspace', 'project', 'user'] satisfies Reached[];
+
+/**
+ * True when an organization, workspace, project or user lies inside the reach (unknown ids never
+ * do). A workspace or organization that contains the caller's own workspace or project is inside.
+ * A user is inside when it holds a membership (any status) of the reach's organization, or appears
+ * in a record inside the reach as actor or target (a former member's records stay searchable).
+ */
+export function inReach(db: Db, r: AuditReach, kind: Reached, id: string): boolean {
+  if (r.kind === 'system') return true;
+  switch (kind) {
+    case 'organization': return id === r.organizationId;
+    case 'workspace': {
+      const w = workspaceById(db, id);
+      return !!w && w.organization_id === r.organizationId && (r.kind === 'organization' || w.id === r.workspaceId);
+    }
+    case 'project': {
+      const p = projectById(db, id);
+      return !!p && p.organization_id === r.organizationId
+        && (r.kind !== 'workspace' || p.workspace_id === r.workspaceId)
+        && (r.kind !== 'project' || p.id === r.projectId);
+    }
+    case 'user': {
+      const member = db.get('SELECT 1 AS x FROM memberships WHERE user_id = ? AND organization_id = ? LIMIT 1', id, r.organizationId);
+      return !!member || userAppearsIn(db, id, reachWhere(r));
+    }
+  }
+}
+
+/** What a bare targetId (no targetType) names among the kinds the reach is judged against, if anything. */
+function kindOf(db: Db, id: string): Reached | null {
+  if (organizationById(db, id)) return 'organization';
+  if (workspaceById(db, id)) return 'workspace';
+  if (projectById(db, id)) return 'project';
+  if (userById(db, id)) return 'user';
+  return null;
+}
+
 /**
  * Checks the scope-narrowing filters against the reach: 403 scope_forbidden for an organization,
- * workspace or project outside it (or unknown). A workspace or organization that contains the
- * caller's own workspace or project is not outside it.
+ * workspace or project outside it (or unknown), for a targetId naming an organization, workspace,
+ * project or user outside it (with that targetType, unknown ids too; without one, an id that names
+ * one of them), and for an actorUserId naming a user outside it (or unknown).
  */
 export function checkNarrowing(db: Db, r: AuditReach, f: AuditFilters): void {
   if (r.kind === 'system') return;
   const refuse = (what: string) => scopeForbidden(`the ${what} filter is outside the audit records you may see`);
-  if (f.organizationId && f.organizationId !== r.organizationId) throw refuse('organizationId');
-  if (f.workspaceId) {
-    const w = workspaceById(db, f.workspaceId);
-    if (!w || w.organization_id !== r.organizationId || (r.kind !== 'organization' && w.id !== r.workspaceId)) throw refuse('workspaceId');
+  if (f.organizationId && !inReach(db, r, 'organization', f.organizationId)) throw refuse('organizationId');
+  if (f.workspaceId && !inReach(db, r, 'workspace', f.workspaceId)) throw refuse('workspaceId');
+  if (f.projectId && !inReach(db, r, 'project', f.projectId)) throw refuse('projectId');
+  if (f.targetId) {
+    const kind = f.targetType ? (REACHED.includes(f.targetType) ? f.targetType as Reached : null) : kindOf(db, f.targetId);
+    if (kind && !inReach(db, r, kind, f.targetId)) throw refuse('targetId');
   }
-  if (f.projectId) {
-    const p = projectById(db, f.projectId);
-    if (!p || p.organization_id !== r.organizationId
-      || (r.kind === 'workspace' && p.workspace_id !== r.workspaceId)
-      || (r.kind === 'project' && p.id !== r.projectId)) throw refuse('projectId');
-  }
+  if (f.actorUserId && !inReach(db, r, 'user', f.actorUserId)) throw refuse('actorUserId');
 }
 
 const DAY_MS = 86_400_000;

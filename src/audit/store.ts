@@ -142,3 +142,9 @@ export function iterateChain(db: Db): IterableIterator<ChainRow> {
 export function highestSeqIssued(db: Db): number {
   return Number(db.get<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'")?.seq ?? 0);
 }
+
+/** True when a user appears in a record of the scope, as its actor or as its target. */
+export function userAppearsIn(db: Db, userId: string, scope: Where): boolean {
+  return !!db.get(`SELECT 1 AS x FROM audit_log WHERE actor_user_id = ? AND (${scope.sql}) LIMIT 1`, userId, ...scope.params)
+    || !!db.get(`SELECT 1 AS x FROM audit_log WHERE target_type = 'user' AND target_id = ? AND (${scope.sql}) LIMIT 1`, userId, ...scope.params);
+}
