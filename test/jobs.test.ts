@@ -414,3 +414,25 @@ test('a manual run in flight when the service stops is answered and its job put 
   const row = db.prepare('SELECT status, attempt, leased_by FROM generation_jobs WHERE id = ?').get(job.id);
   assert.deepEqual({ ...row }, { status: 'queued', attempt: 0, leased_by: null });
 });
+
+test('dispatch: a system administrator with no organization in scope claims from any organization; owners claim only their own; others 403', async (t) => {
+  const s = await startTestServer(t, { ...WORKER_ENV, SVC_WORKER_ENABLED: '0' });
+  const m = await startModel(t);
+  const owner = await member(s, 'org_owner');
+  const job = await createJob(s, owner.token, { kind: 'chat', connectorId: await connector(s, owner.token, m.url) });
+  const admin = await login(s, await makeUser(s, { systemAdmin: true }));
+  const ctx = await s.call('GET', '/api/context', { token: admin });
+  assert.equal(ctx.body.organization, null, 'the administrator holds no membership: no organization in scope');
+  assert.equal((await s.call('POST', '/api/system/worker/dispatch')).status, 401);
+  const producer = await member(s, 'producer', owner.tree);
+  const byProducer = await s.call('POST', '/api/system/worker/dispatch', { token: producer.token });
+  assert.deepEqual([byProducer.status, byProducer.body.error.code], [403, 'permission_denied']);
+  const otherOwner = await member(s, 'org_owner');
+  assert.deepEqual((await s.call('POST', '/api/system/worker/dispatch', { token: otherOwner.token })).body, { dispatched: true, claimed: null },
+    'another organization\u2019s owner claims nothing of this one');
+  const d = await s.call('POST', '/api/system/worker/dispatch', { token: admin });
+  assert.equal(d.status, 200, d.text);
+  assert.deepEqual(d.body, { dispatched: true, claimed: job.id });
+  await waitJob(s, owner.token, job.id, ['completed']);
+  assert.deepEqual((await s.call('POST', '/api/system/worker/dispatch', { token: admin })).body, { dispatched: true, claimed: null }, 'nothing left to claim');
+});

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { makeTree, member } from './helpers/factories.ts';
+import { makeProject, makeTree, member } from './helpers/factories.ts';
 import { changeLifecycle } from '../src/projects/service.ts';
 import { createTask } from '../src/tasks/service.ts';
 import { registerConnector } from '../src/connectors/service.ts';
@@ -254,4 +254,43 @@ test('every write route outside a project scope is a known non-production route 
     .filter((r) => !NON_PRODUCTION.some((re) => re.test(r.pattern)))
     .map((r) => `${r.method} ${r.pattern}`);
   assert.deepEqual(unguarded, [], 'a write route that is neither project-scoped (guarded) nor a known non-production route');
+});
+
+test('a project_editor may PATCH its project and run its lifecycle actions; a project_viewer, a writer, an editor of another project and other tenants may not', async (t) => {
+  const s = await startTestServer(t);
+  const tree = makeTree(s);
+  const path = `/api/projects/${tree.projectId}`;
+  const editor = await member(s, 'project_editor', tree);
+  const renamed = await s.call('PATCH', path, { token: editor.token, body: { name: 'Renamed by the editor' } });
+  assert.equal(renamed.status, 200, renamed.text);
+  assert.equal(renamed.body.name, 'Renamed by the editor');
+  assert.equal(audit(s, 'project.updated', tree.projectId)[0].actor_user_id, editor.user.id);
+  for (const [action, status] of [['activate', 'active'], ['pause', 'paused'], ['archive', 'archived'], ['restore', 'paused']] as const) {
+    const r = await s.call('POST', `${path}/lifecycle`, { token: editor.token, body: { action } });
+    assert.equal(r.status, 200, `${action}: ${r.text}`);
+    assert.equal(r.body.status, status, action);
+  }
+  assert.equal(audit(s, 'project.archived', tree.projectId)[0].actor_user_id, editor.user.id);
+
+  const viewer = await member(s, 'project_viewer', tree);
+  const writer = await member(s, 'writer', tree);
+  const elsewhere = await member(s, 'project_editor', { ...tree, projectId: makeProject(s, tree.workspaceId).id });
+  for (const [who, token] of [['project_viewer', viewer.token], ['writer', writer.token]] as const) {
+    for (const [method, p, body] of [['PATCH', path, { name: 'X' }], ['POST', `${path}/lifecycle`, { action: 'resume' }]] as const) {
+      const r = await s.call(method, p, { token, body });
+      assert.deepEqual([r.status, r.body.error.code], [403, 'permission_denied'], `${who} ${method} ${p}`);
+    }
+  }
+  const foreign = await s.call('PATCH', path, { token: elsewhere.token, body: { name: 'X' } });
+  assert.deepEqual([foreign.status, foreign.body.error.code], [403, 'scope_forbidden'], 'an editor of another project cannot reach this one');
+  const outsider = await member(s, 'project_editor');
+  const cross = await s.call('POST', `${path}/lifecycle`, { token: outsider.token, body: { action: 'resume' } });
+  assert.deepEqual([cross.status, cross.body.error.code], [403, 'scope_forbidden']);
+  // Its own project's editor role does not reach a sibling project named in the path either.
+  const sibling = makeProject(s, tree.workspaceId);
+  assert.equal((await s.call('PATCH', `/api/projects/${sibling.id}`, { token: editor.token, body: { name: 'X' } })).status, 403);
+  assert.equal(s.db.get<any>('SELECT name, status FROM projects WHERE id = ?', tree.projectId).name, 'Renamed by the editor');
+  assert.equal((await s.call('PATCH', path, { body: { name: 'X' } })).status, 401);
+  const doc = await s.call('GET', '/api/openapi.json');
+  assert.deepEqual(doc.body.paths['/api/projects/{projectId}'].patch['x-access'].projectRoles, ['project_editor']);
 });

@@ -263,14 +263,14 @@ test('workflow access: 401 without a session, 403 without the permission, anothe
   ];
   for (const [method, path, body] of routes) assert.equal((await s.call(method, path, { body })).status, 401, `${method} ${path}`);
 
-  // A writer reads templates and plans; writing templates and queueing jobs need workflow:manage and job:create.
+  // A writer reads templates, plans and queues runs (the reference's access column); writing templates needs workflow:manage.
   const writer = await member(s, 'writer', tree);
   assert.equal((await s.call('GET', '/api/workflows/templates', { token: writer.token })).status, 200);
   assert.equal((await s.call('POST', '/api/workflows/templates', { token: writer.token, body: { name: 'x', templateKey: 'x', steps: STEPS } })).status, 403);
   assert.equal((await s.call('PATCH', `/api/workflows/templates/${tpl.id}`, { token: writer.token, body: { name: 'y' } })).status, 403);
   assert.equal((await instantiate(s, writer.token, tpl.id, { mode: 'plan', shotId: shot.id })).status, 'planned');
-  const queue = await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id }, 403);
-  assert.equal(queue.error.code, 'permission_denied');
+  const queue = await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id });
+  assert.equal(queue.mode, 'queue');
   assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token: writer.token })).status, 200);
   // An organization member without a workspace or project role holds none of the read permissions.
   const bare = await member(s, 'org_member', tree);
@@ -438,4 +438,36 @@ test('the built-in voice-over pass records the shot\u2019s dialogue and transcri
   assert.equal(voice.kind, 'audio');
   // The model server names the bytes it transcribed: the recording the first step made.
   assert.equal(transcript.output.text, `transcript of ${voice.fileName}: ${voice.fileSize} bytes, sha256 ${voice.contentSha256.slice(0, 12)}`);
+});
+
+test('a writer (script:read) queues a run, under the same clip quota, local-runner-only and external-cost rules; other tenants and members without the read permissions cannot', async (t) => {
+  const { s, token, tree } = await jobWorld(t, { env: { SVC_WORKER_ENABLED: '0' } });
+  const shot = starterShot(s, tree.projectId);
+  const tpl = await make(s, token, { templateKey: 'writer-run', steps: STEPS });
+  const writer = await member(s, 'writer', tree);
+  const run = await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id });
+  assert.deepEqual([run.mode, run.status, run.steps.length], ['queue', 'queued', 2]);
+  const jobs = s.db.all<any>('SELECT id, kind, status, created_by, depends_on FROM generation_jobs WHERE project_id = ? ORDER BY created_at, id', tree.projectId);
+  assert.deepEqual(jobs.map((j) => [j.kind, j.created_by]), [['image', writer.user.id], ['video', writer.user.id]]);
+  assert.equal(s.db.all("SELECT * FROM audit_log WHERE action = 'workflow.instantiated' AND actor_user_id = ?", writer.user.id).length, 1);
+  assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token: writer.token })).status, 200);
+
+  // The clip quota still applies: the video step is over a quota of one clip (the first run's video is unfinished).
+  s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1 WHERE organization_id = ?', tree.organizationId);
+  assert.equal((await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id }, 409)).error.code, 'clip_quota_exceeded');
+  s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1000 WHERE organization_id = ?', tree.organizationId);
+  // A cloud adapter needs approveExternal, and none in a local-runner-only organization.
+  const cloud = await connector(s, token, 'http://127.0.0.1:9', { costMode: 'cloud', probe: false, label: 'Cloud' });
+  assert.equal((await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id, adapter: cloud }, 409)).error.code, 'external_approval_required');
+  s.db.run('UPDATE billing_accounts SET local_runner_only = 1 WHERE organization_id = ?', tree.organizationId);
+  assert.equal((await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id, adapter: cloud, approveExternal: true }, 409)).error.code, 'local_runner_only');
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM generation_jobs WHERE project_id = ?', tree.projectId).n, 2, 'refusals write nothing');
+
+  // No read permission: 403; another organization's writer: the template does not exist for it.
+  const bare = await member(s, 'org_member', tree);
+  const denied = await s.call('POST', `/api/workflows/templates/${tpl.id}/instantiate`, { token: bare.token, body: { mode: 'queue', shotId: shot.id } });
+  assert.equal(denied.status, 403, denied.text);
+  const stranger = await member(s, 'writer');
+  assert.equal((await instantiate(s, stranger.token, tpl.id, { mode: 'queue', shotId: shot.id }, 404)).error.code, 'not_found');
+  assert.equal((await s.call('POST', `/api/workflows/templates/${tpl.id}/instantiate`, { body: { mode: 'queue' } })).status, 401);
 });

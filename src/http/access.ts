@@ -171,6 +171,15 @@ export function checkAccess(meta: RouteMeta, ctx: Ctx): void {
   }
   if (meta.permission) {
     const wanted = Array.isArray(meta.permission) ? meta.permission : [meta.permission];
-    if (!wanted.some((p) => hasPermission(permissions, p))) throw permissionDenied(wanted.join(' or '));
+    if (!wanted.some((p) => hasPermission(permissions, p)) && !holdsProjectRole(ctx, meta.projectRoles)) {
+      throw permissionDenied([...wanted, ...(meta.projectRoles ?? []).map((r) => `project role ${r}`)].join(' or '));
+    }
   }
+}
+
+/** True when a person holds one of the roles in the project in scope (never an API client: it has permissions only). */
+function holdsProjectRole(ctx: Ctx, roles: RouteMeta['projectRoles']): boolean {
+  const projectId = ctx.scope.projectId;
+  if (!roles || !projectId || ctx.actor.apiClient) return false;
+  return ctx.memberships.some((m) => m.level === 'project' && m.project_id === projectId && (roles as readonly string[]).includes(m.role));
 }

@@ -44,7 +44,9 @@ function accessText(r: Route): string {
   if (m.session === 'browser') parts.push('browser session only (the svc_session cookie; POST/PUT/PATCH/DELETE need an allowed Origin; a Bearer call is 403 browser_session_required)');
   if (m.systemAdmin) parts.push('system administrator');
   if (m.orgRoles) parts.push(`organization role ${m.orgRoles.join(' or ')}`);
-  if (m.permission) parts.push(`permission ${([] as string[]).concat(m.permission).join(' or ')}`);
+  if (m.permission) {
+    parts.push(`permission ${([] as string[]).concat(m.permission).join(' or ')}${m.projectRoles ? ` (or project role ${m.projectRoles.join(' or ')} in the project)` : ''}`);
+  }
   if (m.scope && m.scope !== 'none') parts.push(`${m.scope} scope`);
   return `Access: ${parts.length ? parts.join(', ') : 'any logged-in user'}.`;
 }
@@ -93,6 +95,7 @@ function operation(r: Route) {
       auth: m.auth ?? 'session', scope: m.scope ?? 'none',
       ...(m.session ? { session: m.session } : {}),
       ...(m.permission ? { permission: m.permission } : {}),
+      ...(m.projectRoles ? { projectRoles: m.projectRoles } : {}),
       ...(m.orgRoles ? { orgRoles: m.orgRoles } : {}),
       ...(m.systemAdmin ? { systemAdmin: true } : {}),
     },

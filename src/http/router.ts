@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Schema, JsonSchema } from './validate.ts';
 import type { Ctx } from '../context.ts';
-import type { Permission, OrgRole } from '../tenancy/roles.ts';
+import type { Permission, OrgRole, ProjectRole } from '../tenancy/roles.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type ScopeLevel = 'none' | 'organization' | 'workspace' | 'project';
@@ -27,6 +27,11 @@ export interface RouteMeta<B = unknown, Q = unknown> {
   scope?: ScopeLevel;
   /** The caller needs at least one of these permissions in the resolved scope. */
   permission?: Permission | Permission[];
+  /**
+   * A person holding one of these project roles in the scoped project passes the permission check
+   * too (the reference's "project role" access, e.g. project_editor on PATCH /api/projects/:id).
+   */
+  projectRoles?: ProjectRole[];
   /** The caller needs one of these organization roles (system administrators pass). */
   orgRoles?: OrgRole[];
   systemAdmin?: boolean;

@@ -21,11 +21,12 @@ export function bindProjectRoutes(r: Router): void {
     ({ ctx, params }) => json(200, presentProject(projectById(ctx.db, params.projectId)!)));
 
   r.patch('/api/projects/:projectId', {
-    summary: "Change the project's name or template.", tags, scope: 'project', permission: 'project:create', body: ProjectPatchBody,
+    summary: "Change the project's name or template (project:create, or the project role project_editor in this project).",
+    tags, scope: 'project', permission: 'project:create', projectRoles: ['project_editor'], body: ProjectPatchBody,
   }, ({ ctx, body, params }) => json(200, presentProject(updateProject(ctx, params.projectId, body))));
 
   r.post('/api/projects/:projectId/lifecycle', {
-    summary: 'Apply one lifecycle action: pause, resume, activate, submit-review, archive, restore (see README for the state machine).',
-    tags, scope: 'project', permission: 'project:create', archivedOk: true, body: LifecycleBody,
+    summary: 'Apply one lifecycle action: pause, resume, activate, submit-review, archive, restore (see README for the state machine); project:create, or the project role project_editor in this project.',
+    tags, scope: 'project', permission: 'project:create', projectRoles: ['project_editor'], archivedOk: true, body: LifecycleBody,
   }, ({ ctx, body, params }) => json(200, presentProject(changeLifecycle(ctx, params.projectId, body.action))));
 }

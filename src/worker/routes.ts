@@ -9,8 +9,10 @@ export function bindWorkerRoutes(r: Router): void {
   r.get('/api/system/worker', { summary: 'Worker status: id, health, heartbeat age, thresholds, queue depth and alerts, running count, last times, last error.', tags, systemAdmin: true, scope: 'none' },
     ({ ctx }) => json(200, workerStatus(ctx)));
   r.post('/api/system/worker/dispatch', {
-    summary: 'Trigger one claim now (also when SVC_WORKER_ENABLED=0), limited to the current organization; answers the claimed job id or null.',
-    tags, scope: 'organization', orgRoles: ['org_owner', 'org_admin'],
+    summary: 'Trigger one claim now (also when SVC_WORKER_ENABLED=0), limited to the current organization; a system administrator with no organization in scope claims from any organization. Answers the claimed job id or null.',
+    // Scope 'none': an organization owner or admin needs its organization in scope (the orgRoles
+    // check); the system administrator passes without one and then claims from any organization.
+    tags, scope: 'none', orgRoles: ['org_owner', 'org_admin'],
   }, async ({ ctx }) => {
     const worker = workerOf(ctx.db);
     if (!worker) throw conflict('worker_unavailable', 'no worker runs in this process');

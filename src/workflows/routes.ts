@@ -42,7 +42,7 @@ export function bindWorkflowRoutes(r: Router): void {
   }, ({ ctx, params, body }) => json(200, presentTemplate(updateTemplate(ctx, params.templateId, body))));
 
   r.post('/api/workflows/templates/:templateId/instantiate', {
-    summary: 'Run an active template in the current project: mode plan (default; no jobs) or queue (one job a step, chained; needs job:create).',
+    summary: 'Run an active template in the current project: mode plan (default; no jobs) or queue (one job a step, chained). Both need script:read, job:create or project:create; the queued jobs still meet the clip quota (409 clip_quota_exceeded), local_runner_only and the external-cost approval (409 external_approval_required).',
     tags, scope: 'project', permission: [...READ], body: InstantiateBody, response: { status: 201, description: 'the run' },
   }, ({ ctx, params, body }) => json(201, presentRun(instantiate(ctx, params.templateId, body))));
 
