@@ -6,6 +6,9 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeProject, makeTree, makeUser, member, type Tree } from './helpers/factories.ts';
 import { createTask } from '../src/tasks/service.ts';
 import { withScope } from '../src/context.ts';
+import { registerConnector } from '../src/connectors/service.ts';
+import { createJob } from '../src/jobs/service.ts';
+import { createDelivery } from '../src/delivery/service.ts';
 
 function task(s: TestServer, tree: Tree, title: string, description = '') {
   return createTask(withScope(s.operator(), tree), { title, description });
@@ -137,4 +140,57 @@ test('endpoints, secrets and token hints of the organization are never searchabl
     assert.deepEqual((await search(s, owner.token, q)).body, [], q);
   }
   assert.equal((await search(s, owner.token, 'render farm')).body.length, 1, 'the task itself is found');
+});
+
+test('a hit shows only when the caller could open it: job prompts need job:create or queue:manage in that project, deliveries delivery:view', async (t) => {
+  const s = await startTestServer(t);
+  const tree = makeTree(s);
+  const p2 = makeProject(s, tree.workspaceId, 'Second show');
+  const treeB = makeTree(s);
+  const prompt = 'lighthouse keeper at midnight 灯塔';
+  const jobIn = (tr: Tree) => {
+    const ctx = withScope(s.operator(), tr);
+    const connectorId = registerConnector(ctx, { label: 'fixture', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image'], costMode: 'local' }).id;
+    return createJob(ctx, { kind: 'image', connectorId, prompt }).id;
+  };
+  const job1 = jobIn(tree);
+  const job2 = jobIn({ ...tree, projectId: p2.id });
+  jobIn(treeB);
+  task(s, tree, 'Lighthouse repair checklist');
+  // A delivery of one image artifact of the first job (the row as the worker registers it; no file needed).
+  s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
+      file_size, content_sha256, has_video, has_audio, created_at) VALUES ('art_lh', ?, ?, ?, ?, 'image', 'generation', 'outputs/x.png', 'x.png', 'image/png', 1, ?, 0, 0, ?)`,
+  tree.organizationId, tree.workspaceId, tree.projectId, job1, 'a'.repeat(64), new Date().toISOString());
+  const delivery = createDelivery(withScope(s.operator(), tree), { title: 'Lighthouse cut for the client', artifactIds: ['art_lh'] });
+
+  const producer = await member(s, 'producer', tree);
+  const writer = await member(s, 'writer', tree);
+  const reviewer = await member(s, 'reviewer', tree);
+  // A project-only guest: editor of the first project (job:create there), viewer of the second.
+  const guest = await makeUser(s);
+  grant(s, guest.id, 'project', tree.projectId, 'project_editor');
+  grant(s, guest.id, 'project', p2.id, 'project_viewer');
+  const guestToken = await login(s, guest);
+  const hits = async (token: string, q: string, extra = '') => {
+    const r = await search(s, token, q, extra);
+    assert.equal(r.status, 200, r.text);
+    return r.body.map((h: any) => `${h.type}:${h.targetId}`).sort();
+  };
+  const tsk = (await hits(producer.token, 'repair checklist'))[0];
+  assert.match(tsk, /^task:/);
+  const dlv = `delivery:${delivery.id}`;
+  for (const q of ['lighthouse', '灯塔']) { // FTS terms and the short-term substring scan alike (only the jobs hold 灯塔)
+    const long = q === 'lighthouse';
+    assert.deepEqual(await hits(producer.token, q), [...(long ? [dlv, tsk] : []), `job:${job1}`, `job:${job2}`].sort(), `producer ${q}`);
+    assert.deepEqual(await hits(writer.token, q), long ? [tsk] : [], `writer ${q}: no job:create, no delivery:view`);
+    assert.deepEqual(await hits(reviewer.token, q), long ? [dlv, tsk].sort() : [], `reviewer ${q}`);
+    assert.deepEqual(await hits(guestToken, q), [...(long ? [dlv, tsk] : []), `job:${job1}`].sort(), `guest ${q}: jobs of its editor project only`);
+  }
+  assert.deepEqual(await hits(writer.token, 'midnight', '&scope=project'), []);
+  // What search hides, the routes refuse.
+  assert.equal((await s.call('GET', `/api/jobs/${job1}`, { token: writer.token })).status, 403);
+  assert.equal((await s.call('GET', `/api/production/deliveries/${delivery.id}`, { token: writer.token })).status, 403);
+  assert.equal((await s.call('PATCH', '/api/context', { token: guestToken, body: { projectId: p2.id } })).status, 200);
+  assert.equal((await s.call('GET', `/api/jobs/${job2}`, { token: guestToken })).status, 403, 'a project_viewer cannot open the job its search hides');
+  assert.equal((await s.call('GET', `/api/tasks`, { token: writer.token })).status, 200);
 });

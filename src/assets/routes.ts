@@ -1,6 +1,7 @@
 // Assets and voice of the current project, and storage usage. Reads: script:read, delivery:view,
 // asset:edit or voice:edit; writes: asset:edit or voice:edit on the route, then the asset's kind
 // decides (voice -> voice:edit, others -> asset:edit).
+import { READ_ACCESS } from '../tenancy/reads.ts';
 import { json, type Router } from '../http/router.ts';
 import { AppError, validationFailed } from '../http/errors.ts';
 import type { Permission } from '../tenancy/roles.ts';
@@ -14,7 +15,7 @@ import {
   uploadVersion, verifyAsset,
 } from './service.ts';
 
-const READ: Permission[] = ['script:read', 'delivery:view', 'asset:edit', 'voice:edit'];
+const READ: Permission[] = READ_ACCESS.asset;
 const WRITE: Permission[] = ['asset:edit', 'voice:edit'];
 
 /** A file name safe to store and show: its last path segment, without control characters. */

@@ -1,5 +1,6 @@
 // Deliveries of the current project (delivery:view reads, delivery:approve writes), their client
 // links, and the public client side that a link's token opens without an account.
+import { READ_ACCESS } from '../tenancy/reads.ts';
 import type { IncomingMessage } from 'node:http';
 import { json, type Reply, type Router } from '../http/router.ts';
 import { contentReply } from '../assets/content.ts';
@@ -21,7 +22,7 @@ const tokenOf = (req: IncomingMessage, query: { token?: string }) => {
 
 export function bindDeliveryRoutes(r: Router): void {
   const tags = ['delivery'];
-  const view = { tags, scope: 'project' as const, permission: 'delivery:view' as const };
+  const view = { tags, scope: 'project' as const, permission: READ_ACCESS.delivery };
   const approve = { tags, scope: 'project' as const, permission: 'delivery:approve' as const };
 
   r.get(BASE, { ...view, query: DeliveryListQuery, summary: 'Deliveries of the current project, newest first: { items, pagination }; status filter; page, pageSize (default 50, at most 200).' },

@@ -1,4 +1,5 @@
 // Generation jobs of the current project, the adapter dry run, and the organization's queue.
+import { READ_ACCESS } from '../tenancy/reads.ts';
 import { json, type Router } from '../http/router.ts';
 import type { OrgRole, Permission } from '../tenancy/roles.ts';
 import { presentConnector } from '../connectors/present.ts';
@@ -9,7 +10,7 @@ import { batch, queueOverview } from './queue.ts';
 
 export function bindJobRoutes(r: Router): void {
   const tags = ['jobs'];
-  const base = { tags, scope: 'project' as const, permission: ['job:create', 'queue:manage'] as Permission[] };
+  const base = { tags, scope: 'project' as const, permission: READ_ACCESS.job as Permission | Permission[] };
   const admin = { tags: ['queue'], scope: 'organization' as const, orgRoles: ['org_owner', 'org_admin'] as OrgRole[] };
 
   r.get('/api/jobs', { ...base, summary: 'Jobs of the current project; filters status, kind, shotId, connector; page/pageSize.', query: JobListQuery }, ({ ctx, query }) => {

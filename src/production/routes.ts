@@ -1,5 +1,6 @@
 // Production content of the current project: catalog (seasons, episodes), shots, graph, work items.
 // Reads need script:read; catalog changes project:create; shot changes job:create.
+import { READ_ACCESS } from '../tenancy/reads.ts';
 import { json, type Router } from '../http/router.ts';
 import { pageOf } from '../http/validate.ts';
 import {
@@ -17,7 +18,7 @@ import { canSeeMedia, presentArtifact } from '../media/present.ts';
 
 export function bindProductionRoutes(r: Router): void {
   const tags = ['production'];
-  const read = { tags, scope: 'project', permission: 'script:read' } as const;
+  const read = { tags, scope: 'project', permission: READ_ACCESS.shot } as const;
   const cat = { tags, scope: 'project', permission: 'project:create' } as const;
   const shot = { tags, scope: 'project', permission: 'job:create' } as const;
   const created = { status: 201, description: 'the created record' };

@@ -1,6 +1,7 @@
 // Script of each episode (/api/production/script/episodes/:episodeId...) and story bible of the
 // current project (/api/production/bible...): current document, save with optimistic concurrency,
 // revisions list and read, diff, restore.
+import { READ_ACCESS } from '../tenancy/reads.ts';
 import type { IncomingMessage } from 'node:http';
 import { json, type Router } from '../http/router.ts';
 import { validationFailed } from '../http/errors.ts';
@@ -22,7 +23,7 @@ function revisionParam(raw: string): number {
 /** The routes shared by both documents, under `base` (the document found by `doc`). */
 function bindRevisionRoutes(r: Router, base: string, what: string, doc: (ctx: Ctx, params: Record<string, string>) => Doc, edit: 'script:edit' | 'asset:edit') {
   const tags = ['production'];
-  const read = { tags, scope: 'project' as const, permission: 'script:read' as const };
+  const read = { tags, scope: 'project' as const, permission: READ_ACCESS.script };
   r.get(`${base}/revisions`, { summary: `Revisions of the ${what}, newest first, without content (page, pageSize).`, ...read, query: PageQuery }, ({ ctx, params, searchParams }) => {
     const d = doc(ctx, params);
     const { rows, pagination } = listRevisions(ctx, d, paging(searchParams));
@@ -50,7 +51,7 @@ export function bindScriptRoutes(r: Router): void {
   const tags = ['production'];
   const episode = '/api/production/script/episodes/:episodeId';
   const scriptOf = (ctx: Ctx, params: Record<string, string>) => scriptDoc(ctx, params.episodeId);
-  r.get(episode, { summary: 'The current script of an episode of the current project (revision 0 and no scenes before the first save); ETag is the revision.', tags, scope: 'project', permission: 'script:read' }, ({ ctx, params }) => {
+  r.get(episode, { summary: 'The current script of an episode of the current project (revision 0 and no scenes before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script }, ({ ctx, params }) => {
     const d = scriptOf(ctx, params);
     const row = current(ctx, d);
     return json(200, presentRevision(d, row), etag(row));
@@ -66,7 +67,7 @@ export function bindScriptRoutes(r: Router): void {
   bindRevisionRoutes(r, episode, 'episode\'s script', scriptOf, 'script:edit');
 
   const bible = '/api/production/bible';
-  r.get(bible, { summary: 'The story bible of the current project (revision 0 and no entries before the first save); ETag is the revision.', tags, scope: 'project', permission: 'script:read' }, ({ ctx }) => {
+  r.get(bible, { summary: 'The story bible of the current project (revision 0 and no entries before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script }, ({ ctx }) => {
     const d = bibleDoc(ctx);
     const row = current(ctx, d);
     return json(200, presentRevision(d, row), etag(row));

@@ -1,17 +1,19 @@
 // The one indexing function every domain calls, inside the transaction that writes the object.
 // Only display fields go in: titles, descriptions, prompts, statuses; never connector endpoints,
-// API keys, tokens or storage paths.
+// API keys, tokens or storage paths. Each type is read (shown in results) under the rule of the route
+// that opens that kind of object (`read`, from src/tenancy/reads.ts).
 import type { Db } from '../db/db.ts';
+import { READ_ACCESS } from '../tenancy/reads.ts';
 
 export const SEARCH_TYPES = {
-  project: { label: 'Project', tab: 'overview' },
-  episode: { label: 'Episode', tab: 'catalog' },
-  script: { label: 'Script', tab: 'script' },
-  shot: { label: 'Shot', tab: 'shots' },
-  asset: { label: 'Asset', tab: 'assets' },
-  task: { label: 'Collaboration task', tab: 'tasks' },
-  job: { label: 'Generation job', tab: 'jobs' },
-  delivery: { label: 'Delivery record', tab: 'delivery' },
+  project: { label: 'Project', tab: 'overview', read: READ_ACCESS.project },
+  episode: { label: 'Episode', tab: 'catalog', read: READ_ACCESS.episode },
+  script: { label: 'Script', tab: 'script', read: READ_ACCESS.script },
+  shot: { label: 'Shot', tab: 'shots', read: READ_ACCESS.shot },
+  asset: { label: 'Asset', tab: 'assets', read: READ_ACCESS.asset },
+  task: { label: 'Collaboration task', tab: 'tasks', read: READ_ACCESS.task },
+  job: { label: 'Generation job', tab: 'jobs', read: READ_ACCESS.job },
+  delivery: { label: 'Delivery record', tab: 'delivery', read: READ_ACCESS.delivery },
 } as const;
 export type SearchType = keyof typeof SEARCH_TYPES;
 

@@ -1,11 +1,15 @@
 // Search inside the session's organization, workspace and visible projects. Terms of three or more
 // characters go through the FTS5 trigram index (any language, CJK included); when every term is
 // shorter (e.g. a two-character Chinese word) a bounded substring scan of the most recent documents
-// in scope answers instead. The tenant filter is built in SQL from the session, never from input.
-import type { Ctx } from '../context.ts';
+// in scope answers instead. The tenant filter is built in SQL from the session, never from input:
+// the pairs (project, type) the caller may open, i.e. whose read permission (SEARCH_TYPES[type].read,
+// the same lists as the read routes) it holds in that project.
+import { withScope, type Ctx } from '../context.ts';
 import { scopeForbidden } from '../http/errors.ts';
+import { hasPermission } from '../tenancy/roles.ts';
 import { listProjects } from '../tenancy/service.ts';
-import type { SearchType } from './index.ts';
+import { projectById, type ProjectRow } from '../tenancy/store.ts';
+import { SEARCH_TYPES, type SearchType } from './index.ts';
 
 export interface SearchRow {
   type: SearchType; target_id: string; organization_id: string; workspace_id: string | null; project_id: string | null;
@@ -26,20 +30,39 @@ function terms(q: string): string[] {
 
 const length = (s: string) => [...s].length;
 
-/** The ids of the projects the search may reach, or null for "the whole workspace's visible projects". */
-function projectIds(ctx: Ctx, scope: 'workspace' | 'project'): string[] {
+/** The projects the search may reach: the current one, or the visible projects of the current workspace. */
+function projectsInScope(ctx: Ctx, scope: 'workspace' | 'project'): ProjectRow[] {
   if (scope === 'project') {
     if (!ctx.scope.projectId) throw scopeForbidden('choose a project first (PATCH /api/context)');
-    return [ctx.scope.projectId];
+    return [projectById(ctx.db, ctx.scope.projectId)!];
   }
   if (!ctx.scope.workspaceId) throw scopeForbidden('choose a workspace first (PATCH /api/context)');
-  return listProjects(ctx, ctx.scope.workspaceId).map((p) => p.id);
+  return listProjects(ctx, ctx.scope.workspaceId);
+}
+
+const TYPES = Object.keys(SEARCH_TYPES) as SearchType[];
+
+/**
+ * The [projectId, type] pairs whose hits the caller may see: in each project of the search, the
+ * types whose read permission it holds there (its permissions in that project's scope, as the read
+ * route would compute them).
+ */
+export function readablePairs(ctx: Ctx, scope: 'workspace' | 'project'): Array<[string, SearchType]> {
+  const pairs: Array<[string, SearchType]> = [];
+  for (const p of projectsInScope(ctx, scope)) {
+    const { permissions } = withScope(ctx, { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id });
+    for (const type of TYPES) {
+      const read = SEARCH_TYPES[type].read;
+      if (read.length === 0 || read.some((x) => hasPermission(permissions, x))) pairs.push([p.id, type]);
+    }
+  }
+  return pairs;
 }
 
 export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'project'; limit: number }): SearchRow[] {
   const words = terms(input.q.trim());
   if (words.length === 0) return [];
-  const projects = JSON.stringify(projectIds(ctx, input.scope));
+  const readable = JSON.stringify(readablePairs(ctx, input.scope));
   const org = ctx.scope.organizationId;
   const long = words.filter((w) => length(w) >= 3);
   const short = words.filter((w) => length(w) < 3);
@@ -53,9 +76,9 @@ export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'proje
     const top = ctx.db.all<{ rowid: number; score: number }>(
       `SELECT search_fts.rowid AS rowid, bm25(search_fts, 5.0, 2.0, 1.0) AS score
          FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
-        WHERE search_fts MATCH ?1 AND d.organization_id = ?2 AND d.project_id IN (SELECT value FROM json_each(?3))${shortFilter}
+        WHERE search_fts MATCH ?1 AND d.organization_id = ?2 AND (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))${shortFilter}
         ORDER BY search_fts.rowid DESC LIMIT ${RANK_WINDOW}`,
-      match, org, projects, ...short,
+      match, org, readable, ...short,
     ).sort((a, b) => a.score - b.score).slice(0, input.limit);
     // One lookup per kept row: MATCH with rowid = ? seeks instead of re-running the whole match.
     return top.map(({ rowid, score }) => ({
@@ -72,9 +95,9 @@ export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'proje
   const rows = ctx.db.all<Omit<SearchRow, 'snippet' | 'score'> & { body: string }>(
     `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
        FROM (SELECT * FROM search_documents WHERE organization_id = ?1 ORDER BY updated_at DESC LIMIT ${SUBSTRING_SCAN_LIMIT}) d
-      WHERE d.project_id IN (SELECT value FROM json_each(?2))${short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 3}) > 0`).join('')}
+      WHERE (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?2))${short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 3}) > 0`).join('')}
       LIMIT ?${short.length + 3}`,
-    org, projects, ...short, input.limit,
+    org, readable, ...short, input.limit,
   );
   return rows.map(({ body, ...r }) => ({ ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, short[0]), score: 0 }));
 }

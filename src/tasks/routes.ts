@@ -1,4 +1,5 @@
 // Collaboration tasks of the current project.
+import { READ_ACCESS } from '../tenancy/reads.ts';
 import { json, type Router } from '../http/router.ts';
 import { TaskCreateBody, TaskListQuery, TaskPatchBody } from './schema.ts';
 import { presentTask, presentTaskEvent } from './present.ts';
@@ -9,7 +10,7 @@ export function bindTaskRoutes(r: Router): void {
   const tags = ['tasks'];
   r.get('/api/tasks', {
     summary: 'Tasks of the current project; status (all or one status), assignedTo (me or a user id), limit (default 50, clamped 1..200).',
-    tags, scope: 'project', permission: 'task:view', query: TaskListQuery,
+    tags, scope: 'project', permission: READ_ACCESS.task, query: TaskListQuery,
   }, ({ ctx, query }) => {
     const { rows, pagination } = listTasks(ctx, query);
     return json(200, { items: rows.map(presentTask), pagination });
@@ -18,7 +19,7 @@ export function bindTaskRoutes(r: Router): void {
   r.post('/api/tasks', { summary: 'Create a task in the current project.', tags, scope: 'project', permission: 'task:manage', body: TaskCreateBody, response: { status: 201, description: 'the task' } },
     ({ ctx, body }) => json(201, presentTask(createTask(ctx, body))));
 
-  r.get('/api/tasks/:taskId', { summary: 'A task with its trail (every change, from the audit log).', tags, scope: 'project', permission: 'task:view' }, ({ ctx, params }) => {
+  r.get('/api/tasks/:taskId', { summary: 'A task with its trail (every change, from the audit log).', tags, scope: 'project', permission: READ_ACCESS.task }, ({ ctx, params }) => {
     const task = getTask(ctx, params.taskId);
     return json(200, { ...presentTask(task), history: taskEvents(ctx.db, task.project_id, task.id).map(presentTaskEvent) });
   });
