@@ -137,3 +137,46 @@ test('granting a role below an inactive organization membership reactivates it',
     [['organization', 'org_member', 'active'], ['project', 'project_editor', 'active'], ['workspace', 'writer', 'active']]);
   assert.equal((await s.call('GET', `/api/projects/${tree.projectId}`, { token })).status, 200);
 });
+
+test('a project-only guest lists only the members of its own projects; last logins are shown to administrators only', async (t) => {
+  const s = await startTestServer(t);
+  const tree = makeTree(s);
+  const p2 = makeProject(s, tree.workspaceId);
+  const owner = await member(s, 'org_owner', tree);
+  const writer = await member(s, 'writer', tree);
+  const guest = await member(s, 'project_viewer', tree);
+  const coMember = await member(s, 'project_editor', tree);
+  const elsewhere = await member(s, 'project_editor', { ...tree, projectId: p2.id });
+  const stranger = await member(s, 'project_viewer');
+  const emails = (items: any[]) => items.map((m) => m.email).sort();
+  const list = async (token: string, path: string) => {
+    const r = await s.call('GET', path, { token });
+    assert.equal(r.status, 200, `${path}: ${r.text}`);
+    return r.body.items as any[];
+  };
+  const orgPath = `/api/organizations/${tree.organizationId}/members`;
+
+  const seenByGuest = await list(guest.token, orgPath);
+  assert.deepEqual(emails(seenByGuest), [guest.user.email, coMember.user.email].sort(), 'only its project\u2019s members');
+  const co = seenByGuest.find((m) => m.email === coMember.user.email);
+  assert.deepEqual(co.roles.map((x: any) => [x.level, x.role, x.projectId]), [['project', 'project_editor', tree.projectId]], 'only that project\u2019s roles');
+  assert.equal(co.lastLoginAt, null, 'no one else\u2019s last login');
+  assert.ok(Date.parse(seenByGuest.find((m) => m.email === guest.user.email).lastLoginAt), 'its own last login');
+  assert.deepEqual(emails(await list(guest.token, `/api/workspaces/${tree.workspaceId}/members`)), [guest.user.email, coMember.user.email].sort());
+  assert.deepEqual(emails(await list(guest.token, `/api/projects/${tree.projectId}/members`)), [guest.user.email, coMember.user.email].sort());
+  const otherProject = await s.call('GET', `/api/projects/${p2.id}/members`, { token: guest.token });
+  assert.deepEqual([otherProject.status, otherProject.body.error.code], [403, 'scope_forbidden']);
+  const foreign = await s.call('GET', orgPath, { token: stranger.token });
+  assert.deepEqual([foreign.status, foreign.body.error.code], [403, 'scope_forbidden']);
+  assert.equal((await s.call('GET', orgPath)).status, 401);
+
+  // A full member sees every member, without others' last login; owners see it all.
+  const everyone = [owner, writer, guest, coMember, elsewhere].map((m) => m.user.email).sort();
+  const seenByWriter = await list(writer.token, orgPath);
+  assert.deepEqual(emails(seenByWriter), everyone);
+  assert.ok(seenByWriter.every((m) => (m.email === writer.user.email ? Date.parse(m.lastLoginAt) : m.lastLoginAt === null)));
+  assert.ok((await list(writer.token, `/api/workspaces/${tree.workspaceId}/members`)).every((m) => m.email === writer.user.email || m.lastLoginAt === null));
+  const seenByOwner = await list(owner.token, orgPath);
+  assert.deepEqual(emails(seenByOwner), everyone);
+  assert.ok(seenByOwner.every((m) => Date.parse(m.lastLoginAt)), 'owners see every last login');
+});

@@ -33,11 +33,11 @@ export function bindMemberRoutes(r: Router): void {
     return json(200, { ...presentOrganization(org), role: orgRoleOf(ctx.memberships, org.id), seats: seatUsage(ctx.db, org.id, ctx.now().toISOString()) });
   });
 
-  r.get('/api/organizations/:organizationId/members', { summary: 'Members with their organization role, status, last login and roles below.', tags, scope: 'organization' },
+  r.get('/api/organizations/:organizationId/members', { summary: 'Members with their organization role, status, last login and roles below. A project-only guest sees the members of its own projects only (and only those projects\u2019 roles); others\u2019 lastLoginAt is null unless the caller is an owner, admin or system administrator.', tags, scope: 'organization' },
     ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, organizationMembers(ctx, params.organizationId), presentOrganizationMember)));
-  r.get('/api/workspaces/:workspaceId/members', { summary: 'Members of the workspace.', tags, scope: 'workspace' },
+  r.get('/api/workspaces/:workspaceId/members', { summary: 'Members of the workspace (a project-only guest: those who hold a role in one of its projects; others\u2019 lastLoginAt for administrators only).', tags, scope: 'workspace' },
     ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'workspace', params.workspaceId), presentScopeMember)));
-  r.get('/api/projects/:projectId/members', { summary: 'Members holding a project role.', tags, scope: 'project' },
+  r.get('/api/projects/:projectId/members', { summary: 'Members holding a project role (others\u2019 lastLoginAt for administrators only).', tags, scope: 'project' },
     ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'project', params.projectId), presentScopeMember)));
 
   for (const [base, scope] of [['/api/organizations/:organizationId', 'organization'], ['/api/workspaces/:workspaceId', 'workspace'], ['/api/projects/:projectId', 'project']] as const) {

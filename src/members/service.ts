@@ -4,7 +4,7 @@ import type { Ctx } from '../context.ts';
 import { forbidden, notFound, validationFailed } from '../http/errors.ts';
 import { record } from '../audit/service.ts';
 import { assertKeepsAnOwner, grantRole } from '../tenancy/service.ts';
-import { orgRoleOf } from '../tenancy/scope.ts';
+import { isOrgAdmin, orgRoleOf } from '../tenancy/scope.ts';
 import { membershipAt, projectById } from '../tenancy/store.ts';
 import type { Level, Role } from '../tenancy/roles.ts';
 import { deleteMemberships, membershipsAtScope, membershipsInOrganization, type MemberRow } from './store.ts';
@@ -15,20 +15,61 @@ export interface OrganizationMember {
   below: MemberRow[];
 }
 
-/** One entry per user: the organization role and the workspace and project roles below it. */
+/**
+ * Whom a caller may see in an organization's member lists, and how much. The system administrator,
+ * owners and admins see every member with the last login. Other full members (an organization
+ * member, with or without workspace roles) see every member, without others' last login. A
+ * project-only guest (its only roles below the organization are project roles and the project_guest
+ * rows they imply) sees the members of its own projects only (holders of a project role there), and
+ * of their memberships only those projects' roles. Everyone sees itself in full.
+ */
+export interface PeopleReach {
+  /** null: every member; else the projects whose members (and roles) are visible. */
+  projects: ReadonlySet<string> | null;
+  /** Others' last login (account activity) is shown to administrators only. */
+  activity: boolean;
+}
+
+export function peopleReach(ctx: Ctx, organizationId: string): PeopleReach {
+  if (isOrgAdmin(ctx.actor, ctx.memberships, organizationId)) return { projects: null, activity: true };
+  const below = ctx.memberships.filter((m) => m.organization_id === organizationId && m.level !== 'organization');
+  const guestOnly = below.length > 0 && below.every((m) => m.level === 'project' || m.role === 'project_guest');
+  if (!guestOnly) return { projects: null, activity: false };
+  return { projects: new Set(below.filter((m) => m.level === 'project').map((m) => m.project_id!)), activity: false };
+}
+
+/** A member row as the reach shows it: others' last login hidden without the activity right. */
+function shown<T extends Pick<MemberRow, 'user_id' | 'last_login_at'>>(ctx: Ctx, reach: PeopleReach, m: T): T {
+  return reach.activity || m.user_id === ctx.actor.userId ? m : { ...m, last_login_at: null };
+}
+
+/** True when a member row lies in the reach: any row, or the rows of the reach's projects. */
+const inProjects = (reach: PeopleReach, m: MemberRow) => reach.projects === null || (m.level === 'project' && reach.projects.has(m.project_id!));
+
+/** One entry per user the caller may see: the organization role and the workspace and project roles below it (as far as the reach shows them). */
 export function organizationMembers(ctx: Ctx, organizationId: string): OrganizationMember[] {
+  const reach = peopleReach(ctx, organizationId);
   const byUser = new Map<string, OrganizationMember>();
-  for (const m of membershipsInOrganization(ctx.db, organizationId)) {
+  const rows = membershipsInOrganization(ctx.db, organizationId);
+  const visible = new Set(rows.filter((m) => m.user_id === ctx.actor.userId || inProjects(reach, m)).map((m) => m.user_id));
+  for (const m of rows) {
+    if (!visible.has(m.user_id)) continue;
     let e = byUser.get(m.user_id);
-    if (!e) byUser.set(m.user_id, (e = { user: m, organization: null, below: [] }));
+    if (!e) byUser.set(m.user_id, (e = { user: shown(ctx, reach, m), organization: null, below: [] }));
     if (m.level === 'organization') e.organization = m;
-    else e.below.push(m);
+    else if (m.user_id === ctx.actor.userId || inProjects(reach, m)) e.below.push(m);
   }
   return [...byUser.values()];
 }
 
+/** The role holders of a workspace or project the caller may see (a project-only guest: the members of its own projects only). */
 export function scopeMembers(ctx: Ctx, level: 'workspace' | 'project', scopeId: string): MemberRow[] {
-  return membershipsAtScope(ctx.db, ctx.scope.organizationId!, level, scopeId);
+  const organizationId = ctx.scope.organizationId!;
+  const reach = peopleReach(ctx, organizationId);
+  const rows = membershipsAtScope(ctx.db, organizationId, level, scopeId);
+  if (reach.projects === null) return rows.map((m) => shown(ctx, reach, m));
+  const coMembers = new Set(membershipsInOrganization(ctx.db, organizationId).filter((m) => inProjects(reach, m)).map((m) => m.user_id));
+  return rows.filter((m) => m.user_id === ctx.actor.userId || coMembers.has(m.user_id)).map((m) => shown(ctx, reach, m));
 }
 
 const ASSIGNABLE: Record<Level, readonly Role[]> = {
