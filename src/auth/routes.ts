@@ -39,7 +39,10 @@ export function bindAuthRoutes(r: Router, limits: LoginLimits): void {
   r.post('/api/auth/login', {
     summary: 'Log in with e-mail and password: { token, expiresAt, sessionId, user, passwordChangeRequired }; from a browser (allowed Origin) also the HttpOnly session cookie. '
       + 'With TOTP enabled: { mfaRequired: true, challengeToken, expiresAt } and no session (POST /api/auth/login/mfa); when the identity policy requires MFA and the user has none: '
-      + '{ mfaEnrollmentRequired: true, challengeToken, expiresAt } (/api/auth/mfa/enroll/*).',
+      + '{ mfaEnrollmentRequired: true, challengeToken, expiresAt } (/api/auth/mfa/enroll/*). '
+      + 'Failed logins are limited per e-mail (SVC_LOGIN_MAX_FAILURES_PER_EMAIL) and per client address (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS) within SVC_LOGIN_WINDOW_SECONDS; '
+      + 'each attempt takes its slot before the password is checked, so concurrent requests get no more checks than the limit; over it, 429 rate_limited with Retry-After, even for the right password. '
+      + 'The counts are kept in the database (shared by every process, kept across restarts); a successful login clears the e-mail\'s.',
     tags, auth: 'none', body: LoginBody,
   }, async ({ req, body, ctx }) => {
     const kind = fromBrowser(req, ctx.config) ? 'browser' : 'bearer';
@@ -58,7 +61,8 @@ export function bindAuthRoutes(r: Router, limits: LoginLimits): void {
   });
 
   r.post('/api/auth/password', {
-    summary: 'Change the password (current + new). Every session of the user is revoked, the one used included; a fresh session is returned.',
+    summary: 'Change the password (current + new). Every session of the user is revoked, the one used included; a fresh session is returned. '
+      + 'A wrong current password (422) counts against the e-mail\'s failed-login limit, reserved before the check: over it, 429 rate_limited with Retry-After.',
     tags, body: PasswordChangeBody,
   }, async ({ ctx, body }) => {
     const started = await changePassword(ctx, limits, body.currentPassword, body.newPassword);

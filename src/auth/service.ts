@@ -5,7 +5,7 @@
 // registration) signIn() decides: a session, a TOTP challenge, or an MFA enrollment challenge.
 import type { Config } from '../config.ts';
 import type { Ctx } from '../context.ts';
-import { AppError, notFound, rateLimited, validationFailed } from '../http/errors.ts';
+import { AppError, notFound, validationFailed } from '../http/errors.ts';
 import { newId, newToken, sha256Hex } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { normalizeEmail, setLastLogin, setPassword, userByEmail, userById, type UserRow } from '../users/store.ts';
@@ -15,20 +15,30 @@ import { factorOf } from '../identity/mfa/store.ts';
 import { startEnrollmentChallenge, startLoginChallenge, type IssuedChallenge } from '../identity/mfa/challenges.ts';
 import { mfaRequiredFor, passwordRules, sessionLifetimes } from '../identity/policy/store.ts';
 import { hashPassword, needsRehash, passwordProblem, verifyAgainstDummy, verifyPassword } from './password.ts';
-import { FailureLimiter } from './ratelimit.ts';
+import { reserveAttempt, type AttemptLimit } from './ratelimit.ts';
 import {
   insertSession, liveSessionsOfUser, revokeSessionById, revokeUserSessions, type SessionRow,
 } from './store.ts';
 
-export interface LoginLimits { byEmail: FailureLimiter; byAddress: FailureLimiter }
+/**
+ * The failed-attempt limits of sign-in and of every other guess at a secret (src/auth/ratelimit.ts):
+ * per account (an e-mail address, an API client id; SVC_LOGIN_MAX_FAILURES_PER_EMAIL) and per client
+ * address (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS), both within SVC_LOGIN_WINDOW_SECONDS. The address
+ * limit is one budget shared by logins, MFA challenge tokens, token exchanges, SSO tickets, invitation
+ * registrations and SCIM tokens: failing at one leaves fewer guesses at the others.
+ */
+export interface LoginLimits { byEmail: AttemptLimit; byAddress: AttemptLimit }
 
 export function createLoginLimits(config: Config): LoginLimits {
   const windowMs = config.loginWindowSeconds * 1000;
   return {
-    byEmail: new FailureLimiter(config.loginMaxFailuresPerEmail, windowMs),
-    byAddress: new FailureLimiter(config.loginMaxFailuresPerAddress, windowMs),
+    byEmail: { bucket: 'account', max: config.loginMaxFailuresPerEmail, windowMs },
+    byAddress: { bucket: 'address', max: config.loginMaxFailuresPerAddress, windowMs },
   };
 }
+
+/** The client address a per-address limit counts (one key for requests without one). */
+export const addressKey = (ctx: Ctx): string => ctx.ip ?? 'unknown';
 
 export const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'e-mail address or password is wrong');
 export const accountSuspended = () => new AppError(403, 'account_suspended', 'this account is suspended; contact your administrator');
@@ -108,20 +118,15 @@ export function completeSignIn(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browse
  */
 export async function login(ctx: Ctx, limits: LoginLimits, email: string, password: string, kind: 'bearer' | 'browser'): Promise<SignInResult> {
   const emailKey = normalizeEmail(email);
-  const addressKey = ctx.ip ?? 'unknown';
-  const nowMs = ctx.now().getTime();
-  const wait = Math.max(limits.byEmail.retryAfter(emailKey, nowMs), limits.byAddress.retryAfter(addressKey, nowMs));
-  if (wait > 0) {
-    record(ctx, { action: 'auth.login', targetType: 'user', result: 'denied', metadata: { email: emailKey, reason: 'rate_limited' } });
-    throw rateLimited(wait);
-  }
+  // The slots are taken before scrypt runs: a concurrent burst gets no more evaluations than the limits.
+  const attempt = reserveAttempt(ctx.db, [{ limit: limits.byEmail, key: emailKey }, { limit: limits.byAddress, key: addressKey(ctx) }], ctx.now().getTime(),
+    () => record(ctx, { action: 'auth.login', targetType: 'user', result: 'denied', metadata: { email: emailKey, reason: 'rate_limited' } }));
   const user = userByEmail(ctx.db, emailKey);
   const ok = user?.password_hash
     ? await verifyPassword(password, user.password_hash)
     : await verifyAgainstDummy(password, ctx.config.scryptLogN);
   if (!user || !ok) {
-    limits.byEmail.fail(emailKey, nowMs);
-    limits.byAddress.fail(addressKey, nowMs);
+    attempt.fail();
     record(ctx, {
       action: 'auth.login', targetType: 'user', targetId: user?.id ?? null, result: 'failure',
       actorUserId: null, metadata: { email: emailKey, reason: user ? 'wrong_password' : 'unknown_email' },
@@ -129,10 +134,12 @@ export async function login(ctx: Ctx, limits: LoginLimits, email: string, passwo
     throw invalidCredentials();
   }
   if (user.status !== 'active') {
+    attempt.release();
     record(ctx, { action: 'auth.login', targetType: 'user', targetId: user.id, result: 'denied', actorUserId: user.id, actorName: user.name, metadata: { reason: 'account_suspended' } });
     throw accountSuspended();
   }
-  limits.byEmail.reset(emailKey);
+  // The right password: the e-mail's failures are forgiven and the address's slot is freed.
+  attempt.clear(limits.byEmail);
   const rehash = needsRehash(user.password_hash!, ctx.config.scryptLogN) ? await hashPassword(password, ctx.config.scryptLogN) : null;
   return ctx.db.tx(() => {
     // Read again inside the transaction: the hashing above awaited, and meanwhile the password may
@@ -167,14 +174,13 @@ export function logout(ctx: Ctx): void {
  */
 export async function changePassword(ctx: Ctx, limits: LoginLimits, currentPassword: string, newPassword: string): Promise<StartedSession> {
   const user = requireUser(ctx);
-  const nowMs = ctx.now().getTime();
-  const wait = limits.byEmail.retryAfter(user.email_normalized, nowMs);
-  if (wait > 0) throw rateLimited(wait);
+  const attempt = reserveAttempt(ctx.db, [{ limit: limits.byEmail, key: user.email_normalized }], ctx.now().getTime());
   if (!(await verifyPassword(currentPassword, user.password_hash))) {
-    limits.byEmail.fail(user.email_normalized, nowMs);
+    attempt.fail();
     record(ctx, { action: 'auth.password.change', targetType: 'user', targetId: user.id, result: 'failure', metadata: { reason: 'wrong_current_password' } });
     throw validationFailed({ currentPassword: 'is not the current password' });
   }
+  attempt.release();
   const problem = passwordProblem(newPassword, user.email, passwordRules(ctx.db)) ?? (newPassword === currentPassword ? 'must differ from the current password' : null);
   if (problem) throw validationFailed({ newPassword: problem });
   const hash = await hashPassword(newPassword, ctx.config.scryptLogN);

@@ -13,7 +13,7 @@ import { presentUser } from '../users/present.ts';
 import { seatUsage } from './seats.ts';
 import { memberScope, organizationMembers, removeMember, scopeMembers, setMemberRole } from './service.ts';
 import {
-  acceptInvitation, createInvitation, invitationForToken, registerWithInvitation, resendInvitation, revokeInvitation, type IssuedInvitation,
+  acceptInvitation, createInvitation, limitedCheck, invitationForToken, registerWithInvitation, resendInvitation, revokeInvitation, type IssuedInvitation,
 } from './invitations.ts';
 import { invitationsOf } from './store.ts';
 import { InvitationBody, InvitationListQuery, RegisterBody, RoleBody, TokenBody, TokenQuery } from './schema.ts';
@@ -68,8 +68,8 @@ export function bindMemberRoutes(r: Router): void {
   r.post('/api/organizations/:organizationId/invitations/:invitationId/revoke', { summary: 'Revoke; the seat is released.', ...invite },
     ({ ctx, params }) => json(200, presentInvitation(revokeInvitation(ctx, params.organizationId, params.invitationId))));
 
-  r.get('/api/invitations/preview', { summary: 'What an invitation token grants (404 invitation_not_found, 410 invitation_expired).', tags: ['invitations'], auth: 'none', query: TokenQuery }, ({ ctx, query }) => {
-    const inv = invitationForToken(ctx, query.token);
+  r.get('/api/invitations/preview', { summary: 'What an invitation token grants (404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery }, ({ ctx, query }) => {
+    const inv = limitedCheck(ctx, () => invitationForToken(ctx, query.token));
     const org = organizationById(ctx.db, inv.organization_id)!;
     const ws = inv.workspace_id ? workspaceById(ctx.db, inv.workspace_id) : undefined;
     const project = inv.project_id ? projectById(ctx.db, inv.project_id) : undefined;
@@ -82,7 +82,7 @@ export function bindMemberRoutes(r: Router): void {
   });
 
   r.post('/api/auth/register', {
-    summary: 'Create an account from an invitation (token, e-mail and expiry checked again) and log in; when the identity policy requires MFA: { mfaEnrollmentRequired, challengeToken, expiresAt, user } instead of a session.', tags: ['auth'], auth: 'none',
+    summary: 'Create an account from an invitation (token, e-mail and expiry checked again) and log in (an unknown, expired or other-address token counts against the client address\'s failed-attempt limit, then 429 rate_limited); when the identity policy requires MFA: { mfaEnrollmentRequired, challengeToken, expiresAt, user } instead of a session.', tags: ['auth'], auth: 'none',
     body: RegisterBody, response: { status: 201, description: 'session token, expiry and user' },
   }, async ({ ctx, req, body }) => {
     const kind = fromBrowser(req, ctx.config) ? 'browser' : 'bearer';

@@ -1,9 +1,13 @@
 // SCIM 2.0 endpoints under /scim/v2.0/:directoryId. They skip session authentication (auth 'none')
 // and authenticate here with the directory's bearer token: looked up by its SHA-256; a token of
-// another directory is refused (401, audited as access.denied) and a disabled directory is 403.
+// another directory is refused (401, audited as access.denied) and a disabled directory is 403. An
+// unknown token counts against the client address's failed-attempt limit (src/auth/ratelimit.ts):
+// over it, 429 with Retry-After in the SCIM error shape.
 // Every answer, errors included, is application/scim+json in the SCIM shapes.
 import type { Ctx } from '../context.ts';
 import { createContext } from '../context.ts';
+import { checkAttempt } from '../auth/ratelimit.ts';
+import { addressKey, createLoginLimits } from '../auth/service.ts';
 import { record } from '../audit/service.ts';
 import { AppError } from '../http/errors.ts';
 import { readJson } from '../http/request.ts';
@@ -35,8 +39,12 @@ function authenticateDirectory(call: Call): DirectoryRow {
   const { db } = call.ctx;
   const m = /^Bearer\s+(\S{20,300})\s*$/i.exec(call.req.headers.authorization ?? '');
   if (!m) throw scimUnauthorized('Authorization: Bearer <directory token> is required');
-  const dir = directoryByTokenHash(db, sha256Hex(m[1]));
-  if (!dir) throw scimUnauthorized('the bearer token is not valid');
+  // A wrong token counts against the client address's failed-attempt limit; over it, no lookup.
+  const dir = checkAttempt(db, [{ limit: createLoginLimits(call.ctx.config).byAddress, key: addressKey(call.ctx) }], call.ctx.now().getTime(), () => {
+    const found = directoryByTokenHash(db, sha256Hex(m[1]));
+    if (!found) throw scimUnauthorized('the bearer token is not valid');
+    return found;
+  });
   if (dir.id !== call.params.directoryId) {
     record(call.ctx, {
       action: 'access.denied', targetType: 'scim_directory', targetId: call.params.directoryId, result: 'denied',

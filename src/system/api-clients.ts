@@ -8,8 +8,9 @@
 // never with a secret or token.
 import crypto from 'node:crypto';
 import type { Actor, Ctx } from '../context.ts';
-import { AppError, forbidden, notFound, rateLimited, validationFailed } from '../http/errors.ts';
-import type { LoginLimits } from '../auth/service.ts';
+import { AppError, forbidden, notFound, validationFailed } from '../http/errors.ts';
+import { addressKey, type LoginLimits } from '../auth/service.ts';
+import { checkAttempt } from '../auth/ratelimit.ts';
 import { issueSecret, newId, sha256Hex } from '../lib/ids.ts';
 import { record } from '../audit/service.ts';
 import { effectivePermissions, hasPermission, PERMISSIONS, type BasePermission, type ScopeIds } from '../tenancy/roles.ts';
@@ -182,22 +183,15 @@ function secretMatches(secret: string, hash: string): boolean {
 /**
  * Client credentials -> a new access token (stored as SHA-256, TOKEN_TTL_SECONDS). A known client with a
  * wrong secret, or a revoked one, is audited as api_client.token_refused; every failure is 401 invalid_client.
- */
-/**
- * Exchanges a client's secret for an access token. Failed exchanges are limited like logins: per
- * client id (SVC_LOGIN_MAX_FAILURES_PER_EMAIL) and per address (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS)
- * within SVC_LOGIN_WINDOW_SECONDS, then 429 rate_limited (so the audit log cannot be flooded either).
+ * Failed exchanges are limited like logins (counted and checked in one transaction): per client
+ * id (SVC_LOGIN_MAX_FAILURES_PER_EMAIL) and per address (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS) within
+ * SVC_LOGIN_WINDOW_SECONDS, then 429 rate_limited (so the audit log cannot be flooded either).
  */
 export function issueAccessToken(ctx: Ctx, limits: LoginLimits, clientId: string, secret: string, basic: boolean): TokenAnswer {
-  const clientKey = `api_client:${clientId}`;
-  const addressKey = ctx.ip ?? 'unknown';
-  const nowMs = ctx.now().getTime();
-  const wait = Math.max(limits.byEmail.retryAfter(clientKey, nowMs), limits.byAddress.retryAfter(addressKey, nowMs));
-  if (wait > 0) throw rateLimited(wait);
-  const c = apiClientById(ctx.db, clientId);
-  if (!c || c.status !== 'active' || !secretMatches(secret, c.secret_hash)) {
-    limits.byEmail.fail(clientKey, nowMs);
-    limits.byAddress.fail(addressKey, nowMs);
+  const slots = [{ limit: limits.byEmail, key: `api_client:${clientId}` }, { limit: limits.byAddress, key: addressKey(ctx) }];
+  const c = checkAttempt(ctx.db, slots, ctx.now().getTime(), () => {
+    const c = apiClientById(ctx.db, clientId);
+    if (c && c.status === 'active' && secretMatches(secret, c.secret_hash)) return c;
     if (c) {
       record({ ...ctx, actor: apiClientActor(c) }, {
         action: 'api_client.token_refused', targetType: 'api_client', targetId: c.id, result: 'failure', ...clientScope(c),
@@ -205,8 +199,7 @@ export function issueAccessToken(ctx: Ctx, limits: LoginLimits, clientId: string
       });
     }
     throw invalidClient(basic);
-  }
-  limits.byEmail.reset(clientKey);
+  }, { clears: [limits.byEmail] });
   const t = issueSecret(TOKEN_PREFIX);
   const now = ctx.now();
   const expiresAt = new Date(now.getTime() + TOKEN_TTL_SECONDS * 1000).toISOString();

@@ -7,7 +7,8 @@ import { record } from '../../audit/service.ts';
 import { AppError, conflict, rateLimited } from '../../http/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { userById, type UserRow } from '../../users/store.ts';
-import { accountSuspended, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../../auth/service.ts';
+import { checkAttempt } from '../../auth/ratelimit.ts';
+import { accountSuspended, addressKey, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../../auth/service.ts';
 import { CHALLENGE_MAX_FAILURES } from './challenges.ts';
 import { beginSetup, enable, NO_TENANT, useCode, type TotpSetup } from './factor.ts';
 import {
@@ -18,25 +19,30 @@ export interface SignedIn { user: UserRow; started: StartedSession }
 
 const challengeError = (status: number, code: string, message: string, details?: Record<string, unknown>) => new AppError(status, code, message, details);
 
-function refuse(ctx: Ctx, ch: ChallengeRow | undefined, reason: string, error: AppError): never {
+/** Audits a refused challenge and returns the error to answer. */
+function refusal(ctx: Ctx, ch: ChallengeRow | undefined, reason: string, error: AppError): AppError {
   record(ctx, {
     action: 'auth.mfa.challenge_refused', targetType: 'user', targetId: ch?.user_id ?? null, result: 'denied',
     actorUserId: ch?.user_id ?? null, ...NO_TENANT, metadata: { challengeId: ch?.id ?? null, purpose: ch?.purpose ?? null, reason },
   });
-  throw error;
+  return error;
+}
+
+function refuse(ctx: Ctx, ch: ChallengeRow | undefined, reason: string, error: AppError): never {
+  throw refusal(ctx, ch, reason, error);
 }
 
 /** The live challenge of a token and its user, or the refusal: 401 invalid, locked or expired; 403 suspended. */
 function openChallenge(ctx: Ctx, limits: LoginLimits, token: string, purpose: ChallengeRow['purpose']): { ch: ChallengeRow; user: UserRow } {
-  const addressKey = ctx.ip ?? 'unknown';
-  const nowMs = ctx.now().getTime();
-  const wait = limits.byAddress.retryAfter(addressKey, nowMs);
-  if (wait > 0) refuse(ctx, undefined, 'rate_limited', rateLimited(wait));
-  const ch = challengeByTokenHash(ctx.db, sha256Hex(token));
-  if (!ch || ch.purpose !== purpose) {
-    limits.byAddress.fail(addressKey, nowMs);
-    refuse(ctx, undefined, ch ? 'wrong_purpose' : 'unknown_token', challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again'));
-  }
+  // An unknown token counts against the address's failed-attempt limit; a real one is judged by the
+  // challenge's own limits below.
+  const ch = checkAttempt(ctx.db, [{ limit: limits.byAddress, key: addressKey(ctx) }], ctx.now().getTime(), () => {
+    const found = challengeByTokenHash(ctx.db, sha256Hex(token));
+    if (!found || found.purpose !== purpose) {
+      refuse(ctx, undefined, found ? 'wrong_purpose' : 'unknown_token', challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again'));
+    }
+    return found;
+  }, { onRefused: (wait) => refuse(ctx, undefined, 'rate_limited', rateLimited(wait)) });
   if (ch.locked_at) refuse(ctx, ch, 'locked', challengeError(401, 'mfa_challenge_locked', `the challenge is locked after ${CHALLENGE_MAX_FAILURES} wrong codes; log in again`));
   if (ch.consumed_at) refuse(ctx, ch, 'used', challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again'));
   if (ch.expires_at <= ctx.now().toISOString()) refuse(ctx, ch, 'expired', challengeError(401, 'mfa_challenge_expired', 'the challenge has expired (5 minutes); log in again'));
@@ -65,17 +71,19 @@ function wrongCode(ctx: Ctx, ch: ChallengeRow, user: UserRow, reason: string): A
 
 /**
  * Wrong codes of the user's login challenges within the failed-login window (since the last accepted
- * code) are limited like failed logins per e-mail: a new challenge does not buy new guesses.
+ * code) are limited like failed logins per e-mail: a new challenge does not buy new guesses. Read in
+ * the redeeming transaction, before the code is checked, so that the count and the check are one step
+ * for every process on the database: the refusal (audited) to answer, or null.
  */
-function throttle(ctx: Ctx, ch: ChallengeRow, factor: FactorRow | undefined): void {
+function throttled(ctx: Ctx, ch: ChallengeRow, factor: FactorRow | undefined): AppError | null {
   const now = ctx.now().getTime();
   const windowMs = ctx.config.loginWindowSeconds * 1000;
   const windowStart = new Date(now - windowMs).toISOString();
   const since = factor?.last_used_at && factor.last_used_at > windowStart ? factor.last_used_at : windowStart;
   const { failures, oldest } = recentFailures(ctx.db, ch.user_id, since);
-  if (failures < ctx.config.loginMaxFailuresPerEmail) return;
+  if (failures < ctx.config.loginMaxFailuresPerEmail) return null;
   const wait = Math.max(1, Math.ceil((Date.parse(oldest!) + windowMs - now) / 1000));
-  refuse(ctx, ch, 'rate_limited', rateLimited(wait));
+  return refusal(ctx, ch, 'rate_limited', rateLimited(wait));
 }
 
 const sessionKind = (ch: ChallengeRow, browserRequest: boolean): 'bearer' | 'browser' =>
@@ -88,9 +96,10 @@ const sessionKind = (ch: ChallengeRow, browserRequest: boolean): 'bearer' | 'bro
  */
 export function redeemLoginChallenge(ctx: Ctx, limits: LoginLimits, token: string, code: string, browserRequest: boolean): SignedIn {
   const { ch, user } = openChallenge(ctx, limits, token, 'login');
-  throttle(ctx, ch, factorOf(ctx.db, user.id));
   const outcome = ctx.db.tx((): SignedIn | { error: AppError } => {
     const factor = factorOf(ctx.db, user.id);
+    const limited = throttled(ctx, ch, factor);
+    if (limited) return { error: limited };
     if (factor?.status !== 'enabled') {
       consumeChallenge(ctx.db, ch.id, ctx.now().toISOString());
       return { error: challengeError(401, 'mfa_challenge_invalid', 'MFA is no longer enabled for this account; log in again') };

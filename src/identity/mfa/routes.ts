@@ -17,7 +17,8 @@ export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
   r.post('/api/auth/login/mfa', {
     ...holder, body: LoginMfaBody,
     summary: 'Exchange the login challenge and a TOTP code (or a recovery code, once) for the session login would have given. '
-      + 'Challenge: 5 minutes, single use; 401 mfa_code_invalid (details.attemptsLeft), mfa_challenge_locked after 5 wrong codes, mfa_challenge_expired, mfa_challenge_invalid.',
+      + 'Challenge: 5 minutes, single use; 401 mfa_code_invalid (details.attemptsLeft), mfa_challenge_locked after 5 wrong codes (also under concurrent requests), mfa_challenge_expired, mfa_challenge_invalid. '
+      + '429 rate_limited: wrong codes over all of the user\'s challenges within SVC_LOGIN_WINDOW_SECONDS reached SVC_LOGIN_MAX_FAILURES_PER_EMAIL, or unknown challenge tokens from the address reached SVC_LOGIN_MAX_FAILURES_PER_ADDRESS.',
   }, ({ ctx, req, body }) => {
     const { user, started } = redeemLoginChallenge(ctx, limits, body.challengeToken, body.code, fromBrowser(req, ctx.config));
     return sessionReply(200, user, started);
@@ -57,6 +58,6 @@ export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
 
   r.post('/api/auth/mfa/disable', {
     ...browser, body: DisableBody,
-    summary: 'Turn TOTP off with { password } or { code } (TOTP or recovery code); recovery codes are deleted. 422 wrong proof; 409 mfa_not_enabled, mfa_required_by_policy.',
+    summary: 'Turn TOTP off with { password } or { code } (TOTP or recovery code); recovery codes are deleted. 422 wrong proof (counted against the e-mail\'s failed-login limit, reserved before the check: over it, 429 rate_limited); 409 mfa_not_enabled, mfa_required_by_policy.',
   }, async ({ ctx, body }) => json(200, presentStatus(await disableMfa(ctx, limits, body))));
 }

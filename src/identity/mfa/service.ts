@@ -2,7 +2,8 @@
 // shown once), cancel, disable (password or code). Audited as auth.mfa.*.
 import type { Ctx } from '../../context.ts';
 import { record } from '../../audit/service.ts';
-import { AppError, conflict, rateLimited, validationFailed } from '../../http/errors.ts';
+import { AppError, conflict, validationFailed } from '../../http/errors.ts';
+import { reserveAttempt } from '../../auth/ratelimit.ts';
 import { userById, type UserRow } from '../../users/store.ts';
 import { verifyPassword } from '../../auth/password.ts';
 import type { LoginLimits } from '../../auth/service.ts';
@@ -83,12 +84,10 @@ export async function disableMfa(ctx: Ctx, limits: LoginLimits, proof: { passwor
   if (proof.password === undefined && proof.code === undefined) {
     throw validationFailed({ password: 'give the account password or a code', code: 'give a current code or a recovery code' });
   }
-  const key = user.email_normalized;
-  const nowMs = ctx.now().getTime();
-  const wait = limits.byEmail.retryAfter(key, nowMs);
-  if (wait > 0) throw rateLimited(wait);
+  // The slot is taken before the password or code is checked (a concurrent burst gets no more guesses).
+  const attempt = reserveAttempt(ctx.db, [{ limit: limits.byEmail, key: user.email_normalized }], ctx.now().getTime());
   const fail = (reason: string, fields: Record<string, string>): AppError => {
-    limits.byEmail.fail(key, nowMs);
+    attempt.fail();
     record(ctx, { action: 'auth.mfa.disable', targetType: 'user', targetId: user.id, result: 'failure', ...NO_TENANT, metadata: { reason } });
     return validationFailed(fields);
   };
@@ -104,6 +103,7 @@ export async function disableMfa(ctx: Ctx, limits: LoginLimits, proof: { passwor
     if (!used.ok) throw fail(used.reason, { code: 'is wrong, expired or already used' });
     via = used.via;
   }
+  attempt.release();
   ctx.db.tx(() => {
     // Checked again inside the transaction: the password check awaited, and a policy requiring MFA
     // (or another disable) may have come meanwhile.

@@ -7,7 +7,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../context.ts';
 import { record } from '../../audit/service.ts';
-import { accountSuspended, signIn, type SignInResult } from '../../auth/service.ts';
+import { checkAttempt } from '../../auth/ratelimit.ts';
+import { accountSuspended, addressKey, createLoginLimits, signIn, type SignInResult } from '../../auth/service.ts';
 import { AppError } from '../../http/errors.ts';
 import { frontendBase } from '../../http/request.ts';
 import { newId, newToken, sha256Hex } from '../../lib/ids.ts';
@@ -190,17 +191,21 @@ export const browserMismatch = () =>
  * refusal's Set-Cookie header) removes the flow cookie, whose flow has ended; null for an unbound ticket.
  */
 export function redeemTicket(ctx: Ctx, req: IncomingMessage, ticket: string, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null; clearCookie: string | null } {
-  const row = ctx.db.tx(() => takeTicketRow(ctx.db, sha256Hex(ticket), ctx.now().toISOString()));
-  if (!row) {
-    auditFailure(ctx, null, 'invalid_ticket', 'the ticket is unknown, used or expired');
-    throw invalidTicket();
-  }
-  const provider = providerById(ctx.db, row.provider_id) ?? null;
-  if (row.browser_hash !== null && !fromFlowBrowser(req, row.browser_hash)) {
-    auditFailure(ctx, provider, 'sso_browser_mismatch', 'the ticket was redeemed by a browser that did not start this sign-in (flow cookie missing or different)',
-      { userId: row.user_id });
-    throw browserMismatch();
-  }
+  // Guessed tickets count against the client address's failed-attempt limit: over it, the ticket is not looked at.
+  const { row, provider } = checkAttempt(ctx.db, [{ limit: createLoginLimits(ctx.config).byAddress, key: addressKey(ctx) }], ctx.now().getTime(), () => {
+    const row = takeTicketRow(ctx.db, sha256Hex(ticket), ctx.now().toISOString());
+    if (!row) {
+      auditFailure(ctx, null, 'invalid_ticket', 'the ticket is unknown, used or expired');
+      throw invalidTicket();
+    }
+    const provider = providerById(ctx.db, row.provider_id) ?? null;
+    if (row.browser_hash !== null && !fromFlowBrowser(req, row.browser_hash)) {
+      auditFailure(ctx, provider, 'sso_browser_mismatch', 'the ticket was redeemed by a browser that did not start this sign-in (flow cookie missing or different)',
+        { userId: row.user_id });
+      throw browserMismatch();
+    }
+    return { row, provider };
+  });
   const clearCookie = row.browser_hash === null ? null : clearFlowCookie(req, ctx.config, provider?.kind ?? 'oidc');
   try {
     return { ...decideRedeemed(ctx, row, provider, kind), clearCookie };

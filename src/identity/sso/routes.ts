@@ -4,9 +4,10 @@
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../context.ts';
 import { fromBrowser } from '../../auth/cookies.ts';
-import { FailureLimiter } from '../../auth/ratelimit.ts';
+import { reserveAttempt, type AttemptLimit } from '../../auth/ratelimit.ts';
 import { signInReply } from '../../auth/routes.ts';
-import { notFound, rateLimited, validationFailed } from '../../http/errors.ts';
+import { addressKey } from '../../auth/service.ts';
+import { notFound, validationFailed } from '../../http/errors.ts';
 import { json, type Router } from '../../http/router.ts';
 import { pageOf } from '../../http/validate.ts';
 import { redeemTicket } from './finish.ts';
@@ -25,11 +26,12 @@ import { identityCounts, listProviders, providerById, type ProviderRow } from '.
  * a flow state: over the limit it is 429 rate_limited with Retry-After, and nothing is stored.
  */
 export const SSO_STARTS_PER_MINUTE = 30;
+/** Every start counts (in the database, shared by every process): the attempt limit used as a counter. */
+const SSO_STARTS: AttemptLimit = { bucket: 'sso_start', max: SSO_STARTS_PER_MINUTE, windowMs: 60_000 };
 
 const SHAPE = '{ id, kind, name, organizationId, workspaceId, defaultRole, status, config (secrets only as *Ref variable names), endpoints, probe: { probedAt, status, detail }, identities?, createdBy, createdAt, updatedAt }';
 
 export function bindSsoRoutes(r: Router): void {
-  const starts = new FailureLimiter(SSO_STARTS_PER_MINUTE, 60_000);
   const sys = { tags: ['system', 'identity', 'sso'], systemAdmin: true, scope: 'none' as const };
   const base = '/api/system/identity/providers';
   const show = (ctx: Ctx, req: IncomingMessage) => (p: ProviderRow) => presentProvider(p, serviceBase(req, ctx.config), ctx.config);
@@ -75,11 +77,7 @@ export function bindSsoRoutes(r: Router): void {
       + '(HttpOnly, Path=/api/auth/sso, 10 minutes) that the callback or assertion consumer requires. returnTo: only a relative path of the front end (422 otherwise); it comes back at redeem. '
       + `At most ${SSO_STARTS_PER_MINUTE} starts per client address per minute (429 rate_limited with Retry-After).`,
   }, async ({ ctx, req, query }) => {
-    const address = ctx.ip ?? 'unknown';
-    const nowMs = ctx.now().getTime();
-    const wait = starts.retryAfter(address, nowMs);
-    if (wait > 0) throw rateLimited(wait);
-    starts.fail(address, nowMs); // counts the start (the limiter is used as a counter of attempts)
+    reserveAttempt(ctx.db, [{ limit: SSO_STARTS, key: addressKey(ctx) }], ctx.now().getTime()).fail(); // every start counts
     const provider = providerById(ctx.db, query.providerId);
     if (!provider || provider.status !== 'active') throw notFound('no such sign-in provider');
     const returnTo = safeReturnTo(query.returnTo);
@@ -96,7 +94,8 @@ export function bindSsoRoutes(r: Router): void {
     summary: 'Redeem the one-time ticket of a finished single sign-on (valid 60 s, single use; unknown, used or expired: 401 invalid_ticket): the session { token, expiresAt, sessionId, user, passwordChangeRequired }, '
       + 'or { mfaRequired: true, challengeToken, expiresAt } (TOTP on), or { mfaEnrollmentRequired: true, challengeToken, expiresAt } (policy requires MFA); each with returnTo (the path given at start, or null). '
       + 'The request must carry the flow cookie svc_sso_flow of the browser that started the sign-in (the front end must be same-site with the service); missing or different: 401 sso_browser_mismatch, audited, '
-      + 'and the ticket is used up. The answer clears the flow cookie.',
+      + 'and the ticket is used up. The answer clears the flow cookie. Failed redemptions (invalid_ticket, sso_browser_mismatch) count against the client address\'s failed-attempt limit '
+      + '(SVC_LOGIN_MAX_FAILURES_PER_ADDRESS within SVC_LOGIN_WINDOW_SECONDS, shared with logins): over it, 429 rate_limited with Retry-After and the ticket is not looked at.',
   }, ({ ctx, req, body }) => {
     const browser = fromBrowser(req, ctx.config);
     if (body.kind === 'browser' && !browser) throw validationFailed({ kind: 'browser sessions are only given to the front end or the service\'s own page (Origin)' });
