@@ -31,10 +31,12 @@ function assertLimited(answers: Answer[], evaluated: number, max: number, what: 
 
 const burst = (n: number, send: (i: number) => Promise<Answer>) => Promise.all(Array.from({ length: n }, (_, i) => send(i)));
 const count = (s: TestServer, sql: string, ...params: string[]) => s.db.get<{ n: number }>(sql, ...params)!.n;
+/** A higher scrypt cost than the tests' default, so that concurrent checks overlap as in production. */
+const SLOW = { SVC_SCRYPT_LOG_N: '13' };
 const wrongLogin = (s: TestServer, email: string) => s.call('POST', '/api/auth/login', { body: { email, password: 'wrong password!' } });
 
 test('40 concurrent wrong passwords for one e-mail: at most the limit (10) are checked, the rest 429; the right password then waits too', async (t) => {
-  const s = await startTestServer(t, { SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
+  const s = await startTestServer(t, { ...SLOW, SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
   const u = await makeUser(s);
   assertLimited(await burst(40, () => wrongLogin(s, u.email)), 401, 10, 'per e-mail');
   assert.equal(count(s, "SELECT count(*) AS n FROM audit_log WHERE action = 'auth.login' AND result = 'failure'"), 10, 'ten evaluations audited');
@@ -44,12 +46,12 @@ test('40 concurrent wrong passwords for one e-mail: at most the limit (10) are c
 });
 
 test('40 concurrent wrong logins for 40 e-mails from one address: at most the per-address limit (30) are checked', async (t) => {
-  const s = await startTestServer(t);
+  const s = await startTestServer(t, SLOW);
   assertLimited(await burst(40, (i) => wrongLogin(s, `burst-${i}@example.test`)), 401, 30, 'per address');
 });
 
 test('30 concurrent wrong current passwords on POST /api/auth/password: at most the limit (10) are checked', async (t) => {
-  const s = await startTestServer(t, { SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
+  const s = await startTestServer(t, { ...SLOW, SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
   const u = await makeUser(s);
   const token = await login(s, u);
   const answers = await burst(30, () => s.call('POST', '/api/auth/password', { token, body: { currentPassword: 'not the password', newPassword: 'another long password 42' } }));
@@ -58,7 +60,7 @@ test('30 concurrent wrong current passwords on POST /api/auth/password: at most 
 });
 
 test('MFA: a concurrent burst of wrong codes locks the challenge after exactly 5 evaluations; wrong passwords to turn TOTP off are limited under a burst', async (t) => {
-  const s = await startTestServer(t, { SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
+  const s = await startTestServer(t, { ...SLOW, SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
   const u = await makeUser(s);
   // The MFA routes take the browser session (cookie and the service's Origin).
   const signedIn = await s.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password }, headers: { origin: s.url } });
