@@ -87,6 +87,38 @@ test('MFA: a concurrent burst of wrong codes locks the challenge after exactly 5
 
 const perAddress4 = { SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '4', SVC_LOGIN_MAX_FAILURES_PER_EMAIL: '1000' };
 
+test('MFA: wrong codes count per user over all challenges, in the database: a burst split over two servers gets the limit; an accepted code clears it', async (t) => {
+  const dataDir = path.join(tempDir(t), 'data');
+  const env = { SVC_LOGIN_MAX_FAILURES_PER_EMAIL: '3', SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' };
+  const a = await startTestServer(t, env, { dataDir });
+  const b = await startTestServer(t, env, { dataDir });
+  const u = await makeUser(a);
+  const signedIn = await a.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password }, headers: { origin: a.url } });
+  const headers = { cookie: signedIn.headers.get('set-cookie')!.split(';')[0], origin: a.url };
+  const setup = await a.call('POST', '/api/auth/mfa/setup', { headers });
+  const now = Math.floor(Date.now() / 1000);
+  assert.equal((await a.call('POST', '/api/auth/mfa/enable', { headers, body: { code: totpAt(setup.body.secret, now - 30) } })).status, 200);
+  const near = new Set([-2, -1, 0, 1, 2].map((k) => totpAt(setup.body.secret, now + k * 30)));
+  const wrong = ['000000', '111111', '222222', '333333', '444444', '555555'].find((c) => !near.has(c))!;
+  const challenge = async () => (await a.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password } })).body.challengeToken as string;
+  const redeem = (s: TestServer, token: string, code: string) => s.call('POST', '/api/auth/login/mfa', { body: { challengeToken: token, code } });
+
+  const first = await challenge();
+  for (let i = 0; i < 2; i++) assert.equal((await redeem(a, first, wrong)).body.error.code, 'mfa_code_invalid');
+  const second = await challenge();
+  const answers = await burst(6, (i) => redeem(i % 2 ? a : b, second, wrong));
+  assertLimited(answers, 401, 1, 'a new challenge buys no new guesses');
+  assert.equal((await redeem(b, second, totpAt(setup.body.secret, now))).status, 429, 'over the limit even the right code waits');
+  assert.ok(count(a, "SELECT count(*) AS n FROM audit_log WHERE action = 'auth.mfa.challenge_refused' AND metadata LIKE '%rate_limited%'") >= 5);
+  // Once the window has passed (rows removed here), two more wrong codes, then an accepted code clears them all.
+  a.db.run("DELETE FROM attempt_limits WHERE bucket = 'mfa_code'");
+  for (let i = 0; i < 2; i++) assert.equal((await redeem(b, second, wrong)).status, 401);
+  assert.equal((await redeem(b, second, totpAt(setup.body.secret, now))).status, 200, 'the right code signs in');
+  const third = await challenge();
+  for (let i = 0; i < 3; i++) assert.equal((await redeem(a, third, wrong)).status, 401);
+  assert.equal((await redeem(a, third, wrong)).status, 429);
+});
+
 test('SSO ticket redemption: wrong tickets count against the address, then 429 without looking at the ticket', async (t) => {
   const s = await startTestServer(t, perAddress4);
   const redeem = () => s.call('POST', '/api/auth/sso/redeem', { body: { ticket: 'not-a-ticket-0123456789' } });

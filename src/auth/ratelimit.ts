@@ -115,6 +115,11 @@ export function reserveAttempt(db: Db, slots: Slot[], nowMs: number, onRefused?:
   return outcome;
 }
 
+/** Forgets every counted attempt of one key (a success that forgives earlier failures), in the caller's transaction if any. */
+export function clearAttempts(db: Db, limit: AttemptLimit, key: string): void {
+  clearKeys(db, [{ limit, key }], [limit]);
+}
+
 export interface CheckOptions {
   /** Runs (e.g. an audit record) with the wait in seconds before 429 is thrown. */
   onRefused?: (retryAfterSeconds: number) => void;

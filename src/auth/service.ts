@@ -25,15 +25,18 @@ import {
  * per account (an e-mail address, an API client id; SVC_LOGIN_MAX_FAILURES_PER_EMAIL) and per client
  * address (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS), both within SVC_LOGIN_WINDOW_SECONDS. The address
  * limit is one budget shared by logins, MFA challenge tokens, token exchanges, SSO tickets, invitation
- * registrations and SCIM tokens: failing at one leaves fewer guesses at the others.
+ * registrations and SCIM tokens: failing at one leaves fewer guesses at the others. Wrong MFA codes
+ * are counted per user (mfaCodes, the per-e-mail number) over all of the user's login challenges.
  */
-export interface LoginLimits { byEmail: AttemptLimit; byAddress: AttemptLimit }
+export interface LoginLimits { byEmail: AttemptLimit; byAddress: AttemptLimit; mfaCodes: AttemptLimit }
 
 export function createLoginLimits(config: Config): LoginLimits {
   const windowMs = config.loginWindowSeconds * 1000;
   return {
     byEmail: { bucket: 'account', max: config.loginMaxFailuresPerEmail, windowMs },
     byAddress: { bucket: 'address', max: config.loginMaxFailuresPerAddress, windowMs },
+    // Wrong codes per user over all of the user's login challenges (a new challenge buys no new guesses).
+    mfaCodes: { bucket: 'mfa_code', max: config.loginMaxFailuresPerEmail, windowMs },
   };
 }
 

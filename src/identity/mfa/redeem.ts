@@ -7,12 +7,12 @@ import { record } from '../../audit/service.ts';
 import { AppError, conflict, rateLimited } from '../../http/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { userById, type UserRow } from '../../users/store.ts';
-import { checkAttempt } from '../../auth/ratelimit.ts';
+import { checkAttempt, clearAttempts } from '../../auth/ratelimit.ts';
 import { accountSuspended, addressKey, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../../auth/service.ts';
 import { CHALLENGE_MAX_FAILURES } from './challenges.ts';
 import { beginSetup, enable, NO_TENANT, useCode, type TotpSetup } from './factor.ts';
 import {
-  challengeByTokenHash, challengeOpen, consumeChallenge, factorOf, failChallenge, recentFailures, recoveryCodesLeft, type ChallengeRow, type FactorRow,
+  challengeByTokenHash, challengeOpen, consumeChallenge, factorOf, failChallenge, recoveryCodesLeft, type ChallengeRow,
 } from './store.ts';
 
 export interface SignedIn { user: UserRow; started: StartedSession }
@@ -69,23 +69,6 @@ function wrongCode(ctx: Ctx, ch: ChallengeRow, user: UserRow, reason: string): A
   return challengeError(401, 'mfa_code_invalid', 'the code is wrong, expired or already used', { attemptsLeft: CHALLENGE_MAX_FAILURES - failures });
 }
 
-/**
- * Wrong codes of the user's login challenges within the failed-login window (since the last accepted
- * code) are limited like failed logins per e-mail: a new challenge does not buy new guesses. Read in
- * the redeeming transaction, before the code is checked, so that the count and the check are one step
- * for every process on the database: the refusal (audited) to answer, or null.
- */
-function throttled(ctx: Ctx, ch: ChallengeRow, factor: FactorRow | undefined): AppError | null {
-  const now = ctx.now().getTime();
-  const windowMs = ctx.config.loginWindowSeconds * 1000;
-  const windowStart = new Date(now - windowMs).toISOString();
-  const since = factor?.last_used_at && factor.last_used_at > windowStart ? factor.last_used_at : windowStart;
-  const { failures, oldest } = recentFailures(ctx.db, ch.user_id, since);
-  if (failures < ctx.config.loginMaxFailuresPerEmail) return null;
-  const wait = Math.max(1, Math.ceil((Date.parse(oldest!) + windowMs - now) / 1000));
-  return refusal(ctx, ch, 'rate_limited', rateLimited(wait));
-}
-
 const sessionKind = (ch: ChallengeRow, browserRequest: boolean): 'bearer' | 'browser' =>
   ch.session_kind === 'browser' && browserRequest ? 'browser' : 'bearer';
 
@@ -96,10 +79,25 @@ const sessionKind = (ch: ChallengeRow, browserRequest: boolean): 'bearer' | 'bro
  */
 export function redeemLoginChallenge(ctx: Ctx, limits: LoginLimits, token: string, code: string, browserRequest: boolean): SignedIn {
   const { ch, user } = openChallenge(ctx, limits, token, 'login');
-  const outcome = ctx.db.tx((): SignedIn | { error: AppError } => {
+  // Wrong codes count per user over all of the user's challenges (limits.mfaCodes): the count, the code's
+  // check and the failure's row are one transaction; over the limit the code is not checked (429).
+  const slot = { limit: limits.mfaCodes, key: user.id };
+  const outcome = checkAttempt(ctx.db, [slot], ctx.now().getTime(), () => {
+    const r = redeemStep(ctx, ch, user, code, browserRequest, () => clearAttempts(ctx.db, slot.limit, slot.key));
+    if ('wrong' in r) throw r.wrong; // counted; the challenge's failure and its audit records are kept
+    return r;
+  }, { onRefused: (wait) => refuse(ctx, ch, 'rate_limited', rateLimited(wait)) });
+  if ('error' in outcome) throw outcome.error;
+  return outcome;
+}
+
+/**
+ * One code against a login challenge, in a transaction of its own (a savepoint inside checkAttempt's):
+ * the session, a refusal that is not a wrong code (`error`), or a wrong code (`wrong`).
+ */
+function redeemStep(ctx: Ctx, ch: ChallengeRow, user: UserRow, code: string, browserRequest: boolean, accepted: () => void): SignedIn | { error: AppError } | { wrong: AppError } {
+  return ctx.db.tx((): SignedIn | { error: AppError } | { wrong: AppError } => {
     const factor = factorOf(ctx.db, user.id);
-    const limited = throttled(ctx, ch, factor);
-    if (limited) return { error: limited };
     if (factor?.status !== 'enabled') {
       consumeChallenge(ctx.db, ch.id, ctx.now().toISOString());
       return { error: challengeError(401, 'mfa_challenge_invalid', 'MFA is no longer enabled for this account; log in again') };
@@ -109,7 +107,8 @@ export function redeemLoginChallenge(ctx: Ctx, limits: LoginLimits, token: strin
       return { error: challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again') };
     }
     const used = useCode(ctx, factor, code, true);
-    if (!used.ok) return { error: wrongCode(ctx, ch, user, used.reason) };
+    if (!used.ok) return { wrong: wrongCode(ctx, ch, user, used.reason) };
+    accepted();
     consumeChallenge(ctx.db, ch.id, ctx.now().toISOString());
     const left = recoveryCodesLeft(ctx.db, user.id);
     record(ctx, {
@@ -119,8 +118,6 @@ export function redeemLoginChallenge(ctx: Ctx, limits: LoginLimits, token: strin
     const started = completeSignIn(ctx, user, sessionKind(ch, browserRequest), ch.method as FirstFactor, { mfa: used.via });
     return { user: userById(ctx.db, user.id)!, started };
   });
-  if ('error' in outcome) throw outcome.error;
-  return outcome;
 }
 
 /** POST /api/auth/mfa/enroll/setup: a new secret for the enrollment challenge's user (pending until confirmed). */

@@ -119,14 +119,6 @@ export function consumeChallenge(db: Db, id: string, now: string): boolean {
   return db.run('UPDATE mfa_challenges SET consumed_at = ? WHERE id = ? AND consumed_at IS NULL AND locked_at IS NULL', now, id).changes === 1;
 }
 
-/** Wrong codes of the user's login challenges created after `since` (the per-user throttle). */
-export function recentFailures(db: Db, userId: string, since: string): { failures: number; oldest: string | null } {
-  const r = db.get<{ failures: number | null; oldest: string | null }>(
-    `SELECT sum(failed_attempts) AS failures, min(created_at) AS oldest FROM mfa_challenges
-      WHERE user_id = ? AND purpose = 'login' AND created_at > ? AND failed_attempts > 0`, userId, since)!;
-  return { failures: r.failures ?? 0, oldest: r.oldest };
-}
-
 /** Removes challenges that expired before `before` (kept a while for the throttle and for audit detail). */
 export function deleteOldChallenges(db: Db, before: string): void {
   db.run('DELETE FROM mfa_challenges WHERE expires_at < ?', before);
