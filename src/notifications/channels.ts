@@ -9,7 +9,7 @@ import { record } from '../audit/service.ts';
 import { organizationById } from '../tenancy/store.ts';
 import { paging } from '../http/validate.ts';
 import { pokeDelivery } from './delivery.ts';
-import { classifyAddress, parseCidr, urlProblem } from './destination.ts';
+import { classifyAddress, parseCidr, urlProblem } from '../lib/egress.ts';
 import { encryptSecret, newWebhookSecret, secretHint } from './secrets.ts';
 import type { NotificationCategory } from './service.ts';
 import * as store from './store.ts';

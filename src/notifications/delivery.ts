@@ -18,7 +18,7 @@ import type { Logger } from '../log.ts';
 import { createContext, type Actor, type Ctx } from '../context.ts';
 import { record } from '../audit/service.ts';
 import { VERSION } from '../system/routes.ts';
-import { postOnce, systemResolver, type PostResult, type Resolver } from './destination.ts';
+import { postOnce, systemResolver, type PostResult, type Resolver } from '../lib/egress.ts';
 import { decryptSecret, signatureHeader } from './secrets.ts';
 import { allowListOf, channelById, claimDue, finishAttempt, nextDueAt, type ChannelRow, type OutboxRow } from './store.ts';
 
