@@ -29,7 +29,7 @@ const model = await startProcess([SVC_BIN, 'model-server', '--port', '0']);
 interface World { setup: SvcSetup; connectorId: string; projectId: string }
 
 /** A studio with one project and a chat connector (pending: not yet probed) holding `jobs` queued chat jobs. */
-function seed(jobs: number): World {
+async function seed(jobs: number): Promise<World> {
   const setup = setupSvc();
   const config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir }, {});
   const db = openDb(config.dbPath);
@@ -39,7 +39,7 @@ function seed(jobs: number): World {
   const ws = createWorkspace(ctx, org.id, { name: 'Dramas' });
   const project = createProject(ctx, ws.id, { name: 'Night Train' });
   const scoped = withScope(ctx, { organizationId: org.id, workspaceId: ws.id, projectId: project.id });
-  const connector = registerConnector(scoped, {
+  const connector = await registerConnector(scoped, {
     label: 'svc model-server', endpoint: model.url, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
     protocol: { models: { chat: 'svc-chat' } },
   });
@@ -66,7 +66,7 @@ async function probe(url: string, token: string, connectorId: string): Promise<v
 }
 
 async function burnDown(concurrency: number, sync: 'full' | 'normal'): Promise<{ seconds: number; rate: number; failed: number }> {
-  const w = seed(JOBS);
+  const w = await seed(JOBS);
   const svc = await startSvc(w.setup, { SVC_WORKER_CONCURRENCY: String(concurrency), SVC_LOG_LEVEL: 'warn', SVC_DB_SYNCHRONOUS: sync });
   const token = await login(svc.url, w.setup.email, w.setup.password);
   const dbFile = path.join(w.setup.dataDir, 'svc.db');
@@ -87,7 +87,7 @@ async function burnDown(concurrency: number, sync: 'full' | 'normal'): Promise<{
 }
 
 async function enqueueToStart(): Promise<number[]> {
-  const w = seed(0);
+  const w = await seed(0);
   const svc = await startSvc(w.setup, { SVC_LOG_LEVEL: 'warn' });
   const token = await login(svc.url, w.setup.email, w.setup.password);
   await probe(svc.url, token, w.connectorId);

@@ -3,6 +3,7 @@
 // SETTINGS below; the README's configuration table is checked against it by test/readme.test.ts.
 import os from 'node:os';
 import path from 'node:path';
+import { parseOriginList } from './lib/egress.ts';
 
 type Kind = 'string' | 'int' | 'bool' | 'enum';
 
@@ -56,6 +57,7 @@ export interface ConfigValues {
   connectorTimeoutMs: number;
   jobTimeoutMs: number;
   maxOutputBytes: number;
+  connectorOutputOrigins: string;
   storageRetentionDays: number;
   backupRetention: number;
 }
@@ -95,6 +97,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'connectorTimeoutMs', env: 'SVC_CONNECTOR_TIMEOUT_MS', kind: 'int', default: '120000', min: 100, max: 3600000, doc: 'Time-out of each HTTP call to a model connector.' },
   { key: 'jobTimeoutMs', env: 'SVC_JOB_TIMEOUT_MS', kind: 'int', default: '1800000', min: 100, max: 86400000, doc: 'Longest attempt of a job (including polling a video or ComfyUI prompt); a longer attempt is aborted and retried.' },
   { key: 'maxOutputBytes', env: 'SVC_MAX_OUTPUT_BYTES', kind: 'int', default: '2147483648', min: 1, max: 1099511627776, doc: 'Largest file a connector may return (2 GiB); a larger one fails the attempt.' },
+  { key: 'connectorOutputOrigins', env: 'SVC_CONNECTOR_OUTPUT_ORIGINS', kind: 'string', default: '', doc: 'Origins (`https://host[:port]`, comma-separated) from which files a model answers by URL may be downloaded besides the connector endpoint\'s own origin (e.g. a cloud provider\'s file host). Empty: only the endpoint\'s origin.' },
   { key: 'storageRetentionDays', env: 'SVC_STORAGE_RETENTION_DAYS', kind: 'int', default: '30', min: 1, max: 36500, doc: 'Retention of unreferenced files in `outputs/`, `frames/`, `tmp/`, `cache/` (the reference\'s `storage.retention_days`): older ones are storage cleanup candidates; `tmp/` files younger than this are never removed.' },
   { key: 'backupRetention', env: 'SVC_BACKUP_RETENTION', kind: 'int', default: '7', min: 1, max: 10000, doc: 'Database snapshots kept in `DATA_DIR/backups/`: after each successful snapshot, older files and their rows beyond the newest N are removed.' },
 ];
@@ -164,6 +167,11 @@ export function loadConfig(
   v.frontendOrigin = v.frontendOrigin.replace(/\/+$/, '');
   v.publicUrl = v.publicUrl.replace(/\/+$/, '');
   v.workerId ||= `${os.hostname()}-${process.pid}`;
+  try {
+    v.connectorOutputOrigins = parseOriginList(v.connectorOutputOrigins).join(',');
+  } catch (err) {
+    throw new ConfigError(`SVC_CONNECTOR_OUTPUT_ORIGINS: ${(err as Error).message}`);
+  }
   return Object.freeze({
     ...v,
     dbPath: path.join(v.dataDir, 'svc.db'),

@@ -144,7 +144,7 @@ test('archive is refused with 409 project_has_active_jobs while a job is queued,
 });
 
 /** Values for path parameters of every route; a route with a parameter missing here fails the test. */
-function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: string; projectId: string }, userId: string): Record<string, string> {
+async function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: string; projectId: string }, userId: string): Promise<Record<string, string>> {
   const task = createTask(withScope(s.operator(), tree), { title: 'fixture task' });
   // Script and bible: revision 1 of the pilot's script and of the project's bible (immutable rows, inserted as-is).
   const episodeId = s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', tree.projectId)!.id;
@@ -163,7 +163,7 @@ function fixtures(s: TestServer, tree: { organizationId: string; workspaceId: st
   s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
     VALUES ('asv_fx', 'ast_fx', ?, ?, ?, 1, 'fixture.txt', 'text/plain; charset=utf-8', ?, ?, ?, '2026-01-01T00:00:00.000Z')`,
   tree.organizationId, tree.workspaceId, tree.projectId, assetFile.length, assetSha, `assets/${assetSha.slice(0, 2)}/${assetSha}`);
-  const connectorId = registerConnector(withScope(s.operator(), tree), { label: 'fixture model', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image', 'tts', 'asr'], costMode: 'local' }).id;
+  const connectorId = (await registerConnector(withScope(s.operator(), tree), { label: 'fixture model', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image', 'tts', 'asr'], costMode: 'local' })).id;
   const completedJob = createJob(withScope(s.operator(), tree), { kind: 'image', connectorId, prompt: 'fixture' });
   s.db.run("UPDATE generation_jobs SET status = 'completed', output = '{}' WHERE id = ?", completedJob.id);
   // Media: the completed job's output, the asset's file registered as a (text) artifact.
@@ -203,7 +203,7 @@ test('on an archived project every write route is 409 project_archived and every
   const s = await startTestServer(t);
   const owner = await member(s, 'org_owner');
   const tree = owner.tree;
-  const fx = fixtures(s, tree, owner.user.id);
+  const fx = await fixtures(s, tree, owner.user.id);
   changeLifecycle(s.operator(), tree.projectId, 'archive');
   const projectRoutes = s.app.router.routes.filter((r) => r.meta.scope === 'project');
   assert.ok(projectRoutes.length >= 3);

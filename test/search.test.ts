@@ -148,14 +148,14 @@ test('a hit shows only when the caller could open it: job prompts need job:creat
   const p2 = makeProject(s, tree.workspaceId, 'Second show');
   const treeB = makeTree(s);
   const prompt = 'lighthouse keeper at midnight 灯塔';
-  const jobIn = (tr: Tree) => {
+  const jobIn = async (tr: Tree) => {
     const ctx = withScope(s.operator(), tr);
-    const connectorId = registerConnector(ctx, { label: 'fixture', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image'], costMode: 'local' }).id;
+    const connectorId = (await registerConnector(ctx, { label: 'fixture', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image'], costMode: 'local' })).id;
     return createJob(ctx, { kind: 'image', connectorId, prompt }).id;
   };
-  const job1 = jobIn(tree);
-  const job2 = jobIn({ ...tree, projectId: p2.id });
-  jobIn(treeB);
+  const job1 = await jobIn(tree);
+  const job2 = await jobIn({ ...tree, projectId: p2.id });
+  await jobIn(treeB);
   task(s, tree, 'Lighthouse repair checklist');
   // A delivery of one image artifact of the first job (the row as the worker registers it; no file needed).
   s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,

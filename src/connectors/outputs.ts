@@ -12,7 +12,8 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ConnectorError } from './types.ts';
 import type { CallRequest, OutputFile } from './types.ts';
-import { ensureOk, joinUrl, originOf, send } from './protocols/transport.ts';
+import { connectorEgress, ensureOk, joinUrl, originOf, send } from './protocols/transport.ts';
+import { EgressRefused } from '../lib/egress.ts';
 import { detectComposite, type CompositeKind } from '../media/collage.ts';
 
 export type OutputRole = OutputFile['role'];
@@ -200,7 +201,9 @@ export function outputName(role: OutputRole, index: number, mime: string): strin
 
 export interface DownloadOptions {
   url: string;
-  /** Sent as a Bearer credential; callers pass it only for the connector's own origin. */
+  /** The call: its connector (whose origin the file must come from) and the operator's extra output origins. */
+  req: Pick<CallRequest, 'connector' | 'outputOrigins'>;
+  /** The connector's credential: sent as a Bearer credential to the connector's own origin only. */
   secret: string | null;
   timeoutMs: number;
   signal?: AbortSignal;
@@ -215,17 +218,34 @@ export interface DownloadOptions {
   maxBytes: number;
 }
 
-/** GET `url` and stream the body into outputs/<jobId>/<role>-<index>.<ext>. */
+/**
+ * Where a model's file may be fetched from: the connector endpoint's own origin, or an origin the
+ * operator listed in SVC_CONNECTOR_OUTPUT_ORIGINS; never another host (an answer naming an internal
+ * URL must not turn the service into a reader of the inner network). 'own' or 'listed'; throws
+ * egress_refused (not retryable) otherwise.
+ */
+export function outputOrigin(url: string, req: Pick<CallRequest, 'connector' | 'outputOrigins'>): 'own' | 'listed' {
+  const origin = originOf(url);
+  if (origin !== null && origin !== 'null' && origin === originOf(req.connector.endpoint)) return 'own';
+  if (origin !== null && origin !== 'null' && (req.outputOrigins ?? []).includes(origin)) return 'listed';
+  throw new ConnectorError('egress_refused', new EgressRefused(
+    `the model answered a file URL on ${origin && origin !== 'null' ? origin : 'another scheme'}, which is neither the connector's own origin nor in SVC_CONNECTOR_OUTPUT_ORIGINS`,
+  ).message, false);
+}
+
+/** GET `url` (the connector's own origin or a listed one) and stream the body into outputs/<jobId>/<role>-<index>.<ext>. */
 export async function downloadOutput(o: DownloadOptions): Promise<OutputFile> {
+  const secret = outputOrigin(o.url, o.req) === 'own' ? o.secret : null;
   const resp = await send({
     method: 'GET',
     url: o.url,
-    headers: o.secret ? { authorization: `Bearer ${o.secret}` } : {},
+    headers: secret ? { authorization: `Bearer ${secret}` } : {},
     timeoutMs: o.timeoutMs,
     signal: o.signal,
-    secret: o.secret,
+    secret,
+    egress: connectorEgress(o.req.connector),
   });
-  await ensureOk(resp, 'GET', o.secret);
+  await ensureOk(resp, 'GET', secret);
   const declaredLength = Number(resp.headers['content-length']);
   if (Number.isFinite(declaredLength) && declaredLength > o.maxBytes) {
     resp.body.destroy();
@@ -273,8 +293,8 @@ export function checkImageCount(count: number): void {
 }
 
 /**
- * Stores one file a model answered: fetched from `url` (relative to the endpoint's origin; the
- * credential goes only to the connector's own origin) or decoded from `base64`, whose MIME type is
+ * Stores one file a model answered: fetched from `url` (relative to the endpoint's origin; only from
+ * that origin or a listed one, the credential to the connector's own origin only) or decoded from `base64`, whose MIME type is
  * `declaredMime` or else what `sniff` reads from the bytes.
  */
 export async function storeAnswered(
@@ -285,7 +305,7 @@ export async function storeAnswered(
   if (f.url !== null) {
     const url = joinUrl(req.connector.endpoint, f.url, false);
     return downloadOutput({
-      ...common, url, secret: originOf(url) === originOf(req.connector.endpoint) ? secret : null, timeoutMs: req.timeoutMs,
+      ...common, url, req, secret, timeoutMs: req.timeoutMs,
       signal: req.signal, index: f.index, declaredMime: f.declaredMime,
     });
   }

@@ -21,19 +21,19 @@ export function bindConnectorRoutes(r: Router): void {
 
   r.post('/api/platform/models/register', {
     ...base, body: ConnectorRegisterBody, response: { status: 201, description: 'the connector: pending when local, awaiting_approval when mixed or cloud' },
-    summary: 'Register a model connector (authEnv is the NAME of the variable holding the credential); 409 local_runner_only for mixed or cloud under local_runner_only.',
-  }, ({ ctx, body }) => json(201, presentConnector(registerConnector(ctx, body), full)));
+    summary: 'Register a model connector (authEnv is the NAME of the variable holding the credential); 422 naming endpoint when the egress policy refuses its address, naming costMode when a local one is public; 409 local_runner_only for mixed or cloud under local_runner_only.',
+  }, async ({ ctx, body }) => json(201, presentConnector(await registerConnector(ctx, body), full)));
 
   r.get('/api/platform/models/:connectorId', { ...base, summary: 'A model connector with its last probe.' },
     ({ ctx, params }) => json(200, presentConnector(getConnector(ctx, params.connectorId), full)));
 
   r.patch('/api/platform/models/:connectorId', {
     ...base, body: ConnectorPatchBody,
-    summary: 'Change a connector; endpoint, kind, protocol (replaced whole) or authEnv send it back to pending, a new costMode clears the approval.',
-  }, ({ ctx, params, body }) => json(200, presentConnector(changeConnector(ctx, params.connectorId, body), full)));
+    summary: 'Change a connector; endpoint, kind, protocol (replaced whole) or authEnv send it back to pending, a new costMode clears the approval; a new endpoint or costMode is judged by the egress policy like a registration.',
+  }, async ({ ctx, params, body }) => json(200, presentConnector(await changeConnector(ctx, params.connectorId, body), full)));
 
   r.post('/api/platform/models/:connectorId/probe', {
-    ...base, summary: 'Probe the health route (5 s time-out) and record the result: ready or unreachable (disabled and awaiting_approval stay).',
+    ...base, summary: 'Probe the health route (5 s time-out, through the egress policy: a refused destination fails the probe without a connection) and record the result: ready or unreachable (disabled and awaiting_approval stay).',
   }, async ({ ctx, params }) => {
     const { row, probe } = await probeConnectorById(ctx, params.connectorId);
     return json(200, { ...presentConnector(row, full), probe });

@@ -18,7 +18,7 @@ const SECRET_PARAM = /key|token|secret|passw|signature|sig$|auth|credential/i;
 
 /** http or https, without user:pass@ and without credential-like query parameters. */
 export const endpointUrl = custom<string>(
-  { type: 'string', maxLength: 2000, format: 'uri', description: 'http or https URL of the model service; no credentials in it (use authEnv)' },
+  { type: 'string', maxLength: 2000, format: 'uri', description: 'http or https URL of the model service; no credentials in it (use authEnv); a link-local, metadata or reserved address (literal in any spelling, or resolved) is refused by the egress policy' },
   (value, _path, fail) => {
     if (typeof value !== 'string' || value.trim() === '') { fail('must be an http or https URL'); return ''; }
     const s = value.trim();
@@ -105,7 +105,7 @@ const fields = {
   endpoint: endpointUrl,
   kind: v.oneOf(CONNECTOR_KINDS),
   capability: capabilityList,
-  costMode: v.oneOf(COST_MODES, { description: 'local; mixed and cloud need an administrator\'s approval and are refused under local_runner_only' }),
+  costMode: v.oneOf(COST_MODES, { description: 'local (the endpoint must resolve to loopback or private addresses only, checked at registration and on every call); mixed and cloud need an administrator\'s approval and are refused under local_runner_only' }),
 };
 
 export const ConnectorRegisterBody = v.object({

@@ -7,6 +7,10 @@
 // approved or enabled (409 local_runner_only). Every change is audited at organization level;
 // audit metadata holds the authEnv NAME, never a credential, and no endpoint (producers read
 // organization-level audit records; endpoints are for model:manage holders only).
+// Endpoints are judged by the egress policy (src/lib/egress.ts) before anything is written: an
+// endpoint whose literal address or resolved name is link-local, metadata or reserved is 422 naming
+// endpoint, and costMode local requires loopback or private addresses (422 naming costMode
+// otherwise). Every call judges the endpoint again (src/connectors/protocols/transport.ts).
 import type { Ctx } from '../context.ts';
 import type { Db } from '../db/db.ts';
 import { record } from '../audit/service.ts';
@@ -14,6 +18,9 @@ import { billingAccountOf } from '../commercial/account.ts';
 import { conflict, notFound, validationFailed } from '../http/errors.ts';
 import { pageWindow } from '../http/validate.ts';
 import { newId } from '../lib/ids.ts';
+import {
+  CONNECTOR_EGRESS, LOCAL_CONNECTOR_EGRESS, ResolveError, normalizeAddress, refusalOf, resolveHost, systemResolver, type Address,
+} from '../lib/egress.ts';
 import { wakeWorker } from '../worker/control.ts';
 import { probeConnector } from './protocols/index.ts';
 import { capabilityOf, connectorSpec, protocolOf } from './present.ts';
@@ -67,6 +74,35 @@ function checkRecord(r: Pick<ConnectorRow, 'kind' | 'capability' | 'protocol'>):
   if (Object.keys(errors).length > 0) throw validationFailed(errors);
 }
 
+/** How long a registration or change waits for the endpoint's name to resolve. */
+export const RESOLVE_TIMEOUT_MS = 3000;
+
+/**
+ * The endpoint under the egress policy, before anything is written: an always-refused address (the
+ * literal host or any address its name resolves to) is 422 naming endpoint; costMode local with a
+ * public address is 422 naming costMode. A name that does not resolve now is accepted: every probe
+ * and call resolves and judges it again.
+ */
+async function checkReach(endpoint: string, costMode: string): Promise<void> {
+  const host = new URL(endpoint).hostname;
+  let addresses: Address[];
+  try {
+    addresses = await resolveHost(host, systemResolver, RESOLVE_TIMEOUT_MS);
+  } catch (err) {
+    if (err instanceof ResolveError) return;
+    throw err;
+  }
+  const named = (address: string) => (normalizeAddress(host) ? '' : `${host} resolves to ${address}: `);
+  const refused = refusalOf(addresses, CONNECTOR_EGRESS);
+  if (refused) throw validationFailed({ endpoint: `is refused by the egress policy: ${named(refused.address)}${refused.reason}` });
+  const pub = isLocal(costMode) ? refusalOf(addresses, LOCAL_CONNECTOR_EGRESS) : null;
+  if (pub) {
+    throw validationFailed({
+      costMode: `cannot be local: ${named(pub.address)}${pub.address} is a public address (local means the endpoint resolves to loopback or private addresses only); register it as mixed or cloud`,
+    });
+  }
+}
+
 export function getConnector(ctx: Ctx, connectorId: string): ConnectorRow {
   const row = connectorById(ctx.db, ctx.scope.organizationId!, connectorId);
   if (!row) throw notFound('no such model connector in this organization');
@@ -82,7 +118,7 @@ export function listConnectors(ctx: Ctx, q: { status?: string; kind?: string; co
 }
 
 /** Registers a connector: local ones start pending, mixed and cloud ones awaiting_approval. */
-export function registerConnector(ctx: Ctx, input: RegisterInput): ConnectorRow {
+export async function registerConnector(ctx: Ctx, input: RegisterInput): Promise<ConnectorRow> {
   const now = ctx.now().toISOString();
   const row: ConnectorRow = {
     id: newId('mdl'), organization_id: ctx.scope.organizationId!, label: input.label, endpoint: input.endpoint, kind: input.kind,
@@ -92,6 +128,7 @@ export function registerConnector(ctx: Ctx, input: RegisterInput): ConnectorRow 
     last_probe_status: null, last_probe_error: null, created_by: ctx.actor.userId, created_at: now, updated_at: now,
   };
   checkRecord(row);
+  await checkReach(row.endpoint, row.cost_mode);
   if (!isLocal(row.cost_mode)) refuseUnderLocalRunnerOnly(ctx, `registering a ${row.cost_mode} connector`);
   return ctx.db.tx(() => {
     insertConnector(ctx.db, row);
@@ -108,11 +145,17 @@ const REACH_FIELDS = ['endpoint', 'kind', 'auth_env', 'protocol'] as const;
 /**
  * Changes a connector. endpoint, kind, protocol (replaced whole) or authEnv send it back to
  * pending; a new costMode clears the approval (mixed/cloud: awaiting_approval, local: pending).
- * disabled stays disabled.
+ * disabled stays disabled. A new endpoint or costMode is judged by the egress policy first (checkReach).
  */
-export function changeConnector(ctx: Ctx, connectorId: string, patch: PatchInput): ConnectorRow {
+export async function changeConnector(ctx: Ctx, connectorId: string, patch: PatchInput): Promise<ConnectorRow> {
   const given = (Object.keys(patch) as Array<keyof PatchInput>).filter((k) => patch[k] !== undefined);
   if (given.length === 0) throw validationFailed({ body: 'name at least one field to change' });
+  let judged: { endpoint: string; costMode: string } | null = null;
+  if (patch.endpoint !== undefined || patch.costMode !== undefined) {
+    const current = getConnector(ctx, connectorId);
+    judged = { endpoint: patch.endpoint ?? current.endpoint, costMode: patch.costMode ?? current.cost_mode };
+    await checkReach(judged.endpoint, judged.costMode);
+  }
   return ctx.db.tx(() => {
     const row = getConnector(ctx, connectorId);
     const next: ConnectorRow = {
@@ -126,6 +169,9 @@ export function changeConnector(ctx: Ctx, connectorId: string, patch: PatchInput
       protocol: patch.protocol ? protocolJson(patch.protocol) : row.protocol,
     };
     checkRecord(next);
+    if (judged && (judged.endpoint !== next.endpoint || judged.costMode !== next.cost_mode)) {
+      throw conflict('connector_changed', 'the connector changed while its endpoint was being checked; send the change again');
+    }
     const costChanged = next.cost_mode !== row.cost_mode;
     if (costChanged && !isLocal(next.cost_mode)) refuseUnderLocalRunnerOnly(ctx, `changing a connector to ${next.cost_mode}`);
     const reachChanged = REACH_FIELDS.filter((f) => next[f] !== row[f]);

@@ -88,6 +88,11 @@ export interface CallRequest {
   maxOutputBytes: number;
   /** Time-out of each HTTP call. */
   timeoutMs: number;
+  /**
+   * Origins (scheme://host:port) besides the connector endpoint's own from which files a model names
+   * by URL may be downloaded (SVC_CONNECTOR_OUTPUT_ORIGINS); none by default.
+   */
+  outputOrigins?: readonly string[];
   /** Where authEnv is read from (process.env in the service); read at call time only. */
   env: Readonly<Record<string, string | undefined>>;
 }

@@ -55,6 +55,7 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
     resumeRef: job.external_ref,
     onRef: (ref) => { setExternalRef(base.db, lease, ref); },
     signal, storageDir: config.storageDir, maxOutputBytes: config.maxOutputBytes, timeoutMs: config.connectorTimeoutMs, env: process.env,
+    outputOrigins: config.connectorOutputOrigins ? config.connectorOutputOrigins.split(',') : [],
   });
   const seed = input.parameters.seed;
   return {

@@ -298,7 +298,8 @@ export async function requestOnce(o: OnceOptions): Promise<OnceAnswer> {
       const reason = signal.aborted
         ? (o.signal?.aborted ? 'interrupted by shutdown' : `timed out after ${o.timeoutMs} ms`)
         : `${(err as NodeJS.ErrnoException).code ?? 'error'}: ${err.message}`;
-      reject(new EgressFailure(reason, signal.aborted ? 'ETIMEDOUT' : ((err as NodeJS.ErrnoException).code ?? 'error'), dest.address));
+      const code = signal.aborted ? (o.signal?.aborted ? 'EABORTED' : 'ETIMEDOUT') : ((err as NodeJS.ErrnoException).code ?? 'error');
+      reject(new EgressFailure(reason, code, dest.address));
     };
     const req = (url.protocol === 'https:' ? https : http).request({
       host: dest.address, family: dest.family, port: url.port || (url.protocol === 'https:' ? 443 : 80),

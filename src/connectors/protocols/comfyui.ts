@@ -25,7 +25,7 @@ import { ConnectorError } from '../types.ts';
 import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from '../types.ts';
 import { checkImageCount, downloadOutput, rejectComposite } from '../outputs.ts';
 import type { OutputRole } from '../outputs.ts';
-import { badResponse, deadlineOf, getHeaders, isObject, joinUrl, postPrepared, requestJson, toConnectorError, type Prepared } from './transport.ts';
+import { badResponse, connectorEgress, deadlineOf, getHeaders, isObject, joinUrl, postPrepared, requestJson, toConnectorError, type Prepared } from './transport.ts';
 
 export const HEALTH_ROUTE = '/system_stats';
 export const SUBMIT_ROUTE = '/prompt';
@@ -178,7 +178,7 @@ function queued(json: unknown, id: string): boolean {
 export async function call(req: CallRequest, prep: Prepared, secret: string | null): Promise<CallResult> {
   const endpoint = req.connector.endpoint;
   const get = (route: string) =>
-    requestJson({ method: 'GET', url: joinUrl(endpoint, route), headers: getHeaders(secret), timeoutMs: req.timeoutMs, signal: req.signal, secret });
+    requestJson({ method: 'GET', url: joinUrl(endpoint, route), headers: getHeaders(secret), timeoutMs: req.timeoutMs, signal: req.signal, secret, egress: connectorEgress(req.connector) });
   const history = async (id: string) => entryOf(await get(`/history/${encodeURIComponent(id)}`), id);
   const inQueue = async (id: string) => queued(await get('/queue'), id);
 
@@ -248,6 +248,7 @@ export async function call(req: CallRequest, prep: Prepared, secret: string | nu
     const query = new URLSearchParams({ filename: f.filename, subfolder: f.subfolder, type: f.type }).toString();
     const file = await downloadOutput({
       url: `${joinUrl(endpoint, '/view')}?${query}`,
+      req,
       secret,
       timeoutMs: req.timeoutMs,
       signal: req.signal,

@@ -6,7 +6,7 @@
 // (connector_timeout), 5xx/408/429 (connector_http_error) and failed or lost generations
 // (connector_job_failed, connector_job_lost) and aborts (connector_aborted) are retryable; other 4xx
 // (connector_rejected), malformed answers (connector_bad_response), a missing credential
-// (connector_credential_missing), bad requests (connector_bad_request, connector_unsupported_kind),
+// (connector_credential_missing), a destination the egress policy refuses (egress_refused), bad requests (connector_bad_request, connector_unsupported_kind),
 // image_count_mismatch, image_composite_detected and output_too_large are not. No message ever
 // holds the credential.
 import { ConnectorError } from '../types.ts';
@@ -23,7 +23,7 @@ import type {
 import * as httpJson from './httpjson.ts';
 import * as openai from './openai.ts';
 import * as comfyui from './comfyui.ts';
-import { credentialOf, getHeaders, joinUrl, readBody, redact, send, type Prepared } from './transport.ts';
+import { connectorEgress, credentialOf, getHeaders, joinUrl, readBody, redact, send, type Prepared } from './transport.ts';
 
 interface Protocol {
   healthRoute: string;
@@ -105,7 +105,7 @@ export async function probeConnector(
   try {
     secret = credentialOf(connector, opts.env);
     const url = healthUrlOf(connector);
-    const resp = await send({ method: 'GET', url, headers: getHeaders(secret), timeoutMs: opts.timeoutMs, signal: opts.signal, secret });
+    const resp = await send({ method: 'GET', url, headers: getHeaders(secret), timeoutMs: opts.timeoutMs, signal: opts.signal, secret, egress: connectorEgress(connector) });
     let text = '';
     try {
       text = (await readBody(resp.body, 1024 * 1024)).toString('utf8');

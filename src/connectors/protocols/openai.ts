@@ -29,6 +29,7 @@ import type { CallRequest, CallResult, ConnectorSpec, ContractInput, Execution, 
 import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput, storeAnswered } from '../outputs.ts';
 import {
   badResponse,
+  connectorEgress,
   fileJsonLimit,
   postPrepared,
   deadlineOf,
@@ -229,7 +230,7 @@ function videoState(json: unknown): VideoState {
 async function video(req: CallRequest, prep: Prepared, secret: string | null): Promise<CallResult> {
   const itemUrl = (id: string) => `${prep.url.replace(/\/+$/, '')}/${encodeURIComponent(id)}`;
   const poll = async (id: string) =>
-    videoState(await requestJson({ method: 'GET', url: itemUrl(id), headers: getHeaders(secret), timeoutMs: req.timeoutMs, signal: req.signal, secret }));
+    videoState(await requestJson({ method: 'GET', url: itemUrl(id), headers: getHeaders(secret), timeoutMs: req.timeoutMs, signal: req.signal, secret, egress: connectorEgress(req.connector) }));
 
   let id: string | null = null;
   let state: VideoState | null = null;
@@ -272,6 +273,7 @@ async function video(req: CallRequest, prep: Prepared, secret: string | null): P
   }
   const file = await downloadOutput({
     url: `${itemUrl(id)}/content`,
+    req,
     secret,
     timeoutMs: req.timeoutMs,
     signal: req.signal,
@@ -295,6 +297,7 @@ async function tts(req: CallRequest, prep: Prepared, secret: string | null): Pro
     timeoutMs: req.timeoutMs,
     signal: req.signal,
     secret,
+    egress: connectorEgress(req.connector),
   });
   await ensureOk(resp, 'POST', secret);
   const declared = Number(resp.headers['content-length']);
@@ -359,7 +362,7 @@ async function postForm(
   };
   if (secret) headers.authorization = `Bearer ${secret}`;
   try {
-    return await requestJson({ method: 'POST', url: prep.url, headers, body: stream, timeoutMs: req.timeoutMs, signal: req.signal, secret, ...(limit === undefined ? {} : { limit }) });
+    return await requestJson({ method: 'POST', url: prep.url, headers, body: stream, timeoutMs: req.timeoutMs, signal: req.signal, secret, egress: connectorEgress(req.connector), ...(limit === undefined ? {} : { limit }) });
   } finally {
     file.destroy();
     stream.destroy();
