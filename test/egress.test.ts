@@ -4,7 +4,8 @@
 // connection; costMode local requires loopback or private addresses (422 naming costMode; a stored
 // local connector on a public address never runs); files a model names by URL come only from the
 // connector's own origin (or SVC_CONNECTOR_OUTPUT_ORIGINS): an answer naming another local port
-// (standing for an internal service) fails the job and stores nothing. The policy module itself is loaded with a
+// (standing for an internal service) fails the job and stores nothing; identity providers (creation,
+// discovery, key set, sign-in) go through the same policy. The policy module itself is loaded with a
 // dynamic import inside the tests that need it, so that the HTTP tests also run on code without it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { member, type Tree } from './helpers/factories.ts';
+import { login, makeOrg, makeUser, member, type Tree } from './helpers/factories.ts';
 import { WORKER_ENV, createJob, waitJob } from './helpers/jobs.ts';
 import { loadConfig } from '../src/config.ts';
 
@@ -273,6 +274,62 @@ test('SVC_CONNECTOR_OUTPUT_ORIGINS lets the operator name another origin for mod
 });
 
 // ---------------------------------------------------------------------------------------------
+// Identity providers
+
+async function discovery(t: TestContext, o: { jwks?: (own: string) => string; authorization?: (own: string) => string } = {}) {
+  const { publicKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' };
+  return server(t, (req, res, own) => {
+    if (req.url === '/.well-known/openid-configuration') {
+      return sendJson(res, 200, {
+        issuer: own, authorization_endpoint: o.authorization ? o.authorization(own) : `${own}/auth`, token_endpoint: `${own}/token`,
+        jwks_uri: o.jwks ? o.jwks(own) : `${own}/jwks`, code_challenge_methods_supported: ['S256'], id_token_signing_alg_values_supported: ['RS256'],
+      });
+    }
+    if (req.url === '/jwks') return sendJson(res, 200, { keys: [jwk] });
+    sendJson(res, 404, {});
+  });
+}
+
+test('identity providers: a metadata issuer is 422; discovery, key set and sign-in refuse link-local and metadata destinations', async (t) => {
+  const s = await startTestServer(t);
+  const admin = await login(s, await makeUser(s, { systemAdmin: true }));
+  const org = makeOrg(s);
+  process.env.EGRESS_TEST_CLIENT_SECRET = 'egress-test-secret';
+  const body = (issuer: string) => ({ kind: 'oidc', name: 'IdP', organizationId: org.id, config: { issuer, clientId: 'svc', clientSecretRef: 'EGRESS_TEST_CLIENT_SECRET' } });
+  for (const issuer of ['https://169.254.169.254', 'https://[::ffff:a9fe:a9fe]', 'https://2852039166/realms/x', 'https://[fd00:ec2::254]']) {
+    const r = await s.call('POST', '/api/system/identity/providers', { token: admin, body: body(issuer) });
+    assert.equal(r.status, 422, `${issuer}: ${r.text}`);
+    assert.match(r.body.error.details.fields['config.issuer'], /link-local, metadata or reserved/);
+  }
+  // Stored before the rule: the probe refuses the discovery URL without connecting.
+  const created = await s.call('POST', '/api/system/identity/providers', { token: admin, body: body('https://login.example.test') });
+  assert.equal(created.status, 201, created.text);
+  s.db.run("UPDATE identity_providers SET config = json_set(config, '$.issuer', 'https://169.254.169.254') WHERE id = ?", created.body.id);
+  const started = Date.now();
+  const probed = await s.call('POST', `/api/system/identity/providers/${created.body.id}/probe`, { token: admin });
+  assert.equal(probed.status, 200, probed.text);
+  assert.match(probed.body.detail.problems.join('\n'), /discovery document: destination refused: .*link-local, metadata or reserved.*egress policy/);
+  assert.ok(Date.now() - started < 3000, 'refused at once');
+
+  // A discovery document naming a metadata key set: reported, and never fetched.
+  const idp = await discovery(t, { jwks: () => 'https://0xa9fea9fe/jwks' });
+  const p = await s.call('POST', '/api/system/identity/providers', { token: admin, body: body(idp.url) });
+  assert.equal(p.status, 201, p.text);
+  const r = await s.call('POST', `/api/system/identity/providers/${p.body.id}/probe`, { token: admin });
+  assert.equal(r.body.status, 'failed');
+  assert.match(r.body.detail.problems.join('\n'), /jwks_uri points to a link-local, metadata or reserved address/);
+  assert.match(r.body.detail.problems.join('\n'), /key set \(jwks_uri\): destination refused/);
+
+  // Sign-in: a provider whose discovery sends the browser or the key set to a metadata address is unavailable.
+  const sneaky = await discovery(t, { authorization: () => 'https://[::ffff:169.254.169.254]/auth' });
+  const sp = await s.call('POST', '/api/system/identity/providers', { token: admin, body: body(sneaky.url) });
+  const start = await s.call('GET', `/api/auth/sso/start?providerId=${sp.body.id}`);
+  assert.equal(start.status, 502, start.text);
+  assert.equal(start.body.error.code, 'sso_provider_unavailable');
+});
+
+// ---------------------------------------------------------------------------------------------
 // The policy module: names resolved to refused addresses (a resolver the test controls)
 
 test('egress lookup: a name is resolved once and every answer judged; the connection goes to a judged address', async (t) => {
@@ -305,4 +362,7 @@ test('egress lookup: a name is resolved once and every answer judged; the connec
     assert.ok(egress.literalRefusal(new URL(url).hostname, egress.CONNECTOR_EGRESS), url);
   }
   assert.equal(egress.literalRefusal('127.0.0.1', egress.LOCAL_CONNECTOR_EGRESS), null);
+  // The key set fetch jose is given goes through the same policy.
+  const { keySetFetch } = await import('../src/identity/sso/fetch-json.ts');
+  await assert.rejects(keySetFetch('https://169.254.169.254/jwks', { headers: new Headers(), signal: AbortSignal.timeout(2000) }), /destination refused/);
 });

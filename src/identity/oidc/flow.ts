@@ -5,14 +5,14 @@
 // for an identity; finishSso turns it into a one-time ticket.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import { createRemoteJWKSet, customFetch, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Ctx } from '../../context.ts';
 import { AppError } from '../../http/errors.ts';
 import { activeOfKind, providerById, type ProviderRow } from '../sso/store.ts';
 import { oidcConfigOf, readRef, type OidcConfig } from '../sso/provider-config.ts';
 import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../sso/state.ts';
 import { finishSso, ssoFailure } from '../sso/finish.ts';
-import { fetchJson, FetchJsonError } from '../sso/fetch-json.ts';
+import { fetchJson, FetchJsonError, keySetFetch, providerRequest } from '../sso/fetch-json.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../sso/flow-cookie.ts';
 import { urlProblem } from '../sso/providers.ts';
 
@@ -59,7 +59,8 @@ async function fetchDiscovery(issuer: string): Promise<Discovery> {
     issuer,
     authorizationEndpoint: endpointUrl(doc.authorization_endpoint, 'authorization_endpoint'),
     tokenEndpoint: endpointUrl(doc.token_endpoint, 'token_endpoint'),
-    jwks: createRemoteJWKSet(new URL(endpointUrl(doc.jwks_uri, 'jwks_uri')), { timeoutDuration: FETCH_TIMEOUT_MS, cooldownDuration: 30_000 }),
+    // The key set is fetched through the egress policy too (jose's customFetch), not by the global fetch.
+    jwks: createRemoteJWKSet(new URL(endpointUrl(doc.jwks_uri, 'jwks_uri')), { timeoutDuration: FETCH_TIMEOUT_MS, cooldownDuration: 30_000, [customFetch]: keySetFetch }),
   };
 }
 
@@ -193,23 +194,24 @@ async function completeBoundFlow(ctx: Ctx, req: IncomingMessage, cb: OidcCallbac
 async function exchangeCode(d: Discovery, cfg: OidcConfig, secret: string, code: string, redirectUri: string, verifier: string): Promise<string> {
   // RFC 6749 2.3.1: client id and secret are form-urlencoded before the Basic encoding.
   const basic = Buffer.from(`${formEncode(cfg.clientId)}:${formEncode(secret)}`).toString('base64');
-  let res: Response;
-  let text: string;
+  let res: { status: number; body: Buffer };
   try {
-    res = await fetch(d.tokenEndpoint, {
-      method: 'POST', redirect: 'error', signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
+    // Through the egress policy: resolved once, judged, no redirect followed (a 3xx is a refusal below).
+    res = await providerRequest({
+      url: d.tokenEndpoint, method: 'POST', timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_ANSWER_CHARS,
       headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
       body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier }).toString(),
     });
-    text = await res.text();
   } catch (err) {
-    throw new ProviderTrouble(`token endpoint unreachable (${(err as Error).name})`);
+    if (err instanceof FetchJsonError) throw new ProviderTrouble(`token endpoint unreachable (${err.message})`);
+    throw err;
   }
+  const text = res.body.toString('utf8');
   let answer: Record<string, unknown> | null = null;
   try {
-    if (text.length <= MAX_ANSWER_CHARS) answer = JSON.parse(text) as Record<string, unknown>;
+    answer = JSON.parse(text) as Record<string, unknown>;
   } catch { /* not JSON */ }
-  if (!res.ok) {
+  if (res.status < 200 || res.status >= 300) {
     const e = typeof answer?.error === 'string' ? errorCode(answer.error) : 'unreadable';
     throw new ProviderTrouble(`token endpoint answered HTTP ${res.status} (${e})`);
   }
@@ -246,6 +248,7 @@ function joseReason(err: unknown): string {
   if (err instanceof joseErrors.JWTExpired) return 'token expired';
   if (err instanceof joseErrors.JOSEAlgNotAllowed) return 'algorithm not allowed';
   if (err instanceof joseErrors.JOSEError) return `${err.code}`;
+  if (err instanceof FetchJsonError) return `key set (jwks_uri): ${err.message}`;
   return `verification failed (${(err as Error)?.name ?? 'error'})`;
 }
 

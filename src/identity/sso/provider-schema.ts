@@ -15,7 +15,7 @@ const claim = v.string({ min: 1, max: 200 });
 const attribute = v.string({ min: 1, max: 500 });
 
 export const OidcConfigBody = v.object({
-  issuer: text('the issuer URL exactly as the provider states it (https; http only on loopback); discovery is {issuer}/.well-known/openid-configuration', 2000),
+  issuer: text('the issuer URL exactly as the provider states it (https; http only on loopback; no link-local, metadata or reserved address: every request to the provider goes through the egress policy); discovery is {issuer}/.well-known/openid-configuration', 2000),
   clientId: text('the client id registered at the provider', 500),
   clientSecretRef: ref('the client secret'),
   scopes: v.optional(v.array(v.string({ min: 1, max: 100, pattern: /^[\x21\x23-\x5b\x5d-\x7e]+$/ }), { min: 1, max: 30 })),

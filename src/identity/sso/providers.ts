@@ -12,7 +12,7 @@ import { organizationById, workspaceById } from '../../tenancy/store.ts';
 import type { OidcConfig, SamlConfig } from './provider-config.ts';
 import { checkConfigShape } from './provider-schema.ts';
 import { insertProvider, listProviders, providerById, updateProvider, type ProviderRow } from './store.ts';
-import { outboundUrl } from '../../lib/urls.ts';
+import { urlProblem as egressUrlProblem } from '../../lib/egress.ts';
 
 /** Roles a provider may give: never org_owner (sign-in must not make owners) nor project_guest (given by project roles). */
 const PROVIDER_ORG_ROLES: readonly string[] = ORG_ROLES.filter((r) => r !== 'org_owner');
@@ -30,10 +30,15 @@ function isLoopback(host: string): boolean {
   return LOOPBACK.has(host) || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host) || host.endsWith('.localhost');
 }
 
-/** What is wrong with a provider URL (null: nothing); with httpsUnlessLoopback, http only on a loopback host. */
+/**
+ * What is wrong with a provider URL (null: nothing): the egress policy's URL checks (http or https,
+ * no credentials, no link-local, metadata or reserved literal address); with httpsUnlessLoopback,
+ * http only on a loopback host.
+ */
 export function urlProblem(raw: string, opts: { httpsUnlessLoopback: boolean }): string | null {
-  const u = outboundUrl(raw);
-  if (typeof u === 'string') return u;
+  const problem = egressUrlProblem(raw);
+  if (problem) return problem;
+  const u = new URL(raw);
   if (u.hash) return 'must not have a fragment';
   if (opts.httpsUnlessLoopback && u.protocol === 'http:' && !isLoopback(u.hostname)) return 'must use https (http only on a loopback address)';
   return null;
