@@ -150,7 +150,7 @@ test('register and PATCH: every spelling of a link-local, metadata or reserved e
   assert.equal(count(s), 0);
 
   // Loopback, private and (for cloud) public endpoints stay allowed.
-  for (const [endpoint, costMode] of [['http://127.0.0.1:9', 'local'], ['http://localhost:9/v1', 'local'], ['http://10.1.2.3:8188', 'local'], ['http://[::1]:9', 'local'], ['http://203.0.113.9/v1', 'cloud'], ['https://api.example.test/v1', 'cloud']]) {
+  for (const [endpoint, costMode] of [['http://127.0.0.1:9', 'local'], ['http://localhost:9/v1', 'local'], ['http://10.1.2.3:8188', 'local'], ['http://100.101.102.103:8188', 'local'], ['http://[::1]:9', 'local'], ['http://203.0.113.9/v1', 'cloud'], ['https://api.example.test/v1', 'cloud']]) {
     const r = await register(connector({ endpoint, costMode }));
     assert.equal(r.status, 201, `${endpoint}: ${r.text}`);
   }

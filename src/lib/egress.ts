@@ -9,7 +9,8 @@
 //     192.0.0.0/24 (IETF protocol assignments), 224.0.0.0/3 (multicast, reserved, broadcast),
 //     168.63.129.16 (Azure), 100.100.100.200 (Alibaba), ::/128, fe80::/10, ff00::/8, fd00:ec2::254
 //     (AWS); NAT64 addresses (64:ff9b::/96) are judged by the IPv4 address they embed
-//   private: 127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, ::1, fc00::/7
+//   private: 127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 (shared address
+//     space: carrier-grade NAT, overlay networks such as Tailscale), ::1, fc00::/7
 //   public: anything else; each policy says what a public address gets (allowed, refused, or only
 //     inside an allow-list).
 // Policies: webhooks (private allowed, public only through the organization's allow-list),
@@ -39,7 +40,7 @@ const ALWAYS_REFUSED = blockList([
   ['::', 128], ['fe80::', 10], ['ff00::', 8], ['fd00:ec2::254', 128],
 ]);
 const PRIVATE = blockList([
-  ['127.0.0.0', 8], ['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['::1', 128], ['fc00::', 7],
+  ['127.0.0.0', 8], ['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10], ['::1', 128], ['fc00::', 7],
 ]);
 const NAT64 = blockList([['64:ff9b::', 96]]);
 
