@@ -89,10 +89,8 @@ function mapOf(item: v.Schema<string>, description: string): v.Schema<Record<str
   };
 }
 
-const plainObject = custom<Record<string, unknown>>({ type: 'object', description: 'comfyui: API-format workflow with placeholders such as "{{prompt}}" and "{{seed}}"' }, (value, _path, fail) => {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) { fail('must be an object'); return {}; }
-  return value as Record<string, unknown>;
-});
+/** Free-form like job parameters: the validator's one depth and size limit for free-form JSON applies. */
+const plainObject = v.anyObject({ maxKeys: 1000, description: 'comfyui: API-format workflow with placeholders such as "{{prompt}}" and "{{seed}}"' });
 
 export const ProtocolBody = v.object({
   healthRoute: v.optional(routePath),

@@ -2,7 +2,8 @@
 // its security, access rule, parameters, body and the contract's error answers.
 import { SCOPE_SELECTOR_MAX, SCOPE_SELECTOR_PATTERN } from './access.ts';
 import type { Route, Router } from './router.ts';
-import type { JsonSchema } from './validate.ts';
+import { JSON_MAX_DEPTH, JSON_MAX_VALUES, type JsonSchema } from './validate.ts';
+import { BODY_MAX_DEPTH } from './request.ts';
 
 const ERROR_SCHEMA = {
   type: 'object',
@@ -115,10 +116,13 @@ export function buildOpenApi(router: Router, version: string) {
       version,
       description: 'Production backend for episodic short dramas made with generative models. Errors always have the body '
         + '{ "error": { "code", "message", "details"? } }. Lists take page (from 1) and pageSize (default 50, clamped to 1..200) '
-        + 'and answer { items, pagination: { page, pageSize, total } }. A request acts in the scope named by its path, else in the one '
+        + 'and answer { items, pagination: { page, pageSize, total } }; a page past the end is an empty page. A request acts in the scope named by its path, else in the one '
         + 'its Svc-Scope header names (project=<id>, workspace=<id> or organization=<id>; this request only), else in the session\'s current '
         + 'scope (PATCH /api/context) or the API client\'s binding. The x-user-id, x-organization-id, x-workspace-id and x-project-id '
-        + 'headers are a development bypass honoured only with SVC_ALLOW_DEV_CONTEXT=1.',
+        + 'headers are a development bypass honoured only with SVC_ALLOW_DEV_CONTEXT=1. '
+        + 'Every integer is a safe integer (|n| <= 2^53 - 1; beyond is 422 validation_failed naming the field). Free-form JSON objects '
+        + `(parameters, protocol.workflow, config) nest at most ${JSON_MAX_DEPTH} levels and hold at most ${JSON_MAX_VALUES} values; `
+        + `any JSON body nests at most ${BODY_MAX_DEPTH} levels (422 naming the top-level field).`,
     },
     servers: [{ url: '/' }],
     paths,

@@ -3,7 +3,15 @@
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.ts';
 import { newId } from '../lib/ids.ts';
-import { AppError, invalidJson, payloadTooLarge } from './errors.ts';
+import { AppError, invalidJson, payloadTooLarge, validationFailed } from './errors.ts';
+import { JSON_MAX_DEPTH, jsonExcess } from './validate.ts';
+
+/**
+ * How deep a JSON request body may nest: twice the free-form limit, so every body a schema accepts
+ * fits and the free-form field's own 422 is the usual answer; anything deeper is refused here, before
+ * a route without a schema (SCIM) or a serializer recurses into it.
+ */
+export const BODY_MAX_DEPTH = 2 * JSON_MAX_DEPTH;
 
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
@@ -26,11 +34,18 @@ export async function readJson(req: IncomingMessage, limit: number): Promise<unk
   if (type !== 'application/json' && !type.endsWith('+json')) {
     throw new AppError(415, 'unsupported_media_type', 'request body must be application/json');
   }
+  let value: unknown;
   try {
-    return JSON.parse(buf.toString('utf8'));
+    value = JSON.parse(buf.toString('utf8')); // V8's parser is iterative: any depth parses without recursion
   } catch {
     throw invalidJson();
   }
+  const excess = jsonExcess(value, BODY_MAX_DEPTH, Infinity);
+  if (excess && 'depth' in excess) {
+    const field = excess.path[0]?.slice(0, 200) || 'body';
+    throw validationFailed({ [field]: `must not nest objects and arrays more than ${BODY_MAX_DEPTH} levels deep (free-form values: ${JSON_MAX_DEPTH})` });
+  }
+  return value;
 }
 
 export function clientAddress(req: IncomingMessage, config: Config): string | null {

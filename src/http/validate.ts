@@ -59,18 +59,27 @@ function isDate(s: string): boolean {
   return !Number.isNaN(d.getTime()) && d.toISOString().startsWith(s);
 }
 
+/**
+ * Every integer is a safe integer (|n| <= 2^53 - 1): a larger one is not exact in JSON or in JavaScript
+ * and, multiplied into a page offset, is out of SQLite's 64-bit range. The bounds are in the JSON Schema.
+ */
+export const MAX_INT = Number.MAX_SAFE_INTEGER;
+
 function numeric(integer: boolean, o: { min?: number; max?: number; description?: string }) {
   const json: JsonSchema = { type: integer ? 'integer' : 'number' };
-  if (o.min !== undefined) json.minimum = o.min;
-  if (o.max !== undefined) json.maximum = o.max;
+  const min = o.min ?? (integer ? -MAX_INT : undefined);
+  const max = o.max ?? (integer ? MAX_INT : undefined);
+  if (min !== undefined) json.minimum = min;
+  if (max !== undefined) json.maximum = max;
   if (o.description) json.description = o.description;
   return make<number>(json, (value, path, st) => {
     let n = value;
     if (st.coerce && typeof value === 'string' && value.trim() !== '') n = Number(value);
     if (typeof n !== 'number' || !Number.isFinite(n)) { fail(st, path, `must be ${integer ? 'an integer' : 'a number'}`); return 0; }
     if (integer && !Number.isInteger(n)) { fail(st, path, 'must be an integer'); return 0; }
-    if (o.min !== undefined && n < o.min) fail(st, path, `must be at least ${o.min}`);
-    else if (o.max !== undefined && n > o.max) fail(st, path, `must be at most ${o.max}`);
+    if (integer && !Number.isSafeInteger(n)) { fail(st, path, `must be an integer between ${min} and ${max}`); return 0; }
+    if (min !== undefined && n < min) fail(st, path, `must be at least ${min}`);
+    else if (max !== undefined && n > max) fail(st, path, `must be at most ${max}`);
     return n;
   });
 }
@@ -138,12 +147,55 @@ export function object<S extends Shape>(shape: S, o: { description?: string; all
   return Object.assign(schema, { shape });
 }
 
-/** Any JSON object (free-form parameters), kept as given; at most `maxKeys` top-level keys. */
+/**
+ * Free-form JSON (job and template parameters, a ComfyUI workflow, a provider's configuration) is kept
+ * as given, so one limit applies to all of it: at most JSON_MAX_DEPTH levels of objects and arrays and
+ * at most JSON_MAX_VALUES values in all. Beyond either it is 422 naming the field, before anything is
+ * stored or serialized (JSON.stringify of 10,000 levels overflows the stack).
+ */
+export const JSON_MAX_DEPTH = 32;
+export const JSON_MAX_VALUES = 10_000;
+
+/**
+ * How a JSON value exceeds the limits, or null: an iterative walk (no recursion, whatever the depth)
+ * that stops at the first excess. The value itself counts as depth 1 when it is an object or array.
+ */
+export function jsonExcess(value: unknown, maxDepth = JSON_MAX_DEPTH, maxValues = JSON_MAX_VALUES): { depth: true; path: string[] } | { values: true } | null {
+  const stack: Array<{ v: unknown; depth: number; path: string[] | null }> = [{ v: value, depth: 0, path: [] }];
+  let count = 0;
+  while (stack.length > 0) {
+    const { v, depth, path } = stack.pop()!;
+    if (++count > maxValues) return { values: true };
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth + 1 > maxDepth) return { depth: true, path: path ?? [] };
+    // only the first step of the path is kept: enough to name the field, cheap on wide values
+    const entries = Array.isArray(v) ? v.map((x, i) => [`[${i}]`, x] as const) : Object.entries(v);
+    for (const [k, x] of entries) if (typeof x === 'object' && x !== null) stack.push({ v: x, depth: depth + 1, path: path && path.length === 0 ? [k] : path });
+    else if (++count > maxValues) return { values: true };
+  }
+  return null;
+}
+
+/** The free-form limits checked on a value at `path`; true when it is within them. */
+function withinJsonLimits(value: unknown, path: string, st: ParseState): boolean {
+  const excess = jsonExcess(value);
+  if (!excess) return true;
+  fail(st, path, 'depth' in excess ? `must not nest objects and arrays more than ${JSON_MAX_DEPTH} levels deep` : `must hold at most ${JSON_MAX_VALUES} values in all`);
+  return false;
+}
+
+/**
+ * Any JSON object (free-form parameters), kept as given: at most `maxKeys` top-level keys, and the
+ * free-form limits (JSON_MAX_DEPTH levels, JSON_MAX_VALUES values).
+ */
 export function anyObject(o: { maxKeys?: number; description?: string } = {}) {
   const max = o.maxKeys ?? 100;
-  return make<Record<string, unknown>>({ type: 'object', maxProperties: max, ...(o.description ? { description: o.description } : {}) }, (value, path, st) => {
+  const limits = `at most ${max} keys, nested at most ${JSON_MAX_DEPTH} levels deep, at most ${JSON_MAX_VALUES} values in all`;
+  const description = o.description ? `${o.description} (${limits})` : `free-form JSON object (${limits})`;
+  return make<Record<string, unknown>>({ type: 'object', maxProperties: max, description }, (value, path, st) => {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) { fail(st, path, 'must be an object'); return {}; }
     if (Object.keys(value).length > max) { fail(st, path, `must have at most ${max} keys`); return {}; }
+    if (!withinJsonLimits(value, path, st)) return {};
     return value as Record<string, unknown>;
   });
 }
@@ -166,14 +218,20 @@ export function parse<T>(schema: Schema<T>, input: unknown, coerce = false): T {
 
 /** The contract's list query: page from 1, pageSize default 50 clamped to 1..200. */
 export const PageQuery = object({
-  page: optional(int({ description: 'page number from 1' })),
+  page: optional(int({ description: 'page number from 1; a page past the end is an empty page' })),
   pageSize: optional(int({ description: 'items per page, default 50, clamped to 1..200' })),
 }, { allowUnknown: true });
 
-/** The contract's page window: page from 1, page size default 50 clamped to 1..200. */
+/** The last page number a window reaches: its offset stays a safe integer (an empty page beyond). */
+export const MAX_PAGE = Math.floor(MAX_INT / 200);
+
+/**
+ * The contract's page window: page from 1 (clamped to 1..MAX_PAGE, so the offset handed to SQL is
+ * always an exact integer; a page past the end is an empty page), page size default 50 clamped to 1..200.
+ */
 export function pageWindow(page?: number, pageSize?: number): { page: number; pageSize: number; offset: number } {
-  const p = Math.max(1, Math.trunc(page ?? 1));
-  const size = Math.min(200, Math.max(1, Math.trunc(pageSize ?? 50)));
+  const p = Math.min(MAX_PAGE, Math.max(1, Math.trunc(Number.isFinite(page) ? page! : 1)));
+  const size = Math.min(200, Math.max(1, Math.trunc(Number.isFinite(pageSize) ? pageSize! : 50)));
   return { page: p, pageSize: size, offset: (p - 1) * size };
 }
 
