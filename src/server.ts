@@ -4,12 +4,14 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Config } from './config.ts';
 import { openDb, type Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
 import { syncBuiltinTemplates } from './workflows/builtin.ts';
 import { createLogger, type Logger } from './log.ts';
 import { createApp, type App } from './app.ts';
+import { answerClientError } from './http/request.ts';
 import { dummyHash } from './auth/password.ts';
 import { mfaKey, ssoStorageKey } from './identity/mfa/crypto.ts';
 import { startDeliveryLoop } from './notifications/delivery.ts';
@@ -64,6 +66,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const server = http.createServer({ keepAliveTimeout: 5_000, requestTimeout: 300_000 }, (req, res) => {
     void app.handle(req, res);
   });
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket));
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

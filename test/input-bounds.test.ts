@@ -157,3 +157,23 @@ test('pageWindow keeps the SQL offset a safe integer whatever a caller passes', 
   }
 });
 
+
+test('a request Node\'s parser refuses (request line over 16 KiB, malformed HTTP) answers the contract\'s error body', async (t) => {
+  const s = await startTestServer(t);
+  const long = await fetch(`${s.url}/api/organizations?q=${'a'.repeat(20_000)}`);
+  assert.equal(long.status, 431);
+  assert.match(long.headers.get('content-type') ?? '', /^application\/json/);
+  assert.deepEqual(await long.json(), { error: { code: 'headers_too_large', message: 'the request line and headers exceed the server\u2019s limit (16 KiB)' } });
+  // a request line that is not HTTP, over a raw socket
+  const net = await import('node:net');
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = net.connect(s.port, '127.0.0.1', () => socket.write('GET /api/health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n'));
+    let text = '';
+    socket.on('data', (d) => { text += d.toString('utf8'); });
+    socket.on('close', () => resolve(text));
+    socket.on('error', reject);
+  });
+  assert.match(answer, /^HTTP\/1\.1 400 /);
+  assert.match(answer, /content-type: application\/json/i);
+  assert.ok(answer.endsWith('{"error":{"code":"bad_request","message":"the request is not valid HTTP/1.1"}}'), answer);
+});

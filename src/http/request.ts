@@ -1,6 +1,7 @@
 // Reading a request: the body once, with a size limit (413), parsed as JSON (400 invalid_json);
 // the client address; the request id.
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Config } from '../config.ts';
 import { newId } from '../lib/ids.ts';
 import { AppError, invalidJson, payloadTooLarge, validationFailed } from './errors.ts';
@@ -88,4 +89,30 @@ export async function readForm(req: IncomingMessage, limit: number): Promise<URL
     throw new AppError(415, 'unsupported_media_type', 'request body must be application/x-www-form-urlencoded');
   }
   return new URLSearchParams((await readBody(req, limit)).toString('utf8'));
+}
+
+/** What Node's parser refuses before any route runs, as the contract's status and code. */
+const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'the request line and headers exceed the server\u2019s limit (16 KiB)'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'the request was not received in time'],
+  ERR_HTTP_HEADERS_TIMEOUT: [408, 'request_timeout', 'the request headers were not received in time'],
+};
+
+/**
+ * The server's 'clientError' handler: a request Node's HTTP parser refuses (a URL or headers over the
+ * limit, a malformed request line, a timeout) is answered with the contract's error body instead of
+ * Node's bare status line, then the connection is closed. A reset connection, or one whose answer has
+ * already started, is just closed.
+ */
+export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): void {
+  const current = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (err.code !== 'ECONNRESET' && socket.writable && !current?.headersSent) {
+    const [status, code, message] = CLIENT_ERRORS[err.code ?? ''] ?? [400, 'bad_request', 'the request is not valid HTTP/1.1'];
+    const body = JSON.stringify(new AppError(status, code, message).body());
+    socket.end(`HTTP/1.1 ${status} ${code.replace(/_/g, ' ')}\r\ncontent-type: application/json; charset=utf-8\r\n`
+      + `content-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nx-content-type-options: nosniff\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy());
+    return;
+  }
+  socket.destroy();
 }
