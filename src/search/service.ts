@@ -80,15 +80,15 @@ export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'proje
         ORDER BY search_fts.rowid DESC LIMIT ${RANK_WINDOW}`,
       match, org, readable, ...short,
     ).sort((a, b) => a.score - b.score).slice(0, input.limit);
-    // One lookup per kept row: MATCH with rowid = ? seeks instead of re-running the whole match.
-    return top.map(({ rowid, score }) => ({
-      ...ctx.db.get<Omit<SearchRow, 'score'>>(
-        `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab,
-                snippet(search_fts, -1, '${MARK_OPEN}', '${MARK_CLOSE}', '…', 12) AS snippet
-           FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
-          WHERE search_fts MATCH ?1 AND search_fts.rowid = ?2`, match, rowid)!,
-      score,
-    }));
+    // One lookup per kept row, by rowid; the snippet is cut here around the first match. FTS5's
+    // snippet() walks every phrase instance of the document: about 3 s for a 10,000-character run of
+    // one letter searched for "xxx", a minute or more of blocked event loop for one request.
+    return top.map(({ rowid, score }) => {
+      const { body, ...r } = ctx.db.get<Omit<SearchRow, 'score' | 'snippet'> & { body: string }>(
+        `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
+           FROM search_documents d WHERE d.rowid = ?1`, rowid)!;
+      return { ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, words), score };
+    });
   }
   // Only short terms: scan the organization's most recent documents (at most SUBSTRING_SCAN_LIMIT),
   // newest first, and stop at `limit` matches.
@@ -99,13 +99,20 @@ export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'proje
       LIMIT ?${short.length + 3}`,
     org, readable, ...short, input.limit,
   );
-  return rows.map(({ body, ...r }) => ({ ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, short[0]), score: 0 }));
+  return rows.map(({ body, ...r }) => ({ ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, short), score: 0 }));
 }
 
-function excerpt(text: string, term: string): string {
-  const at = text.indexOf(term);
+/**
+ * About 24 characters either side of the first place any term occurs (case-insensitively, like the
+ * trigram index), the match between the highlight markers; the text's start when none is found.
+ * Linear in the text: one literal regular expression.
+ */
+function excerpt(text: string, terms: string[]): string {
+  const found = new RegExp(terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'iu').exec(text);
+  const at = found ? found.index : 0;
+  const len = found ? found[0].length : 0;
   const from = Math.max(0, at - 24);
-  const to = Math.min(text.length, at + term.length + 24);
-  return `${from > 0 ? '…' : ''}${text.slice(from, at)}${MARK_OPEN}${term}${MARK_CLOSE}${text.slice(at + term.length, to)}${to < text.length ? '…' : ''}`;
+  const to = Math.min(text.length, at + len + 24);
+  const mark = found ? `${MARK_OPEN}${text.slice(at, at + len)}${MARK_CLOSE}` : '';
+  return `${from > 0 ? '…' : ''}${text.slice(from, at)}${mark}${text.slice(at + len, to)}${to < text.length ? '…' : ''}`;
 }
-
