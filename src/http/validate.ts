@@ -161,17 +161,29 @@ export const JSON_MAX_VALUES = 10_000;
  * that stops at the first excess. The value itself counts as depth 1 when it is an object or array.
  */
 export function jsonExcess(value: unknown, maxDepth = JSON_MAX_DEPTH, maxValues = JSON_MAX_VALUES): { depth: true; path: string[] } | { values: true } | null {
-  const stack: Array<{ v: unknown; depth: number; path: string[] | null }> = [{ v: value, depth: 0, path: [] }];
+  // parallel stacks (no allocation per value); only the first step of the path is kept, enough to name the field
+  const values: unknown[] = [value];
+  const depths: number[] = [0];
+  const tops: Array<string | null> = [null];
   let count = 0;
-  while (stack.length > 0) {
-    const { v, depth, path } = stack.pop()!;
+  while (values.length > 0) {
+    const v = values.pop();
+    const depth = depths.pop()!;
+    const top = tops.pop()!;
     if (++count > maxValues) return { values: true };
     if (typeof v !== 'object' || v === null) continue;
-    if (depth + 1 > maxDepth) return { depth: true, path: path ?? [] };
-    // only the first step of the path is kept: enough to name the field, cheap on wide values
-    const entries = Array.isArray(v) ? v.map((x, i) => [`[${i}]`, x] as const) : Object.entries(v);
-    for (const [k, x] of entries) if (typeof x === 'object' && x !== null) stack.push({ v: x, depth: depth + 1, path: path && path.length === 0 ? [k] : path });
-    else if (++count > maxValues) return { values: true };
+    if (depth >= maxDepth) return { depth: true, path: top === null ? [] : [top] };
+    if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        const x: unknown = v[i];
+        if (typeof x === 'object' && x !== null) { values.push(x); depths.push(depth + 1); tops.push(top ?? `[${i}]`); } else if (++count > maxValues) return { values: true };
+      }
+    } else {
+      for (const k in v) {
+        const x: unknown = (v as Record<string, unknown>)[k];
+        if (typeof x === 'object' && x !== null) { values.push(x); depths.push(depth + 1); tops.push(top ?? k); } else if (++count > maxValues) return { values: true };
+      }
+    }
   }
   return null;
 }
