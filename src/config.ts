@@ -38,6 +38,9 @@ export interface ConfigValues {
   mfaEncryptionKey: string;
   oidcStorageKey: string;
   oidcRedirectUri: string;
+  sessionSecret: string;
+  connectorSecretPrefix: string;
+  connectorSecretNames: string;
   scryptLogN: number;
   loginMaxFailuresPerEmail: number;
   loginMaxFailuresPerAddress: number;
@@ -78,6 +81,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'mfaEncryptionKey', env: 'SVC_MFA_ENCRYPTION_KEY', kind: 'string', default: '', secret: true, doc: 'Key of the AES-256-GCM encryption of TOTP secrets: 32 bytes as 64 hex or base64 characters, or a passphrase of at least 16 characters (stretched with scrypt). Unset: a built-in development key, warned about at start. Never unset in production.' },
   { key: 'oidcStorageKey', env: 'SVC_OIDC_STORAGE_KEY', kind: 'string', default: '', secret: true, doc: 'Key of the AES-256-GCM encryption of single sign-on flow states (OIDC state, nonce and PKCE verifier; SAML request ids and relay state): 32 bytes as 64 hex or base64 characters, or a passphrase of at least 16 characters. Unset: a built-in development key, warned about at start. Never unset in production.' },
   { key: 'oidcRedirectUri', env: 'SVC_OIDC_REDIRECT_URI', kind: 'string', default: '', doc: 'Redirect URI registered at OpenID providers; default `{base_url}/api/auth/sso/callback`.' },
+  { key: 'sessionSecret', env: 'SVC_SESSION_SECRET', kind: 'string', default: '', secret: true, doc: 'Key of the HMAC-SHA-256 under which session tokens and API-client access tokens are stored: 32 bytes as 64 hex or base64 characters, or a passphrase of at least 16 characters. Changing it signs everyone out and invalidates every access token (API clients obtain new ones with their unchanged secret). Unset: a built-in development key, warned about at start. Never unset in production.' },
+  { key: 'connectorSecretPrefix', env: 'SVC_CONNECTOR_SECRET_PREFIX', kind: 'string', default: 'SVC_CONNECTOR_SECRET_', doc: 'Environment variables whose name starts with this prefix may be named as a model connector\'s `authEnv` (besides `SVC_CONNECTOR_SECRET_NAMES`); upper-case letters, digits and underscores ending with `_`. The service\'s own settings and `PLATFORM_*` are never allowed.' },
+  { key: 'connectorSecretNames', env: 'SVC_CONNECTOR_SECRET_NAMES', kind: 'string', default: '', doc: 'Comma-separated list of further environment variable names that may be named as a model connector\'s `authEnv` (e.g. `OPENAI_API_KEY`); the service\'s own settings and `PLATFORM_*` are refused at start.' },
   { key: 'scryptLogN', env: 'SVC_SCRYPT_LOG_N', kind: 'int', default: '17', min: 4, max: 20, doc: 'log2 of the scrypt cost N for new password hashes (OWASP: 17, i.e. N=2^17, r=8, p=1). Lower only for tests.' },
   { key: 'loginMaxFailuresPerEmail', env: 'SVC_LOGIN_MAX_FAILURES_PER_EMAIL', kind: 'int', default: '10', min: 1, max: 100000, doc: 'Failed logins (and password changes, MFA disables, token exchanges per client id) allowed per e-mail address within the window before 429 `rate_limited`; counted in the database, shared by every process.' },
   { key: 'loginMaxFailuresPerAddress', env: 'SVC_LOGIN_MAX_FAILURES_PER_ADDRESS', kind: 'int', default: '30', min: 1, max: 100000, doc: 'Failed attempts at a secret (logins, MFA challenge tokens, token exchanges, SSO tickets, invitation tokens, SCIM tokens) allowed per client address within the window before 429 `rate_limited`; counted in the database, shared by every process.' },
@@ -101,6 +107,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'storageRetentionDays', env: 'SVC_STORAGE_RETENTION_DAYS', kind: 'int', default: '30', min: 1, max: 36500, doc: 'Retention of unreferenced files in `outputs/`, `frames/`, `tmp/`, `cache/` (the reference\'s `storage.retention_days`): older ones are storage cleanup candidates; `tmp/` files younger than this are never removed.' },
   { key: 'backupRetention', env: 'SVC_BACKUP_RETENTION', kind: 'int', default: '7', min: 1, max: 10000, doc: 'Database snapshots kept in `DATA_DIR/backups/`: after each successful snapshot, older files and their rows beyond the newest N are removed.' },
 ];
+
+/** Names of the service's own settings (every SVC_* variable above): never handed to a tenant's connector or provider. */
+export const SETTING_NAMES: ReadonlySet<string> = new Set(SETTINGS.map((s) => s.env));
 
 export type Config = Readonly<ConfigValues & {
   dbPath: string;

@@ -16,6 +16,7 @@ import { dummyHash } from './auth/password.ts';
 import { mfaKey, ssoStorageKey } from './identity/mfa/crypto.ts';
 import { startDeliveryLoop } from './notifications/delivery.ts';
 import { startWorkerThread, type WorkerHost } from './worker/host.ts';
+import { credentialPolicy } from './connectors/credentials.ts';
 import { stopManualRuns } from './jobs/service.ts';
 
 export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
@@ -44,6 +45,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   // development keys are warned about.
   const key = mfaKey(config);
   const ssoKey = ssoStorageKey(config);
+  credentialPolicy(config); // a malformed SVC_CONNECTOR_SECRET_PREFIX / _NAMES stops the start too
   prepareDirectories(config);
   const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
   const m = migrate(db);

@@ -321,9 +321,9 @@ test('dry run shows the exact request with header names only; the credential is 
   const m = await startModel(t);
   const { token } = await member(s, 'org_owner');
   const secret = `sk-test-${crypto.randomUUID()}`;
-  process.env.SVC_TEST_MODEL_KEY = secret;
-  t.after(() => { delete process.env.SVC_TEST_MODEL_KEY; });
-  const id = await connector(s, token, m.url, { authEnv: 'SVC_TEST_MODEL_KEY' });
+  process.env.SVC_CONNECTOR_SECRET_TEST_MODEL_KEY = secret;
+  t.after(() => { delete process.env.SVC_CONNECTOR_SECRET_TEST_MODEL_KEY; });
+  const id = await connector(s, token, m.url, { authEnv: 'SVC_CONNECTOR_SECRET_TEST_MODEL_KEY' });
   const dry = await s.call('POST', '/api/adapters/dry-run', { token, body: { kind: 'image', connectorId: id, prompt: 'a blue door' } });
   assert.equal(dry.status, 200, dry.text);
   assert.equal(dry.body.method, 'POST');
@@ -335,11 +335,11 @@ test('dry run shows the exact request with header names only; the credential is 
   assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM generation_jobs')!.n, 0, 'a dry run stores nothing');
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   await waitJob(s, token, job.id, ['completed']);
-  delete process.env.SVC_TEST_MODEL_KEY;
+  delete process.env.SVC_CONNECTOR_SECRET_TEST_MODEL_KEY;
   const missing = await createJob(s, token, { kind: 'chat', connectorId: id });
   const failed = await waitJob(s, token, missing.id, ['failed']);
   assert.equal(failed.attempt, 1, 'a missing credential is not retried');
-  assert.match(failed.error, /SVC_TEST_MODEL_KEY/);
+  assert.match(failed.error, /SVC_CONNECTOR_SECRET_TEST_MODEL_KEY/);
   s.log.flush();
   const everything = [dry.text, JSON.stringify(failed), ...s.logs, JSON.stringify(s.db.all('SELECT * FROM audit_log')), JSON.stringify(s.db.all('SELECT * FROM generation_jobs'))].join('\n');
   assert.equal(everything.includes(secret), false);

@@ -273,7 +273,7 @@ test('local_runner_only: registering, changing to, approving or enabling a mixed
 test('authEnv is a name: authConfigured follows the environment and the credential never appears in answers, logs or audit', async (t) => {
   const { s, owner, register, api } = await setup(t);
   const m = await modelServer(t);
-  const name = `SVC_TEST_MODEL_KEY_${crypto.randomBytes(4).toString('hex').toUpperCase()}`;
+  const name = `SVC_CONNECTOR_SECRET_TEST_MODEL_KEY_${crypto.randomBytes(4).toString('hex').toUpperCase()}`;
   const secret = `sk-test-${crypto.randomBytes(18).toString('hex')}`;
   process.env[name] = secret;
   t.after(() => { delete process.env[name]; });

@@ -15,6 +15,8 @@ import type { TestContext } from 'node:test';
 import { ConnectorError } from '../src/connectors/types.ts';
 import type { CallRequest, ConnectorSpec, Execution, ProductionContract } from '../src/connectors/types.ts';
 import { callConnector, dryRun, probeConnector, routeFor, supportsKind } from '../src/connectors/protocols/index.ts';
+import { credentialPolicy } from '../src/connectors/credentials.ts';
+import { loadConfig } from '../src/config.ts';
 import { joinUrl } from '../src/connectors/protocols/transport.ts';
 import { fillWorkflow, placeholders, seedOf, tuning as comfyTuning } from '../src/connectors/protocols/comfyui.ts';
 import { tuning as openaiTuning } from '../src/connectors/protocols/openai.ts';
@@ -30,6 +32,9 @@ function tmp(t: TestContext): string {
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
+
+/** The default designation: variables named SVC_CONNECTOR_SECRET_*. */
+const CREDENTIALS = credentialPolicy(loadConfig({}, {}));
 
 function connector(kind: ConnectorSpec['kind'], endpoint: string, extra: Partial<ConnectorSpec> = {}): ConnectorSpec {
   return {
@@ -223,23 +228,23 @@ test('mimeFor and outputName: declared, content type, file name, role default', 
 
 test('missing credential: not retryable, names the variable, nothing called', async (t) => {
   const dir = tmp(t);
-  const c = connector('openai-compatible', 'http://127.0.0.1:9', { authEnv: 'SVC_TEST_MODEL_KEY' });
-  for (const env of [{}, { SVC_TEST_MODEL_KEY: '' }]) {
+  const c = connector('openai-compatible', 'http://127.0.0.1:9', { authEnv: 'SVC_CONNECTOR_SECRET_TEST_MODEL_KEY' });
+  for (const env of [{}, { SVC_CONNECTOR_SECRET_TEST_MODEL_KEY: '' }]) {
     await assert.rejects(
       callConnector(request(c, 'chat', dir, { env })),
-      (e: ConnectorError) => e instanceof ConnectorError && e.code === 'connector_credential_missing' && !e.retryable && e.message === 'environment variable SVC_TEST_MODEL_KEY is not set',
+      (e: ConnectorError) => e instanceof ConnectorError && e.code === 'connector_credential_missing' && !e.retryable && e.message === 'environment variable SVC_CONNECTOR_SECRET_TEST_MODEL_KEY is not set',
     );
   }
-  const probe = await probeConnector(c, { env: {}, timeoutMs: 1000 });
+  const probe = await probeConnector(c, { env: {}, credentials: CREDENTIALS, timeoutMs: 1000 });
   assert.equal(probe.ok, false);
-  assert.match(probe.error!, /SVC_TEST_MODEL_KEY is not set/);
+  assert.match(probe.error!, /SVC_CONNECTOR_SECRET_TEST_MODEL_KEY is not set/);
 });
 
 test('unreachable service: retryable connector_unreachable; probe reports it', async (t) => {
   const dir = tmp(t);
   const c = connector('openai-compatible', 'http://127.0.0.1:9');
   await assert.rejects(callConnector(request(c, 'chat', dir)), (e: ConnectorError) => e.code === 'connector_unreachable' && e.retryable);
-  const probe = await probeConnector(c, { env: {}, timeoutMs: 1000 });
+  const probe = await probeConnector(c, { env: {}, credentials: CREDENTIALS, timeoutMs: 1000 });
   assert.equal(probe.ok, false);
   assert.equal(probe.httpStatus, null);
   assert.match(probe.error!, /ECONNREFUSED/);
@@ -261,6 +266,7 @@ function request(c: ConnectorSpec, kind: string, storageDir: string, extra: Part
     maxOutputBytes: 50 * 1024 * 1024,
     timeoutMs: 5000,
     env: {},
+    credentials: CREDENTIALS,
     ...extra,
     refs,
   };
@@ -568,8 +574,8 @@ test('malformed answers, a stalled body, an echoed credential (a deliberately br
   await assert.rejects(callConnector(request(connector('openai-compatible', base), 'chat', dir)), bad);
   await assert.rejects(callConnector(request(connector('openai-compatible', `${base}/shape`), 'chat', dir)), bad);
   await assert.rejects(callConnector(request(connector('comfyui', base, { protocol: { workflow: WORKFLOW } }), 'image', dir)), bad);
-  const echo = connector('openai-compatible', `${base}/echo`, { authEnv: 'K' });
-  await assert.rejects(callConnector(request(echo, 'chat', dir, { env: { K: key } })), (e: ConnectorError) => {
+  const echo = connector('openai-compatible', `${base}/echo`, { authEnv: 'SVC_CONNECTOR_SECRET_K' });
+  await assert.rejects(callConnector(request(echo, 'chat', dir, { env: { SVC_CONNECTOR_SECRET_K: key } })), (e: ConnectorError) => {
     assert.equal(e.code, 'connector_http_error');
     assert.equal(e.message, 'HTTP 502 from POST /echo/v1/chat/completions: bad gateway for Bearer [redacted]');
     return true;
@@ -627,17 +633,17 @@ test('credential: sent as Bearer, wrong one rejected, never in messages or dry r
   const key = `sk-test-${crypto.randomBytes(8).toString('hex')}`;
   const guarded = await startModelServer({ apiKey: key });
   t.after(() => guarded.close());
-  const c = connector('openai-compatible', guarded.url, { authEnv: 'SVC_TEST_MODEL_KEY' });
-  const ok = await callConnector(request(c, 'chat', dir, { env: { SVC_TEST_MODEL_KEY: key } }));
+  const c = connector('openai-compatible', guarded.url, { authEnv: 'SVC_CONNECTOR_SECRET_TEST_MODEL_KEY' });
+  const ok = await callConnector(request(c, 'chat', dir, { env: { SVC_CONNECTOR_SECRET_TEST_MODEL_KEY: key } }));
   assert.equal(typeof ok.output.text, 'string');
   assert.ok(!JSON.stringify(ok).includes(key));
-  const img = await callConnector(request(c, 'image', dir, { env: { SVC_TEST_MODEL_KEY: key }, contract: contract({ parameters: { size: '32x32' } }) }));
+  const img = await callConnector(request(c, 'image', dir, { env: { SVC_CONNECTOR_SECRET_TEST_MODEL_KEY: key }, contract: contract({ parameters: { size: '32x32' } }) }));
   assert.equal(img.files.length, 1);
-  const hj = connector('http-json', `${guarded.url}/generate`, { authEnv: 'SVC_TEST_MODEL_KEY' });
-  assert.equal((await callConnector(request(hj, 'chat', dir, { env: { SVC_TEST_MODEL_KEY: key } }))).files.length, 0);
+  const hj = connector('http-json', `${guarded.url}/generate`, { authEnv: 'SVC_CONNECTOR_SECRET_TEST_MODEL_KEY' });
+  assert.equal((await callConnector(request(hj, 'chat', dir, { env: { SVC_CONNECTOR_SECRET_TEST_MODEL_KEY: key } }))).files.length, 0);
 
   const wrong = `sk-wrong-${crypto.randomBytes(8).toString('hex')}`;
-  await assert.rejects(callConnector(request(c, 'chat', dir, { env: { SVC_TEST_MODEL_KEY: wrong } })), (e: ConnectorError) => {
+  await assert.rejects(callConnector(request(c, 'chat', dir, { env: { SVC_CONNECTOR_SECRET_TEST_MODEL_KEY: wrong } })), (e: ConnectorError) => {
     assert.equal(e.code, 'connector_rejected');
     assert.equal(e.httpStatus, 401);
     assert.equal(e.retryable, false);
@@ -649,14 +655,14 @@ test('credential: sent as Bearer, wrong one rejected, never in messages or dry r
   assert.deepEqual(shown.headers, ['content-type', 'authorization']);
   assert.ok(!JSON.stringify(shown).includes(key));
   // Probes carry the credential too and never show it.
-  const probe = await probeConnector(c, { env: { SVC_TEST_MODEL_KEY: key }, timeoutMs: 2000 });
+  const probe = await probeConnector(c, { env: { SVC_CONNECTOR_SECRET_TEST_MODEL_KEY: key }, credentials: CREDENTIALS, timeoutMs: 2000 });
   assert.equal(probe.ok, true);
 });
 
 test('probe: default health routes per kind, 2xx ok, failures as text', async (t) => {
   const { ms } = await setup(t);
   for (const c of [connector('http-json', `${ms.url}/generate`), connector('openai-compatible', ms.url), connector('comfyui', ms.url)]) {
-    const r = await probeConnector(c, { env: {}, timeoutMs: 2000 });
+    const r = await probeConnector(c, { env: {}, credentials: CREDENTIALS, timeoutMs: 2000 });
     assert.equal(r.ok, true, c.kind);
     assert.equal(r.httpStatus, 200);
     assert.equal(r.error, null);
@@ -666,7 +672,7 @@ test('probe: default health routes per kind, 2xx ok, failures as text', async (t
   assert.equal(n['GET /health'], 1);
   assert.equal(n['GET /v1/models'], 1);
   assert.equal(n['GET /system_stats'], 1);
-  const missing = await probeConnector(connector('openai-compatible', ms.url, { protocol: { healthRoute: '/nope' } }), { env: {}, timeoutMs: 2000 });
+  const missing = await probeConnector(connector('openai-compatible', ms.url, { protocol: { healthRoute: '/nope' } }), { env: {}, credentials: CREDENTIALS, timeoutMs: 2000 });
   assert.equal(missing.ok, false);
   assert.equal(missing.httpStatus, 404);
   assert.match(missing.error!, /^HTTP 404 from GET \/nope/);

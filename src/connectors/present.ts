@@ -1,8 +1,10 @@
 // Connectors as the API and the protocols see them. The credential is never stored, so it can never
 // be shown: authEnv is a variable NAME, authConfigured says whether that variable is set in this
-// process now. Holders of model:manage see the full record; job readers see no endpoint.
+// process now, and only for a name designated for connector credentials (src/connectors/credentials.ts:
+// the presence of any other variable is nobody's business). Holders of model:manage see the full record; job readers see no endpoint.
 import type { ConnectorKind, ConnectorProtocol, ConnectorSpec, CostMode } from './types.ts';
 import type { ConnectorRow } from './store.ts';
+import { credentialPresent, type CredentialPolicy } from './credentials.ts';
 
 function parseObject(text: string): Record<string, unknown> {
   try {
@@ -48,9 +50,6 @@ export function connectorSpec(row: ConnectorRow): ConnectorSpec {
   };
 }
 
-/** Whether the named variable is set (non-empty) in this process's environment; never its value. */
-export const authConfigured = (name: string | null, env: Readonly<Record<string, string | undefined>> = process.env): boolean =>
-  !!name && typeof env[name] === 'string' && env[name] !== '';
 
 export interface ConnectorSummary {
   id: string; label: string; kind: string; capability: string[]; costMode: string; status: string;
@@ -68,10 +67,10 @@ export interface ConnectorDetail extends ConnectorSummary {
   updatedAt: string;
 }
 
-export function presentConnector(row: ConnectorRow, o: { full: true }): ConnectorDetail;
+type Full = { full: true; credentials: CredentialPolicy };
+export function presentConnector(row: ConnectorRow, o: Full): ConnectorDetail;
 export function presentConnector(row: ConnectorRow, o: { full: false }): ConnectorSummary;
-export function presentConnector(row: ConnectorRow, o: { full: boolean }): ConnectorDetail | ConnectorSummary;
-export function presentConnector(row: ConnectorRow, o: { full: boolean }): ConnectorDetail | ConnectorSummary {
+export function presentConnector(row: ConnectorRow, o: Full | { full: false }): ConnectorDetail | ConnectorSummary {
   const summary: ConnectorSummary = {
     id: row.id, label: row.label, kind: row.kind, capability: capabilityOf(row), costMode: row.cost_mode, status: row.status,
   };
@@ -79,7 +78,7 @@ export function presentConnector(row: ConnectorRow, o: { full: boolean }): Conne
   const p = protocolOf(row);
   return {
     id: row.id, label: row.label, endpoint: row.endpoint, kind: row.kind, capability: summary.capability, costMode: row.cost_mode,
-    authEnv: row.auth_env, authConfigured: authConfigured(row.auth_env),
+    authEnv: row.auth_env, authConfigured: credentialPresent(row.auth_env, o.credentials),
     protocol: { healthRoute: p.healthRoute ?? null, routes: (p.routes ?? {}) as Record<string, string>, models: (p.models ?? {}) as Record<string, string>, workflow: p.workflow ?? null },
     status: row.status, approvedBy: row.approved_by, approvedAt: row.approved_at,
     lastProbe: {

@@ -1,12 +1,15 @@
 // The model platform: connector records of the session's current organization.
 import { json, type Router } from '../http/router.ts';
 import { ApproveBody, ConnectorListQuery, ConnectorPatchBody, ConnectorRegisterBody } from './schema.ts';
+import type { Ctx } from '../context.ts';
+import { credentialPolicy } from './credentials.ts';
 import { presentConnector } from './present.ts';
 import {
   approveConnector, changeConnector, disableConnector, enableConnector, getConnector, listConnectors, probeConnectorById, registerConnector,
 } from './service.ts';
 
-const full = { full: true } as const;
+/** The full record; authConfigured only for a variable designated for connector credentials. */
+const full = (ctx: Ctx) => ({ full: true, credentials: credentialPolicy(ctx.config) }) as const;
 
 export function bindConnectorRoutes(r: Router): void {
   const tags = ['model platform'];
@@ -16,38 +19,38 @@ export function bindConnectorRoutes(r: Router): void {
     summary: 'Model connectors of the current organization, newest first; filters status, kind, costMode; page, pageSize (default 50, clamped 1..200).',
   }, ({ ctx, query }) => {
     const { rows, pagination } = listConnectors(ctx, query);
-    return json(200, { items: rows.map((c) => presentConnector(c, full)), pagination });
+    return json(200, { items: rows.map((c) => presentConnector(c, full(ctx))), pagination });
   });
 
   r.post('/api/platform/models/register', {
     ...base, body: ConnectorRegisterBody, response: { status: 201, description: 'the connector: pending when local, awaiting_approval when mixed or cloud' },
-    summary: 'Register a model connector (authEnv is the NAME of the variable holding the credential); 422 naming endpoint when the egress policy refuses its address, naming costMode when a local one is public; 409 local_runner_only for mixed or cloud under local_runner_only.',
-  }, async ({ ctx, body }) => json(201, presentConnector(await registerConnector(ctx, body), full)));
+    summary: 'Register a model connector (authEnv is the NAME of the variable holding the credential, one the operator designated: SVC_CONNECTOR_SECRET_PREFIX or SVC_CONNECTOR_SECRET_NAMES, else 422 naming authEnv); 422 naming endpoint when the egress policy refuses its address, naming costMode when a local one is public; 409 local_runner_only for mixed or cloud under local_runner_only.',
+  }, async ({ ctx, body }) => json(201, presentConnector(await registerConnector(ctx, body), full(ctx))));
 
   r.get('/api/platform/models/:connectorId', { ...base, summary: 'A model connector with its last probe.' },
-    ({ ctx, params }) => json(200, presentConnector(getConnector(ctx, params.connectorId), full)));
+    ({ ctx, params }) => json(200, presentConnector(getConnector(ctx, params.connectorId), full(ctx))));
 
   r.patch('/api/platform/models/:connectorId', {
     ...base, body: ConnectorPatchBody,
     summary: 'Change a connector; endpoint, kind, protocol (replaced whole) or authEnv send it back to pending, a new costMode clears the approval; a new endpoint or costMode is judged by the egress policy like a registration.',
-  }, async ({ ctx, params, body }) => json(200, presentConnector(await changeConnector(ctx, params.connectorId, body), full)));
+  }, async ({ ctx, params, body }) => json(200, presentConnector(await changeConnector(ctx, params.connectorId, body), full(ctx))));
 
   r.post('/api/platform/models/:connectorId/probe', {
     ...base, summary: 'Probe the health route (5 s time-out, through the egress policy: a refused destination fails the probe without a connection) and record the result: ready or unreachable (disabled and awaiting_approval stay).',
   }, async ({ ctx, params }) => {
     const { row, probe } = await probeConnectorById(ctx, params.connectorId);
-    return json(200, { ...presentConnector(row, full), probe });
+    return json(200, { ...presentConnector(row, full(ctx)), probe });
   });
 
   r.post('/api/platform/models/:connectorId/disable', { ...base, summary: 'Disable a connector (the worker stops picking it).' },
-    ({ ctx, params }) => json(200, presentConnector(disableConnector(ctx, params.connectorId), full)));
+    ({ ctx, params }) => json(200, presentConnector(disableConnector(ctx, params.connectorId), full(ctx))));
 
   r.post('/api/platform/models/:connectorId/enable', {
     ...base, summary: 'Enable a disabled connector: pending, or awaiting_approval for mixed or cloud without approval.',
-  }, ({ ctx, params }) => json(200, presentConnector(enableConnector(ctx, params.connectorId), full)));
+  }, ({ ctx, params }) => json(200, presentConnector(enableConnector(ctx, params.connectorId), full(ctx))));
 
   r.post('/api/platform/models/:connectorId/approve', {
     ...base, orgRoles: ['org_owner', 'org_admin'], body: ApproveBody,
     summary: 'Approve a mixed or cloud connector (organization owner or admin; rule 2): awaiting_approval becomes pending; 409 approval_not_needed for local.',
-  }, ({ ctx, params, body }) => json(200, presentConnector(approveConnector(ctx, params.connectorId, body.note), full)));
+  }, ({ ctx, params, body }) => json(200, presentConnector(approveConnector(ctx, params.connectorId, body.note), full(ctx))));
 }

@@ -50,14 +50,17 @@ export function looksLikeSecret(s: string): boolean {
   return false;
 }
 
-/** The NAME of an environment variable; a value that looks like a credential is refused without being echoed. */
+/**
+ * The NAME of an environment variable; a value that looks like a credential is refused without being
+ * echoed. Whether the operator designated the name is the service's check (src/connectors/credentials.ts).
+ */
 export const authEnvName = custom<string>(
-  { type: 'string', maxLength: 128, pattern: ENV_NAME.source, description: 'NAME of the environment variable holding the credential (e.g. OPENAI_API_KEY), never the credential' },
+  { type: 'string', maxLength: 128, pattern: ENV_NAME.source, description: 'NAME of the environment variable holding the credential, never the credential; only a variable the operator designated for connector credentials: a name starting with SVC_CONNECTOR_SECRET_PREFIX (default SVC_CONNECTOR_SECRET_, e.g. SVC_CONNECTOR_SECRET_OPENAI) or listed in SVC_CONNECTOR_SECRET_NAMES, never one of the service\'s own settings (422 otherwise; a stored name no longer designated fails each call with connector_credential_forbidden)' },
   (value, _path, fail) => {
-    if (typeof value !== 'string' || value.trim() === '') { fail('must be the name of an environment variable, e.g. OPENAI_API_KEY'); return ''; }
+    if (typeof value !== 'string' || value.trim() === '') { fail('must be the name of an environment variable, e.g. SVC_CONNECTOR_SECRET_OPENAI'); return ''; }
     const s = value.trim();
-    if (looksLikeSecret(s)) { fail('looks like a credential value; give the NAME of the environment variable that holds it (e.g. OPENAI_API_KEY), never the value'); return ''; }
-    if (s.length > 128 || !ENV_NAME.test(s)) { fail('must be an environment variable name: upper-case letters, digits and underscores, not starting with a digit (e.g. OPENAI_API_KEY)'); return ''; }
+    if (looksLikeSecret(s)) { fail('looks like a credential value; give the NAME of the environment variable that holds it (e.g. SVC_CONNECTOR_SECRET_OPENAI), never the value'); return ''; }
+    if (s.length > 128 || !ENV_NAME.test(s)) { fail('must be an environment variable name: upper-case letters, digits and underscores, not starting with a digit (e.g. SVC_CONNECTOR_SECRET_OPENAI)'); return ''; }
     return s;
   },
 );

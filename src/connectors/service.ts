@@ -23,6 +23,8 @@ import {
 } from '../lib/egress.ts';
 import { wakeWorker } from '../worker/control.ts';
 import { probeConnector } from './protocols/index.ts';
+import { credentialNameProblem, credentialPolicy } from './credentials.ts';
+import { providerReadingVariable } from '../identity/sso/store.ts';
 import { capabilityOf, connectorSpec, protocolOf } from './present.ts';
 import type { PatchInput, ProtocolInput, RegisterInput } from './schema.ts';
 import { connectorById, insertConnector, pageConnectors, updateConnector, type ConnectorRow } from './store.ts';
@@ -60,11 +62,21 @@ function protocolJson(p: ProtocolInput | undefined): string {
   return JSON.stringify(out);
 }
 
-/** Rules across fields, on the record as it would be stored: 422 naming each offending field. */
-function checkRecord(r: Pick<ConnectorRow, 'kind' | 'capability' | 'protocol'>): void {
+/**
+ * 422 authEnv for a name the operator did not designate for connector credentials
+ * (src/connectors/credentials.ts) or one a sign-in provider reads as its secret or certificate.
+ */
+function credentialErrors(ctx: Ctx, name: string | null | undefined): Record<string, string> {
+  if (!name) return {};
+  const problem = credentialNameProblem(name, credentialPolicy(ctx.config))
+    ?? (providerReadingVariable(ctx.db, name) ? 'is read by a sign-in provider, which is never a connector credential' : null);
+  return problem ? { authEnv: problem } : {};
+}
+
+/** Rules across fields, on the record as it would be stored: 422 naming each offending field (with `errors` found before). */
+function checkRecord(r: Pick<ConnectorRow, 'kind' | 'capability' | 'protocol'>, errors: Record<string, string> = {}): void {
   const capability = new Set(capabilityOf(r));
   const p = protocolOf(r);
-  const errors: Record<string, string> = {};
   for (const member of ['routes', 'models'] as const) {
     for (const key of Object.keys(p[member] ?? {})) {
       if (!capability.has(key)) errors[`protocol.${member}.${key}`] = `names a kind of work that is not in capability (${[...capability].join(', ')})`;
@@ -127,7 +139,7 @@ export async function registerConnector(ctx: Ctx, input: RegisterInput): Promise
     approved_by: null, approved_at: null, last_probe_at: null, last_probe_ok: null, last_probe_latency_ms: null,
     last_probe_status: null, last_probe_error: null, created_by: ctx.actor.userId, created_at: now, updated_at: now,
   };
-  checkRecord(row);
+  checkRecord(row, credentialErrors(ctx, row.auth_env));
   await checkReach(row.endpoint, row.cost_mode);
   if (!isLocal(row.cost_mode)) refuseUnderLocalRunnerOnly(ctx, `registering a ${row.cost_mode} connector`);
   return ctx.db.tx(() => {
@@ -168,7 +180,7 @@ export async function changeConnector(ctx: Ctx, connectorId: string, patch: Patc
       auth_env: patch.authEnv === undefined ? row.auth_env : patch.authEnv,
       protocol: patch.protocol ? protocolJson(patch.protocol) : row.protocol,
     };
-    checkRecord(next);
+    checkRecord(next, credentialErrors(ctx, patch.authEnv));
     if (judged && (judged.endpoint !== next.endpoint || judged.costMode !== next.cost_mode)) {
       throw conflict('connector_changed', 'the connector changed while its endpoint was being checked; send the change again');
     }
@@ -212,7 +224,7 @@ export async function probeConnectorById(ctx: Ctx, connectorId: string): Promise
   const at = ctx.now().toISOString();
   let result: ProbeResult;
   try {
-    result = await probeConnector(spec, { env: process.env, timeoutMs: PROBE_TIMEOUT_MS });
+    result = await probeConnector(spec, { env: process.env, credentials: credentialPolicy(ctx.config), timeoutMs: PROBE_TIMEOUT_MS });
   } catch (err) {
     result = { ok: false, latencyMs: Date.now() - Date.parse(at), httpStatus: null, error: err instanceof Error ? err.message : 'probe failed' };
   }

@@ -1,6 +1,7 @@
 // The shapes shared by the model platform (connector records), the protocols that call model
 // services, and the worker that runs jobs through them. Protocol code is pure I/O: it never touches
 // the database; everything it needs arrives in a CallRequest.
+import type { CredentialPolicy } from './credentials.ts';
 
 export const CONNECTOR_KINDS = ['http-json', 'openai-compatible', 'comfyui'] as const;
 export type ConnectorKind = (typeof CONNECTOR_KINDS)[number];
@@ -95,6 +96,8 @@ export interface CallRequest {
   outputOrigins?: readonly string[];
   /** Where authEnv is read from (process.env in the service); read at call time only. */
   env: Readonly<Record<string, string | undefined>>;
+  /** Which variables may be read as a credential (src/connectors/credentials.ts); checked at every call. */
+  credentials: CredentialPolicy;
 }
 
 export interface OutputFile {

@@ -7,6 +7,7 @@ import type { Ctx } from '../context.ts';
 import { callConnector } from '../connectors/protocols/index.ts';
 import { connectorById } from '../connectors/store.ts';
 import { connectorSpec } from '../connectors/present.ts';
+import { credentialPolicy } from '../connectors/credentials.ts';
 import { ConnectorError, type CallResult } from '../connectors/types.ts';
 import { AppError } from '../http/errors.ts';
 import { buildContract, type JobInput } from './contract.ts';
@@ -56,6 +57,7 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
     onRef: (ref) => { setExternalRef(base.db, lease, ref); },
     signal, storageDir: config.storageDir, maxOutputBytes: config.maxOutputBytes, timeoutMs: config.connectorTimeoutMs, env: process.env,
     outputOrigins: config.connectorOutputOrigins ? config.connectorOutputOrigins.split(',') : [],
+    credentials: credentialPolicy(config),
   });
   const seed = input.parameters.seed;
   return {

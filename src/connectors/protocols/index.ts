@@ -6,7 +6,9 @@
 // (connector_timeout), 5xx/408/429 (connector_http_error) and failed or lost generations
 // (connector_job_failed, connector_job_lost) and aborts (connector_aborted) are retryable; other 4xx
 // (connector_rejected), malformed answers (connector_bad_response), a missing credential
-// (connector_credential_missing), a destination the egress policy refuses (egress_refused), bad requests (connector_bad_request, connector_unsupported_kind),
+// (connector_credential_missing), a credential variable not designated for connectors
+// (connector_credential_forbidden), a destination the egress policy refuses (egress_refused),
+// bad requests (connector_bad_request, connector_unsupported_kind),
 // image_count_mismatch, image_composite_detected and output_too_large are not. No message ever
 // holds the credential.
 import { ConnectorError } from '../types.ts';
@@ -23,6 +25,7 @@ import type {
 import * as httpJson from './httpjson.ts';
 import * as openai from './openai.ts';
 import * as comfyui from './comfyui.ts';
+import type { CredentialPolicy } from '../credentials.ts';
 import { connectorEgress, credentialOf, getHeaders, joinUrl, readBody, redact, send, type Prepared } from './transport.ts';
 
 interface Protocol {
@@ -49,7 +52,7 @@ function protocolOf(connector: ConnectorSpec): Protocol {
 /** Calls the connector for one attempt of a job; throws ConnectorError on failure. */
 export async function callConnector(req: CallRequest): Promise<CallResult> {
   const p = protocolOf(req.connector);
-  const secret = credentialOf(req.connector, req.env);
+  const secret = credentialOf(req.connector, req.env, req.credentials);
   if (req.signal?.aborted) throw new ConnectorError('connector_aborted', 'the call was aborted', true);
   const prep = p.build(req.connector, req.contract, req.execution);
   try {
@@ -97,13 +100,13 @@ export function healthUrlOf(connector: ConnectorSpec): string {
  */
 export async function probeConnector(
   connector: ConnectorSpec,
-  opts: { env: Readonly<Record<string, string | undefined>>; timeoutMs: number; signal?: AbortSignal },
+  opts: { env: Readonly<Record<string, string | undefined>>; credentials: CredentialPolicy; timeoutMs: number; signal?: AbortSignal },
 ): Promise<ProbeResult> {
   const started = performance.now();
   const latency = () => Math.round((performance.now() - started) * 10) / 10;
   let secret: string | null = null;
   try {
-    secret = credentialOf(connector, opts.env);
+    secret = credentialOf(connector, opts.env, opts.credentials);
     const url = healthUrlOf(connector);
     const resp = await send({ method: 'GET', url, headers: getHeaders(secret), timeoutMs: opts.timeoutMs, signal: opts.signal, secret, egress: connectorEgress(connector) });
     let text = '';

@@ -27,6 +27,7 @@ import type { ConnectorSpec } from '../types.ts';
 import {
   CONNECTOR_EGRESS, EgressRefused, LOCAL_CONNECTOR_EGRESS, addressRefusal, egressLookup, normalizeAddress, type Address, type EgressPolicy,
 } from '../../lib/egress.ts';
+import { credentialNameProblem, type CredentialPolicy } from '../credentials.ts';
 
 // ---------------------------------------------------------------------------------------------
 // URLs
@@ -96,12 +97,16 @@ export function originOf(url: string): string | null {
 
 /**
  * The credential of a connector, read from `env[authEnv]` at call time; null when the connector has
- * no authEnv. Missing or empty -> connector_credential_missing (not retryable). The value is never
- * logged, stored, or put in an error message.
+ * no authEnv. A name the operator did not designate (src/connectors/credentials.ts, e.g. a connector
+ * stored before the rule) -> connector_credential_forbidden, and nothing is read or sent; missing or
+ * empty -> connector_credential_missing (neither retryable). The value is never logged, stored, or
+ * put in an error message.
  */
-export function credentialOf(connector: ConnectorSpec, env: Readonly<Record<string, string | undefined>>): string | null {
+export function credentialOf(connector: ConnectorSpec, env: Readonly<Record<string, string | undefined>>, policy: CredentialPolicy): string | null {
   const name = connector.authEnv;
   if (!name) return null;
+  const problem = credentialNameProblem(name, policy);
+  if (problem) throw new ConnectorError('connector_credential_forbidden', `authEnv ${name} ${problem}; the call was not made`, false);
   const value = env[name];
   if (!value) throw new ConnectorError('connector_credential_missing', `environment variable ${name} is not set`, false);
   return value;

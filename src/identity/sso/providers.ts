@@ -3,7 +3,7 @@
 // secrets (clientSecretRef / idpCertRef name environment variables), audited as
 // identity_provider.created / updated / probed.
 import type { Ctx } from '../../context.ts';
-import { SETTINGS } from '../../config.ts';
+import { credentialNameProblem, credentialPolicy, isServiceVariable, type CredentialPolicy } from '../../connectors/credentials.ts';
 import { record } from '../../audit/service.ts';
 import { notFound, requireSystemAdmin, validationFailed } from '../../http/errors.ts';
 import { newId } from '../../lib/ids.ts';
@@ -17,12 +17,6 @@ import { urlProblem as egressUrlProblem } from '../../lib/egress.ts';
 /** Roles a provider may give: never org_owner (sign-in must not make owners) nor project_guest (given by project roles). */
 const PROVIDER_ORG_ROLES: readonly string[] = ORG_ROLES.filter((r) => r !== 'org_owner');
 const PROVIDER_WORKSPACE_ROLES: readonly string[] = WORKSPACE_ROLES.filter((r) => r !== 'project_guest');
-
-/**
- * The service's own settings (encryption keys, the session secret of the reference...): never handed
- * to a provider as its client secret nor read as a certificate.
- */
-const SERVICE_SETTINGS = new Set([...SETTINGS.map((x) => x.env), 'SVC_SESSION_SECRET']);
 
 const LOOPBACK = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
@@ -44,11 +38,16 @@ export function urlProblem(raw: string, opts: { httpsUnlessLoopback: boolean }):
   return null;
 }
 
-/** Checks and completes a kind's configuration (defaults filled in); 422 naming config.<field>. */
-export function normalizeConfig(kind: 'oidc' | 'saml', input: unknown): OidcConfig | SamlConfig {
+/**
+ * Checks and completes a kind's configuration (defaults filled in); 422 naming config.<field>. A *Ref
+ * never names one of the service's own settings (encryption keys, the session secret...) nor a
+ * variable designated for connector credentials (`connectors`: a tenant's connector could send it).
+ */
+export function normalizeConfig(kind: 'oidc' | 'saml', input: unknown, connectors: CredentialPolicy): OidcConfig | SamlConfig {
   const errors: Record<string, string> = {};
   const refProblem = (field: string, value: string) => {
-    if (SERVICE_SETTINGS.has(value)) errors[`config.${field}`] = 'must not name one of the service\'s own settings';
+    if (isServiceVariable(value)) errors[`config.${field}`] = 'must not name one of the service\'s own settings';
+    else if (credentialNameProblem(value, connectors) === null) errors[`config.${field}`] = 'must not name a variable designated for connector credentials (SVC_CONNECTOR_SECRET_PREFIX, SVC_CONNECTOR_SECRET_NAMES)';
   };
   if (kind === 'oidc') {
     const c = checkConfigShape('oidc', input) as OidcConfig & { scopes?: string[]; claimMapping?: Partial<OidcConfig['claimMapping']> };
@@ -102,7 +101,7 @@ export function createProvider(ctx: Ctx, input: ProviderInput): ProviderRow {
   const workspaceId = input.workspaceId ?? null;
   const role = input.defaultRole ?? 'org_member';
   checkBinding(ctx, input.organizationId, workspaceId, role);
-  const config = normalizeConfig(input.kind, input.config);
+  const config = normalizeConfig(input.kind, input.config, credentialPolicy(ctx.config));
   const now = ctx.now().toISOString();
   const p: ProviderRow = {
     id: newId('idp'), kind: input.kind, name: input.name, organization_id: input.organizationId, workspace_id: workspaceId,
@@ -151,7 +150,7 @@ export function updateProviderFields(ctx: Ctx, providerId: string, patch: Provid
     const role = patch.defaultRole ?? p.default_role;
     checkBinding(ctx, p.organization_id, workspaceId, role);
     const config = patch.config === undefined ? p.config
-      : JSON.stringify(normalizeConfig(p.kind, { ...(JSON.parse(p.config) as Record<string, unknown>), ...patch.config }));
+      : JSON.stringify(normalizeConfig(p.kind, { ...(JSON.parse(p.config) as Record<string, unknown>), ...patch.config }, credentialPolicy(ctx.config)));
     const configChanged = config !== p.config;
     const next: ProviderRow = {
       ...p, name: patch.name ?? p.name, workspace_id: workspaceId, default_role: role, status: patch.status ?? p.status, config,

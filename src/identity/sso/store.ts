@@ -24,6 +24,13 @@ export function listProviders(db: Db, f: { organizationId?: string | null; statu
       ORDER BY name COLLATE NOCASE, id`, f.organizationId ?? null, f.status ?? null);
 }
 
+/** The id of a provider (any organization) whose clientSecretRef or idpCertRef names `variable`, if any. */
+export function providerReadingVariable(db: Db, variable: string): string | undefined {
+  return db.get<{ id: string }>(
+    `SELECT id FROM identity_providers
+      WHERE json_extract(config, '$.clientSecretRef') = ?1 OR json_extract(config, '$.idpCertRef') = ?1 LIMIT 1`, variable)?.id;
+}
+
 export function insertProvider(db: Db, p: ProviderRow): void {
   db.run(
     `INSERT INTO identity_providers (id, kind, name, organization_id, workspace_id, default_role, status, config, created_by,
