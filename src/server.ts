@@ -17,6 +17,7 @@ import { mfaKey, ssoStorageKey } from './identity/mfa/crypto.ts';
 import { startDeliveryLoop } from './notifications/delivery.ts';
 import { startWorkerThread, type WorkerHost } from './worker/host.ts';
 import { credentialPolicy } from './connectors/credentials.ts';
+import { sessionKey } from './auth/token-hash.ts';
 import { stopManualRuns } from './jobs/service.ts';
 
 export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
@@ -41,10 +42,11 @@ const WORKER_GRACE_MS = 6_000;
 
 /** Starts the service; the caller prints the listening line and wires signals (see cli/serve.ts). */
 export async function startServer(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningServer> {
-  // A bad SVC_MFA_ENCRYPTION_KEY or SVC_OIDC_STORAGE_KEY stops the start (before anything is opened); the
+  // A bad SVC_MFA_ENCRYPTION_KEY, SVC_OIDC_STORAGE_KEY or SVC_SESSION_SECRET stops the start (before anything is opened); the
   // development keys are warned about.
   const key = mfaKey(config);
   const ssoKey = ssoStorageKey(config);
+  const sessionSecret = sessionKey(config);
   credentialPolicy(config); // a malformed SVC_CONNECTOR_SECRET_PREFIX / _NAMES stops the start too
   prepareDirectories(config);
   const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
@@ -57,6 +59,9 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   }
   if (key.source === 'development') {
     log.warn('SVC_MFA_ENCRYPTION_KEY is not set: TOTP secrets are encrypted with the built-in development key, which is public. NEVER run production like this; set a 32-byte key (64 hex or base64 characters) or a long passphrase.');
+  }
+  if (sessionSecret.source === 'development') {
+    log.warn('SVC_SESSION_SECRET is not set: session and API-client access tokens are stored under the built-in development key, which is public. NEVER run production like this; set a 32-byte key (64 hex or base64 characters) or a long passphrase (changing it later signs everyone out).');
   }
   if (ssoKey.source === 'development') {
     log.warn('SVC_OIDC_STORAGE_KEY is not set: single sign-on flow states are encrypted with the built-in development key, which is public. Set a 32-byte key (64 hex or base64 characters) or a long passphrase before enabling sign-in providers in production.');

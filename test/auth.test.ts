@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { startTestServer } from './helpers/server.ts';
 import { login, makeUser } from './helpers/factories.ts';
 import { setUserStatus, createUser } from '../src/users/service.ts';
-import { sha256Hex } from '../src/lib/ids.ts';
+import { tokenHash } from '../src/auth/token-hash.ts';
 
 const auditRows = (s: { db: any }, action: string) =>
   s.db.all('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action) as any[];
@@ -19,7 +19,7 @@ test('login answers the contract shape and stores only the SHA-256 of the token'
   assert.deepEqual(r.body.user, { id: u.id, email: u.email, name: u.name });
   assert.equal(r.headers.get('set-cookie'), null, 'no cookie for a non-browser client');
   const rows = s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions');
-  assert.deepEqual(rows.map((x) => x.token_hash), [sha256Hex(r.body.token)]);
+  assert.deepEqual(rows.map((x) => x.token_hash), [tokenHash(s.config, r.body.token)]);
   const dump = JSON.stringify(s.db.all('SELECT * FROM sessions')) + JSON.stringify(s.db.all('SELECT * FROM audit_log'));
   assert.ok(!dump.includes(r.body.token));
   assert.ok(!dump.includes(u.password));
@@ -138,8 +138,8 @@ test('sessions expire when idle and at their absolute expiry', async (t) => {
   const idle = await login(s, u);
   const old = await login(s, u);
   // Move time for these sessions by editing their stored times.
-  s.db.run('UPDATE sessions SET last_seen_at = ? WHERE token_hash = ?', new Date(Date.now() - 31 * 60_000).toISOString(), sha256Hex(idle));
-  s.db.run('UPDATE sessions SET expires_at = ? WHERE token_hash = ?', new Date(Date.now() - 1000).toISOString(), sha256Hex(old));
+  s.db.run('UPDATE sessions SET last_seen_at = ? WHERE token_hash = ?', new Date(Date.now() - 31 * 60_000).toISOString(), tokenHash(s.config, idle));
+  s.db.run('UPDATE sessions SET expires_at = ? WHERE token_hash = ?', new Date(Date.now() - 1000).toISOString(), tokenHash(s.config, old));
   assert.equal((await s.call('GET', '/api/context', { token: idle })).status, 401);
   assert.equal((await s.call('GET', '/api/context', { token: old })).status, 401);
   const fresh = await login(s, u);

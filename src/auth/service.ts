@@ -1,12 +1,13 @@
 // Password login, sessions, logout and password change. Tokens are 32 random bytes returned once;
-// only their SHA-256 is stored. A session expires when idle for the idle lifetime or the absolute
+// only their keyed hash is stored (HMAC-SHA-256 under SVC_SESSION_SECRET, src/auth/token-hash.ts). A session expires when idle for the idle lifetime or the absolute
 // lifetime after login, whichever comes first (the identity policy's values, else
 // SVC_SESSION_IDLE_MINUTES / SVC_SESSION_ABSOLUTE_HOURS). After the first factor (password, SSO,
 // registration) signIn() decides: a session, a TOTP challenge, or an MFA enrollment challenge.
 import type { Config } from '../config.ts';
 import type { Ctx } from '../context.ts';
 import { AppError, notFound, validationFailed } from '../http/errors.ts';
-import { newId, newToken, sha256Hex } from '../lib/ids.ts';
+import { newId, newToken } from '../lib/ids.ts';
+import { tokenHash } from './token-hash.ts';
 import { record } from '../audit/service.ts';
 import { normalizeEmail, setLastLogin, setPassword, userByEmail, userById, type UserRow } from '../users/store.ts';
 import { firstScope } from '../tenancy/scope.ts';
@@ -67,7 +68,7 @@ export function startSession(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser'
     return { organization_id: first.organizationId, workspace_id: first.workspaceId, project_id: first.projectId };
   })();
   const session: SessionRow = {
-    id: newId('ses'), token_hash: sha256Hex(token), user_id: user.id, kind,
+    id: newId('ses'), token_hash: tokenHash(ctx.config, token), user_id: user.id, kind,
     created_at: now.toISOString(), last_seen_at: now.toISOString(),
     expires_at: new Date(now.getTime() + sessionLifetimes(ctx.db, ctx.config).absoluteHours * 3_600_000).toISOString(),
     revoked_at: null, revoked_reason: null, ip: ctx.ip, user_agent: ctx.userAgent?.slice(0, 400) ?? null,

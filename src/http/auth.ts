@@ -1,4 +1,5 @@
-// Request -> actor. A Bearer token (or the browser session cookie) is looked up by its SHA-256;
+// Request -> actor. A Bearer token (or the browser session cookie) is looked up by its keyed hash
+// (HMAC-SHA-256 under SVC_SESSION_SECRET, src/auth/token-hash.ts);
 // revoked, expired, idle or suspended sessions are no credential at all. The lifetimes are the
 // identity policy's when set (a shortened one applies to existing sessions too), else SVC_SESSION_*. With SVC_ALLOW_DEV_CONTEXT=1
 // the x-user-id header stands in for a session (development only). A Bearer token that is no session
@@ -7,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/db.ts';
 import type { Actor } from '../context.ts';
-import { sha256Hex } from '../lib/ids.ts';
+import { tokenHash as storedTokenHash } from '../auth/token-hash.ts';
 import { sessionByTokenHash, touchSession, type SessionWithUser } from '../auth/store.ts';
 import { userById } from '../users/store.ts';
 import { sessionLifetimes } from '../identity/policy/store.ts';
@@ -56,7 +57,7 @@ export function authenticate(req: IncomingMessage, db: Db, config: Config, now: 
     token = cookieValue(req.headers.cookie, SESSION_COOKIE);
     viaCookie = token !== null;
   }
-  const tokenHash = token ? sha256Hex(token) : null;
+  const tokenHash = token ? storedTokenHash(config, token) : null;
   const s = tokenHash && !(config.allowDevContext && req.headers['x-user-id'] !== undefined) ? sessionByTokenHash(db, tokenHash) : undefined;
   if (config.allowDevContext && typeof req.headers['x-user-id'] === 'string') {
     const user = userById(db, req.headers['x-user-id']);

@@ -1,4 +1,5 @@
-// A Bearer token that is no session may be an API client's access token (looked up by its SHA-256).
+// A Bearer token that is no session may be an API client's access token (looked up by its keyed hash,
+// src/auth/token-hash.ts).
 // Expired tokens and revoked clients are no credential (401); last use is written at most once a minute.
 import type { Db } from '../db/db.ts';
 import type { Actor } from '../context.ts';

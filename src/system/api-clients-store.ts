@@ -1,5 +1,6 @@
 // SQL of API clients (service accounts) and their access tokens (schema 9: api_clients,
-// api_client_tokens). Secrets and tokens are only ever stored as SHA-256.
+// api_client_tokens). Secrets are only ever stored as SHA-256, access tokens as their keyed hash
+// (src/auth/token-hash.ts).
 import type { Db } from '../db/db.ts';
 
 export interface ApiClientRow {

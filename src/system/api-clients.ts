@@ -12,6 +12,7 @@ import { AppError, forbidden, notFound, validationFailed } from '../http/errors.
 import { addressKey, type LoginLimits } from '../auth/service.ts';
 import { checkAttempt } from '../auth/ratelimit.ts';
 import { issueSecret, newId, sha256Hex } from '../lib/ids.ts';
+import { tokenHash } from '../auth/token-hash.ts';
 import { record } from '../audit/service.ts';
 import { effectivePermissions, hasPermission, PERMISSIONS, type BasePermission, type ScopeIds } from '../tenancy/roles.ts';
 import { organizationById, projectById, workspaceById } from '../tenancy/store.ts';
@@ -181,7 +182,7 @@ function secretMatches(secret: string, hash: string): boolean {
 }
 
 /**
- * Client credentials -> a new access token (stored as SHA-256, TOKEN_TTL_SECONDS). A known client with a
+ * Client credentials -> a new access token (stored as its keyed hash, src/auth/token-hash.ts; TOKEN_TTL_SECONDS). A known client with a
  * wrong secret, or a revoked one, is audited as api_client.token_refused; every failure is 401 invalid_client.
  * Failed exchanges are limited like logins (counted and checked in one transaction): per client
  * id (SVC_LOGIN_MAX_FAILURES_PER_EMAIL) and per address (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS) within
@@ -205,7 +206,7 @@ export function issueAccessToken(ctx: Ctx, limits: LoginLimits, clientId: string
   const expiresAt = new Date(now.getTime() + TOKEN_TTL_SECONDS * 1000).toISOString();
   ctx.db.tx(() => {
     deleteExpiredApiClientTokens(ctx.db, c.id, now.toISOString());
-    insertApiClientToken(ctx.db, { token_hash: t.hash, client_id: c.id, expires_at: expiresAt, created_at: now.toISOString() });
+    insertApiClientToken(ctx.db, { token_hash: tokenHash(ctx.config, t.token), client_id: c.id, expires_at: expiresAt, created_at: now.toISOString() });
     touchApiClient(ctx.db, c.id, now.toISOString());
     record({ ...ctx, actor: apiClientActor(c) }, {
       action: 'api_client.token_issued', targetType: 'api_client', targetId: c.id, ...clientScope(c),
