@@ -123,5 +123,5 @@ test('an unset secret is warned about at start, a set one is not; a malformed on
 
   const dir = tempDir(t);
   const config = loadConfig({ port: 0, dataDir: path.join(dir, 'data'), storageDir: path.join(dir, 'storage') }, { SVC_SCRYPT_LOG_N: '10', SVC_SESSION_SECRET: 'too-short' });
-  await assert.rejects(startServer(config, createLogger('silent')), (e: Error) => e instanceof ConfigError && /SVC_SESSION_SECRET/.test(e.message));
+  await assert.rejects(startServer(config, createLogger('silent')).then((r) => r.close()), (e: Error) => e instanceof ConfigError && /SVC_SESSION_SECRET/.test(e.message));
 });
