@@ -50,6 +50,16 @@ test('40 concurrent wrong logins for 40 e-mails from one address: at most the pe
   assertLimited(await burst(40, (i) => wrongLogin(s, `burst-${i}@example.test`)), 401, 30, 'per address');
 });
 
+test('the per-address budget counts an IPv6 client by its /64: rotating addresses inside one prefix buys no new guesses', async (t) => {
+  // Behind a trusted proxy the client address is the first X-Forwarded-For entry.
+  const s = await startTestServer(t, { ...SLOW, SVC_TRUST_PROXY: '1', SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '6' });
+  const from = (ip: string, i: number) => s.call('POST', '/api/auth/login', { body: { email: `v6-${i}@example.test`, password: 'wrong password!' }, headers: { 'x-forwarded-for': ip } });
+  assertLimited(await burst(12, (i) => from(`2001:db8:1:2::${(i + 1).toString(16)}`, i)), 401, 6, 'one /64');
+  assert.equal((await from('2001:db8:1:3::1', 99)).status, 401, 'another /64 has its own budget');
+  assert.equal((await from('[::ffff:198.51.100.7]', 98)).status, 401, 'IPv4-mapped: counted as its IPv4 address');
+  assertLimited(await burst(8, (i) => from('198.51.100.7', 100 + i)), 401, 5, 'the same IPv4 address, one guess already spent');
+});
+
 test('30 concurrent wrong current passwords on POST /api/auth/password: at most the limit (10) are checked', async (t) => {
   const s = await startTestServer(t, { ...SLOW, SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
   const u = await makeUser(s);

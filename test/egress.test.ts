@@ -36,6 +36,7 @@ const REFUSED_ENDPOINTS = [
   'http://[fe80::1]:8080/',
   'http://[fe80::a9fe:a9fe]/',
   'http://[fd00:ec2::254]/',
+  'http://[2002:a9fe:a9fe::1]/',
   'http://100.100.100.200/',
   'http://168.63.129.16/',
   'http://0.0.0.0:8080/',

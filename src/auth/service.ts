@@ -8,6 +8,7 @@ import type { Ctx } from '../context.ts';
 import { AppError, notFound, validationFailed } from '../http/errors.ts';
 import { newId, newToken } from '../lib/ids.ts';
 import { tokenHash } from './token-hash.ts';
+import { clientNetwork } from '../lib/egress.ts';
 import { record } from '../audit/service.ts';
 import { normalizeEmail, setLastLogin, setPassword, userByEmail, userById, type UserRow } from '../users/store.ts';
 import { firstScope } from '../tenancy/scope.ts';
@@ -41,8 +42,8 @@ export function createLoginLimits(config: Config): LoginLimits {
   };
 }
 
-/** The client address a per-address limit counts (one key for requests without one). */
-export const addressKey = (ctx: Ctx): string => ctx.ip ?? 'unknown';
+/** The client network a per-address limit counts: the IPv4 address, an IPv6 address's /64 (one key for requests without one). */
+export const addressKey = (ctx: Ctx): string => (ctx.ip ? clientNetwork(ctx.ip) : 'unknown');
 
 export const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'e-mail address or password is wrong');
 export const accountSuspended = () => new AppError(403, 'account_suspended', 'this account is suspended; contact your administrator');

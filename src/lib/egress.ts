@@ -8,7 +8,7 @@
 //   always refused, whatever the caller: 0.0.0.0/8, 169.254.0.0/16 (link-local, cloud metadata),
 //     192.0.0.0/24 (IETF protocol assignments), 224.0.0.0/3 (multicast, reserved, broadcast),
 //     168.63.129.16 (Azure), 100.100.100.200 (Alibaba), ::/128, fe80::/10, ff00::/8, fd00:ec2::254
-//     (AWS); NAT64 addresses (64:ff9b::/96) are judged by the IPv4 address they embed
+//     (AWS); NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses are judged by the IPv4 address they embed
 //   private: 127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10 (shared address
 //     space: carrier-grade NAT, overlay networks such as Tailscale), ::1, fc00::/7
 //   public: anything else; each policy says what a public address gets (allowed, refused, or only
@@ -43,6 +43,7 @@ const PRIVATE = blockList([
   ['127.0.0.0', 8], ['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10], ['::1', 128], ['fc00::', 7],
 ]);
 const NAT64 = blockList([['64:ff9b::', 96]]);
+const SIX_TO_FOUR = blockList([['2002::', 16]]);
 
 export type AddressClass = 'refused' | 'private' | 'public';
 
@@ -81,6 +82,19 @@ export function normalizeAddress(input: string): Address | null {
   return { address: a, family: 6 };
 }
 
+/**
+ * The network a client address belongs to, for limits counted per address: an IPv4 address itself
+ * (IPv4-mapped IPv6 as IPv4), an IPv6 address's /64 (one subscriber's prefix: rotating addresses
+ * inside it buys no new budget). Anything else is returned as given.
+ */
+export function clientNetwork(input: string): string {
+  const n = normalizeAddress(input);
+  if (!n) return input;
+  if (n.family === 4) return n.address;
+  const g = ipv6Groups(n.address);
+  return g ? `${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64` : n.address;
+}
+
 export function classifyAddress(address: string): AddressClass {
   const n = normalizeAddress(address);
   if (!n) return 'refused';
@@ -89,6 +103,10 @@ export function classifyAddress(address: string): AddressClass {
   if (type === 'ipv6' && NAT64.check(n.address, 'ipv6')) {
     const g = ipv6Groups(n.address);
     return g ? classifyAddress(v4Of(g[6], g[7])) : 'refused';
+  }
+  if (type === 'ipv6' && SIX_TO_FOUR.check(n.address, 'ipv6')) {
+    const g = ipv6Groups(n.address);
+    return g ? classifyAddress(v4Of(g[1], g[2])) : 'refused';
   }
   if (PRIVATE.check(n.address, type)) return 'private';
   return 'public';
