@@ -132,6 +132,10 @@ test('a connector stored with a forbidden name sends nothing: the probe and ever
   assert.equal(m.seen.length, 1, 'the probe sent nothing');
 
   s.db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", c.body.id);
+  // The dry run shows what the call would do: refuse, rather than list an authorization header.
+  const dry = await s.call('POST', '/api/adapters/dry-run', { token: admin.token, body: { kind: 'chat', connectorId: c.body.id, prompt: 'hello' } });
+  assert.equal(dry.status, 422, dry.text);
+  assert.match(dry.body.error.details.fields.connectorId, /^connector_credential_forbidden: authEnv PATH /);
   const job = await createJob(s, admin.token, { kind: 'chat', connectorId: c.body.id, prompt: 'hello' });
   const failed = await waitJob(s, admin.token, job.id, ['failed']);
   assert.equal(failed.attempt, 1, 'not retried');

@@ -25,6 +25,10 @@ import type { ConnectorSpec, ContractInput, ProductionContract } from '../src/co
 import { buildContract } from '../src/jobs/contract.ts';
 import { jobById } from '../src/jobs/store.ts';
 import { createJob, jobWorld, waitJob } from './helpers/jobs.ts';
+import { credentialPolicy } from '../src/connectors/credentials.ts';
+import { loadConfig } from '../src/config.ts';
+
+const CREDENTIALS = credentialPolicy(loadConfig({}, {}));
 
 let ms: RunningModelServer;
 let dir: string;
@@ -361,14 +365,14 @@ const execution = { jobId: 'job_t', attempt: 1, kind: 'video', model: null, dead
 test('openai protocol dry run: the first image input goes as input_reference in a multipart form; none: JSON as before', () => {
   const audio: ContractInput = { assetId: 'ast_1', versionId: 'ver_1', fileName: 'line.wav', mimeType: 'audio/wav', fileSize: 10, contentSha256: 'a'.repeat(64) };
   const image: ContractInput = { artifactId: 'art_1', jobId: 'job_img', fileName: 'image-1.png', mimeType: 'image/png', fileSize: 1234, contentSha256: 'b'.repeat(64) };
-  const multi = dryRun(connector('http://h:1'), contract([audio, image]), execution);
+  const multi = dryRun(connector('http://h:1'), contract([audio, image]), execution, CREDENTIALS);
   assert.equal(multi.url, 'http://h:1/v1/videos');
   assert.equal(multi.contentType, 'multipart/form-data');
   assert.deepEqual(multi.body, {
     model: 'svc-video', prompt: 'the harbour at dawn', seconds: '2', size: '320x180',
     input_reference: { fileName: 'image-1.png', mimeType: 'image/png', fileSize: 1234 },
   });
-  const json = dryRun(connector('http://h:1'), contract([audio]), execution);
+  const json = dryRun(connector('http://h:1'), contract([audio]), execution, CREDENTIALS);
   assert.equal(json.contentType, 'application/json');
   assert.deepEqual(json.body, { model: 'svc-video', prompt: 'the harbour at dawn', seconds: '2', size: '320x180' });
 });
@@ -398,7 +402,7 @@ test('a video job depending on an image job with useDependencyOutputs starts on 
   assert.equal(inputFiles.length, 1);
   assert.equal(fs.readFileSync(inputFiles[0].path).length, still.fileSize);
   const spec = connectorSpec(connectorById(s.db, row.organization_id, id)!);
-  const shown = dryRun(spec, c, { ...execution, model: 'svc-video' });
+  const shown = dryRun(spec, c, { ...execution, model: 'svc-video' }, CREDENTIALS);
   assert.equal(shown.contentType, 'multipart/form-data');
   assert.deepEqual((shown.body as any).input_reference, { fileName: 'image-1.png', mimeType: 'image/png', fileSize: still.fileSize });
   // The HTTP dry run of the same job body shows the same request.

@@ -94,9 +94,9 @@ test('joinUrl: origin + path prefix, absolute routes, /v1 not doubled, origin-on
 });
 
 test('dryRun: openai chat and image (n is 1), header names only, credential never read', () => {
-  const env = { SECRET_KEY: 'sk-should-not-appear' };
-  const c = connector('openai-compatible', 'http://h:1/api', { authEnv: 'SECRET_KEY', protocol: { models: { chat: 'chat-model', image: 'img-model' } } });
-  const chat = dryRun(c, contract(), execution('chat'));
+  const env = { SVC_CONNECTOR_SECRET_KEY: 'sk-should-not-appear' };
+  const c = connector('openai-compatible', 'http://h:1/api', { authEnv: 'SVC_CONNECTOR_SECRET_KEY', protocol: { models: { chat: 'chat-model', image: 'img-model' } } });
+  const chat = dryRun(c, contract(), execution('chat'), CREDENTIALS);
   assert.equal(chat.method, 'POST');
   assert.equal(chat.url, 'http://h:1/api/v1/chat/completions');
   assert.equal(chat.route, '/v1/chat/completions');
@@ -109,40 +109,40 @@ test('dryRun: openai chat and image (n is 1), header names only, credential neve
   assert.match(body.messages[0].content, /Night Train/);
   assert.match(body.messages[0].content, /S01/);
   assert.deepEqual(body.messages[1], { role: 'user', content: 'a woman on a rainy platform at night' });
-  assert.ok(!JSON.stringify(chat).includes(env.SECRET_KEY));
+  assert.ok(!JSON.stringify(chat).includes(env.SVC_CONNECTOR_SECRET_KEY));
 
-  const image = dryRun(c, contract({ parameters: { size: '512x512', n: 4 } }), execution('image', { model: 'override' }));
+  const image = dryRun(c, contract({ parameters: { size: '512x512', n: 4 } }), execution('image', { model: 'override' }), CREDENTIALS);
   assert.deepEqual(image.body, { model: 'override', prompt: 'a woman on a rainy platform at night', n: 1, size: '512x512', response_format: 'url' });
   assert.equal(image.model, 'override');
 
   // Without authEnv: no authorization header; a missing variable does not matter to a dry run.
-  const open = dryRun(connector('openai-compatible', 'http://h:1'), contract(), execution('tts'));
+  const open = dryRun(connector('openai-compatible', 'http://h:1'), contract(), execution('tts'), CREDENTIALS);
   assert.deepEqual(open.headers, ['content-type']);
   assert.deepEqual(open.body, { input: 'a woman on a rainy platform at night', response_format: 'wav' });
 });
 
 test('dryRun: video, asr, http-json and comfyui bodies', () => {
   const oa = connector('openai-compatible', 'http://h:1', { protocol: { routes: { video: '/custom/videos' } } });
-  const video = dryRun(oa, contract({ parameters: { duration: 4, width: 640, height: 360 } }), execution('video'));
+  const video = dryRun(oa, contract({ parameters: { duration: 4, width: 640, height: 360 } }), execution('video'), CREDENTIALS);
   assert.equal(video.url, 'http://h:1/custom/videos');
   assert.deepEqual(video.body, { prompt: 'a woman on a rainy platform at night', seconds: '4', size: '640x360' });
   const inputs = [{ assetId: 'ast_1', versionId: 'ver_1', fileName: 'line.wav', mimeType: 'audio/wav', fileSize: 1234, contentSha256: 'a'.repeat(64) }];
-  const asr = dryRun(oa, contract({ inputs }), execution('asr'));
+  const asr = dryRun(oa, contract({ inputs }), execution('asr'), CREDENTIALS);
   assert.equal(asr.url, 'http://h:1/v1/audio/transcriptions');
   assert.deepEqual(asr.body, { file: { fileName: 'line.wav', mimeType: 'audio/wav', fileSize: 1234 } });
 
-  const hj = connector('http-json', 'http://h:1/generate', { authEnv: 'K', protocol: { models: { image: 'flux' }, routes: { video: '/video' } } });
+  const hj = connector('http-json', 'http://h:1/generate', { authEnv: 'SVC_CONNECTOR_SECRET_K', protocol: { models: { image: 'flux' }, routes: { video: '/video' } } });
   const ex = execution('image');
-  const r = dryRun(hj, contract(), ex);
+  const r = dryRun(hj, contract(), ex, CREDENTIALS);
   assert.equal(r.url, 'http://h:1/generate');
   assert.equal(r.route, '/generate');
   assert.deepEqual(r.headers, ['content-type', 'authorization']);
   assert.deepEqual(r.body, { contract: contract(), execution: { ...ex, model: 'flux' } });
-  assert.equal(dryRun(hj, contract(), execution('video')).url, 'http://h:1/generate/video');
+  assert.equal(dryRun(hj, contract(), execution('video'), CREDENTIALS).url, 'http://h:1/generate/video');
 
   const cf = connector('comfyui', 'http://h:1', { protocol: { workflow: WORKFLOW } });
   const ce = execution('image');
-  const c = dryRun(cf, contract({ parameters: { seed: 42, size: '768x512' } }), ce);
+  const c = dryRun(cf, contract({ parameters: { seed: 42, size: '768x512' } }), ce, CREDENTIALS);
   assert.equal(c.url, 'http://h:1/prompt');
   const body = c.body as { prompt: typeof WORKFLOW; client_id: string };
   assert.equal(body.client_id, ce.jobId);
@@ -152,7 +152,7 @@ test('dryRun: video, asr, http-json and comfyui bodies', () => {
   assert.equal(body.prompt['6'].inputs.text, 'cinematic, a woman on a rainy platform at night');
   assert.equal(body.prompt['7'].inputs.text, 'blurry');
   assert.equal(body.prompt['9'].inputs.filename_prefix, `svc/${ce.jobId}`);
-  assert.throws(() => dryRun(connector('comfyui', 'http://h:1'), contract(), execution('image')), (e: ConnectorError) => e.code === 'connector_bad_request');
+  assert.throws(() => dryRun(connector('comfyui', 'http://h:1'), contract(), execution('image'), CREDENTIALS), (e: ConnectorError) => e.code === 'connector_bad_request');
 });
 
 test('placeholders: seed from the job id is stable, numbers only for exact placeholders', () => {
@@ -325,7 +325,7 @@ test('openai chat: the answer is the server\'s reply to the dry-run body; no fil
   const { ms, dir } = await setup(t);
   const c = connector('openai-compatible', ms.url, { protocol: { models: { chat: 'svc-chat-test' } } });
   const req = request(c, 'chat', dir);
-  const shown = dryRun(c, req.contract, req.execution);
+  const shown = dryRun(c, req.contract, req.execution, CREDENTIALS);
   const body = shown.body as { model: string; messages: Array<{ content: string }> };
   const result = await callConnector(req);
   assert.deepEqual(result, { output: { text: chatReply(body.messages[1].content), model: body.model }, files: [] });
@@ -411,7 +411,7 @@ test('http-json: every kind, files from URLs, text inline, model from the contra
   const chatReq = request(c, 'chat', dir);
   const chat = await callConnector(chatReq);
   assert.deepEqual(chat, { output: { text: chatReply(chatReq.contract.prompt), model: 'house-chat' }, files: [] });
-  assert.equal((dryRun(c, chatReq.contract, chatReq.execution).body as { execution: Execution }).execution.model, 'house-chat');
+  assert.equal((dryRun(c, chatReq.contract, chatReq.execution, CREDENTIALS).body as { execution: Execution }).execution.model, 'house-chat');
   const inputs = [{ assetId: 'ast_1', versionId: 'ver_1', fileName: 'a.wav', mimeType: 'audio/wav', fileSize: 10, contentSha256: 'b'.repeat(64) }];
   const asr = await callConnector(request(c, 'asr', dir, { contract: contract({ inputs }) }));
   assert.equal(asr.output.text, transcript('a.wav', 10, 'b'.repeat(64)));
@@ -457,7 +457,7 @@ test('comfyui resume: a finished prompt is taken, a running one polled, an unkno
   const submitted = (await (await fetch(`${ms.url}/prompt`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(dryRun(c, contract({ prompt: `crashed ${crypto.randomUUID()}`, parameters: { size: '96x64' } }), execution('video')).body),
+    body: JSON.stringify(dryRun(c, contract({ prompt: `crashed ${crypto.randomUUID()}`, parameters: { size: '96x64' } }), execution('video'), CREDENTIALS).body),
   })).json()) as { prompt_id: string };
   const running = request(c, 'video', dir, { resumeRef: submitted.prompt_id });
   const polled = await callConnector(running);
@@ -651,7 +651,7 @@ test('credential: sent as Bearer, wrong one rejected, never in messages or dry r
     return true;
   });
   await assert.rejects(callConnector(request(c, 'chat', dir)), (e: ConnectorError) => e.code === 'connector_credential_missing' && !e.message.includes(key));
-  const shown = dryRun(c, contract(), execution('chat'));
+  const shown = dryRun(c, contract(), execution('chat'), CREDENTIALS);
   assert.deepEqual(shown.headers, ['content-type', 'authorization']);
   assert.ok(!JSON.stringify(shown).includes(key));
   // Probes carry the credential too and never show it.

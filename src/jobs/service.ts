@@ -17,6 +17,7 @@ import { assetInProject } from '../assets/store.ts';
 import { connectorById, connectorsOfOrg, type ConnectorRow } from '../connectors/store.ts';
 import { connectorSpec } from '../connectors/present.ts';
 import { localRunnerOnly } from '../connectors/service.ts';
+import { credentialPolicy } from '../connectors/credentials.ts';
 import { dryRun, supportsKind } from '../connectors/protocols/index.ts';
 import { ConnectorError, type DryRunRequest } from '../connectors/types.ts';
 import { wakeWorker, workerOf } from '../worker/control.ts';
@@ -350,9 +351,9 @@ export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
     return dryRun(spec, contract, {
       jobId: job.id, attempt: 1, kind: job.kind, model: spec.protocol.models?.[job.kind] ?? null,
       deadline: new Date(ctx.now().getTime() + ctx.config.jobTimeoutMs).toISOString(),
-    });
+    }, credentialPolicy(ctx.config));
   } catch (err) {
-    // A connector configured so that no request can be built (no route, no ComfyUI workflow).
+    // A connector configured so that no request can be built (no route, no ComfyUI workflow, a forbidden authEnv).
     if (err instanceof ConnectorError) throw validationFailed({ connectorId: `${err.code}: ${err.message}` });
     throw err;
   }

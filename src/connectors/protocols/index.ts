@@ -26,7 +26,7 @@ import * as httpJson from './httpjson.ts';
 import * as openai from './openai.ts';
 import * as comfyui from './comfyui.ts';
 import type { CredentialPolicy } from '../credentials.ts';
-import { connectorEgress, credentialOf, getHeaders, joinUrl, readBody, redact, send, type Prepared } from './transport.ts';
+import { allowedCredentialName, connectorEgress, credentialOf, getHeaders, joinUrl, readBody, redact, send, type Prepared } from './transport.ts';
 
 interface Protocol {
   healthRoute: string;
@@ -71,9 +71,11 @@ export async function callConnector(req: CallRequest): Promise<CallResult> {
 /**
  * The exact first request the connector would receive, without calling anything or reading the
  * credential: header names only ('authorization' listed whenever authEnv is configured).
- * Throws ConnectorError for configuration errors (unknown kind, no route, no workflow).
+ * Throws ConnectorError for configuration errors (unknown kind, no route, no workflow, an authEnv
+ * the operator did not designate: the call itself would fail the same way).
  */
-export function dryRun(connector: ConnectorSpec, contract: ProductionContract, execution: Execution): DryRunRequest {
+export function dryRun(connector: ConnectorSpec, contract: ProductionContract, execution: Execution, credentials: CredentialPolicy): DryRunRequest {
+  allowedCredentialName(connector, credentials);
   const prep = protocolOf(connector).build(connector, contract, execution);
   return {
     method: 'POST',

@@ -96,6 +96,18 @@ export function originOf(url: string): string | null {
 // Credential
 
 /**
+ * The connector's authEnv when the operator designated it for connectors (null: no credential); a
+ * forbidden name is connector_credential_forbidden (not retryable). Never reads the variable.
+ */
+export function allowedCredentialName(connector: ConnectorSpec, policy: CredentialPolicy): string | null {
+  const name = connector.authEnv;
+  if (!name) return null;
+  const problem = credentialNameProblem(name, policy);
+  if (problem) throw new ConnectorError('connector_credential_forbidden', `authEnv ${name} ${problem}; the call was not made`, false);
+  return name;
+}
+
+/**
  * The credential of a connector, read from `env[authEnv]` at call time; null when the connector has
  * no authEnv. A name the operator did not designate (src/connectors/credentials.ts, e.g. a connector
  * stored before the rule) -> connector_credential_forbidden, and nothing is read or sent; missing or
@@ -103,10 +115,8 @@ export function originOf(url: string): string | null {
  * put in an error message.
  */
 export function credentialOf(connector: ConnectorSpec, env: Readonly<Record<string, string | undefined>>, policy: CredentialPolicy): string | null {
-  const name = connector.authEnv;
+  const name = allowedCredentialName(connector, policy);
   if (!name) return null;
-  const problem = credentialNameProblem(name, policy);
-  if (problem) throw new ConnectorError('connector_credential_forbidden', `authEnv ${name} ${problem}; the call was not made`, false);
   const value = env[name];
   if (!value) throw new ConnectorError('connector_credential_missing', `environment variable ${name} is not set`, false);
   return value;
