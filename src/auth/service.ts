@@ -17,7 +17,7 @@ import { factorOf } from '../identity/mfa/store.ts';
 import { startEnrollmentChallenge, startLoginChallenge, type IssuedChallenge } from '../identity/mfa/challenges.ts';
 import { mfaRequiredFor, passwordRules, sessionLifetimes } from '../identity/policy/store.ts';
 import { hashPassword, needsRehash, passwordProblem, verifyAgainstDummy, verifyPassword } from './password.ts';
-import { reserveAttempt, type AttemptLimit } from './ratelimit.ts';
+import { checkAttempt, reserveAttempt, type AttemptLimit, type CheckOptions } from './ratelimit.ts';
 import {
   insertSession, liveSessionsOfUser, revokeSessionById, revokeUserSessions, type SessionRow,
 } from './store.ts';
@@ -44,6 +44,16 @@ export function createLoginLimits(config: Config): LoginLimits {
 
 /** The client network a per-address limit counts: the IPv4 address, an IPv6 address's /64 (one key for requests without one). */
 export const addressKey = (ctx: Ctx): string => (ctx.ip ? clientNetwork(ctx.ip) : 'unknown');
+
+/**
+ * An anonymous guess at a token (an MFA challenge, an SSO ticket, an invitation, a SCIM token) under
+ * the client address's failed-attempt limit (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS, shared with logins):
+ * `check` runs in the limit's write transaction and a throw from it counts; over the limit, 429
+ * rate_limited with Retry-After and the token is not looked at.
+ */
+export function addressLimited<T>(ctx: Ctx, check: () => T, opts: CheckOptions = {}): T {
+  return checkAttempt(ctx.db, [{ limit: createLoginLimits(ctx.config).byAddress, key: addressKey(ctx) }], ctx.now().getTime(), check, opts);
+}
 
 export const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'e-mail address or password is wrong');
 export const accountSuspended = () => new AppError(403, 'account_suspended', 'this account is suspended; contact your administrator');

@@ -10,8 +10,7 @@ import { membershipAt, projectById, workspaceById } from '../tenancy/store.ts';
 import type { Role } from '../tenancy/roles.ts';
 import { normalizeEmail, userByEmail, userById, type UserRow } from '../users/store.ts';
 import { createUser } from '../users/service.ts';
-import { addressKey, createLoginLimits, signIn, type SignInResult } from '../auth/service.ts';
-import { checkAttempt } from '../auth/ratelimit.ts';
+import { addressLimited, signIn, type SignInResult } from '../auth/service.ts';
 import { assertSeatsAvailable } from './seats.ts';
 import {
   closeInvitation, insertInvitation, invitationById, invitationByTokenHash, pendingInvitationFor, setInvitationToken, type InvitationRow,
@@ -136,15 +135,6 @@ export function revokeInvitation(ctx: Ctx, organizationId: string, id: string): 
 }
 
 /** The invitation a token stands for, checked: unknown or used 404, expired 410. */
-/**
- * Runs an anonymous check of an invitation token (and e-mail) under the client address's
- * failed-attempt limit (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS, shared with logins): a refused token
- * counts; over the limit, 429 rate_limited with Retry-After and the token is not looked at.
- */
-export function limitedCheck<T>(ctx: Ctx, check: () => T): T {
-  return checkAttempt(ctx.db, [{ limit: createLoginLimits(ctx.config).byAddress, key: addressKey(ctx) }], ctx.now().getTime(), check);
-}
-
 export function invitationForToken(ctx: Ctx, token: string): InvitationRow {
   const inv = expireIfDue(ctx, invitationByTokenHash(ctx.db, sha256Hex(token)));
   if (!inv || (inv.status !== 'pending' && inv.status !== 'expired')) throw invitationNotFound();
@@ -187,7 +177,7 @@ export async function registerWithInvitation(ctx: Ctx, input: Registration, kind
     }
     return inv;
   };
-  limitedCheck(ctx, check);
+  addressLimited(ctx, check);
   return createUser(ctx, { email: input.email, name: input.name, password: input.password }, (user) => {
     const inv = check();
     fulfil(ctx, inv, user);

@@ -8,12 +8,13 @@ import { organizationById, projectById, workspaceById } from '../tenancy/store.t
 import { orgRoleOf } from '../tenancy/scope.ts';
 import { presentOrganization } from '../tenancy/present.ts';
 import { tokenAnswer } from '../auth/routes.ts';
+import { addressLimited } from '../auth/service.ts';
 import { fromBrowser, sessionCookie } from '../auth/cookies.ts';
 import { presentUser } from '../users/present.ts';
 import { seatUsage } from './seats.ts';
 import { memberScope, organizationMembers, removeMember, scopeMembers, setMemberRole } from './service.ts';
 import {
-  acceptInvitation, createInvitation, limitedCheck, invitationForToken, registerWithInvitation, resendInvitation, revokeInvitation, type IssuedInvitation,
+  acceptInvitation, createInvitation, invitationForToken, registerWithInvitation, resendInvitation, revokeInvitation, type IssuedInvitation,
 } from './invitations.ts';
 import { invitationsOf } from './store.ts';
 import { InvitationBody, InvitationListQuery, RegisterBody, RoleBody, TokenBody, TokenQuery } from './schema.ts';
@@ -69,7 +70,7 @@ export function bindMemberRoutes(r: Router): void {
     ({ ctx, params }) => json(200, presentInvitation(revokeInvitation(ctx, params.organizationId, params.invitationId))));
 
   r.get('/api/invitations/preview', { summary: 'What an invitation token grants (404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery }, ({ ctx, query }) => {
-    const inv = limitedCheck(ctx, () => invitationForToken(ctx, query.token));
+    const inv = addressLimited(ctx, () => invitationForToken(ctx, query.token));
     const org = organizationById(ctx.db, inv.organization_id)!;
     const ws = inv.workspace_id ? workspaceById(ctx.db, inv.workspace_id) : undefined;
     const project = inv.project_id ? projectById(ctx.db, inv.project_id) : undefined;

@@ -6,8 +6,7 @@
 // Every answer, errors included, is application/scim+json in the SCIM shapes.
 import type { Ctx } from '../context.ts';
 import { createContext } from '../context.ts';
-import { checkAttempt } from '../auth/ratelimit.ts';
-import { addressKey, createLoginLimits } from '../auth/service.ts';
+import { addressLimited } from '../auth/service.ts';
 import { record } from '../audit/service.ts';
 import { AppError } from '../http/errors.ts';
 import { readJson } from '../http/request.ts';
@@ -40,7 +39,7 @@ function authenticateDirectory(call: Call): DirectoryRow {
   const m = /^Bearer\s+(\S{20,300})\s*$/i.exec(call.req.headers.authorization ?? '');
   if (!m) throw scimUnauthorized('Authorization: Bearer <directory token> is required');
   // A wrong token counts against the client address's failed-attempt limit; over it, no lookup.
-  const dir = checkAttempt(db, [{ limit: createLoginLimits(call.ctx.config).byAddress, key: addressKey(call.ctx) }], call.ctx.now().getTime(), () => {
+  const dir = addressLimited(call.ctx, () => {
     const found = directoryByTokenHash(db, sha256Hex(m[1]));
     if (!found) throw scimUnauthorized('the bearer token is not valid');
     return found;

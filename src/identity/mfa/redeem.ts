@@ -8,7 +8,7 @@ import { AppError, conflict, rateLimited } from '../../http/errors.ts';
 import { sha256Hex } from '../../lib/ids.ts';
 import { userById, type UserRow } from '../../users/store.ts';
 import { checkAttempt, clearAttempts } from '../../auth/ratelimit.ts';
-import { accountSuspended, addressKey, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../../auth/service.ts';
+import { accountSuspended, addressLimited, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../../auth/service.ts';
 import { CHALLENGE_MAX_FAILURES } from './challenges.ts';
 import { beginSetup, enable, NO_TENANT, useCode, type TotpSetup } from './factor.ts';
 import {
@@ -33,10 +33,10 @@ function refuse(ctx: Ctx, ch: ChallengeRow | undefined, reason: string, error: A
 }
 
 /** The live challenge of a token and its user, or the refusal: 401 invalid, locked or expired; 403 suspended. */
-function openChallenge(ctx: Ctx, limits: LoginLimits, token: string, purpose: ChallengeRow['purpose']): { ch: ChallengeRow; user: UserRow } {
+function openChallenge(ctx: Ctx, token: string, purpose: ChallengeRow['purpose']): { ch: ChallengeRow; user: UserRow } {
   // An unknown token counts against the address's failed-attempt limit; a real one is judged by the
   // challenge's own limits below.
-  const ch = checkAttempt(ctx.db, [{ limit: limits.byAddress, key: addressKey(ctx) }], ctx.now().getTime(), () => {
+  const ch = addressLimited(ctx, () => {
     const found = challengeByTokenHash(ctx.db, sha256Hex(token));
     if (!found || found.purpose !== purpose) {
       refuse(ctx, undefined, found ? 'wrong_purpose' : 'unknown_token', challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again'));
@@ -78,7 +78,7 @@ const sessionKind = (ch: ChallengeRow, browserRequest: boolean): 'bearer' | 'bro
  * gets a browser session (cookie), otherwise a Bearer session.
  */
 export function redeemLoginChallenge(ctx: Ctx, limits: LoginLimits, token: string, code: string, browserRequest: boolean): SignedIn {
-  const { ch, user } = openChallenge(ctx, limits, token, 'login');
+  const { ch, user } = openChallenge(ctx, token, 'login');
   // Wrong codes count per user over all of the user's challenges (limits.mfaCodes): the count, the code's
   // check and the failure's row are one transaction; over the limit the code is not checked (429).
   const slot = { limit: limits.mfaCodes, key: user.id };
@@ -121,8 +121,8 @@ function redeemStep(ctx: Ctx, ch: ChallengeRow, user: UserRow, code: string, bro
 }
 
 /** POST /api/auth/mfa/enroll/setup: a new secret for the enrollment challenge's user (pending until confirmed). */
-export function enrollmentSetup(ctx: Ctx, limits: LoginLimits, token: string): TotpSetup & { expiresAt: string } {
-  const { ch, user } = openChallenge(ctx, limits, token, 'enrollment');
+export function enrollmentSetup(ctx: Ctx, token: string): TotpSetup & { expiresAt: string } {
+  const { ch, user } = openChallenge(ctx, token, 'enrollment');
   return { ...beginSetup(ctx, user, 'enrollment'), expiresAt: ch.expires_at };
 }
 
@@ -130,8 +130,8 @@ export function enrollmentSetup(ctx: Ctx, limits: LoginLimits, token: string): T
  * POST /api/auth/mfa/enroll/confirm: the first code of the new authenticator enables TOTP and ends
  * the sign-in: the ten recovery codes (shown once) and the session.
  */
-export function enrollmentConfirm(ctx: Ctx, limits: LoginLimits, token: string, code: string, browserRequest: boolean): SignedIn & { recoveryCodes: string[] } {
-  const { ch, user } = openChallenge(ctx, limits, token, 'enrollment');
+export function enrollmentConfirm(ctx: Ctx, token: string, code: string, browserRequest: boolean): SignedIn & { recoveryCodes: string[] } {
+  const { ch, user } = openChallenge(ctx, token, 'enrollment');
   const outcome = ctx.db.tx((): (SignedIn & { recoveryCodes: string[] }) | { error: AppError } => {
     const factor = factorOf(ctx.db, user.id);
     if (factor?.status === 'enabled') return { error: conflict('mfa_already_enabled', 'TOTP is already enabled for this account; log in with a code') };

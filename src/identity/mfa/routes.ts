@@ -28,7 +28,7 @@ export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
     ...holder, body: ChallengeBody,
     summary: 'Enrollment challenge holder: a new TOTP secret and otpauth:// URI for the authenticator app (pending until confirmed): { secret, otpauthUri, algorithm, digits, period, expiresAt }.',
   }, ({ ctx, body }) => {
-    const setup = enrollmentSetup(ctx, limits, body.challengeToken);
+    const setup = enrollmentSetup(ctx, body.challengeToken);
     return json(200, presentSetup(setup, setup.expiresAt));
   });
 
@@ -36,7 +36,7 @@ export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
     ...holder, body: ChallengeCodeBody,
     summary: 'Enrollment challenge holder: a current code enables TOTP and ends the sign-in: the session answer plus recoveryCodes (ten, shown once).',
   }, ({ ctx, req, body }) => {
-    const { user, started, recoveryCodes } = enrollmentConfirm(ctx, limits, body.challengeToken, body.code, fromBrowser(req, ctx.config));
+    const { user, started, recoveryCodes } = enrollmentConfirm(ctx, body.challengeToken, body.code, fromBrowser(req, ctx.config));
     return sessionReply(200, user, started, { recoveryCodes });
   });
 

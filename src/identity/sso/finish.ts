@@ -7,8 +7,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../context.ts';
 import { record } from '../../audit/service.ts';
-import { checkAttempt } from '../../auth/ratelimit.ts';
-import { accountSuspended, addressKey, createLoginLimits, signIn, type SignInResult } from '../../auth/service.ts';
+import { accountSuspended, addressLimited, signIn, type SignInResult } from '../../auth/service.ts';
 import { AppError } from '../../http/errors.ts';
 import { frontendBase } from '../../http/request.ts';
 import { newId, newToken, sha256Hex } from '../../lib/ids.ts';
@@ -192,7 +191,7 @@ export const browserMismatch = () =>
  */
 export function redeemTicket(ctx: Ctx, req: IncomingMessage, ticket: string, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null; clearCookie: string | null } {
   // Guessed tickets count against the client address's failed-attempt limit: over it, the ticket is not looked at.
-  const { row, provider } = checkAttempt(ctx.db, [{ limit: createLoginLimits(ctx.config).byAddress, key: addressKey(ctx) }], ctx.now().getTime(), () => {
+  const { row, provider } = addressLimited(ctx, () => {
     const row = takeTicketRow(ctx.db, sha256Hex(ticket), ctx.now().toISOString());
     if (!row) {
       auditFailure(ctx, null, 'invalid_ticket', 'the ticket is unknown, used or expired');
