@@ -4,6 +4,7 @@ import { SCOPE_SELECTOR_MAX, SCOPE_SELECTOR_PATTERN } from './access.ts';
 import type { Route, Router } from './router.ts';
 import { JSON_MAX_DEPTH, JSON_MAX_VALUES, type JsonSchema } from './validate.ts';
 import { BODY_MAX_DEPTH } from './request.ts';
+import { namedViews } from './view.ts';
 
 const ERROR_SCHEMA = {
   type: 'object',
@@ -52,6 +53,17 @@ function accessText(r: Route): string {
   return `Access: ${parts.length ? parts.join(', ') : 'any logged-in user'}.`;
 }
 
+/** The documented success statuses of a route: its status (default 200) and the others with the same body. */
+export const successStatuses = (m: Route['meta']): number[] => [m.response?.status ?? 200, ...(m.response?.also ?? [])];
+
+function success(m: Route['meta']) {
+  const r = m.response;
+  const description = r?.description ?? 'success';
+  if (r?.schema) return { description, content: { 'application/json': { schema: r.schema.json } } };
+  if (r?.type) return { description, content: { [r.type]: { schema: { type: 'string', ...(/^(text\/|application\/json)/.test(r.type) ? {} : { format: 'binary' }) } } } };
+  return { description };
+}
+
 function security(m: Route['meta']) {
   if (m.auth === 'none') return [];
   if (m.auth === 'directory') return [{ scimToken: [] }];
@@ -66,10 +78,8 @@ function operation(r: Route) {
     params.push({ name, in: 'query', required: q?.required?.includes(name) ?? false, schema });
   }
   if (m.auth !== 'none' && m.auth !== 'directory') params.push({ $ref: '#/components/parameters/SvcScope' });
-  const ok = m.response?.status ?? 200;
-  const responses: Record<string, unknown> = {
-    [String(ok)]: { description: m.response?.description ?? 'success', ...(m.response?.schema ? { content: { 'application/json': { schema: m.response.schema } } } : {}) },
-  };
+  const responses: Record<string, unknown> = {};
+  for (const status of successStatuses(m)) responses[String(status)] = success(m);
   if (m.body) {
     responses['400'] = errorResponse('invalid_json');
     responses['413'] = errorResponse('payload_too_large');
@@ -127,7 +137,7 @@ export function buildOpenApi(router: Router, version: string) {
     servers: [{ url: '/' }],
     paths,
     components: {
-      schemas: { Error: ERROR_SCHEMA },
+      schemas: { Error: ERROR_SCHEMA, ...namedViews() },
       parameters: { SvcScope: SCOPE_PARAMETER },
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'A session token from POST /api/auth/login, or an API client\'s access token from POST /api/oauth/token (client credentials)' },

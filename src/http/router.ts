@@ -3,14 +3,15 @@
 // method is 405 with Allow.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Schema, JsonSchema } from './validate.ts';
+import type { Schema } from './validate.ts';
+import type { View } from './view.ts';
 import type { Ctx } from '../context.ts';
 import type { Permission, OrgRole, ProjectRole } from '../tenancy/roles.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type ScopeLevel = 'none' | 'organization' | 'workspace' | 'project';
 
-export interface RouteMeta<B = unknown, Q = unknown> {
+export interface RouteMeta<B = unknown, Q = unknown, R = unknown> {
   summary: string;
   tags?: string[];
   /**
@@ -48,12 +49,18 @@ export interface RouteMeta<B = unknown, Q = unknown> {
   organizationRecords?: boolean;
   body?: Schema<B>;
   query?: Schema<Q>;
-  response?: { status?: number; description: string; schema?: JsonSchema };
+  /**
+   * The success answer: its status (default 200), and either `schema`, the view of its JSON body (the
+   * handler must then return that type), or `type`, the media type of a body that is not JSON (a file,
+   * CSV, HTML). `also` lists other success statuses with the same body (e.g. 200 for an idempotent
+   * repeat of a 201). A 204 has neither.
+   */
+  response?: { status?: number; also?: number[]; description: string; schema?: View<R>; type?: string };
 }
 
-export interface Reply {
+export interface Reply<T = unknown> {
   status: number;
-  body?: unknown;
+  body?: T;
   headers?: Record<string, string | string[]>;
   /** A raw payload (bytes or a stream) instead of JSON. */
   raw?: Buffer | string | Readable;
@@ -71,13 +78,13 @@ export interface Call<B = unknown, Q = unknown> {
   ctx: Ctx;
 }
 
-export type Handler<B = unknown, Q = unknown> = (c: Call<B, Q>) => Reply | Promise<Reply>;
+export type Handler<B = unknown, Q = unknown, R = unknown> = (c: Call<B, Q>) => Reply<R> | Promise<Reply<R>>;
 
 export interface Route {
   method: Method;
   pattern: string;
-  meta: RouteMeta<any, any>;
-  handler: Handler<any, any>;
+  meta: RouteMeta<any, any, any>;
+  handler: Handler<any, any, any>;
 }
 
 interface Node {
@@ -94,7 +101,7 @@ export class Router {
   readonly routes: Route[] = [];
   private readonly root = newNode();
 
-  add<B, Q>(method: Method, pattern: string, meta: RouteMeta<B, Q>, handler: Handler<B, Q>): void {
+  add<B, Q, R>(method: Method, pattern: string, meta: RouteMeta<B, Q, R>, handler: Handler<B, Q, NoInfer<R>>): void {
     let node = this.root;
     for (const seg of split(pattern)) {
       if (seg.startsWith(':')) {
@@ -116,11 +123,11 @@ export class Router {
     this.routes.push(route);
   }
 
-  get<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('GET', p, m, h); }
-  post<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('POST', p, m, h); }
-  put<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('PUT', p, m, h); }
-  patch<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('PATCH', p, m, h); }
-  delete<B, Q>(p: string, m: RouteMeta<B, Q>, h: Handler<B, Q>): void { this.add('DELETE', p, m, h); }
+  get<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void { this.add('GET', p, m, h); }
+  post<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void { this.add('POST', p, m, h); }
+  put<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void { this.add('PUT', p, m, h); }
+  patch<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void { this.add('PATCH', p, m, h); }
+  delete<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void { this.add('DELETE', p, m, h); }
 
   match(method: string, pathname: string): Match {
     const params: Record<string, string> = {};
@@ -159,4 +166,4 @@ function walk(node: Node, segs: string[], i: number, params: Record<string, stri
   return null;
 }
 
-export const json = (status: number, body: unknown, headers?: Record<string, string | string[]>): Reply => ({ status, body, headers });
+export const json = <T>(status: number, body: T, headers?: Record<string, string | string[]>): Reply<T> => ({ status, body, headers });

@@ -8,6 +8,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { createContext, type Ctx } from '../../src/context.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
+import { checkAnswer } from './openapi-check.ts';
 
 export interface Answer<T = any> { status: number; headers: Headers; body: T; text: string }
 
@@ -53,6 +54,7 @@ export async function startTestServer(t: TestContext, env: Record<string, string
     const text = await res.text();
     let parsed: unknown = null;
     if (text && (res.headers.get('content-type') ?? '').includes('json')) parsed = JSON.parse(text);
+    await checkAnswer(running.url, method, p, res.status, res.headers.get('content-type'), parsed);
     return { status: res.status, headers: res.headers, body: parsed, text };
   };
   return {
