@@ -93,6 +93,8 @@ function operation(r: Route) {
     responses['401'] = errorResponse('unauthenticated');
     responses['403'] = errorResponse(m.session === 'browser' ? 'browser_session_required, origin_forbidden' : 'permission_denied, scope_forbidden or another 403 code');
   }
+  // any request can be refused before it reaches a route (not valid HTTP 400, headers too large 431, too slow 408)
+  responses['4XX'] = { $ref: '#/components/responses/ClientError' };
   return {
     operationId: `${r.method.toLowerCase()}${r.pattern.replace(/[:/{}-](\w)?/g, (_s, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
     summary: m.summary,
@@ -124,6 +126,7 @@ export function buildOpenApi(router: Router, version: string) {
     info: {
       title: 'svc',
       version,
+      license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
       description: 'Production backend for episodic short dramas made with generative models. Errors always have the body '
         + '{ "error": { "code", "message", "details"? } }. Lists take page (from 1) and pageSize (default 50, clamped to 1..200) '
         + 'and answer { items, pagination: { page, pageSize, total } }; a page past the end is an empty page. A request acts in the scope named by its path, else in the one '
@@ -137,8 +140,15 @@ export function buildOpenApi(router: Router, version: string) {
     servers: [{ url: '/' }],
     paths,
     components: {
-      schemas: { Error: ERROR_SCHEMA, ...namedViews() },
+      schemas: { Error: ERROR_SCHEMA, ...namedViews(paths) },
       parameters: { SvcScope: SCOPE_PARAMETER },
+      responses: {
+        ClientError: {
+          description: 'Any other client error in the error body, among them a request that is not valid HTTP (400 bad_request), '
+            + 'headers too large (431 headers_too_large), a request too slow to arrive (408 request_timeout) and 429 rate_limited where limits apply',
+          content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+        },
+      },
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', description: 'A session token from POST /api/auth/login, or an API client\'s access token from POST /api/oauth/token (client credentials)' },
         scimToken: { type: 'http', scheme: 'bearer', description: 'A SCIM directory\'s token (POST /api/system/identity/directory-syncs or rotate-token), for /scim/v2.0/{directoryId}/*' },

@@ -99,8 +99,22 @@ export function named<V extends View<any>>(name: string, v: V): V {
   return { ...v, json: { $ref: `#/components/schemas/${name}` } };
 }
 
-/** Every named view (components/schemas of the OpenAPI document). */
-export const namedViews = (): Record<string, JsonSchema> => Object.fromEntries([...NAMED].sort(([a], [b]) => a.localeCompare(b)));
+const REF = /"#\/components\/schemas\/([A-Za-z0-9]+)"/g;
+
+/** The named views that `root` refers to, directly or through other named views (components/schemas of the OpenAPI document). */
+export function namedViews(root: unknown): Record<string, JsonSchema> {
+  const found = new Map<string, JsonSchema>();
+  const pending = [JSON.stringify(root)];
+  while (pending.length) {
+    for (const [, name] of pending.pop()!.matchAll(REF)) {
+      const json = NAMED.get(name);
+      if (!json || found.has(name)) continue;
+      found.set(name, json);
+      pending.push(JSON.stringify(json));
+    }
+  }
+  return Object.fromEntries([...found].sort(([a], [b]) => a.localeCompare(b)));
+}
 
 export const Pagination = named('Pagination', object({
   page: int('the page, from 1'),
