@@ -384,6 +384,98 @@ test('export packages of approved deliveries', async (t) => {
     assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
   });
 
+  await t.test('downloads: the archive and each file with Content-Length, ETag, Range and 304; one audit record per download; access', async () => {
+    const dir = path.join(s.config.storageDir, cutExport.path);
+    const tarPath = path.join(s.config.storageDir, 'exports', `${cutExport.id}.tar`);
+    const tarBytes = fs.readFileSync(tarPath);
+    const base = `/api/exports/${cutExport.id}`;
+    const get = async (p: string, headers: Record<string, string> = {}, bearer: string | null = token) => {
+      const res = await fetch(s.url + p, { headers: { ...headers, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } });
+      return { res, bytes: Buffer.from(await res.arrayBuffer()) };
+    };
+    const downloads = () => s.db.all<{ metadata: string; actor_user_id: string | null }>(
+      "SELECT metadata, actor_user_id FROM audit_log WHERE action = 'export.downloaded' AND target_id = ? ORDER BY seq", cutExport.id);
+
+    const whole = await get(`${base}/archive`);
+    assert.equal(whole.res.status, 200);
+    assert.ok(whole.bytes.equals(tarBytes));
+    assert.equal(whole.res.headers.get('content-length'), String(tarBytes.length));
+    assert.equal(whole.res.headers.get('etag'), `"${sha256(tarBytes)}"`);
+    assert.equal(whole.res.headers.get('accept-ranges'), 'bytes');
+    assert.equal(whole.res.headers.get('content-type'), 'application/x-tar');
+    assert.match(whole.res.headers.get('content-disposition') ?? '', new RegExp(`^attachment; filename="${cutExport.id}\\.tar"`));
+    const part = await get(`${base}/archive`, { range: 'bytes=512-1023' });
+    assert.equal(part.res.status, 206);
+    assert.equal(part.res.headers.get('content-range'), `bytes 512-1023/${tarBytes.length}`);
+    assert.ok(part.bytes.equals(tarBytes.subarray(512, 1024)));
+    const beyond = await get(`${base}/archive`, { range: `bytes=${tarBytes.length}-` });
+    assert.deepEqual([beyond.res.status, beyond.res.headers.get('content-range')], [416, `bytes */${tarBytes.length}`]);
+    assert.equal((await get(`${base}/archive`, { 'if-none-match': `"${sha256(tarBytes)}"` })).res.status, 304);
+
+    const cutBytes = fs.readFileSync(path.join(dir, 'media/01-E01-cut.mp4'));
+    const media = await get(`${base}/file?path=${encodeURIComponent('media/01-E01-cut.mp4')}`);
+    assert.equal(media.res.status, 200);
+    assert.ok(media.bytes.equals(cutBytes));
+    assert.deepEqual([media.res.headers.get('etag'), media.res.headers.get('content-type'), media.res.headers.get('content-length')],
+      [`"${cut.contentSha256}"`, 'video/mp4', String(cutBytes.length)]);
+    const seek = await get(`${base}/file?path=media/01-E01-cut.mp4`, { range: 'bytes=-100' });
+    assert.equal(seek.res.status, 206);
+    assert.ok(seek.bytes.equals(cutBytes.subarray(cutBytes.length - 100)));
+    const manifest = await get(`${base}/file?path=manifest.json`);
+    assert.deepEqual([manifest.res.status, manifest.res.headers.get('etag')], [200, `"${cutExport.manifestSha256}"`]);
+    assert.deepEqual(JSON.parse(manifest.bytes.toString('utf8')), cutExport.manifest);
+    for (const f of cutExport.manifest.files) {
+      const r = await get(`${base}/file?path=${encodeURIComponent(f.path)}`);
+      assert.deepEqual([r.res.status, sha256(r.bytes)], [200, f.sha256], f.path);
+    }
+
+    // One audit record per download: the whole file or a range from byte 0, never a later range, 304 or HEAD.
+    const counted = downloads();
+    assert.equal(counted.length, 3 + cutExport.manifest.files.length, 'archive, media, manifest and every listed file');
+    assert.deepEqual(JSON.parse(counted[0].metadata), { deliveryId: cutDelivery, file: 'archive', sha256: sha256(tarBytes), range: null, linkId: null });
+    assert.equal(counted[0].actor_user_id, w.user.id);
+    assert.deepEqual(JSON.parse(counted[1].metadata).file, 'media/01-E01-cut.mp4');
+    assert.equal((await fetch(s.url + `${base}/archive`, { method: 'HEAD', headers: { authorization: `Bearer ${token}` } })).status, 200);
+    assert.equal((await get(`${base}/archive`, { range: 'bytes=0-99' })).res.status, 206);
+    assert.equal(downloads().length, counted.length + 1, 'HEAD is not a download; a range from byte 0 is');
+
+    // Only what the manifest lists; a changed file is never served.
+    for (const p of ['media/nope.mp4', '../../../etc/passwd', 'media', `../${cutExport.id}.tar`, 'archive']) {
+      const r = await s.call('GET', `${base}/file?path=${encodeURIComponent(p)}`, { token });
+      assert.deepEqual([r.status, r.body.error.code], [404, 'not_found'], p);
+    }
+    const noPath = await s.call('GET', `${base}/file`, { token });
+    assert.deepEqual([noPath.status, Object.keys(noPath.body.error.details.fields)], [422, ['path']]);
+    const srt = path.join(dir, 'subtitles/E01.srt');
+    const srtBytes = fs.readFileSync(srt);
+    fs.writeFileSync(srt, Buffer.concat([srtBytes, Buffer.from('x')]));
+    try {
+      const gone = await s.call('GET', `${base}/file?path=subtitles/E01.srt`, { token });
+      assert.deepEqual([gone.status, gone.body.error.code], [410, 'export_file_changed'], gone.text);
+    } finally {
+      fs.writeFileSync(srt, srtBytes);
+    }
+    assert.equal((await get(`${base}/file?path=subtitles/E01.srt`)).res.status, 200);
+    const bare = await s.call('POST', '/api/exports/write', { token, body: { deliveryId: await approvedDelivery([video1.id]) } });
+    assert.equal(bare.status, 201, bare.text);
+    const noArchive = await s.call('GET', `/api/exports/${bare.body.id}/archive`, { token });
+    assert.deepEqual([noArchive.status, noArchive.body.error.code], [404, 'not_found']);
+
+    // Access: 401 without a credential, 403 without delivery:view, 404 from another organization; a reviewer may download.
+    const reviewer = await member(s, 'reviewer', w.tree);
+    const writer = await member(s, 'writer', w.tree);
+    const other = await member(s, 'org_owner');
+    for (const p of [`${base}/archive`, `${base}/file?path=manifest.json`]) {
+      assert.equal((await s.call('GET', p)).status, 401, p);
+      const denied = await s.call('GET', p, { token: writer.token });
+      assert.deepEqual([denied.status, denied.body.error.code], [403, 'permission_denied'], p);
+      assert.equal((await s.call('GET', p, { token: other.token })).status, 404, p);
+      assert.equal((await get(p, {}, reviewer.token)).res.status, 200, p);
+    }
+    const secrets = s.db.all<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'export.downloaded'").map((a) => a.metadata).join('\n');
+    assert.ok(!secrets.includes(token) && !secrets.includes(s.config.storageDir), 'no token or absolute path in the audit records');
+  });
+
   await t.test('on an archived project writing is 409 project_archived and reading still 200', async () => {
     const fresh = await approvedDelivery([video2.id]);
     const archived = await s.call('POST', `/api/projects/${w.tree.projectId}/lifecycle`, { token, body: { action: 'archive' } });

@@ -11,6 +11,7 @@ import { createJob } from '../src/jobs/service.ts';
 import { instantiate } from '../src/workflows/runs.ts';
 import { withScope } from '../src/context.ts';
 import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/projects/lifecycle.ts';
+import { writeExport } from '../src/export/service.ts';
 
 const audit = (s: TestServer, action: string, targetId: string) =>
   s.db.all<any>('SELECT * FROM audit_log WHERE action = ? AND target_id = ? ORDER BY seq', action, targetId);
@@ -170,7 +171,7 @@ async function fixtures(s: TestServer, tree: { organizationId: string; workspace
   s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
       file_size, content_sha256, has_video, has_audio, created_at) VALUES ('art_fx', ?, ?, ?, ?, 'other', 'generation', ?, 'fixture.txt', 'text/plain', ?, ?, 0, 0, '2026-01-01T00:00:00.000Z')`,
   tree.organizationId, tree.workspaceId, tree.projectId, completedJob.id, `assets/${assetSha.slice(0, 2)}/${assetSha}`, assetFile.length, assetSha);
-  // Review, QA, delivery, export: one of each on the fixture artifact (rows inserted as-is; the export's folder is not written).
+  // Review, QA, delivery: one of each on the fixture artifact (rows inserted as-is).
   const at = '2026-01-01T00:00:00.000Z';
   const ids = [tree.organizationId, tree.workspaceId, tree.projectId];
   s.db.run(`INSERT INTO reviews (id, organization_id, workspace_id, project_id, target_kind, episode_id, artifact_kind, artifact_id, artifact_sha256, title, created_at, updated_at)
@@ -181,10 +182,10 @@ async function fixtures(s: TestServer, tree: { organizationId: string; workspace
     VALUES ('dlv_fx', ?, ?, ?, 'fixture delivery', 'approved', ?, ?, ?)`, ...ids, at, at, at);
   s.db.run("INSERT INTO delivery_items (delivery_id, position, artifact_id, artifact_sha256, episode_id) VALUES ('dlv_fx', 1, 'art_fx', ?, ?)", assetSha, episodeId);
   s.db.run(`INSERT INTO delivery_links (id, delivery_id, organization_id, token_hash, expires_at, created_at) VALUES ('dll_fx', 'dlv_fx', ?, 'fixture-hash', '2999-01-01T00:00:00.000Z', ?)`, tree.organizationId, at);
-  s.db.run(`INSERT INTO exports (id, organization_id, workspace_id, project_id, delivery_id, delivery_version, storage_path, manifest_sha256, file_count, total_bytes, created_at)
-    VALUES ('exp_fx', ?, ?, ?, 'dlv_fx', 1, 'exports/exp_fx', '', 0, 0, ?)`, ...ids, at);
+  // The export is written by the service (with its archive), so its downloads have something to serve.
+  const exportId = (await writeExport(withScope(s.operator(), tree), { deliveryId: 'dlv_fx', archive: true })).row.id;
   return { ...tree, userId, invitationId: 'inv_none', sessionId: 'ses_none', taskId: task.id, episodeId, revision: '1', assetId: 'ast_fx', versionId: 'asv_fx',
-    reviewId: 'rev_fx', qaRunId: 'qar_fx', deliveryId: 'dlv_fx', linkId: 'dll_fx', exportId: 'exp_fx',
+    reviewId: 'rev_fx', qaRunId: 'qar_fx', deliveryId: 'dlv_fx', linkId: 'dll_fx', exportId,
     // Production content: the starter season and shot of the project.
     seasonId: s.db.get<{ id: string }>('SELECT id FROM seasons WHERE project_id = ?', tree.projectId)!.id,
     shotId: s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', tree.projectId)!.id,
@@ -198,6 +199,9 @@ async function fixtures(s: TestServer, tree: { organizationId: string; workspace
     runId: instantiate(withScope(s.operator(), tree), 'wft_builtin_voice_over', { mode: 'plan', shotId: s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', tree.projectId)!.id }).run.id,
   };
 }
+
+/** Reads that need a query parameter, with the fixture's value. */
+const REQUIRED_QUERY: Record<string, string> = { 'GET /api/exports/:exportId/file': '?path=shotlist.csv' };
 
 test('on an archived project every write route is 409 project_archived and every read route answers 200', async (t) => {
   const s = await startTestServer(t);
@@ -213,7 +217,8 @@ test('on an archived project every write route is 409 project_archived and every
       assert.ok(fx[name], `add a fixture for :${name} (route ${route.method} ${route.pattern})`);
       return fx[name];
     });
-    const r = await s.call(route.method, path, { token: owner.token, ...(route.method === 'GET' ? {} : { body: {} }) });
+    const query = REQUIRED_QUERY[`${route.method} ${route.pattern}`] ?? '';
+    const r = await s.call(route.method, path + query, { token: owner.token, ...(route.method === 'GET' ? {} : { body: {} }) });
     if (route.method === 'GET') {
       assert.equal(r.status, 200, `${route.method} ${route.pattern} stays readable: ${r.text}`);
     } else if (!route.meta.archivedOk) {

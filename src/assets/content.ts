@@ -1,6 +1,7 @@
-// Serving a stored file: real Content-Type and Content-Length, inline file name (RFC 6266 with an
-// RFC 5987 filename*), ETag "<sha256>", If-None-Match -> 304, a single Range -> 206 (416 when
-// unsatisfiable; several ranges are answered with the whole file).
+// Serving a stored file: real Content-Type and Content-Length, inline (or attachment) file name
+// (RFC 6266 with an RFC 5987 filename*), ETag "<sha256>", If-None-Match -> 304, a single Range -> 206
+// (416 when unsatisfiable; several ranges are answered with the whole file). isDownload() decides
+// which answers count as one download (for counters and audit records).
 import fs from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { Reply } from '../http/router.ts';
@@ -9,10 +10,12 @@ import { resolveStored } from './files.ts';
 /** What serving needs of a stored file (an asset version, a media artifact or one of its frames). */
 export interface StoredFile { storage_path: string; content_sha256: string; mime_type: string; file_name: string }
 
-export function contentDisposition(fileName: string): string {
+export type Disposition = 'inline' | 'attachment';
+
+export function contentDisposition(fileName: string, disposition: Disposition = 'inline'): string {
   const fallback = fileName.replace(/[^\x20-\x7e]|["\\]/g, '_');
   const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `inline; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+  return `${disposition}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
 function etagMatches(header: string, etag: string): boolean {
@@ -35,12 +38,12 @@ export function parseRange(header: string, size: number): [number, number] | 'un
   return [start, end];
 }
 
-export function contentReply(req: IncomingMessage, storageDir: string, v: StoredFile): Reply {
+export function contentReply(req: IncomingMessage, storageDir: string, v: StoredFile, disposition: Disposition = 'inline'): Reply {
   const file = resolveStored(storageDir, v.storage_path);
   const etag = `"${v.content_sha256}"`;
   const common: Record<string, string> = {
     etag, 'cache-control': 'private, no-cache', 'accept-ranges': 'bytes',
-    'content-disposition': contentDisposition(v.file_name), 'content-type': v.mime_type,
+    'content-disposition': contentDisposition(v.file_name, disposition), 'content-type': v.mime_type,
   };
   const inm = req.headers['if-none-match'];
   if (typeof inm === 'string' && etagMatches(inm, etag)) {
@@ -61,4 +64,16 @@ export function contentReply(req: IncomingMessage, storageDir: string, v: Stored
   const status = range ? 206 : 200;
   if (req.method === 'HEAD' || length === 0) return { status, headers, raw: '' };
   return { status, headers, raw: fs.createReadStream(file, { start, end, highWaterMark: 1 << 20 }) };
+}
+
+/**
+ * Whether an answer of contentReply() is one download to count and audit: the whole file (200) or a
+ * range from byte 0 (206 "bytes 0-"), never HEAD or 304, so a player's follow-up range requests do
+ * not count again.
+ */
+export function isDownload(req: IncomingMessage, reply: Reply): { counts: boolean; range: string | null } {
+  const range = reply.headers?.['content-range'];
+  const r = typeof range === 'string' ? range : null;
+  const counts = req.method !== 'HEAD' && (reply.status === 200 || (reply.status === 206 && r !== null && r.startsWith('bytes 0-')));
+  return { counts, range: r };
 }

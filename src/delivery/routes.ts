@@ -3,7 +3,7 @@
 import { READ_ACCESS } from '../tenancy/reads.ts';
 import type { IncomingMessage } from 'node:http';
 import { json, type Reply, type Router } from '../http/router.ts';
-import { contentReply } from '../assets/content.ts';
+import { contentReply, isDownload } from '../assets/content.ts';
 import { serviceOrigin } from '../scim/admin.ts';
 import { ClientQuery, DeliveryCreateBody, DeliveryListQuery, DeliveryPatchBody, LinkCreateBody, WithdrawBody } from './schema.ts';
 import { presentDelivery, presentDeliveryDetail, presentLink } from './present.ts';
@@ -83,9 +83,8 @@ export function bindDeliveryRoutes(r: Router): void {
     const reply = contentReply(req, ctx.config.storageDir, {
       storage_path: f.artifact.storage_path, content_sha256: f.item.artifact_sha256, mime_type: f.artifact.mime_type, file_name: f.name,
     });
-    const range = reply.headers?.['content-range'];
-    const fromStart = reply.status === 200 || (reply.status === 206 && typeof range === 'string' && range.startsWith('bytes 0-'));
-    if (fromStart && req.method !== 'HEAD') recordDownload(ctx, access, f, typeof range === 'string' ? range : null);
+    const { counts, range } = isDownload(req, reply);
+    if (counts) recordDownload(ctx, access, f, range);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
   });
 }

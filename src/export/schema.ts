@@ -13,3 +13,7 @@ export const ExportListQuery = v.object({
   page: v.optional(v.int({ min: 1, description: 'page number from 1' })),
   pageSize: v.optional(v.int({ min: 1, max: 200, description: 'items per page, default 50' })),
 }, { allowUnknown: true });
+
+export const ExportFileQuery = v.object({
+  path: v.string({ min: 1, max: 300, description: 'the file\'s path in the package, as the manifest lists it ("media/01-E01-cut.mp4", "manifest.json")' }),
+}, { allowUnknown: true });

@@ -184,10 +184,15 @@ function viewOf(ctx: Ctx, row: ExportRow): Omit<ExportView, 'created'> {
   }
 }
 
-export function getExport(ctx: Ctx, exportId: string): Omit<ExportView, 'created'> {
+/** The export of the current project, or 404. */
+export function exportRow(ctx: Ctx, exportId: string): ExportRow {
   const row = exportInProject(ctx.db, ctx.scope.projectId!, exportId);
   if (!row) throw notFound('no such export in this project');
-  return viewOf(ctx, row);
+  return row;
+}
+
+export function getExport(ctx: Ctx, exportId: string): Omit<ExportView, 'created'> {
+  return viewOf(ctx, exportRow(ctx, exportId));
 }
 
 export function listExports(ctx: Ctx, q: Infer<typeof ExportListQuery>) {
