@@ -1271,7 +1271,9 @@ CREATE TABLE delivery_links (
   created_by TEXT,
   created_at TEXT NOT NULL,
   last_used_at TEXT,
-  download_count INTEGER NOT NULL DEFAULT 0
+  download_count INTEGER NOT NULL DEFAULT 0,
+  -- 1: the link also opens the export package of its delivery's version (includeExport at creation).
+  allow_export INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX delivery_links_delivery ON delivery_links(delivery_id, created_at);
 

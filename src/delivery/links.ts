@@ -8,7 +8,12 @@
 // starts at byte 0 is counted and audited (link id, artifact id; never the token).
 import { featureEnabled, requireFeature } from '../system/flags.ts';
 import { VerifiedFiles } from '../assets/files.ts';
+import fs from 'node:fs';
 import path from 'node:path';
+import type { IncomingMessage } from 'node:http';
+import type { Reply } from '../http/router.ts';
+import { packageDownload, packageFiles, packageReply } from '../export/download.ts';
+import { exportOfVersion, type ExportRow } from '../export/store.ts';
 import type { Ctx } from '../context.ts';
 import { AppError, conflict, notFound } from '../http/errors.ts';
 import { issueSecret, newId, sha256Hex } from '../lib/ids.ts';
@@ -35,9 +40,10 @@ export function createLink(ctx: Ctx, deliveryId: string, input: LinkCreate): { l
       id: newId('dll'), delivery_id: d.id, organization_id: d.organization_id, token_hash: secret.hash, label: input.label ?? null,
       expires_at: new Date(now.getTime() + (input.expiresInHours ?? LINK_HOURS.default) * 3_600_000).toISOString(),
       revoked_at: null, revoked_by: null, created_by: ctx.actor.userId, created_at: now.toISOString(), last_used_at: null, download_count: 0,
+      allow_export: input.includeExport ? 1 : 0,
     };
     insertLink(ctx.db, link);
-    record(ctx, { action: 'delivery.link_created', targetType: 'delivery', targetId: d.id, metadata: { linkId: link.id, label: link.label, expiresAt: link.expires_at } });
+    record(ctx, { action: 'delivery.link_created', targetType: 'delivery', targetId: d.id, metadata: { linkId: link.id, label: link.label, expiresAt: link.expires_at, includeExport: link.allow_export === 1 } });
     return { link, token: secret.token };
   });
 }
@@ -92,11 +98,46 @@ function fileNameOf(ctx: Ctx, item: DeliveryItemRow, a: ArtifactRow | undefined)
 
 const downloadPath = (position: number) => `/api/client/delivery/files/${position}`;
 
-/** The manifest a link opens: the delivery's title and its approved files (name, size, SHA-256, download path). */
-export function clientManifest(ctx: Ctx, access: ClientAccess) {
+/**
+ * A client path with the link's token in the query (`?token=`, the same for every file): it opens
+ * without any header, in a browser, a <video> or curl. The query string is never logged, and every
+ * client answer carries Referrer-Policy: no-referrer, so the token is not passed on.
+ */
+export const withToken = (p: string, token: string) => `${p}${p.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}`;
+
+/** The export package of the delivery's version, when the link includes it and it was written; else undefined. */
+function exportOfLink(ctx: Ctx, access: ClientAccess): ExportRow | undefined {
+  if (access.link.allow_export !== 1) return undefined;
+  return exportOfVersion(ctx.db, access.delivery.project_id, access.delivery.id, access.delivery.version);
+}
+
+/** The export package as the client manifest shows it: the archive and every file, each with its size, SHA-256 and href. */
+function clientExport(ctx: Ctx, row: ExportRow, token: string) {
+  const files = packageFiles(ctx.config.storageDir, row);
+  let archiveSize: number | null = null;
+  try {
+    archiveSize = row.archive_path ? fs.statSync(path.join(ctx.config.storageDir, row.archive_path)).size : null;
+  } catch { /* missing: its download answers 410 */ }
+  return {
+    id: row.id, createdAt: row.created_at,
+    archive: row.archive_path ? { name: `${row.id}.tar`, size: archiveSize, sha256: row.archive_sha256, href: withToken(CLIENT_EXPORT_ARCHIVE, token) } : null,
+    files: files ? [...files].map(([p, f]) => ({ path: p, role: f.role, size: f.size ?? null, sha256: f.sha256, href: withToken(CLIENT_EXPORT_FILE, token).concat(`&path=${encodeURIComponent(p)}`) })) : [],
+  };
+}
+
+export const CLIENT_EXPORT_ARCHIVE = '/api/client/delivery/export/archive';
+export const CLIENT_EXPORT_FILE = '/api/client/delivery/export/file';
+
+/**
+ * The manifest a link opens: the delivery's title and its approved files (name, size, SHA-256,
+ * download path, and href: the path with the token), and `export` (the package, when the link
+ * includes it and it was written; else null).
+ */
+export function clientManifest(ctx: Ctx, access: ClientAccess, token: string) {
   const { link, delivery: d } = access;
   ctx.db.tx(() => touchLink(ctx.db, link.id, ctx.now().toISOString(), false));
   const project = projectById(ctx.db, d.project_id)!;
+  const exp = exportOfLink(ctx, access);
   return {
     title: d.title, version: d.version, project: project.name, approvedAt: d.approved_at, expiresAt: link.expires_at,
     files: deliveryItems(ctx.db, d.id).map((item) => {
@@ -104,10 +145,27 @@ export function clientManifest(ctx: Ctx, access: ClientAccess) {
       return {
         position: item.position, name: fileNameOf(ctx, item, a), kind: a?.kind ?? null, mimeType: a?.mime_type ?? null,
         size: a?.file_size ?? null, sha256: item.artifact_sha256, durationMs: a?.duration_ms ?? null, downloadPath: downloadPath(item.position),
+        href: withToken(downloadPath(item.position), token),
       };
     }),
+    export: exp ? clientExport(ctx, exp, token) : null,
   };
 }
+
+/**
+ * The export package a link opens (404 when the link was made without includeExport or no package
+ * of the delivery's version was written yet), and the download of its archive (`packagePath` null)
+ * or one of its files; counted on the link and audited once (export.downloaded, via the link).
+ */
+export async function clientExportReply(ctx: Ctx, req: IncomingMessage, access: ClientAccess, packagePath: string | null): Promise<Reply> {
+  if (access.link.allow_export !== 1) throw notFound('this delivery link does not include the export package');
+  const row = exportOfLink(ctx, access);
+  if (!row) throw notFound('no export package of this delivery has been written yet');
+  const d = await packageDownload(ctx.config.storageDir, row, packagePath);
+  return packageReply(ctx, req, row, d, { linkId: access.link.id, actorName: linkActorName(access.link) });
+}
+
+const linkActorName = (link: DeliveryLinkRow) => `delivery link ${link.label ?? link.id}`;
 
 export interface ClientFile { item: DeliveryItemRow; artifact: ArtifactRow; name: string }
 
@@ -138,7 +196,7 @@ export function recordDownload(ctx: Ctx, access: ClientAccess, f: ClientFile, ra
     record(ctx, {
       action: 'delivery.downloaded', targetType: 'delivery', targetId: d.id,
       organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
-      actorName: `delivery link ${link.label ?? link.id}`,
+      actorName: linkActorName(link),
       metadata: { linkId: link.id, artifactId: f.artifact.id, position: f.item.position, sha256: f.item.artifact_sha256, range },
     });
   });

@@ -43,5 +43,5 @@ export function linkStatus(l: DeliveryLinkRow, now: Date): 'active' | 'revoked' 
 export const presentLink = (l: DeliveryLinkRow, now: Date) => ({
   id: l.id, deliveryId: l.delivery_id, label: l.label, status: linkStatus(l, now), expiresAt: l.expires_at,
   revokedAt: l.revoked_at, revokedBy: l.revoked_by, createdBy: l.created_by, createdAt: l.created_at,
-  lastUsedAt: l.last_used_at, downloadCount: l.download_count,
+  lastUsedAt: l.last_used_at, downloadCount: l.download_count, includeExport: l.allow_export === 1,
 });

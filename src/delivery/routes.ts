@@ -1,14 +1,21 @@
 // Deliveries of the current project (delivery:view reads, delivery:approve writes), their client
-// links, and the public client side that a link's token opens without an account.
+// links, and the public client side that a link's token opens without an account: the landing page
+// (a browser, by Accept) or the JSON manifest, the files, and the export package when the link
+// includes it.
 import { READ_ACCESS } from '../tenancy/reads.ts';
 import type { IncomingMessage } from 'node:http';
 import { json, type Reply, type Router } from '../http/router.ts';
 import { contentReply, isDownload } from '../assets/content.ts';
 import { serviceOrigin } from '../scim/admin.ts';
-import { ClientQuery, DeliveryCreateBody, DeliveryListQuery, DeliveryPatchBody, LinkCreateBody, WithdrawBody } from './schema.ts';
+import { AppError } from '../http/errors.ts';
+import { clientDeliveryPage, wantsHtml } from '../web/static.ts';
+import { ClientFileQuery, ClientQuery, DeliveryCreateBody, DeliveryListQuery, DeliveryPatchBody, LinkCreateBody, WithdrawBody } from './schema.ts';
 import { presentDelivery, presentDeliveryDetail, presentLink } from './present.ts';
 import { approveDelivery, changeDelivery, createDelivery, getDelivery, listDeliveries, withdrawDelivery } from './service.ts';
-import { accessOfToken, clientFile, clientManifest, createLink, listLinks, recordDownload, revokeLinkOf } from './links.ts';
+import {
+  accessOfToken, CLIENT_EXPORT_ARCHIVE, CLIENT_EXPORT_FILE, clientExportReply, clientFile, clientManifest, createLink, listLinks, recordDownload,
+  revokeLinkOf,
+} from './links.ts';
 import { itemCounts } from './store.ts';
 
 const BASE = '/api/production/deliveries';
@@ -55,7 +62,7 @@ export function bindDeliveryRoutes(r: Router): void {
 
   r.post(`${BASE}/:deliveryId/links`, {
     ...approve, body: LinkCreateBody, response: { status: 201, description: 'the link with its token (shown only here) and URL' },
-    summary: 'A client link of an approved delivery (409 delivery_not_approved otherwise): expiresInHours 1..2160 (default 168), label. The token is answered once and stored hashed.',
+    summary: 'A client link of an approved delivery (409 delivery_not_approved otherwise): expiresInHours 1..2160 (default 168), label, includeExport (default false: also open the delivery\'s export package). The token is answered once and stored hashed; url opens the landing page in a browser and the JSON manifest for API clients.',
   }, ({ ctx, req, params, body }) => {
     const { link, token } = createLink(ctx, params.deliveryId, body);
     const url = `${serviceOrigin(req, ctx.config)}/api/client/delivery?token=${encodeURIComponent(token)}`;
@@ -71,8 +78,21 @@ export function bindDeliveryRoutes(r: Router): void {
   const client = { tags: ['client delivery'], auth: 'none' as const, query: ClientQuery };
   r.get('/api/client/delivery', {
     ...client,
-    summary: 'Without an account: the manifest of the approved delivery a link opens (token in ?token= or x-delivery-token): title, files with name, size, SHA-256 and download path. 401 delivery_link_invalid for an unknown, revoked or expired token, and for every link while the client_delivery_links flag is off for the organization.',
-  }, ({ ctx, req, query }) => json(200, clientManifest(ctx, accessOfToken(ctx, tokenOf(req, query))), CLIENT_HEADERS));
+    summary: 'Without an account: the approved delivery a link opens (token in ?token= or x-delivery-token). Content negotiation: a request whose Accept names text/html (a browser opening the link) gets the landing page (items, a player, download buttons; 401 page for a link that does not open); any other gets the JSON manifest: title, files with name, size, SHA-256, downloadPath and href (the path with the token), and export (the package, when the link includes it). 401 delivery_link_invalid for an unknown, revoked or expired token, and for every link while the client_delivery_links flag is off for the organization.',
+    response: { description: 'the manifest (JSON), or the landing page (text/html) when Accept names text/html' },
+  }, ({ ctx, req, query }) => {
+    const token = tokenOf(req, query);
+    if (wantsHtml(req.headers)) {
+      try {
+        accessOfToken(ctx, token);
+      } catch (err) {
+        if (err instanceof AppError && err.status === 401) return clientDeliveryPage(false);
+        throw err;
+      }
+      return clientDeliveryPage(true);
+    }
+    return json(200, clientManifest(ctx, accessOfToken(ctx, token), token!), { ...CLIENT_HEADERS, vary: 'accept', 'cache-control': 'no-store' });
+  });
 
   r.get('/api/client/delivery/files/:position', {
     ...client,
@@ -85,6 +105,25 @@ export function bindDeliveryRoutes(r: Router): void {
     });
     const { counts, range } = isDownload(req, reply);
     if (counts) recordDownload(ctx, access, f, range);
+    return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
+  });
+
+  const exportFile = { tags: ['client delivery'], auth: 'none' as const };
+  r.get(CLIENT_EXPORT_ARCHIVE, {
+    ...exportFile, query: ClientQuery,
+    summary: 'Without an account, for a link made with includeExport: the .tar of the delivery\'s export package (Content-Length, ETag = SHA-256, Range, 304). 401 as for the manifest; 404 when the link does not include the export, no package was written or it has no archive; 410 export_file_changed. Counted on the link and audited as export.downloaded.',
+    response: { description: 'the archive\'s bytes (application/x-tar)' },
+  }, async ({ ctx, req, query }) => {
+    const reply = await clientExportReply(ctx, req, accessOfToken(ctx, tokenOf(req, query)), null);
+    return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
+  });
+
+  r.get(CLIENT_EXPORT_FILE, {
+    ...exportFile, query: ClientFileQuery,
+    summary: 'Without an account, for a link made with includeExport: one file of the export package by its manifest path (?path=). 401 as for the manifest; 404 as for the archive or for a path the manifest does not list; 410 export_file_changed. Counted and audited as the archive.',
+    response: { description: 'the file\'s bytes (Content-Type from its extension)' },
+  }, async ({ ctx, req, query }) => {
+    const reply = await clientExportReply(ctx, req, accessOfToken(ctx, tokenOf(req, query)), query.path);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
   });
 }

@@ -40,9 +40,17 @@ export const DeliveryListQuery = v.object({
 export const LinkCreateBody = v.object({
   expiresInHours: v.optional(v.int({ min: 1, max: LINK_HOURS.max, description: `hours until the link expires, default ${LINK_HOURS.default}` })),
   label: v.optional(v.nullable(v.string({ max: 200 }))),
+  includeExport: v.optional(v.boolean({
+    description: 'also open the export package of the delivery (its archive and every file of its manifest, once written with POST /api/exports/write); default false',
+  })),
 });
 export type LinkCreate = v.Infer<typeof LinkCreateBody>;
 
 export const ClientQuery = v.object({
   token: v.optional(v.string({ max: 200, description: 'the link token (or the x-delivery-token header)' })),
+}, { allowUnknown: true });
+
+export const ClientFileQuery = v.object({
+  token: v.optional(v.string({ max: 200, description: 'the link token (or the x-delivery-token header)' })),
+  path: v.string({ min: 1, max: 300, description: 'the file\'s path in the export package, as the manifest lists it' }),
 }, { allowUnknown: true });

@@ -18,6 +18,8 @@ export interface DeliveryLinkRow {
   id: string; delivery_id: string; organization_id: string; token_hash: string; label: string | null;
   expires_at: string; revoked_at: string | null; revoked_by: string | null; created_by: string | null; created_at: string;
   last_used_at: string | null; download_count: number;
+  /** 1: the link also opens the export package of the delivery's version. */
+  allow_export: number;
 }
 
 export function insertDelivery(db: Db, d: DeliveryRow): void {
@@ -74,9 +76,9 @@ export function deliveriesOfProject(db: Db, projectId: string, f: DeliveryFilter
 export function insertLink(db: Db, l: DeliveryLinkRow): void {
   db.run(
     `INSERT INTO delivery_links (id, delivery_id, organization_id, token_hash, label, expires_at, revoked_at, revoked_by, created_by, created_at,
-       last_used_at, download_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       last_used_at, download_count, allow_export) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     l.id, l.delivery_id, l.organization_id, l.token_hash, l.label, l.expires_at, l.revoked_at, l.revoked_by, l.created_by, l.created_at,
-    l.last_used_at, l.download_count,
+    l.last_used_at, l.download_count, l.allow_export,
   );
 }
 

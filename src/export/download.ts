@@ -16,6 +16,7 @@ import { VerifiedFiles, verifyStored } from '../assets/files.ts';
 import { AppError, notFound } from '../http/errors.ts';
 import type { Reply } from '../http/router.ts';
 import { sha256Hex } from '../lib/ids.ts';
+import { touchLink } from '../delivery/store.ts';
 import type { ExportRow } from './store.ts';
 
 /** How the archive is named in errors and audit records (a package path never is: it holds a "/" or ends in .json/.csv). */
@@ -40,8 +41,10 @@ const changed = (exportId: string, file: string, why: string) =>
 /** One file of a package: what contentReply() serves, and the package path it was asked by (or "archive"). */
 export interface PackageDownload { file: StoredFile; name: string; archive: boolean }
 
-/** The manifest's files (path -> SHA-256 and size), read from disk and checked against the recorded SHA-256; 410 otherwise. */
-function listedFiles(storageDir: string, row: ExportRow): Map<string, { sha256: string; size?: number }> {
+export interface ListedFile { sha256: string; size?: number; role: string }
+
+/** The manifest's files (path -> SHA-256, size, role; manifest.json first), read from disk and checked against the recorded SHA-256; 410 otherwise. */
+function listedFiles(storageDir: string, row: ExportRow): Map<string, ListedFile> {
   let bytes: Buffer;
   try {
     bytes = fs.readFileSync(path.join(storageDir, row.storage_path, 'manifest.json'));
@@ -49,10 +52,20 @@ function listedFiles(storageDir: string, row: ExportRow): Map<string, { sha256: 
     throw changed(row.id, 'manifest.json', 'the package is no longer on disk');
   }
   if (sha256Hex(bytes) !== row.manifest_sha256) throw changed(row.id, 'manifest.json', 'its bytes no longer match the recorded SHA-256');
-  const files = new Map<string, { sha256: string; size?: number }>([['manifest.json', { sha256: row.manifest_sha256, size: bytes.length }]]);
-  const manifest = JSON.parse(bytes.toString('utf8')) as { files?: Array<{ path: string; sha256: string; size: number }> };
-  for (const f of manifest.files ?? []) files.set(f.path, { sha256: f.sha256, size: f.size });
+  const files = new Map<string, ListedFile>([['manifest.json', { sha256: row.manifest_sha256, size: bytes.length, role: 'manifest' }]]);
+  const manifest = JSON.parse(bytes.toString('utf8')) as { files?: Array<{ path: string; sha256: string; size: number; role: string }> };
+  for (const f of manifest.files ?? []) files.set(f.path, { sha256: f.sha256, size: f.size, role: f.role });
   return files;
+}
+
+/** The files of a package (as listedFiles()), or null when its manifest is gone or changed. */
+export function packageFiles(storageDir: string, row: ExportRow): Map<string, ListedFile> | null {
+  try {
+    return listedFiles(storageDir, row);
+  } catch (err) {
+    if (err instanceof AppError) return null;
+    throw err;
+  }
 }
 
 /**
@@ -82,20 +95,22 @@ export async function packageDownload(storageDir: string, row: ExportRow, packag
 /**
  * The answer for a package download (the archive as an attachment, a file inline), with its one
  * audit record export.downloaded when it is a download (isDownload()): export id, delivery id, file,
- * SHA-256, range, and `via` (the delivery link's id for a client; never a token).
+ * SHA-256, range, and `via` (the delivery link's id for a client, whose download count it adds to;
+ * never a token).
  */
 export function packageReply(
   ctx: Ctx, req: IncomingMessage, row: ExportRow, d: PackageDownload, via: { linkId: string; actorName: string } | null,
 ): Reply {
   const reply = contentReply(req, ctx.config.storageDir, d.file, d.archive ? 'attachment' : 'inline');
   const { counts, range } = isDownload(req, reply);
-  if (counts) {
+  if (counts) ctx.db.tx(() => {
+    if (via) touchLink(ctx.db, via.linkId, ctx.now().toISOString(), true);
     record(ctx, {
       action: 'export.downloaded', targetType: 'export', targetId: row.id,
       organizationId: row.organization_id, workspaceId: row.workspace_id, projectId: row.project_id,
       ...(via ? { actorName: via.actorName } : {}),
       metadata: { deliveryId: row.delivery_id, file: d.name, sha256: d.file.content_sha256, range, linkId: via?.linkId ?? null },
     });
-  }
+  });
   return reply;
 }

@@ -74,12 +74,39 @@ const NOT_FOUND_HTML = '<!doctype html>\n<html lang="en"><head><meta charset="ut
  * navigation), else the contract's JSON error body (404 not_found), as for an unknown API path.
  */
 function consoleNotFound(urlPath: string, headers: IncomingHttpHeaders): Reply {
-  const accept = String(headers.accept ?? '');
-  if (accept.includes('text/html')) {
+  if (wantsHtml(headers)) {
     return { status: 404, raw: NOT_FOUND_HTML, headers: { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' } };
   }
   const err = notFound(`no route for ${urlPath}`);
   return { status: 404, body: err.body(), headers: { ...SECURITY_HEADERS, 'cache-control': 'no-store' } };
+}
+
+/** Whether a request asks for HTML (a browser's navigation sends text/html in Accept; fetch() and curl send *\/*). */
+export function wantsHtml(headers: IncomingHttpHeaders): boolean {
+  return String(headers.accept ?? '').includes('text/html');
+}
+
+/** The client delivery page's policy: the console's, plus media from the service itself (its <video> and <audio>). */
+export const CLIENT_PAGE_POLICY = `${CONTENT_SECURITY_POLICY}; media-src 'self'`;
+
+const INVALID_LINK_HTML = '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
+  + '<meta name="referrer" content="no-referrer"><title>Link not valid · svc</title><link rel="stylesheet" href="/assets/app.css"></head>'
+  + '<body><main id="main" class="client-delivery"><h1>This delivery link is not valid</h1>'
+  + '<p>It is unknown, was revoked or has expired. Ask the studio that sent it for a new link.</p></main></body></html>\n';
+
+/**
+ * The page a client delivery link opens in a browser (web/client-delivery.html, which reads the
+ * delivery with its own script), or, for a link that does not open (unknown, revoked, expired),
+ * a 401 page saying so; both with the console's headers (its CSP plus media-src 'self'), no-store.
+ */
+export function clientDeliveryPage(valid: boolean, webDir = WEB_DIR): Reply {
+  const headers = {
+    ...SECURITY_HEADERS, 'content-security-policy': CLIENT_PAGE_POLICY,
+    'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', vary: 'accept',
+  };
+  const page = valid ? load(path.join(webDir, 'client-delivery.html')) : null;
+  if (valid && !page) throw notFound('the client delivery page is missing from web/');
+  return valid ? { status: 200, raw: page!.bytes, headers } : { status: 401, raw: INVALID_LINK_HTML, headers };
 }
 
 /** True for the API's paths (/api, /api/..., /scim, /scim/...): never the console's. */
