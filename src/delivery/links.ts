@@ -22,6 +22,8 @@ import { artifactInProject, type ArtifactRow } from '../media/store.ts';
 import { episodeById, shotById } from '../production/store.ts';
 import { projectById } from '../tenancy/store.ts';
 import { changedOnDisk } from './gather.ts';
+import type { Out } from '../http/view.ts';
+import type { ClientManifestView } from './present.ts';
 import { LINK_HOURS, type LinkCreate } from './schema.ts';
 import { getDelivery } from './service.ts';
 import {
@@ -133,7 +135,7 @@ export const CLIENT_EXPORT_FILE = '/api/client/delivery/export/file';
  * download path, and href: the path with the token), and `export` (the package, when the link
  * includes it and it was written; else null).
  */
-export function clientManifest(ctx: Ctx, access: ClientAccess, token: string) {
+export function clientManifest(ctx: Ctx, access: ClientAccess, token: string): Out<typeof ClientManifestView> {
   const { link, delivery: d } = access;
   ctx.db.tx(() => touchLink(ctx.db, link.id, ctx.now().toISOString(), false));
   const project = projectById(ctx.db, d.project_id)!;

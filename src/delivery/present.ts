@@ -1,5 +1,6 @@
 // Deliveries, their items and their links as the API shows them. Links never show the token or its hash.
 import type { Db } from '../db/db.ts';
+import * as o from '../http/view.ts';
 import type { ItemState } from './gather.ts';
 import { itemStates } from './gather.ts';
 import { deliveryItems, type DeliveryLinkRow, type DeliveryRow } from './store.ts';
@@ -45,3 +46,25 @@ export const presentLink = (l: DeliveryLinkRow, now: Date) => ({
   revokedAt: l.revoked_at, revokedBy: l.revoked_by, createdBy: l.created_by, createdAt: l.created_at,
   lastUsedAt: l.last_used_at, downloadCount: l.download_count, includeExport: l.allow_export === 1,
 });
+
+const href = (what: string) => o.text({ description: `${what} with the link's token in the query: opens without any header (a browser, a player, curl)` });
+
+/** What a client delivery link opens, as JSON (GET /api/client/delivery). */
+export const ClientManifestView = o.named('ClientDeliveryManifest', o.object({
+  title: o.text(), version: o.int(), project: o.text({ description: 'the project\'s name' }),
+  approvedAt: o.nullable(o.time()), expiresAt: o.time('when the link stops working'),
+  files: o.array(o.object({
+    position: o.int(), name: o.text({ description: 'the name the file is offered under' }),
+    kind: o.nullable(o.oneOf(['image', 'video', 'audio', 'other'])), mimeType: o.nullable(o.text()), size: o.nullable(o.int()),
+    sha256: o.text({ description: 'the approved SHA-256: the file is served only while its bytes hash to it' }), durationMs: o.nullable(o.int()),
+    downloadPath: o.text({ description: 'the file\'s path, for use with the x-delivery-token header' }), href: href('the file\'s path'),
+  })),
+  export: o.nullable(o.object({
+    id: o.text(), createdAt: o.time(),
+    archive: o.nullable(o.object({ name: o.text(), size: o.nullable(o.int()), sha256: o.nullable(o.text()), href: href('the archive\'s path') })),
+    files: o.array(o.object({
+      path: o.text({ description: 'the path in the package' }), role: o.text({ description: 'manifest, media, frame, shotlist, timeline, edl or subtitles' }),
+      size: o.nullable(o.int()), sha256: o.text(), href: href('the file\'s path'),
+    })),
+  }, 'the export package of the delivery\'s version, when the link was made with includeExport and the package was written; else null')),
+}));

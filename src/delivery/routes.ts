@@ -10,7 +10,8 @@ import { serviceOrigin } from '../scim/admin.ts';
 import { AppError } from '../http/errors.ts';
 import { clientDeliveryPage, wantsHtml } from '../web/static.ts';
 import { ClientFileQuery, ClientQuery, DeliveryCreateBody, DeliveryListQuery, DeliveryPatchBody, LinkCreateBody, WithdrawBody } from './schema.ts';
-import { presentDelivery, presentDeliveryDetail, presentLink } from './present.ts';
+import { PACKAGE_FILE_TYPES } from '../export/download.ts';
+import { ClientManifestView, presentDelivery, presentDeliveryDetail, presentLink } from './present.ts';
 import { approveDelivery, changeDelivery, createDelivery, getDelivery, listDeliveries, withdrawDelivery } from './service.ts';
 import {
   accessOfToken, CLIENT_EXPORT_ARCHIVE, CLIENT_EXPORT_FILE, clientExportReply, clientFile, clientManifest, createLink, listLinks, recordDownload,
@@ -79,7 +80,7 @@ export function bindDeliveryRoutes(r: Router): void {
   r.get('/api/client/delivery', {
     ...client,
     summary: 'Without an account: the approved delivery a link opens (token in ?token= or x-delivery-token). Content negotiation: a request whose Accept names text/html (a browser opening the link) gets the landing page (items, a player, download buttons; 401 page for a link that does not open); any other gets the JSON manifest: title, files with name, size, SHA-256, downloadPath and href (the path with the token), and export (the package, when the link includes it). 401 delivery_link_invalid for an unknown, revoked or expired token, and for every link while the client_delivery_links flag is off for the organization.',
-    response: { description: 'the manifest (JSON), or the landing page (text/html) when Accept names text/html' },
+    response: { description: 'the manifest (JSON), or the landing page (text/html) when Accept names text/html', schema: ClientManifestView, type: 'text/html' },
   }, ({ ctx, req, query }) => {
     const token = tokenOf(req, query);
     if (wantsHtml(req.headers)) {
@@ -112,7 +113,7 @@ export function bindDeliveryRoutes(r: Router): void {
   r.get(CLIENT_EXPORT_ARCHIVE, {
     ...exportFile, query: ClientQuery,
     summary: 'Without an account, for a link made with includeExport: the .tar of the delivery\'s export package (Content-Length, ETag = SHA-256, Range, 304). 401 as for the manifest; 404 when the link does not include the export, no package was written or it has no archive; 410 export_file_changed. Counted on the link and audited as export.downloaded.',
-    response: { description: 'the archive\'s bytes (application/x-tar)' },
+    response: { description: 'the archive\'s bytes', type: 'application/x-tar' },
   }, async ({ ctx, req, query }) => {
     const reply = await clientExportReply(ctx, req, accessOfToken(ctx, tokenOf(req, query)), null);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
@@ -121,7 +122,7 @@ export function bindDeliveryRoutes(r: Router): void {
   r.get(CLIENT_EXPORT_FILE, {
     ...exportFile, query: ClientFileQuery,
     summary: 'Without an account, for a link made with includeExport: one file of the export package by its manifest path (?path=). 401 as for the manifest; 404 as for the archive or for a path the manifest does not list; 410 export_file_changed. Counted and audited as the archive.',
-    response: { description: 'the file\'s bytes (Content-Type from its extension)' },
+    response: { description: 'the file\'s bytes (Content-Type from its extension)', type: PACKAGE_FILE_TYPES },
   }, async ({ ctx, req, query }) => {
     const reply = await clientExportReply(ctx, req, accessOfToken(ctx, tokenOf(req, query)), query.path);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };

@@ -32,6 +32,9 @@ const TYPES: Record<string, string> = {
 
 const typeOf = (p: string) => TYPES[path.extname(p).toLowerCase()] ?? 'application/octet-stream';
 
+/** Every media type a package file may be served as (without parameters), for the OpenAPI document. */
+export const PACKAGE_FILE_TYPES: readonly string[] = [...new Set([...Object.values(TYPES).map((t) => t.split(';')[0]), 'application/octet-stream'])];
+
 /** Package files verified for downloads (process-wide, the newest 256). */
 const verified = new VerifiedFiles(256);
 

@@ -3,7 +3,7 @@
 // (the router's guard); an unapproved delivery 409 delivery_not_approved; a delivered file missing or
 // changed on disk 409 export_source_missing / export_source_changed, with nothing left behind.
 import { json, type Router } from '../http/router.ts';
-import { packageDownload, packageReply } from './download.ts';
+import { PACKAGE_FILE_TYPES, packageDownload, packageReply } from './download.ts';
 import { presentExport } from './present.ts';
 import { ExportFileQuery, ExportListQuery, ExportWriteBody } from './schema.ts';
 import { exportRow, getExport, listExports, writeExport, type ExportView } from './service.ts';
@@ -37,7 +37,7 @@ export function bindExportRoutes(r: Router): void {
   r.get('/api/exports/:exportId/archive', {
     ...download,
     summary: 'Download the package\'s .tar (an attachment): Content-Length, ETag = its SHA-256, Range (206, 416), If-None-Match (304). 404 when the export has no archive; 410 export_file_changed when its bytes no longer hash to the recorded SHA-256. Each download (the whole file or a range from byte 0) is audited as export.downloaded.',
-    response: { description: 'the archive\'s bytes (application/x-tar)' },
+    response: { description: 'the archive\'s bytes', type: 'application/x-tar' },
   }, async ({ ctx, req, params }) => {
     const row = exportRow(ctx, params.exportId);
     return packageReply(ctx, req, row, await packageDownload(ctx.config.storageDir, row, null), null);
@@ -46,7 +46,7 @@ export function bindExportRoutes(r: Router): void {
   r.get('/api/exports/:exportId/file', {
     ...download, query: ExportFileQuery,
     summary: 'Download one file of the package by its path in the manifest (?path=media/01-E01-cut.mp4, manifest.json): Content-Length, ETag = its SHA-256, Range (206, 416), If-None-Match (304). 404 for a path the manifest does not list; 410 export_file_changed when the file (or the manifest) no longer hashes to its recorded SHA-256. Audited as export.downloaded.',
-    response: { description: 'the file\'s bytes (Content-Type from its extension)' },
+    response: { description: 'the file\'s bytes (Content-Type from its extension)', type: PACKAGE_FILE_TYPES },
   }, async ({ ctx, req, params, query }) => {
     const row = exportRow(ctx, params.exportId);
     return packageReply(ctx, req, row, await packageDownload(ctx.config.storageDir, row, query.path), null);

@@ -59,9 +59,12 @@ export const successStatuses = (m: Route['meta']): number[] => [m.response?.stat
 function success(m: Route['meta']) {
   const r = m.response;
   const description = r?.description ?? 'success';
-  if (r?.schema) return { description, content: { 'application/json': { schema: r.schema.json } } };
-  if (r?.type) return { description, content: { [r.type]: { schema: { type: 'string', ...(/^(text\/|application\/json)/.test(r.type) ? {} : { format: 'binary' }) } } } };
-  return { description };
+  const content: Record<string, unknown> = {};
+  if (r?.schema) content['application/json'] = { schema: r.schema.json };
+  for (const type of r?.type === undefined ? [] : [r.type].flat()) {
+    content[type] = { schema: { type: 'string', ...(/^(text\/|application\/json)/.test(type) ? {} : { format: 'binary' }) } };
+  }
+  return Object.keys(content).length ? { description, content } : { description };
 }
 
 function security(m: Route['meta']) {

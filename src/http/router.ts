@@ -50,12 +50,13 @@ export interface RouteMeta<B = unknown, Q = unknown, R = unknown> {
   body?: Schema<B>;
   query?: Schema<Q>;
   /**
-   * The success answer: its status (default 200), and either `schema`, the view of its JSON body (the
-   * handler must then return that type), or `type`, the media type of a body that is not JSON (a file,
-   * CSV, HTML). `also` lists other success statuses with the same body (e.g. 200 for an idempotent
-   * repeat of a 201). A 204 has neither.
+   * The success answer: its status (default 200), and `schema`, the view of its JSON body (the
+   * handler must then return that type), and/or `type`, the media type(s) of a body that is not JSON
+   * (a file, CSV, HTML; several when the answer's type depends on the file or on Accept). `also`
+   * lists other success statuses with the same body (e.g. 200 for an idempotent repeat of a 201). A
+   * 204 has neither.
    */
-  response?: { status?: number; also?: number[]; description: string; schema?: View<R>; type?: string };
+  response?: { status?: number; also?: number[]; description: string; schema?: View<R>; type?: string | readonly string[] };
 }
 
 export interface Reply<T = unknown> {

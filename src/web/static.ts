@@ -99,7 +99,7 @@ const INVALID_LINK_HTML = '<!doctype html>\n<html lang="en"><head><meta charset=
  * delivery with its own script), or, for a link that does not open (unknown, revoked, expired),
  * a 401 page saying so; both with the console's headers (its CSP plus media-src 'self'), no-store.
  */
-export function clientDeliveryPage(valid: boolean, webDir = WEB_DIR): Reply {
+export function clientDeliveryPage(valid: boolean, webDir = WEB_DIR): Reply<never> {
   const headers = {
     ...SECURITY_HEADERS, 'content-security-policy': CLIENT_PAGE_POLICY,
     'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', vary: 'accept',
