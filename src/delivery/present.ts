@@ -41,7 +41,20 @@ export function linkStatus(l: DeliveryLinkRow, now: Date): 'active' | 'revoked' 
   return Date.parse(l.expires_at) <= now.getTime() ? 'expired' : 'active';
 }
 
-export const presentLink = (l: DeliveryLinkRow, now: Date) => ({
+export const LinkView = o.named('DeliveryLink', o.object({
+  id: o.text(), deliveryId: o.text(), label: o.nullable(o.text()), status: o.oneOf(['active', 'revoked', 'expired']),
+  expiresAt: o.time(), revokedAt: o.nullable(o.time()), revokedBy: o.nullable(o.text()), createdBy: o.nullable(o.text()), createdAt: o.time(),
+  lastUsedAt: o.nullable(o.time()), downloadCount: o.int('downloads counted: whole files or ranges from byte 0'),
+  includeExport: o.bool('the link also opens the delivery\'s export package'),
+}));
+
+/** A new link: the link, its token and URL (shown only in this answer). */
+export const NewLinkView = o.extend(LinkView, {
+  token: o.text({ description: 'the link\'s token (dlk_...): answered only here, stored as its SHA-256' }),
+  url: o.text({ description: 'the link to hand to the client: a browser opens the landing page, an API client gets the JSON manifest' }),
+});
+
+export const presentLink = (l: DeliveryLinkRow, now: Date): o.Out<typeof LinkView> => ({
   id: l.id, deliveryId: l.delivery_id, label: l.label, status: linkStatus(l, now), expiresAt: l.expires_at,
   revokedAt: l.revoked_at, revokedBy: l.revoked_by, createdBy: l.created_by, createdAt: l.created_at,
   lastUsedAt: l.last_used_at, downloadCount: l.download_count, includeExport: l.allow_export === 1,

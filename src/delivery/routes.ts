@@ -11,7 +11,8 @@ import { AppError } from '../http/errors.ts';
 import { clientDeliveryPage, wantsHtml } from '../web/static.ts';
 import { ClientFileQuery, ClientQuery, DeliveryCreateBody, DeliveryListQuery, DeliveryPatchBody, LinkCreateBody, WithdrawBody } from './schema.ts';
 import { PACKAGE_FILE_TYPES } from '../export/download.ts';
-import { ClientManifestView, presentDelivery, presentDeliveryDetail, presentLink } from './present.ts';
+import * as o from '../http/view.ts';
+import { ClientManifestView, LinkView, NewLinkView, presentDelivery, presentDeliveryDetail, presentLink } from './present.ts';
 import { approveDelivery, changeDelivery, createDelivery, getDelivery, listDeliveries, withdrawDelivery } from './service.ts';
 import {
   accessOfToken, CLIENT_EXPORT_ARCHIVE, CLIENT_EXPORT_FILE, clientExportReply, clientFile, clientManifest, createLink, listLinks, recordDownload,
@@ -62,7 +63,7 @@ export function bindDeliveryRoutes(r: Router): void {
     ({ ctx, params, body }) => json(200, presentDeliveryDetail(ctx.db, withdrawDelivery(ctx, params.deliveryId, body.note ?? null))));
 
   r.post(`${BASE}/:deliveryId/links`, {
-    ...approve, body: LinkCreateBody, response: { status: 201, description: 'the link with its token (shown only here) and URL' },
+    ...approve, body: LinkCreateBody, response: { status: 201, description: 'the link with its token (shown only here) and URL', schema: NewLinkView },
     summary: 'A client link of an approved delivery (409 delivery_not_approved otherwise): expiresInHours 1..2160 (default 168), label, includeExport (default false: also open the delivery\'s export package). The token is answered once and stored hashed; url opens the landing page in a browser and the JSON manifest for API clients.',
   }, ({ ctx, req, params, body }) => {
     const { link, token } = createLink(ctx, params.deliveryId, body);
@@ -70,10 +71,13 @@ export function bindDeliveryRoutes(r: Router): void {
     return json(201, { ...presentLink(link, ctx.now()), token, url });
   });
 
-  r.get(`${BASE}/:deliveryId/links`, { ...view, summary: 'The delivery\'s client links, newest first: label, status, expiry, revocation, last use, download count; never the token.' },
+  r.get(`${BASE}/:deliveryId/links`, {
+    ...view, summary: 'The delivery\'s client links, newest first: label, status, expiry, revocation, last use, download count, includeExport; never the token.',
+    response: { description: 'the links', schema: o.object({ items: o.array(LinkView) }) },
+  },
     ({ ctx, params }) => json(200, { items: listLinks(ctx, params.deliveryId).map((l) => presentLink(l, ctx.now())) }));
 
-  r.post(`${BASE}/:deliveryId/links/:linkId/revoke`, { ...approve, archivedOk: true, summary: 'Revoke a client link (at once; revoking again changes nothing). Allowed on an archived project too: cutting off outside access is never blocked.' },
+  r.post(`${BASE}/:deliveryId/links/:linkId/revoke`, { ...approve, archivedOk: true, summary: 'Revoke a client link (at once; revoking again changes nothing). Allowed on an archived project too: cutting off outside access is never blocked.', response: { description: 'the link, revoked', schema: LinkView } },
     ({ ctx, params }) => json(200, presentLink(revokeLinkOf(ctx, params.deliveryId, params.linkId), ctx.now())));
 
   const client = { tags: ['client delivery'], auth: 'none' as const, query: ClientQuery };
