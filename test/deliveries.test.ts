@@ -132,7 +132,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     // Producers (delivery:approve) are told; a reviewer (delivery:view only) is not.
     const inbox = async (token: string) => (await w.s.call('GET', '/api/notifications', { token })).body.items
       .filter((n: any) => n.category === 'delivery').map((n: any) => [n.type, n.link, n.projectId]);
-    assert.deepEqual(await inbox(producer.token), [['delivery.approved', `/delivery/${d.id}`, w.tree.projectId]]);
+    assert.deepEqual(await inbox(producer.token), [['delivery.approved', `/deliveries/${d.id}?project=${w.tree.projectId}`, w.tree.projectId]]);
     assert.deepEqual(await inbox(reviewer.token), []);
     const found = await w.s.call('GET', `/api/search?q=${encodeURIComponent('Episode 1 for the client')}&scope=project`, { token: w.token });
     assert.deepEqual(found.body.map((r: any) => [r.type, r.targetId, r.status]), [['delivery', d.id, 'approved']]);

@@ -41,6 +41,7 @@ test('an invitation answers its token and acceptUrl once; the database keeps onl
   assert.equal(preview.status, 200);
   assert.deepEqual(preview.body.organization.id, tree.organizationId);
   assert.equal(preview.body.role, 'org_member');
+  assert.deepEqual(preview.body.invitedBy, { name: admin.user.name }, 'the preview names who invited');
   assert.equal((await s.call('GET', '/api/invitations/preview?token=nope')).body.error.code, 'invitation_not_found');
 });
 

@@ -301,12 +301,12 @@ test('work items: assigned open tasks for everyone; failed jobs and shots withou
   assert.deepEqual(w.body.items.map((i: any) => [i.kind, i.id]), [['task', urgent.id]]);
   assert.deepEqual(w.body.items[0], {
     kind: 'task', id: urgent.id, title: 'Fix scene 2 dialogue', status: 'todo', priority: 'urgent', dueAt: '2026-12-01T00:00:00.000Z',
-    targetTab: 'tasks', link: `/tasks/${urgent.id}`,
+    targetTab: 'tasks', link: `/tasks/${urgent.id}?project=${tree.projectId}`,
   });
   const p = await api('GET', '/api/work-items');
   assert.deepEqual(p.body.items.map((i: any) => [i.kind, i.id]), [['failed_job', failed], ['shot_without_media', shotId], ['task', mine.id]]);
   const job = p.body.items[0];
-  assert.deepEqual([job.targetTab, job.link, job.priority], ['queue', `/jobs/${failed}`, 'high']);
+  assert.deepEqual([job.targetTab, job.link, job.priority], ['queue', `/jobs/${failed}?project=${tree.projectId}`, 'high']);
   assert.ok(job.title.includes('connector timeout'));
   assert.equal(p.body.items[1].targetTab, 'shots');
   assert.ok(!p.body.items.some((i: any) => i.id === approved), 'approved shots are not to-dos');

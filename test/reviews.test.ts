@@ -48,7 +48,7 @@ test('a shot video review: time-coded comments, decisions on the exact hash, ver
   // qa:review holders are told (the default rule of the review category); a writer is not.
   const requested = await inbox(s, reviewer.token, 'review.requested');
   assert.equal(requested.length, 1);
-  assert.deepEqual([requested[0].category, requested[0].link], ['review', `/reviews/${rv.id}`]);
+  assert.deepEqual([requested[0].category, requested[0].link], ['review', `/reviews/${rv.id}?project=${w.tree.projectId}`]);
   assert.equal((await inbox(s, (await member(s, 'writer', w.tree)).token, 'review.requested')).length, 0);
   // One review in play per artifact.
   const again = await s.call('POST', '/api/production/reviews', { token: reviewer.token, body: { artifactId: video.id } });

@@ -70,6 +70,26 @@ test('each of the six console paths answers the same index.html with the securit
   assert.match(html, /<link rel="stylesheet" href="\/assets\/app\.css">/);
 });
 
+test('the invitation page and the object pages (an id in place of each :name) answer index.html; a path that is not one of them is 404', async (t) => {
+  const s = await startTestServer(t);
+  const pages = ['/invitations/accept?token=abc', '/jobs/job_1?project=prj_1', '/reviews/rev_1', '/tasks/tsk_1?project=prj_1',
+    '/deliveries/dlv_1?project=prj_1', '/delivery/dlv_1', '/production/shots/sht_1', '/organizations/org_1/commercial'];
+  for (const p of pages) {
+    const res = await fetch(s.url + p, { redirect: 'manual' });
+    assert.equal(res.status, 200, p);
+    assert.ok(Buffer.from(await res.arrayBuffer()).equals(INDEX), `${p} answers web/index.html`);
+    assertSecurityHeaders(res.headers, p);
+    assert.equal(res.headers.get('cache-control'), 'no-store', p);
+  }
+  for (const p of ['/jobs', '/jobs/', '/jobs/job_1/extra', '/jobs/a%2Fb', '/jobs/%3Cx%3E', `/jobs/${'a'.repeat(201)}`, '/organizations/org_1',
+    '/organizations//commercial', '/invitations', '/production/shots']) {
+    const r = await rawGet(s, p);
+    assert.equal(r.status, 404, p);
+    assertSecurityHeaders(r.headers, p);
+  }
+  assert.equal((await s.call('POST', '/jobs/job_1', { body: {} })).status, 405, 'another method on an object page is 405');
+});
+
 test('a console path with another method is 405 Allow: GET, HEAD; the API keeps its own 404 and 405', async (t) => {
   const s = await startTestServer(t);
   const post = await s.call('POST', '/login', { body: {} });

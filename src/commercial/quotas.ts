@@ -17,6 +17,7 @@ import { organizationById } from '../tenancy/store.ts';
 import { billingAccountOf, type BillingAccountRow } from './account.ts';
 import { formatAmount, formatE4Amount, parseAmount, roundHalfUp } from './money.ts';
 import { monthWindow, periodWindow, type BillingCycle, type PeriodWindow } from './periods.ts';
+import { consoleLinks } from '../web/links.ts';
 
 export const GIB = 1024 ** 3;
 /** A quota of `gb` GiB in bytes (whole bytes, rounded down). */
@@ -331,7 +332,7 @@ function recordCrossings(ctx: Ctx, organizationId: string, metric: Metric, perio
       category: 'usage_quota', type: threshold >= 100 ? 'quota.reached' : 'quota.warning', organizationId,
       subject: `${whose} ${metric === 'clips' ? 'monthly clip' : 'storage'} quota ${threshold >= 100 ? 'reached' : `at ${threshold} %`}: ${what}`,
       body: `${metric === 'clips' ? `Period ${period}; t` : 'T'}hreshold ${threshold} % of a quota of ${s.quota}${metric === 'clips' ? ' clips' : ' bytes'}.`,
-      link: `/organizations/${organizationId}/commercial`,
+      link: consoleLinks.commercial({ organizationId }),
     });
   }
 }

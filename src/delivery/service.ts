@@ -16,6 +16,7 @@ import {
   deliveriesOfProject, deliveryInProject, deliveryItems, insertDelivery, replaceItems, setItemVerdicts, updateDelivery,
   type DeliveryItemRow, type DeliveryRow,
 } from './store.ts';
+import { consoleLinks } from '../web/links.ts';
 
 function indexDelivery(ctx: Ctx, d: DeliveryRow, itemCount: number): void {
   indexDocument(ctx.db, {
@@ -133,7 +134,7 @@ export async function approveDelivery(ctx: Ctx, id: string): Promise<DeliveryRow
     notify(ctx, {
       category: 'delivery', type: 'delivery.approved', organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
       subject: `Delivery approved: ${d.title}`, body: `Version ${d.version} with ${states.length} item${states.length === 1 ? '' : 's'} was approved.`,
-      link: `/delivery/${d.id}`,
+      link: consoleLinks.delivery({ id: d.id, projectId: d.project_id }),
     });
     return next;
   });
@@ -151,7 +152,7 @@ export function withdrawDelivery(ctx: Ctx, id: string, note: string | null): Del
     if (d.status === 'approved') {
       notify(ctx, {
         category: 'delivery', type: 'delivery.withdrawn', organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
-        subject: `Delivery withdrawn: ${d.title}`, body: note, link: `/delivery/${d.id}`,
+        subject: `Delivery withdrawn: ${d.title}`, body: note, link: consoleLinks.delivery({ id: d.id, projectId: d.project_id }),
       });
     }
     return next;

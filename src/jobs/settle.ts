@@ -16,6 +16,7 @@ import { jobRetryDelayMs } from '../worker/backoff.ts';
 import {
   blockDescendants, completeLeased, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
 } from './store.ts';
+import { consoleLinks } from '../web/links.ts';
 
 export const jobScope = (ctx: Ctx, job: JobRow) =>
   withScope(ctx, { organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id });
@@ -109,7 +110,7 @@ export function recordFailure(ctx: Ctx, job: JobRow, attempt: number, error: str
     subject: next === 'failed'
       ? `Generation job failed: ${job.kind} (attempt ${attempt} of ${job.max_attempts})`
       : `Generation job attempt ${attempt} of ${job.max_attempts} failed; retrying`,
-    body: error.slice(0, 1000), link: `/jobs/${job.id}`,
+    body: error.slice(0, 1000), link: consoleLinks.job({ id: job.id, projectId: job.project_id }),
   });
   if (next === 'failed') setDocumentStatus(ctx.db, 'job', job.id, 'failed');
 }

@@ -11,6 +11,7 @@ import { tokenAnswer } from '../auth/routes.ts';
 import { addressLimited } from '../auth/service.ts';
 import { fromBrowser, sessionCookie } from '../auth/cookies.ts';
 import { presentUser } from '../users/present.ts';
+import { userById } from '../users/store.ts';
 import { seatUsage } from './seats.ts';
 import { memberScope, organizationMembers, removeMember, scopeMembers, setMemberRole } from './service.ts';
 import {
@@ -19,11 +20,12 @@ import {
 import { invitationsOf } from './store.ts';
 import { InvitationBody, InvitationListQuery, RegisterBody, RoleBody, TokenBody, TokenQuery } from './schema.ts';
 import { presentInvitation, presentOrganizationMember, presentScopeMember } from './present.ts';
+import { invitationPath } from '../web/links.ts';
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
 
 function issued(req: IncomingMessage, config: Config, i: IssuedInvitation) {
-  const acceptUrl = `${frontendBase(req, config)}/invitations/accept?token=${encodeURIComponent(i.inviteToken)}`;
+  const acceptUrl = `${frontendBase(req, config)}${invitationPath(i.inviteToken)}`;
   return { invitation: presentInvitation(i.invitation), inviteToken: i.inviteToken, acceptUrl };
 }
 
@@ -69,16 +71,18 @@ export function bindMemberRoutes(r: Router): void {
   r.post('/api/organizations/:organizationId/invitations/:invitationId/revoke', { summary: 'Revoke; the seat is released.', ...invite },
     ({ ctx, params }) => json(200, presentInvitation(revokeInvitation(ctx, params.organizationId, params.invitationId))));
 
-  r.get('/api/invitations/preview', { summary: 'What an invitation token grants (404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery }, ({ ctx, query }) => {
+  r.get('/api/invitations/preview', { summary: 'What an invitation token grants: { email, role, expiresAt, organization, workspace, project, invitedBy: { name } | null } (the console\'s /invitations/accept page shows it; 404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery }, ({ ctx, query }) => {
     const inv = addressLimited(ctx, () => invitationForToken(ctx, query.token));
     const org = organizationById(ctx.db, inv.organization_id)!;
     const ws = inv.workspace_id ? workspaceById(ctx.db, inv.workspace_id) : undefined;
     const project = inv.project_id ? projectById(ctx.db, inv.project_id) : undefined;
+    const inviter = inv.invited_by ? userById(ctx.db, inv.invited_by) : undefined;
     return json(200, {
       email: inv.email, role: inv.role, expiresAt: inv.expires_at,
       organization: { id: org.id, name: org.name },
       workspace: ws ? { id: ws.id, name: ws.name } : null,
       project: project ? { id: project.id, name: project.name } : null,
+      invitedBy: inviter ? { name: inviter.name } : null,
     });
   });
 

@@ -28,6 +28,7 @@ import { organizationById, projectById, workspaceById } from '../tenancy/store.t
 import type { Db } from '../db/db.ts';
 import { pokeDelivery } from './delivery.ts';
 import { pageWindow } from '../http/validate.ts';
+import { pageOfLink } from '../web/links.ts';
 import {
   countInbox, disabledUsers, enabledChannelsOf, insertNotification, insertOutbox, listInbox, markVisibleRead, namedUserRows,
   organizationMemberRows, preferencesOf, setReadAt, upsertPreference, visibleNotification,
@@ -60,7 +61,10 @@ export interface NotificationEvent {
   projectId?: string | null;
   subject: string;
   body?: string | null;
-  /** A path of the front end (e.g. '/tasks/tsk_...'). */
+  /**
+   * The console page of the event's object, built by consoleLinks (src/web/links.ts), e.g.
+   * '/tasks/tsk_...?project=prj_...'; a link that opens no console page is a programming error.
+   */
   link?: string | null;
   /** Explicit recipients (user ids); without them the category's default rule applies. */
   recipients?: string[];
@@ -128,13 +132,14 @@ export function recipientsOf(db: Db, e: NotificationEvent, scope: ScopeIds): str
 export function notify(ctx: Ctx, event: NotificationEvent): number {
   if (!isCategory(event.category)) throw new Error(`notify: unknown category ${String(event.category)}`);
   if (!TYPE.test(event.type) || event.type.length > 100) throw new Error(`notify: invalid event type ${event.type}`);
+  if (event.link && (event.link.length > 2000 || pageOfLink(event.link) === null)) throw new Error(`notify: the link ${event.link} opens no console page`);
   return ctx.db.tx(() => {
     const scope = eventScope(ctx.db, event);
     const eventId = newId('evt');
     const now = ctx.now().toISOString();
     const subject = cut(event.subject, 300) ?? event.type;
     const body = cut(event.body, 4000);
-    const link = cut(event.link, 2000);
+    const link = event.link || null;
     const disabled = disabledUsers(ctx.db, scope.organizationId!, event.category);
     let written = 0;
     for (const userId of recipientsOf(ctx.db, event, scope)) {

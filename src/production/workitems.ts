@@ -2,9 +2,11 @@
 // tasks assigned to them that are not done or cancelled (everyone); failed generation jobs of the
 // project (holders of queue:manage or job:create); shots without media, i.e. not approved yet
 // (holders of job:create, who can generate them). Sorted by priority, then due date, then kind.
+// Each item's link opens its console page (a task's linkedPage when that is a console page, else the task's).
 import type { Ctx } from '../context.ts';
 import { hasPermission } from '../tenancy/roles.ts';
 import { failedJobsOfProject, openTasksOf, shotsOfProject } from './store.ts';
+import { consoleLinks, pageOfLink } from '../web/links.ts';
 
 export interface WorkItem {
   kind: 'task' | 'failed_job' | 'shot_without_media';
@@ -20,21 +22,24 @@ export function workItems(ctx: Ctx): WorkItem[] {
   const items: WorkItem[] = [];
   if (ctx.actor.userId) {
     for (const t of openTasksOf(ctx.db, projectId, ctx.actor.userId)) {
-      items.push({ kind: 'task', id: t.id, title: t.title, status: t.status, priority: t.priority, dueAt: t.due_at, targetTab: 'tasks', link: t.linked_page ?? `/tasks/${t.id}` });
+      items.push({
+        kind: 'task', id: t.id, title: t.title, status: t.status, priority: t.priority, dueAt: t.due_at, targetTab: 'tasks',
+        link: t.linked_page && pageOfLink(t.linked_page) ? t.linked_page : consoleLinks.task({ id: t.id, projectId }),
+      });
     }
   }
   if (hasPermission(ctx.permissions, 'queue:manage') || hasPermission(ctx.permissions, 'job:create')) {
     for (const j of failedJobsOfProject(ctx.db, projectId)) {
       items.push({
         kind: 'failed_job', id: j.id, title: `Failed ${j.kind} job${j.error ? `: ${j.error.slice(0, 120)}` : ''}`, status: j.status,
-        priority: 'high', dueAt: null, targetTab: 'queue', link: `/jobs/${j.id}`,
+        priority: 'high', dueAt: null, targetTab: 'queue', link: consoleLinks.job({ id: j.id, projectId }),
       });
     }
   }
   if (hasPermission(ctx.permissions, 'job:create')) {
     for (const s of shotsOfProject(ctx.db, projectId, null)) {
       if (s.status === 'approved') continue;
-      items.push({ kind: 'shot_without_media', id: s.id, title: s.title, status: s.status, priority: 'normal', dueAt: null, targetTab: 'shots', link: `/production/shots/${s.id}` });
+      items.push({ kind: 'shot_without_media', id: s.id, title: s.title, status: s.status, priority: 'normal', dueAt: null, targetTab: 'shots', link: consoleLinks.shot({ id: s.id, projectId }) });
     }
   }
   const rank = (i: WorkItem) => PRIORITY.indexOf(i.priority);

@@ -9,7 +9,7 @@ import type { Ctx } from '../context.ts';
 import { record } from '../audit/service.ts';
 import { notify } from '../notifications/service.ts';
 import { newestGeneratedOfShot, type ArtifactRow } from '../media/store.ts';
-import { reviewLink } from './service.ts';
+import { consoleLinks } from '../web/links.ts';
 import { cutReviewsBefore, decidersOn, shotReviewsBefore, updateReviewState, type ReviewRow } from './store.ts';
 
 function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: string): void {
@@ -32,7 +32,7 @@ function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: string): v
     category: 'review', type: 'review.reopened', organizationId: review.organization_id, workspaceId: review.workspace_id, projectId: review.project_id,
     subject: `Review re-opened by a new version: ${review.title}`,
     body: `A new ${to.kind} (${to.file_name}) replaced the one under review; the review was ${review.status.replace('_', ' ')}.`,
-    link: reviewLink(review.id), recipients,
+    link: consoleLinks.review({ id: review.id, projectId: review.project_id }), recipients,
   });
 }
 

@@ -20,8 +20,7 @@ import {
   activeReviewOfArtifact, insertComment, insertDecision, insertReview, reviewInProject,
   reviewsOfProject, updateReviewState, type CommentRow, type DecisionRow, type ReviewRow,
 } from './store.ts';
-
-export const reviewLink = (id: string) => `/reviews/${id}`;
+import { consoleLinks } from '../web/links.ts';
 
 interface Target { kind: 'shot' | 'cut'; episodeId: string | null; shotId: string | null; current: ArtifactRow | undefined; title: string }
 
@@ -72,7 +71,7 @@ export function createReview(ctx: Ctx, input: ReviewCreate): ReviewRow {
     });
     notify(ctx, {
       category: 'review', type: 'review.requested', organizationId: review.organization_id, workspaceId: review.workspace_id, projectId,
-      subject: `Review requested: ${review.title}`, body: review.note, link: reviewLink(review.id),
+      subject: `Review requested: ${review.title}`, body: review.note, link: consoleLinks.review({ id: review.id, projectId }),
     });
     return review;
   });
@@ -138,7 +137,7 @@ export function decide(ctx: Ctx, reviewId: string, input: DecisionInput): { revi
       notify(ctx, {
         category: 'review', type: 'review.decided', organizationId: review.organization_id, workspaceId: review.workspace_id, projectId: review.project_id,
         subject: `${input.decision === 'approve' ? 'Approved' : 'Changes requested'}: ${review.title}`, body: decision.note,
-        link: reviewLink(review.id), recipients: [review.requested_by],
+        link: consoleLinks.review({ id: review.id, projectId: review.project_id }), recipients: [review.requested_by],
       });
     }
     return { review: next, decision };

@@ -16,6 +16,7 @@ import { userById } from '../users/store.ts';
 import type { TaskCreateBody, TaskPatchBody } from './schema.ts';
 import { insertTask, taskInProject, tasksOfProject, updateTask, type TaskRow } from './store.ts';
 import { pageWindow } from '../http/validate.ts';
+import { consoleLinks } from '../web/links.ts';
 
 type Create = Infer<typeof TaskCreateBody>;
 type Patch = Infer<typeof TaskPatchBody>;
@@ -50,7 +51,7 @@ function notifyAssignee(ctx: Ctx, task: TaskRow): void {
     category: 'collaboration_tasks', type: 'task.assigned',
     organizationId: task.organization_id, workspaceId: task.workspace_id, projectId: task.project_id,
     subject: `Task assigned to you: ${task.title}`, body: task.description.slice(0, 500) || undefined,
-    link: `/tasks/${task.id}`, recipients: [task.assignee_user_id],
+    link: consoleLinks.task({ id: task.id, projectId: task.project_id }), recipients: [task.assignee_user_id],
   });
 }
 

@@ -9,12 +9,13 @@ import { fileURLToPath } from 'node:url';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Reply } from '../http/router.ts';
 import { methodNotAllowed, notFound } from '../http/errors.ts';
+import { matchRoute } from '../../web/assets/routes.js';
 
 /** The folder holding index.html and assets/. */
 export const WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
 
-/** The console's client-side routes: each answers web/index.html. */
-export const CONSOLE_PAGES: ReadonlySet<string> = new Set(['/', '/login', '/sso/complete', '/mfa/enroll', '/security', '/overview']);
+/** Whether a path is one of the console's client-side routes (web/assets/routes.js): each answers web/index.html. */
+export const isConsolePage = (urlPath: string): boolean => matchRoute(urlPath) !== null;
 
 export const CONTENT_SECURITY_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
   + "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
@@ -124,12 +125,12 @@ export function consoleReply(method: string, urlPath: string, headers: IncomingH
   if (isApiPath(urlPath)) return null;
   const isAsset = urlPath.startsWith('/assets/');
   if (method !== 'GET' && method !== 'HEAD') {
-    if (!CONSOLE_PAGES.has(urlPath) && !isAsset) return null;
+    if (!isConsolePage(urlPath) && !isAsset) return null;
     // Answered here (not thrown to errorReply) so that the 405 carries the console's headers too.
     const err = methodNotAllowed(['GET', 'HEAD']);
     return { status: 405, body: err.body(), headers: { ...SECURITY_HEADERS, ...err.headers, 'cache-control': 'no-store' } };
   }
-  if (CONSOLE_PAGES.has(urlPath)) {
+  if (isConsolePage(urlPath)) {
     const page = load(path.join(webDir, 'index.html'));
     if (!page) return consoleNotFound(urlPath, headers);
     return { status: 200, raw: page.bytes, headers: { ...SECURITY_HEADERS, 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' } };
