@@ -32,16 +32,19 @@ const AUTH_ROUTE = /^\/api\/auth\/(login|session$|sso\/|mfa\/enroll\/)/;
  * to /login?returnTo=<this page> (and the call still throws).
  * `opts.signal`: a page's AbortSignal (aborted when the page is left): an aborted call sends nothing
  * (or stops waiting), never navigates, and throws ApiError code "aborted" (see isAborted()).
+ * `opts.scope`: the scope of this call only (the Svc-Scope header, e.g. "project=prj_..."; the
+ * session's current scope is not changed).
  * @param {string} method
  * @param {string} path same-origin path, e.g. "/api/auth/session"
  * @param {unknown} [body]
- * @param {{ signal?: AbortSignal }} [opts]
+ * @param {{ signal?: AbortSignal, scope?: string }} [opts]
  * @returns {Promise<any>}
  */
 export async function api(method, path, body, opts = {}) {
   const { signal } = opts;
   /** @type {Record<string, string>} */
   const headers = { accept: 'application/json' };
+  if (opts.scope) headers['svc-scope'] = opts.scope;
   /** @type {RequestInit} */
   const init = { method, headers, credentials: 'same-origin', cache: 'no-store', redirect: 'error' };
   if (signal) init.signal = signal;

@@ -1,6 +1,7 @@
 // @ts-check
 // The console's router (History API) and frame: a top bar, one <main>, and the page of the path.
-// Pages live in page-<name>.js and export render(root, url); they are imported statically here.
+// The paths are the route table of routes.js (shared with the service, which answers index.html for
+// them); pages live in page-<name>.js and export render(root, url, params); they are imported statically here.
 // Each render gets a fresh container inside <main>: when the person navigates away it is detached,
 // so a page's timers can stop when `!root.isConnected` (or register a cleanup with onLeave()).
 import { api, errorText } from './api.js';
@@ -10,23 +11,34 @@ import * as ssoPage from './page-sso.js';
 import * as enrollPage from './page-enroll.js';
 import * as securityPage from './page-security.js';
 import * as overviewPage from './page-overview.js';
+import * as invitationPage from './page-invitation.js';
+import * as objectPages from './page-objects.js';
+import { matchRoute } from './routes.js';
 
 export const APP_NAME = 'svc console';
 
-/** @typedef {(root: HTMLElement, url: URL) => Promise<void> | void} Page */
+/** @typedef {(root: HTMLElement, url: URL, params: Record<string, string>) => Promise<void> | void} Page */
 
-/** Route -> page. "/" is not a page: it goes to /overview when signed in, else to /login. */
-/** @type {Record<string, Page>} */
+/**
+ * Route name (routes.js) -> page. "home" ("/") is not a page: it goes to /overview when signed in,
+ * else to /login. A route's signedIn pages need a session: without one the console goes to
+ * /login?returnTo=<path>.
+ * @type {Record<string, Page>}
+ */
 export const pages = {
-  '/login': loginPage.render,
-  '/sso/complete': ssoPage.render,
-  '/mfa/enroll': enrollPage.render,
-  '/security': securityPage.render,
-  '/overview': overviewPage.render,
+  login: loginPage.render,
+  sso: ssoPage.render,
+  enroll: enrollPage.render,
+  invitation: invitationPage.render,
+  security: securityPage.render,
+  overview: overviewPage.render,
+  job: objectPages.job,
+  review: objectPages.review,
+  task: objectPages.task,
+  delivery: objectPages.delivery,
+  shot: objectPages.shot,
+  commercial: objectPages.commercial,
 };
-
-/** Pages that need a session: without one the console goes to /login?returnTo=<path>. The others are the sign-in pages. */
-const SIGNED_IN_ONLY = new Set(['/security', '/overview']);
 
 /** @type {Array<() => void>} */
 let leaving = [];
@@ -109,23 +121,25 @@ export async function route() {
   const path = url.pathname;
   rendered = path + url.search;
   const main = /** @type {HTMLElement} */ (document.getElementById('main'));
-  // The sign-in pages do not ask for the session (no 401 in the console when signed out); "/" and the
-  // signed-in pages do.
-  const user = path === '/' || !(path in pages) || SIGNED_IN_ONLY.has(path) ? await currentUser() : null;
+  const match = matchRoute(path);
+  const name = match?.route.name;
+  // The sign-in pages do not ask for the session (no 401 in the console when signed out); "/", the
+  // invitation page (which offers to accept when signed in) and the signed-in pages do.
+  const user = !match || name === 'home' || name === 'invitation' || match.route.signedIn ? await currentUser() : null;
   if (mine !== generation) return;
-  if (path === '/') return navigate(user ? '/overview' : '/login', { replace: true });
-  if (SIGNED_IN_ONLY.has(path) && !user) {
+  if (name === 'home') return navigate(user ? '/overview' : '/login', { replace: true });
+  if (match?.route.signedIn && !user) {
     return navigate(`/login?returnTo=${encodeURIComponent(path + url.search)}`, { replace: true });
   }
   topBar(user, path);
   const root = h('div', { class: 'page' });
   clear(main).append(root);
-  const page = pages[path];
-  if (!page) {
+  const page = name ? pages[name] : undefined;
+  if (!page || !match) {
     root.append(h('h1', {}, 'Page not found'), h('p', {}, h('a', { href: '/' }, 'Go to the console')));
   } else {
     try {
-      await page(root, url);
+      await page(root, url, match.params);
     } catch (err) {
       if (mine === generation) root.append(notice('error', errorText(err)));
     }
@@ -150,7 +164,7 @@ document.addEventListener('click', (ev) => {
   const href = a.getAttribute('href') ?? '';
   if (!href.startsWith('/') || href.startsWith('//')) return;
   const url = new URL(href, location.origin);
-  if (url.pathname !== '/' && !(url.pathname in pages)) return;
+  if (!matchRoute(url.pathname)) return;
   ev.preventDefault();
   navigate(url.pathname + url.search + url.hash);
 });

@@ -1,10 +1,23 @@
 // @ts-check
 // The overview's live sections: "Jobs" (the project's newest generation jobs; refreshed by the page's
 // poller), "Notifications (N unread)" (the user's inbox in the organization) and "Work items" (the
-// caller's to-do list). Each rebuilds its list only when the data changed, so a refresh never takes
+// caller's to-do list). A notification's subject and a work item's title link to the console page
+// of its object. Each rebuilds its list only when the data changed, so a refresh never takes
 // the keyboard focus away; job status changes are announced in a polite status line.
 import { api, ApiError, errorText, holds, isAborted } from './api.js';
 import { h, clear, notice, section, when } from './dom.js';
+import { matchRoute } from './routes.js';
+
+/**
+ * The text as a link to the console page `link` opens (a notification's or work item's), or plain
+ * text when the link is empty or opens no console page.
+ * @param {string | null | undefined} link
+ * @param {string} text
+ */
+function linked(link, text) {
+  if (!link || !link.startsWith('/') || link.startsWith('//')) return text;
+  return matchRoute(new URL(link, location.origin).pathname) ? h('a', { href: link }, text) : text;
+}
 
 /** @param {HTMLElement} body @param {string} text */
 function say(body, text) { clear(body); body.append(h('p', {}, text)); }
@@ -111,7 +124,7 @@ export function notificationsSection(context, signal) {
 
   /** @param {any} n */
   const item = (n) => h('li', { class: n.read ? 'notification read' : 'notification unread' },
-    h('p', { class: 'notification-subject' }, n.read ? null : [h('span', { class: 'badge' }, 'Unread'), ' '], h('strong', {}, n.subject)),
+    h('p', { class: 'notification-subject' }, n.read ? null : [h('span', { class: 'badge' }, 'Unread'), ' '], h('strong', {}, linked(n.link, n.subject))),
     ...(n.body ? [h('p', {}, n.body)] : []),
     h('p', { class: 'hint' }, `${n.category.replaceAll('_', ' ')} · `, when(n.createdAt)),
     ...(n.read ? [] : [h('button', {
@@ -165,7 +178,7 @@ export function workItemsSection(context, signal) {
       if (!res.items.length) return say(body, 'Nothing to do.');
       body.append(h('ul', { class: 'work-items' }, ...res.items.map((/** @type {any} */ w) => h('li', { class: `work-item priority-${w.priority}` },
         h('span', { class: 'badge' }, KIND_LABELS[w.kind] ?? w.kind), ' ',
-        h('span', { class: 'work-item-title' }, w.title),
+        h('span', { class: 'work-item-title' }, linked(w.link, w.title)),
         h('span', { class: 'hint' }, ` · ${w.priority} priority · ${w.status}`, w.dueAt ? [' · due ', when(w.dueAt)] : null)))));
       if (res.pagination.total > res.items.length) body.append(h('p', { class: 'hint' }, `${res.pagination.total - res.items.length} more not shown.`));
     } catch (err) {
