@@ -1,4 +1,5 @@
 // Members and invitations as the API shows them: never a token or its hash.
+import * as o from '../http/view.ts';
 import type { OrganizationMember } from './service.ts';
 import type { InvitationRow, MemberRow } from './store.ts';
 
@@ -25,3 +26,16 @@ export const presentInvitation = (i: InvitationRow) => ({
   email: i.email, role: i.role, status: i.status, tokenHint: i.token_hint, expiresAt: i.expires_at,
   invitedBy: i.invited_by, createdAt: i.created_at, acceptedAt: i.accepted_at, revokedAt: i.revoked_at,
 });
+
+const NamedScope = o.object({ id: o.text(), name: o.text() });
+
+/** What an invitation token grants (GET /api/invitations/preview; the console's invitation page shows it). */
+export const InvitationPreviewView = o.named('InvitationPreview', o.object({
+  email: o.text({ format: 'email', description: 'the invited address' }),
+  role: o.text({ description: 'the role the invitation grants at its level' }),
+  expiresAt: o.time(),
+  organization: NamedScope,
+  workspace: o.nullable(NamedScope),
+  project: o.nullable(NamedScope),
+  invitedBy: o.nullable(o.object({ name: o.text() }, 'who invited (null when that account is gone)')),
+}));

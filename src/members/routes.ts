@@ -19,7 +19,7 @@ import {
 } from './invitations.ts';
 import { invitationsOf } from './store.ts';
 import { InvitationBody, InvitationListQuery, RegisterBody, RoleBody, TokenBody, TokenQuery } from './schema.ts';
-import { presentInvitation, presentOrganizationMember, presentScopeMember } from './present.ts';
+import { InvitationPreviewView, presentInvitation, presentOrganizationMember, presentScopeMember } from './present.ts';
 import { invitationPath } from '../web/links.ts';
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
@@ -71,7 +71,9 @@ export function bindMemberRoutes(r: Router): void {
   r.post('/api/organizations/:organizationId/invitations/:invitationId/revoke', { summary: 'Revoke; the seat is released.', ...invite },
     ({ ctx, params }) => json(200, presentInvitation(revokeInvitation(ctx, params.organizationId, params.invitationId))));
 
-  r.get('/api/invitations/preview', { summary: 'What an invitation token grants: { email, role, expiresAt, organization, workspace, project, invitedBy: { name } | null } (the console\'s /invitations/accept page shows it; 404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery }, ({ ctx, query }) => {
+  r.get('/api/invitations/preview', { summary: 'What an invitation token grants: { email, role, expiresAt, organization, workspace, project, invitedBy: { name } | null } (the console\'s /invitations/accept page shows it; 404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery,
+    response: { description: 'what the invitation grants', schema: InvitationPreviewView },
+  }, ({ ctx, query }) => {
     const inv = addressLimited(ctx, () => invitationForToken(ctx, query.token));
     const org = organizationById(ctx.db, inv.organization_id)!;
     const ws = inv.workspace_id ? workspaceById(ctx.db, inv.workspace_id) : undefined;
