@@ -65,6 +65,10 @@ test('every notify() call in src/ writes a registered type, its link built by co
     const link = name === 'commercial' ? consoleLinks.commercial({ organizationId: 'org_1' }) : consoleLinks[name as Exclude<ObjectPage, 'commercial'>]({ id: 'x_1', projectId: 'prj_1' });
     assert.equal(pageOfLink(link), name, `${pattern}: ${link} opens the ${name} page`);
   }
+  for (const bad of ['https://evil.example/jobs/job_1', '//evil.example/jobs/job_1', '/\\evil.example/jobs/job_1', 'jobs/job_1',
+    '/jobs/job 1', '/jobs/job_1\n', '/jobs/job_1/extra', '/nowhere', '']) {
+    assert.equal(pageOfLink(bad), null, `${JSON.stringify(bad)} opens no console page`);
+  }
 });
 
 /** The object page's heading and the id shown in its Details. */
@@ -88,7 +92,9 @@ test('the link of every notification type opens a console page showing its objec
   const org = s.db.get<{ name: string }>('SELECT name FROM organizations WHERE id = ?', w.tree.organizationId)!.name;
 
   // Real flows: a task assigned to the owner by the producer; a review requested by the producer (qa:review holders are told).
-  const task = await s.call('POST', '/api/tasks', { token: producer.token, body: { title: 'Grade the pier shot', assigneeUserId: w.user.id } });
+  const task = await s.call('POST', '/api/tasks', {
+    token: producer.token, body: { title: 'Grade the pier shot', assigneeUserId: w.user.id, linkedPage: '//evil.example/production/shots/sht_1' },
+  });
   assert.equal(task.status, 201, task.text);
   const review = await s.call('POST', '/api/production/reviews', { token: producer.token, body: { artifactId: video.id, title: 'Pier shot, first look' } });
   assert.equal(review.status, 201, review.text);
@@ -137,6 +143,9 @@ test('the link of every notification type opens a console page showing its objec
   await section(page, /^Notifications/).getByRole('link', { name: 'Task assigned to you: Grade the pier shot' }).click();
   await onPath(page, `/tasks/${task.body.id}`);
   await showsObject(page, objects.task.title, objects.task.id, 'task.assigned from the overview');
+  // A linkedPage that is not a plain console path is shown as text, never as a link (nor as the work item's link).
+  await page.getByText('//evil.example/production/shots/sht_1', { exact: true }).waitFor();
+  assert.equal(await page.locator('a[href*="evil.example"]').count(), 0);
 
   const shotOnce = new Set<string>();
   for (const type of types) {

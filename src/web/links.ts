@@ -4,7 +4,7 @@
 // carries the project (`?project=prj_...`): the page reads the object in that project (the Svc-Scope
 // selector, for that request only), whatever project the session is in. Without it (links written by
 // earlier versions) the page reads in the session's current project.
-import { consolePath, matchRoute } from '../../web/assets/routes.js';
+import { consolePath, routeOfLink } from '../../web/assets/routes.js';
 
 /** The console pages that show one object, and the route pattern of each. */
 export const OBJECT_PAGES = {
@@ -33,9 +33,5 @@ export const consoleLinks = {
 /** The invitation page of an invite token (the path of acceptUrl). */
 export const invitationPath = (token: string): string => consolePath('/invitations/accept', {}, { token });
 
-/** The object page a console link opens (by its route's name), or null when it opens no console page. */
-export function pageOfLink(link: string): string | null {
-  if (!link.startsWith('/') || link.startsWith('//')) return null;
-  const m = matchRoute(new URL(link, 'http://console.invalid').pathname);
-  return m ? m.route.name : null;
-}
+/** The console page a link opens (its route's name), or null when it is not a plain path of a console page. */
+export const pageOfLink = (link: string): string | null => routeOfLink(link)?.name ?? null;

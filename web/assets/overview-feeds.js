@@ -6,7 +6,7 @@
 // the keyboard focus away; job status changes are announced in a polite status line.
 import { api, ApiError, errorText, holds, isAborted } from './api.js';
 import { h, clear, notice, section, when } from './dom.js';
-import { matchRoute } from './routes.js';
+import { routeOfLink } from './routes.js';
 
 /**
  * The text as a link to the console page `link` opens (a notification's or work item's), or plain
@@ -15,8 +15,7 @@ import { matchRoute } from './routes.js';
  * @param {string} text
  */
 function linked(link, text) {
-  if (!link || !link.startsWith('/') || link.startsWith('//')) return text;
-  return matchRoute(new URL(link, location.origin).pathname) ? h('a', { href: link }, text) : text;
+  return link && routeOfLink(link) ? h('a', { href: link }, text) : text;
 }
 
 /** @param {HTMLElement} body @param {string} text */

@@ -10,7 +10,7 @@
 import { api, ApiError, errorText, isAborted } from './api.js';
 import { onLeave } from './app.js';
 import { h, notice, section, when } from './dom.js';
-import { matchRoute } from './routes.js';
+import { routeOfLink } from './routes.js';
 
 const ID = /^[A-Za-z0-9_.~-]{1,200}$/;
 
@@ -140,7 +140,7 @@ export function task(root, url, params) {
     what: 'task', id, apiPath: `/api/tasks/${encodeURIComponent(id)}`,
     title: (t) => `Task: ${t.title}`,
     view: (t) => {
-      const linked = t.linkedPage && matchRoute(new URL(t.linkedPage, location.origin).pathname) ? h('a', { href: t.linkedPage }, t.linkedPage) : t.linkedPage;
+      const linked = t.linkedPage && routeOfLink(t.linkedPage) ? h('a', { href: t.linkedPage }, t.linkedPage) : t.linkedPage;
       return [
         h('p', { class: 'object-status' }, 'Status ', badge(t.status)),
         panel('task-details', 'Details', details([

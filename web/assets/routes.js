@@ -57,6 +57,23 @@ export function matchRoute(pathname) {
   return null;
 }
 
+const BASE = 'http://console.invalid';
+
+/**
+ * The route a link opens when it is a plain path of this console ("/jobs/job_1?project=prj_1"), else
+ * null: an absolute or protocol-relative URL, a backslash, a control or space character, or a path
+ * that is no console page. Every link the service writes passes; a link from elsewhere (a task's
+ * linkedPage) is shown as a link only when it does.
+ * @param {unknown} link
+ * @returns {ConsoleRoute | null}
+ */
+export function routeOfLink(link) {
+  if (typeof link !== 'string' || link.length > 2000 || !link.startsWith('/') || link.startsWith('//') || /[\\\s\u0000-\u001f\u007f]/.test(link)) return null;
+  const url = new URL(link, BASE);
+  if (url.origin !== BASE) return null;
+  return matchRoute(url.pathname)?.route ?? null;
+}
+
 /**
  * A console path from a pattern and its parameters (each must be id-like), with an optional query.
  * @param {string} pattern
