@@ -123,9 +123,9 @@ export async function route() {
   const main = /** @type {HTMLElement} */ (document.getElementById('main'));
   const match = matchRoute(path);
   const name = match?.route.name;
-  // The sign-in pages do not ask for the session (no 401 in the console when signed out); "/", the
-  // invitation page (which offers to accept when signed in) and the signed-in pages do.
-  const user = !match || name === 'home' || name === 'invitation' || match.route.signedIn ? await currentUser() : null;
+  // The sign-in pages do not ask for the session (no 401 in the console when signed out); "/" and the
+  // signed-in pages do. (The invitation page asks itself, once it knows the invitation is valid.)
+  const user = !match || name === 'home' || match.route.signedIn ? await currentUser() : null;
   if (mine !== generation) return;
   if (name === 'home') return navigate(user ? '/overview' : '/login', { replace: true });
   if (match?.route.signedIn && !user) {
