@@ -23,7 +23,7 @@ test('the overview: scope switcher, catalog with a generated shot\'s real first 
   const w = await mediaWorld(t, { shots: 2 });
   const title = (id: string) => w.s.db.get<{ title: string }>('SELECT title FROM shots WHERE id = ?', id)!.title;
   const [shot1, shot2] = w.shotIds.map(title);
-  const video = await shotVideo(w, w.shotIds[0], 'a red lantern in the rain', { seconds: 1 });
+  const video = await shotVideo(w, w.shotIds[0], 'a red lantern in the rain', { seconds: 1, size: '320x180' });
   const second = makeProject(w.s, w.tree.workspaceId, 'Second project');
   for (const subject of ['Cut approved', 'Budget at 80 %']) {
     notify(w.s.operator(), { category: 'system_notices', type: 'console.test', organizationId: w.tree.organizationId, subject });
@@ -97,7 +97,7 @@ test('the overview: scope switcher, catalog with a generated shot\'s real first 
   // The row of the job for the second shot (named by the shot's title), and its status badge.
   const job2 = jobs.getByRole('listitem').filter({ has: page.locator('.job-title', { hasText: new RegExp(` for ${escapeRe(shot2)}$`) }) });
   assert.equal(await job2.count(), 0, `no job for ${shot2} yet`);
-  await createJob(w.s, w.token, { kind: 'video', connectorId: w.id, shotId: w.shotIds[1], prompt: 'a pier at night', parameters: { seconds: 1 } });
+  await createJob(w.s, w.token, { kind: 'video', connectorId: w.id, shotId: w.shotIds[1], prompt: 'a pier at night', parameters: { seconds: 1, size: '320x180' } });
   await waitFor(async () => (await job2.count()) === 1, `the new job for ${shot2} shows up in Jobs without a reload`, 8_000);
   await waitFor(async () => (await job2.locator('.badge').innerText()).trim() === 'completed',
     `the row of ${shot2}'s job follows the worker to completed without a reload`, 20_000);

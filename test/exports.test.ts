@@ -89,8 +89,8 @@ test('export packages of approved deliveries', async (t) => {
     assert.equal(r.status, 200, r.text);
   }
   const [video1, video2, voice] = await Promise.all([
-    shotVideo(w, shot1, 'a lantern in the rain', { seconds: 1 }),
-    shotVideo(w, shot2, 'a pier at night', { seconds: 2 }),
+    shotVideo(w, shot1, 'a lantern in the rain', { seconds: 1, size: '320x180' }),
+    shotVideo(w, shot2, 'a pier at night', { seconds: 2, size: '320x180' }),
     shotVoice(w, shot1, DIALOGUE.a.join(' ')),
   ]);
   const cut = await episodeCut(w);

@@ -38,7 +38,7 @@ const starterShot = (s: TestServer, projectId: string) =>
 test('a video job registers its artifact with evidence, provenance and real frames; content and frames are served exactly', async (t) => {
   const { s, token, tree, id } = await jobWorld(t);
   const shot = starterShot(s, tree.projectId);
-  const job = await createJob(s, token, { kind: 'video', connectorId: id, shotId: shot.id, prompt: 'a red door opens', parameters: { seconds: 1, seed: 7 } });
+  const job = await createJob(s, token, { kind: 'video', connectorId: id, shotId: shot.id, prompt: 'a red door opens', parameters: { seconds: 1, seed: 7, size: '320x180' } });
   const done = await waitJob(s, token, job.id, ['completed', 'failed'], 30_000);
   assert.equal(done.status, 'completed', done.error);
   assert.equal(done.episodeId, shot.episode_id);

@@ -51,7 +51,7 @@ test('the episode cut carries each shot\u2019s voice line over its segment, name
   const shots = [first.id, added.body.id as string];
   const videos: Artifact[] = [];
   for (const [i, shotId] of shots.entries()) {
-    videos.push(await artifactOf(s, token, { kind: 'video', connectorId: id, shotId, prompt: `shot ${i + 1} at dusk`, parameters: { seconds: 1 } }));
+    videos.push(await artifactOf(s, token, { kind: 'video', connectorId: id, shotId, prompt: `shot ${i + 1} at dusk`, parameters: { seconds: 1, size: '320x180' } }));
   }
   // Before any voice line: the cut as it always was.
   const plain = await compose(s, token, episodeId);
@@ -76,7 +76,8 @@ test('the episode cut carries each shot\u2019s voice line over its segment, name
   assert.equal(voiced.pcm.length, plain.pcm.length);
   // The lines are heard where they belong: the short one early in segment 1, the long one until the very end.
   const heard = [differenceRms(voiced.pcm, plain.pcm, 0.05, 0.55), differenceRms(voiced.pcm, plain.pcm, 1.05, 1.95)];
-  assert.ok(heard.every((v) => v > 0.05), `voice over the segments: ${heard.join(' ')}`);
+  // (The model server's voice is at about -24 LUFS: an RMS near 0.05.)
+  assert.ok(heard.every((v) => v > 0.03), `voice over the segments: ${heard.join(' ')}`);
   const tail = differenceRms(voiced.pcm, plain.pcm, 0.7, 0.95);
   assert.ok(tail < heard[0] / 10, `after the short line ends, segment 1 is its video's audio again: ${tail} vs ${heard[0]}`);
 

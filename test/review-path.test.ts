@@ -26,7 +26,7 @@ test('generate, QA, review with a time-coded comment, approve, deliver, export, 
   const cut = await episodeCut(w);
   assert.deepEqual(cut.composition.inputs.map((i: { artifactId: string }) => i.artifactId), [v1.id, v2.id]);
 
-  // QA against the project's delivery spec (the cut's own picture size; the model server's tone is quieter than -23 LUFS).
+  // QA against the project's delivery spec (the cut's own picture size, 180x320; a wide loudness tolerance).
   const spec = await call('PUT', '/api/production/delivery-spec', { width: 180, height: 320, loudnessToleranceLu: 20 });
   assert.equal(spec.status, 200, spec.text);
   const qa = await call('POST', '/api/production/qa/run', { episodeId: w.episodeId });

@@ -14,7 +14,7 @@ export const JobCreateBody = v.object({
   episodeId: v.optional(v.nullable(id)),
   prompt: v.optional(v.string({ min: 1, max: PROMPT_MAX, description: 'required for every kind but compose' })),
   negativePrompt: v.optional(v.nullable(v.string({ max: 20_000 }))),
-  parameters: v.optional(v.anyObject({ maxKeys: 50, description: 'free-form generation parameters (size, seconds, voice, seed, ...); compose: artifactIds (the video chosen per shot), audioArtifactIds (the voice line chosen per shot), voiceLines (false: no voice lines), width, height, frameRate' })),
+  parameters: v.optional(v.anyObject({ maxKeys: 50, description: 'free-form generation parameters (size, seconds, voice, seed, ...); an image or video job bound to a shot gets the shot\'s format unless it sets it: width and height (the delivery spec\'s size in the shot\'s aspect ratio) and, for a video, seconds (the shot\'s durationTargetMs); compose: artifactIds (the video chosen per shot), audioArtifactIds (the voice line chosen per shot), voiceLines (false: no voice lines), width, height, frameRate' })),
   inputs: v.optional(v.array(v.object({ assetId: id, versionId: v.optional(id) }), { max: 20 })),
   dependsOn: v.optional(v.nullable(id)),
   useDependencyOutputs: v.optional(v.boolean({ description: 'true: the media the dependency job produced become inputs of this job at call time (image-to-video); needs dependsOn' })),

@@ -24,6 +24,7 @@ import { wakeWorker, workerOf } from '../worker/control.ts';
 import { claimForRun, releaseLeases } from '../worker/claim.ts';
 import type { Db } from '../db/db.ts';
 import { buildContract, type JobInput } from './contract.ts';
+import { withShotFormat } from './format.ts';
 import { runLeased } from './runner.ts';
 import { indexJob } from './settle.ts';
 import { setDocumentStatus } from '../search/index.ts';
@@ -187,7 +188,9 @@ export function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions = {}): 
   }
   const jobInput: JobInput = {
     prompt: input.prompt ?? '', negativePrompt: input.negativePrompt ?? null,
-    parameters: compose ? { ...checkComposeParameters(ctx.db, project.id, episodeId!, input.parameters ?? {}) } : input.parameters ?? {},
+    parameters: compose
+      ? { ...checkComposeParameters(ctx.db, project.id, episodeId!, input.parameters ?? {}) }
+      : withShotFormat(ctx.db, input.shotId ? shotById(ctx.db, project.id, input.shotId) : undefined, input.kind, input.parameters ?? {}),
     inputs: resolveInputs(ctx, project.id, input.inputs),
     ...(input.useDependencyOutputs ? { useDependencyOutputs: true } : {}),
     ...(opts.workflow ? { workflow: opts.workflow } : {}),

@@ -1,7 +1,8 @@
 // A ComfyUI-compatible bridge: POST /prompt takes an API-format workflow (nodes keyed by id, each
 // {class_type, inputs}), renders its output nodes asynchronously, and the client polls
 // /history/:id ({} until finished) and fetches files from /view, as it would from ComfyUI. Only
-// what a client reads is modelled: the prompt text, the size, and which nodes save what.
+// what a client reads is modelled: the prompt text, the size, a video's length, and which nodes save
+// what.
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import { imagePlan, type FaultControl, type Faults } from './faults.ts';
@@ -10,7 +11,7 @@ import { HttpError, invalid, readJson, type Call, type Reply, type Route } from 
 import { isRecord, optionalString, requiredRecord, SIZE_LIMITS, type Body } from './input.ts';
 import { remember } from './memory.ts';
 import type { Rendered, Renderer } from './render.ts';
-import { IMAGE_DEFAULT, VIDEO_DEFAULT, type Size } from './scenes.ts';
+import { IMAGE_DEFAULT, VIDEO_DEFAULT, VIDEO_SECONDS, type Size } from './scenes.ts';
 
 const VIDEO_NODES = new Set(['SaveVideo', 'VHS_VideoCombine', 'SaveAnimatedWEBP', 'SaveWEBM']);
 const IMAGE_NODES = new Set(['SaveImage']);
@@ -64,6 +65,23 @@ function workflowSize(workflow: Record<string, Node>): Size | null {
   return null;
 }
 
+const clampSeconds = (n: number) => Math.min(VIDEO_SECONDS.max, Math.max(VIDEO_SECONDS.min, n));
+
+/**
+ * A video's length from the workflow: the first node with a numeric `seconds` input, else with a
+ * frame count (`length`, `frames` or `frame_count`) over its rate (`frame_rate` or `fps`, default 24).
+ */
+function workflowSeconds(workflow: Record<string, Node>): number | null {
+  const num = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : null);
+  for (const n of Object.values(workflow)) {
+    const seconds = num(n.inputs.seconds);
+    if (seconds) return clampSeconds(seconds);
+    const frames = num(n.inputs.length) ?? num(n.inputs.frames) ?? num(n.inputs.frame_count);
+    if (frames) return clampSeconds(frames / (num(n.inputs.frame_rate) ?? num(n.inputs.fps) ?? VIDEO_DEFAULT.fps));
+  }
+  return null;
+}
+
 function fileRef(file: Rendered, video: boolean): FileRef {
   return { filename: file.name, subfolder: '', type: 'output', ...(video ? { format: 'video/h264-mp4' } : {}) };
 }
@@ -83,10 +101,10 @@ export function comfyRoutes(renderer: Renderer, faults: FaultControl): Route[] {
   const entries = new Map<string, Entry>();
   let number = 0;
 
-  async function renderNode(node: Node, text: string, size: Size | null, shape: Readonly<Faults>): Promise<NodeOutput> {
+  async function renderNode(node: Node, text: string, size: Size | null, seconds: number | null, shape: Readonly<Faults>): Promise<NodeOutput> {
     if (VIDEO_NODES.has(node.class_type)) {
-      const s = size ? { width: size.width & ~1, height: size.height & ~1 } : VIDEO_DEFAULT;
-      const file = await renderer.render({ kind: 'video', prompt: text, ...s, seconds: VIDEO_DEFAULT.seconds, fps: VIDEO_DEFAULT.fps });
+      const s = size ? { width: size.width & ~1, height: size.height & ~1 } : { width: VIDEO_DEFAULT.width, height: VIDEO_DEFAULT.height };
+      const file = await renderer.render({ kind: 'video', prompt: text, ...s, seconds: seconds ?? VIDEO_DEFAULT.seconds, fps: VIDEO_DEFAULT.fps });
       return { gifs: [fileRef(file, true)] };
     }
     const files = await Promise.all(imagePlan(shape, text, size ?? IMAGE_DEFAULT, 1).map((spec) => renderer.render(spec)));
@@ -94,9 +112,9 @@ export function comfyRoutes(renderer: Renderer, faults: FaultControl): Route[] {
   }
 
   /** Renders every output node; the entry is finished (success or error) when this settles. */
-  async function execute(entry: Entry, text: string, size: Size | null, shape: Readonly<Faults>): Promise<void> {
+  async function execute(entry: Entry, text: string, size: Size | null, seconds: number | null, shape: Readonly<Faults>): Promise<void> {
     try {
-      const outputs = await Promise.all(entry.outputNodes.map((id) => renderNode(entry.workflow[id], text, size, shape)));
+      const outputs = await Promise.all(entry.outputNodes.map((id) => renderNode(entry.workflow[id], text, size, seconds, shape)));
       entry.outputs = Object.fromEntries(entry.outputNodes.map((id, i) => [id, outputs[i]]));
     } catch (err) {
       entry.error = err instanceof Error ? err.message : String(err);
@@ -114,7 +132,7 @@ export function comfyRoutes(renderer: Renderer, faults: FaultControl): Route[] {
     if (!outputNodes.length) throw new HttpError(400, 'Prompt has no outputs', 'prompt_no_outputs');
     const entry: Entry = { id: randomUUID(), number: number++, workflow, clientId, outputNodes, done: false, outputs: {}, error: null };
     remember(entries, entry.id, entry);
-    void execute(entry, text, workflowSize(workflow), faults.current);
+    void execute(entry, text, workflowSize(workflow), workflowSeconds(workflow), faults.current);
     return { status: 200, json: { prompt_id: entry.id, number: entry.number, node_errors: {} } };
   }
 

@@ -6,7 +6,7 @@ import { fileUrl } from './files.ts';
 import { invalid, readJson, type Call, type Reply, type Route } from './http.ts';
 import { isRecord, optionalNumber, optionalString, parseSize, requiredRecord, requiredString, type Body } from './input.ts';
 import type { Renderer } from './render.ts';
-import { IMAGE_DEFAULT, VIDEO_DEFAULT, type Size } from './scenes.ts';
+import { IMAGE_DEFAULT, VIDEO_DEFAULT, VIDEO_SECONDS, type Size } from './scenes.ts';
 import { chatReply, transcript } from './text.ts';
 
 interface Output { role: 'image' | 'video' | 'audio' | 'text'; mimeType: string; url?: string; text?: string }
@@ -48,7 +48,7 @@ export function httpJsonRoutes(renderer: Renderer, faults: FaultControl): Route[
     },
     async video({ contract, parameters, base }) {
       const prompt = requiredString(contract, 'prompt');
-      const seconds = optionalNumber(parameters, 'seconds', 0.5, 20) ?? optionalNumber(parameters, 'duration', 0.5, 20) ?? VIDEO_DEFAULT.seconds;
+      const seconds = optionalNumber(parameters, 'seconds', VIDEO_SECONDS.min, VIDEO_SECONDS.max) ?? optionalNumber(parameters, 'duration', VIDEO_SECONDS.min, VIDEO_SECONDS.max) ?? VIDEO_DEFAULT.seconds;
       const size = sizeOf(parameters, VIDEO_DEFAULT, true);
       const file = await renderer.render({ kind: 'video', prompt, ...size, seconds, fps: VIDEO_DEFAULT.fps });
       return [{ role: 'video', mimeType: file.mimeType, url: fileUrl(base, file) }];

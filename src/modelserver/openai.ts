@@ -12,12 +12,11 @@ import { remember } from './memory.ts';
 import { formOf, isMultipart, parseMultipart } from './multipart.ts';
 import { pictureSize } from './picture.ts';
 import type { Renderer, Rendered } from './render.ts';
-import { IMAGE_DEFAULT, VIDEO_DEFAULT } from './scenes.ts';
+import { IMAGE_DEFAULT, VIDEO_DEFAULT, VIDEO_SECONDS } from './scenes.ts';
 import { chatReply, tokens, transcript } from './text.ts';
 
 export const MODELS = ['svc-image', 'svc-video', 'svc-tts', 'svc-asr', 'svc-chat'] as const;
 const MAX_IMAGES = 10;
-const VIDEO_SECONDS = { min: 0.5, max: 20 } as const;
 const SPEECH_MAX_CHARS = 4096;
 /** OpenAI's own upload limit for transcriptions. */
 const UPLOAD_LIMIT = 25 * 1024 * 1024;

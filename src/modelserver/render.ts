@@ -17,7 +17,7 @@ import { captionOf, FILE_TYPES, sceneArgs, wrapCaption, type RenderSpec } from '
  * Bump when a scene changes its look, so that caches hold no stale files under the same name (a new
  * spec field, like a video's reference, changes the names by itself; specs without it keep theirs).
  */
-const RENDER_VERSION = 1;
+const RENDER_VERSION = 2;
 const RENDER_TIMEOUT_MS = 60_000;
 const FILE_NAME = /^[0-9a-f]{64}\.(png|mp4|wav)$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/;

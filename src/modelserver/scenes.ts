@@ -36,6 +36,16 @@ export type RenderSpec = ImageSpec | VideoSpec | SpeechSpec;
 
 export const IMAGE_DEFAULT: Size = { width: 256, height: 256 };
 export const VIDEO_DEFAULT: Size & { seconds: number; fps: number } = { width: 320, height: 180, seconds: 2, fps: 24 };
+/** The lengths of video the server renders, in seconds. */
+export const VIDEO_SECONDS = { min: 0.5, max: 20 } as const;
+/**
+ * Peak amplitudes (of full scale) of the sound: the video's tone and the speech-like voice each land
+ * at about -24 LUFS integrated (EBU R128, as QA measures it with ebur128), so that a clip and a voice
+ * line each, and an episode cut that sums the two (about -21 LUFS: compose adds them at unit gain),
+ * are within the delivery spec's default -23 ± 2 LU; true peaks stay far below -1 dBTP.
+ */
+export const TONE_AMPLITUDE = 0.0963;
+export const SPEECH_AMPLITUDE = 0.1408;
 export const SPEECH_MS_PER_CHAR = 60;
 export const SPEECH_SECONDS = { min: 0.5, max: 10 } as const;
 
@@ -154,7 +164,7 @@ function toneInput(spec: VideoSpec): string[] {
   const d = spec.seconds;
   if (spec.defect === 'silent') return ['-f', 'lavfi', '-i', `aevalsrc=exprs=0:s=44100:d=${d}`];
   if (spec.defect === 'loud') return ['-f', 'lavfi', '-i', `aevalsrc=exprs=0.98*(2*gte(sin(2*PI*${promptPitch(spec.prompt)}*t)\\,0)-1):s=44100:d=${d}`];
-  return ['-f', 'lavfi', '-i', `sine=frequency=${promptPitch(spec.prompt)}:sample_rate=44100:duration=${d}`];
+  return ['-f', 'lavfi', '-i', `aevalsrc=exprs=${TONE_AMPLITUDE}*sin(2*PI*${promptPitch(spec.prompt)}*t):s=44100:d=${d}`];
 }
 
 /** First second and length (s) of the black or still stretch of a defective video. */
@@ -239,7 +249,7 @@ export function speechSeconds(text: string): number {
 /** A speech-like tone: a wobbling pitch whose loudness rises and falls at a syllable rate. */
 function speechArgs(spec: SpeechSpec, out: string): string[] {
   const f = voicePitch(spec.voice);
-  const expr = `0.6*sin(2*PI*${f}*t+2*sin(2*PI*5*t))*abs(sin(2*PI*3*t))`;
+  const expr = `${SPEECH_AMPLITUDE}*sin(2*PI*${f}*t+2*sin(2*PI*5*t))*abs(sin(2*PI*3*t))`;
   return [
     '-f', 'lavfi', '-i', `aevalsrc=exprs=${expr}:s=24000:d=${speechSeconds(spec.text).toFixed(3)}`,
     '-c:a', 'pcm_s16le', ...BITEXACT, '-f', 'wav', '-y', out,

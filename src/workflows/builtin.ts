@@ -2,7 +2,7 @@
 // the database at start: a template that is missing is inserted as version 1, one whose content
 // changed in a new release gets a new version (runs keep the version they used).
 import type { Db } from '../db/db.ts';
-import type { StoredGate, StoredStep } from './steps.ts';
+import { capabilitiesOf, type StoredGate, type StoredStep } from './steps.ts';
 import { insertTemplate, insertVersion, templateById, versionOf, advanceTemplate } from './store.ts';
 
 export interface BuiltinTemplate {
@@ -14,17 +14,23 @@ const step = (s: Partial<StoredStep> & Pick<StoredStep, 'key' | 'label' | 'jobKi
   requiresShot: true, dependsOnPrevious: true, prompt: null, parameters: {}, inputFromPrevious: false, ...s,
 });
 
+/** A built-in whose description ends by naming the connector capabilities its steps need. */
+const builtin = (t: BuiltinTemplate): BuiltinTemplate => ({
+  ...t, description: `${t.description} Needs connectors with the capabilities ${capabilitiesOf(t.steps).join(', ')} (one connector may have them all).`,
+});
+
 export const BUILTIN_TEMPLATES: BuiltinTemplate[] = [
-  {
+  builtin({
     id: 'wft_builtin_shot_to_cut',
     templateKey: 'shot-to-episode-cut',
     name: 'Shot to episode cut',
     category: 'production',
     description: 'Generates the shot\'s still, animates it into a clip (image-to-video), records the shot\'s voice line and joins the '
-      + 'episode\'s shots, each with its voice line, into the episode cut.',
+      + 'episode\'s shots, each with its voice line, into the episode cut. Still and clip take the shot\'s format (the delivery spec\'s '
+      + 'size in the shot\'s aspect ratio, the shot\'s duration target).',
     steps: [
       step({ key: 'shot_image', label: 'Shot still', jobKind: 'image', dependsOnPrevious: false }),
-      step({ key: 'shot_video', label: 'Image to video', jobKind: 'video', inputFromPrevious: true, parameters: { seconds: '4' } }),
+      step({ key: 'shot_video', label: 'Image to video', jobKind: 'video', inputFromPrevious: true }),
       step({ key: 'voice_line', label: 'Voice line', jobKind: 'tts', prompt: DIALOGUE }),
       step({ key: 'episode_cut', label: 'Episode cut', jobKind: 'compose', requiresShot: false }),
     ],
@@ -32,8 +38,8 @@ export const BUILTIN_TEMPLATES: BuiltinTemplate[] = [
       { key: 'picture_qa', label: 'Picture QA of the cut (first and last frames, continuity)', blocking: true },
       { key: 'voice_qa', label: 'Voice line matches the script', blocking: false },
     ],
-  },
-  {
+  }),
+  builtin({
     id: 'wft_builtin_voice_over',
     templateKey: 'voice-over-pass',
     name: 'Voice-over pass',
@@ -44,7 +50,7 @@ export const BUILTIN_TEMPLATES: BuiltinTemplate[] = [
       step({ key: 'transcript_check', label: 'Transcript of the recording', jobKind: 'asr', prompt: DIALOGUE, inputFromPrevious: true }),
     ],
     gates: [{ key: 'voice_qa', label: 'Voice line matches the script', blocking: true }],
-  },
+  }),
 ];
 
 const content = (name: string, category: string, description: string, steps: string, gates: string) =>

@@ -1,13 +1,17 @@
 // Templates and runs as the API shows them.
-import type { StoredGate, StoredStep } from './steps.ts';
+import { capabilitiesOf, capabilityOf, type StoredGate, type StoredStep } from './steps.ts';
 import type { RunView, StepPreview } from './runs.ts';
 import type { MergedTemplate } from './templates.ts';
 import type { CurrentTemplate, VersionRow } from './store.ts';
 
-const versionFields = (v: Pick<VersionRow, 'name' | 'category' | 'status' | 'description' | 'default_adapter_id' | 'steps' | 'gates'>) => ({
-  name: v.name, category: v.category, status: v.status, description: v.description, defaultAdapterId: v.default_adapter_id,
-  steps: JSON.parse(v.steps) as StoredStep[], gates: JSON.parse(v.gates) as StoredGate[],
-});
+/** A version's fields; every step names the connector capability it needs (null: a local compose step), the template all of them. */
+function versionFields(v: Pick<VersionRow, 'name' | 'category' | 'status' | 'description' | 'default_adapter_id' | 'steps' | 'gates'>) {
+  const steps = JSON.parse(v.steps) as StoredStep[];
+  return {
+    name: v.name, category: v.category, status: v.status, description: v.description, defaultAdapterId: v.default_adapter_id,
+    capabilities: capabilitiesOf(steps), steps: steps.map((s) => ({ ...s, capability: capabilityOf(s) })), gates: JSON.parse(v.gates) as StoredGate[],
+  };
+}
 
 export function presentTemplate(t: CurrentTemplate) {
   return {

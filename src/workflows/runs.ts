@@ -17,7 +17,7 @@ import { CLIP_KINDS, clipQuotaProblem, insertPrepared, pickConnector, prepareJob
 import { localRunnerOnly } from '../connectors/service.ts';
 import { PROMPT_MAX, type JobCreateBody } from '../jobs/schema.ts';
 import type { InstantiateBody, RunStatus } from './schema.ts';
-import { DEFAULT_PROMPT, renderPrompt, type PromptValues, type StoredGate, type StoredStep } from './steps.ts';
+import { capabilityOf, DEFAULT_PROMPT, renderPrompt, type PromptValues, type StoredGate, type StoredStep } from './steps.ts';
 import {
   countRuns, decideGate, gatesOfRuns, insertRun, insertRunGate, insertRunStep, runInProject, runsOfProject, stepsOfRuns, versionOf, visibleTemplate,
   type RunGateRow, type RunStepWithJob, type RunWithStatus, type VersionRow,
@@ -40,6 +40,9 @@ function promptValues(ctx: Ctx, project: ProjectRow, shot: ShotRow | undefined, 
   };
 }
 
+/** A step no connector can run: its key and label, the capability it needs, and why (no connector has it, the named one lacks it, ...). */
+export interface MissingCapability { step: string; label: string; capability: string; reason: string }
+
 interface Binding { shot: ShotRow | undefined; episode: EpisodeRow | undefined; adapter: ConnectorRow | null }
 
 /** The shot, episode and adapter of an instantiate, checked against every step (422 naming the field). */
@@ -56,20 +59,32 @@ function bind(ctx: Ctx, project: ProjectRow, t: { default_adapter_id: string | n
   const compose = steps.filter((s) => s.jobKind === COMPOSE_KIND).map((s) => `"${s.key}"`);
   if (compose.length && !episode && !problems.shotId && !problems.episodeId) problems.episodeId = `step(s) ${compose.join(', ')} join an episode: give episodeId or shotId`;
   // The connector of each step, with the job creation's own checks (named: of the organization, not
-  // disabled, able to do the kind; none named: the organization's best for the kind).
+  // disabled, able to do the kind; none named: the organization's best for the kind). Every step that
+  // finds none is named with the capability it needs.
   const adapterId = body.adapter ?? t.default_adapter_id ?? undefined;
   const field = body.adapter ? 'adapter' : adapterId ? 'defaultAdapterId' : 'adapter';
   let adapter: ConnectorRow | null = null;
-  for (const s of steps.filter((x) => x.jobKind !== COMPOSE_KIND)) {
+  const missing: MissingCapability[] = [];
+  for (const s of steps) {
+    const capability = capabilityOf(s);
+    if (capability === null) continue;
     try {
       const picked = pickConnector(ctx, s.jobKind, adapterId);
       if (adapterId) adapter = picked;
     } catch (err) {
       if (!(err instanceof AppError) || err.status !== 422) throw err;
-      problems[field] ??= `${Object.values((err.details?.fields ?? {}) as Record<string, string>).join('; ')} (step "${s.key}")`;
+      const reason = Object.values((err.details?.fields ?? {}) as Record<string, string>).join('; ');
+      missing.push({ step: s.key, label: s.label, capability, reason });
     }
   }
-  if (Object.keys(problems).length) throw validationFailed(problems);
+  if (missing.length) {
+    problems[field] = missing.map((m) => `step "${m.step}" (${m.label}) needs a connector with capability "${m.capability}": ${m.reason}`).join('; ');
+  }
+  if (Object.keys(problems).length) {
+    const err = validationFailed(problems);
+    if (!missing.length) throw err;
+    throw new AppError(422, err.code, err.message, { ...err.details, missingCapabilities: missing });
+  }
   return { shot, episode, adapter };
 }
 

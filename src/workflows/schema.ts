@@ -24,7 +24,7 @@ export const Step = v.object({
   requiresShot: v.optional(v.boolean({ description: 'the step is bound to the shot given at instantiate (default false)' })),
   dependsOnPrevious: v.optional(v.boolean({ description: 'the step waits for the previous step\'s job (default true, except the first step)' })),
   prompt: v.optional(v.string({ max: 4000, description: 'prompt with placeholders such as {{shot.prompt}}, {{shot.dialogue|shot.description}} (first non-empty); default {{shot.prompt|shot.description|shot.title|episode.title|project.name}}' })),
-  parameters: v.optional(v.anyObject({ maxKeys: 50, description: 'generation parameters of the step\'s job (size, seconds, voice, ...)' })),
+  parameters: v.optional(v.anyObject({ maxKeys: 50, description: 'generation parameters of the step\'s job (size, seconds, voice, ...); an image or video step bound to a shot gets the shot\'s format (width, height, seconds) where these leave it open' })),
   inputFromPrevious: v.optional(v.boolean({ description: 'the media the previous step produced become this job\'s inputs (image-to-video); needs dependsOnPrevious' })),
 });
 export type StepInput = v.Infer<typeof Step>;

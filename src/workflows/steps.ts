@@ -10,6 +10,16 @@ export interface StoredStep {
 }
 export interface StoredGate { key: string; label: string; blocking: boolean }
 
+/**
+ * The connector capability a step needs: its job kind (a connector's `capability` list names the
+ * kinds of work it does), none for the local compose step.
+ */
+export const capabilityOf = (step: Pick<StoredStep, 'jobKind'>): string | null => (step.jobKind === COMPOSE_KIND ? null : step.jobKind);
+
+/** The distinct capabilities a template's steps need, in step order. */
+export const capabilitiesOf = (steps: ReadonlyArray<Pick<StoredStep, 'jobKind'>>): string[] =>
+  [...new Set(steps.map(capabilityOf).filter((c) => c !== null))];
+
 /** What a prompt placeholder may name; `{{a|b}}` takes the first that is not empty. */
 export const PLACEHOLDERS = ['shot.prompt', 'shot.title', 'shot.description', 'shot.dialogue', 'episode.title', 'project.name'] as const;
 export type PromptValues = Partial<Record<(typeof PLACEHOLDERS)[number], string>>;

@@ -37,8 +37,11 @@ export async function artifactOf(w: MediaWorld, body: Record<string, unknown>, t
   return r.body.items[0];
 }
 
-/** A generated video of a shot (parameters e.g. { seconds: 1, size: '180x320' }). */
-export const shotVideo = (w: MediaWorld, shotId: string, prompt: string, parameters: Record<string, unknown> = { seconds: 1 }) =>
+/**
+ * A generated video of a shot (parameters e.g. { seconds: 1, size: '180x320' }); by default a small
+ * 1 s clip (without a size, a job bound to a shot takes the delivery spec's, 1080x1920 by default).
+ */
+export const shotVideo = (w: MediaWorld, shotId: string, prompt: string, parameters: Record<string, unknown> = { seconds: 1, size: '320x180' }) =>
   artifactOf(w, { kind: 'video', connectorId: w.id, shotId, prompt, parameters });
 
 /** A generated voice line of a shot. */

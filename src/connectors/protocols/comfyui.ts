@@ -2,10 +2,13 @@
 // and downloads the files the output nodes produced.
 //
 // - Placeholders in string values, filled recursively: {{prompt}}, {{negative_prompt}}, {{seed}},
-//   {{width}}, {{height}}, {{job_id}}. A string that is exactly '{{seed}}', '{{width}}' or
-//   '{{height}}' becomes a number. seed = parameters.seed, else a number derived from the job id
+//   {{width}}, {{height}}, {{seconds}}, {{fps}}, {{frames}}, {{job_id}}. A string that is exactly one
+//   of the numeric ones ('{{seed}}', '{{width}}', '{{height}}', '{{seconds}}', '{{fps}}',
+//   '{{frames}}') becomes a number. seed = parameters.seed, else a number derived from the job id
 //   (stable across attempts); width/height = parameters.width/height, else parameters.size 'WxH',
-//   else 1024.
+//   else 1024; seconds = parameters.seconds (or .duration), else 4; fps = parameters.fps, else 24;
+//   frames = round(seconds x fps). A job bound to a shot has the shot's size and duration in its
+//   parameters (src/jobs/format.ts).
 // - POST /prompt {prompt: workflow, client_id: jobId} -> {prompt_id}; onRef(prompt_id) at once;
 //   GET /history/:id every POLL_MS ({} = not finished). A finished entry whose status_str is
 //   'error' is connector_job_failed (retryable). Every QUEUE_CHECK_EVERY polls the queue is
@@ -59,17 +62,31 @@ export function placeholders(contract: ProductionContract, execution: Execution)
     width ??= Number(size[1]);
     height ??= Number(size[2]);
   }
+  const seconds = positiveOf(p.seconds) ?? positiveOf(p.duration) ?? DEFAULT_SECONDS;
+  const fps = positiveOf(p.fps) ?? DEFAULT_FPS;
   return {
     prompt: contract.prompt,
     negative_prompt: contract.negativePrompt ?? '',
     seed: intOf(p.seed) ?? seedOf(execution.jobId),
     width: width ?? 1024,
     height: height ?? 1024,
+    seconds,
+    fps,
+    frames: Math.max(1, Math.round(seconds * fps)),
     job_id: execution.jobId,
   };
 }
 
-const NUMERIC = new Set(['seed', 'width', 'height']);
+const DEFAULT_SECONDS = 4;
+const DEFAULT_FPS = 24;
+
+/** A positive finite number (or a string holding one), else null. */
+function positiveOf(v: unknown): number | null {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() ? Number(v) : NaN;
+  return Number.isFinite(n) && n > 0 ? n : null;
+}
+
+const NUMERIC = new Set(['seed', 'width', 'height', 'seconds', 'fps', 'frames']);
 const PLACEHOLDER = /\{\{\s*([a-z_]+)\s*\}\}/g;
 
 /** A copy of `value` with the placeholders of every string filled (unknown ones left as they are). */
