@@ -25,6 +25,7 @@ import { claimForRun, releaseLeases } from '../worker/claim.ts';
 import type { Db } from '../db/db.ts';
 import { buildContract, type JobInput } from './contract.ts';
 import { withShotFormat } from './format.ts';
+import { advanceShot } from '../production/shot-status.ts';
 import { runLeased } from './runner.ts';
 import { indexJob } from './settle.ts';
 import { setDocumentStatus } from '../search/index.ts';
@@ -223,6 +224,8 @@ export function insertPrepared(ctx: Ctx, prepared: PreparedJob[]): void {
         dependsOn: job.depends_on, priority: job.priority,
       },
     });
+    // The shot a video is being made for is generating (src/production/shot-status.ts).
+    if (CLIP_KINDS.has(job.kind) && job.shot_id) advanceShot(ctx, job.project_id, job.shot_id, 'video_job_created', { jobId: job.id });
   }
   if (prepared.length) wakeWorker(ctx);
 }

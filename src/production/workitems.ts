@@ -1,10 +1,15 @@
 // The current user's to-do list in the current project, computed on every read, never stored:
 // tasks assigned to them that are not done or cancelled (everyone); failed generation jobs of the
-// project (holders of queue:manage or job:create); shots without media, i.e. not approved yet
-// (holders of job:create, who can generate them). Sorted by priority, then due date, then kind.
+// project (holders of queue:manage or job:create); shots to generate (holders of job:create, who can
+// generate them): shots not approved whose chosen video (the newest generated one) does not exist yet
+// or has not passed QA (no QA run checked it at its current bytes, or a blocking check failed). A
+// shot whose video passed QA is no longer one (its status moved on to review: shot-status.ts).
+// Sorted by priority, then due date, then kind.
 // Each item's link opens its console page (a task's linkedPage when that is a console page, else the task's).
 import type { Ctx } from '../context.ts';
 import { hasPermission } from '../tenancy/roles.ts';
+import { chosenVideoOfShot } from '../media/store.ts';
+import { qaVerdictOf } from '../qa/verdict.ts';
 import { failedJobsOfProject, openTasksOf, shotsOfProject } from './store.ts';
 import { consoleLinks, pageOfLink } from '../web/links.ts';
 
@@ -15,6 +20,13 @@ export interface WorkItem {
 }
 
 const PRIORITY = ['urgent', 'high', 'normal', 'low'];
+
+/** The shot's chosen video exists and its newest QA run at these bytes failed no blocking check. */
+function videoPassedQa(ctx: Ctx, projectId: string, shotId: string): boolean {
+  const video = chosenVideoOfShot(ctx.db, projectId, shotId);
+  const verdict = video ? qaVerdictOf(ctx.db, projectId, video.id, video.content_sha256) : null;
+  return verdict !== null && verdict.failing.length === 0;
+}
 const KIND = ['task', 'failed_job', 'shot_without_media'];
 
 export function workItems(ctx: Ctx): WorkItem[] {
@@ -38,7 +50,7 @@ export function workItems(ctx: Ctx): WorkItem[] {
   }
   if (hasPermission(ctx.permissions, 'job:create')) {
     for (const s of shotsOfProject(ctx.db, projectId, null)) {
-      if (s.status === 'approved') continue;
+      if (s.status === 'approved' || videoPassedQa(ctx, projectId, s.id)) continue;
       items.push({ kind: 'shot_without_media', id: s.id, title: s.title, status: s.status, priority: 'normal', dueAt: null, targetTab: 'shots', link: consoleLinks.shot({ id: s.id, projectId }) });
     }
   }

@@ -1,7 +1,8 @@
 // A QA run: pick the artifacts of the target, measure them (at most MEASURE_PARALLEL files at once in
 // the whole process, whatever the number of runs, outside any transaction), then write the run and
 // all its checks in ONE transaction, decide the blocking gates of the workflow runs it covers
-// (gates.ts) and audit qa.run_completed. When the client goes away (the request's signal aborts),
+// (gates.ts), move the shots whose chosen video it checked (src/production/shot-status.ts) and audit
+// qa.run_completed. When the client goes away (the request's signal aborts),
 // measuring stops (ffmpeg is killed, waiting files are dropped) and nothing is written.
 import type { ServerResponse } from 'node:http';
 import type { Ctx } from '../context.ts';
@@ -17,6 +18,7 @@ import { MediaToolError } from '../media/ffmpeg.ts';
 import { withoutPaths } from '../media/register.ts';
 import { inspectArtifact, type CheckDraft } from './inspect.ts';
 import { decideGatesAfterQa, type GateDecided } from './gates.ts';
+import { shotsAfterQa } from '../production/shot-status.ts';
 import { specOf } from './spec.ts';
 import { insertCheck, insertRun, type QaRunRow } from './store.ts';
 import { worstOf } from './verdict.ts';
@@ -202,6 +204,7 @@ export async function runQa(ctx: Ctx, body: Infer<typeof QaRunBody>, signal?: Ab
       }
     });
     const gates = decideGatesAfterQa(ctx, projectId, runId, new Set(artifacts.map((a) => a.id)), failed);
+    shotsAfterQa(ctx, runId, artifacts, failed);
     record(ctx, {
       action: 'qa.run_completed', targetType: 'qa_run', targetId: runId,
       metadata: { target: { kind: target.target_kind, id: target.target_id }, result: run.result, artifactCount: artifacts.length, ...summary, gates },

@@ -14,6 +14,7 @@ import { record } from '../audit/service.ts';
 import { notify } from '../notifications/service.ts';
 import { artifactInProject, compositionOfArtifact, newestCutOfEpisode, newestGeneratedOfShot, type ArtifactRow } from '../media/store.ts';
 import { episodeById, shotById } from '../production/store.ts';
+import { shotsAfterApproval } from '../production/shot-status.ts';
 import type { CommentInput, DecisionInput, ReviewCreate, ReviewListFilter } from './schema.ts';
 import { pinOf } from './pin.ts';
 import {
@@ -133,6 +134,8 @@ export function decide(ctx: Ctx, reviewId: string, input: DecisionInput): { revi
       action: 'review.decided', targetType: 'review', targetId: review.id,
       metadata: { decisionId: decision.id, decision: decision.decision, artifactId: decision.artifact_id, artifactSha256: decision.artifact_sha256, from: review.status, to: next.status },
     });
+    // The shot(s) whose video was approved move to approved (src/production/shot-status.ts).
+    if (input.decision === 'approve') shotsAfterApproval(ctx, review.id, artifactInProject(ctx.db, review.project_id, review.artifact_id)!);
     if (review.requested_by && review.requested_by !== ctx.actor.userId) {
       notify(ctx, {
         category: 'review', type: 'review.decided', organizationId: review.organization_id, workspaceId: review.workspace_id, projectId: review.project_id,
