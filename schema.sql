@@ -906,6 +906,9 @@ CREATE TABLE workflow_run_gates (
   decided_by TEXT,
   decided_at TEXT,
   note TEXT,
+  -- The QA run whose measures decided the gate (src/qa/gates.ts); null when undecided or decided by a
+  -- person. A later QA run re-decides the gates QA decided, never the ones a person decided.
+  qa_run_id TEXT,
   PRIMARY KEY (run_id, gate_key)
 );
 

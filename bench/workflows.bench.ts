@@ -67,7 +67,7 @@ function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, creat
   const allDone = status === 'completed' || status === 'awaiting_qa' || status === 'failed';
   const decided = iso(createdMs + 20 * 60_000);
   for (const g of TEMPLATE.gates) {
-    const gate: RunGateRow = { run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null };
+    const gate: RunGateRow = { run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null, qa_run_id: null };
     if (allDone) {
       // The blocking gate gives the derived status; the other one is mostly passed on finished runs.
       gate.status = g.blocking ? (status === 'completed' ? 'passed' : status === 'failed' ? 'failed' : 'pending') : rand(4) ? 'passed' : 'pending';

@@ -3,7 +3,8 @@
 // measures them with ffmpeg (blackdetect, freezedetect, ebur128 true peak) against the project's
 // delivery spec. Also: the spec's defaults, validation and audit; access, listing and tenant scope of
 // QA runs; qaVerdictOf; the blocking workflow gates decided by a QA run (non-blocking ones left to a
-// person); the archived-project rule; at most 2 ffmpeg processes for all concurrent QA runs together;
+// person), re-decided by a later QA run unless a person decided them, and the shot's status and work
+// item following QA; the archived-project rule; at most 2 ffmpeg processes for all concurrent QA runs together;
 // a run whose client went away stops and writes nothing.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -54,7 +55,7 @@ test('QA measures real values: a black stretch at its time code, a silent track,
   const put = await w.s.call('PUT', '/api/production/delivery-spec', { token: w.token, body: SPEC });
   assert.equal(put.status, 200, put.text);
 
-  // A normal clip passes every check (the model server's tone is about -22 LUFS, true peak about -18 dBTP).
+  // A normal clip passes every check (the model server's tone is about -24 LUFS, true peak about -20 dBTP).
   const good = await defective(w, null, 1, 'a teal harbour at noon');
   const first = await qa(w, { shotId: w.shotIds[0] });
   assert.deepEqual([first.target, first.result, first.artifactCount], [{ kind: 'shot', id: w.shotIds[0] }, 'pass', 1]);
@@ -396,4 +397,72 @@ test('the measure log parser takes the last ebur128 summary, pairs freeze starts
   });
   assert.throws(() => parseMeasureLog('no summary', true, null), /no loudness summary/);
   assert.deepEqual(parseMeasureLog('', false, null), { loudness: null, black: [], frozen: [] });
+});
+
+test('QA re-decides the gates QA decided (fail, pass, fail again; audited), never a person\'s; the shot\'s status and work item follow', async (t) => {
+  const w = await mediaWorld(t);
+  const { s, token } = w;
+  const shotId = w.shotIds[0];
+  const spec = async (body: Record<string, unknown>) => assert.equal((await s.call('PUT', '/api/production/delivery-spec', { token, body })).status, 200);
+  const shotStatus = async () => (await s.call('GET', `/api/production/shots/${shotId}`, { token })).body.status;
+  const toGenerate = async () => (await s.call('GET', '/api/work-items', { token })).body.items
+    .filter((i: any) => i.kind === 'shot_without_media').map((i: any) => i.id);
+  const runOf = async (id: string) => (await s.call('GET', `/api/workflows/runs/${id}`, { token })).body;
+
+  const tpl = await s.call('POST', '/api/workflows/templates', {
+    token,
+    body: {
+      name: 'Clip', templateKey: 'clip-redo', status: 'active',
+      steps: [{ key: 'clip', label: 'Clip', jobKind: 'video', requiresShot: true, parameters: { seconds: 1, size: SIZE } }],
+      gates: [{ key: 'picture_qa', label: 'Picture QA', blocking: true }],
+    },
+  });
+  assert.equal(tpl.status, 201, tpl.text);
+  const instantiate = async () => {
+    const r = await s.call('POST', `/api/workflows/templates/${tpl.body.id}/instantiate`, { token, body: { mode: 'queue', shotId, adapter: w.id } });
+    assert.equal(r.status, 201, r.text);
+    assert.equal((await waitJob(s, token, r.body.steps[0].jobId, ['completed', 'failed'], 60_000)).status, 'completed');
+    return r.body.id as string;
+  };
+  const first = await instantiate();
+  assert.equal(await shotStatus(), 'generating', 'a video job was created for the shot');
+  assert.deepEqual(await toGenerate(), [shotId]);
+
+  // A landscape spec: the portrait clip fails resolution, so QA fails the gate; the shot stays to generate.
+  await spec({ width: 320, height: 180 });
+  const failing = await qa(w, { shotId });
+  assert.deepEqual(failing.gatesDecided.map((g: any) => [g.workflowRunId, g.status, g.runStatus]), [[first, 'failed', 'failed']]);
+  assert.equal(await shotStatus(), 'generating');
+  assert.deepEqual(await toGenerate(), [shotId]);
+
+  // The spec corrected, a re-run passes the gate QA failed; the shot's video passed QA: status review, no work item.
+  await spec(SPEC);
+  const passing = await qa(w, { shotId });
+  assert.deepEqual(passing.gatesDecided.map((g: any) => [g.workflowRunId, g.gateKey, g.status, g.runStatus]), [[first, 'picture_qa', 'passed', 'completed']]);
+  const passed = await runOf(first);
+  assert.equal(passed.status, 'completed');
+  assert.deepEqual(passed.gates.map((g: any) => [g.key, g.status, g.qaRunId]), [['picture_qa', 'passed', passing.id]]);
+  assert.equal(await shotStatus(), 'review');
+  assert.deepEqual(await toGenerate(), []);
+
+  // The same verdict again writes nothing; a failing re-run fails the gate QA passed, and the shot goes back to ready.
+  assert.deepEqual((await qa(w, { shotId })).gatesDecided, []);
+  await spec({ width: 320, height: 180 });
+  const again = await qa(w, { shotId });
+  assert.deepEqual(again.gatesDecided.map((g: any) => [g.workflowRunId, g.status, g.runStatus]), [[first, 'failed', 'failed']]);
+  assert.equal(await shotStatus(), 'ready');
+  assert.deepEqual(await toGenerate(), [shotId]);
+  const decisions = audits(s, 'workflow.gate_decided', first).map((a) => JSON.parse(a.metadata));
+  assert.deepEqual(decisions.map((m) => [m.from, m.to, m.qaRunId, m.previousQaRunId]),
+    [['pending', 'failed', failing.id, undefined], ['failed', 'passed', passing.id, failing.id], ['passed', 'failed', again.id, passing.id]]);
+  const moves = audits(s, 'shot.status_changed', shotId).map((a) => JSON.parse(a.metadata));
+  assert.deepEqual(moves.map((m) => [m.changes.status.from, m.changes.status.to, m.reason]),
+    [['draft', 'generating', 'video_job_created'], ['generating', 'review', 'qa_passed'], ['review', 'ready', 'qa_failed']]);
+
+  // A person's decision stands: QA passing later leaves a gate a person failed as it is.
+  const decided = await s.call('POST', `/api/workflows/runs/${first}/gates/picture_qa`, { token, body: { status: 'failed', note: 'the light is wrong' } });
+  assert.equal(decided.status, 200, decided.text);
+  await spec(SPEC);
+  assert.deepEqual((await qa(w, { shotId })).gatesDecided, []);
+  assert.deepEqual((await runOf(first)).gates.map((g: any) => [g.status, g.qaRunId, g.note]), [['failed', null, 'the light is wrong']]);
 });

@@ -54,7 +54,7 @@ export function presentRun(view: RunView) {
       jobId: s.job_id, attempt: s.job_attempt, shotId: s.shot_id, connectorId: s.connector_id,
       job: JSON.parse(s.preview) as StepPreview, blockers: view.blockers[i],
     })),
-    gates: gates.map((g) => ({ key: g.gate_key, label: g.label, blocking: g.blocking === 1, status: g.status, decidedBy: g.decided_by, decidedAt: g.decided_at, note: g.note })),
+    gates: gates.map((g) => ({ key: g.gate_key, label: g.label, blocking: g.blocking === 1, status: g.status, decidedBy: g.decided_by, decidedAt: g.decided_at, note: g.note, qaRunId: g.qa_run_id })),
     createdBy: run.created_by, createdAt: run.created_at,
     ...(view.template ? { template: presentVersion(view.template) } : {}),
   };

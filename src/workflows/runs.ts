@@ -198,7 +198,9 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
     if (mode === 'queue') insertPrepared(ctx, prepared);
     // Gates first: the steps' insert trigger derives the run status from them.
     for (const g of gates) {
-      insertRunGate(ctx.db, { run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null });
+      insertRunGate(ctx.db, {
+        run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null, qa_run_id: null,
+      });
     }
     steps.forEach((step, i) => insertRunStep(ctx.db, {
       run_id: runId, position: i + 1, step_key: step.key, label: step.label, job_kind: step.jobKind, shot_id: prepared[i].job.shot_id,
@@ -258,18 +260,22 @@ export function decideRunGate(ctx: Ctx, runId: string, gateKey: string, status: 
 export const GATE_READY: readonly string[] = ['awaiting_qa', 'completed', 'failed'];
 
 /**
- * Records a gate decision with its audit (workflow.gate_decided; `metadata` adds to it, e.g. the QA
- * run that decided) and answers the run after it; nests inside the caller's transaction.
+ * Records a gate decision with its audit (workflow.gate_decided, with `qaRunId` when a QA run decided
+ * it: QA re-decides such a gate on its next run, never one a person decided) and answers the run
+ * after it; nests inside the caller's transaction.
  */
 export function applyGateDecision(
-  ctx: Ctx, run: RunWithStatus, gate: RunGateRow, status: 'passed' | 'failed' | 'pending', note: string | null, metadata: Record<string, unknown> = {},
+  ctx: Ctx, run: RunWithStatus, gate: RunGateRow, status: 'passed' | 'failed' | 'pending', note: string | null, qaRunId: string | null = null,
 ): RunView {
   return ctx.db.tx(() => {
-    decideGate(ctx.db, run.id, gate.gate_key, status, ctx.actor.userId, ctx.now().toISOString(), note);
+    decideGate(ctx.db, run.id, gate.gate_key, status, ctx.actor.userId, ctx.now().toISOString(), note, qaRunId);
     const after = runView(ctx, run.id, false);
     record(ctx, {
       action: 'workflow.gate_decided', targetType: 'workflow_run', targetId: run.id,
-      metadata: { gate: gate.gate_key, blocking: gate.blocking === 1, from: gate.status, to: status, runStatus: { from: run.status, to: after.run.status }, ...metadata },
+      metadata: {
+        gate: gate.gate_key, blocking: gate.blocking === 1, from: gate.status, to: status, runStatus: { from: run.status, to: after.run.status },
+        ...(qaRunId ? { qaRunId, ...(gate.qa_run_id ? { previousQaRunId: gate.qa_run_id } : {}) } : {}),
+      },
     });
     return after;
   });

@@ -27,6 +27,8 @@ export type RunStepWithJob = RunStepRow & { job_status: string | null; job_error
 export interface RunGateRow {
   run_id: string; gate_key: string; label: string; blocking: number; status: 'pending' | 'passed' | 'failed';
   decided_by: string | null; decided_at: string | null; note: string | null;
+  /** The QA run that decided the gate; null when pending or decided by a person. */
+  qa_run_id: string | null;
 }
 
 const CURRENT = `SELECT t.*, v.name, v.category, v.status, v.description, v.default_adapter_id, v.steps, v.gates, v.created_at AS version_created_at
@@ -86,8 +88,8 @@ export function insertRunStep(db: Db, s: RunStepRow): void {
 
 export function insertRunGate(db: Db, g: RunGateRow): void {
   db.run(
-    'INSERT INTO workflow_run_gates (run_id, gate_key, label, blocking, status, decided_by, decided_at, note) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-    g.run_id, g.gate_key, g.label, g.blocking, g.status, g.decided_by, g.decided_at, g.note);
+    'INSERT INTO workflow_run_gates (run_id, gate_key, label, blocking, status, decided_by, decided_at, note, qa_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    g.run_id, g.gate_key, g.label, g.blocking, g.status, g.decided_by, g.decided_at, g.note, g.qa_run_id);
 }
 
 // The run status is stored by the schema's triggers (workflow_runs_derive_status: one definition),
@@ -115,6 +117,9 @@ export function gatesOfRuns(db: Db, runIds: string[]): RunGateRow[] {
 }
 
 /** Records QA's decision on a gate; false when the run has no such gate. */
-export const decideGate = (db: Db, runId: string, key: string, status: 'pending' | 'passed' | 'failed', by: string | null, at: string, note: string | null) =>
-  db.run('UPDATE workflow_run_gates SET status = ?, decided_by = ?, decided_at = ?, note = ? WHERE run_id = ? AND gate_key = ?',
-    status, status === 'pending' ? null : by, status === 'pending' ? null : at, note, runId, key).changes === 1;
+/** Decides a gate; `qaRunId` names the QA run that decided it (null: a person). */
+export const decideGate = (
+  db: Db, runId: string, key: string, status: 'pending' | 'passed' | 'failed', by: string | null, at: string, note: string | null, qaRunId: string | null = null,
+) =>
+  db.run('UPDATE workflow_run_gates SET status = ?, decided_by = ?, decided_at = ?, note = ?, qa_run_id = ? WHERE run_id = ? AND gate_key = ?',
+    status, status === 'pending' ? null : by, status === 'pending' ? null : at, note, status === 'pending' ? null : qaRunId, runId, key).changes === 1;
