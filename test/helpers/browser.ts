@@ -1,6 +1,7 @@
 // A real browser for the web console's tests (test/browser-*.test.ts, one scenario each):
-// playwright-core driving the system's Chromium (Debian's `chromium` package at /usr/bin/chromium, which
-// .ci/run installs when missing; SVC_PLAYWRIGHT_CHROMIUM or CHROMIUM_PATH name another binary). One
+// playwright-core driving the headless Chromium that the dev dependency @sparticuz/chromium brings
+// (test/helpers/chromium.ts unpacks it once; no system package needed); SVC_PLAYWRIGHT_CHROMIUM or
+// CHROMIUM_PATH name another binary, Debian's /usr/bin/chromium for one. One
 // headless browser per test file, a fresh context (cookie jar, storage) per scenario. Contexts reach
 // loopback only: any other host is aborted, so a page that would load something from the internet (a
 // font, a script) cannot hang or pass by accident. Every console error, page error and refused request
@@ -13,6 +14,7 @@ import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { TOTP_CONFIG, totpAt } from '../../src/identity/mfa/totp.ts';
+import { chromiumLaunch } from './chromium.ts';
 
 export type { Browser, BrowserContext, Page } from 'playwright-core';
 
@@ -26,19 +28,11 @@ export const SCREENSHOT_DIR = path.resolve(import.meta.dirname, '../../test-outp
 export const DESKTOP = { width: 1280, height: 800 };
 export const PHONE = { width: 390, height: 844 };
 
-/** The Chromium binary: SVC_PLAYWRIGHT_CHROMIUM, else CHROMIUM_PATH, else Debian's /usr/bin/chromium. */
-export function chromiumPath(env: NodeJS.ProcessEnv = process.env): string {
-  return env.SVC_PLAYWRIGHT_CHROMIUM || env.CHROMIUM_PATH || '/usr/bin/chromium';
-}
-
-/** Launches the headless browser of a test file; it is closed when `t` ends. */
+/** Launches the headless browser of a test file (chromiumLaunch() says which); it is closed when `t` ends. */
 export async function launchBrowser(t: TestContext): Promise<Browser> {
-  const executablePath = chromiumPath();
-  if (!fs.existsSync(executablePath)) {
-    throw new Error(`Chromium not found at ${executablePath}: install Debian's chromium (apt-get install chromium) or set SVC_PLAYWRIGHT_CHROMIUM`);
-  }
+  const { executablePath, env } = await chromiumLaunch();
   // playwright-core starts Chromium without its sandbox unless asked (chromiumSandbox); CI runs as root.
-  const browser = await chromium.launch({ executablePath, headless: true });
+  const browser = await chromium.launch({ executablePath, env, headless: true });
   t.after(() => browser.close());
   return browser;
 }
