@@ -47,7 +47,8 @@ const MODELS = ['wan-2.1', 'flux-dev', 'kokoro', 'qwen-2.5', 'hunyuan', 'sdxl-tu
 // and the events, spread evenly over the year up to now (rowids in time order, as recording makes them).
 const setup = setupSvc();
 const org = svcCli(setup, ['orgs', 'create', '--name', 'Bench Studio', '--owner', setup.email]) as { id: string };
-const other = svcCli(setup, ['orgs', 'create', '--name', 'Other Studio']) as { id: string };
+svcCli(setup, ['users', 'create', '--email', 'other-owner@example.com', '--name', 'Other Owner', '--password-stdin'], { input: `${setup.password}\n` });
+const other = svcCli(setup, ['orgs', 'create', '--name', 'Other Studio', '--owner', 'other-owner@example.com']) as { id: string };
 const dbPath = path.join(setup.dataDir, 'svc.db');
 const db = openDb(dbPath, { synchronous: 'normal' });
 const t0 = performance.now();

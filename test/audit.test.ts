@@ -481,7 +481,7 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
   const w = await world(s);
   // Awkward content the canonical text must survive, and appends from another process in between.
   seed(s, { organizationId: w.A.organizationId, action: 'odd.text', actorName: 'N\u0000ul\nl 🎬 "q" \\ \u2028', metadata: { k: '\u0001\u007f' } });
-  const cli = await svc(s, ['orgs', 'create', '--name', 'From the CLI', '--json']);
+  const cli = await svc(s, ['orgs', 'create', '--name', 'From the CLI', '--owner', w.ownerA.user.email, '--json']);
   assert.equal(cli.code, 0, cli.stderr);
   await login(s, w.ownerA.user);
 

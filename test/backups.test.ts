@@ -170,7 +170,7 @@ test('svc backup --json while svc serve runs, then the README\'s offline restore
   const first = await user('before@b.c');
   assert.equal(first.code, 0, describe(first));
   let server = await sb.serve(['--port', '0', ...sb.dirs]);
-  assert.equal((await sb.run(['orgs', 'create', '--name', 'Before', '--json', ...sb.dirs])).code, 0);
+  assert.equal((await sb.run(['orgs', 'create', '--name', 'Before', '--owner', 'before@b.c', '--json', ...sb.dirs])).code, 0);
 
   const backup = await sb.run(['backup', '--json', ...sb.dirs]);
   assert.equal(backup.code, 0, describe(backup));
@@ -191,7 +191,7 @@ test('svc backup --json while svc serve runs, then the README\'s offline restore
 
   // Written after the snapshot: gone after the restore.
   assert.equal((await user('after@b.c')).code, 0);
-  assert.equal((await sb.run(['orgs', 'create', '--name', 'After', '--json', ...sb.dirs])).code, 0);
+  assert.equal((await sb.run(['orgs', 'create', '--name', 'After', '--owner', 'after@b.c', '--json', ...sb.dirs])).code, 0);
   assert.equal(await loginStatus(server.url, 'after@b.c'), 200);
 
   // Stop svc serve; copy the snapshot over data/svc.db, remove -wal and -shm; start svc serve.

@@ -165,13 +165,22 @@ test('orgs create --owner by e-mail prints the organization; an unknown owner fa
   assert.deepEqual(orgs.map((o) => o.name), ['Studio']);
 });
 
+test('orgs create requires --owner: the local operator is no person, and an organization never starts without an owner', async (t) => {
+  const sb = new Sandbox(t);
+  assert.equal((await createAdmin(sb)).code, 0);
+  const r = await sb.run(['orgs', 'create', '--name', 'Ownerless', ...sb.dirs]);
+  assert.equal(r.code, 2, describe(r));
+  assert.match(assertOneLineFailure(r), /owner/);
+  assert.deepEqual(query<{ n: number }>(path.join(sb.data, 'svc.db'), 'SELECT count(*) AS n FROM organizations').map((x) => x.n), [0]);
+});
+
 test('invalid input is refused with one line and nothing written: names, e-mail, password, port', async (t) => {
   const sb = new Sandbox(t);
   assert.equal((await createAdmin(sb)).code, 0);
   for (const name of ['', '   ', 'x'.repeat(201)]) {
-    assert.match(assertOneLineFailure(await sb.run(['orgs', 'create', '--name', name, ...sb.dirs])), /name must/);
+    assert.match(assertOneLineFailure(await sb.run(['orgs', 'create', '--name', name, '--owner', 'a@b.c', ...sb.dirs])), /name must/);
   }
-  assert.match(assertOneLineFailure(await sb.run(['orgs', 'create', '--name', ...sb.dirs])), /name/);
+  assert.match(assertOneLineFailure(await sb.run(['orgs', 'create', '--owner', 'a@b.c', '--name', ...sb.dirs])), /name/);
   assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'not-an-address', '--name', 'X', ...sb.dirs])), /email must be an e-mail address/);
   assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'short@b.c', '--name', 'X', '--password-stdin', ...sb.dirs], { input: 'short\n' })), /password must be at least 12 characters/);
   assert.match(assertOneLineFailure(await sb.run(['serve', '--port', 'abc', ...sb.dirs])), /--port must be an integer, got "abc"/);

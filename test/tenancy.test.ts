@@ -37,6 +37,37 @@ test('POST /api/organizations: 401, 403 for non-administrators, 422, 201 with an
   assert.equal(audit(s, 'membership.created').filter((a) => a.target_id === u.id && a.organization_id === r.body.id).length, 1);
 });
 
+test('POST /api/organizations without ownerUserId: the calling system administrator becomes org_owner and its console opens there', async (t) => {
+  const s = await startTestServer(t);
+  const admin = await makeUser(s, { systemAdmin: true });
+  const token = await login(s, admin);
+  const before = await s.call('GET', '/api/context', { token });
+  assert.equal(before.body.organization, null);
+
+  const r = await s.call('POST', '/api/organizations', { token, body: { name: 'Own Studio' } });
+  assert.equal(r.status, 201, r.text);
+  // The same session, at its next request: in the new organization, as its owner.
+  const ctx = await s.call('GET', '/api/context', { token });
+  assert.equal(ctx.body.organization?.id, r.body.id, ctx.text);
+  assert.equal(ctx.body.roles.organization, 'org_owner');
+  assert.deepEqual(ctx.body.memberships.map((m: any) => [m.organizationId, m.role]), [[r.body.id, 'org_owner']]);
+  const members = await s.call('GET', `/api/organizations/${r.body.id}/members`, { token });
+  assert.equal(members.status, 200, members.text);
+  assert.deepEqual(members.body.items.map((m: any) => [m.email, m.role]), [[admin.email, 'org_owner']]);
+  const [created] = audit(s, 'organization.created').filter((a) => a.target_id === r.body.id);
+  assert.deepEqual(JSON.parse(created.metadata), { name: 'Own Studio', ownerUserId: admin.id, ownerFrom: 'caller' });
+  assert.equal(audit(s, 'membership.created').filter((a) => a.target_id === admin.id && a.organization_id === r.body.id).length, 1);
+
+  // A named owner wins over the caller, who then stays outside.
+  const other = await makeUser(s);
+  const named = await s.call('POST', '/api/organizations', { token, body: { name: 'Their Studio', ownerUserId: other.id } });
+  assert.equal(named.status, 201, named.text);
+  const theirs = s.db.all<any>("SELECT user_id, role FROM memberships WHERE level = 'organization' AND scope_id = ?", named.body.id);
+  assert.deepEqual(theirs.map((m) => [m.user_id, m.role]), [[other.id, 'org_owner']]);
+  const [namedAudit] = audit(s, 'organization.created').filter((a) => a.target_id === named.body.id);
+  assert.equal(JSON.parse(namedAudit.metadata).ownerFrom, 'ownerUserId');
+});
+
 test('GET /api/organizations lists only the caller\'s organizations; the system administrator sees all', async (t) => {
   const s = await startTestServer(t);
   const a = await member(s, 'writer');

@@ -8,19 +8,20 @@ import { parse } from '../http/validate.ts';
 import { OrganizationBody } from '../tenancy/schema.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 
-interface CreateArgs extends SharedArgs { name: string; owner?: string }
+interface CreateArgs extends SharedArgs { name: string; owner: string }
 
 const create = {
   command: 'create',
-  describe: 'create an organization, optionally with an owner (e-mail or user id)',
+  // The local operator is no person and cannot own it: an organization never starts without an owner.
+  describe: 'create an organization and its billing account, owned by --owner (e-mail address or user id)',
   builder: (y: Argv) => sharedOptions(y)
     .option('name', { type: 'string', demandOption: true, requiresArg: true })
-    .option('owner', { type: 'string', requiresArg: true, describe: 'e-mail address or id of the user who becomes org_owner' }),
+    .option('owner', { type: 'string', demandOption: true, requiresArg: true, describe: 'e-mail address or id of the user who becomes org_owner (required: the operator is no member)' }),
   handler: async (args: CreateArgs) => {
     const org = await withOperator(args, (ctx) => {
-      const owner = args.owner ? (userById(ctx.db, args.owner) ?? userByEmail(ctx.db, args.owner)) : undefined;
-      if (args.owner && !owner) throw validationFailed({ owner: `names no user: ${args.owner}` });
-      return createOrganization(ctx, parse(OrganizationBody, { name: args.name, ownerUserId: owner?.id }));
+      const owner = userById(ctx.db, args.owner) ?? userByEmail(ctx.db, args.owner);
+      if (!owner) throw validationFailed({ owner: `names no user: ${args.owner}` });
+      return createOrganization(ctx, parse(OrganizationBody, { name: args.name, ownerUserId: owner.id }));
     });
     output(args, presentOrganization(org), `created organization ${org.id} "${org.name}"`);
   },

@@ -39,7 +39,7 @@ export function bindTenancyRoutes(r: Router): void {
   r.get('/api/organizations', { summary: 'Organizations the caller may see.', tags, query: PageQuery },
     ({ ctx, searchParams }) => json(200, pageOf(searchParams, listOrganizations(ctx), presentOrganization)));
 
-  r.post('/api/organizations', { summary: 'Create an organization; ownerUserId becomes org_owner.', tags, systemAdmin: true, body: OrganizationBody, response: { status: 201, description: 'the organization' } },
+  r.post('/api/organizations', { summary: 'Create an organization with its billing account and its first org_owner: ownerUserId, or the calling system administrator when it is omitted.', tags, systemAdmin: true, body: OrganizationBody, response: { status: 201, description: 'the organization (its owner is listed by GET /api/organizations/:organizationId/members)' } },
     ({ ctx, body }) => json(201, presentOrganization(createOrganization(ctx, body))));
 
   r.get('/api/organizations/:organizationId/workspaces', { summary: 'Workspaces of the organization the caller may see.', tags, scope: 'organization', query: PageQuery },

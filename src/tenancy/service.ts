@@ -14,16 +14,27 @@ import {
   setMembershipRole, type FullMembershipRow, type OrganizationRow, type ProjectRow, type WorkspaceRow,
 } from './store.ts';
 
+/**
+ * A new organization, its billing account and its first owner, in one transaction. The owner is
+ * `ownerUserId` when given, else the calling person (a system administrator signed in), so that the
+ * creator's console opens in the organization instead of a blank one. The local operator is no person:
+ * `svc orgs create` requires --owner; an organization without any member is left only to code that
+ * calls this as the operator without one (test fixtures), and only system administrators see it.
+ */
 export function createOrganization(ctx: Ctx, input: { name: string; ownerUserId?: string }): OrganizationRow {
   const owner = input.ownerUserId ? userById(ctx.db, input.ownerUserId) : undefined;
   if (input.ownerUserId && !owner) throw validationFailed({ ownerUserId: 'names no user' });
+  const ownerId = owner?.id ?? (ctx.actor.type === 'user' ? ctx.actor.userId : null);
   const now = ctx.now().toISOString();
   const org: OrganizationRow = { id: newId('org'), name: input.name, time_zone: 'UTC', created_at: now, created_by: ctx.actor.userId };
   ctx.db.tx(() => {
     insertOrganization(ctx.db, org);
     insertDefaultBillingAccount(ctx.db, org.id, now);
-    record(ctx, { action: 'organization.created', targetType: 'organization', targetId: org.id, organizationId: org.id, workspaceId: null, projectId: null, metadata: { name: org.name, ownerUserId: owner?.id ?? null } });
-    if (owner) grantRole(ctx, { userId: owner.id, level: 'organization', scopeId: org.id, role: 'org_owner' });
+    record(ctx, {
+      action: 'organization.created', targetType: 'organization', targetId: org.id, organizationId: org.id, workspaceId: null, projectId: null,
+      metadata: { name: org.name, ownerUserId: ownerId, ownerFrom: owner ? 'ownerUserId' : ownerId ? 'caller' : null },
+    });
+    if (ownerId) grantRole(ctx, { userId: ownerId, level: 'organization', scopeId: org.id, role: 'org_owner' });
   });
   return org;
 }
