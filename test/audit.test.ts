@@ -504,12 +504,17 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
   tamper(s, t, 'DROP TRIGGER audit_log_no_update', `UPDATE audit_log SET metadata = '{"tampered":true}' WHERE seq = ${victim.seq}`);
   const edited = await svc(s, ['audit', 'verify', '--json']);
   assert.equal(edited.code, 1, edited.stderr);
-  assert.equal(edited.stderr, `svc: audit chain broken at seq ${victim.seq} (id ${victim.id}): its content does not match its hash (the row or its hash was changed)\n`);
-  assert.deepEqual(JSON.parse(edited.stdout).broken, { seq: victim.seq, id: victim.id, problem: 'hash', message: edited.stderr.slice(5, -1) });
+  // With --json the error is one JSON document on stderr (the report stays on stdout).
+  const editedError = JSON.parse(edited.stderr).error;
+  assert.equal(editedError.code, 'audit_chain_broken');
+  assert.equal(editedError.message, `audit chain broken at seq ${victim.seq} (id ${victim.id}): its content does not match its hash (the row or its hash was changed)`);
+  assert.deepEqual(JSON.parse(edited.stdout).broken, { seq: victim.seq, id: victim.id, problem: 'hash', message: editedError.message });
+  assert.deepEqual(editedError.details.broken, JSON.parse(edited.stdout).broken);
   const plain = await svc(s, ['audit', 'verify']);
   assert.equal(plain.code, 1);
   assert.equal(plain.stdout, '');
   assert.match(plain.stderr, new RegExp(`seq ${victim.seq} \\(id ${victim.id}\\)`));
+  assert.equal(plain.stderr, `svc: ${editedError.message}\n`);
 
   // The editor recomputes that row's hash: now the next row's link names the break.
   const db = new DatabaseSync(path.join(s.config.dataDir, 'svc.db'));
@@ -521,7 +526,7 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
   const relinked = await svc(s, ['audit', 'verify', '--json']);
   assert.equal(relinked.code, 1);
   assert.equal(JSON.parse(relinked.stdout).broken.problem, 'link');
-  assert.match(relinked.stderr, new RegExp(`^svc: audit chain broken at seq ${next.seq} \\(id ${next.id}\\): its prev_hash is not the hash of the row before it`));
+  assert.match(JSON.parse(relinked.stderr).error.message, new RegExp(`^audit chain broken at seq ${next.seq} \\(id ${next.id}\\): its prev_hash is not the hash of the row before it`));
 });
 
 test('hash chain: removing the last rows or a row in the middle is reported', async (t) => {

@@ -174,6 +174,69 @@ test('orgs create requires --owner: the local operator is no person, and an orga
   assert.deepEqual(query<{ n: number }>(path.join(sb.data, 'svc.db'), 'SELECT count(*) AS n FROM organizations').map((x) => x.n), [0]);
 });
 
+/** A failed --json command: nothing on stdout, one stderr line that is exactly the contract's error body. */
+function jsonFailure(r: Result): { code: string; message: string; details?: any } {
+  const line = assertOneLineFailure(r);
+  const doc = JSON.parse(line);
+  assert.deepEqual(Object.keys(doc), ['error'], line);
+  const { error } = doc;
+  assert.match(error.code, /^[a-z][a-z0-9_]*$/, line);
+  assert.ok(typeof error.message === 'string' && error.message.length > 0, line);
+  assert.ok(Object.keys(error).every((k) => ['code', 'message', 'details'].includes(k)), line);
+  return error;
+}
+
+test('svc --help lists the global options every command accepts', async (t) => {
+  const sb = new Sandbox(t);
+  const help = await sb.run(['--help']);
+  assert.equal(help.code, 0, describe(help));
+  assert.match(help.stdout, /^Global options:$/m);
+  for (const flag of ['--data-dir', '--storage-dir', '--json', '--help', '--version']) {
+    assert.match(help.stdout, new RegExp(`^\\s+${flag}\\s`, 'm'), `${flag} in:\n${help.stdout}`);
+  }
+  assert.match(help.stdout, /SVC_DATA_DIR/);
+  // A command's own help lists them too, beside its own options.
+  const sub = await sb.run(['orgs', 'create', '--help']);
+  assert.match(sub.stdout, /--owner/);
+  assert.match(sub.stdout, /--data-dir/);
+});
+
+test('with --json every kind of failure is one JSON error document on stderr, with the exit code of the text form', async (t) => {
+  const sb = new Sandbox(t);
+  assert.equal((await createAdmin(sb)).code, 0);
+  const notADirectory = path.join(sb.root, 'a-file');
+  fs.writeFileSync(notADirectory, '');
+  const cases: { args: string[]; exit: number; code: string; check?: (e: { message: string; details?: any }) => void }[] = [
+    // The parser's refusals: no command, a missing required flag, an unknown flag, a flag without its value.
+    { args: [], exit: 2, code: 'usage_error', check: (e) => assert.match(e.message, /name a command/) },
+    { args: ['orgs', 'create', '--name', 'X', ...sb.dirs], exit: 2, code: 'usage_error', check: (e) => assert.deepEqual(e.details.fields, { owner: 'is required' }) },
+    { args: ['users', 'list', '--bogus', ...sb.dirs], exit: 2, code: 'usage_error', check: (e) => assert.deepEqual(Object.keys(e.details.fields), ['bogus']) },
+    { args: ['orgs', 'create', '--owner', 'a@b.c', ...sb.dirs, '--name'], exit: 1, code: 'usage_error', check: (e) => assert.deepEqual(e.details.fields, { name: 'needs a value' }) },
+    // The service's validation, not found and conflict.
+    { args: ['orgs', 'create', '--name', '', '--owner', 'a@b.c', ...sb.dirs], exit: 1, code: 'validation_failed', check: (e) => assert.equal(e.details.fields.name, 'must not be empty') },
+    { args: ['model-server', '--port', '70000'], exit: 1, code: 'validation_failed', check: (e) => assert.match(e.details.fields.port, /0\.\.65535/) },
+    { args: ['users', 'suspend', 'nobody@x.y', ...sb.dirs], exit: 1, code: 'not_found', check: (e) => assert.match(e.message, /nobody@x\.y/) },
+    { args: ['users', 'create', '--email', 'A@B.C', '--name', 'B', ...sb.dirs], exit: 1, code: 'email_already_registered' },
+    // A setting out of range, and an unexpected failure (the data directory is a file).
+    { args: ['serve', '--port', 'abc', ...sb.dirs], exit: 1, code: 'invalid_configuration', check: (e) => assert.match(e.message, /--port must be an integer/) },
+    { args: ['backup', '--data-dir', notADirectory, '--storage-dir', sb.storage], exit: 1, code: 'internal_error', check: (e) => assert.match(e.message, /a-file/) },
+  ];
+  for (const c of cases) {
+    // The same failure as text too: the same exit code, one `svc: ` line.
+    const [json, text] = await Promise.all([sb.run([...c.args, '--json']), sb.run(c.args)]);
+    assert.equal(json.code, c.exit, `${c.args.join(' ')} --json: ${describe(json)}`);
+    const error = jsonFailure(json);
+    assert.equal(error.code, c.code, `${c.args.join(' ')}: ${json.stderr}`);
+    c.check?.(error);
+    assert.equal(text.code, c.exit, `${c.args.join(' ')}: ${describe(text)}`);
+    assert.match(assertOneLineFailure(text), /^svc: [^{]/);
+  }
+  // --json=true asks for JSON too; a later --no-json takes it back.
+  assert.equal(jsonFailure(await sb.run(['users', 'suspend', 'nobody@x.y', '--json=true', ...sb.dirs])).code, 'not_found');
+  assert.match(assertOneLineFailure(await sb.run(['users', 'suspend', 'nobody@x.y', '--json', '--no-json', ...sb.dirs])), /^svc: /);
+  assert.deepEqual(query<{ n: number }>(path.join(sb.data, 'svc.db'), 'SELECT count(*) AS n FROM organizations').map((x) => x.n), [0]);
+});
+
 test('invalid input is refused with one line and nothing written: names, e-mail, password, port', async (t) => {
   const sb = new Sandbox(t);
   assert.equal((await createAdmin(sb)).code, 0);
@@ -228,6 +291,7 @@ test('a database written by a newer version makes serve and migrate fail with on
     assert.match(line, /written by a newer version/);
     assert.match(line, /999/);
   }
+  assert.equal(JSON.parse(lines(runs[2].stderr)[0]).error.code, 'unsupported_schema_version');
   assert.equal(query<{ user_version: number }>(dbFile, 'PRAGMA user_version')[0].user_version, 999, 'the database is left alone');
 });
 

@@ -1,6 +1,7 @@
 // svc audit ...
 import type { Argv } from 'yargs';
 import { verifyChain } from '../audit/chain.ts';
+import { CliError } from './errors.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 
 const verify = {
@@ -12,7 +13,7 @@ const verify = {
     if (report.broken) {
       // The report on stdout for scripts (with --json), the broken link as the one-line error.
       if (args.json) output(args, report, '');
-      throw new Error(report.broken.message);
+      throw new CliError('audit_chain_broken', report.broken.message, { broken: report.broken });
     }
     output(args, report, report.rows === 0
       ? 'audit log intact: 0 rows'

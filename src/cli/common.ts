@@ -6,14 +6,19 @@ import { createContext, type Ctx } from '../context.ts';
 import { openDb } from '../db/db.ts';
 import { migrate } from '../db/migrate.ts';
 import { createLogger } from '../log.ts';
+import { CliError, exitWithError } from './errors.ts';
 
 export interface SharedArgs { dataDir?: string; storageDir?: string; json?: boolean }
 
+/** The options every command accepts (`svc --help` lists them as the global options). */
+export const SHARED_OPTIONS = {
+  'data-dir': { type: 'string', describe: 'data directory (SVC_DATA_DIR, default ./data)' },
+  'storage-dir': { type: 'string', describe: 'storage root (SVC_STORAGE_DIR, default ./storage)' },
+  json: { type: 'boolean', default: false, describe: 'print one JSON document on stdout; an error as one JSON document on stderr' },
+} as const;
+
 export function sharedOptions<T>(y: Argv<T>) {
-  return y
-    .option('data-dir', { type: 'string', describe: 'data directory (SVC_DATA_DIR, default ./data)' })
-    .option('storage-dir', { type: 'string', describe: 'storage root (SVC_STORAGE_DIR, default ./storage)' })
-    .option('json', { type: 'boolean', default: false, describe: 'print one JSON document on stdout' });
+  return y.options(SHARED_OPTIONS);
 }
 
 export function configFrom(args: SharedArgs & { host?: string; port?: string }): Config {
@@ -52,15 +57,11 @@ export async function readStdin(): Promise<string> {
 export function serveUntilSignal(url: string, close: () => Promise<void>): void {
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) {
-      process.stderr.write(`${signal} again: exiting at once\n`);
-      process.exit(1);
-    }
+    if (stopping) exitWithError(new CliError('interrupted', `${signal} again: exiting at once`));
     stopping = true;
     setTimeout(() => process.exit(1), 10_000).unref();
     close().then(() => process.exit(0), (err) => {
-      process.stderr.write(`svc: shutdown failed: ${String(err)}\n`);
-      process.exit(1);
+      exitWithError(new CliError('shutdown_failed', `shutdown failed: ${err instanceof Error ? err.message : String(err)}`));
     });
   };
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -1,9 +1,10 @@
 // The svc command line: yargs root. Commands parse their arguments, build a context for the
 // local operator, call the same services as HTTP and print the result. Errors: one line on
-// stderr and a non-zero exit.
+// stderr (one JSON document with --json, src/cli/errors.ts) and a non-zero exit.
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { AppError } from '../http/errors.ts';
+import { exitWithError, reportErrorsAsJson, usageError, wantsJson } from './errors.ts';
+import { SHARED_OPTIONS } from './common.ts';
 import { serveCommand } from './serve.ts';
 import { usersCommand } from './users.ts';
 import { orgsCommand } from './orgs.ts';
@@ -15,15 +16,14 @@ import { storageCommand } from './storage.ts';
 import { backupCommand } from './backup.ts';
 import { configCommand, healthCommand } from './health.ts';
 
-function fail(message: string, code = 1): never {
-  process.stderr.write(`svc: ${message.replace(/\s+/g, ' ').trim()}\n`);
-  process.exit(code);
-}
-
 export async function main(argv: string[]): Promise<void> {
+  reportErrorsAsJson(wantsJson(argv));
   try {
     await yargs(argv)
       .scriptName('svc')
+      .usage('$0 <command> [options]\n\nThe svc service and its operator\'s tools. Every command accepts the global options below.')
+      .options(SHARED_OPTIONS)
+      .group(Object.keys(SHARED_OPTIONS), 'Global options:')
       .command(serveCommand)
       .command(migrateCommand)
       .command(usersCommand)
@@ -38,17 +38,16 @@ export async function main(argv: string[]): Promise<void> {
       .demandCommand(1, 'name a command; see svc --help')
       .strict()
       .fail((msg, err) => {
-        if (err) throw err;
-        fail(msg, 2);
+        // yargs' own exceptions (YError) are usage errors too; any other is the command's failure.
+        if (err) throw err.name === 'YError' ? usageError(err.message, 1) : err;
+        throw usageError(msg);
       })
       .help()
+      .epilogue('Errors: one line on stderr and exit 1 (2 for a command line that cannot be parsed); with --json that line is '
+        + 'one JSON document { "error": { "code", "message", "details"? } }. Settings also come from SVC_* variables (svc config lists them).')
       .parseAsync();
   } catch (err) {
-    if (err instanceof AppError) {
-      const fields = (err.details?.fields ?? null) as Record<string, string> | null;
-      fail(fields ? Object.entries(fields).map(([k, v]) => `${k} ${v}`).join('; ') : err.message);
-    }
-    fail(err instanceof Error ? err.message : String(err));
+    exitWithError(err);
   }
 }
 

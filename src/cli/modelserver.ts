@@ -3,6 +3,7 @@
 import type { Argv } from 'yargs';
 import type { Faults } from '../modelserver/faults.ts';
 import { startModelServer } from '../modelserver/server.ts';
+import { validationFailed } from '../http/errors.ts';
 import { serveUntilSignal, sharedOptions, type SharedArgs } from './common.ts';
 
 interface ModelServerArgs extends SharedArgs {
@@ -41,7 +42,7 @@ export const modelServerCommand = {
     .option('split', { type: 'boolean', describe: 'images are split screens' })
     .option('hang', { type: 'boolean', describe: 'never answer generation calls (until POST /control changes it)' }),
   handler: async (args: ModelServerArgs) => {
-    if (!Number.isInteger(args.port) || args.port < 0 || args.port > 65535) throw new Error(`--port must be 0..65535, got ${args.port}`);
+    if (!Number.isInteger(args.port) || args.port < 0 || args.port > 65535) throw validationFailed({ port: `must be 0..65535, got ${args.port}` });
     const running = await startModelServer({ host: args.host, port: args.port, faults: faultsFrom(args) });
     serveUntilSignal(running.url, () => running.close());
   },
