@@ -51,6 +51,8 @@ import { bindInvoiceRoutes } from './commercial/invoice-routes.ts';
 import { bindWorkerRoutes } from './worker/routes.ts';
 import { bindScimRoutes } from './scim/routes.ts';
 import { bindDirectoryRoutes } from './scim/admin.ts';
+import { ScimError, isScimPath, scimErrorReply } from './scim/errors.ts';
+import { unroutedScimRequest } from './scim/discovery.ts';
 import { consoleReply } from './web/static.ts';
 
 export interface App {
@@ -112,6 +114,8 @@ export function createApp({ config, db, log }: AppDeps): App {
     const path = q < 0 ? raw : raw.slice(0, q);
     const searchParams = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
     const m = router.match(req.method ?? 'GET', path);
+    if (!m && isScimPath(path)) throw unroutedScimRequest(req.method ?? 'GET', path, null);
+    if (m && 'allow' in m && isScimPath(path)) throw unroutedScimRequest(req.method ?? 'GET', path, m.allow);
     if (!m) {
       const page = consoleReply(req.method ?? 'GET', path, req.headers); // the web console (src/web/static.ts) outside /api and /scim
       if (page) return page;
@@ -192,12 +196,14 @@ export function createApp({ config, db, log }: AppDeps): App {
   };
 }
 
+/** The contract's error body, or SCIM's under /scim (src/scim/errors.ts). */
 function errorReply(err: unknown, req: IncomingMessage, rid: string, log: Logger): Reply {
-  const e = err instanceof AppError ? err : isClientAbort(req, err) ? clientClosed() : internalError();
-  if (e.status === 500 && !(err instanceof AppError)) log.error('unhandled error', { requestId: rid, err });
-  const headers: Record<string, string> = { ...e.headers };
-  if (e.status === 413) headers.connection = 'close';
-  return { status: e.status, body: e.body(), headers };
+  const known = err instanceof AppError || err instanceof ScimError;
+  const e = known ? err : isClientAbort(req, err) ? clientClosed() : internalError();
+  if (e.status === 500 && !known) log.error('unhandled error', { requestId: rid, err });
+  const reply: Reply = isScimPath(req.url ?? '/') ? scimErrorReply(e) : { status: e.status, body: e.body(), headers: { ...e.headers } };
+  if (e.status === 413) reply.headers = { ...reply.headers, connection: 'close' };
+  return reply;
 }
 
 /** Writes the reply, then the access-log line (for a stream: when it has finished). */

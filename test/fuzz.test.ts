@@ -268,8 +268,8 @@ function verdict(o: Op, a: Awaited<ReturnType<typeof send>>): string | null {
   const unrouted = a.status === 431 || a.status === 405 || (a.status === 404 && a.text.includes('"no route for '));
   if (!unrouted && o.auth === 'session' && a.sentAuth !== 'caller' && a.status !== 401) return `without a valid credential: ${a.status}, not 401`;
   if (a.status < 400) return null;
-  if (o.auth === 'directory' && !unrouted) {
-    // SCIM answers its own error body (RFC 7644 section 3.12)
+  if (o.auth === 'directory' && a.status !== 431) {
+    // SCIM answers its own error body (RFC 7644 section 3.12), unrouted requests under /scim included
     if (!/^application\/scim\+json/.test(a.type)) return `SCIM error content type ${a.type}`;
     const b = JSON.parse(a.text);
     if (!b.schemas?.includes('urn:ietf:params:scim:api:messages:2.0:Error') || b.status !== String(a.status)) return 'not a SCIM error body';

@@ -454,6 +454,96 @@ test('discovery: ServiceProviderConfig, ResourceTypes and Schemas', async (t) =>
   assertScimError(await s.call('GET', `/scim/v2.0/${dir.id}/ServiceProviderConfig`), 401);
 });
 
+test('every request under /scim answers in SCIM\u2019s error shape: Groups, Bulk, Me and .search, unknown paths, other methods, bad bodies, auth', async (t) => {
+  const { s, dir } = await world(t);
+  const raw = (method: string, path: string, opts: { raw?: string; headers?: Record<string, string>; token?: string } = {}) =>
+    s.call(method, `/scim/v2.0/${dir.id}${path}`, { token: dir.token, ...opts });
+  // Okta's and Entra's group requests: Groups are not supported, and the answer says so in SCIM's words.
+  const groups = await scim(s, dir, 'GET', `/Groups?filter=${encodeURIComponent('displayName eq "Writers"')}&excludedAttributes=members`);
+  assertScimError(groups, 404);
+  assert.match(groups.body.detail, /Groups are not supported/);
+  assertScimError(await scim(s, dir, 'POST', '/Groups', { schemas: ['urn:ietf:params:scim:schemas:core:2.0:Group'], displayName: 'Writers', members: [] }), 404);
+  assertScimError(await scim(s, dir, 'PATCH', '/Groups/grp_1', { schemas: [PATCH_OP], Operations: [{ op: 'add', path: 'members', value: [{ value: 'usr_x' }] }] }), 404);
+  assertScimError(await s.call('GET', `/scim/v2.0/${dir.id}/Groups`), 404);
+  // Operations this provider does not implement (RFC 7644 sections 3.4.3, 3.7, 3.11): 501.
+  assertScimError(await scim(s, dir, 'POST', '/Bulk', { schemas: ['urn:ietf:params:scim:api:messages:2.0:BulkRequest'], Operations: [] }), 501);
+  assertScimError(await scim(s, dir, 'GET', '/Me'), 501);
+  assertScimError(await scim(s, dir, 'POST', '/Users/.search', { schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'], filter: 'userName eq "x"' }), 501);
+  assertScimError(await scim(s, dir, 'POST', '/.search', { filter: 'userName eq "x"' }), 501);
+  // Unknown paths anywhere under /scim, and other methods of known paths (405 with Allow).
+  for (const path of ['/scim', '/scim/v2.0', `/scim/v2.0/${dir.id}`, `/scim/v2.0/${dir.id}/Nothing/here`, '/scim/v1/Users', `/scim/v2.0/${dir.id}/Users/x/y`]) {
+    assertScimError(await s.call('GET', path, { token: dir.token }), 404);
+  }
+  const wrong = await scim(s, dir, 'DELETE', '/Users');
+  assertScimError(wrong, 405);
+  assert.equal(wrong.headers.get('allow'), 'GET, POST');
+  assertScimError(await scim(s, dir, 'PUT', '/ServiceProviderConfig', {}), 405);
+  assertScimError(await scim(s, dir, 'POST', '/Users/usr_x', {}), 405);
+  // Bodies: not JSON, another media type, too large; errors of the authentication.
+  assertScimError(await raw('POST', '/Users', { raw: 'userName=x', headers: { 'content-type': 'text/plain' } }), 415);
+  assertScimError(await raw('PATCH', '/Users/usr_x', { raw: '[', headers: { 'content-type': 'application/scim+json' } }), 400, 'invalidSyntax');
+  const big = await raw('POST', '/Users', { raw: JSON.stringify({ userName: 'x'.repeat(s.config.maxBodyBytes) }), headers: { 'content-type': 'application/scim+json' } });
+  assertScimError(big, 413);
+  assertScimError(await raw('GET', '/Users', { token: undefined, headers: { authorization: 'Basic dXNlcjpwYXNz' } }), 401);
+  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM scim_users').n, 0, 'nothing was provisioned');
+  // Discovery says the same: User alone, no bulk.
+  assert.deepEqual((await scim(s, dir, 'GET', '/ResourceTypes')).body.Resources.map((r: any) => r.name), ['User']);
+  assert.equal((await scim(s, dir, 'GET', '/ServiceProviderConfig')).body.bulk.supported, false);
+});
+
+test('attributes and excludedAttributes pick what each User carries, on every read and write that answers Users (Okta- and Entra-shaped)', async (t) => {
+  const { s, dir } = await world(t);
+  const created = await scim(s, dir, 'POST', '/Users?attributes=userName', {
+    schemas: [USER], userName: 'Ann.Lee@okta.local', externalId: 'okta-1', name: { givenName: 'Ann', familyName: 'Lee' }, displayName: 'Ann Lee',
+    emails: [{ primary: true, value: 'ann.lee@okta.local', type: 'work' }, { value: 'ann@home.example', type: 'home' }], active: true,
+  });
+  assert.equal(created.status, 201, created.text);
+  const id = created.body.id;
+  assert.deepEqual(created.body, { schemas: [USER], id, userName: 'Ann.Lee@okta.local' });
+  assert.equal(created.headers.get('location'), `${s.url}/scim/v2.0/${dir.id}/Users/${id}`, 'Location stays');
+  const full = (await scim(s, dir, 'GET', `/Users/${id}`)).body;
+  const get = async (q: string) => {
+    const r = await scim(s, dir, 'GET', `/Users/${id}?${q}`);
+    assert.equal(r.status, 200, r.text);
+    return r.body;
+  };
+  // Sub-attributes, any case, with the core schema URN; id and schemas always.
+  assert.deepEqual(await get(`attributes=${encodeURIComponent('NAME.givenName, Emails.Value,meta.location,urn:ietf:params:scim:schemas:core:2.0:User:active')}`), {
+    schemas: [USER], id, name: { givenName: 'Ann' }, emails: [{ value: 'ann.lee@okta.local' }, { value: 'ann@home.example' }], active: true,
+    meta: { location: full.meta.location },
+  });
+  assert.deepEqual(await get('attributes=emails.type,emails'), { schemas: [USER], id, emails: full.emails }, 'the whole attribute wins over a sub-attribute');
+  assert.deepEqual(await get('attributes=title,urn:ietf:params:scim:schemas:extension:enterprise:2.0:User:department'), { schemas: [USER], id }, 'unkept attributes select nothing');
+  assert.deepEqual(await get('attributes=id,schemas'), { schemas: [USER], id });
+  // excludedAttributes: everything else; id and schemas cannot be excluded.
+  const { emails: _e, meta: _m, ...rest } = full;
+  assert.deepEqual(await get('excludedAttributes=emails,META,name.familyName,id,schemas'), { ...rest, name: { givenName: 'Ann' } });
+  assert.deepEqual((await get('excludedAttributes=emails.primary,emails.type')).emails, [{ value: 'ann.lee@okta.local' }, { value: 'ann@home.example' }]);
+  assert.equal((await get('excludedAttributes=name.givenName,name.familyName')).name, undefined, 'a complex attribute left empty is left out');
+  assert.deepEqual(await get('attributes='), full, 'an empty parameter is no parameter');
+
+  // Lists and filters (Okta's lookup, Entra's externalId probe): each resource, the envelope intact.
+  const okta = await scim(s, dir, 'GET', `/Users?filter=${encodeURIComponent('userName eq "ann.lee@okta.local"')}&startIndex=1&count=100&attributes=userName,active`);
+  assert.deepEqual(okta.body, { schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], totalResults: 1, startIndex: 1, itemsPerPage: 1,
+    Resources: [{ schemas: [USER], id, userName: 'Ann.Lee@okta.local', active: true }] });
+  const entra = await scim(s, dir, 'GET', `/Users?filter=${encodeURIComponent('externalId eq "okta-1"')}&excludedAttributes=emails,name,meta`);
+  assert.deepEqual(Object.keys(entra.body.Resources[0]), ['schemas', 'id', 'externalId', 'userName', 'displayName', 'active']);
+
+  // PATCH and PUT answer the partial representation too.
+  const patched = await scim(s, dir, 'PATCH', `/Users/${id}?attributes=active`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'displayName', value: 'Ann L.' }] });
+  assert.deepEqual(patched.body, { schemas: [USER], id, active: true });
+  const put = await scim(s, dir, 'PUT', `/Users/${id}?excludedAttributes=meta,emails`, { schemas: [USER], userName: 'Ann.Lee@okta.local', emails: full.emails, active: true });
+  assert.deepEqual(put.body, { schemas: [USER], id, userName: 'Ann.Lee@okta.local', active: true });
+
+  // Both at once, or a path that is not an attribute path: 400 invalidValue, and nothing is written.
+  assertScimError(await scim(s, dir, 'GET', `/Users/${id}?attributes=userName&excludedAttributes=emails`), 400, 'invalidValue');
+  assertScimError(await scim(s, dir, 'GET', `/Users?attributes=${encodeURIComponent('emails[type eq "work"].value')}`), 400, 'invalidValue');
+  assertScimError(await scim(s, dir, 'POST', '/Users?attributes=a.b.c', { userName: 'bob@okta.local' }), 400, 'invalidValue');
+  assertScimError(await scim(s, dir, 'PATCH', `/Users/${id}?attributes=userName&excludedAttributes=id`, { Operations: [{ op: 'replace', path: 'active', value: false }] }), 400, 'invalidValue');
+  assert.equal((await scim(s, dir, 'GET', '/Users')).body.totalResults, 1);
+  assert.equal((await scim(s, dir, 'GET', `/Users/${id}`)).body.active, true);
+});
+
 test('filter parser and PATCH operations (unit)', () => {
   assert.deepEqual(parseUserFilter('userName Eq "A\\"b"'), { attribute: 'userName', op: 'eq', value: 'a"b' });
   assert.deepEqual(parseUserFilter('externalId sw "AbC"'), { attribute: 'externalId', op: 'sw', value: 'AbC' });

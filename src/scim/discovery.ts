@@ -1,6 +1,8 @@
 // SCIM discovery (RFC 7644 section 4, RFC 7643 sections 5-7): what this service provider supports
-// (PATCH and filters; no bulk, sort, etag or password change), its one resource type (User) and
-// the User schema's attributes it keeps.
+// (PATCH, filters and attributes/excludedAttributes; no bulk, sort, etag, password change or POST
+// .search), its one resource type (User: no Groups) and the User schema's attributes it keeps; and
+// the SCIM error of a request no SCIM route takes.
+import { ScimError } from './errors.ts';
 import { CORE_USER_SCHEMA } from './filter.ts';
 import { listResponse } from './present.ts';
 
@@ -19,7 +21,7 @@ export function serviceProviderConfig(base: string) {
     sort: { supported: false },
     etag: { supported: false },
     authenticationSchemes: [{
-      type: 'oauthbearertoken', name: 'Directory bearer token', primary: true,
+      type: 'oauthbearertoken', name: 'Directory bearer token', primary: true, specUri: 'https://www.rfc-editor.org/info/rfc6750',
       description: 'Authorization: Bearer <token> with the token answered when the directory was created or its token rotated',
     }],
     meta: { resourceType: 'ServiceProviderConfig', location: `${base}/ServiceProviderConfig` },
@@ -68,3 +70,23 @@ export function userSchema(base: string) {
 
 export const resourceTypes = (base: string) => listResponse([userResourceType(base)], 1, 1);
 export const schemas = (base: string) => listResponse([userSchema(base)], 1, 1);
+
+const OFFERED = 'this service provider offers /Users, /ServiceProviderConfig, /ResourceTypes and /Schemas';
+
+/**
+ * The SCIM error for a request no SCIM route takes (src/app.ts): 404 for /Groups (not supported:
+ * ResourceTypes lists User alone) and any unknown path, 501 for /Bulk, /Me and POST .search (RFC 7644
+ * sections 3.7, 3.11 and 3.4.3: operations this provider does not implement), 405 with Allow for
+ * another method of a known path.
+ */
+export function unroutedScimRequest(method: string, path: string, allow: string[] | null): ScimError {
+  const segs = path.split('/').filter((x) => x !== '');
+  const resource = segs[3]?.toLowerCase();
+  if (segs[1] !== 'v2.0' || segs.length < 3) return new ScimError(404, 'no SCIM endpoint here: the base URL is /scim/v2.0/{directoryId} (the directory\u2019s scimBaseUrl)');
+  if (method === 'POST' && segs[segs.length - 1] === '.search') return new ScimError(501, 'searching with POST .search is not supported; use GET /Users?filter=');
+  if (resource === 'groups') return new ScimError(404, 'Groups are not supported: this service provider provisions Users only (ResourceTypes lists User alone)');
+  if (resource === 'bulk') return new ScimError(501, 'bulk operations are not supported (ServiceProviderConfig bulk.supported is false)');
+  if (resource === 'me') return new ScimError(501, '/Me is not supported: a directory token stands for the directory, not a user');
+  if (allow) return new ScimError(405, `${method} is not supported here; allowed: ${allow.join(', ')}`, undefined, { allow: allow.join(', ') });
+  return new ScimError(404, `no such SCIM endpoint; ${OFFERED}`);
+}

@@ -1,6 +1,9 @@
 // SCIM errors (RFC 7644 section 3.12): { schemas: [Error], status: "409", scimType?, detail }, with
-// status as a string. Everything the SCIM routes answer with an error goes through scimError().
+// status as a string, as application/scim+json. Every error under /scim/ goes through scimErrorReply()
+// from the service's one error boundary (src/app.ts): the routes' own, an unknown path or method, a
+// body too large, an internal error.
 import { AppError } from '../http/errors.ts';
+import type { Reply } from '../http/router.ts';
 
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
@@ -37,10 +40,27 @@ export const noTarget = (detail: string) => new ScimError(400, detail, 'noTarget
 export const mutability = (detail: string) => new ScimError(400, detail, 'mutability');
 export const uniqueness = (detail: string) => new ScimError(409, detail, 'uniqueness');
 
-/** The SCIM form of any error the service raised (an AppError keeps its status and message). */
-export function asScimError(err: AppError): ScimError {
+/** The SCIM form of any error the service raised (an AppError keeps its status, message and headers). */
+export function asScimError(err: AppError | ScimError): ScimError {
+  if (err instanceof ScimError) return err;
   if (err.code === 'invalid_json') return invalidSyntax(err.message);
   if (err.code === 'validation_failed') return invalidValue(err.message);
   if (err.code === 'email_already_registered') return uniqueness(err.message);
   return new ScimError(err.status, err.message, undefined, err.headers);
+}
+
+export const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
+
+/** A SCIM answer: the body as application/scim+json (none for 204). */
+export function scimReply(status: number, body: unknown, headers: Record<string, string> = {}): Reply {
+  if (body === undefined) return { status, headers };
+  return { status, raw: JSON.stringify(body), headers: { ...headers, 'content-type': SCIM_CONTENT_TYPE } };
+}
+
+/** Paths a SCIM client talks to: /scim and everything under it answer errors in SCIM's shape. */
+export const isScimPath = (path: string): boolean => /^\/scim(\/|$|\?)/.test(path);
+
+export function scimErrorReply(err: AppError | ScimError): Reply {
+  const e = asScimError(err);
+  return scimReply(e.status, e.body(), { ...e.headers });
 }

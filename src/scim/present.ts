@@ -9,6 +9,8 @@ export const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 /** `{origin}/scim/v2.0/{directoryId}`: the base URL a directory's identity provider is given. */
 export const scimBase = (origin: string, directoryId: string) => `${origin}/scim/v2.0/${encodeURIComponent(directoryId)}`;
 
+export const userLocation = (base: string, userId: string) => `${base}/Users/${encodeURIComponent(userId)}`;
+
 export function presentScimUser(row: ScimUserRow, base: string) {
   const s = stateOf(row);
   const name = {
@@ -29,7 +31,7 @@ export function presentScimUser(row: ScimUserRow, base: string) {
       resourceType: 'User',
       created: row.created_at,
       lastModified: row.updated_at,
-      location: `${base}/Users/${encodeURIComponent(row.user_id)}`,
+      location: userLocation(base, row.user_id),
     },
   };
 }

@@ -3,35 +3,34 @@
 // another directory is refused (401, audited as access.denied) and a disabled directory is 403. An
 // unknown token counts against the client address's failed-attempt limit (src/auth/ratelimit.ts):
 // over it, 429 with Retry-After in the SCIM error shape.
-// Every answer, errors included, is application/scim+json in the SCIM shapes.
+// Every answer, errors included (src/scim/errors.ts, from the service's one error boundary), is
+// application/scim+json in the SCIM shapes.
 import type { Ctx } from '../context.ts';
 import { createContext } from '../context.ts';
 import { addressLimited } from '../auth/service.ts';
 import { record } from '../audit/service.ts';
-import { AppError } from '../http/errors.ts';
 import { readJson } from '../http/request.ts';
-import type { Call, Handler, Reply, Router } from '../http/router.ts';
+import type { Call, Handler, Router } from '../http/router.ts';
 import { sha256Hex } from '../lib/ids.ts';
 import { serviceOrigin } from './admin.ts';
 import { MAX_RESULTS, resourceTypes, schemas, serviceProviderConfig, userResourceType, userSchema } from './discovery.ts';
-import { ScimError, asScimError, invalidSyntax, invalidValue, scimUnauthorized } from './errors.ts';
+import { ScimError, invalidSyntax, invalidValue, scimReply, scimUnauthorized } from './errors.ts';
 import { CORE_USER_SCHEMA, parseUserFilter } from './filter.ts';
 import { applyPatch } from './patch.ts';
-import { listResponse, presentScimUser, scimBase } from './present.ts';
+import { projectionOf } from './attributes.ts';
+import { listResponse, presentScimUser, scimBase, userLocation } from './present.ts';
 import { userFromPayload } from './resource.ts';
 import { changeUser, createScimUser, deleteUser, getUser, listUsers } from './service.ts';
-import { directoryById, directoryByTokenHash, type DirectoryRow } from './store.ts';
+import { directoryById, directoryByTokenHash, type DirectoryRow, type ScimUserRow } from './store.ts';
 
-const CONTENT_TYPE = 'application/scim+json; charset=utf-8';
 const DEFAULT_COUNT = 100;
 
-interface ScimCall { call: Call; dir: DirectoryRow; ctx: Ctx; base: string }
-interface ScimAnswer { status: number; body?: unknown; headers?: Record<string, string> }
-
-function scimReply(status: number, body: unknown, headers: Record<string, string> = {}): Reply {
-  if (body === undefined) return { status, headers };
-  return { status, raw: JSON.stringify(body), headers: { ...headers, 'content-type': CONTENT_TYPE } };
+interface ScimCall {
+  call: Call; dir: DirectoryRow; ctx: Ctx; base: string;
+  /** A User as this request asks for it (attributes / excludedAttributes, src/scim/attributes.ts). */
+  show: (row: ScimUserRow) => Record<string, unknown>;
 }
+interface ScimAnswer { status: number; body?: unknown; headers?: Record<string, string> }
 
 /** The directory whose token the request carries, when it is the directory of the path and active. */
 function authenticateDirectory(call: Call): DirectoryRow {
@@ -66,18 +65,15 @@ function directoryContext(base: Ctx, dir: DirectoryRow): Ctx {
   });
 }
 
+/** Authenticates, runs the handler and answers application/scim+json; errors reach src/app.ts's boundary, which answers them in SCIM's shape. */
 function scim(handler: (s: ScimCall) => ScimAnswer | Promise<ScimAnswer>): Handler {
   return async (call) => {
-    try {
-      const dir = authenticateDirectory(call);
-      const a = await handler({ call, dir, ctx: directoryContext(call.ctx, dir), base: scimBase(serviceOrigin(call.req, call.ctx.config), dir.id) });
-      return scimReply(a.status, a.body, a.headers);
-    } catch (err) {
-      const e = err instanceof ScimError ? err : err instanceof AppError ? asScimError(err) : null;
-      if (!e) call.ctx.log.error('unhandled error', { requestId: call.ctx.requestId, err });
-      const out = e ?? new ScimError(500, 'internal error; the request id identifies it in the service log');
-      return scimReply(out.status, out.body(), out.headers);
-    }
+    const dir = authenticateDirectory(call);
+    const base = scimBase(serviceOrigin(call.req, call.ctx.config), dir.id);
+    const shape = projectionOf(call.searchParams); // before anything is written: a malformed one is 400 and changes nothing
+    const show = (row: ScimUserRow) => shape(presentScimUser(row, base));
+    const a = await handler({ call, dir, ctx: directoryContext(call.ctx, dir), base, show });
+    return scimReply(a.status, a.body, a.headers);
   };
 }
 
@@ -94,40 +90,43 @@ function intParam(sp: URLSearchParams, name: string, dflt: number): number {
   return Number(raw);
 }
 
+/** Every route answering Users takes these (RFC 7644 section 3.9). */
+const PARTIAL = 'attributes or excludedAttributes (comma-separated, e.g. userName,name.givenName,emails.value; any case; id and schemas always returned) select what each User carries';
+
 export function bindScimRoutes(r: Router): void {
   const base = '/scim/v2.0/:directoryId';
   const meta = (summary: string) => ({ summary: `${summary} (SCIM 2.0)`, tags: ['scim'], auth: 'directory' as const });
 
-  r.get(`${base}/Users`, meta(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}.`),
-    scim(({ call, dir, ctx, base }) => {
+  r.get(`${base}/Users`, meta(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}; ${PARTIAL}.`),
+    scim(({ call, dir, ctx, show }) => {
       const sp = call.searchParams;
       const text = sp.get('filter');
       const filter = text === null || text.trim() === '' ? null : parseUserFilter(text);
       const startIndex = Math.max(1, intParam(sp, 'startIndex', 1));
       const count = Math.min(MAX_RESULTS, Math.max(0, intParam(sp, 'count', DEFAULT_COUNT)));
       const { rows, total } = listUsers(ctx, dir, filter, startIndex, count);
-      return { status: 200, body: listResponse(rows.map((u) => presentScimUser(u, base)), total, startIndex) };
+      return { status: 200, body: listResponse(rows.map(show), total, startIndex) };
     }));
 
-  r.post(`${base}/Users`, meta('Provision a user into the directory\u2019s organization (an account with that e-mail address is linked); 409 uniqueness.'),
-    scim(async ({ call, dir, ctx, base }) => {
-      const user = presentScimUser(await createScimUser(ctx, dir, userFromPayload(await body(call), true)), base);
-      return { status: 201, body: user, headers: { location: user.meta.location } };
+  r.post(`${base}/Users`, meta(`Provision a user into the directory\u2019s organization (an account with that e-mail address is linked); 409 uniqueness; ${PARTIAL}.`),
+    scim(async ({ call, dir, ctx, base, show }) => {
+      const row = await createScimUser(ctx, dir, userFromPayload(await body(call), true));
+      return { status: 201, body: show(row), headers: { location: userLocation(base, row.user_id) } };
     }));
 
-  r.get(`${base}/Users/:userId`, meta('One of the directory\u2019s users (any other id: 404).'),
-    scim(({ call, dir, ctx, base }) => ({ status: 200, body: presentScimUser(getUser(ctx, dir, call.params.userId), base) })));
+  r.get(`${base}/Users/:userId`, meta(`One of the directory\u2019s users (any other id: 404); ${PARTIAL}.`),
+    scim(({ call, dir, ctx, show }) => ({ status: 200, body: show(getUser(ctx, dir, call.params.userId)) })));
 
-  r.put(`${base}/Users/:userId`, meta('Replace a user (absent attributes are cleared; absent active keeps its value).'),
-    scim(async ({ call, dir, ctx, base }) => {
+  r.put(`${base}/Users/:userId`, meta(`Replace a user (absent attributes are cleared; absent active keeps its value); ${PARTIAL}.`),
+    scim(async ({ call, dir, ctx, show }) => {
       const b = await body(call);
-      return { status: 200, body: presentScimUser(changeUser(ctx, dir, call.params.userId, (cur) => userFromPayload(b, cur.active)), base) };
+      return { status: 200, body: show(changeUser(ctx, dir, call.params.userId, (cur) => userFromPayload(b, cur.active))) };
     }));
 
-  r.patch(`${base}/Users/:userId`, meta('PatchOp: add, replace, remove (any case); active false deactivates, true reactivates.'),
-    scim(async ({ call, dir, ctx, base }) => {
+  r.patch(`${base}/Users/:userId`, meta(`PatchOp: add, replace, remove (any case); active false deactivates, true reactivates; ${PARTIAL}.`),
+    scim(async ({ call, dir, ctx, show }) => {
       const b = await body(call);
-      return { status: 200, body: presentScimUser(changeUser(ctx, dir, call.params.userId, (cur) => applyPatch(cur, b)), base) };
+      return { status: 200, body: show(changeUser(ctx, dir, call.params.userId, (cur) => applyPatch(cur, b))) };
     }));
 
   r.delete(`${base}/Users/:userId`, meta('Deprovision: the organization memberships become inactive, sessions are revoked, the SCIM user is gone (a second DELETE is 404).'),
