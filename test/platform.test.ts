@@ -56,7 +56,7 @@ test('every platform route: 401 without a session, 403 for producers, editors an
   const created = await register(connector({ costMode: 'cloud', endpoint: `http://127.0.0.1:${port}` }));
   assert.equal(created.status, 201, created.text);
   const id = created.body.id;
-  assert.match(id, /^mdl_/);
+  assert.match(id, /^con_/);
   const cases: Array<{ method: string; path: string; body?: unknown; status: number }> = [
     { method: 'GET', path: BASE, status: 200 },
     { method: 'POST', path: `${BASE}/register`, body: connector(), status: 201 },

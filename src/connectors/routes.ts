@@ -1,4 +1,5 @@
-// The model platform: connector records of the session's current organization.
+// The model platform: model connector records of the session's current organization (the
+// reference fixes the paths /api/platform/models...; the API calls the records connectors).
 import { json, type Router } from '../http/router.ts';
 import { ApproveBody, ConnectorListQuery, ConnectorPatchBody, ConnectorRegisterBody } from './schema.ts';
 import type { Ctx } from '../context.ts';
@@ -36,7 +37,7 @@ export function bindConnectorRoutes(r: Router): void {
   }, async ({ ctx, params, body }) => json(200, presentConnector(await changeConnector(ctx, params.connectorId, body), full(ctx))));
 
   r.post('/api/platform/models/:connectorId/probe', {
-    ...base, summary: 'Probe the health route (5 s time-out, through the egress policy: a refused destination fails the probe without a connection) and record the result: ready or unreachable (disabled and awaiting_approval stay).',
+    ...base, summary: 'Probe the connector\u2019s health route (5 s time-out, through the egress policy: a refused destination fails the probe without a connection) and record the result: ready or unreachable (disabled and awaiting_approval stay).',
   }, async ({ ctx, params }) => {
     const { row, probe } = await probeConnectorById(ctx, params.connectorId);
     return json(200, { ...presentConnector(row, full(ctx)), probe });

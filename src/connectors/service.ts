@@ -1,4 +1,4 @@
-// The model platform: connector records of the session's organization. Statuses: pending
+// The model platform: model connector records of the session's organization. Statuses: pending
 // (registered or changed, not yet probed), ready (last probe succeeded; the only status the worker
 // picks up), unreachable (last probe failed), disabled, awaiting_approval (mixed or cloud without an
 // administrator's approval; rule 2: never enabled automatically). A probe moves pending, ready and
@@ -129,11 +129,17 @@ export function listConnectors(ctx: Ctx, q: { status?: string; kind?: string; co
   return { rows, pagination: { page, pageSize, total } };
 }
 
+/**
+ * The prefix of new connector ids: `con_`. Connectors registered before it came keep their `mdl_`
+ * ids, which work everywhere as before (ids are opaque: nothing reads the prefix).
+ */
+export const CONNECTOR_ID_PREFIX = 'con';
+
 /** Registers a connector: local ones start pending, mixed and cloud ones awaiting_approval. */
 export async function registerConnector(ctx: Ctx, input: RegisterInput): Promise<ConnectorRow> {
   const now = ctx.now().toISOString();
   const row: ConnectorRow = {
-    id: newId('mdl'), organization_id: ctx.scope.organizationId!, label: input.label, endpoint: input.endpoint, kind: input.kind,
+    id: newId(CONNECTOR_ID_PREFIX), organization_id: ctx.scope.organizationId!, label: input.label, endpoint: input.endpoint, kind: input.kind,
     capability: JSON.stringify(input.capability), cost_mode: input.costMode, auth_env: input.authEnv ?? null,
     protocol: protocolJson(input.protocol), status: isLocal(input.costMode) ? 'pending' : 'awaiting_approval',
     approved_by: null, approved_at: null, last_probe_at: null, last_probe_ok: null, last_probe_latency_ms: null,

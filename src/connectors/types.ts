@@ -131,7 +131,7 @@ export class ConnectorError extends Error {
   }
 }
 
-/** What /api/adapters/dry-run shows: the exact request, with header names only. */
+/** What the connector dry run (POST /api/adapters/dry-run) shows: the exact request, with header names only. */
 export interface DryRunRequest {
   method: 'POST';
   url: string;

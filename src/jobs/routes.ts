@@ -1,4 +1,4 @@
-// Generation jobs of the current project, the adapter dry run, and the organization's queue.
+// Generation jobs of the current project, the connector dry run, and the organization's queue.
 import { READ_ACCESS } from '../tenancy/reads.ts';
 import { json, type Router } from '../http/router.ts';
 import type { OrgRole, Permission } from '../tenancy/roles.ts';

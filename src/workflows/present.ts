@@ -45,7 +45,10 @@ export function presentRun(view: RunView) {
   const current = queued ? steps.find((s) => s.job_status !== 'completed') : undefined;
   return {
     id: run.id, status: run.status, mode: run.mode, templateId: run.template_id, templateKey: run.template_key, templateName: run.template_name,
-    templateVersion: run.template_version, projectId: run.project_id, shotId: run.shot_id, episodeId: run.episode_id, adapterId: run.adapter_id,
+    templateVersion: run.template_version, projectId: run.project_id, shotId: run.shot_id, episodeId: run.episode_id,
+    // The connector the run was bound to (instantiate's `adapter`, else the template's defaultAdapterId);
+    // adapterId is its deprecated alias, answered for one more release.
+    connectorId: run.adapter_id, adapterId: run.adapter_id,
     priority: run.priority, approveExternal: run.approve_external === 1,
     currentStep: current?.step_key ?? null,
     error: broken ? { stepKey: broken.step_key, jobId: broken.job_id, status: broken.job_status, ...splitError(broken.job_error) } : null,

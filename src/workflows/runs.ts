@@ -43,9 +43,12 @@ function promptValues(ctx: Ctx, project: ProjectRow, shot: ShotRow | undefined, 
 /** A step no connector can run: its key and label, the capability it needs, and why (no connector has it, the named one lacks it, ...). */
 export interface MissingCapability { step: string; label: string; capability: string; reason: string }
 
-interface Binding { shot: ShotRow | undefined; episode: EpisodeRow | undefined; adapter: ConnectorRow | null }
+interface Binding { shot: ShotRow | undefined; episode: EpisodeRow | undefined; connector: ConnectorRow | null }
 
-/** The shot, episode and adapter of an instantiate, checked against every step (422 naming the field). */
+/**
+ * The shot, episode and connector of an instantiate, checked against every step (422 naming the field:
+ * the connector comes from the reference's `adapter` field, else the template's `defaultAdapterId`).
+ */
 function bind(ctx: Ctx, project: ProjectRow, t: { default_adapter_id: string | null }, steps: StoredStep[], body: Instantiate): Binding {
   const problems: Record<string, string> = {};
   const shot = body.shotId ? shotById(ctx.db, project.id, body.shotId) : undefined;
@@ -61,16 +64,16 @@ function bind(ctx: Ctx, project: ProjectRow, t: { default_adapter_id: string | n
   // The connector of each step, with the job creation's own checks (named: of the organization, not
   // disabled, able to do the kind; none named: the organization's best for the kind). Every step that
   // finds none is named with the capability it needs.
-  const adapterId = body.adapter ?? t.default_adapter_id ?? undefined;
-  const field = body.adapter ? 'adapter' : adapterId ? 'defaultAdapterId' : 'adapter';
-  let adapter: ConnectorRow | null = null;
+  const connectorId = body.adapter ?? t.default_adapter_id ?? undefined;
+  const field = body.adapter ? 'adapter' : connectorId ? 'defaultAdapterId' : 'adapter';
+  let connector: ConnectorRow | null = null;
   const missing: MissingCapability[] = [];
   for (const s of steps) {
     const capability = capabilityOf(s);
     if (capability === null) continue;
     try {
-      const picked = pickConnector(ctx, s.jobKind, adapterId);
-      if (adapterId) adapter = picked;
+      const picked = pickConnector(ctx, s.jobKind, connectorId);
+      if (connectorId) connector = picked;
     } catch (err) {
       if (!(err instanceof AppError) || err.status !== 422) throw err;
       const reason = Object.values((err.details?.fields ?? {}) as Record<string, string>).join('; ');
@@ -85,7 +88,7 @@ function bind(ctx: Ctx, project: ProjectRow, t: { default_adapter_id: string | n
     if (!missing.length) throw err;
     throw new AppError(422, err.code, err.message, { ...err.details, missingCapabilities: missing });
   }
-  return { shot, episode, adapter };
+  return { shot, episode, connector };
 }
 
 interface BlockerFacts { waitsFor: string | null; connector: ConnectorRow | null; approveExternal: boolean; localOnly: boolean; missingShots: ShotRow[] }
@@ -139,7 +142,7 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
   if (mode === 'queue') requireFeature(ctx.db, 'workflow_queue_mode', project.organization_id);
   const steps = JSON.parse(t.steps) as StoredStep[];
   const gates = JSON.parse(t.gates) as StoredGate[];
-  const { shot, episode, adapter } = bind(ctx, project, t, steps, body);
+  const { shot, episode, connector: bound } = bind(ctx, project, t, steps, body);
   const values = promptValues(ctx, project, shot, episode);
   const runId = newId('wfr');
   const priority = body.priority ?? 0;
@@ -156,7 +159,7 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
     if (prompt === '') throw validationFailed({ [`steps.${step.key}.prompt`]: 'renders empty for this shot; fill in the shot or change the step\'s prompt' });
     if (prompt && prompt.length > PROMPT_MAX) throw validationFailed({ [`steps.${step.key}.prompt`]: `renders ${prompt.length} characters for this shot; a job prompt takes at most ${PROMPT_MAX}` });
     const input: Infer<typeof JobCreateBody> = {
-      kind: step.jobKind, connectorId: compose ? undefined : adapter?.id, shotId: step.requiresShot ? shot!.id : null,
+      kind: step.jobKind, connectorId: compose ? undefined : bound?.id, shotId: step.requiresShot ? shot!.id : null,
       episodeId: step.requiresShot ? null : episode?.id ?? null, prompt, negativePrompt: step.requiresShot ? shot!.negative_prompt || null : null,
       parameters: step.parameters, priority, useDependencyOutputs: step.inputFromPrevious || undefined,
     };
@@ -192,7 +195,7 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
   return ctx.db.tx(() => {
     insertRun(ctx.db, {
       id: runId, organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id, template_id: t.id,
-      template_version: t.version, mode, shot_id: shot?.id ?? null, episode_id: episode?.id ?? null, adapter_id: adapter?.id ?? null, priority,
+      template_version: t.version, mode, shot_id: shot?.id ?? null, episode_id: episode?.id ?? null, adapter_id: bound?.id ?? null, priority,
       approve_external: body.approveExternal ? 1 : 0, created_by: ctx.actor.userId, created_at: now,
     });
     if (mode === 'queue') insertPrepared(ctx, prepared);
@@ -211,7 +214,7 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
       action: 'workflow.instantiated', targetType: 'workflow_run', targetId: runId,
       metadata: {
         templateId: t.id, templateKey: t.template_key, templateVersion: t.version, mode, shotId: shot?.id ?? null, episodeId: episode?.id ?? null,
-        adapter: adapter?.id ?? null, approveExternal: body.approveExternal ?? false, priority,
+        connectorId: bound?.id ?? null, approveExternal: body.approveExternal ?? false, priority,
         jobIds: mode === 'queue' ? prepared.map((p) => p.job.id) : [],
       },
     });

@@ -1,5 +1,5 @@
 // Input of the workflow template and run routes. Rules across fields (unique keys, the first step,
-// placeholders, the adapter) are checked by the service.
+// placeholders, the connector) are checked by the service.
 import * as v from '../http/validate.ts';
 import { WORK_KINDS } from '../connectors/types.ts';
 import { COMPOSE_KIND } from '../media/compose-job.ts';
@@ -37,7 +37,7 @@ const fields = {
   category: v.string({ min: 1, max: 80 }),
   status: v.oneOf(TEMPLATE_STATUSES),
   description: v.string({ max: 4000 }),
-  defaultAdapterId: v.nullable(id),
+  defaultAdapterId: v.nullable(v.string({ min: 1, max: 64, description: 'the default connector of the template\'s runs: a model connector of the organization (GET /api/platform/models); null: for each step the organization\'s best connector for its kind of work' })),
   steps: v.array(Step, { min: 1, max: MAX_STEPS }),
   gates: v.array(Gate, { max: 32 }),
 };
@@ -74,7 +74,7 @@ export const InstantiateBody = v.object({
   mode: v.optional(v.oneOf(['plan', 'queue'] as const, { description: 'plan (default): the steps, the jobs they would create and what blocks them, no jobs; queue: one job a step, chained' })),
   shotId: v.optional(v.nullable(id)),
   episodeId: v.optional(v.nullable(id)),
-  adapter: v.optional(v.nullable(id)),
+  adapter: v.optional(v.nullable(v.string({ min: 1, max: 64, description: 'the connector of every step\'s job: a model connector of the organization; default the template\'s defaultAdapterId, else for each step the organization\'s best connector for its kind of work' }))),
   priority: v.optional(v.int({ min: -100, max: 100 })),
   approveExternal: v.optional(v.boolean({ description: 'required (true) to queue jobs on a mixed or cloud connector' })),
 });

@@ -49,8 +49,9 @@ function requireOrgAdmin(ctx: Ctx): void {
   }
 }
 
-function checkAdapter(ctx: Ctx, adapterId: string | null | undefined): void {
-  if (adapterId && !connectorById(ctx.db, ctx.scope.organizationId!, adapterId)) {
+/** A template's default connector (the reference's defaultAdapterId) is one of the organization's. */
+function checkDefaultConnector(ctx: Ctx, connectorId: string | null | undefined): void {
+  if (connectorId && !connectorById(ctx.db, ctx.scope.organizationId!, connectorId)) {
     throw validationFailed({ defaultAdapterId: 'names no connector of this organization' });
   }
 }
@@ -63,7 +64,7 @@ export function createTemplate(ctx: Ctx, input: Create): CurrentTemplate {
   if (scope === 'organization') requireOrgAdmin(ctx);
   const steps = normalizeSteps(input.steps);
   const gates = normalizeGates(input.gates ?? []);
-  checkAdapter(ctx, input.defaultAdapterId);
+  checkDefaultConnector(ctx, input.defaultAdapterId);
   const now = ctx.now().toISOString();
   const id = newId('wft');
   return ctx.db.tx(() => {
@@ -99,7 +100,7 @@ export function updateTemplate(ctx: Ctx, id: string, patch: Patch): CurrentTempl
   if (next.status !== t.status && !TRANSITIONS[t.status].includes(next.status)) {
     throw conflict('invalid_transition', `a ${t.status} template cannot become ${next.status} (allowed: ${TRANSITIONS[t.status].join(', ')})`);
   }
-  if (patch.defaultAdapterId !== undefined) checkAdapter(ctx, patch.defaultAdapterId);
+  if (patch.defaultAdapterId !== undefined) checkDefaultConnector(ctx, patch.defaultAdapterId);
   const changed = (Object.keys(next) as Array<keyof typeof next>).filter((k) => next[k] !== t[k]);
   if (changed.length === 0) return t;
   const now = ctx.now().toISOString();
