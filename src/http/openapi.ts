@@ -60,7 +60,7 @@ function success(m: Route['meta']) {
   const r = m.response;
   const description = r?.description ?? 'success';
   const content: Record<string, unknown> = {};
-  if (r?.schema) content['application/json'] = { schema: r.schema.json };
+  if (r?.schema) content[r.jsonType ?? 'application/json'] = { schema: r.schema.json };
   for (const type of r?.type === undefined ? [] : [r.type].flat()) {
     content[type] = { schema: { type: 'string', ...(/^(text\/|application\/json)/.test(type) ? {} : { format: 'binary' }) } };
   }

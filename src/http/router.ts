@@ -54,9 +54,10 @@ export interface RouteMeta<B = unknown, Q = unknown, R = unknown> {
    * handler must then return that type), and/or `type`, the media type(s) of a body that is not JSON
    * (a file, CSV, HTML; several when the answer's type depends on the file or on Accept). `also`
    * lists other success statuses with the same body (e.g. 200 for an idempotent repeat of a 201). A
-   * 204 has neither.
+   * 204 has neither. `jsonType`: the media type of the `schema` body when it is a JSON type of its own
+   * (application/scim+json); default application/json.
    */
-  response?: { status?: number; also?: number[]; description: string; schema?: View<R>; type?: string | readonly string[] };
+  response?: { status?: number; also?: number[]; description: string; schema?: View<R>; type?: string | readonly string[]; jsonType?: string };
 }
 
 export interface Reply<T = unknown> {

@@ -6,7 +6,8 @@ import { json, type Router } from '../http/router.ts';
 import { pageOf } from '../http/validate.ts';
 import { requestOrigin } from '../http/request.ts';
 import { createDirectory, directoryOrFail, listDirectoriesOf, rotateDirectoryToken, updateDirectoryFields } from './directories.ts';
-import { presentDirectory } from './present.ts';
+import * as o from '../http/view.ts';
+import { DirectoryView, DirectoryWithTokenView, presentDirectory } from './present.ts';
 import { DirectoryCreateBody, DirectoryListQuery, DirectoryPatchBody } from './schema.ts';
 import { directoryUserCounts, type DirectoryRow } from './store.ts';
 import type { Ctx } from '../context.ts';
@@ -19,22 +20,22 @@ export function bindDirectoryRoutes(r: Router): void {
   const base = '/api/system/identity/directory-syncs';
   const show = (ctx: Ctx, req: IncomingMessage) => (d: DirectoryRow) => presentDirectory(d, directoryUserCounts(ctx.db, d.id), serviceOrigin(req, ctx.config));
 
-  r.get(base, { ...sys, summary: 'SCIM directories (filter organizationId), paged; never a token, only its hint.', query: DirectoryListQuery },
+  r.get(base, { ...sys, summary: 'SCIM directories (filter organizationId), paged; never a token, only its hint.', query: DirectoryListQuery, response: { description: 'a page of directories', schema: o.page(DirectoryView) } },
     ({ ctx, req, query, searchParams }) => json(200, pageOf(searchParams, listDirectoriesOf(ctx, query.organizationId ?? null), show(ctx, req))));
 
-  r.post(base, { ...sys, summary: 'Create a SCIM 2.0 directory bound to one organization: { directory, token }. The bearer token (scim_...) is answered here once and stored as SHA-256.', body: DirectoryCreateBody, response: { status: 201, description: '{ directory, token }' } },
+  r.post(base, { ...sys, summary: 'Create a SCIM 2.0 directory bound to one organization: { directory, token }. The bearer token (scim_...) is answered here once and stored as SHA-256.', body: DirectoryCreateBody, response: { status: 201, description: '{ directory, token }', schema: DirectoryWithTokenView } },
     ({ ctx, req, body }) => {
       const { directory, token } = createDirectory(ctx, body);
       return json(201, { directory: show(ctx, req)(directory), token });
     });
 
-  r.get(`${base}/:directoryId`, { ...sys, summary: 'One SCIM directory (never its token).' },
+  r.get(`${base}/:directoryId`, { ...sys, summary: 'One SCIM directory (never its token).', response: { description: 'the directory', schema: DirectoryView } },
     ({ ctx, req, params }) => json(200, show(ctx, req)(directoryOrFail(ctx, params.directoryId))));
 
-  r.patch(`${base}/:directoryId`, { ...sys, summary: 'Rename, change the default role and workspace (for users provisioned from now on) or set status active or disabled (disabled: its SCIM requests are 403).', body: DirectoryPatchBody },
+  r.patch(`${base}/:directoryId`, { ...sys, summary: 'Rename, change the default role and workspace (for users provisioned from now on) or set status active or disabled (disabled: its SCIM requests are 403).', body: DirectoryPatchBody, response: { description: 'the directory', schema: DirectoryView } },
     ({ ctx, req, params, body }) => json(200, show(ctx, req)(updateDirectoryFields(ctx, params.directoryId, body))));
 
-  r.post(`${base}/:directoryId/rotate-token`, { ...sys, summary: 'A new bearer token, answered once: { directory, token }; the old token is refused (401) at once.' },
+  r.post(`${base}/:directoryId/rotate-token`, { ...sys, summary: 'A new bearer token, answered once: { directory, token }; the old token is refused (401) at once.', response: { description: '{ directory, token }', schema: DirectoryWithTokenView } },
     ({ ctx, req, params }) => {
       const { directory, token } = rotateDirectoryToken(ctx, params.directoryId);
       return json(200, { directory: show(ctx, req)(directory), token });

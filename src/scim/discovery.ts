@@ -2,16 +2,42 @@
 // (PATCH, filters and attributes/excludedAttributes; no bulk, sort, etag, password change or POST
 // .search), its one resource type (User: no Groups) and the User schema's attributes it keeps; and
 // the SCIM error of a request no SCIM route takes.
+import * as o from '../http/view.ts';
 import { ScimError } from './errors.ts';
 import { CORE_USER_SCHEMA } from './filter.ts';
-import { listResponse } from './present.ts';
+import { listResponse, listView } from './present.ts';
 
 const SPC_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig';
 const RESOURCE_TYPE_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:ResourceType';
 const SCHEMA_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Schema';
 export const MAX_RESULTS = 200;
 
-export function serviceProviderConfig(base: string) {
+const flag = () => o.object({ supported: o.bool() });
+const schemas = o.array(o.text());
+const meta = o.object({ resourceType: o.text(), location: o.text({ format: 'uri' }) });
+
+export const ServiceProviderConfigView = o.named('ScimServiceProviderConfig', o.object({
+  schemas,
+  patch: flag(), bulk: o.object({ supported: o.bool(), maxOperations: o.int(), maxPayloadSize: o.int() }),
+  filter: o.object({ supported: o.bool(), maxResults: o.int('the most Users one page answers') }),
+  changePassword: flag(), sort: flag(), etag: flag(),
+  authenticationSchemes: o.array(o.object({ type: o.text(), name: o.text(), primary: o.bool(), specUri: o.text({ format: 'uri' }), description: o.text() })),
+  meta,
+}, 'What this SCIM service provider supports (RFC 7643 section 5)'));
+
+export const ResourceTypeView = o.named('ScimResourceType', o.object({
+  schemas, id: o.text(), name: o.text(), endpoint: o.text(), description: o.text(), schema: o.text(), meta,
+}, 'A SCIM resource type (RFC 7643 section 6): User is the only one'));
+
+export const SchemaView = o.named('ScimSchema', o.object({
+  schemas, id: o.text(), name: o.text(), description: o.text(),
+  attributes: o.array(o.anyObject('an attribute definition (RFC 7643 section 7)')), meta,
+}, 'A SCIM schema (RFC 7643 section 7): the core User schema, with the attributes this service keeps'));
+
+export const ResourceTypeListView = listView(ResourceTypeView, 'The resource types (User alone)');
+export const SchemaListView = listView(SchemaView, 'The schemas (the core User schema alone)');
+
+export function serviceProviderConfig(base: string): o.Out<typeof ServiceProviderConfigView> {
   return {
     schemas: [SPC_SCHEMA],
     patch: { supported: true },
@@ -28,7 +54,7 @@ export function serviceProviderConfig(base: string) {
   };
 }
 
-export function userResourceType(base: string) {
+export function userResourceType(base: string): o.Out<typeof ResourceTypeView> {
   return {
     schemas: [RESOURCE_TYPE_SCHEMA],
     id: 'User', name: 'User', endpoint: '/Users', description: 'User Account', schema: CORE_USER_SCHEMA,
@@ -40,7 +66,7 @@ const attr = (name: string, type: string, extra: Record<string, unknown> = {}) =
   name, type, multiValued: false, required: false, caseExact: false, mutability: 'readWrite', returned: 'default', uniqueness: 'none', ...extra,
 });
 
-export function userSchema(base: string) {
+export function userSchema(base: string): o.Out<typeof SchemaView> {
   return {
     schemas: [SCHEMA_SCHEMA],
     id: CORE_USER_SCHEMA,
@@ -69,7 +95,7 @@ export function userSchema(base: string) {
 }
 
 export const resourceTypes = (base: string) => listResponse([userResourceType(base)], 1, 1);
-export const schemas = (base: string) => listResponse([userSchema(base)], 1, 1);
+export const schemaList = (base: string) => listResponse([userSchema(base)], 1, 1);
 
 const OFFERED = 'this service provider offers /Users, /ServiceProviderConfig, /ResourceTypes and /Schemas';
 

@@ -49,7 +49,9 @@ export function asScimError(err: AppError | ScimError): ScimError {
   return new ScimError(err.status, err.message, undefined, err.headers);
 }
 
-export const SCIM_CONTENT_TYPE = 'application/scim+json; charset=utf-8';
+/** SCIM's media type (RFC 7644 section 8.1): every SCIM answer, errors included. */
+export const SCIM_MEDIA_TYPE = 'application/scim+json';
+const SCIM_CONTENT_TYPE = `${SCIM_MEDIA_TYPE}; charset=utf-8`;
 
 /** A SCIM answer: the body as application/scim+json (none for 204). */
 export function scimReply(status: number, body: unknown, headers: Record<string, string> = {}): Reply {

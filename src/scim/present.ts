@@ -1,6 +1,9 @@
-// SCIM shapes (RFC 7643 User, RFC 7644 ListResponse) and the administrator's directory record.
-// Neither ever carries a token or its hash: a directory shows the token's hint alone.
+// SCIM shapes (RFC 7643 User, RFC 7644 ListResponse) and the administrator's directory record, each
+// with its view (src/http/view.ts). Neither ever carries a token or its hash: a directory shows the
+// token's hint alone.
+import * as o from '../http/view.ts';
 import { CORE_USER_SCHEMA } from './filter.ts';
+import { DIRECTORY_ROLES } from './schema.ts';
 import { stateOf } from './resource.ts';
 import type { DirectoryRow, ScimUserRow } from './store.ts';
 
@@ -11,7 +14,38 @@ export const scimBase = (origin: string, directoryId: string) => `${origin}/scim
 
 export const userLocation = (base: string, userId: string) => `${base}/Users/${encodeURIComponent(userId)}`;
 
-export function presentScimUser(row: ScimUserRow, base: string) {
+const opt = o.optional;
+
+/**
+ * A SCIM User. Only `schemas` and `id` are always there: an attribute without a value is left out,
+ * and `attributes` / `excludedAttributes` (src/scim/attributes.ts) leave out what the client asks.
+ */
+export const ScimUserView = o.named('ScimUser', o.object({
+  schemas: o.array(o.text(), `[${CORE_USER_SCHEMA}]`),
+  id: o.text({ description: 'the account\u2019s id (usr_...)' }),
+  externalId: opt(o.text({ description: 'the identity provider\u2019s id of the user' })),
+  userName: opt(o.text({ description: 'unique in the directory, regardless of case' })),
+  name: opt(o.object({ givenName: opt(o.text()), familyName: opt(o.text()), formatted: opt(o.text()) })),
+  displayName: opt(o.text()),
+  emails: opt(o.array(o.object({ value: opt(o.text()), type: opt(o.text()), primary: opt(o.bool()) }))),
+  active: opt(o.bool('false: the user\u2019s memberships in the organization are inactive')),
+  meta: opt(o.object({
+    resourceType: opt(o.constant('User')), created: opt(o.time()), lastModified: opt(o.time()), location: opt(o.text({ format: 'uri' })),
+  })),
+}, 'A SCIM 2.0 User (RFC 7643 section 4.1), application/scim+json'));
+
+export type ScimUser = o.Out<typeof ScimUserView>;
+
+/** A ListResponse of `item` (RFC 7644 section 3.4.2). */
+export const listView = <T>(item: o.View<T>, description: string) => o.object({
+  schemas: o.array(o.text(), `[${LIST_SCHEMA}]`),
+  totalResults: o.int('how many match in all'),
+  startIndex: o.int('the index of the first resource, from 1'),
+  itemsPerPage: o.int('how many are in Resources'),
+  Resources: o.array(item),
+}, description);
+
+export function presentScimUser(row: ScimUserRow, base: string): ScimUser {
   const s = stateOf(row);
   const name = {
     ...(s.givenName !== null ? { givenName: s.givenName } : {}),
@@ -28,7 +62,7 @@ export function presentScimUser(row: ScimUserRow, base: string) {
     emails: s.emails.map((e) => ({ value: e.value, ...(e.type ? { type: e.type } : {}), primary: e.primary })),
     active: s.active,
     meta: {
-      resourceType: 'User',
+      resourceType: 'User' as const,
       created: row.created_at,
       lastModified: row.updated_at,
       location: userLocation(base, row.user_id),
@@ -40,12 +74,29 @@ export function listResponse<T>(resources: T[], total: number, startIndex: numbe
   return { schemas: [LIST_SCHEMA], totalResults: total, startIndex, itemsPerPage: resources.length, Resources: resources };
 }
 
-export function presentDirectory(d: DirectoryRow, users: { total: number; active: number }, origin: string) {
+export const DirectoryView = o.named('ScimDirectory', o.object({
+  id: o.text(), organizationId: o.text({ description: 'the organization it provisions into (fixed)' }), name: o.text(),
+  defaultRole: o.oneOf(DIRECTORY_ROLES), defaultWorkspaceId: o.nullable(o.text()),
+  status: o.oneOf(['active', 'disabled'] as const, 'disabled: every SCIM request with its token is 403'),
+  scimBaseUrl: o.text({ format: 'uri', description: 'the base URL the identity provider is given: {origin}/scim/v2.0/{directoryId}' }),
+  tokenHint: o.text({ description: 'the last characters of the bearer token (never the token)' }),
+  tokenRotatedAt: o.nullable(o.time()),
+  users: o.object({ total: o.int(), active: o.int() }),
+  createdBy: o.nullable(o.text()), createdAt: o.time(), updatedAt: o.time(),
+}));
+
+/** Create and rotate-token: the directory and its bearer token, answered this once. */
+export const DirectoryWithTokenView = o.object({
+  directory: DirectoryView,
+  token: o.text({ description: 'the bearer token (scim_...), answered only here; the service keeps its SHA-256' }),
+});
+
+export function presentDirectory(d: DirectoryRow, users: { total: number; active: number }, origin: string): o.Out<typeof DirectoryView> {
   return {
     id: d.id,
     organizationId: d.organization_id,
     name: d.name,
-    defaultRole: d.default_role,
+    defaultRole: d.default_role as o.Out<typeof DirectoryView>['defaultRole'],
     defaultWorkspaceId: d.default_workspace_id,
     status: d.status,
     scimBaseUrl: scimBase(origin, d.id),

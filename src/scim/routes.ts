@@ -6,19 +6,24 @@
 // Every answer, errors included (src/scim/errors.ts, from the service's one error boundary), is
 // application/scim+json in the SCIM shapes.
 import type { Ctx } from '../context.ts';
+import type * as o from '../http/view.ts';
 import { createContext } from '../context.ts';
 import { addressLimited } from '../auth/service.ts';
 import { record } from '../audit/service.ts';
 import { readJson } from '../http/request.ts';
-import type { Call, Handler, Router } from '../http/router.ts';
+import type { Call, Handler, Reply, Router } from '../http/router.ts';
 import { sha256Hex } from '../lib/ids.ts';
 import { serviceOrigin } from './admin.ts';
-import { MAX_RESULTS, resourceTypes, schemas, serviceProviderConfig, userResourceType, userSchema } from './discovery.ts';
+import {
+  MAX_RESULTS, ResourceTypeListView, ResourceTypeView, SchemaListView, SchemaView, ServiceProviderConfigView, resourceTypes, schemaList,
+  serviceProviderConfig, userResourceType, userSchema,
+} from './discovery.ts';
+import { SCIM_MEDIA_TYPE } from './errors.ts';
 import { ScimError, invalidSyntax, invalidValue, scimReply, scimUnauthorized } from './errors.ts';
 import { CORE_USER_SCHEMA, parseUserFilter } from './filter.ts';
 import { applyPatch } from './patch.ts';
 import { projectionOf } from './attributes.ts';
-import { listResponse, presentScimUser, scimBase, userLocation } from './present.ts';
+import { ScimUserView, listResponse, listView, presentScimUser, scimBase, userLocation, type ScimUser } from './present.ts';
 import { userFromPayload } from './resource.ts';
 import { changeUser, createScimUser, deleteUser, getUser, listUsers } from './service.ts';
 import { directoryById, directoryByTokenHash, type DirectoryRow, type ScimUserRow } from './store.ts';
@@ -28,9 +33,9 @@ const DEFAULT_COUNT = 100;
 interface ScimCall {
   call: Call; dir: DirectoryRow; ctx: Ctx; base: string;
   /** A User as this request asks for it (attributes / excludedAttributes, src/scim/attributes.ts). */
-  show: (row: ScimUserRow) => Record<string, unknown>;
+  show: (row: ScimUserRow) => ScimUser;
 }
-interface ScimAnswer { status: number; body?: unknown; headers?: Record<string, string> }
+interface ScimAnswer<R> { status: number; body?: R; headers?: Record<string, string> }
 
 /** The directory whose token the request carries, when it is the directory of the path and active. */
 function authenticateDirectory(call: Call): DirectoryRow {
@@ -66,14 +71,15 @@ function directoryContext(base: Ctx, dir: DirectoryRow): Ctx {
 }
 
 /** Authenticates, runs the handler and answers application/scim+json; errors reach src/app.ts's boundary, which answers them in SCIM's shape. */
-function scim(handler: (s: ScimCall) => ScimAnswer | Promise<ScimAnswer>): Handler {
+function scim<R>(handler: (s: ScimCall) => ScimAnswer<R> | Promise<ScimAnswer<R>>): Handler<unknown, unknown, R> {
   return async (call) => {
     const dir = authenticateDirectory(call);
     const base = scimBase(serviceOrigin(call.req, call.ctx.config), dir.id);
     const shape = projectionOf(call.searchParams); // before anything is written: a malformed one is 400 and changes nothing
-    const show = (row: ScimUserRow) => shape(presentScimUser(row, base));
+    // A projection only leaves out what the view has optional (schemas and id always stay).
+    const show = (row: ScimUserRow) => shape(presentScimUser(row, base)) as ScimUser;
     const a = await handler({ call, dir, ctx: directoryContext(call.ctx, dir), base, show });
-    return scimReply(a.status, a.body, a.headers);
+    return scimReply(a.status, a.body, a.headers) as Reply<R>;
   };
 }
 
@@ -96,8 +102,12 @@ const PARTIAL = 'attributes or excludedAttributes (comma-separated, e.g. userNam
 export function bindScimRoutes(r: Router): void {
   const base = '/scim/v2.0/:directoryId';
   const meta = (summary: string) => ({ summary: `${summary} (SCIM 2.0)`, tags: ['scim'], auth: 'directory' as const });
+  /** A route answering `view` as application/scim+json. */
+  const answers = <R>(summary: string, description: string, view: o.View<R>, status = 200) =>
+    ({ ...meta(summary), response: { status, description, schema: view, jsonType: SCIM_MEDIA_TYPE } });
+  const UserList = listView(ScimUserView, 'A page of the directory\u2019s Users');
 
-  r.get(`${base}/Users`, meta(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}; ${PARTIAL}.`),
+  r.get(`${base}/Users`, answers(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}; ${PARTIAL}.`, 'a ListResponse of Users', UserList),
     scim(({ call, dir, ctx, show }) => {
       const sp = call.searchParams;
       const text = sp.get('filter');
@@ -108,45 +118,45 @@ export function bindScimRoutes(r: Router): void {
       return { status: 200, body: listResponse(rows.map(show), total, startIndex) };
     }));
 
-  r.post(`${base}/Users`, meta(`Provision a user into the directory\u2019s organization (an account with that e-mail address is linked); 409 uniqueness; ${PARTIAL}.`),
+  r.post(`${base}/Users`, answers(`Provision a user into the directory\u2019s organization (an account with that e-mail address is linked); 409 uniqueness; ${PARTIAL}.`, 'the User, with Location', ScimUserView, 201),
     scim(async ({ call, dir, ctx, base, show }) => {
       const row = await createScimUser(ctx, dir, userFromPayload(await body(call), true));
       return { status: 201, body: show(row), headers: { location: userLocation(base, row.user_id) } };
     }));
 
-  r.get(`${base}/Users/:userId`, meta(`One of the directory\u2019s users (any other id: 404); ${PARTIAL}.`),
+  r.get(`${base}/Users/:userId`, answers(`One of the directory\u2019s users (any other id: 404); ${PARTIAL}.`, 'the User', ScimUserView),
     scim(({ call, dir, ctx, show }) => ({ status: 200, body: show(getUser(ctx, dir, call.params.userId)) })));
 
-  r.put(`${base}/Users/:userId`, meta(`Replace a user (absent attributes are cleared; absent active keeps its value); ${PARTIAL}.`),
+  r.put(`${base}/Users/:userId`, answers(`Replace a user (absent attributes are cleared; absent active keeps its value); ${PARTIAL}.`, 'the User', ScimUserView),
     scim(async ({ call, dir, ctx, show }) => {
       const b = await body(call);
       return { status: 200, body: show(changeUser(ctx, dir, call.params.userId, (cur) => userFromPayload(b, cur.active))) };
     }));
 
-  r.patch(`${base}/Users/:userId`, meta(`PatchOp: add, replace, remove (any case); active false deactivates, true reactivates; ${PARTIAL}.`),
+  r.patch(`${base}/Users/:userId`, answers(`PatchOp: add, replace, remove (any case); active false deactivates, true reactivates; ${PARTIAL}.`, 'the User', ScimUserView),
     scim(async ({ call, dir, ctx, show }) => {
       const b = await body(call);
       return { status: 200, body: show(changeUser(ctx, dir, call.params.userId, (cur) => applyPatch(cur, b))) };
     }));
 
-  r.delete(`${base}/Users/:userId`, meta('Deprovision: the organization memberships become inactive, sessions are revoked, the SCIM user is gone (a second DELETE is 404).'),
+  r.delete(`${base}/Users/:userId`, { ...meta('Deprovision: the organization memberships become inactive, sessions are revoked, the SCIM user is gone (a second DELETE is 404).'), response: { status: 204, description: 'deprovisioned; no body' } },
     scim(({ call, dir, ctx }) => {
       deleteUser(ctx, dir, call.params.userId);
       return { status: 204 };
     }));
 
-  r.get(`${base}/ServiceProviderConfig`, meta('What this service provider supports.'),
+  r.get(`${base}/ServiceProviderConfig`, answers('What this service provider supports: PATCH, filter, attributes/excludedAttributes; no bulk, sort, etag or password change.', 'the ServiceProviderConfig', ServiceProviderConfigView),
     scim(({ base }) => ({ status: 200, body: serviceProviderConfig(base) })));
-  r.get(`${base}/ResourceTypes`, meta('The resource types (User).'),
+  r.get(`${base}/ResourceTypes`, answers('The resource types (User alone: Groups are not supported).', 'a ListResponse of ResourceTypes', ResourceTypeListView),
     scim(({ base }) => ({ status: 200, body: resourceTypes(base) })));
-  r.get(`${base}/ResourceTypes/:resourceTypeId`, meta('One resource type (User).'),
+  r.get(`${base}/ResourceTypes/:resourceTypeId`, answers('One resource type (User; any other: 404).', 'the ResourceType', ResourceTypeView),
     scim(({ call, base }) => {
       if (call.params.resourceTypeId !== 'User') throw new ScimError(404, 'the only resource type is User');
       return { status: 200, body: userResourceType(base) };
     }));
-  r.get(`${base}/Schemas`, meta('The schemas (the core User schema, with the attributes this service keeps).'),
-    scim(({ base }) => ({ status: 200, body: schemas(base) })));
-  r.get(`${base}/Schemas/:schemaId`, meta('One schema (the core User schema).'),
+  r.get(`${base}/Schemas`, answers('The schemas (the core User schema, with the attributes this service keeps).', 'a ListResponse of Schemas', SchemaListView),
+    scim(({ base }) => ({ status: 200, body: schemaList(base) })));
+  r.get(`${base}/Schemas/:schemaId`, answers('One schema (the core User schema; any other: 404).', 'the Schema', SchemaView),
     scim(({ call, base }) => {
       if (call.params.schemaId !== CORE_USER_SCHEMA) throw new ScimError(404, `the only schema is ${CORE_USER_SCHEMA}`);
       return { status: 200, body: userSchema(base) };

@@ -67,8 +67,8 @@ export class AnswerChecker {
     if (!Object.keys(content).length && !EVERY_ANSWER_DOCUMENTED) return null;
     if (!Object.keys(content).length) return `${found.method.toUpperCase()} ${found.path} answered ${status} ${type || 'without a type'}, but the document describes no body`;
     if (!(type in content)) return `${found.method.toUpperCase()} ${found.path} answered ${type}, the document names ${Object.keys(content).join(', ')}`;
-    if (type !== 'application/json') return null;
-    const pointer = `openapi#/paths/${escape(found.path)}/${found.method}/responses/${status}/content/application~1json/schema`;
+    if (type !== 'application/json' && !type.endsWith('+json')) return null; // JSON, and JSON media types such as application/scim+json
+    const pointer = `openapi#/paths/${escape(found.path)}/${found.method}/responses/${status}/content/${escape(type)}/schema`;
     let validate = this.validators.get(pointer);
     if (!validate) {
       validate = this.ajv.getSchema(pointer);
