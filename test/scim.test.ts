@@ -489,6 +489,12 @@ test('every request under /scim answers in SCIM\u2019s error shape: Groups, Bulk
   // Discovery says the same: User alone, no bulk.
   assert.deepEqual((await scim(s, dir, 'GET', '/ResourceTypes')).body.Resources.map((r: any) => r.name), ['User']);
   assert.equal((await scim(s, dir, 'GET', '/ServiceProviderConfig')).body.bulk.supported, false);
+  // ... and so does the OpenAPI document: SCIM answers and SCIM errors as application/scim+json.
+  const doc = (await s.call('GET', '/api/openapi.json')).body;
+  const users = doc.paths['/scim/v2.0/{directoryId}/Users'].get.responses;
+  assert.deepEqual(Object.keys(users['200'].content), ['application/scim+json']);
+  for (const status of ['400', '401', '403', '404']) assert.deepEqual(users[status].content['application/scim+json'].schema, { $ref: '#/components/schemas/ScimError' }, status);
+  assert.deepEqual(doc.components.schemas.ScimError.required, ['schemas', 'status', 'detail']);
 });
 
 test('attributes and excludedAttributes pick what each User carries, on every read and write that answers Users (Okta- and Entra-shaped)', async (t) => {

@@ -36,6 +36,20 @@ const SCOPE_PARAMETER = {
   example: 'project=prj_01jd8z5m2k3q4r5s6t7v8w9x0y',
 };
 
+/** SCIM's error body (RFC 7644 section 3.12), application/scim+json: every error under /scim (src/scim/errors.ts). */
+const SCIM_ERROR_SCHEMA = {
+  type: 'object',
+  required: ['schemas', 'status', 'detail'],
+  properties: {
+    schemas: { type: 'array', items: { const: 'urn:ietf:params:scim:api:messages:2.0:Error' } },
+    status: { type: 'string', description: 'the HTTP status, as a string' },
+    scimType: { type: 'string', enum: ['invalidFilter', 'tooMany', 'uniqueness', 'mutability', 'invalidSyntax', 'invalidPath', 'noTarget', 'invalidValue', 'invalidVers', 'sensitive'] },
+    detail: { type: 'string', description: 'text for people' },
+  },
+};
+
+const scimErrorResponse = (description: string) => ({ description, content: { 'application/scim+json': { schema: { $ref: '#/components/schemas/ScimError' } } } });
+
 const errorResponse = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
 
 function accessText(r: Route): string {
@@ -91,7 +105,12 @@ function operation(r: Route) {
     responses['422'] = errorResponse('validation_failed');
   }
   if (m.auth === 'directory') {
-    responses['401'] = { description: 'missing, wrong or rotated directory token (SCIM error body)' };
+    responses['400'] = scimErrorResponse('invalidFilter, invalidValue, invalidSyntax, invalidPath, noTarget or mutability (scimType)');
+    responses['401'] = scimErrorResponse('missing, wrong or rotated directory token');
+    responses['403'] = scimErrorResponse('the directory is disabled');
+    responses['404'] = scimErrorResponse('no such user in this directory (or resource type, or schema)');
+    if (r.method !== 'GET') responses['409'] = scimErrorResponse('uniqueness (userName, externalId, e-mail address), or a full organization or its only owner (no scimType)');
+    responses['429'] = scimErrorResponse('too many unknown tokens from this address; Retry-After');
   } else if (m.auth !== 'none') {
     responses['401'] = errorResponse('unauthenticated');
     responses['403'] = errorResponse(m.session === 'browser' ? 'browser_session_required, origin_forbidden' : 'permission_denied, scope_forbidden or another 403 code');
@@ -143,7 +162,7 @@ export function buildOpenApi(router: Router, version: string) {
     servers: [{ url: '/' }],
     paths,
     components: {
-      schemas: { Error: ERROR_SCHEMA, ...namedViews(paths) },
+      schemas: { Error: ERROR_SCHEMA, ScimError: SCIM_ERROR_SCHEMA, ...namedViews(paths) },
       parameters: { SvcScope: SCOPE_PARAMETER },
       responses: {
         ClientError: {
