@@ -120,7 +120,8 @@ test('create, read, list and patch OIDC and SAML providers: config holds variabl
   assert.equal((await s.call('GET', `${base}/${o.id}`, { token: admin })).body.identities, 0);
 
   // A stored probe result is cleared by a config change (it no longer describes the provider).
-  s.db.run("UPDATE identity_providers SET probed_at = '2024-01-01T00:00:00.000Z', probe_status = 'ok', probe_detail = '{}' WHERE id = ?", o.id);
+  const detail = JSON.stringify({ discoveryUrl: 'https://login.example.test/.well-known/openid-configuration', clientSecretRef: SECRET_REF, clientSecretSet: true, problems: [] });
+  s.db.run("UPDATE identity_providers SET probed_at = '2024-01-01T00:00:00.000Z', probe_status = 'ok', probe_detail = ? WHERE id = ?", detail, o.id);
   const renamed = await s.call('PATCH', `${base}/${o.id}`, { token: admin, body: { name: 'Renamed', status: 'disabled' } });
   assert.equal(renamed.status, 200, renamed.text);
   assert.equal(renamed.body.probe.status, 'ok');

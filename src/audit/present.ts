@@ -1,6 +1,7 @@
 // Audit rows as the API shows them (camelCase, metadata parsed; the log never holds secrets), and
 // as CSV lines (RFC 4180 quoting, CRLF, formula-injection guard).
 import type { AuditRow } from './store.ts';
+import * as o from '../http/view.ts';
 
 export function parseMetadata(text: string): unknown {
   try {
@@ -10,12 +11,27 @@ export function parseMetadata(text: string): unknown {
   }
 }
 
-export function presentAudit(r: AuditRow) {
+export const ACTOR_TYPES = ['user', 'operator', 'system', 'anonymous', 'api_client'] as const;
+export const AUDIT_RESULTS = ['success', 'failure', 'denied'] as const;
+
+export const AuditRecordView = o.named('AuditRecord', o.object({
+  id: o.text(), seq: o.int('position in the hash chain'), createdAt: o.time(),
+  actorType: o.oneOf(ACTOR_TYPES), actorUserId: o.nullable(o.text()), actorName: o.nullable(o.text()),
+  organizationId: o.nullable(o.text()), workspaceId: o.nullable(o.text()), projectId: o.nullable(o.text()),
+  action: o.text({ description: 'what happened, e.g. auth.login.succeeded, project.created' }),
+  targetType: o.nullable(o.text()), targetId: o.nullable(o.text()),
+  result: o.oneOf(AUDIT_RESULTS),
+  metadata: o.anything('details of the event (JSON; never a secret)'),
+  ip: o.nullable(o.text()), userAgent: o.nullable(o.text()), requestId: o.nullable(o.text()),
+  prevHash: o.nullable(o.text({ description: 'hash of the previous record (SHA-256, hex)' })), hash: o.nullable(o.text({ description: 'SHA-256 over this record and prevHash, hex' })),
+}, 'one audit log record'));
+
+export function presentAudit(r: AuditRow): o.Out<typeof AuditRecordView> {
   return {
     id: r.id,
     seq: r.seq,
     createdAt: r.created_at,
-    actorType: r.actor_type,
+    actorType: r.actor_type as (typeof ACTOR_TYPES)[number],
     actorUserId: r.actor_user_id,
     actorName: r.actor_name,
     organizationId: r.organization_id,

@@ -3,10 +3,32 @@
 import { json, type Router } from '../http/router.ts';
 import { paging } from '../http/validate.ts';
 import { attachment } from './export.ts';
-import { presentAudit } from './present.ts';
+import * as o from '../http/view.ts';
+import { AuditRecordView, presentAudit } from './present.ts';
 import { AuditExportQuery, AuditListQuery } from './schema.ts';
 import { auditDetail, exportAudit, listAudit } from './service.ts';
 import type { AuditReach } from './scope.ts';
+
+const facet = o.object({ value: o.nullable(o.text()), count: o.int() });
+
+export const AuditPageView = o.named('AuditPage', o.object({
+  auditLog: o.array(AuditRecordView),
+  pagination: o.Pagination,
+  facets: o.object({
+    action: o.array(facet), targetType: o.array(facet), result: o.array(facet),
+    actor: o.array(o.object({ value: o.nullable(o.text({ description: 'the actor\'s user id' })), count: o.int(), type: o.text(), name: o.nullable(o.text()) })),
+  }, 'counts over the filtered records, top 100 each'),
+  scope: o.object({
+    kind: o.oneOf(['system', 'organization', 'workspace', 'project']),
+    organizationId: o.nullable(o.text()), workspaceId: o.nullable(o.text()), projectId: o.nullable(o.text()),
+    includesOrganizationEvents: o.bool('a workspace or project reach also shows its organization\'s own events'),
+  }, 'the caller\'s audit scope'),
+}));
+
+const AuditDetailView = o.named('AuditRecordDetail', o.extend(AuditRecordView, {
+  related: o.array(AuditRecordView, 'other records of the same target (at most 50, newest first)'),
+  securityEvents: o.array(AuditRecordView, 'auth.* and user.* records of the same user account (at most 50, newest first)'),
+}));
 
 const presentReach = (r: AuditReach) => ({
   kind: r.kind,
@@ -25,7 +47,7 @@ export function bindAuditRoutes(r: Router): void {
   r.get('/api/audit', {
     ...meta, query: AuditListQuery,
     summary: 'Audit records in the caller\'s audit scope, newest first, filtered; with facets (counts by action, targetType, result and actor over the filtered records, top 100 each) and the scope shown. A filter outside the scope is 403 scope_forbidden.',
-    response: { description: '{ auditLog, pagination: { page, pageSize, total }, facets: { action, targetType, result, actor }, scope: { kind, organizationId, workspaceId, projectId, includesOrganizationEvents } }' },
+    response: { description: '{ auditLog, pagination: { page, pageSize, total }, facets: { action, targetType, result, actor }, scope: { kind, organizationId, workspaceId, projectId, includesOrganizationEvents } }', schema: AuditPageView },
   }, ({ ctx, query, searchParams }) => {
     const { page, pageSize, offset } = paging(searchParams);
     const p = listAudit(ctx, query, { limit: pageSize, offset });
@@ -50,7 +72,7 @@ export function bindAuditRoutes(r: Router): void {
   r.get('/api/audit/:auditId', {
     ...meta,
     summary: 'One audit record in the caller\'s audit scope (404 otherwise) with related (other records of the same target) and securityEvents (auth.* and user.* records of the same user account), both in scope, newest first, at most 50.',
-    response: { description: '{ ...record, related: [...], securityEvents: [...] }' },
+    response: { description: '{ ...record, related: [...], securityEvents: [...] }', schema: AuditDetailView },
   }, ({ ctx, params }) => {
     const d = auditDetail(ctx, params.auditId);
     return json(200, { ...presentAudit(d.row), related: d.related.map(presentAudit), securityEvents: d.securityEvents.map(presentAudit) });

@@ -8,7 +8,8 @@ import { readBody } from '../http/request.ts';
 import type { LoginLimits } from '../auth/service.ts';
 import { pageOf } from '../http/validate.ts';
 import { ApiClientCreateBody, ApiClientListQuery } from './api-clients-schema.ts';
-import { presentApiClient, TOKEN_PATH } from './api-clients-present.ts';
+import * as o from '../http/view.ts';
+import { AccessTokenView, ApiClientView, ApiClientWithSecretView, presentApiClient, TOKEN_PATH } from './api-clients-present.ts';
 import {
   apiClientOrFail, createApiClient, invalidClient, issueAccessToken, listApiClientsOf, revokeApiClient, rotateApiClient, TOKEN_TTL_SECONDS,
 } from './api-clients.ts';
@@ -18,22 +19,22 @@ export function bindApiClientRoutes(r: Router, limits: LoginLimits): void {
   const base = '/api/system/api-clients';
   const once = 'the client secret (clientSecret) is in this answer only; exchange it at POST /api/oauth/token';
 
-  r.get(base, { ...admin, query: ApiClientListQuery, summary: 'API clients (filter organizationId, status active or revoked), paged; never a secret, only its hint (secretHint) and lastUsedAt.' },
+  r.get(base, { ...admin, query: ApiClientListQuery, summary: 'API clients (filter organizationId, status active or revoked), paged; never a secret, only its hint (secretHint) and lastUsedAt.', response: { description: 'a page of API clients', schema: o.page(ApiClientView) } },
     ({ ctx, query, searchParams }) => json(200, pageOf(searchParams, listApiClientsOf(ctx, query), presentApiClient)));
 
   r.post(base, {
-    ...admin, body: ApiClientCreateBody, response: { status: 201, description: `{ client, clientSecret }; ${once}` },
+    ...admin, body: ApiClientCreateBody, response: { status: 201, description: `{ client, clientSecret }; ${once}`, schema: ApiClientWithSecretView },
     summary: 'Create an API client bound to an organization (optionally one workspace or project of it) with a set of base permissions, each held by you in that scope (422 naming those not allowed). Audited as api_client.created.',
   }, ({ ctx, body }) => {
     const { client, clientSecret } = createApiClient(ctx, body);
     return json(201, { client: presentApiClient(client), clientSecret });
   });
 
-  r.get(`${base}/:clientId`, { ...admin, summary: 'One API client (never its secret).' },
+  r.get(`${base}/:clientId`, { ...admin, summary: 'One API client (never its secret).', response: { description: 'the API client', schema: ApiClientView } },
     ({ ctx, params }) => json(200, presentApiClient(apiClientOrFail(ctx, params.clientId))));
 
   r.post(`${base}/:clientId/rotate`, {
-    ...admin, response: { description: `{ client, clientSecret }; ${once}` },
+    ...admin, response: { description: `{ client, clientSecret }; ${once}`, schema: ApiClientWithSecretView },
     summary: 'A new client secret, answered once: the old secret and every token issued so far are refused (401) at once (revoked client: 409 api_client_revoked). Audited as api_client.rotated.',
   }, ({ ctx, params }) => {
     const { client, clientSecret } = rotateApiClient(ctx, params.clientId);
@@ -41,13 +42,14 @@ export function bindApiClientRoutes(r: Router, limits: LoginLimits): void {
   });
 
   r.post(`${base}/:clientId/revoke`, {
-    ...admin, summary: 'Revoke the client for good: its tokens are deleted (401 from the next request) and its secret is refused at the token endpoint. Audited as api_client.revoked.',
+    ...admin, response: { description: 'the revoked API client', schema: ApiClientView },
+    summary: 'Revoke the client for good: its tokens are deleted (401 from the next request) and its secret is refused at the token endpoint. Audited as api_client.revoked.',
   }, ({ ctx, params }) => json(200, presentApiClient(revokeApiClient(ctx, params.clientId))));
 
   r.post(TOKEN_PATH, {
     tags: ['system', 'auth'], auth: 'none',
     summary: `OAuth 2.0 client credentials (RFC 6749 section 4.4): grant_type=client_credentials with client_id and client_secret in HTTP Basic (Authorization: Basic base64(client_id:client_secret)) or in the body (JSON or application/x-www-form-urlencoded) -> { access_token, token_type: "Bearer", expires_in: ${TOKEN_TTL_SECONDS}, scope: the client's permissions, space separated }. Use it as Authorization: Bearer <access_token>. Wrong, unknown or revoked credentials: 401 invalid_client (failures limited per client id and per address like logins: 429 rate_limited); other malformed requests: 400 invalid_request or unsupported_grant_type.`,
-    response: { description: '{ access_token, token_type, expires_in, scope }' },
+    response: { description: '{ access_token, token_type, expires_in, scope }', schema: AccessTokenView },
   }, async ({ ctx, req }) => {
     const form = await tokenForm(req, ctx.config.maxBodyBytes);
     const basic = basicCredentials(req);

@@ -13,19 +13,20 @@ import { DatabaseSync } from 'node:sqlite';
 import type { Ctx } from '../context.ts';
 import { record } from '../audit/service.ts';
 import { AppError, requireSystemAdmin } from '../http/errors.ts';
+import * as o from '../http/view.ts';
 import { newId } from '../lib/ids.ts';
 
-export interface BackupRecord {
-  id: string;
-  fileName: string;
-  /** Absolute path of the snapshot file. */
-  path: string;
-  sizeBytes: number;
-  sha256: string;
-  integrity: string;
-  createdBy: string | null;
-  createdAt: string;
-}
+export const BackupView = o.named('Backup', o.object({
+  id: o.text(),
+  fileName: o.text(),
+  path: o.text({ description: 'absolute path of the snapshot file on the server' }),
+  sizeBytes: o.int(),
+  sha256: o.text({ description: 'SHA-256 of the file, hex' }),
+  integrity: o.text({ description: 'the result of PRAGMA integrity_check on the snapshot (ok)' }),
+  createdBy: o.nullable(o.text()),
+  createdAt: o.time(),
+}, 'a database snapshot'));
+export type BackupRecord = o.Out<typeof BackupView>;
 
 interface BackupRow { id: string; file_name: string; size_bytes: number; sha256: string; integrity: string; created_by: string | null; created_at: string }
 

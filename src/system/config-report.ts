@@ -1,24 +1,28 @@
 // The effective configuration: every setting of src/config.ts with its value and where the value came
 // from (default, env or flag). A secret setting shows only whether it is set, never its value.
 import type { Ctx } from '../context.ts';
+import * as o from '../http/view.ts';
 import { SETTINGS, type ConfigValues } from '../config.ts';
 import { requireSystemAdmin } from '../http/errors.ts';
 
-export interface SettingReport {
-  key: keyof ConfigValues;
-  env: string;
-  flag: string | null;
-  source: 'default' | 'env' | 'flag';
-  /** Absent for secrets. */
-  value?: string | number | boolean;
-  secret: boolean;
-  /** Only for secrets: whether a value is configured. */
-  set?: boolean;
-  default: string;
-  description: string;
-}
+export const SettingReportView = o.named('SettingReport', o.object({
+  key: o.text({ description: 'the setting\'s name in the configuration' }),
+  env: o.text({ description: 'its environment variable' }),
+  flag: o.nullable(o.text({ description: 'its command-line flag' })),
+  source: o.oneOf(['default', 'env', 'flag'], 'where the value came from'),
+  value: o.optional(o.anyOf([o.text(), o.number(), o.bool()], 'the effective value; absent for secrets')),
+  secret: o.bool(),
+  set: o.optional(o.bool('secrets only: whether a value is configured')),
+  default: o.text({ description: 'the default as text (empty for secrets)' }),
+  description: o.text(),
+}));
+export type SettingReport = o.Out<typeof SettingReportView> & { key: keyof ConfigValues };
 
-export function configReport(ctx: Ctx): { settings: SettingReport[]; dbPath: string; backupsDir: string } {
+export const ConfigReportView = o.named('ConfigReport', o.object({
+  settings: o.array(SettingReportView), dbPath: o.text(), backupsDir: o.text(),
+}, 'the effective configuration'));
+
+export function configReport(ctx: Ctx): o.Out<typeof ConfigReportView> & { settings: SettingReport[] } {
   requireSystemAdmin(ctx);
   const { config } = ctx;
   const settings = SETTINGS.map((s): SettingReport => {

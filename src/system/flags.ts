@@ -2,6 +2,7 @@
 // administrator, and per-organization values that win over the global one. The service reads a flag
 // only through `featureEnabled`; every change is audited (system.feature_flag.updated).
 import type { Ctx } from '../context.ts';
+import * as o from '../http/view.ts';
 import type { Db } from '../db/db.ts';
 import { conflict, notFound, requireSystemAdmin, validationFailed } from '../http/errors.ts';
 import { record } from '../audit/service.ts';
@@ -38,16 +39,17 @@ export function requireFeature(db: Db, key: FlagKey, organizationId: string | nu
   }
 }
 
-export interface FlagView {
-  key: FlagKey;
-  description: string;
-  default: boolean;
-  /** The global value; null = the default applies. */
-  global: boolean | null;
-  organizations: Array<{ organizationId: string; enabled: boolean; updatedAt: string; updatedBy: string | null }>;
-  updatedAt: string | null;
-  updatedBy: string | null;
-}
+export const FeatureFlagView = o.named('FeatureFlag', o.object({
+  key: o.oneOf(Object.keys(FEATURE_FLAGS) as FlagKey[]),
+  description: o.text(),
+  default: o.bool('the value when neither the organization nor the global value is set'),
+  global: o.nullable(o.bool('the global value; null: the default applies')),
+  organizations: o.array(o.object({ organizationId: o.text(), enabled: o.bool(), updatedAt: o.time(), updatedBy: o.nullable(o.text()) }),
+    'organizations with their own value (it wins over the global one)'),
+  updatedAt: o.nullable(o.time('when the global value was last set')),
+  updatedBy: o.nullable(o.text()),
+}));
+export type FlagView = o.Out<typeof FeatureFlagView>;
 
 function flagView(db: Db, key: FlagKey): FlagView {
   const g = db.get<{ enabled: number; updated_at: string; updated_by: string | null }>('SELECT * FROM feature_flags WHERE flag_key = ?', key);

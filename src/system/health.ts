@@ -13,6 +13,7 @@
 //   queue      jobs by status; warn with the worker's queue alerts (oldest waiting, unclaimable)
 import fs from 'node:fs';
 import type { Ctx } from '../context.ts';
+import * as o from '../http/view.ts';
 import { requireSystemAdmin } from '../http/errors.ts';
 import { newToken } from '../lib/ids.ts';
 import { workerStatus } from '../worker/status.ts';
@@ -23,13 +24,28 @@ const GiB = 1024 ** 3;
 const DISK_WARN_FRACTION = 0.1;
 const DISK_FAIL_BYTES = 100 * 1024 * 1024;
 
-export type ProbeStatus = 'ok' | 'warn' | 'fail';
-export interface Probe { name: string; status: ProbeStatus; latencyMs: number; message: string; details: Record<string, unknown> }
-export interface Health { status: 'ok' | 'degraded' | 'failing'; checkedAt: string; probes: Probe[] }
+export const PROBE_STATUSES = ['ok', 'warn', 'fail'] as const;
+export type ProbeStatus = (typeof PROBE_STATUSES)[number];
+
+export const ProbeView = o.named('HealthProbe', o.object({
+  name: o.oneOf(['database', 'integrity', 'wal', 'disk', 'worker', 'queue']),
+  status: o.oneOf(PROBE_STATUSES),
+  latencyMs: o.number(),
+  message: o.text(),
+  details: o.anyObject('what the probe measured; the fields depend on the probe (see README, system health)'),
+}));
+export type Probe = o.Out<typeof ProbeView>;
+
+export const HealthView = o.named('SystemHealth', o.object({
+  status: o.oneOf(['ok', 'degraded', 'failing'], 'the worst probe\'s: ok, degraded (a warn) or failing (a fail)'),
+  checkedAt: o.time(),
+  probes: o.array(ProbeView),
+}));
+export type Health = o.Out<typeof HealthView>;
 
 type Measure = () => { status: ProbeStatus; message: string; details?: Record<string, unknown> };
 
-function probe(name: string, measure: Measure): Probe {
+function probe(name: Probe['name'], measure: Measure): Probe {
   const started = performance.now();
   let r: ReturnType<Measure>;
   try {

@@ -10,8 +10,30 @@ import { directoryUserCounts } from '../scim/store.ts';
 import { serviceOrigin } from '../scim/admin.ts';
 import { presentProvider } from '../identity/sso/present.ts';
 import { identityCounts, listProviders } from '../identity/sso/store.ts';
+import * as o from '../http/view.ts';
+import { IdentityPolicyView } from '../identity/policy/service.ts';
+import { IdentityProviderView } from '../identity/sso/present.ts';
 
-export function identityOverview(ctx: Ctx, req: IncomingMessage) {
+// The shape of src/scim/present.ts presentDirectory; to be replaced by the SCIM module's own view of it once it has one.
+const DirectoryView = o.object({
+  id: o.text(), organizationId: o.text(), name: o.text(), defaultRole: o.text(), defaultWorkspaceId: o.nullable(o.text()),
+  status: o.oneOf(['active', 'disabled']), scimBaseUrl: o.text(), tokenHint: o.text({ description: 'never the token' }), tokenRotatedAt: o.nullable(o.time()),
+  users: o.object({ total: o.int(), active: o.int() }), createdBy: o.nullable(o.text()), createdAt: o.time(), updatedAt: o.time(),
+}, 'a SCIM directory');
+
+export const IdentityOverviewView = o.named('IdentityOverview', o.object({
+  policy: IdentityPolicyView,
+  providers: o.object({
+    password: o.object({ enabled: o.constant(true) }), oidc: o.array(IdentityProviderView), saml: o.array(IdentityProviderView),
+  }),
+  directories: o.array(DirectoryView),
+  counts: o.object({
+    users: o.int(), activeUsers: o.int(), suspendedUsers: o.int(), systemAdministrators: o.int(), usersWithMfa: o.int(), usersWithPassword: o.int(),
+    activeSessions: o.int(), directories: o.int(), activeDirectories: o.int(), providers: o.int(), activeProviders: o.int(),
+  }),
+}, 'the identity control plane'));
+
+export function identityOverview(ctx: Ctx, req: IncomingMessage): o.Out<typeof IdentityOverviewView> {
   requireSystemAdmin(ctx);
   const { db } = ctx;
   const now = ctx.now().toISOString();

@@ -4,6 +4,7 @@
 // its value is never shown, and no target is ever activated by this version.
 import fs from 'node:fs';
 import type { Ctx } from '../context.ts';
+import * as o from '../http/view.ts';
 import { requireSystemAdmin } from '../http/errors.ts';
 import { findMediaTools, toolVersion, type Tool } from '../media/ffmpeg.ts';
 
@@ -16,18 +17,28 @@ export const PLATFORM_TARGETS = {
 
 export type TargetName = keyof typeof PLATFORM_TARGETS;
 
-export interface MediaToolReport { path: string; source: Tool['source']; version: string | null }
+const TOOL_SOURCES = ['SVC_FFMPEG_PATH', 'SVC_FFPROBE_PATH', 'PATH', 'npm'] as const satisfies readonly Tool['source'][];
 
-export interface Readiness {
-  status: 'ready' | 'degraded';
-  problems: string[];
-  checkedAt: string;
-  runtime: { name: 'node'; version: string; platform: string; arch: string };
-  database: { provider: 'node:sqlite'; sqliteVersion: string; path: string };
-  storage: { provider: 'local'; path: string; writable: boolean };
-  media: { ffmpeg: MediaToolReport | null; ffprobe: MediaToolReport | null };
-  targets: Record<TargetName, { configured: boolean; active: false; env: string }>;
-}
+const MediaToolView = o.nullable(o.object({
+  path: o.text(), source: o.oneOf(TOOL_SOURCES, 'where the tool was found'), version: o.nullable(o.text({ description: 'null: it did not report one' })),
+}, 'null: not found'));
+export type MediaToolReport = NonNullable<o.Out<typeof MediaToolView>>;
+
+const TargetView = o.object({
+  configured: o.bool('its PLATFORM_* variable is set (the value is never shown)'), active: o.constant(false, 'never active in this version'), env: o.text(),
+});
+
+export const ReadinessView = o.named('Readiness', o.object({
+  status: o.oneOf(['ready', 'degraded']),
+  problems: o.array(o.text(), 'what makes it degraded'),
+  checkedAt: o.time(),
+  runtime: o.object({ name: o.constant('node'), version: o.text(), platform: o.text(), arch: o.text() }),
+  database: o.object({ provider: o.constant('node:sqlite'), sqliteVersion: o.text(), path: o.text() }),
+  storage: o.object({ provider: o.constant('local'), path: o.text(), writable: o.bool() }),
+  media: o.object({ ffmpeg: MediaToolView, ffprobe: MediaToolView }),
+  targets: o.object({ postgresql: TargetView, redis: TargetView, s3: TargetView } satisfies Record<TargetName, unknown>, 'target providers of a larger deployment'),
+}));
+export type Readiness = o.Out<typeof ReadinessView>;
 
 const INSTALL_HINT = {
   ffmpeg: 'set SVC_FFMPEG_PATH, put ffmpeg on PATH or install the optional dependency @ffmpeg-installer/ffmpeg',

@@ -10,6 +10,14 @@ import { systemHealth } from './health.ts';
 import { getFlag, listFlags, setFlag } from './flags.ts';
 import { identityOverview } from './identity.ts';
 import * as v from '../http/validate.ts';
+import * as o from '../http/view.ts';
+import { ReadinessView } from './readiness.ts';
+import { CleanupPreviewView, ReclaimResultView } from './storage.ts';
+import { ConfigReportView } from './config-report.ts';
+import { HealthView } from './health.ts';
+import { FeatureFlagView } from './flags.ts';
+import { IdentityOverviewView } from './identity.ts';
+import { BackupView } from './backups.ts';
 
 const FlagBody = v.object({
   enabled: v.nullable(v.boolean({ description: 'true or false; null clears the value (the organization then follows the global value, the global value the default)' })),
@@ -19,11 +27,11 @@ const FlagBody = v.object({
 export const VERSION: string = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
 export function bindSystemRoutes(r: Router): void {
-  r.get('/api/health', { summary: 'Liveness: { status: "ok" }, no database detail.', tags: ['system'], auth: 'none' },
-    () => json(200, { status: 'ok' }));
+  r.get('/api/health', { summary: 'Liveness: { status: "ok" }, no database detail.', tags: ['system'], auth: 'none', response: { description: 'the process answers', schema: o.object({ status: o.constant('ok') }) } },
+    () => json(200, { status: 'ok' as const }));
 
   let doc: string | null = null;
-  r.get('/api/openapi.json', { summary: 'This OpenAPI 3.1 document.', tags: ['system'], auth: 'none' }, () => {
+  r.get('/api/openapi.json', { summary: 'This OpenAPI 3.1 document.', tags: ['system'], auth: 'none', response: { description: 'the OpenAPI document', schema: o.anyObject('an OpenAPI 3.1 document') } }, () => {
     doc ??= JSON.stringify(buildOpenApi(r, VERSION));
     return { status: 200, raw: doc, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=60' } };
   });
@@ -31,21 +39,23 @@ export function bindSystemRoutes(r: Router): void {
   const admin = { tags: ['system'], systemAdmin: true, scope: 'none' as const };
   r.get('/api/system/readiness', {
     ...admin, summary: 'Active runtime versus target providers: Node, node:sqlite, local storage, ffmpeg/ffprobe (path, source, version); PostgreSQL, Redis and S3 targets configured only by their PLATFORM_* variable, never active; status ready or degraded with problems.',
+    response: { description: 'the readiness report', schema: ReadinessView },
   }, async ({ ctx }) => json(200, await readiness(ctx)));
   r.get('/api/system/storage/cleanup-preview', {
-    ...admin, query: CleanupPreviewQuery,
+    ...admin, query: CleanupPreviewQuery, response: { description: 'the cleanup candidates', schema: CleanupPreviewView },
     summary: 'Unreferenced regular files in outputs/, frames/, tmp/, cache/ older than olderThanDays (default SVC_STORAGE_RETENTION_DAYS): { candidates: [{ path, bytes, modifiedAt, folder }], count, estimatedBytes, olderThanDays, retentionDays }.',
   }, async ({ ctx, query }) => json(200, await previewCleanup(ctx, query.olderThanDays)));
   r.post('/api/system/storage/reclaim', {
     ...admin, body: ReclaimBody,
     summary: 'Deletes every cleanup candidate, or the listed paths that are candidates now (others skipped: protected, not_found, too_recent, not_a_file, failed); 422 unsafe_path refuses the whole request. Audited as system.storage.reclaimed.',
-    response: { description: '{ deleted: [{ path, bytes }], skipped: [{ path, reason }], freedBytes, removedDirectories, olderThanDays }' },
+    response: { description: '{ deleted: [{ path, bytes }], skipped: [{ path, reason }], freedBytes, removedDirectories, olderThanDays }', schema: ReclaimResultView },
   }, async ({ ctx, body }) => json(200, await reclaimStorage(ctx, body)));
   r.get('/api/system/config', {
     ...admin, summary: 'The effective configuration: { settings: [{ key, env, flag, source (default | env | flag), value, secret, set, default, description }], dbPath, backupsDir }; a secret shows only set: true|false, never its value.',
+    response: { description: 'the effective configuration', schema: ConfigReportView },
   }, ({ ctx }) => json(200, configReport(ctx)));
   r.get('/api/system/health', {
-    ...admin, response: { description: '{ status: ok | degraded | failing, checkedAt, probes: [{ name, status, latencyMs, message, details }] }; 503 when failing' },
+    ...admin, response: { description: '{ status: ok | degraded | failing, checkedAt, probes: [{ name, status, latencyMs, message, details }] }; 503 when failing', schema: HealthView },
     summary: 'Database-backed probes, each with status (ok | warn | fail) and latency: database write-and-read round trip, integrity-check age, WAL size, free disk, worker heartbeat, queue depth. 200 ok or degraded, 503 failing.',
   }, ({ ctx }) => {
     const h = systemHealth(ctx);
@@ -53,21 +63,24 @@ export function bindSystemRoutes(r: Router): void {
   });
   r.get('/api/system/feature-flags', {
     ...admin, summary: 'Every declared feature flag: { items: [{ key, description, default, global, organizations: [{ organizationId, enabled }], updatedAt, updatedBy }] }.',
+    response: { description: 'every feature flag', schema: o.object({ items: o.array(FeatureFlagView) }) },
   }, ({ ctx }) => json(200, { items: listFlags(ctx) }));
-  r.get('/api/system/feature-flags/:flagKey', { ...admin, summary: 'One feature flag with its global and per-organization values.' },
+  r.get('/api/system/feature-flags/:flagKey', { ...admin, summary: 'One feature flag with its global and per-organization values.', response: { description: 'the feature flag', schema: FeatureFlagView } },
     ({ ctx, params }) => json(200, getFlag(ctx, params.flagKey)));
   r.put('/api/system/feature-flags/:flagKey', {
-    ...admin, body: FlagBody,
+    ...admin, body: FlagBody, response: { description: 'the feature flag', schema: FeatureFlagView },
     summary: 'Set the global value of a flag, or one organization\'s value (organizationId), to true or false, or clear it with null. An organization\'s value wins over the global one, which wins over the default. Audited as system.feature_flag.updated.',
   }, ({ ctx, params, body }) => json(200, setFlag(ctx, params.flagKey, { enabled: body.enabled, organizationId: body.organizationId })));
   r.get('/api/system/identity', {
     ...admin, summary: 'The identity control plane: { policy, providers: { password, oidc, saml } (secrets only as references), directories (SCIM, token hints only), counts }.',
+    response: { description: 'the identity overview', schema: IdentityOverviewView },
   }, ({ ctx, req }) => json(200, identityOverview(ctx, req)));
   r.get('/api/system/backups', {
     ...admin, summary: 'Database snapshots recorded in this database, newest first: { items: [{ id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }] }.',
+    response: { description: 'the snapshots', schema: o.object({ items: o.array(BackupView) }) },
   }, ({ ctx }) => json(200, { items: listBackups(ctx) }));
   r.post('/api/system/backups', {
-    ...admin, response: { status: 201, description: 'the snapshot record { id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }' },
+    ...admin, response: { status: 201, description: 'the snapshot record { id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }', schema: BackupView },
     summary: 'Takes a consistent snapshot of the database (VACUUM INTO DATA_DIR/backups/svc-<UTC YYYYMMDDTHHMMSSmmmZ>.db), checked with PRAGMA integrity_check (else 500 backup_failed, nothing kept) and hashed (SHA-256); keeps the newest SVC_BACKUP_RETENTION snapshots. Audited as system.database.backup_created.',
   }, async ({ ctx }) => json(201, await createBackup(ctx)));
 }

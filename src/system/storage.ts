@@ -17,6 +17,7 @@ import { record } from '../audit/service.ts';
 import { AppError, requireSystemAdmin } from '../http/errors.ts';
 import { storedPathProblem } from '../assets/files.ts';
 import { array, int, object, optional, string, type Infer } from '../http/validate.ts';
+import * as o from '../http/view.ts';
 
 export const CLEANUP_FOLDERS = ['outputs', 'frames', 'tmp', 'cache'] as const;
 export type CleanupFolder = (typeof CLEANUP_FOLDERS)[number];
@@ -42,25 +43,31 @@ export const ReclaimBody = object({
 
 export type ReclaimInput = Infer<typeof ReclaimBody>;
 
-export interface Candidate { path: string; bytes: number; modifiedAt: string; folder: CleanupFolder }
+export const CandidateView = o.named('CleanupCandidate', o.object({
+  path: o.text({ description: 'relative to the storage root' }), bytes: o.int(), modifiedAt: o.time(), folder: o.oneOf(CLEANUP_FOLDERS),
+}, 'an unreferenced file old enough to delete'));
+export type Candidate = o.Out<typeof CandidateView>;
 
-export interface CleanupPreview {
-  candidates: Candidate[];
-  count: number;
-  estimatedBytes: number;
-  olderThanDays: number;
-  retentionDays: number;
-}
+export const CleanupPreviewView = o.named('CleanupPreview', o.object({
+  candidates: o.array(CandidateView),
+  count: o.int(),
+  estimatedBytes: o.int('bytes a reclaim would free'),
+  olderThanDays: o.int(),
+  retentionDays: o.int('SVC_STORAGE_RETENTION_DAYS'),
+}));
+export type CleanupPreview = o.Out<typeof CleanupPreviewView>;
 
-export type SkipReason = 'protected' | 'not_found' | 'too_recent' | 'not_a_file' | 'failed';
+export const SKIP_REASONS = ['protected', 'not_found', 'too_recent', 'not_a_file', 'failed'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
 
-export interface ReclaimResult {
-  deleted: Array<{ path: string; bytes: number }>;
-  skipped: Array<{ path: string; reason: SkipReason }>;
-  freedBytes: number;
-  removedDirectories: number;
-  olderThanDays: number;
-}
+export const ReclaimResultView = o.named('StorageReclaim', o.object({
+  deleted: o.array(o.object({ path: o.text(), bytes: o.int() })),
+  skipped: o.array(o.object({ path: o.text(), reason: o.oneOf(SKIP_REASONS) })),
+  freedBytes: o.int(),
+  removedDirectories: o.int('empty folders removed after the files'),
+  olderThanDays: o.int(),
+}));
+export type ReclaimResult = o.Out<typeof ReclaimResultView>;
 
 interface Rules { olderThanDays: number; retentionDays: number; cutoffMs: number; tmpCutoffMs: number }
 

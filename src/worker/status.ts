@@ -2,6 +2,7 @@
 // written in the same transactions as claims and results), so that the API and `svc worker status`
 // read the same live values, whether or not the worker runs in the reading process.
 import type { Ctx } from '../context.ts';
+import * as o from '../http/view.ts';
 
 interface StateRow {
   worker_id: string; started_at: string; heartbeat_at: string; enabled: number; concurrency: number; poll_ms: number; lease_ms: number;
@@ -12,8 +13,27 @@ interface StateRow {
 /** A queued job older than this raises the oldest_waiting alert. */
 export const OLD_WAITING_MS = 15 * 60_000;
 
-export type Health = 'ok' | 'paused' | 'stale' | 'stopped' | 'not_started';
-export interface Alert { code: string; message: string; count?: number }
+export const WORKER_HEALTH = ['ok', 'paused', 'stale', 'stopped', 'not_started'] as const;
+export type Health = (typeof WORKER_HEALTH)[number];
+
+export const QueueAlertView = o.named('QueueAlert', o.object({
+  code: o.oneOf(['worker_paused', 'worker_stale', 'worker_not_running', 'jobs_not_claimable', 'oldest_waiting']),
+  message: o.text(),
+  count: o.optional(o.int()),
+}));
+export type Alert = o.Out<typeof QueueAlertView>;
+
+const at = o.nullable(o.time());
+export const WorkerStatusView = o.named('WorkerStatus', o.object({
+  workerId: o.text(), healthStatus: o.oneOf(WORKER_HEALTH), enabled: o.bool('SVC_WORKER_ENABLED: claims jobs by itself'),
+  startedAt: at, heartbeatAt: at, heartbeatAgeMs: o.nullable(o.int()), staleThresholdMs: o.int(),
+  concurrency: o.int(), pollIntervalMs: o.int(), leaseMs: o.int(),
+  queueDepth: o.record(o.int(), 'jobs by status (queued, running, blocked, failed, completed, cancelled always listed)'),
+  queueAlerts: o.array(QueueAlertView),
+  runningCount: o.int(),
+  lastClaimedAt: at, lastCompletedAt: at, lastFailedAt: at, lastReclaimedAt: at, lastRetriedAt: at,
+  lastError: o.nullable(o.text()),
+}, 'the job worker\'s state'));
 
 function healthOf(row: StateRow | undefined, ageMs: number | null, staleMs: number): Health {
   if (!row) return 'not_started';
@@ -23,7 +43,7 @@ function healthOf(row: StateRow | undefined, ageMs: number | null, staleMs: numb
 }
 
 /** workerOnly: just the worker's own alerts (the queue overview adds its organization's). */
-export function workerStatus(ctx: Ctx, workerOnly = false) {
+export function workerStatus(ctx: Ctx, workerOnly = false): o.Out<typeof WorkerStatusView> {
   const { db, config } = ctx;
   const row = db.get<StateRow>('SELECT * FROM worker_state WHERE worker_id = ?', config.workerId)
     ?? db.get<StateRow>('SELECT * FROM worker_state ORDER BY heartbeat_at DESC LIMIT 1');

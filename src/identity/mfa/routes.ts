@@ -5,7 +5,9 @@ import { fromBrowser } from '../../auth/cookies.ts';
 import { sessionReply } from '../../auth/routes.ts';
 import type { LoginLimits } from '../../auth/service.ts';
 import { ChallengeBody, ChallengeCodeBody, CodeBody, DisableBody, LoginMfaBody } from './schema.ts';
-import { presentSetup, presentStatus } from './present.ts';
+import * as o from '../../http/view.ts';
+import { SignedInView } from '../../auth/present.ts';
+import { MfaEnabledView, MfaStatusView, TotpSetupView, presentSetup, presentStatus, recoveryCodes } from './present.ts';
 import { enrollmentConfirm, enrollmentSetup, redeemLoginChallenge } from './redeem.ts';
 import { cancelSetup, disableMfa, enableMfa, mfaStatus, setupMfa } from './service.ts';
 
@@ -15,7 +17,7 @@ export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
   const browser = { tags, session: 'browser' as const };
 
   r.post('/api/auth/login/mfa', {
-    ...holder, body: LoginMfaBody,
+    ...holder, body: LoginMfaBody, response: { description: 'the session', schema: SignedInView },
     summary: 'Exchange the login challenge and a TOTP code (or a recovery code, once) for the session login would have given. '
       + 'Challenge: 5 minutes, single use; 401 mfa_code_invalid (details.attemptsLeft), mfa_challenge_locked after 5 wrong codes (also under concurrent requests), mfa_challenge_expired, mfa_challenge_invalid. '
       + '429 rate_limited: wrong codes over all of the user\'s challenges within SVC_LOGIN_WINDOW_SECONDS reached SVC_LOGIN_MAX_FAILURES_PER_EMAIL, or unknown challenge tokens from the address reached SVC_LOGIN_MAX_FAILURES_PER_ADDRESS.',
@@ -25,7 +27,7 @@ export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
   });
 
   r.post('/api/auth/mfa/enroll/setup', {
-    ...holder, body: ChallengeBody,
+    ...holder, body: ChallengeBody, response: { description: 'the pending TOTP secret', schema: TotpSetupView },
     summary: 'Enrollment challenge holder: a new TOTP secret and otpauth:// URI for the authenticator app (pending until confirmed): { secret, otpauthUri, algorithm, digits, period, expiresAt }.',
   }, ({ ctx, body }) => {
     const setup = enrollmentSetup(ctx, body.challengeToken);
@@ -33,31 +35,31 @@ export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
   });
 
   r.post('/api/auth/mfa/enroll/confirm', {
-    ...holder, body: ChallengeCodeBody,
+    ...holder, body: ChallengeCodeBody, response: { description: 'the session and the recovery codes', schema: o.extend(SignedInView, { recoveryCodes }) },
     summary: 'Enrollment challenge holder: a current code enables TOTP and ends the sign-in: the session answer plus recoveryCodes (ten, shown once).',
   }, ({ ctx, req, body }) => {
     const { user, started, recoveryCodes } = enrollmentConfirm(ctx, body.challengeToken, body.code, fromBrowser(req, ctx.config));
     return sessionReply(200, user, started, { recoveryCodes });
   });
 
-  r.get('/api/auth/mfa', { ...browser, summary: 'Own MFA status: { method, enabled, pendingSetup, recoveryCodesLeft, enabledAt, requiredByPolicy }.' },
+  r.get('/api/auth/mfa', { ...browser, summary: 'Own MFA status: { method, enabled, pendingSetup, recoveryCodesLeft, enabledAt, requiredByPolicy }.', response: { description: 'the MFA status', schema: MfaStatusView } },
     ({ ctx }) => json(200, presentStatus(mfaStatus(ctx))));
 
   r.post('/api/auth/mfa/setup', {
-    ...browser,
+    ...browser, response: { description: 'the pending TOTP secret', schema: TotpSetupView },
     summary: 'Start TOTP set-up: { secret, otpauthUri, algorithm, digits, period }; pending until POST /api/auth/mfa/enable (a new set-up replaces a pending one). 409 mfa_already_enabled.',
   }, ({ ctx }) => json(200, presentSetup(setupMfa(ctx))));
 
   r.post('/api/auth/mfa/enable', {
-    ...browser, body: CodeBody,
+    ...browser, body: CodeBody, response: { description: 'enabled, with the recovery codes', schema: MfaEnabledView },
     summary: 'A current code of the pending secret enables TOTP: { enabled: true, recoveryCodes } (ten one-time codes, shown once). 422 wrong code; 409 mfa_setup_required, mfa_already_enabled.',
-  }, ({ ctx, body }) => json(200, { enabled: true, recoveryCodes: enableMfa(ctx, body.code).recoveryCodes }));
+  }, ({ ctx, body }) => json(200, { enabled: true as const, recoveryCodes: enableMfa(ctx, body.code).recoveryCodes }));
 
-  r.post('/api/auth/mfa/setup/cancel', { ...browser, summary: 'Forget a pending set-up (an enabled factor stays); answers the status.' },
+  r.post('/api/auth/mfa/setup/cancel', { ...browser, summary: 'Forget a pending set-up (an enabled factor stays); answers the status.', response: { description: 'the MFA status', schema: MfaStatusView } },
     ({ ctx }) => json(200, presentStatus(cancelSetup(ctx))));
 
   r.post('/api/auth/mfa/disable', {
-    ...browser, body: DisableBody,
+    ...browser, body: DisableBody, response: { description: 'the MFA status', schema: MfaStatusView },
     summary: 'Turn TOTP off with { password } or { code } (TOTP or recovery code); recovery codes are deleted. 422 wrong proof (counted against the e-mail\'s failed-login limit, reserved before the check: over it, 429 rate_limited); 409 mfa_not_enabled, mfa_required_by_policy.',
   }, async ({ ctx, body }) => json(200, presentStatus(await disableMfa(ctx, limits, body))));
 }

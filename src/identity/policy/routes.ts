@@ -1,15 +1,15 @@
 // The identity policy under /api/system/identity (system administrators).
 import { json, type Router } from '../../http/router.ts';
 import { PolicyPatchBody } from './schema.ts';
-import { identityPolicy, updateIdentityPolicy } from './service.ts';
+import { IdentityPolicyView, identityPolicy, updateIdentityPolicy } from './service.ts';
 
 export function bindIdentityPolicyRoutes(r: Router): void {
   const sys = { tags: ['system', 'identity'], systemAdmin: true, scope: 'none' as const };
   const shape = '{ mfaRequired, mfaRequiredOrganizations, passwordMinLength, passwordBreachedCheck, sessionIdleMinutes, sessionAbsoluteHours, effective, updatedAt, updatedBy }';
-  r.get('/api/system/identity/policy', { ...sys, summary: `The identity policy: ${shape}.` },
+  r.get('/api/system/identity/policy', { ...sys, summary: `The identity policy: ${shape}.`, response: { description: 'the identity policy', schema: IdentityPolicyView } },
     ({ ctx }) => json(200, identityPolicy(ctx)));
   r.patch('/api/system/identity/policy', {
-    ...sys, body: PolicyPatchBody,
+    ...sys, body: PolicyPatchBody, response: { description: 'the changed identity policy', schema: IdentityPolicyView },
     summary: `Change the identity policy (given fields; mfaRequiredOrganizations replaces the list; null session lifetimes fall back to SVC_SESSION_*). Audited as system.identity.policy_updated with before and after. Answers ${shape}.`,
   }, ({ ctx, body }) => json(200, updateIdentityPolicy(ctx, body)));
 }

@@ -2,6 +2,7 @@
 // lifetimes. Enforced where they matter: signIn() (MFA enrollment), passwordProblem() callers
 // (account creation, registration, password change), startSession() and session validation.
 import type { Ctx } from '../../context.ts';
+import * as o from '../../http/view.ts';
 import { record } from '../../audit/service.ts';
 import { requireSystemAdmin, validationFailed } from '../../http/errors.ts';
 import type { Infer } from '../../http/validate.ts';
@@ -9,18 +10,18 @@ import { organizationById } from '../../tenancy/store.ts';
 import type { PolicyPatchBody } from './schema.ts';
 import { mfaOrganizations, policyRow, replaceMfaOrganizations, savePolicyRow, sessionLifetimes, type PolicyRow } from './store.ts';
 
-export interface IdentityPolicy {
-  mfaRequired: boolean;
-  mfaRequiredOrganizations: string[];
-  passwordMinLength: number;
-  passwordBreachedCheck: boolean;
-  sessionIdleMinutes: number | null;
-  sessionAbsoluteHours: number | null;
-  /** The lifetimes in force: the policy's, else the SVC_SESSION_* settings. */
-  effective: { sessionIdleMinutes: number; sessionAbsoluteHours: number };
-  updatedAt: string | null;
-  updatedBy: string | null;
-}
+export const IdentityPolicyView = o.named('IdentityPolicy', o.object({
+  mfaRequired: o.bool('every user must use MFA'),
+  mfaRequiredOrganizations: o.array(o.text(), 'organizations whose members must use MFA'),
+  passwordMinLength: o.int(),
+  passwordBreachedCheck: o.bool('refuse passwords from the list of common and breached passwords'),
+  sessionIdleMinutes: o.nullable(o.int('null: SVC_SESSION_IDLE_MINUTES applies')),
+  sessionAbsoluteHours: o.nullable(o.int('null: SVC_SESSION_ABSOLUTE_HOURS applies')),
+  effective: o.object({ sessionIdleMinutes: o.int(), sessionAbsoluteHours: o.int() }, 'the lifetimes in force: the policy\'s, else the SVC_SESSION_* settings'),
+  updatedAt: o.nullable(o.time()),
+  updatedBy: o.nullable(o.text()),
+}));
+export type IdentityPolicy = o.Out<typeof IdentityPolicyView>;
 
 export type PolicyPatch = Infer<typeof PolicyPatchBody>;
 

@@ -13,7 +13,11 @@ import { pageOf } from '../../http/validate.ts';
 import { redeemTicket } from './finish.ts';
 import { newFlowCookie } from './flow-cookie.ts';
 import { startOidc } from '../oidc/flow.ts';
-import { presentProvider, presentPublicProvider, serviceBase } from './present.ts';
+import * as o from '../../http/view.ts';
+import { MfaChallengeView, MfaEnrollmentChallengeView, SignedInView } from '../../auth/present.ts';
+import {
+  IdentityProviderView, ProbeDetailView, SignInProviderView, presentProvider, presentPublicProvider, serviceBase, type ProbeDetail,
+} from './present.ts';
 import { probeProvider } from './probe.ts';
 import { ProviderCreateBody, ProviderListQuery, ProviderPatchBody, RedeemBody, StartQuery } from './provider-schema.ts';
 import { createProvider, listProvidersOf, providerOrFail, updateProviderFields } from './providers.ts';
@@ -31,12 +35,22 @@ const SSO_STARTS: AttemptLimit = { bucket: 'sso_start', max: SSO_STARTS_PER_MINU
 
 const SHAPE = '{ id, kind, name, organizationId, workspaceId, defaultRole, status, config (secrets only as *Ref variable names), endpoints, probe: { probedAt, status, detail }, identities?, createdBy, createdAt, updatedAt }';
 
+const ProbeAnswerView = o.object({
+  status: o.oneOf(['ok', 'failed']), probedAt: o.time(), detail: ProbeDetailView, provider: IdentityProviderView,
+});
+
+const returnTo = o.nullable(o.text({ description: 'the path given at start, or null' }));
+/** The sign-in answer of POST /api/auth/sso/redeem: the session or an MFA challenge, each with returnTo. */
+const RedeemedView = o.anyOf([
+  o.extend(SignedInView, { returnTo }), o.extend(MfaChallengeView, { returnTo }), o.extend(MfaEnrollmentChallengeView, { returnTo }),
+]);
+
 export function bindSsoRoutes(r: Router): void {
   const sys = { tags: ['system', 'identity', 'sso'], systemAdmin: true, scope: 'none' as const };
   const base = '/api/system/identity/providers';
   const show = (ctx: Ctx, req: IncomingMessage) => (p: ProviderRow) => presentProvider(p, serviceBase(req, ctx.config), ctx.config);
 
-  r.get(base, { ...sys, summary: `Identity providers (filter organizationId, kind, status), paged: items ${SHAPE}.`, query: ProviderListQuery },
+  r.get(base, { ...sys, summary: `Identity providers (filter organizationId, kind, status), paged: items ${SHAPE}.`, query: ProviderListQuery, response: { description: 'a page of identity providers', schema: o.page(IdentityProviderView) } },
     ({ ctx, req, query, searchParams }) => {
       const counts = identityCounts(ctx.db);
       const b = serviceBase(req, ctx.config);
@@ -44,31 +58,31 @@ export function bindSsoRoutes(r: Router): void {
     });
 
   r.post(base, {
-    ...sys, body: ProviderCreateBody, response: { status: 201, description: SHAPE },
+    ...sys, body: ProviderCreateBody, response: { status: 201, description: 'the identity provider', schema: IdentityProviderView },
     summary: 'Create an OIDC provider (config { issuer, clientId, clientSecretRef, scopes?, claimMapping? }) or a SAML 2.0 provider (config { idpEntityId, ssoUrl, idpCertRef, spEntityId, attributeMapping? }) '
       + 'bound to an organization (and optionally a workspace with a workspace defaultRole). clientSecretRef and idpCertRef NAME environment variables; no secret or certificate is stored. Audited as identity_provider.created.',
   }, ({ ctx, req, body }) => json(201, show(ctx, req)(createProvider(ctx, body))));
 
-  r.get(`${base}/:providerId`, { ...sys, summary: `One identity provider: ${SHAPE}.` },
+  r.get(`${base}/:providerId`, { ...sys, summary: `One identity provider: ${SHAPE}.`, response: { description: 'the identity provider', schema: IdentityProviderView } },
     ({ ctx, req, params }) => json(200, presentProvider(providerOrFail(ctx, params.providerId), serviceBase(req, ctx.config), ctx.config,
       identityCounts(ctx.db).get(params.providerId) ?? 0)));
 
   r.patch(`${base}/:providerId`, {
-    ...sys, body: ProviderPatchBody,
+    ...sys, body: ProviderPatchBody, response: { description: 'the changed identity provider', schema: IdentityProviderView },
     summary: 'Rename, rebind the workspace and default role (for members created from now on), set status active or disabled, or change config fields (merged and checked as a whole; clears the last probe). Kind and organization are fixed. Audited as identity_provider.updated.',
   }, ({ ctx, req, params, body }) => json(200, show(ctx, req)(updateProviderFields(ctx, params.providerId, body))));
 
   r.post(`${base}/:providerId/probe`, {
-    ...sys,
+    ...sys, response: { description: 'the probe result and the provider', schema: ProbeAnswerView },
     summary: 'Probe the configuration: OIDC discovery ({issuer}/.well-known/openid-configuration, issuer must match) and JWKS (keys counted) and whether the client-secret variable is set; SAML: the certificate idpCertRef names (subject, issuer, validity, SHA-256 fingerprint, key; never the PEM). '
       + 'Answers { status: ok|failed, probedAt, detail: { ..., problems }, provider }; stored on the provider and audited as identity_provider.probed.',
   }, async ({ ctx, req, params }) => {
     const { provider, result } = await probeProvider(ctx, params.providerId);
-    return json(200, { ...result, provider: show(ctx, req)(provider) });
+    return json(200, { ...result, detail: result.detail as ProbeDetail, provider: show(ctx, req)(provider) });
   });
 
   const pub = { tags: ['auth', 'sso'], auth: 'none' as const };
-  r.get('/api/auth/sso/providers', { ...pub, summary: 'The active sign-in providers, paged: items { id, name, kind }.' },
+  r.get('/api/auth/sso/providers', { ...pub, summary: 'The active sign-in providers, paged: items { id, name, kind }.', response: { description: 'a page of sign-in providers', schema: o.page(SignInProviderView) } },
     ({ ctx, searchParams }) => json(200, pageOf(searchParams, listProviders(ctx.db, { status: 'active' }), presentPublicProvider)));
 
   r.get('/api/auth/sso/start', {
@@ -90,7 +104,7 @@ export function bindSsoRoutes(r: Router): void {
   });
 
   r.post('/api/auth/sso/redeem', {
-    ...pub, body: RedeemBody,
+    ...pub, body: RedeemBody, response: { description: 'the session or an MFA challenge, with returnTo', schema: RedeemedView },
     summary: 'Redeem the one-time ticket of a finished single sign-on (valid 60 s, single use; unknown, used or expired: 401 invalid_ticket): the session { token, expiresAt, sessionId, user, passwordChangeRequired }, '
       + 'or { mfaRequired: true, challengeToken, expiresAt } (TOTP on), or { mfaEnrollmentRequired: true, challengeToken, expiresAt } (policy requires MFA); each with returnTo (the path given at start, or null). '
       + 'The request must carry the flow cookie svc_sso_flow of the browser that started the sign-in (the front end must be same-site with the service); missing or different: 401 sso_browser_mismatch, audited, '
@@ -103,6 +117,6 @@ export function bindSsoRoutes(r: Router): void {
     const reply = signInReply(200, result);
     const headers = { ...reply.headers };
     if (clearCookie) headers['set-cookie'] = [...[headers['set-cookie'] ?? []].flat(), clearCookie];
-    return { ...reply, headers, body: { ...(reply.body as Record<string, unknown>), returnTo } };
+    return { ...reply, headers, body: { ...reply.body!, returnTo } };
   });
 }
