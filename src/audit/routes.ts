@@ -62,7 +62,7 @@ export function bindAuditRoutes(r: Router): void {
   r.get('/api/audit/export', {
     ...meta, query: AuditExportQuery,
     summary: 'Streams the matching audit records, newest first (with page and pageSize: the list\'s page), as a JSON array or UTF-8 CSV with a header row (RFC 4180 quoting; cells starting with = + - @ are prefixed with \'), as an attachment. Writes audit.exported.',
-    response: { description: 'application/json array or text/csv, Content-Disposition: attachment' },
+    response: { description: 'a JSON array of audit records, or CSV (format=csv); Content-Disposition: attachment', schema: o.array(AuditRecordView), type: 'text/csv' },
   }, ({ ctx, query, searchParams, res }) => {
     const page = searchParams.has('pageSize') ? paging(searchParams) : undefined;
     const out = exportAudit(ctx, query, query.format ?? 'json', page && { limit: page.pageSize, offset: page.offset });

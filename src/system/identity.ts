@@ -5,7 +5,7 @@ import type { Ctx } from '../context.ts';
 import { requireSystemAdmin } from '../http/errors.ts';
 import { identityPolicy } from '../identity/policy/service.ts';
 import { listDirectoriesOf } from '../scim/directories.ts';
-import { presentDirectory } from '../scim/present.ts';
+import { DirectoryView, presentDirectory } from '../scim/present.ts';
 import { directoryUserCounts } from '../scim/store.ts';
 import { serviceOrigin } from '../scim/admin.ts';
 import { presentProvider } from '../identity/sso/present.ts';
@@ -13,13 +13,6 @@ import { identityCounts, listProviders } from '../identity/sso/store.ts';
 import * as o from '../http/view.ts';
 import { IdentityPolicyView } from '../identity/policy/service.ts';
 import { IdentityProviderView } from '../identity/sso/present.ts';
-
-// The shape of src/scim/present.ts presentDirectory; to be replaced by the SCIM module's own view of it once it has one.
-const DirectoryView = o.object({
-  id: o.text(), organizationId: o.text(), name: o.text(), defaultRole: o.text(), defaultWorkspaceId: o.nullable(o.text()),
-  status: o.oneOf(['active', 'disabled']), scimBaseUrl: o.text(), tokenHint: o.text({ description: 'never the token' }), tokenRotatedAt: o.nullable(o.time()),
-  users: o.object({ total: o.int(), active: o.int() }), createdBy: o.nullable(o.text()), createdAt: o.time(), updatedAt: o.time(),
-}, 'a SCIM directory');
 
 export const IdentityOverviewView = o.named('IdentityOverview', o.object({
   policy: IdentityPolicyView,
