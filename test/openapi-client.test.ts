@@ -26,8 +26,8 @@ async function servedDocument(t: import('node:test').TestContext): Promise<{ dir
 
 test('Redocly lint (recommended rules): 0 errors and 0 warnings', async (t) => {
   const { dir } = await servedDocument(t);
-  // The two redirect-only operations (SSO start and the OIDC callback answer 302 by design) are the
-  // only exceptions, named one by one in the repository's ignore file.
+  // The three redirect-only operations (SSO start, the OIDC callback and the SAML assertion consumer
+  // answer 302 by design) are the only exceptions, named one by one in the repository's ignore file.
   fs.copyFileSync(path.join(ROOT, '.redocly.lint-ignore.yaml'), path.join(dir, '.redocly.lint-ignore.yaml'));
   const out = await run(process.execPath, [bin('@redocly/cli/bin/cli.js'), 'lint', 'openapi.json', '--format=json'], { cwd: dir, env: QUIET, maxBuffer: 64 << 20 })
     .catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
@@ -35,7 +35,7 @@ test('Redocly lint (recommended rules): 0 errors and 0 warnings', async (t) => {
   const listed = report.problems.map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`).join('\n');
   assert.equal(report.totals.errors, 0, listed);
   assert.equal(report.totals.warnings, 0, listed);
-  assert.ok(report.totals.ignored <= 2, `only the two redirect-only operations may be ignored (${report.totals.ignored})`);
+  assert.ok(report.totals.ignored <= 3, `only the three redirect-only operations may be ignored (${report.totals.ignored})`);
 });
 
 /** A client program written against the generated types: every answer it reads is typed. */
