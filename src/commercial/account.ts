@@ -4,6 +4,8 @@
 import type { Db } from '../db/db.ts';
 import { formatAmount, formatUnitPrice } from './money.ts';
 import type { BillingCycle } from './periods.ts';
+import type { Out } from '../http/view.ts';
+import type { BillingAccountChangeView, BillingAccountView } from './views.ts';
 
 export const BILLING_DEFAULTS = Object.freeze({
   plan_name: 'Studio',
@@ -84,7 +86,7 @@ export function billingSettings(a: BillingAccountRow, timeZone: string): Billing
 }
 
 /** The billing account as the API shows it: its settings, the next invoice number and its times. */
-export const presentBillingAccount = (a: BillingAccountRow, timeZone: string) => ({
+export const presentBillingAccount = (a: BillingAccountRow, timeZone: string): Out<typeof BillingAccountView> => ({
   organizationId: a.organization_id, ...billingSettings(a, timeZone), nextInvoiceNumber: a.next_invoice_number,
   createdAt: a.created_at, updatedAt: a.updated_at,
 });
@@ -117,7 +119,7 @@ export const billingAccountEventsOf = (db: Db, organizationId: string, limit = -
   db.all<BillingAccountEventRow>(
     'SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?', organizationId, limit);
 
-export const presentBillingAccountEvent = (e: BillingAccountEventRow) => ({
+export const presentBillingAccountEvent = (e: BillingAccountEventRow): Out<typeof BillingAccountChangeView> => ({
   kind: 'account' as const, id: e.id, at: e.created_at, actor: { userId: e.actor_user_id, name: e.actor_name },
   changed: JSON.parse(e.changed) as string[], before: JSON.parse(e.before) as BillingSettings, after: JSON.parse(e.after) as BillingSettings,
 });

@@ -4,6 +4,7 @@ import { json, type Router, type RouteMeta } from '../http/router.ts';
 import { localDate } from './periods.ts';
 import { BillingPatchBody } from './billing-schema.ts';
 import { commercialExport, commercialView, updateBillingAccount } from './billing.ts';
+import { BillingAccountView, CommercialExportView, CommercialView } from './views.ts';
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
 
@@ -11,15 +12,15 @@ export function bindBillingRoutes(r: Router): void {
   const tags = ['commercial'];
   r.patch('/api/organizations/:organizationId/billing', {
     summary: 'Change billing account fields; 409 seat_limit_below_reserved, clip_quota_below_usage, storage_below_usage, quota_above_plan (with { requested, minimum }), currency_locked, billing_cycle_locked or time_zone_locked (with { requested, current, ... }), changing nothing. Writes billing_account_events and billing.account.updated.',
-    tags, scope: 'organization', organizationRecords: true, permission: 'billing:manage', body: BillingPatchBody, response: { description: 'the billing account' },
+    tags, scope: 'organization', organizationRecords: true, permission: 'billing:manage', body: BillingPatchBody, response: { description: 'the billing account', schema: BillingAccountView },
   }, ({ ctx, params, body }) => json(200, updateBillingAccount(ctx, params.organizationId, body)));
   r.get('/api/organizations/:organizationId/commercial', {
     summary: 'Plan, seats, workspace quotas, this month\'s usage, quota warnings, cost centers (and their split by workspace), billing history and the 31-day usage trend.',
-    tags, scope: 'organization', organizationRecords: true, orgRoles: ADMINS,
+    tags, scope: 'organization', organizationRecords: true, orgRoles: ADMINS, response: { description: 'the commercial view', schema: CommercialView },
   }, ({ ctx, params }) => json(200, commercialView(ctx, params.organizationId)));
   r.get('/api/organizations/:organizationId/commercial/export', {
     summary: 'The full commercial JSON for archiving (every history entry, account event, warning, usage totals by month, invoices), as an attachment.',
-    tags, scope: 'organization', organizationRecords: true, orgRoles: ADMINS, response: { description: 'application/json, Content-Disposition: attachment' },
+    tags, scope: 'organization', organizationRecords: true, orgRoles: ADMINS, response: { description: 'the commercial view with every history entry and warning, account events, usage by month and invoices (Content-Disposition: attachment)', schema: CommercialExportView },
   }, ({ ctx, params }) => {
     const doc = commercialExport(ctx, params.organizationId);
     const filename = `commercial-${params.organizationId}-${localDate(ctx.now(), doc.organization.timeZone)}.json`;

@@ -30,6 +30,9 @@ import { roundUnits, usageByBucket, usageTrend, type Bucket } from './trend.ts';
 import { liveInvoiceOverlapping, type InvoiceRow } from './invoice-store.ts';
 import { presentInvoice } from './invoice-present.ts';
 import { invoiceRef } from './invoices.ts';
+import type { Out } from '../http/view.ts';
+import type { CommercialExportView, CommercialView, InvoiceStatusChangeView, InvoiceSummaryView, UsageMonthView } from './views.ts';
+import type { InvoiceStatus } from './invoice-schema.ts';
 
 const MAX_FEE_MAJOR = 10n ** 9n;
 const MAX_PRICE_MAJOR = 10n ** 6n;
@@ -189,9 +192,9 @@ const invoiceEventsOf = (db: Db, organizationId: string, limit: number) => db.al
   `SELECT e.*, i.number FROM invoice_events e JOIN invoices i ON i.id = e.invoice_id AND i.organization_id = e.organization_id
     WHERE e.organization_id = ? ORDER BY e.created_at DESC, e.rowid DESC LIMIT ?`, organizationId, limit);
 
-const presentInvoiceEvent = (e: InvoiceEventRow) => ({
+const presentInvoiceEvent = (e: InvoiceEventRow): Out<typeof InvoiceStatusChangeView> => ({
   kind: 'invoice' as const, id: e.id, at: e.created_at, actor: { userId: e.actor_user_id, name: e.actor_name },
-  invoiceId: e.invoice_id, invoiceNumber: e.number, action: e.action, fromStatus: e.from_status, toStatus: e.to_status, note: e.note,
+  invoiceId: e.invoice_id, invoiceNumber: e.number, action: e.action, fromStatus: e.from_status as InvoiceStatus | null, toStatus: e.to_status as InvoiceStatus, note: e.note,
 });
 
 /** Account changes and invoice status changes, newest first (`limit` -1: all). */
@@ -219,7 +222,7 @@ const HISTORY_IN_VIEW = 50;
 const WARNINGS_IN_VIEW = 50;
 
 /** GET /api/organizations/:organizationId/commercial. */
-export function commercialView(ctx: Ctx, organizationId: string, all = false) {
+export function commercialView(ctx: Ctx, organizationId: string, all = false): Out<typeof CommercialView> {
   const db = ctx.db;
   const now = ctx.now();
   const org = organizationById(db, organizationId)!;
@@ -253,7 +256,7 @@ function monthsOfUsage(db: Db, organizationId: string, timeZone: string, now: Da
 }
 
 /** Usage totals of every local month with events, with their split by unit name. */
-function usageByMonth(db: Db, organizationId: string, timeZone: string, currency: string, now: Date) {
+function usageByMonth(db: Db, organizationId: string, timeZone: string, currency: string, now: Date): Array<Out<typeof UsageMonthView>> {
   const months = new Map<string, { month: string; events: number; clips: number; e4: bigint; byUnit: Array<{ unit: string; events: number; units: number; estimatedCost: string }> }>();
   for (const r of usageByBucket(db, organizationId, monthsOfUsage(db, organizationId, timeZone, now), now, true)) {
     const m = months.get(r.label) ?? { month: r.label, events: 0, clips: 0, e4: 0n, byUnit: [] };
@@ -267,7 +270,7 @@ function usageByMonth(db: Db, organizationId: string, timeZone: string, currency
 }
 
 /** The organization's invoices, oldest period first, as the ledger presents them without tax rate, due days, creator and update time. */
-const invoiceSummaries = (db: Db, organizationId: string) => db.allBig<Omit<InvoiceRow, 'snapshot'>>(
+const invoiceSummaries = (db: Db, organizationId: string): Array<Out<typeof InvoiceSummaryView>> => db.allBig<Omit<InvoiceRow, 'snapshot'>>(
   `SELECT id, organization_id, number, status, period_start, period_end, currency, tax_rate, due_days, subtotal_minor, tax_minor, total_minor,
           created_by, created_at, updated_at, issued_at, due_at, paid_at, voided_at FROM invoices WHERE organization_id = ? ORDER BY period_start, id`,
   organizationId)
@@ -277,7 +280,7 @@ const invoiceSummaries = (db: Db, organizationId: string) => db.allBig<Omit<Invo
   });
 
 /** GET .../commercial/export: the view with every history entry and warning, plus account events, usage by month and invoices. */
-export function commercialExport(ctx: Ctx, organizationId: string) {
+export function commercialExport(ctx: Ctx, organizationId: string): Out<typeof CommercialExportView> {
   const view = commercialView(ctx, organizationId, true);
   const now = ctx.now();
   return {

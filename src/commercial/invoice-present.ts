@@ -1,8 +1,11 @@
 // Invoices, their lines and events as the API shows them (amounts as decimal strings with the currency).
 import { exactToDecimal, exponentOf, formatAmount, formatUnitPrice } from './money.ts';
 import type { InvoiceEventRow, InvoiceLineRow, InvoiceRow } from './invoice-store.ts';
+import type { InvoiceStatus } from './invoice-schema.ts';
+import * as o from '../http/view.ts';
+import type { InvoiceEventView, InvoiceLineView, InvoiceView } from './views.ts';
 
-export function presentInvoice(r: Omit<InvoiceRow, 'snapshot'>) {
+export function presentInvoice(r: Omit<InvoiceRow, 'snapshot'>): o.Out<typeof InvoiceView> {
   const c = r.currency;
   return {
     id: r.id, organizationId: r.organization_id, number: r.number, status: r.status, periodStart: r.period_start, periodEnd: r.period_end,
@@ -19,7 +22,7 @@ function exactMajor(minorText: string, currency: string): string {
   return exactToDecimal({ num: BigInt(whole + frac), den: 10n ** BigInt(frac.length + exponentOf(currency)) });
 }
 
-export function presentLine(l: InvoiceLineRow, currency: string) {
+export function presentLine(l: InvoiceLineRow, currency: string): o.Out<typeof InvoiceLineView> {
   return {
     position: l.position, kind: l.kind, description: l.description, workspaceId: l.workspace_id, costCenterId: l.cost_center_id,
     quantity: l.quantity, unit: l.unit, unitPrice: formatUnitPrice(l.unit_price_e4, currency), priceUnit: l.price_unit,
@@ -27,6 +30,6 @@ export function presentLine(l: InvoiceLineRow, currency: string) {
   };
 }
 
-export const presentEvent = (e: InvoiceEventRow) => ({
-  id: e.id, action: e.action, fromStatus: e.from_status, toStatus: e.to_status, actorUserId: e.actor_user_id, actorName: e.actor_name, note: e.note, createdAt: e.created_at,
+export const presentEvent = (e: InvoiceEventRow): o.Out<typeof InvoiceEventView> => ({
+  id: e.id, action: e.action, fromStatus: e.from_status as InvoiceStatus | null, toStatus: e.to_status as InvoiceStatus, actorUserId: e.actor_user_id, actorName: e.actor_name, note: e.note, createdAt: e.created_at,
 });

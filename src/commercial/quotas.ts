@@ -18,6 +18,8 @@ import { billingAccountOf, type BillingAccountRow } from './account.ts';
 import { formatAmount, formatE4Amount, parseAmount, roundHalfUp } from './money.ts';
 import { monthWindow, periodWindow, type BillingCycle, type PeriodWindow } from './periods.ts';
 import { consoleLinks } from '../web/links.ts';
+import type { Out } from '../http/view.ts';
+import type { CostCenterUsageView as CostCenterUsage, CostCenterView as CostCenter, QuotaWarningView as QuotaWarning, WorkspaceQuotaView as WorkspaceQuota } from './views.ts';
 
 export const GIB = 1024 ** 3;
 /** A quota of `gb` GiB in bytes (whole bytes, rounded down). */
@@ -88,10 +90,7 @@ const costCenterRow = (db: Db, organizationId: string, id: string) =>
 
 // ---- views (commercial view and export) --------------------------------------------------------
 
-export interface WorkspaceQuotaView {
-  id: string; workspaceId: string; workspaceName: string; monthlyClipQuota: number | null; storageGb: number | null;
-  usedClips: number; usedStorageBytes: number;
-}
+export type WorkspaceQuotaView = Out<typeof WorkspaceQuota>;
 
 const presentQuota = (q: QuotaRow, usedClips: number, usedStorageBytes: number): WorkspaceQuotaView => ({
   id: q.id, workspaceId: q.workspace_id, workspaceName: q.workspace_name, monthlyClipQuota: q.monthly_clip_quota,
@@ -110,10 +109,7 @@ export function workspaceQuotasView(db: Db, organizationId: string, now: Date): 
     .map(({ clips, ...q }) => presentQuota(q, clips, bytes.get(q.workspace_id) ?? 0));
 }
 
-export interface CostCenterView {
-  id: string; code: string; name: string; workspaceId: string | null; budget: string | null; currency: string;
-  spent: string; events: number; budgetUsedRatio: number | null;
-}
+export type CostCenterView = Out<typeof CostCenter>;
 
 const ratio = (spentE4: bigint, budgetMinor: number | null): number | null =>
   budgetMinor === null ? null : budgetMinor > 0 ? Number(roundHalfUp(spentE4 * 1_000_000n, BigInt(budgetMinor) * 10_000n)) / 1e6 : (spentE4 > 0n ? 1 : 0);
@@ -142,9 +138,7 @@ export function costCentersView(db: Db, organizationId: string, now: Date): Cost
     .map((c) => presentCostCenter(c, currency, spent.get(c.id)?.e4 ?? 0n, spent.get(c.id)?.n ?? 0));
 }
 
-export interface CostCenterDetailView {
-  costCenterId: string; code: string; workspaceId: string | null; workspaceName: string | null; events: number; units: number; estimatedCost: string;
-}
+export type CostCenterDetailView = Out<typeof CostCenterUsage>;
 
 /** This billing period's usage per cost center and workspace (only pairs with events), by code and workspace name. */
 export function costCenterDetailView(db: Db, organizationId: string, now: Date): CostCenterDetailView[] {
@@ -162,9 +156,7 @@ export function costCenterDetailView(db: Db, organizationId: string, now: Date):
     }));
 }
 
-export interface QuotaWarningView {
-  workspaceId: string | null; metric: 'clips' | 'storage'; period: string; threshold: number; used: number; quota: number; at: string;
-}
+export type QuotaWarningView = Out<typeof QuotaWarning>;
 
 /** The latest quota warnings (organization: workspaceId null), newest first. */
 export function quotaWarningsView(db: Db, organizationId: string, limit: number): QuotaWarningView[] {

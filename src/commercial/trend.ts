@@ -6,6 +6,8 @@
 import type { Db } from '../db/db.ts';
 import { formatE4Amount } from './money.ts';
 import { localDate, localDaysBefore } from './periods.ts';
+import type { Out } from '../http/view.ts';
+import type { UsageTrendDayView } from './views.ts';
 
 export const TREND_DAYS = 31;
 
@@ -40,7 +42,7 @@ export function trendDays(now: Date, timeZone: string): Bucket[] {
   return edges.slice(0, -1).map((start, i) => ({ label: localDate(start, timeZone), start, end: edges[i + 1] }));
 }
 
-export interface TrendDay { day: string; units: number; estimatedCost: string; events: number }
+export type TrendDay = Out<typeof UsageTrendDayView>;
 
 /** Quantities are REAL: sums are shown to 6 decimals. */
 export const roundUnits = (n: number): number => Math.round(n * 1e6) / 1e6;

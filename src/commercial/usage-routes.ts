@@ -6,6 +6,8 @@ import { paging } from '../http/validate.ts';
 import { attachment } from '../audit/export.ts';
 import { ScopeUsageQuery, UsageExportQuery, UsageListQuery } from './usage-schema.ts';
 import { billingView, exportUsage, listUsage, scopeUsage } from './usage.ts';
+import * as o from '../http/view.ts';
+import { BillingOverviewView, ScopeUsageView, UsageEventView, UsageListView } from './views.ts';
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
 
@@ -15,12 +17,12 @@ export function bindUsageRoutes(r: Router): void {
   r.get('/api/organizations/:organizationId/usage', {
     ...admin, query: UsageListQuery,
     summary: 'Usage events of the organization, newest first, filtered (default window: this local month); summary (totals by unit and overall) and facets (counts by kind, unit, workspace, project, cost center and user, top 100 each) over the whole filtered set.',
-    response: { description: '{ items, summary: { events, estimatedCost, currency, byUnit }, pagination: { page, pageSize, total }, facets: { kind, unit, workspace, project, costCenter, user }, window: { from, to, timeZone } }' },
+    response: { description: 'a page of usage events with summary, facets and the window read', schema: UsageListView },
   }, ({ ctx, params, query, searchParams }) => json(200, listUsage(ctx, params.organizationId, query, paging(searchParams))));
   r.get('/api/organizations/:organizationId/usage/export', {
     ...admin, query: UsageExportQuery,
     summary: 'Streams the filtered usage events (same filters and default window as the list), newest first, as a JSON array of list items or UTF-8 CSV with a header row (RFC 4180 quoting; cells starting with = + - @ get a leading \'), as an attachment.',
-    response: { description: 'application/json array or text/csv, Content-Disposition: attachment' },
+    response: { type: 'text/csv', schema: o.array(UsageEventView), description: 'a JSON array of list items or CSV, Content-Disposition: attachment' },
   }, ({ ctx, params, query, res }) => {
     const format = query.format ?? 'json';
     const out = exportUsage(ctx, params.organizationId, query, format);
@@ -29,11 +31,11 @@ export function bindUsageRoutes(r: Router): void {
   r.get('/api/usage', {
     tags, scope: 'organization', permission: 'usage:view', query: ScopeUsageQuery,
     summary: 'This local month\'s usage of the session\'s scope (project, workspace or organization; `level` picks one of them): events, clips, estimated cost by kind and unit, stored bytes, and the organization\'s and workspace\'s limits.',
-    response: { description: '{ scope, month, events, clips, estimatedCost, currency, byKind, storage: { usedBytes }, limits: { organization, workspace } }' },
+    response: { description: 'this local month\'s usage of the scope and the limits that apply', schema: ScopeUsageView },
   }, ({ ctx, query }) => json(200, scopeUsage(ctx, query.level)));
   r.get('/api/billing', {
     tags, scope: 'organization', permission: 'usage:view',
     summary: 'The organization\'s billing account (read view: plan, cycle, currency, prices, limits, flags) and the current billing period\'s estimated charges so far, before tax.',
-    response: { description: '{ ...billing account, period: { cycle, start, end, timeZone }, estimatedCharges: { currency, lines, total } }' },
+    response: { description: 'the billing account, the current period and its estimated charges', schema: BillingOverviewView },
   }, ({ ctx }) => json(200, billingView(ctx)));
 }

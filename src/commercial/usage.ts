@@ -29,6 +29,8 @@ import {
   costCenterByIdOrCode, insertUsageEvent, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageCombos, usageWhere, windowSums,
   type FacetColumn, type UsageCombo, type UsageRow,
 } from './usage-store.ts';
+import type { Out } from '../http/view.ts';
+import type { BillingOverviewView, ScopeUsageView, UsageEventView, UsageListView } from './views.ts';
 
 export interface UsageEventInput {
   organizationId: string; workspaceId?: string | null; projectId?: string | null; actorUserId?: string | null;
@@ -103,7 +105,7 @@ function whereOf(ctx: Ctx, organizationId: string, f: UsageFilters) {
 
 // ---- presenters --------------------------------------------------------------------------------
 
-export function presentUsage(r: UsageRow) {
+export function presentUsage(r: UsageRow): Out<typeof UsageEventView> {
   return {
     id: r.id, at: r.created_at, workspaceId: r.workspace_id, workspaceName: r.workspace_name, projectId: r.project_id,
     projectName: r.project_name, actorUserId: r.actor_user_id, actorName: r.actor_name, kind: r.kind, unit: r.unit, quantity: r.quantity,
@@ -196,7 +198,7 @@ function present(db: Db, organizationId: string, a: Aggregates, currency: string
     },
     facets: {
       kind: top(a.counts.kind), unit: top(a.counts.unit), workspace: named('w', 'workspaces'), project: named('p', 'projects'),
-      costCenter: named('c', 'cost_centers'), user: named('u', 'users'),
+      costCenter: named('c', 'cost_centers').map((f) => ({ ...f, code: f.code ?? null })), user: named('u', 'users'),
     },
   };
 }
@@ -206,7 +208,7 @@ const currencyOf = (db: Db, organizationId: string) => billingAccountOf(db, orga
 const NARROWING = ['workspaceId', 'projectId', 'userId', 'kind', 'unitName', 'costCenter', 'query'] as const;
 
 /** GET /api/organizations/:organizationId/usage: the page, and summary and facets from the window's indexes or one grouped pass. */
-export function listUsage(ctx: Ctx, organizationId: string, f: UsageFilters, page: { page: number; pageSize: number; offset: number }) {
+export function listUsage(ctx: Ctx, organizationId: string, f: UsageFilters, page: { page: number; pageSize: number; offset: number }): Out<typeof UsageListView> {
   const { where, window } = whereOf(ctx, organizationId, f);
   const items = pageUsage(ctx.db, where, page.pageSize, page.offset).map(presentUsage);
   const onlyWindow = NARROWING.every((k) => f[k] === undefined);
@@ -228,7 +230,7 @@ export function exportUsage(ctx: Ctx, organizationId: string, f: UsageFilters, f
 const bytesOfGb = (gb: number | null) => (gb === null ? null : gbToBytes(gb));
 
 /** This local month's usage of the session's scope at `level` (default: its most specific), with the limits that apply there. */
-export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined) {
+export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined): Out<typeof ScopeUsageView> {
   const s = ctx.scope;
   const lvl = level ?? (s.projectId ? 'project' : s.workspaceId ? 'workspace' : 'organization');
   if ((lvl === 'project' && !s.projectId) || (lvl === 'workspace' && !s.workspaceId)) throw scopeForbidden(`the session has no ${lvl} in scope; choose one with PATCH /api/context`);
@@ -274,7 +276,7 @@ export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined) {
  * period so far, before tax: base fee, seats (active members), storage (stored GiB now) and usage
  * events (their recorded costs); each line rounded half-up once, the total their sum.
  */
-export function billingView(ctx: Ctx) {
+export function billingView(ctx: Ctx): Out<typeof BillingOverviewView> {
   const db = ctx.db;
   const orgId = ctx.scope.organizationId!;
   const org = organizationById(db, orgId)!;
@@ -287,10 +289,10 @@ export function billingView(ctx: Ctx) {
   const usage = scopeSums(db, { organizationId: orgId, workspaceId: null, projectId: null }, start, end);
   const usageE4 = usage.reduce((t, r) => t + r.e4, 0n);
   const lines = [
-    { kind: 'base_fee', quantity: '1', unitPrice: formatAmount(a.base_fee_minor, cur), minor: BigInt(a.base_fee_minor) },
-    { kind: 'seats', quantity: String(seats.activeMembers), unitPrice: formatUnitPrice(a.seat_unit_price_e4, cur), minor: roundExact(lineAmount({ num: BigInt(seats.activeMembers), den: 1n }, BigInt(a.seat_unit_price_e4))) },
-    { kind: 'storage', quantity: exactToDecimal(gib), unitPrice: formatUnitPrice(a.storage_unit_price_e4, cur), minor: roundExact(lineAmount(gib, BigInt(a.storage_unit_price_e4))) },
-    { kind: 'usage', quantity: String(usage.reduce((n, r) => n + r.events, 0)), unitPrice: null, minor: roundHalfUp(usageE4, 10_000n) },
+    { kind: 'base_fee' as const, quantity: '1', unitPrice: formatAmount(a.base_fee_minor, cur), minor: BigInt(a.base_fee_minor) },
+    { kind: 'seats' as const, quantity: String(seats.activeMembers), unitPrice: formatUnitPrice(a.seat_unit_price_e4, cur), minor: roundExact(lineAmount({ num: BigInt(seats.activeMembers), den: 1n }, BigInt(a.seat_unit_price_e4))) },
+    { kind: 'storage' as const, quantity: exactToDecimal(gib), unitPrice: formatUnitPrice(a.storage_unit_price_e4, cur), minor: roundExact(lineAmount(gib, BigInt(a.storage_unit_price_e4))) },
+    { kind: 'usage' as const, quantity: String(usage.reduce((n, r) => n + r.events, 0)), unitPrice: null, minor: roundHalfUp(usageE4, 10_000n) },
   ];
   return {
     ...presentBillingAccount(a, org.time_zone),
