@@ -12,7 +12,9 @@ import { clientDeliveryPage, wantsHtml } from '../web/static.ts';
 import { ClientFileQuery, ClientQuery, DeliveryCreateBody, DeliveryListQuery, DeliveryPatchBody, LinkCreateBody, WithdrawBody } from './schema.ts';
 import { PACKAGE_FILE_TYPES } from '../export/download.ts';
 import * as o from '../http/view.ts';
-import { ClientManifestView, LinkView, NewLinkView, presentDelivery, presentDeliveryDetail, presentLink } from './present.ts';
+import {
+  ClientManifestView, DeliveryDetailView, DeliveryView, LinkView, NewLinkView, presentDelivery, presentDeliveryDetail, presentLink,
+} from './present.ts';
 import { approveDelivery, changeDelivery, createDelivery, getDelivery, listDeliveries, withdrawDelivery } from './service.ts';
 import {
   accessOfToken, CLIENT_EXPORT_ARCHIVE, CLIENT_EXPORT_FILE, clientExportReply, clientFile, clientManifest, createLink, listLinks, recordDownload,
@@ -34,7 +36,8 @@ export function bindDeliveryRoutes(r: Router): void {
   const view = { tags, scope: 'project' as const, permission: READ_ACCESS.delivery };
   const approve = { tags, scope: 'project' as const, permission: 'delivery:approve' as const };
 
-  r.get(BASE, { ...view, query: DeliveryListQuery, summary: 'Deliveries of the current project, newest first: { items, pagination }; status filter; page, pageSize (default 50, at most 200).' },
+  r.get(BASE, { ...view, query: DeliveryListQuery, summary: 'Deliveries of the current project, newest first: { items, pagination }; status filter; page, pageSize (default 50, at most 200).',
+    response: { description: 'a page of deliveries', schema: o.page(DeliveryView) } },
     ({ ctx, query }) => {
       const { rows, pagination } = listDeliveries(ctx, query);
       const counts = itemCounts(ctx.db, rows.map((d) => d.id));
@@ -42,24 +45,28 @@ export function bindDeliveryRoutes(r: Router): void {
     });
 
   r.post(BASE, {
-    ...approve, body: DeliveryCreateBody, response: { status: 201, description: 'the delivery with its items, verdicts and gaps' },
+    ...approve, body: DeliveryCreateBody, response: { status: 201, description: 'the delivery with its items, verdicts and gaps', schema: DeliveryDetailView },
     summary: 'Create a draft delivery: the newest cut of every episode that has one (default), of episodeIds, or the chosen artifactIds (video, audio, image); each item keeps its SHA-256. 409 nothing_to_deliver when no episode has a cut.',
   }, ({ ctx, body }) => json(201, presentDeliveryDetail(ctx.db, createDelivery(ctx, body))));
 
-  r.get(`${BASE}/:deliveryId`, { ...view, summary: 'A delivery: items with their QA and review verdicts on the item\'s SHA-256, the gaps to approval, ready.' },
+  r.get(`${BASE}/:deliveryId`, { ...view, summary: 'A delivery: items with their QA and review verdicts on the item\'s SHA-256, the gaps to approval, ready.',
+    response: { description: 'the delivery with its items, verdicts and gaps', schema: DeliveryDetailView } },
     ({ ctx, params }) => json(200, presentDeliveryDetail(ctx.db, getDelivery(ctx, params.deliveryId))));
 
   r.patch(`${BASE}/:deliveryId`, {
     ...approve, body: DeliveryPatchBody,
     summary: 'Change a draft: title, note, or a new set (episodeIds or artifactIds: version + 1). 409 delivery_not_draft once approved or withdrawn.',
+    response: { description: 'the changed delivery', schema: DeliveryDetailView },
   }, ({ ctx, params, body }) => json(200, presentDeliveryDetail(ctx.db, changeDelivery(ctx, params.deliveryId, body))));
 
   r.post(`${BASE}/:deliveryId/approve`, {
     ...approve,
     summary: 'Approve a draft: every item needs a QA run on its SHA-256 without failing blocking checks and an approved review on it, and its file must still hash to it; else 409 delivery_not_ready with details.gaps.',
+    response: { description: 'the approved delivery', schema: DeliveryDetailView },
   }, async ({ ctx, params }) => json(200, presentDeliveryDetail(ctx.db, await approveDelivery(ctx, params.deliveryId))));
 
-  r.post(`${BASE}/:deliveryId/withdraw`, { ...approve, body: WithdrawBody, summary: 'Withdraw a draft or approved delivery (final): its client links stop working.' },
+  r.post(`${BASE}/:deliveryId/withdraw`, { ...approve, body: WithdrawBody, summary: 'Withdraw a draft or approved delivery (final): its client links stop working.',
+    response: { description: 'the withdrawn delivery', schema: DeliveryDetailView } },
     ({ ctx, params, body }) => json(200, presentDeliveryDetail(ctx.db, withdrawDelivery(ctx, params.deliveryId, body.note ?? null))));
 
   r.post(`${BASE}/:deliveryId/links`, {

@@ -4,11 +4,12 @@
 // changed on disk 409 export_source_missing / export_source_changed, with nothing left behind.
 import { json, type Router } from '../http/router.ts';
 import { PACKAGE_FILE_TYPES, packageDownload, packageReply } from './download.ts';
-import { presentExport } from './present.ts';
+import * as o from '../http/view.ts';
+import { ExportDetailView, ExportView as ExportItemView, presentExport } from './present.ts';
 import { ExportFileQuery, ExportListQuery, ExportWriteBody } from './schema.ts';
 import { exportRow, getExport, listExports, writeExport, type ExportView } from './service.ts';
 
-const view = (v: Omit<ExportView, 'created'>) => ({ ...presentExport(v.row), manifestIntact: v.manifestIntact, manifest: v.manifest });
+const view = (v: Omit<ExportView, 'created'>): o.Out<typeof ExportDetailView> => ({ ...presentExport(v.row), manifestIntact: v.manifestIntact, manifest: v.manifest });
 
 export function bindExportRoutes(r: Router): void {
   const base = { tags: ['exports'], scope: 'project' as const };
@@ -16,7 +17,7 @@ export function bindExportRoutes(r: Router): void {
   r.post('/api/exports/write', {
     ...base, permission: 'delivery:approve', body: ExportWriteBody,
     summary: 'Writes the export package of an approved delivery into storage/exports/<id>/ (media, frames, manifest.json, shotlist.csv, subtitles/*.srt, timeline/*.otio and *.edl), optionally a .tar; one per delivery version (a repeat answers 200 with the same export).',
-    response: { status: 201, description: 'the export with its manifest (200 when this delivery version was already exported)' },
+    response: { status: 201, also: [200], description: 'the export with its manifest (200 when this delivery version was already exported)', schema: ExportDetailView },
   }, async ({ ctx, body }) => {
     const v = await writeExport(ctx, body);
     return json(v.created ? 201 : 200, view(v));
@@ -25,12 +26,14 @@ export function bindExportRoutes(r: Router): void {
   r.get('/api/exports', {
     ...base, permission: 'delivery:view', query: ExportListQuery,
     summary: 'Export packages of the current project, newest first; filter deliveryId; page, pageSize (default 50, at most 200).',
+    response: { description: 'a page of export packages', schema: o.page(ExportItemView) },
   }, ({ ctx, query }) => {
     const { rows, pagination } = listExports(ctx, query);
     return json(200, { items: rows.map(presentExport), pagination });
   });
 
-  r.get('/api/exports/:exportId', { ...base, permission: 'delivery:view', summary: 'One export package with its manifest (as stored) and whether the manifest still has its recorded SHA-256.' },
+  r.get('/api/exports/:exportId', { ...base, permission: 'delivery:view', summary: 'One export package with its manifest (as stored) and whether the manifest still has its recorded SHA-256.',
+    response: { description: 'the export with its manifest', schema: ExportDetailView } },
     ({ ctx, params }) => json(200, view(getExport(ctx, params.exportId))));
 
   const download = { ...base, permission: 'delivery:view' as const };
