@@ -2,7 +2,8 @@
 // be shown: authEnv is a variable NAME, authConfigured says whether that variable is set in this
 // process now, and only for a name designated for connector credentials (src/connectors/credentials.ts:
 // the presence of any other variable is nobody's business). Holders of model:manage see the full record; job readers see no endpoint.
-import type { ConnectorKind, ConnectorProtocol, ConnectorSpec, CostMode } from './types.ts';
+import * as o from '../http/view.ts';
+import { CONNECTOR_KINDS, CONNECTOR_STATUSES, COST_MODES, WORK_KINDS, type ConnectorKind, type ConnectorProtocol, type ConnectorSpec, type ConnectorStatus, type CostMode, type WorkKind } from './types.ts';
 import type { ConnectorRow } from './store.ts';
 import { credentialPresent, type CredentialPolicy } from './credentials.ts';
 
@@ -51,36 +52,43 @@ export function connectorSpec(row: ConnectorRow): ConnectorSpec {
 }
 
 
-export interface ConnectorSummary {
-  id: string; label: string; kind: string; capability: string[]; costMode: string; status: string;
-}
+export const ConnectorSummaryView = o.named('ConnectorSummary', o.object({
+  id: o.text(), label: o.text(), kind: o.oneOf(CONNECTOR_KINDS), capability: o.array(o.oneOf(WORK_KINDS), 'kinds of work the connector serves'),
+  costMode: o.oneOf(COST_MODES), status: o.oneOf(CONNECTOR_STATUSES),
+}, 'a model connector as job readers see it (no endpoint)'));
 
-export interface ConnectorDetail extends ConnectorSummary {
-  endpoint: string;
-  authEnv: string | null;
-  authConfigured: boolean;
-  protocol: { healthRoute: string | null; routes: Record<string, string>; models: Record<string, string>; workflow: Record<string, unknown> | null };
-  approvedBy: string | null;
-  approvedAt: string | null;
-  lastProbe: { at: string | null; ok: boolean | null; latencyMs: number | null; httpStatus: number | null; error: string | null };
-  createdAt: string;
-  updatedAt: string;
-}
+export const ConnectorView = o.named('Connector', o.extend(ConnectorSummaryView, {
+  endpoint: o.text({ description: 'the base URL requests go to' }),
+  authEnv: o.nullable(o.text({ description: 'the NAME of the environment variable holding the credential; never its value' })),
+  authConfigured: o.bool('whether that variable is set in the service now (only for names designated for connector credentials)'),
+  protocol: o.object({
+    healthRoute: o.nullable(o.text()), routes: o.record(o.text(), 'route of each kind of work'), models: o.record(o.text(), 'model name of each kind of work'),
+    workflow: o.nullable(o.anyObject('the ComfyUI workflow, as registered')),
+  }),
+  approvedBy: o.nullable(o.text()), approvedAt: o.nullable(o.time()),
+  lastProbe: o.object({
+    at: o.nullable(o.time()), ok: o.nullable(o.bool()), latencyMs: o.nullable(o.int()), httpStatus: o.nullable(o.int()), error: o.nullable(o.text()),
+  }, 'the last health probe (all null before the first)'),
+  createdAt: o.time(), updatedAt: o.time(),
+}, 'a model connector (the full record, for model:manage)'));
+
+export type ConnectorSummary = o.Out<typeof ConnectorSummaryView>;
+export type ConnectorDetail = o.Out<typeof ConnectorView>;
 
 type Full = { full: true; credentials: CredentialPolicy };
-export function presentConnector(row: ConnectorRow, o: Full): ConnectorDetail;
-export function presentConnector(row: ConnectorRow, o: { full: false }): ConnectorSummary;
-export function presentConnector(row: ConnectorRow, o: Full | { full: false }): ConnectorDetail | ConnectorSummary {
+export function presentConnector(row: ConnectorRow, opts: Full): ConnectorDetail;
+export function presentConnector(row: ConnectorRow, opts: { full: false }): ConnectorSummary;
+export function presentConnector(row: ConnectorRow, opts: Full | { full: false }): ConnectorDetail | ConnectorSummary {
   const summary: ConnectorSummary = {
-    id: row.id, label: row.label, kind: row.kind, capability: capabilityOf(row), costMode: row.cost_mode, status: row.status,
+    id: row.id, label: row.label, kind: row.kind as ConnectorKind, capability: capabilityOf(row) as WorkKind[], costMode: row.cost_mode as CostMode, status: row.status as ConnectorStatus,
   };
-  if (!o.full) return summary;
+  if (!opts.full) return summary;
   const p = protocolOf(row);
   return {
-    id: row.id, label: row.label, endpoint: row.endpoint, kind: row.kind, capability: summary.capability, costMode: row.cost_mode,
-    authEnv: row.auth_env, authConfigured: credentialPresent(row.auth_env, o.credentials),
+    id: row.id, label: row.label, endpoint: row.endpoint, kind: summary.kind, capability: summary.capability, costMode: summary.costMode,
+    authEnv: row.auth_env, authConfigured: credentialPresent(row.auth_env, opts.credentials),
     protocol: { healthRoute: p.healthRoute ?? null, routes: (p.routes ?? {}) as Record<string, string>, models: (p.models ?? {}) as Record<string, string>, workflow: p.workflow ?? null },
-    status: row.status, approvedBy: row.approved_by, approvedAt: row.approved_at,
+    status: summary.status, approvedBy: row.approved_by, approvedAt: row.approved_at,
     lastProbe: {
       at: row.last_probe_at, ok: row.last_probe_ok === null ? null : row.last_probe_ok === 1,
       latencyMs: row.last_probe_latency_ms, httpStatus: row.last_probe_status, error: row.last_probe_error,
