@@ -10,7 +10,7 @@ import { startTestServer } from './helpers/server.ts';
 import { member } from './helpers/factories.ts';
 
 /** The reference-fixed names (and the OpenAPI operation id generated from the fixed path). */
-const FIXED = [/\/api\/adapters\/dry-run/g, /fields\.adapter\b/g, /postApiAdaptersDryRun/g, /defaultAdapterId/g, /"adapter":/g, /`adapter`/g, /"adapterId":/g, /`adapterId`/g];
+const FIXED = [/\/api\/adapters\/dry-run/g, /fields\.adapter\b/g, /postApiAdaptersDryRun/g, /defaultAdapterId/g, /"adapter":/g, /`adapter`/g, /"adapterId"/g, /`adapterId`/g];
 
 function strayAdapters(text: string): string[] {
   let rest = text;

@@ -49,14 +49,17 @@ export const bool = (description?: string) => view<boolean>(described({ type: 'b
 /** Any JSON value (free-form parameters, stored metadata): typed `unknown`. */
 export const anything = (description?: string) => view<unknown>(described({}, description));
 
-/** Any JSON object (free-form configuration). */
-export const anyObject = (description?: string) => view<Record<string, unknown>>(described({ type: 'object' }, description));
+/** Any JSON object (free-form configuration); `additionalProperties: {}` so generated clients type it as a map of unknown values. */
+export const anyObject = (description?: string) => view<Record<string, unknown>>(described({ type: 'object', additionalProperties: {} }, description));
 
 export function nullable<T>(v: View<T>): View<T | null> & { optional: false } {
   const t = v.json.type;
   if (typeof t === 'string' && !('$ref' in v.json) && !('enum' in v.json) && !('const' in v.json)) return view<T | null>({ ...v.json, type: [t, 'null'] });
   return view<T | null>({ anyOf: [v.json, { type: 'null' }] });
 }
+
+/** A field kept for older clients (`deprecated: true` in the document). */
+export const deprecated = <V extends View<any>>(v: V): V => ({ ...v, json: { ...v.json, deprecated: true } });
 
 /** A field that may be absent (not null: absent). */
 export const optional = <T>(v: View<T>): View<T> & { optional: true } => ({ json: v.json, optional: true });
