@@ -10,6 +10,10 @@ import { resolveStored } from './files.ts';
 /** What serving needs of a stored file (an asset version, a media artifact or one of its frames). */
 export interface StoredFile { storage_path: string; content_sha256: string; mime_type: string; file_name: string }
 
+/** The documented answer of a route that serves stored files with contentReply: the file's own media type (one of `types`), 206 for a range. */
+export const fileResponse = (types: readonly string[]) =>
+  ({ type: types, also: [206], description: 'the file, with its own media type (206: the requested range)' });
+
 export type Disposition = 'inline' | 'attachment';
 
 export function contentDisposition(fileName: string, disposition: Disposition = 'inline'): string {

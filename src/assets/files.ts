@@ -240,8 +240,18 @@ export async function readHead(file: string): Promise<Buffer> {
 
 const ascii = (b: Buffer, at: number, s: string) => b.length >= at + s.length && b.toString('latin1', at, at + s.length) === s;
 
+/** Every type sniffMime answers (its return type holds it to this list). */
+export const SNIFFED_TYPES = [
+  'application/octet-stream', 'image/png', 'image/jpeg', 'image/gif', 'image/webp', 'audio/wav', 'video/quicktime', 'audio/mp4', 'video/mp4',
+  'video/webm', 'video/x-matroska', 'audio/ogg', 'audio/flac', 'application/pdf', 'audio/mpeg', 'application/json', 'text/plain; charset=utf-8',
+] as const;
+export type SniffedType = (typeof SNIFFED_TYPES)[number];
+
+/** Media types without their parameters, once each (the keys of an OpenAPI answer's content). */
+export const bareTypes = (types: readonly string[]): string[] => [...new Set(types.map((t) => t.split(';')[0].trim()))];
+
 /** The MIME type from the first bytes of the content (never from the client). */
-export function sniffMime(b: Buffer): string {
+export function sniffMime(b: Buffer): SniffedType {
   if (b.length === 0) return 'application/octet-stream';
   if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg';
@@ -262,7 +272,7 @@ export function sniffMime(b: Buffer): string {
   return textType(b);
 }
 
-function textType(b: Buffer): string {
+function textType(b: Buffer): SniffedType {
   for (const c of b) if ((c < 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d && c !== 0x0c) || c === 0x7f) return 'application/octet-stream';
   let text: string;
   try {

@@ -4,8 +4,11 @@ import type { Ctx } from '../context.ts';
 import { canSeeProject } from '../tenancy/scope.ts';
 import { largestFiles, organizationStoredBytes, projectUsage } from './store.ts';
 import { storageLimitBytes } from './service.ts';
+import type * as o from '../http/view.ts';
+import type { AssetKind } from './schema.ts';
+import type { StorageUsageView } from './present.ts';
 
-export function storageUsage(ctx: Ctx) {
+export function storageUsage(ctx: Ctx): o.Out<typeof StorageUsageView> {
   const organizationId = ctx.scope.organizationId!;
   const usedBytes = organizationStoredBytes(ctx.db, organizationId);
   const limitBytes = storageLimitBytes(ctx, organizationId);
@@ -19,7 +22,7 @@ export function storageUsage(ctx: Ctx) {
     occupancyRatio: limitBytes > 0 ? Math.round((usedBytes / limitBytes) * 1e6) / 1e6 : (usedBytes > 0 ? 1 : 0),
     projects: visible.map((p) => ({ projectId: p.project_id, projectName: p.project_name, workspaceId: p.workspace_id, usedBytes: p.bytes, files: p.files })),
     largestFiles: largestFiles(ctx.db, organizationId, visible.map((p) => p.project_id), 10).map((f) => ({
-      projectId: f.project_id, assetId: f.asset_id, assetName: f.asset_name, assetKind: f.asset_kind, versionId: f.id, versionNumber: f.number,
+      projectId: f.project_id, assetId: f.asset_id, assetName: f.asset_name, assetKind: f.asset_kind as AssetKind, versionId: f.id, versionNumber: f.number,
       fileName: f.file_name, mimeType: f.mime_type, fileSize: f.file_size, contentSha256: f.content_sha256, storagePath: f.storage_path,
     })),
   };

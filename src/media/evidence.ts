@@ -15,7 +15,7 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { hashFile, readHead, resolveStored, sniffMime, storedTarget } from '../assets/files.ts';
+import { SNIFFED_TYPES, bareTypes, hashFile, readHead, resolveStored, sniffMime, storedTarget, type SniffedType } from '../assets/files.ts';
 import { decodeFirstAndLast, type Frame } from './frames.ts';
 import { encodePngAsync } from './png.ts';
 import { MediaError, probeMedia, type Probe } from './probe.ts';
@@ -64,10 +64,16 @@ const DOCUMENT = /^(text\/|application\/json$|application\/pdf$)/;
 /** ffprobe format names of still-image demuxers. */
 const IMAGE_FORMAT = /(^|,)(image2|[a-z0-9]+_pipe|gif|apng)(,|$)/;
 /** What the probe knows better than the first bytes: by ffprobe format name. */
-const FORMAT_MIME: Record<string, string> = {
+const FORMAT_MIME = {
   mpegts: 'video/mp2t', avi: 'video/x-msvideo', flv: 'video/x-flv', mpeg: 'video/mpeg', bmp_pipe: 'image/bmp',
   tiff_pipe: 'image/tiff', aac: 'audio/aac', mp3: 'audio/mpeg', wav: 'audio/wav', flac: 'audio/flac', ogg: 'audio/ogg',
-};
+} as const satisfies Record<string, string>;
+type FormatMime = (typeof FORMAT_MIME)[keyof typeof FORMAT_MIME];
+/** The types refineMime corrects a sniffed one to (its return type holds it to this list). */
+const REFINED_TYPES = ['audio/mp4', 'audio/webm', 'audio/x-matroska', 'video/ogg'] as const;
+
+/** Every media type an artifact's file or frame may be served as (without parameters), for the OpenAPI document. */
+export const ARTIFACT_MEDIA_TYPES: readonly string[] = bareTypes([...SNIFFED_TYPES, ...REFINED_TYPES, ...Object.values(FORMAT_MIME), 'image/png']);
 
 function kindOf(mime: string, probe: Probe): MediaEvidence['kind'] {
   if (probe.video && (mime.startsWith('image/') || (IMAGE_FORMAT.test(probe.formatName) && !probe.audio))) return 'image';
@@ -77,7 +83,7 @@ function kindOf(mime: string, probe: Probe): MediaEvidence['kind'] {
 }
 
 /** The sniffed type, corrected where the streams say otherwise (an mp4 with only sound is audio/mp4). */
-function refineMime(sniffed: string, kind: MediaEvidence['kind'], probe: Probe): string {
+function refineMime(sniffed: SniffedType, kind: MediaEvidence['kind'], probe: Probe): SniffedType | FormatMime | (typeof REFINED_TYPES)[number] {
   if (kind === 'audio') {
     if (sniffed === 'video/mp4' || sniffed === 'video/quicktime') return 'audio/mp4';
     if (sniffed === 'video/webm') return 'audio/webm';
@@ -85,7 +91,7 @@ function refineMime(sniffed: string, kind: MediaEvidence['kind'], probe: Probe):
   }
   if (kind === 'video' && sniffed === 'audio/ogg') return 'video/ogg';
   if (sniffed === 'application/octet-stream') {
-    const known = probe.formatName.split(',').map((f) => FORMAT_MIME[f]).find(Boolean);
+    const known = probe.formatName.split(',').map((f) => (FORMAT_MIME as Record<string, FormatMime>)[f]).find(Boolean);
     if (known) return known;
   }
   return sniffed;

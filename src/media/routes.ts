@@ -4,9 +4,11 @@
 import path from 'node:path';
 import { json, type Router } from '../http/router.ts';
 import { notFound } from '../http/errors.ts';
-import { contentReply } from '../assets/content.ts';
+import { contentReply, fileResponse } from '../assets/content.ts';
+import { ARTIFACT_MEDIA_TYPES } from './evidence.ts';
+import * as o from '../http/view.ts';
 import { ArtifactContentQuery, ArtifactListQuery } from './schema.ts';
-import { MEDIA_READ, presentArtifact } from './present.ts';
+import { MEDIA_READ, MediaArtifactView, presentArtifact } from './present.ts';
 import { artifactInProject, artifactsOfProject } from './store.ts';
 
 export function bindMediaRoutes(r: Router): void {
@@ -15,6 +17,7 @@ export function bindMediaRoutes(r: Router): void {
   r.get('/api/production/media-artifacts', {
     ...base, query: ArtifactListQuery,
     summary: 'Media artifacts of the current project, newest first; filters shotId, jobId, episodeId, kind; limit (default 50, at most 200).',
+    response: { description: 'the artifacts, newest first', schema: o.object({ items: o.array(MediaArtifactView) }) },
   }, ({ ctx, query }) => {
     const rows = artifactsOfProject(ctx.db, ctx.scope.projectId!, {
       shotId: query.shotId ?? null, jobId: query.jobId ?? null, episodeId: query.episodeId ?? null, kind: query.kind ?? null, limit: query.limit ?? 50,
@@ -22,7 +25,7 @@ export function bindMediaRoutes(r: Router): void {
     return json(200, { items: rows.map((a) => presentArtifact(ctx.db, a)) });
   });
 
-  r.get('/api/production/media-artifacts/:artifactId', { ...base, summary: 'One media artifact with its evidence, provenance, continuity and composition.' },
+  r.get('/api/production/media-artifacts/:artifactId', { ...base, summary: 'One media artifact with its evidence, provenance, continuity and composition.', response: { description: 'the artifact', schema: MediaArtifactView } },
     ({ ctx, params }) => {
       const a = artifactInProject(ctx.db, ctx.scope.projectId!, params.artifactId);
       if (!a) throw notFound('no such media artifact in this project');
@@ -32,6 +35,7 @@ export function bindMediaRoutes(r: Router): void {
   r.get('/api/production/media-artifacts/:artifactId/content', {
     ...base, query: ArtifactContentQuery,
     summary: 'The file (real Content-Type, Content-Length, inline file name, ETag "<sha256>", If-None-Match 304, Range 206), or with frame=first|last its real first or last frame as PNG. 404 when missing or not on disk, 422 unsafe_path when the stored path leaves storage/.',
+    response: fileResponse(ARTIFACT_MEDIA_TYPES),
   }, ({ ctx, req, params, query }) => {
     const a = artifactInProject(ctx.db, ctx.scope.projectId!, params.artifactId);
     if (!a) throw notFound('no such media artifact in this project');
