@@ -12,7 +12,6 @@ import { indexDocument } from '../search/index.ts';
 import {
   EMPTY_BIBLE, EMPTY_SCRIPT, lineCount, normalizeBible, normalizeScript, type BibleContent, type ScriptContent,
 } from './content.ts';
-import { diffBible, diffScript } from './diff.ts';
 import type { BibleSave, ScriptSave } from './schema.ts';
 import { assetInProject } from '../assets/store.ts';
 import {
@@ -131,12 +130,14 @@ function contentAt(ctx: Ctx, doc: Doc, n: number): ScriptContent | BibleContent 
   return JSON.parse(revision(ctx, doc, n).content);
 }
 
-/** Diff of two revisions; `to` defaults to the current one, `from` to the one before `to` (0: the empty document). */
-export function diff(ctx: Ctx, doc: Doc, q: { from?: number; to?: number }) {
+/**
+ * Diff of two revisions; `to` defaults to the current one, `from` to the one before `to` (0: the empty document).
+ * `differ` is the document's own: diffScript or diffBible.
+ */
+export function diff<C extends ScriptContent | BibleContent, T>(ctx: Ctx, doc: Doc, q: { from?: number; to?: number }, differ: (a: C, b: C) => T) {
   const to = q.to ?? current(ctx, doc)?.revision ?? 0;
   const from = q.from ?? Math.max(0, to - 1);
-  const a = contentAt(ctx, doc, from);
-  const b = contentAt(ctx, doc, to);
-  const changes = doc.kind === 'script' ? diffScript(a as ScriptContent, b as ScriptContent) : diffBible(a as BibleContent, b as BibleContent);
-  return { from, to, ...changes };
+  const a = contentAt(ctx, doc, from) as C;
+  const b = contentAt(ctx, doc, to) as C;
+  return { from, to, ...differ(a, b) };
 }
