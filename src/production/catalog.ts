@@ -12,6 +12,9 @@ import { projectById } from '../tenancy/store.ts';
 import { indexEpisode, indexSeasonEpisodes, unindex } from './indexing.ts';
 import type { CatalogPatchBody, SeasonCreateBody } from './schema.ts';
 import { hasScript } from '../scripts/store.ts';
+import type * as o from '../http/view.ts';
+import type { ProjectStatus } from '../projects/lifecycle.ts';
+import type { CatalogStatus, CatalogView, EpisodeView, SeasonView } from './present.ts';
 import {
   childCount, deleteRow, episodeById, episodesOfProject, insertEpisode, insertSeason, jobCountUnder, seasonById, seasonsOfProject,
   seriesOfProject, shotsOfProject, siblingIds, updateEpisode, updateSeason, writeOrder, type EpisodeRow, type Ordered, type SeasonRow,
@@ -20,7 +23,7 @@ import {
 type Create = Infer<typeof SeasonCreateBody>;
 type Patch = Infer<typeof CatalogPatchBody>;
 
-export function catalog(ctx: Ctx) {
+export function catalog(ctx: Ctx): o.Out<typeof CatalogView> {
   const projectId = ctx.scope.projectId!;
   const project = projectById(ctx.db, projectId)!;
   const seasons = seasonsOfProject(ctx.db, projectId);
@@ -33,23 +36,23 @@ export function catalog(ctx: Ctx) {
   }
   const total = (c: Record<string, number> | undefined) => Object.values(c ?? {}).reduce((a, b) => a + b, 0);
   const presentEpisode = (e: EpisodeRow) => ({
-    id: e.id, seasonId: e.season_id, number: e.number, title: e.title, status: e.status, position: e.position,
+    id: e.id, seasonId: e.season_id, number: e.number, title: e.title, status: e.status as CatalogStatus, position: e.position,
     shotCount: total(shotsByEpisode.get(e.id)), shotStatusCounts: shotsByEpisode.get(e.id) ?? {}, createdAt: e.created_at, updatedAt: e.updated_at,
   });
   const presentSeason = (s: SeasonRow) => {
     const eps = episodes.filter((e) => e.season_id === s.id).map(presentEpisode);
     return {
-      id: s.id, seriesId: s.series_id, number: s.number, title: s.title, status: s.status, position: s.position,
+      id: s.id, seriesId: s.series_id, number: s.number, title: s.title, status: s.status as CatalogStatus, position: s.position,
       episodeCount: eps.length, shotCount: eps.reduce((a, e) => a + e.shotCount, 0), createdAt: s.created_at, updatedAt: s.updated_at,
       episodes: eps,
     };
   };
   return {
-    projectId, projectStatus: project.status,
+    projectId, projectStatus: project.status as ProjectStatus,
     series: seriesOfProject(ctx.db, projectId).map((sr) => {
       const ss = seasons.filter((s) => s.series_id === sr.id).map(presentSeason);
       return {
-        id: sr.id, title: sr.title, status: project.status, createdAt: sr.created_at,
+        id: sr.id, title: sr.title, status: project.status as ProjectStatus, createdAt: sr.created_at,
         seasonCount: ss.length, episodeCount: ss.reduce((a, s) => a + s.episodeCount, 0), shotCount: ss.reduce((a, s) => a + s.shotCount, 0),
         seasons: ss,
       };
@@ -57,12 +60,12 @@ export function catalog(ctx: Ctx) {
   };
 }
 
-export const presentSeasonRow = (s: SeasonRow) => ({
-  id: s.id, seriesId: s.series_id, number: s.number, title: s.title, status: s.status, position: s.position,
+export const presentSeasonRow = (s: SeasonRow): o.Out<typeof SeasonView> => ({
+  id: s.id, seriesId: s.series_id, number: s.number, title: s.title, status: s.status as CatalogStatus, position: s.position,
   createdAt: s.created_at, updatedAt: s.updated_at,
 });
-export const presentEpisodeRow = (e: EpisodeRow) => ({
-  id: e.id, seasonId: e.season_id, number: e.number, title: e.title, status: e.status, position: e.position, createdAt: e.created_at, updatedAt: e.updated_at,
+export const presentEpisodeRow = (e: EpisodeRow): o.Out<typeof EpisodeView> => ({
+  id: e.id, seasonId: e.season_id, number: e.number, title: e.title, status: e.status as CatalogStatus, position: e.position, createdAt: e.created_at, updatedAt: e.updated_at,
 });
 
 /** Puts `id` at `position` (clamped to 1..n) among its siblings and rewrites positions 1..n. */
