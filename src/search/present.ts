@@ -1,5 +1,6 @@
 // Search results as the API shows them: the target's ids, labels, and a snippet with highlight ranges.
-import { SEARCH_TYPES } from './index.ts';
+import * as o from '../http/view.ts';
+import { SEARCH_TYPES, type SearchType } from './index.ts';
 import { MARK_CLOSE, MARK_OPEN, type SearchRow } from './service.ts';
 
 /** Snippet text without markers, and [start, end) ranges of the matched parts. */
@@ -17,13 +18,26 @@ export function highlights(marked: string): { text: string; highlights: Array<[n
   return { text, highlights: ranges };
 }
 
-export const presentResult = (r: SearchRow) => ({
+type Tab = (typeof SEARCH_TYPES)[SearchType]['tab'];
+const TABS = [...new Set(Object.values(SEARCH_TYPES).map((t) => t.tab))] as Tab[];
+
+export const SearchResultView = o.named('SearchResult', o.object({
+  type: o.oneOf(Object.keys(SEARCH_TYPES) as SearchType[]), typeLabel: o.text(), title: o.text(), subtitle: o.text(), status: o.text(),
+  targetTab: o.oneOf(TABS, 'the console tab that opens the result'), targetId: o.text({ description: 'the id of the object found' }),
+  organizationId: o.text(), workspaceId: o.nullable(o.text()), projectId: o.nullable(o.text()),
+  snippet: o.object({
+    text: o.text({ description: 'an excerpt around the first match' }),
+    highlights: o.array(o.array(o.int()), '[start, end) character ranges of the matched parts in text'),
+  }),
+}));
+
+export const presentResult = (r: SearchRow): o.Out<typeof SearchResultView> => ({
   type: r.type,
   typeLabel: SEARCH_TYPES[r.type].label,
   title: r.title,
   subtitle: r.subtitle,
   status: r.status,
-  targetTab: r.target_tab,
+  targetTab: r.target_tab as Tab,
   targetId: r.target_id,
   organizationId: r.organization_id,
   workspaceId: r.workspace_id,

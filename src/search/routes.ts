@@ -1,7 +1,8 @@
 // GET /api/search
 import { json, type Router } from '../http/router.ts';
 import * as v from '../http/validate.ts';
-import { presentResult } from './present.ts';
+import * as o from '../http/view.ts';
+import { SearchResultView, presentResult } from './present.ts';
 import { search } from './service.ts';
 
 const SearchQuery = v.object({
@@ -13,7 +14,7 @@ const SearchQuery = v.object({
 export function bindSearchRoutes(r: Router): void {
   r.get('/api/search', {
     summary: 'Search projects, episodes, scripts, shots, assets, tasks, jobs and deliveries of the visible projects of the current workspace (scope=workspace, default) or of the current project (scope=project); a hit only where the caller holds the read permission of its kind in its project (as the route that opens it: jobs need job:create or queue:manage, deliveries delivery:view, ...). Empty q answers [].',
-    tags: ['search'], scope: 'workspace', query: SearchQuery, response: { description: 'an array of results, best first' },
+    tags: ['search'], scope: 'workspace', query: SearchQuery, response: { description: 'an array of results, best first', schema: o.array(SearchResultView) },
   }, ({ ctx, query }) => json(200, search(ctx, {
     q: query.q ?? '', scope: query.scope ?? 'workspace', limit: Math.min(100, Math.max(1, query.limit ?? 20)),
   }).map(presentResult)));
