@@ -11,6 +11,7 @@ import { createJob } from '../src/jobs/service.ts';
 import { instantiate } from '../src/workflows/runs.ts';
 import { withScope } from '../src/context.ts';
 import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/projects/lifecycle.ts';
+import { DEFAULT_SPEC } from '../src/qa/spec.ts';
 import { writeExport } from '../src/export/service.ts';
 
 const audit = (s: TestServer, action: string, targetId: string) =>
@@ -177,7 +178,8 @@ async function fixtures(s: TestServer, tree: { organizationId: string; workspace
   s.db.run(`INSERT INTO reviews (id, organization_id, workspace_id, project_id, target_kind, episode_id, artifact_kind, artifact_id, artifact_sha256, title, created_at, updated_at)
     VALUES ('rev_fx', ?, ?, ?, 'shot', ?, 'other', 'art_fx', ?, 'fixture review', ?, ?)`, ...ids, episodeId, assetSha, at, at);
   s.db.run(`INSERT INTO qa_runs (id, organization_id, workspace_id, project_id, target_kind, result, spec, summary, artifact_count, started_at, created_at)
-    VALUES ('qar_fx', ?, ?, ?, 'artifacts', 'pass', '{}', '{}', 1, ?, ?)`, ...ids, at, at);
+    VALUES ('qar_fx', ?, ?, ?, 'artifacts', 'pass', ?, ?, 1, ?, ?)`, ...ids, JSON.stringify(DEFAULT_SPEC),
+    JSON.stringify({ checks: 1, pass: 1, warn: 0, fail: 0, blockingFailed: 0, failing: [] }), at, at);
   s.db.run(`INSERT INTO deliveries (id, organization_id, workspace_id, project_id, title, status, created_at, updated_at, approved_at)
     VALUES ('dlv_fx', ?, ?, ?, 'fixture delivery', 'approved', ?, ?, ?)`, ...ids, at, at, at);
   s.db.run("INSERT INTO delivery_items (delivery_id, position, artifact_id, artifact_sha256, episode_id) VALUES ('dlv_fx', 1, 'art_fx', ?, ?)", assetSha, episodeId);

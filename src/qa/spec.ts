@@ -5,6 +5,7 @@ import type { Ctx } from '../context.ts';
 import type { Db } from '../db/db.ts';
 import { validationFailed } from '../http/errors.ts';
 import * as v from '../http/validate.ts';
+import * as o from '../http/view.ts';
 import { record } from '../audit/service.ts';
 import { projectById } from '../tenancy/store.ts';
 import { parseFrameRate } from '../media/compose.ts';
@@ -93,4 +94,17 @@ export function putSpec(ctx: Ctx, body: SpecInput): StoredSpec {
   });
 }
 
-export const presentSpec = (s: StoredSpec) => ({ ...s.spec, isDefault: s.isDefault, updatedBy: s.updatedBy, updatedAt: s.updatedAt, defaults: DEFAULT_SPEC });
+/** The spec's fields (DeliverySpec), as QA runs record them. */
+export const DeliverySpecFieldsView = o.named('DeliverySpecFields', o.object({
+  width: o.int('pixels'), height: o.int('pixels'), frameRate: o.nullable(o.text({ description: 'num/den; null = any rate' })),
+  durationToleranceMs: o.int(), loudnessTargetLufs: o.number(), loudnessToleranceLu: o.number(), truePeakMaxDbtp: o.number(),
+  silenceMaxDbtp: o.number(), blackMinSeconds: o.number(), blackPixelThreshold: o.number(), freezeMinSeconds: o.number(),
+  freezeNoiseDb: o.number(), continuityMinScore: o.number(),
+}));
+
+export const DeliverySpecView = o.named('DeliverySpec', o.extend(DeliverySpecFieldsView, {
+  isDefault: o.bool('true until a spec is stored'), updatedBy: o.nullable(o.text()), updatedAt: o.nullable(o.time()),
+  defaults: DeliverySpecFieldsView,
+}));
+
+export const presentSpec = (s: StoredSpec): o.Out<typeof DeliverySpecView> => ({ ...s.spec, isDefault: s.isDefault, updatedBy: s.updatedBy, updatedAt: s.updatedAt, defaults: DEFAULT_SPEC });
