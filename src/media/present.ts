@@ -58,7 +58,7 @@ export const MediaArtifactView = o.named('MediaArtifact', o.object({
   videoCodec: o.nullable(o.text()), audioCodec: o.nullable(o.text()),
   hasVideo: o.bool(), hasAudio: o.bool(),
   firstFrame: o.nullable(MediaFrameView), lastFrame: o.nullable(MediaFrameView),
-  provenance: o.anyObject('how the file was made (job, connector, model, parameters), as recorded at registration'),
+  provenance: o.record(o.anything(), 'how the file was made (job, connector, model, parameters), as recorded at registration'),
   continuity: o.nullable(o.object({ previous: o.array(ContinuityView), next: o.array(ContinuityView) }, 'a shot video\'s continuity with the neighbouring shots')),
   composition: o.nullable(o.object({
     id: o.text(), episodeId: o.text(), width: o.int(), height: o.int(), frameRate: o.text(), durationMs: o.int(),

@@ -22,7 +22,7 @@ export const presentTask = (t: TaskRow): o.Out<typeof TaskView> => ({
 export const TaskEventView = o.named('TaskEvent', o.object({
   auditId: o.text(), at: o.time(), action: o.text({ description: 'the audit action, e.g. task.created, task.updated' }),
   actorUserId: o.nullable(o.text()), actorName: o.nullable(o.text()),
-  details: o.anyObject('the audit record\'s details (the changed fields)'),
+  details: o.record(o.anything(), 'the audit record\'s details (the changed fields)'),
 }));
 
 export const presentTaskEvent = (e: TaskEventRow): o.Out<typeof TaskEventView> => ({
