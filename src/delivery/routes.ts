@@ -5,7 +5,8 @@
 import { READ_ACCESS } from '../tenancy/reads.ts';
 import type { IncomingMessage } from 'node:http';
 import { json, type Reply, type Router } from '../http/router.ts';
-import { contentReply, isDownload } from '../assets/content.ts';
+import { contentReply, fileResponse, isDownload } from '../assets/content.ts';
+import { ARTIFACT_MEDIA_TYPES } from '../media/evidence.ts';
 import { serviceOrigin } from '../scim/admin.ts';
 import { AppError } from '../http/errors.ts';
 import { clientDeliveryPage, wantsHtml } from '../web/static.ts';
@@ -109,6 +110,7 @@ export function bindDeliveryRoutes(r: Router): void {
   r.get('/api/client/delivery/files/:position', {
     ...client,
     summary: 'Without an account: the approved file at a position (Range, ETag = SHA-256); 410 delivery_file_changed when its bytes no longer hash to the approved SHA-256 (hashed again whenever the file\'s stat changed); 401 as for the manifest; downloads are counted and audited.',
+    response: fileResponse(ARTIFACT_MEDIA_TYPES),
   }, async ({ ctx, req, params, query }): Promise<Reply> => {
     const access = accessOfToken(ctx, tokenOf(req, query));
     const f = await clientFile(ctx, access, params.position);
