@@ -76,7 +76,10 @@ function success(m: Route['meta']) {
   const content: Record<string, unknown> = {};
   if (r?.schema) content[r.jsonType ?? 'application/json'] = { schema: r.schema.json };
   for (const type of r?.type === undefined ? [] : [r.type].flat()) {
-    content[type] = { schema: { type: 'string', ...(/^(text\/|application\/json)/.test(type) ? {} : { format: 'binary' }) } };
+    if (type in content) continue; // the view describes it
+    // a stored file: JSON as it was stored (any value), text as a string, anything else as bytes
+    const json = /^application\/([\w.-]+\+)?json$/.test(type);
+    content[type] = { schema: json ? { description: 'the stored JSON document, as it was written' } : { type: 'string', ...(type.startsWith('text/') ? {} : { format: 'binary' }) } };
   }
   return Object.keys(content).length ? { description, content } : { description };
 }
