@@ -4,7 +4,7 @@
 // seed the rows through the service's one-INSERT append path and `svc audit verify` over them.
 import path from 'node:path';
 import { openDb } from '../src/db/db.ts';
-import { insertAudit } from '../src/audit/store.ts';
+import { insertAudit } from '../src/platform/audit/store.ts';
 import { login, measuredDownload, num, printTable, setupSvc, startSvc, svcCli } from './lib.ts';
 
 const ROWS = Number(process.env.BENCH_AUDIT_ROWS ?? 200_000);

@@ -1,11 +1,11 @@
-// Figure: the composite detector (src/media/collage.ts) on the full labelled set of
+// Figure: the composite detector (src/media-tools/collage.ts) on the full labelled set of
 // test/helpers/collage-set.ts, built with ffmpeg into a temporary directory: its detection rate
 // (composites found / composites), false-positive rate (singles flagged / singles), both per family
 // and per layout, and images per second through detectComposite (decode + analysis, as many at once
 // as the machine has cores). Goal: at least 95% found, at most 2% flagged.
 // BENCH_COLLAGE_SEED=N builds another set of the same kind (the thresholds were set on the default one).
 import os from 'node:os';
-import { detectComposite, type CompositeResult } from '../src/media/collage.ts';
+import { detectComposite, type CompositeResult } from '../src/media-tools/collage.ts';
 import { buildCollageSet, findPhotos, type SetEntry } from '../test/helpers/collage-set.ts';
 import { num, printTable, tempDir } from './lib.ts';
 

@@ -4,13 +4,13 @@
 // Goal: p95 under 20 ms. The server runs as a child process; queries are sequential.
 import { openDb } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { loadConfig } from '../src/config.ts';
-import { createContext } from '../src/context.ts';
-import { createLogger } from '../src/log.ts';
-import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
-import { createProject } from '../src/projects/service.ts';
-import { indexDocument, type SearchType } from '../src/search/index.ts';
-import { userByEmail } from '../src/users/store.ts';
+import { loadConfig } from '../src/kernel/config.ts';
+import { createContext } from '../src/directory/context.ts';
+import { createLogger } from '../src/kernel/log.ts';
+import { createOrganization, createWorkspace } from '../src/tenancy/orgs/service.ts';
+import { createProject } from '../src/production/projects/service.ts';
+import { indexDocument, type SearchType } from '../src/platform/search/index.ts';
+import { userByEmail } from '../src/directory/users/store.ts';
 import { login, num, percentile, printTable, setupSvc, startSvc } from './lib.ts';
 
 const ITEMS = Number(process.env.BENCH_SEARCH_ITEMS ?? 100_000);

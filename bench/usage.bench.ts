@@ -11,11 +11,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDb } from '../src/db/db.ts';
-import { newId } from '../src/lib/ids.ts';
-import { insertWorkspaceCommercial } from '../src/commercial/account.ts';
-import { localDate, monthOf, startOfLocalDay } from '../src/commercial/periods.ts';
-import { usageTrend } from '../src/commercial/trend.ts';
-import { resolveQuery, usageCombos, usageWhere, windowSums, FACET_INDEXES, type FacetColumn } from '../src/commercial/usage-store.ts';
+import { newId } from '../src/kernel/ids.ts';
+import { insertWorkspaceCommercial } from '../src/directory/plan/account.ts';
+import { localDate, monthOf, startOfLocalDay } from '../src/kernel/periods.ts';
+import { usageTrend } from '../src/commercial/usage/trend.ts';
+import { resolveQuery, usageCombos, usageWhere, windowSums, FACET_INDEXES, type FacetColumn } from '../src/commercial/usage/store.ts';
 import { login, measuredDownload, num, percentile, printTable, setupSvc, startSvc, svcCli } from './lib.ts';
 
 const EVENTS = Number(process.env.BENCH_USAGE_EVENTS ?? 1_000_000);

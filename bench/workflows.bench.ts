@@ -2,24 +2,24 @@
 // "shot to episode cut" (4 steps, each a generation job, and 2 gates a run) in the measured
 // project, with 3 other projects of as many runs in the same database: the newest 50, the blocked
 // ones (status filter, 50), the completed ones (status filter, 200) and one run by id. A run's status
-// is derived in SQL from its jobs and gates on every read (src/workflows/store.ts), so this is the
+// is derived in SQL from its jobs and gates on every read (src/generation/workflows/store.ts), so this is the
 // cost of that derivation. Goal: p95 under 50 ms for the lists. The server runs as a child process
 // with its worker off (the seeded statuses must not move); requests are sequential.
 // BENCH_WORKFLOW_RUNS (10000) changes the runs per project.
 import { openDb, type Db } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { loadConfig } from '../src/config.ts';
-import { createContext } from '../src/context.ts';
-import { createLogger } from '../src/log.ts';
-import { newId } from '../src/lib/ids.ts';
-import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
-import { createProject } from '../src/projects/service.ts';
-import type { ProjectRow } from '../src/tenancy/store.ts';
-import { userByEmail } from '../src/users/store.ts';
-import { insertJob, type JobRow, type JobStatus } from '../src/jobs/store.ts';
-import { BUILTIN_TEMPLATES, syncBuiltinTemplates } from '../src/workflows/builtin.ts';
-import { insertRun, insertRunGate, insertRunStep, type RunGateRow } from '../src/workflows/store.ts';
-import type { RunStatus } from '../src/workflows/schema.ts';
+import { loadConfig } from '../src/kernel/config.ts';
+import { createContext } from '../src/directory/context.ts';
+import { createLogger } from '../src/kernel/log.ts';
+import { newId } from '../src/kernel/ids.ts';
+import { createOrganization, createWorkspace } from '../src/tenancy/orgs/service.ts';
+import { createProject } from '../src/production/projects/service.ts';
+import type { ProjectRow } from '../src/directory/tenancy/store.ts';
+import { userByEmail } from '../src/directory/users/store.ts';
+import { insertJob, type JobRow, type JobStatus } from '../src/generation/jobs/store.ts';
+import { BUILTIN_TEMPLATES, syncBuiltinTemplates } from '../src/generation/workflows/builtin.ts';
+import { insertRun, insertRunGate, insertRunStep, type RunGateRow } from '../src/generation/workflows/store.ts';
+import type { RunStatus } from '../src/generation/workflows/schema.ts';
 import { login, num, percentile, printTable, setupSvc, startSvc } from './lib.ts';
 
 const RUNS = Number(process.env.BENCH_WORKFLOW_RUNS ?? 10_000);

@@ -5,55 +5,55 @@
 // isClientAbort): 499 client_closed_request in the access log (info), nothing written, no error line.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
-import type { Config } from './config.ts';
+import type { Config } from './kernel/config.ts';
 import type { Db } from './db/db.ts';
-import type { Logger } from './log.ts';
-import { ANONYMOUS, NO_SCOPE, createContext } from './context.ts';
-import { assertProjectWritable } from './tenancy/guard.ts';
+import type { Logger } from './kernel/log.ts';
+import { ANONYMOUS, NO_SCOPE, createContext } from './directory/context.ts';
+import { assertProjectWritable } from './directory/tenancy/guard.ts';
 import { Router, type Reply } from './http/router.ts';
-import { AppError, clientClosed, internalError, isClientAbort, methodNotAllowed, notFound, unauthenticated, forbidden } from './http/errors.ts';
+import { AppError, clientClosed, internalError, isClientAbort, methodNotAllowed, notFound, unauthenticated, forbidden } from './kernel/errors.ts';
 import { clientAddress, readJson, requestId } from './http/request.ts';
-import { authenticate } from './http/auth.ts';
-import { auditScopeDenied, checkAccess, requestedScope, resolveRequestScope } from './http/access.ts';
-import { parse } from './http/validate.ts';
-import { bindAuthRoutes } from './auth/routes.ts';
+import { authenticate } from './gate/auth.ts';
+import { auditScopeDenied, checkAccess, requestedScope, resolveRequestScope } from './gate/access.ts';
+import { parse } from './kernel/validate.ts';
+import { bindAuthRoutes } from './identity/sessions/routes.ts';
 import { bindMfaRoutes } from './identity/mfa/routes.ts';
 import { bindIdentityPolicyRoutes } from './identity/policy/routes.ts';
 import { bindSamlRoutes } from './identity/saml/routes.ts';
 import { bindSsoRoutes } from './identity/sso/routes.ts';
 import { bindOidcRoutes } from './identity/oidc/routes.ts';
-import { createLoginLimits } from './auth/service.ts';
-import { bindTenancyRoutes } from './tenancy/routes.ts';
-import { bindProjectRoutes } from './projects/routes.ts';
-import { bindMemberRoutes } from './members/routes.ts';
+import { createLoginLimits } from './identity/sessions/service.ts';
+import { bindTenancyRoutes } from './tenancy/orgs/routes.ts';
+import { bindProjectRoutes } from './production/projects/routes.ts';
+import { bindMemberRoutes } from './tenancy/members/routes.ts';
 import { bindSystemRoutes } from './system/routes.ts';
-import { bindApiClientRoutes } from './system/api-clients-routes.ts';
-import { bindUserRoutes } from './users/routes.ts';
-import { bindNotificationRoutes } from './notifications/routes.ts';
-import { bindAuditRoutes } from './audit/routes.ts';
-import { bindTaskRoutes } from './tasks/routes.ts';
-import { bindAssetRoutes } from './assets/routes.ts';
-import { bindProductionRoutes } from './production/routes.ts';
-import { bindScriptRoutes } from './scripts/routes.ts';
-import { bindSearchRoutes } from './search/routes.ts';
-import { bindConnectorRoutes } from './connectors/routes.ts';
-import { bindJobRoutes } from './jobs/routes.ts';
-import { bindMediaRoutes } from './media/routes.ts';
-import { bindWorkflowRoutes } from './workflows/routes.ts';
-import { bindReviewRoutes } from './review/routes.ts';
-import { bindQaRoutes } from './qa/routes.ts';
-import { bindDeliveryRoutes } from './delivery/routes.ts';
-import { bindExportRoutes } from './export/routes.ts';
-import { bindBillingRoutes } from './commercial/billing-routes.ts';
-import { bindQuotaRoutes } from './commercial/quota-routes.ts';
-import { bindUsageRoutes } from './commercial/usage-routes.ts';
-import { bindInvoiceRoutes } from './commercial/invoice-routes.ts';
-import { bindWorkerRoutes } from './worker/routes.ts';
-import { bindScimRoutes } from './scim/routes.ts';
-import { bindDirectoryRoutes } from './scim/admin.ts';
-import { ScimError, isScimPath, scimErrorReply } from './scim/errors.ts';
-import { unroutedScimRequest } from './scim/discovery.ts';
-import { consoleReply } from './web/static.ts';
+import { bindApiClientRoutes } from './identity/api-clients/routes.ts';
+import { bindUserRoutes } from './identity/users/routes.ts';
+import { bindNotificationRoutes } from './platform/notifications/routes.ts';
+import { bindAuditRoutes } from './platform/audit/routes.ts';
+import { bindTaskRoutes } from './production/tasks/routes.ts';
+import { bindAssetRoutes } from './production/assets/routes.ts';
+import { bindProductionRoutes } from './production/catalog/routes.ts';
+import { bindScriptRoutes } from './production/scripts/routes.ts';
+import { bindSearchRoutes } from './production/search/routes.ts';
+import { bindConnectorRoutes } from './generation/connectors/routes.ts';
+import { bindJobRoutes } from './generation/jobs/routes.ts';
+import { bindMediaRoutes } from './generation/media/routes.ts';
+import { bindWorkflowRoutes } from './generation/workflows/routes.ts';
+import { bindReviewRoutes } from './finishing/review/routes.ts';
+import { bindQaRoutes } from './finishing/qa/routes.ts';
+import { bindDeliveryRoutes } from './finishing/delivery/routes.ts';
+import { bindExportRoutes } from './finishing/export/routes.ts';
+import { bindBillingRoutes } from './commercial/billing/routes.ts';
+import { bindQuotaRoutes } from './commercial/quotas/routes.ts';
+import { bindUsageRoutes } from './commercial/usage/routes.ts';
+import { bindInvoiceRoutes } from './commercial/invoices/routes.ts';
+import { bindWorkerRoutes } from './generation/worker/routes.ts';
+import { bindScimRoutes } from './identity/scim/routes.ts';
+import { bindDirectoryRoutes } from './identity/scim/admin.ts';
+import { ScimError, isScimPath, scimErrorReply } from './identity/scim/errors.ts';
+import { unroutedScimRequest } from './identity/scim/discovery.ts';
+import { consoleReply } from './http/static.ts';
 
 export interface App {
   router: Router;
@@ -117,7 +117,7 @@ export function createApp({ config, db, log }: AppDeps): App {
     if (!m && isScimPath(path)) throw unroutedScimRequest(req.method ?? 'GET', path, null);
     if (m && 'allow' in m && isScimPath(path)) throw unroutedScimRequest(req.method ?? 'GET', path, m.allow);
     if (!m) {
-      const page = consoleReply(req.method ?? 'GET', path, req.headers); // the web console (src/web/static.ts) outside /api and /scim
+      const page = consoleReply(req.method ?? 'GET', path, req.headers); // the web console (src/http/static.ts) outside /api and /scim
       if (page) return page;
       throw notFound(`no route for ${path}`);
     }
@@ -196,7 +196,7 @@ export function createApp({ config, db, log }: AppDeps): App {
   };
 }
 
-/** The contract's error body, or SCIM's under /scim (src/scim/errors.ts). */
+/** The contract's error body, or SCIM's under /scim (src/identity/scim/errors.ts). */
 function errorReply(err: unknown, req: IncomingMessage, rid: string, log: Logger): Reply {
   const known = err instanceof AppError || err instanceof ScimError;
   const e = known ? err : isClientAbort(req, err) ? clientClosed() : internalError();

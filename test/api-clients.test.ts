@@ -6,10 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { login, makeTree, makeUser, member, type Tree } from './helpers/factories.ts';
-import { createContext } from '../src/context.ts';
-import { membershipsOfUser } from '../src/tenancy/store.ts';
-import { createApiClient } from '../src/system/api-clients.ts';
-import { AppError } from '../src/http/errors.ts';
+import { createContext } from '../src/directory/context.ts';
+import { membershipsOfUser } from '../src/directory/tenancy/store.ts';
+import { createApiClient } from '../src/identity/api-clients/service.ts';
+import { AppError } from '../src/kernel/errors.ts';
 
 const BASE = '/api/system/api-clients';
 const pilotOf = (s: TestServer, projectId: string) => s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', projectId)!.id;

@@ -12,9 +12,9 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { TEST_ENV, startTestServer, tempDir, type TestServer } from './helpers/server.ts';
 import { makeTree, member } from './helpers/factories.ts';
-import { changeLifecycle } from '../src/projects/service.ts';
-import { addVersionFromBytes } from '../src/assets/service.ts';
-import { withScope } from '../src/context.ts';
+import { changeLifecycle } from '../src/production/projects/service.ts';
+import { addVersionFromBytes } from '../src/production/assets/service.ts';
+import { withScope } from '../src/directory/context.ts';
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(3000)]);
 

@@ -1,4 +1,4 @@
-// Attempt limits hold under concurrency and across processes (src/auth/ratelimit.ts, table
+// Attempt limits hold under concurrency and across processes (src/gate/ratelimit.ts, table
 // attempt_limits): every guess at a secret reserves its slot before the secret is checked, so a burst
 // sent at once gets no more evaluations than the limit; the counts live in the database, so a restart
 // keeps them and two servers on one database file share them. Over real HTTP.
@@ -10,7 +10,7 @@ import { login, makeTree, makeUser } from './helpers/factories.ts';
 import { totpAt } from '../src/identity/mfa/totp.ts';
 import { openDb } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { checkAttempt, reserveAttempt, type AttemptLimit } from '../src/auth/ratelimit.ts';
+import { checkAttempt, reserveAttempt, type AttemptLimit } from '../src/gate/ratelimit.ts';
 
 /** How many answers of each status a burst got. */
 function tally(answers: Answer[]): Record<number, number> {

@@ -11,9 +11,9 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
-import { createContext, operatorActor } from '../src/context.ts';
-import { record, type AuditEntry } from '../src/audit/service.ts';
-import { csvCell } from '../src/audit/present.ts';
+import { createContext, operatorActor } from '../src/directory/context.ts';
+import { record, type AuditEntry } from '../src/platform/audit/service.ts';
+import { csvCell } from '../src/platform/audit/present.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeProject, makeTree, makeUser, makeWorkspace, member, type Tree } from './helpers/factories.ts';
 

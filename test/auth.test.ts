@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer } from './helpers/server.ts';
 import { login, makeUser } from './helpers/factories.ts';
-import { setUserStatus, createUser } from '../src/users/service.ts';
-import { tokenHash } from '../src/auth/token-hash.ts';
+import { setUserStatus, createUser } from '../src/identity/users/service.ts';
+import { tokenHash } from '../src/directory/sessions/token-hash.ts';
 
 const auditRows = (s: { db: any }, action: string) =>
   s.db.all('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action) as any[];

@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { login, makeTree, makeUser, makeWorkspace, member, type Tree } from './helpers/factories.ts';
-import { newId } from '../src/lib/ids.ts';
-import { localDate } from '../src/commercial/periods.ts';
-import { usageTrend } from '../src/commercial/trend.ts';
-import { formatE4Amount } from '../src/commercial/money.ts';
+import { newId } from '../src/kernel/ids.ts';
+import { localDate } from '../src/kernel/periods.ts';
+import { usageTrend } from '../src/commercial/usage/trend.ts';
+import { formatE4Amount } from '../src/kernel/money.ts';
 
 const billing = (orgId: string) => `/api/organizations/${orgId}/billing`;
 const commercial = (orgId: string) => `/api/organizations/${orgId}/commercial`;

@@ -1,6 +1,6 @@
 // Every link the service writes for a person opens a console page that shows its object, in a real
 // browser (test/helpers/browser.ts). The notification types are enumerated from the code: the
-// registry src/notifications/types.ts, and a scan of every notify() call in src/ (a type that is
+// registry src/platform/notifications/types.ts, and a scan of every notify() call in src/ (a type that is
 // not registered, or whose link is not built by consoleLinks for its registered page, fails here).
 // For each registered type the owner gets a notification (task.assigned and review.requested by the
 // real flows, the others through notify() with a link built by consoleLinks for a real object), and
@@ -13,9 +13,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeProject, member } from './helpers/factories.ts';
 import { mediaWorld, shotVideo } from './helpers/media.ts';
-import { notify } from '../src/notifications/service.ts';
-import { NOTIFICATION_TYPES, type NotificationType } from '../src/notifications/types.ts';
-import { consoleLinks, OBJECT_PAGES, pageOfLink, type ObjectPage } from '../src/web/links.ts';
+import { notify } from '../src/platform/notifications/service.ts';
+import { NOTIFICATION_TYPES, type NotificationType } from '../src/platform/notifications/types.ts';
+import { consoleLinks, OBJECT_PAGES, pageOfLink, type ObjectPage } from '../src/kernel/links.ts';
 import {
   expectedFailure, field, heading, launchBrowser, onPath, openPage, problemsOf, section, shots, signIn, waitFor,
   type Browser, type Page,
@@ -55,7 +55,7 @@ test('every notify() call in src/ writes a registered type, its link built by co
     for (const type of c.types) {
       seen.add(type);
       const info = (NOTIFICATION_TYPES as Record<string, { page: string | null }>)[type];
-      assert.ok(info, `${c.file}: notification type ${type} is not in src/notifications/types.ts (register it with its console page)`);
+      assert.ok(info, `${c.file}: notification type ${type} is not in src/platform/notifications/types.ts (register it with its console page)`);
       assert.deepEqual(c.pages, info.page ? [info.page] : [], `${c.file}: ${type}'s link is consoleLinks.${info.page}(...)`);
     }
   }

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { makeProject } from './helpers/factories.ts';
 import { mediaWorld, shotVideo } from './helpers/media.ts';
 import { createJob } from './helpers/jobs.ts';
-import { notify } from '../src/notifications/service.ts';
+import { notify } from '../src/platform/notifications/service.ts';
 import {
   field, heading, launchBrowser, noStoredToken, onPath, openPage, problemsOf, section, shots, signIn, waitFor,
   type Browser,

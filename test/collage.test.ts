@@ -9,9 +9,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { analyzeFrame, detectComposite, type CompositeResult } from '../src/media/collage.ts';
-import { findMediaTools, MediaToolError, runFfmpeg } from '../src/media/ffmpeg.ts';
-import { startModelServer, type RunningModelServer } from '../src/modelserver/server.ts';
+import { analyzeFrame, detectComposite, type CompositeResult } from '../src/media-tools/collage.ts';
+import { findMediaTools, MediaToolError, runFfmpeg } from '../src/media-tools/ffmpeg.ts';
+import { startModelServer, type RunningModelServer } from '../tools/model-server/server.ts';
 import { buildCollageSet } from './helpers/collage-set.ts';
 
 let ms: RunningModelServer;

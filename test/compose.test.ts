@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { composeGraph, composeTarget, composeVideos, parseFrameRate, planSegments, type ComposeInput } from '../src/media/compose.ts';
-import { MediaToolError, runFfmpeg, runFfprobe } from '../src/media/ffmpeg.ts';
+import { composeGraph, composeTarget, composeVideos, parseFrameRate, planSegments, type ComposeInput } from '../src/media-tools/compose.ts';
+import { MediaToolError, runFfmpeg, runFfprobe } from '../src/media-tools/ffmpeg.ts';
 
 let dir: string;
 let red: ComposeInput;

@@ -12,12 +12,12 @@ import type { TestContext } from 'node:test';
 import { startTestServer, tempDir } from './helpers/server.ts';
 import { login, makeOrg, makeUser, member } from './helpers/factories.ts';
 import { createJob, waitJob, WORKER_ENV } from './helpers/jobs.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig } from '../src/kernel/config.ts';
 import { startServer } from '../src/server.ts';
-import { createLogger } from '../src/log.ts';
-import { callConnector, probeConnector } from '../src/connectors/protocols/index.ts';
-import { credentialPolicy } from '../src/connectors/credentials.ts';
-import { ConnectorError, type CallRequest, type ConnectorSpec } from '../src/connectors/types.ts';
+import { createLogger } from '../src/kernel/log.ts';
+import { callConnector, probeConnector } from '../src/generation/connectors/protocols/index.ts';
+import { credentialPolicy } from '../src/kernel/credentials.ts';
+import { ConnectorError, type CallRequest, type ConnectorSpec } from '../src/generation/connectors/types.ts';
 
 const BASE = '/api/platform/models';
 

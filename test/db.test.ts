@@ -6,10 +6,10 @@ import path from 'node:path';
 import { openDb } from '../src/db/db.ts';
 import { currentSchemaVersion, migrate, SchemaVersionError } from '../src/db/migrate.ts';
 import { tempDir } from './helpers/server.ts';
-import { record } from '../src/audit/service.ts';
-import { createContext } from '../src/context.ts';
-import { loadConfig } from '../src/config.ts';
-import { createLogger } from '../src/log.ts';
+import { record } from '../src/platform/audit/service.ts';
+import { createContext } from '../src/directory/context.ts';
+import { loadConfig } from '../src/kernel/config.ts';
+import { createLogger } from '../src/kernel/log.ts';
 
 function fresh(t: any, opts = {}) {
   const db = openDb(path.join(tempDir(t), 'svc.db'), opts);

@@ -1,4 +1,4 @@
-// The egress policy (src/lib/egress.ts) over real HTTP: connector endpoints in every spelling of the
+// The egress policy (src/kernel/egress.ts) over real HTTP: connector endpoints in every spelling of the
 // link-local / metadata / reserved addresses are refused at registration and update (422 naming
 // endpoint), and a connector stored before the rule is refused at probe and job time without a
 // connection; costMode local requires loopback or private addresses (422 naming costMode; a stored
@@ -18,7 +18,7 @@ import type { TestContext } from 'node:test';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { login, makeOrg, makeUser, member, type Tree } from './helpers/factories.ts';
 import { WORKER_ENV, createJob, waitJob } from './helpers/jobs.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/kernel/config.ts';
 
 const BASE = '/api/platform/models';
 
@@ -334,7 +334,7 @@ test('identity providers: a metadata issuer is 422; discovery, key set and sign-
 // The policy module: names resolved to refused addresses (a resolver the test controls)
 
 test('egress lookup: a name is resolved once and every answer judged; the connection goes to a judged address', async (t) => {
-  const egress = await import('../src/lib/egress.ts');
+  const egress = await import('../src/kernel/egress.ts');
   const target = await server(t, (_req, res) => { res.end('reached'); });
   const get = (policy: Parameters<typeof egress.egressLookup>[0], answers: string[]) => new Promise<string>((resolve, reject) => {
     let lookups = 0;

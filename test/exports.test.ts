@@ -17,12 +17,12 @@ import { member } from './helpers/factories.ts';
 import { filesUnder, otioErrors, parseEdl, parseSrt, sha256, validOtio } from './helpers/package.ts';
 import { mediaWorld, shotVideo, shotVoice, episodeCut, type MediaWorld } from './helpers/media.ts';
 import type { Tree } from './helpers/factories.ts';
-import { withScope } from '../src/context.ts';
-import { withdrawDelivery } from '../src/delivery/service.ts';
-import { edlOf } from '../src/export/edl.ts';
-import { spreadLines, srtOf } from '../src/export/srt.ts';
-import { writeTar } from '../src/export/tar.ts';
-import { timecode, type Timeline } from '../src/export/timeline.ts';
+import { withScope } from '../src/directory/context.ts';
+import { withdrawDelivery } from '../src/finishing/delivery/service.ts';
+import { edlOf } from '../src/finishing/export/edl.ts';
+import { spreadLines, srtOf } from '../src/finishing/export/srt.ts';
+import { writeTar } from '../src/finishing/export/tar.ts';
+import { timecode, type Timeline } from '../src/finishing/export/timeline.ts';
 
 /**
  * FIXTURE — a delivery row of another organization inserted with s.db (the deliveries table of

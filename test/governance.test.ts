@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeOrg, makeTree, makeUser, member } from './helpers/factories.ts';
-import { updateUser } from '../src/users/governance.ts';
-import { AppError } from '../src/http/errors.ts';
+import { updateUser } from '../src/tenancy/governance/governance.ts';
+import { AppError } from '../src/kernel/errors.ts';
 
 const audit = (s: TestServer, action: string, targetId?: string) =>
   s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action).filter((a) => !targetId || a.target_id === targetId);

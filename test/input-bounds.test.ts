@@ -7,7 +7,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer } from './helpers/server.ts';
 import { grant, login, makeTree, makeUser } from './helpers/factories.ts';
-import { JSON_MAX_DEPTH, JSON_MAX_VALUES, MAX_PAGE, jsonExcess, pageWindow } from '../src/http/validate.ts';
+import { JSON_MAX_DEPTH, JSON_MAX_VALUES, MAX_PAGE, jsonExcess, pageWindow } from '../src/kernel/validate.ts';
 import { BODY_MAX_DEPTH } from '../src/http/request.ts';
 
 /** An object nested `levels` deep: { a: { a: ... { a: 1 } } } (levels objects). */

@@ -11,8 +11,8 @@ import { once } from 'node:events';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeOrg, makeProject, makeTree, makeUser, makeWorkspace, member } from './helpers/factories.ts';
 import { createJob, jobWorld, waitJob } from './helpers/jobs.ts';
-import { newId } from '../src/lib/ids.ts';
-import { billingPeriod } from '../src/commercial/periods.ts';
+import { newId } from '../src/kernel/ids.ts';
+import { billingPeriod } from '../src/kernel/periods.ts';
 
 const STATUSES = ['draft', 'issued', 'paid', 'overdue', 'void'] as const;
 type Status = (typeof STATUSES)[number];

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runFfmpeg, runFfprobe } from '../src/media/ffmpeg.ts';
+import { runFfmpeg, runFfprobe } from '../src/media-tools/ffmpeg.ts';
 import { grant, login, makeUser, member } from './helpers/factories.ts';
 import { createJob, jobWorld, waitJob } from './helpers/jobs.ts';
 import type { TestServer } from './helpers/server.ts';

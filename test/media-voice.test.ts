@@ -8,7 +8,7 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runFfmpeg } from '../src/media/ffmpeg.ts';
+import { runFfmpeg } from '../src/media-tools/ffmpeg.ts';
 import { createJob, jobWorld, waitJob } from './helpers/jobs.ts';
 import type { TestServer } from './helpers/server.ts';
 

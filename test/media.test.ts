@@ -10,11 +10,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { analyzeMedia, MediaError, type MediaEvidence } from '../src/media/evidence.ts';
-import { MediaToolError, runFfmpeg, runFfprobe } from '../src/media/ffmpeg.ts';
-import { encodePng } from '../src/media/png.ts';
-import { reduceFraction } from '../src/media/probe.ts';
-import { compareSignatures, SIGNATURE_SIZE, signatureOf } from '../src/media/signature.ts';
+import { analyzeMedia, MediaError, type MediaEvidence } from '../src/media-tools/evidence.ts';
+import { MediaToolError, runFfmpeg, runFfprobe } from '../src/media-tools/ffmpeg.ts';
+import { encodePng } from '../src/media-tools/png.ts';
+import { reduceFraction } from '../src/media-tools/probe.ts';
+import { compareSignatures, SIGNATURE_SIZE, signatureOf } from '../src/media-tools/signature.ts';
 
 let storage: string;
 before(() => {

@@ -7,11 +7,11 @@ import fs from 'node:fs';
 import { generateSync } from 'otplib';
 import { startTestServer, type Answer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeOrg, makeUser, member, type TestUser } from './helpers/factories.ts';
-import { sha256Hex } from '../src/lib/ids.ts';
-import { tokenHash } from '../src/auth/token-hash.ts';
+import { sha256Hex } from '../src/kernel/ids.ts';
+import { tokenHash } from '../src/directory/sessions/token-hash.ts';
 import { TOTP_CONFIG, totpAt } from '../src/identity/mfa/totp.ts';
-import { decryptSecret, encryptSecret, parseMfaKey } from '../src/identity/mfa/crypto.ts';
-import { ConfigError } from '../src/config.ts';
+import { decryptSecret, encryptSecret, parseMfaKey } from '../src/kernel/seal.ts';
+import { ConfigError } from '../src/kernel/config.ts';
 
 const STEP = TOTP_CONFIG.period;
 

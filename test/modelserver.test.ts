@@ -10,8 +10,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runFfmpeg, runFfprobe } from '../src/media/ffmpeg.ts';
-import { startModelServer, type RunningModelServer } from '../src/modelserver/server.ts';
+import { runFfmpeg, runFfprobe } from '../src/media-tools/ffmpeg.ts';
+import { startModelServer, type RunningModelServer } from '../tools/model-server/server.ts';
 
 let ms: RunningModelServer;
 before(async () => { ms = await startModelServer(); });

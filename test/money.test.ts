@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import {
   addExact, exactToDecimal, exponentOf, formatAmount, formatE4Amount, formatUnitPrice, isCurrency, lineAmount, parseAmount, parseRate,
   parseUnitPrice, roundExact, roundHalfUp, taxOn,
-} from '../src/commercial/money.ts';
-import { billingPeriod, isTimeZone, localDate, localDaysBefore, monthOf, startOfLocalDay } from '../src/commercial/periods.ts';
+} from '../src/kernel/money.ts';
+import { billingPeriod, isTimeZone, localDate, localDaysBefore, monthOf, startOfLocalDay } from '../src/kernel/periods.ts';
 import { openDb } from '../src/db/db.ts';
 
 const GIB = 2n ** 30n;

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeProject, makeTree, makeUser, makeWorkspace, member, type Tree } from './helpers/factories.ts';
-import { notify, NOTIFICATION_CATEGORIES, type NotificationEvent } from '../src/notifications/service.ts';
+import { notify, NOTIFICATION_CATEGORIES, type NotificationEvent } from '../src/platform/notifications/service.ts';
 
 const event = (tree: Partial<Tree> & { organizationId: string }, o: Partial<NotificationEvent> = {}): NotificationEvent => ({
   category: 'system_notices', type: 'test.event', subject: 'Hello', ...tree, ...o,

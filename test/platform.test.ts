@@ -8,7 +8,7 @@ import net from 'node:net';
 import crypto from 'node:crypto';
 import { startTestServer, type Answer, type TestServer } from './helpers/server.ts';
 import { login, makeUser, member } from './helpers/factories.ts';
-import { startModelServer } from '../src/modelserver/server.ts';
+import { startModelServer } from '../tools/model-server/server.ts';
 
 const BASE = '/api/platform/models';
 

@@ -4,9 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { makeTree, member, type Tree } from './helpers/factories.ts';
-import { changeLifecycle } from '../src/projects/service.ts';
-import { createTask } from '../src/tasks/service.ts';
-import { withScope } from '../src/context.ts';
+import { changeLifecycle } from '../src/production/projects/service.ts';
+import { createTask } from '../src/production/tasks/service.ts';
+import { withScope } from '../src/directory/context.ts';
 
 let jobCounter = 0;
 function addJob(s: TestServer, tree: Tree, shotId: string | null, status: string, createdAt = '2026-01-01T00:00:00.000Z', error: string | null = null): string {

@@ -4,15 +4,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { makeProject, makeTree, member } from './helpers/factories.ts';
-import { changeLifecycle } from '../src/projects/service.ts';
-import { createTask } from '../src/tasks/service.ts';
-import { registerConnector } from '../src/connectors/service.ts';
-import { createJob } from '../src/jobs/service.ts';
-import { instantiate } from '../src/workflows/runs.ts';
-import { withScope } from '../src/context.ts';
-import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/projects/lifecycle.ts';
-import { DEFAULT_SPEC } from '../src/qa/spec.ts';
-import { writeExport } from '../src/export/service.ts';
+import { changeLifecycle } from '../src/production/projects/service.ts';
+import { createTask } from '../src/production/tasks/service.ts';
+import { registerConnector } from '../src/generation/connectors/service.ts';
+import { createJob } from '../src/generation/jobs/service.ts';
+import { instantiate } from '../src/generation/workflows/runs.ts';
+import { withScope } from '../src/directory/context.ts';
+import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/production/projects/lifecycle.ts';
+import { DEFAULT_SPEC } from '../src/finishing/qa/spec.ts';
+import { writeExport } from '../src/finishing/export/service.ts';
 
 const audit = (s: TestServer, action: string, targetId: string) =>
   s.db.all<any>('SELECT * FROM audit_log WHERE action = ? AND target_id = ? ORDER BY seq', action, targetId);
@@ -61,7 +61,7 @@ test('PATCH /api/projects/:id: 401, 403 without project:create, 403 across tenan
   assert.equal(audit(s, 'project.updated', tree.projectId).length, 1);
 });
 
-// The documented state machine, written out independently of src/projects/lifecycle.ts.
+// The documented state machine, written out independently of src/production/projects/lifecycle.ts.
 const EXPECTED: Record<string, Partial<Record<LifecycleAction, string>>> = {
   draft: { activate: 'active', archive: 'archived' },
   active: { pause: 'paused', 'submit-review': 'in_review', archive: 'archived' },

@@ -10,9 +10,9 @@ import { member } from './helpers/factories.ts';
 import { connector } from './helpers/jobs.ts';
 import { artifactOf, episodeCut, firstShot, mediaWorld, shotVideo, shotVoice } from './helpers/media.ts';
 import type { TestServer } from './helpers/server.ts';
-import { reviewVerdictOf } from '../src/review/verdict.ts';
-import { frameAt, pinOf, timeCodeOf } from '../src/review/pin.ts';
-import { AppError } from '../src/http/errors.ts';
+import { reviewVerdictOf } from '../src/finishing/review/verdict.ts';
+import { frameAt, pinOf, timeCodeOf } from '../src/finishing/review/pin.ts';
+import { AppError } from '../src/kernel/errors.ts';
 
 const VIDEO = { seconds: 1, size: '180x320' };
 

@@ -6,12 +6,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { login, makeOrg, makeTree, makeUser, makeWorkspace, member } from './helpers/factories.ts';
-import { hashPassword } from '../src/auth/password.ts';
-import { setPassword } from '../src/users/store.ts';
-import { parseUserFilter } from '../src/scim/filter.ts';
-import { applyPatch } from '../src/scim/patch.ts';
-import { ScimError } from '../src/scim/errors.ts';
-import type { ScimUserState } from '../src/scim/resource.ts';
+import { hashPassword } from '../src/kernel/password.ts';
+import { setPassword } from '../src/directory/users/store.ts';
+import { parseUserFilter } from '../src/identity/scim/filter.ts';
+import { applyPatch } from '../src/identity/scim/patch.ts';
+import { ScimError } from '../src/identity/scim/errors.ts';
+import type { ScimUserState } from '../src/identity/scim/resource.ts';
 
 const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';

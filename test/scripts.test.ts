@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { makeTree, member } from './helpers/factories.ts';
-import { changeLifecycle } from '../src/projects/service.ts';
+import { changeLifecycle } from '../src/production/projects/service.ts';
 
 const pilotOf = (s: TestServer, projectId: string) => s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', projectId)!.id;
 

@@ -4,11 +4,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeProject, makeTree, makeUser, member, type Tree } from './helpers/factories.ts';
-import { createTask } from '../src/tasks/service.ts';
-import { withScope } from '../src/context.ts';
-import { registerConnector } from '../src/connectors/service.ts';
-import { createJob } from '../src/jobs/service.ts';
-import { createDelivery } from '../src/delivery/service.ts';
+import { createTask } from '../src/production/tasks/service.ts';
+import { withScope } from '../src/directory/context.ts';
+import { registerConnector } from '../src/generation/connectors/service.ts';
+import { createJob } from '../src/generation/jobs/service.ts';
+import { createDelivery } from '../src/finishing/delivery/service.ts';
 
 function task(s: TestServer, tree: Tree, title: string, description = '') {
   return createTask(withScope(s.operator(), tree), { title, description });

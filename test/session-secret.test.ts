@@ -8,11 +8,11 @@ import crypto from 'node:crypto';
 import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from './helpers/server.ts';
 import { login, makeTree, makeUser } from './helpers/factories.ts';
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { ConfigError, loadConfig } from '../src/kernel/config.ts';
 import { startServer } from '../src/server.ts';
-import { createLogger } from '../src/log.ts';
-import { newId } from '../src/lib/ids.ts';
-import { tokenHash } from '../src/auth/token-hash.ts';
+import { createLogger } from '../src/kernel/log.ts';
+import { newId } from '../src/kernel/ids.ts';
+import { tokenHash } from '../src/directory/sessions/token-hash.ts';
 
 const SECRET_A = crypto.randomBytes(32).toString('hex');
 const SECRET_B = 'another long passphrase for the session secret';

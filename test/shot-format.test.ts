@@ -1,4 +1,4 @@
-// The format of a job bound to a shot (src/jobs/format.ts): the size from the delivery spec and the
+// The format of a job bound to a shot (src/generation/jobs/format.ts): the size from the delivery spec and the
 // shot's aspect ratio, the duration from the shot's target, unless the job sets them; carried by every
 // protocol (openai-compatible size/seconds, the http-json contract's parameters, ComfyUI placeholders);
 // the bundled model server renders what it is asked, ComfyUI bridge included.
@@ -7,10 +7,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { frameFor } from '../src/jobs/format.ts';
-import { placeholders } from '../src/connectors/protocols/comfyui.ts';
-import { probeMedia } from '../src/media/probe.ts';
-import { startModelServer } from '../src/modelserver/server.ts';
+import { frameFor } from '../src/generation/jobs/format.ts';
+import { placeholders } from '../src/generation/connectors/protocols/comfyui.ts';
+import { probeMedia } from '../src/media-tools/probe.ts';
+import { startModelServer } from '../tools/model-server/server.ts';
 import { firstShot } from './helpers/media.ts';
 import { connector, jobWorld } from './helpers/jobs.ts';
 

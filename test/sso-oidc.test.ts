@@ -16,10 +16,10 @@ import { SignJWT, UnsecuredJWT, exportSPKI, generateKeyPair, importJWK } from 'j
 import { startTestServer, type Answer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeOrg, makeUser, makeWorkspace } from './helpers/factories.ts';
 import { Browser, headersOf, s256, startFakeOp, startOidcPeer, type FakeOp, type OidcPeer } from './helpers/oidc-peer.ts';
-import { sha256Hex } from '../src/lib/ids.ts';
-import { loadConfig } from '../src/config.ts';
-import { createContext } from '../src/context.ts';
-import { createLogger } from '../src/log.ts';
+import { sha256Hex } from '../src/kernel/ids.ts';
+import { loadConfig } from '../src/kernel/config.ts';
+import { createContext } from '../src/directory/context.ts';
+import { createLogger } from '../src/kernel/log.ts';
 import type { Db } from '../src/db/db.ts';
 import { oidcRedirectUri } from '../src/identity/oidc/flow.ts';
 

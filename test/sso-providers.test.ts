@@ -14,8 +14,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from './helpers/server.ts';
 import { grant, login, makeOrg, makeUser, makeWorkspace, member } from './helpers/factories.ts';
-import { createContext, type Ctx } from '../src/context.ts';
-import { AppError } from '../src/http/errors.ts';
+import { createContext, type Ctx } from '../src/directory/context.ts';
+import { AppError } from '../src/kernel/errors.ts';
 import { finishSso, TICKET_TTL_MS, type VerifiedIdentity } from '../src/identity/sso/finish.ts';
 import { safeReturnTo } from '../src/identity/sso/return-to.ts';
 import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../src/identity/sso/state.ts';
@@ -25,8 +25,8 @@ import { readRef } from '../src/identity/sso/provider-config.ts';
 import { TOTP_CONFIG, totpAt } from '../src/identity/mfa/totp.ts';
 import {
   MFA_KEY_SETTING, SSO_KEY_SETTING, SecretUnreadableError, parseEncryptionKey, parseMfaKey, seal, unseal,
-} from '../src/identity/mfa/crypto.ts';
-import { setUserStatus } from '../src/users/service.ts';
+} from '../src/kernel/seal.ts';
+import { setUserStatus } from '../src/identity/users/service.ts';
 
 const base = '/api/system/identity/providers';
 const FRONTEND = 'https://app.example.test';

@@ -9,7 +9,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { deflateRawSync } from 'node:zlib';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { sha256Hex } from '../src/lib/ids.ts';
+import { sha256Hex } from '../src/kernel/ids.ts';
 import { login, makeOrg, makeUser, makeWorkspace } from './helpers/factories.ts';
 import {
   ATTACKER_CERT, ATTACKER_KEY, ATTRIBUTE_NAMES, IDP_CERT, IDP_KEY, certBody, fillResponse, parseAutoPostForm, readRedirect,

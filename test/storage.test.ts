@@ -10,7 +10,7 @@ import path from 'node:path';
 import { startTestServer, tempDir, type TestServer } from './helpers/server.ts';
 import { login, makeUser, member, type Tree } from './helpers/factories.ts';
 import { Sandbox, describe, lines } from './helpers/cli.ts';
-import { createContext } from '../src/context.ts';
+import { createContext } from '../src/directory/context.ts';
 import { reclaimStorage } from '../src/system/storage.ts';
 
 const DAY = 86_400_000;

@@ -7,8 +7,8 @@
 // approving the cut; the delivery approved on its hashes; an export package written.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startModelServer } from '../src/modelserver/server.ts';
-import { DEFAULT_SPEC } from '../src/qa/spec.ts';
+import { startModelServer } from '../tools/model-server/server.ts';
+import { DEFAULT_SPEC } from '../src/finishing/qa/spec.ts';
 import { startTestServer } from './helpers/server.ts';
 import { login, makeUser } from './helpers/factories.ts';
 import { WORKER_ENV } from './helpers/jobs.ts';

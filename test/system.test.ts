@@ -9,7 +9,7 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 import { login, makeUser, member } from './helpers/factories.ts';
 import { Sandbox } from './helpers/cli.ts';
 import { connector } from './helpers/jobs.ts';
-import { featureEnabled } from '../src/system/flags.ts';
+import { featureEnabled } from '../src/platform/flags/flags.ts';
 
 const ROUTES = [
   ['GET', '/api/system/config'], ['GET', '/api/system/health'], ['GET', '/api/system/feature-flags'],

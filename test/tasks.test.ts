@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer } from './helpers/server.ts';
 import { makeTree, makeUser, member } from './helpers/factories.ts';
-import { changeLifecycle } from '../src/projects/service.ts';
+import { changeLifecycle } from '../src/production/projects/service.ts';
 
 async function setup(t: any) {
   const s = await startTestServer(t);

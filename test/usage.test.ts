@@ -5,7 +5,7 @@
 // GET /api/billing with its estimated charges, and recordUsageEvent storing an event once.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { recordUsageEvent } from '../src/commercial/usage.ts';
+import { recordUsageEvent } from '../src/commercial/usage/service.ts';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { makeOrg, makeProject, makeTree, makeUser, makeWorkspace, member, login, type Tree } from './helpers/factories.ts';
 

@@ -1,8 +1,8 @@
 // The schema language: typed parsing, every bad field named, JSON Schema for the OpenAPI document.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as v from '../src/http/validate.ts';
-import { AppError } from '../src/http/errors.ts';
+import * as v from '../src/kernel/validate.ts';
+import { AppError } from '../src/kernel/errors.ts';
 
 const fieldsOf = (fn: () => unknown) => {
   try {

@@ -1,4 +1,4 @@
-// The built-in web console's serving (src/web/static.ts): the one HTML page for the six console
+// The built-in web console's serving (src/http/static.ts): the one HTML page for the six console
 // routes, assets from web/assets/ with ETags, 404s, the security headers on every console answer,
 // and scans of web/ that keep the console free of inline script, inline style and markup from strings.
 import { test } from 'node:test';
@@ -8,9 +8,9 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { startTestServer, type TestServer } from './helpers/server.ts';
-import { loadConfig } from '../src/config.ts';
+import { loadConfig } from '../src/kernel/config.ts';
 import { frontendBase } from '../src/http/request.ts';
-import { CONTENT_SECURITY_POLICY, WEB_DIR } from '../src/web/static.ts';
+import { CONTENT_SECURITY_POLICY, WEB_DIR } from '../src/http/static.ts';
 
 const PAGES = ['/', '/login', '/sso/complete', '/mfa/enroll', '/security', '/overview'];
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";

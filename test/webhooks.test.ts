@@ -10,12 +10,12 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { startTestServer, TEST_ENV } from './helpers/server.ts';
 import { login, makeTree, makeUser, member } from './helpers/factories.ts';
-import { loadConfig } from '../src/config.ts';
-import { createLogger } from '../src/log.ts';
+import { loadConfig } from '../src/kernel/config.ts';
+import { createLogger } from '../src/kernel/log.ts';
 import { startServer } from '../src/server.ts';
 import type { Db } from '../src/db/db.ts';
-import { notify } from '../src/notifications/service.ts';
-import { deliveryLoopOf } from '../src/notifications/delivery.ts';
+import { notify } from '../src/platform/notifications/service.ts';
+import { deliveryLoopOf } from '../src/platform/notifications/delivery.ts';
 
 interface Received { headers: http.IncomingHttpHeaders; body: string; path: string }
 

@@ -1,6 +1,6 @@
 // svc audit ...
 import type { Argv } from 'yargs';
-import { verifyChain } from '../audit/chain.ts';
+import { verifyChain } from '../platform/audit/chain.ts';
 import { CliError } from './errors.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 

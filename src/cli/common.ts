@@ -1,11 +1,11 @@
 // What every command shares: configuration from flags and environment, the database opened and
 // migrated, a context for the local operator, and output as text or one JSON document.
 import type { Argv } from 'yargs';
-import { loadConfig, type Config } from '../config.ts';
-import { createContext, type Ctx } from '../context.ts';
+import { loadConfig, type Config } from '../kernel/config.ts';
+import { createContext, type Ctx } from '../directory/context.ts';
 import { openDb } from '../db/db.ts';
 import { migrate } from '../db/migrate.ts';
-import { createLogger } from '../log.ts';
+import { createLogger } from '../kernel/log.ts';
 import { CliError, exitWithError } from './errors.ts';
 
 export interface SharedArgs { dataDir?: string; storageDir?: string; json?: boolean }

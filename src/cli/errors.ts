@@ -8,8 +8,8 @@
 // (a database this version may not touch), audit_chain_broken, shutdown_failed, interrupted (a second
 // stop signal), internal_error (anything unexpected; its message is kept: the operator is on the
 // machine).
-import { AppError } from '../http/errors.ts';
-import { ConfigError } from '../config.ts';
+import { AppError } from '../kernel/errors.ts';
+import { ConfigError } from '../kernel/config.ts';
 import { SchemaVersionError } from '../db/migrate.ts';
 
 export interface CliErrorBody { error: { code: string; message: string; details?: Record<string, unknown> } }

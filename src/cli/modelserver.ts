@@ -1,9 +1,9 @@
 // svc model-server: the project's own local model service (src/modelserver/), started with faults
 // if asked. Prints `listening on http://HOST:PORT` when ready; SIGTERM/SIGINT close it.
 import type { Argv } from 'yargs';
-import type { Faults } from '../modelserver/faults.ts';
-import { startModelServer } from '../modelserver/server.ts';
-import { validationFailed } from '../http/errors.ts';
+import type { Faults } from '../../tools/model-server/faults.ts';
+import { startModelServer } from '../../tools/model-server/server.ts';
+import { validationFailed } from '../kernel/errors.ts';
 import { serveUntilSignal, sharedOptions, type SharedArgs } from './common.ts';
 
 interface ModelServerArgs extends SharedArgs {

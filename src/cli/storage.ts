@@ -2,7 +2,7 @@
 // GET /api/system/storage/cleanup-preview and POST /api/system/storage/reclaim, as the local operator
 // (the reclaim writes the same system.storage.reclaimed audit record).
 import type { Argv } from 'yargs';
-import { parse } from '../http/validate.ts';
+import { parse } from '../kernel/validate.ts';
 import { CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from '../system/storage.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 

@@ -1,12 +1,12 @@
 // svc users ...
 import type { Argv } from 'yargs';
-import type { Ctx } from '../context.ts';
-import { createUser } from '../users/service.ts';
-import { presentGovernedUser, presentUser, type GovernedUser } from '../users/present.ts';
-import { NewUserBody, UserListQuery } from '../users/schema.ts';
-import { findUser, listGovernedUsers, resetMfa, resetPassword, revokeSessions, updateUser } from '../users/governance.ts';
-import type { UserRow } from '../users/store.ts';
-import { parse } from '../http/validate.ts';
+import type { Ctx } from '../directory/context.ts';
+import { createUser } from '../identity/users/service.ts';
+import { presentGovernedUser, presentUser, type GovernedUser } from '../directory/users/present.ts';
+import { NewUserBody, UserListQuery } from '../identity/users/schema.ts';
+import { findUser, listGovernedUsers, resetMfa, resetPassword, revokeSessions, updateUser } from '../tenancy/governance/governance.ts';
+import type { UserRow } from '../directory/users/store.ts';
+import { parse } from '../kernel/validate.ts';
 import { output, readStdin, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 
 interface CreateArgs extends SharedArgs { email: string; name: string; systemAdmin?: boolean; passwordStdin?: boolean }

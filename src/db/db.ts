@@ -72,7 +72,7 @@ export class Db {
     this.raw.exec('PRAGMA foreign_keys = ON');
     this.raw.exec('PRAGMA temp_store = MEMORY');
     // svc_sha256(text): lowercase hex SHA-256 of the text's UTF-8 bytes (NULL for NULL); the audit
-    // log's single-INSERT hash chain needs it on every connection (src/audit/store.ts).
+    // log's single-INSERT hash chain needs it on every connection (src/platform/audit/store.ts).
     this.raw.function('svc_sha256', { deterministic: true },
       (text) => (text === null ? null : createHash('sha256').update(typeof text === 'string' ? text : String(text), 'utf8').digest('hex')));
   }

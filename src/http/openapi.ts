@@ -1,10 +1,10 @@
 // The OpenAPI 3.1 document, generated from the route table and the input schemas: every route with
 // its security, access rule, parameters, body and the contract's error answers.
-import { SCOPE_SELECTOR_MAX, SCOPE_SELECTOR_PATTERN } from './access.ts';
+import { SCOPE_SELECTOR_MAX, SCOPE_SELECTOR_PATTERN } from '../gate/access.ts';
 import type { Route, Router } from './router.ts';
-import { JSON_MAX_DEPTH, JSON_MAX_VALUES, type JsonSchema } from './validate.ts';
+import { JSON_MAX_DEPTH, JSON_MAX_VALUES, type JsonSchema } from '../kernel/validate.ts';
 import { BODY_MAX_DEPTH } from './request.ts';
-import { namedViews } from './view.ts';
+import { namedViews } from '../kernel/view.ts';
 
 const ERROR_SCHEMA = {
   type: 'object',
@@ -22,7 +22,7 @@ const ERROR_SCHEMA = {
   },
 };
 
-/** The per-request scope selector (src/http/access.ts requestedScope), a reusable header parameter of every authenticated operation. */
+/** The per-request scope selector (src/gate/access.ts requestedScope), a reusable header parameter of every authenticated operation. */
 const SCOPE_PARAMETER = {
   name: 'Svc-Scope',
   in: 'header',
@@ -36,7 +36,7 @@ const SCOPE_PARAMETER = {
   example: 'project=prj_01jd8z5m2k3q4r5s6t7v8w9x0y',
 };
 
-/** SCIM's error body (RFC 7644 section 3.12), application/scim+json: every error under /scim (src/scim/errors.ts). */
+/** SCIM's error body (RFC 7644 section 3.12), application/scim+json: every error under /scim (src/identity/scim/errors.ts). */
 const SCIM_ERROR_SCHEMA = {
   type: 'object',
   required: ['schemas', 'status', 'detail'],

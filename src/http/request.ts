@@ -2,10 +2,10 @@
 // the client address; the request id.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Config } from '../config.ts';
-import { newId } from '../lib/ids.ts';
-import { AppError, invalidJson, payloadTooLarge, validationFailed } from './errors.ts';
-import { JSON_MAX_DEPTH, jsonExcess } from './validate.ts';
+import type { Config } from '../kernel/config.ts';
+import { newId } from '../kernel/ids.ts';
+import { AppError, invalidJson, payloadTooLarge, validationFailed } from '../kernel/errors.ts';
+import { JSON_MAX_DEPTH, jsonExcess } from '../kernel/validate.ts';
 
 /**
  * How deep a JSON request body may nest: twice the free-form limit, so every body a schema accepts

@@ -3,10 +3,10 @@
 // method is 405 with Allow.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { Schema } from './validate.ts';
-import type { View } from './view.ts';
-import type { Ctx } from '../context.ts';
-import type { Permission, OrgRole, ProjectRole } from '../tenancy/roles.ts';
+import type { Schema } from '../kernel/validate.ts';
+import type { View } from '../kernel/view.ts';
+import type { Ctx } from '../directory/context.ts';
+import type { Permission, OrgRole, ProjectRole } from '../directory/tenancy/roles.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type ScopeLevel = 'none' | 'organization' | 'workspace' | 'project';

@@ -10,11 +10,11 @@ import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { DatabaseSync } from 'node:sqlite';
-import type { Ctx } from '../context.ts';
-import { record } from '../audit/service.ts';
-import { AppError, requireSystemAdmin } from '../http/errors.ts';
-import * as o from '../http/view.ts';
-import { newId } from '../lib/ids.ts';
+import type { Ctx } from '../directory/context.ts';
+import { record } from '../platform/audit/service.ts';
+import { AppError, requireSystemAdmin } from '../kernel/errors.ts';
+import * as o from '../kernel/view.ts';
+import { newId } from '../kernel/ids.ts';
 
 export const BackupView = o.named('Backup', o.object({
   id: o.text(),

@@ -1,9 +1,9 @@
-// The effective configuration: every setting of src/config.ts with its value and where the value came
+// The effective configuration: every setting of src/kernel/config.ts with its value and where the value came
 // from (default, env or flag). A secret setting shows only whether it is set, never its value.
-import type { Ctx } from '../context.ts';
-import * as o from '../http/view.ts';
-import { SETTINGS, type ConfigValues } from '../config.ts';
-import { requireSystemAdmin } from '../http/errors.ts';
+import type { Ctx } from '../directory/context.ts';
+import * as o from '../kernel/view.ts';
+import { SETTINGS, type ConfigValues } from '../kernel/config.ts';
+import { requireSystemAdmin } from '../kernel/errors.ts';
 
 export const SettingReportView = o.named('SettingReport', o.object({
   key: o.text({ description: 'the setting\'s name in the configuration' }),

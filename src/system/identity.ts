@@ -1,16 +1,16 @@
 // The identity control plane, read in one place: the policy, the sign-in providers (password, OIDC
 // and SAML; secrets and certificates only ever as *Ref variable names), the SCIM directories, and counts.
 import type { IncomingMessage } from 'node:http';
-import type { Ctx } from '../context.ts';
-import { requireSystemAdmin } from '../http/errors.ts';
+import type { Ctx } from '../directory/context.ts';
+import { requireSystemAdmin } from '../kernel/errors.ts';
 import { identityPolicy } from '../identity/policy/service.ts';
-import { listDirectoriesOf } from '../scim/directories.ts';
-import { DirectoryView, presentDirectory } from '../scim/present.ts';
-import { directoryUserCounts } from '../scim/store.ts';
-import { serviceOrigin } from '../scim/admin.ts';
+import { listDirectoriesOf } from '../identity/scim/directories.ts';
+import { DirectoryView, presentDirectory } from '../identity/scim/present.ts';
+import { directoryUserCounts } from '../identity/scim/store.ts';
+import { serviceOrigin } from '../identity/scim/admin.ts';
 import { presentProvider } from '../identity/sso/present.ts';
 import { identityCounts, listProviders } from '../identity/sso/store.ts';
-import * as o from '../http/view.ts';
+import * as o from '../kernel/view.ts';
 import { IdentityPolicyView } from '../identity/policy/service.ts';
 import { IdentityProviderView } from '../identity/sso/present.ts';
 

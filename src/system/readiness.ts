@@ -3,10 +3,10 @@
 // S3-compatible storage). A target is "configured" when its PLATFORM_* variable is set (non-empty);
 // its value is never shown, and no target is ever activated by this version.
 import fs from 'node:fs';
-import type { Ctx } from '../context.ts';
-import * as o from '../http/view.ts';
-import { requireSystemAdmin } from '../http/errors.ts';
-import { findMediaTools, toolVersion, type Tool } from '../media/ffmpeg.ts';
+import type { Ctx } from '../directory/context.ts';
+import * as o from '../kernel/view.ts';
+import { requireSystemAdmin } from '../kernel/errors.ts';
+import { findMediaTools, toolVersion, type Tool } from '../media-tools/ffmpeg.ts';
 
 /** The target providers and the variable that marks each configured. */
 export const PLATFORM_TARGETS = {

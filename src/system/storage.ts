@@ -11,13 +11,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { Ctx } from '../context.ts';
+import type { Ctx } from '../directory/context.ts';
 import type { Db } from '../db/db.ts';
-import { record } from '../audit/service.ts';
-import { AppError, requireSystemAdmin } from '../http/errors.ts';
-import { storedPathProblem } from '../assets/files.ts';
-import { array, int, object, optional, string, type Infer } from '../http/validate.ts';
-import * as o from '../http/view.ts';
+import { record } from '../platform/audit/service.ts';
+import { AppError, requireSystemAdmin } from '../kernel/errors.ts';
+import { storedPathProblem } from '../kernel/files.ts';
+import { array, int, object, optional, string, type Infer } from '../kernel/validate.ts';
+import * as o from '../kernel/view.ts';
 
 export const CLEANUP_FOLDERS = ['outputs', 'frames', 'tmp', 'cache'] as const;
 export type CleanupFolder = (typeof CLEANUP_FOLDERS)[number];

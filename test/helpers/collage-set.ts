@@ -10,10 +10,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runFfmpeg, runFfprobe } from '../../src/media/ffmpeg.ts';
-import { findFont } from '../../src/modelserver/render.ts';
-import { filterValue } from '../../src/modelserver/scenes.ts';
-import { startModelServer, type RunningModelServer } from '../../src/modelserver/server.ts';
+import { runFfmpeg, runFfprobe } from '../../src/media-tools/ffmpeg.ts';
+import { findFont } from '../../tools/model-server/render.ts';
+import { filterValue } from '../../tools/model-server/scenes.ts';
+import { startModelServer, type RunningModelServer } from '../../tools/model-server/server.ts';
 
 export interface SetEntry {
   file: string;

@@ -1,10 +1,10 @@
 // Factories that create what a test needs through the services, making missing parents on the way.
 import assert from 'node:assert/strict';
-import { createUser } from '../../src/users/service.ts';
-import { createOrganization, createWorkspace, grantRole } from '../../src/tenancy/service.ts';
-import { createProject } from '../../src/projects/service.ts';
-import type { Level, Role } from '../../src/tenancy/roles.ts';
-import { ROLE_LEVEL } from '../../src/tenancy/roles.ts';
+import { createUser } from '../../src/identity/users/service.ts';
+import { createOrganization, createWorkspace, grantRole } from '../../src/tenancy/orgs/service.ts';
+import { createProject } from '../../src/production/projects/service.ts';
+import type { Level, Role } from '../../src/directory/tenancy/roles.ts';
+import { ROLE_LEVEL } from '../../src/directory/tenancy/roles.ts';
 import type { TestServer } from './server.ts';
 
 let counter = 0;

@@ -2,7 +2,7 @@
 // probed through HTTP, and waiting for a job to reach a state (through HTTP).
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
-import { startModelServer } from '../../src/modelserver/server.ts';
+import { startModelServer } from '../../tools/model-server/server.ts';
 import { startTestServer, type TestServer } from './server.ts';
 import { member } from './factories.ts';
 

@@ -4,9 +4,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { loadConfig, type Config } from '../../src/config.ts';
-import { createContext, type Ctx } from '../../src/context.ts';
-import { createLogger, type Logger } from '../../src/log.ts';
+import { loadConfig, type Config } from '../../src/kernel/config.ts';
+import { createContext, type Ctx } from '../../src/directory/context.ts';
+import { createLogger, type Logger } from '../../src/kernel/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { checkAnswer } from './openapi-check.ts';
 

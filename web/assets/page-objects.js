@@ -1,6 +1,6 @@
 // @ts-check
 // The pages that show one object, read-only: what the links in notifications, webhooks and work items
-// open (the service builds them in src/web/links.ts from routes.js). /jobs/:jobId, /reviews/:reviewId,
+// open (the service builds them in src/kernel/links.ts from routes.js). /jobs/:jobId, /reviews/:reviewId,
 // /tasks/:taskId, /deliveries/:deliveryId (and /delivery/:deliveryId, the path of older notifications),
 // /production/shots/:shotId and /organizations/:organizationId/commercial. A link to an object of a
 // project carries `?project=prj_...`: the page reads the object in that project for this request only

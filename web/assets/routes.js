@@ -1,7 +1,7 @@
 // @ts-check
 // The console's pages by path: one table for the router in the browser (app.js, which maps each
-// route's name to its page module) and for the service (src/web/static.ts answers index.html for a
-// path that matches a route and the console's 404 for any other; src/web/links.ts builds every link
+// route's name to its page module) and for the service (src/http/static.ts answers index.html for a
+// path that matches a route and the console's 404 for any other; src/kernel/links.ts builds every link
 // the service writes from these patterns). No DOM here: the service imports this file too.
 // A pattern is a path whose `:name` segments each match one id-like segment (letters, digits, "_",
 // "-", ".", "~"; at most 200 characters).

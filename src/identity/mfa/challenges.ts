@@ -3,12 +3,12 @@
 // identity policy requires MFA of a user without it) at /api/auth/mfa/enroll/*. The token is 32
 // random bytes shown once and stored as SHA-256; valid 5 minutes, single use, bound to the user and
 // to the kind of session (bearer or browser) the first factor asked for, locked after 5 consecutive
-// wrong codes. SSO redeem calls signIn() (src/auth/service.ts), which calls these.
-import type { Ctx } from '../../context.ts';
-import { record } from '../../audit/service.ts';
-import { newId, newToken, sha256Hex } from '../../lib/ids.ts';
-import type { UserRow } from '../../users/store.ts';
-import { deleteOldChallenges, insertChallenge, type ChallengeRow } from './store.ts';
+// wrong codes. SSO redeem calls signIn() (src/identity/sessions/service.ts), which calls these.
+import type { Ctx } from '../../directory/context.ts';
+import { record } from '../../platform/audit/service.ts';
+import { newId, newToken, sha256Hex } from '../../kernel/ids.ts';
+import type { UserRow } from '../../directory/users/store.ts';
+import { deleteOldChallenges, insertChallenge, type ChallengeRow } from '../../directory/mfa/store.ts';
 
 export const CHALLENGE_TTL_MS = 5 * 60_000;
 /** Consecutive wrong codes after which a challenge is locked (even the right code then fails). */

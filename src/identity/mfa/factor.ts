@@ -1,15 +1,15 @@
 // The TOTP factor's codes: decrypting the secret (fail closed), checking and spending a TOTP code or a
 // recovery code, starting a set-up and enabling it. Used by the challenge exchange (redeem.ts) and the
 // management of one's own factor (service.ts); runs inside their transactions.
-import type { Ctx } from '../../context.ts';
-import { record } from '../../audit/service.ts';
-import { conflict } from '../../http/errors.ts';
-import type { UserRow } from '../../users/store.ts';
-import { decryptSecret, encryptSecret, mfaKey, SecretUnreadableError } from './crypto.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { record } from '../../platform/audit/service.ts';
+import { conflict } from '../../kernel/errors.ts';
+import type { UserRow } from '../../directory/users/store.ts';
+import { decryptSecret, encryptSecret, mfaKey, SecretUnreadableError } from '../../kernel/seal.ts';
 import { newRecoveryCodes, normalizeRecoveryCode, recoveryCodeHash } from './recovery.ts';
 import {
   enableFactor, factorOf, markStepUsed, putPendingFactor, replaceRecoveryCodes, touchFactorUse, useRecoveryCode, type FactorRow,
-} from './store.ts';
+} from '../../directory/mfa/store.ts';
 import { checkTotp, looksLikeTotp, newTotpSecret, otpauthUri, TOTP_CONFIG } from './totp.ts';
 
 export const NO_TENANT = { organizationId: null, workspaceId: null, projectId: null } as const;

@@ -1,5 +1,5 @@
 // MFA answers: the set-up secret is shown to its owner at set-up only; recovery codes once, at enablement.
-import * as o from '../../http/view.ts';
+import * as o from '../../kernel/view.ts';
 import type { TotpSetup } from './factor.ts';
 import type { MfaStatus } from './service.ts';
 

@@ -2,7 +2,7 @@
 // Crockford base32 (no i, l, o, u; input is forgiving about case, dashes, spaces and i/l/o). Shown once;
 // stored as SHA-256 of user id and normalized code.
 import crypto from 'node:crypto';
-import { newId, sha256Hex } from '../../lib/ids.ts';
+import { newId, sha256Hex } from '../../kernel/ids.ts';
 
 export const RECOVERY_CODE_COUNT = 10;
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';

@@ -2,18 +2,18 @@
 // enrollment (/api/auth/mfa/enroll/*). Refusals that must be remembered (wrong codes, locks) are
 // written by a transaction that returns the error instead of throwing it, so that they commit.
 // Audited as auth.mfa.* (never a secret, code or token).
-import type { Ctx } from '../../context.ts';
-import { record } from '../../audit/service.ts';
-import { AppError, conflict, rateLimited } from '../../http/errors.ts';
-import { sha256Hex } from '../../lib/ids.ts';
-import { userById, type UserRow } from '../../users/store.ts';
-import { checkAttempt, clearAttempts } from '../../auth/ratelimit.ts';
-import { accountSuspended, addressLimited, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../../auth/service.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { record } from '../../platform/audit/service.ts';
+import { AppError, conflict, rateLimited } from '../../kernel/errors.ts';
+import { sha256Hex } from '../../kernel/ids.ts';
+import { userById, type UserRow } from '../../directory/users/store.ts';
+import { checkAttempt, clearAttempts } from '../../gate/ratelimit.ts';
+import { accountSuspended, addressLimited, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../sessions/service.ts';
 import { CHALLENGE_MAX_FAILURES } from './challenges.ts';
 import { beginSetup, enable, NO_TENANT, useCode, type TotpSetup } from './factor.ts';
 import {
   challengeByTokenHash, challengeOpen, consumeChallenge, factorOf, failChallenge, recoveryCodesLeft, type ChallengeRow,
-} from './store.ts';
+} from '../../directory/mfa/store.ts';
 
 export interface SignedIn { user: UserRow; started: StartedSession }
 

@@ -1,12 +1,12 @@
 // TOTP MFA: the login exchange and enrollment (challenge holders, no session yet) and the management
 // of one's own factor (browser session only).
 import { json, type Router } from '../../http/router.ts';
-import { fromBrowser } from '../../auth/cookies.ts';
-import { sessionReply } from '../../auth/routes.ts';
-import type { LoginLimits } from '../../auth/service.ts';
+import { fromBrowser } from '../../gate/cookies.ts';
+import { sessionReply } from '../sessions/routes.ts';
+import type { LoginLimits } from '../sessions/service.ts';
 import { ChallengeBody, ChallengeCodeBody, CodeBody, DisableBody, LoginMfaBody } from './schema.ts';
-import * as o from '../../http/view.ts';
-import { SignedInView } from '../../auth/present.ts';
+import * as o from '../../kernel/view.ts';
+import { SignedInView } from '../sessions/present.ts';
 import { MfaEnabledView, MfaStatusView, TotpSetupView, presentSetup, presentStatus, recoveryCodes } from './present.ts';
 import { enrollmentConfirm, enrollmentSetup, redeemLoginChallenge } from './redeem.ts';
 import { cancelSetup, disableMfa, enableMfa, mfaStatus, setupMfa } from './service.ts';

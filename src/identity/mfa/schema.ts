@@ -1,5 +1,5 @@
 // Input of the MFA routes.
-import * as v from '../../http/validate.ts';
+import * as v from '../../kernel/validate.ts';
 
 const challengeToken = v.string({ min: 1, max: 200, description: 'the challengeToken of the login or enrollment answer' });
 const code = v.string({ min: 1, max: 64, description: 'the 6-digit code of the authenticator app' });

@@ -1,15 +1,15 @@
 // Management of one's own TOTP factor from a browser session: status, set-up, enable (recovery codes
 // shown once), cancel, disable (password or code). Audited as auth.mfa.*.
-import type { Ctx } from '../../context.ts';
-import { record } from '../../audit/service.ts';
-import { AppError, conflict, validationFailed } from '../../http/errors.ts';
-import { reserveAttempt } from '../../auth/ratelimit.ts';
-import { userById, type UserRow } from '../../users/store.ts';
-import { verifyPassword } from '../../auth/password.ts';
-import type { LoginLimits } from '../../auth/service.ts';
-import { mfaRequiredFor } from '../policy/store.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { record } from '../../platform/audit/service.ts';
+import { AppError, conflict, validationFailed } from '../../kernel/errors.ts';
+import { reserveAttempt } from '../../gate/ratelimit.ts';
+import { userById, type UserRow } from '../../directory/users/store.ts';
+import { verifyPassword } from '../../kernel/password.ts';
+import type { LoginLimits } from '../sessions/service.ts';
+import { mfaRequiredFor } from '../../directory/policy/store.ts';
 import { beginSetup, enable, NO_TENANT, useCode, type TotpSetup } from './factor.ts';
-import { deleteMfa, deletePendingFactor, factorOf, recoveryCodesLeft, voidChallengesOf } from './store.ts';
+import { deleteMfa, deletePendingFactor, factorOf, recoveryCodesLeft, voidChallengesOf } from '../../directory/mfa/store.ts';
 
 export interface MfaStatus {
   enabled: boolean;

@@ -6,8 +6,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { createRemoteJWKSet, customFetch, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { Ctx } from '../../context.ts';
-import { AppError } from '../../http/errors.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { AppError } from '../../kernel/errors.ts';
 import { activeOfKind, providerById, type ProviderRow } from '../sso/store.ts';
 import { oidcConfigOf, readRef, type OidcConfig } from '../sso/provider-config.ts';
 import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../sso/state.ts';

@@ -1,5 +1,5 @@
 // Input of the identity policy route.
-import * as v from '../../http/validate.ts';
+import * as v from '../../kernel/validate.ts';
 
 export const PolicyPatchBody = v.object({
   mfaRequired: v.optional(v.boolean({ description: 'every user must use TOTP MFA (users without it get an enrollment challenge at login)' })),

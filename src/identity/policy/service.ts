@@ -1,14 +1,14 @@
 // The identity policy (system administrators): who must use MFA, the password rules and the session
 // lifetimes. Enforced where they matter: signIn() (MFA enrollment), passwordProblem() callers
 // (account creation, registration, password change), startSession() and session validation.
-import type { Ctx } from '../../context.ts';
-import * as o from '../../http/view.ts';
-import { record } from '../../audit/service.ts';
-import { requireSystemAdmin, validationFailed } from '../../http/errors.ts';
-import type { Infer } from '../../http/validate.ts';
-import { organizationById } from '../../tenancy/store.ts';
+import type { Ctx } from '../../directory/context.ts';
+import * as o from '../../kernel/view.ts';
+import { record } from '../../platform/audit/service.ts';
+import { requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
+import type { Infer } from '../../kernel/validate.ts';
+import { organizationById } from '../../directory/tenancy/store.ts';
 import type { PolicyPatchBody } from './schema.ts';
-import { mfaOrganizations, policyRow, replaceMfaOrganizations, savePolicyRow, sessionLifetimes, type PolicyRow } from './store.ts';
+import { mfaOrganizations, policyRow, replaceMfaOrganizations, savePolicyRow, sessionLifetimes, type PolicyRow } from '../../directory/policy/store.ts';
 
 export const IdentityPolicyView = o.named('IdentityPolicy', o.object({
   mfaRequired: o.bool('every user must use MFA'),

@@ -6,9 +6,9 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
-import type { Config } from '../../config.ts';
-import type { Ctx } from '../../context.ts';
-import { AppError } from '../../http/errors.ts';
+import type { Config } from '../../kernel/config.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { AppError } from '../../kernel/errors.ts';
 import { requestOrigin } from '../../http/request.ts';
 import { finishSso, ssoFailure } from '../sso/finish.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../sso/flow-cookie.ts';

@@ -1,5 +1,5 @@
 // SAML 2.0 service-provider endpoints: the SP metadata of a provider and its HTTP-POST assertion consumer.
-import { notFound } from '../../http/errors.ts';
+import { notFound } from '../../kernel/errors.ts';
 import { readForm, requestOrigin } from '../../http/request.ts';
 import type { Router } from '../../http/router.ts';
 import { consumeSamlResponse, spMetadataXml } from './flow.ts';

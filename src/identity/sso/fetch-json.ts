@@ -1,8 +1,8 @@
 // Requests to an identity provider (OIDC discovery, key sets, the token endpoint), all through the
-// egress policy (src/lib/egress.ts, identity-provider policy): the name resolved once and judged,
+// egress policy (src/kernel/egress.ts, identity-provider policy): the name resolved once and judged,
 // the connection made to that address, no redirects, a time-out, a size limit; anything else is a
 // FetchJsonError with a short reason (never the document).
-import { IDENTITY_PROVIDER_EGRESS, EgressFailure, EgressRefused, ResolveError, requestOnce, type OnceAnswer } from '../../lib/egress.ts';
+import { IDENTITY_PROVIDER_EGRESS, EgressFailure, EgressRefused, ResolveError, requestOnce, type OnceAnswer } from '../../kernel/egress.ts';
 
 const TIMEOUT_MS = 5_000;
 const MAX_DOCUMENT = 512 * 1024;

@@ -5,18 +5,18 @@
 // of the flow (the flow cookie's hash), and the audit. Every failure is audited as auth.sso.failed and
 // answered without a ticket or a session.
 import type { IncomingMessage } from 'node:http';
-import type { Ctx } from '../../context.ts';
-import { record } from '../../audit/service.ts';
-import { accountSuspended, addressLimited, signIn, type SignInResult } from '../../auth/service.ts';
-import { AppError } from '../../http/errors.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { record } from '../../platform/audit/service.ts';
+import { accountSuspended, addressLimited, signIn, type SignInResult } from '../sessions/service.ts';
+import { AppError } from '../../kernel/errors.ts';
 import { frontendBase } from '../../http/request.ts';
-import { newId, newToken, sha256Hex } from '../../lib/ids.ts';
+import { newId, newToken, sha256Hex } from '../../kernel/ids.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from './flow-cookie.ts';
-import { assertSeatsAvailable } from '../../members/seats.ts';
-import { ORG_ROLES, type Role } from '../../tenancy/roles.ts';
-import { grantRole } from '../../tenancy/service.ts';
-import { membershipAt } from '../../tenancy/store.ts';
-import { insertUser, normalizeEmail, userByEmail, userById, type UserRow } from '../../users/store.ts';
+import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
+import { ORG_ROLES, type Role } from '../../directory/tenancy/roles.ts';
+import { grantRole } from '../../tenancy/orgs/service.ts';
+import { membershipAt } from '../../directory/tenancy/store.ts';
+import { insertUser, normalizeEmail, userByEmail, userById, type UserRow } from '../../directory/users/store.ts';
 import { identityBySubject, insertIdentity, insertTicket, providerById, takeTicketRow, touchIdentity, type ProviderRow, type TicketRow } from './store.ts';
 
 /** How long the front end has to redeem a ticket. */

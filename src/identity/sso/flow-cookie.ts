@@ -7,9 +7,9 @@
 // the front end must be same-site with the service for the SameSite=Lax cookie to reach it.
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Config } from '../../config.ts';
-import { AppError } from '../../http/errors.ts';
-import { newToken, sha256Hex } from '../../lib/ids.ts';
+import type { Config } from '../../kernel/config.ts';
+import { AppError } from '../../kernel/errors.ts';
+import { newToken, sha256Hex } from '../../kernel/ids.ts';
 import { serviceBase } from './present.ts';
 import { FLOW_TTL_MS } from './state.ts';
 

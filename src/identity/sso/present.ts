@@ -2,11 +2,11 @@
 // stored config never holds a secret or certificate), the last probe, and the addresses to register
 // at the provider.
 import type { IncomingMessage } from 'node:http';
-import type { Config } from '../../config.ts';
+import type { Config } from '../../kernel/config.ts';
 import { requestOrigin } from '../../http/request.ts';
-import * as o from '../../http/view.ts';
-import { ROLES } from '../../users/present.ts';
-import type { Role } from '../../tenancy/roles.ts';
+import * as o from '../../kernel/view.ts';
+import { ROLES } from '../../directory/users/present.ts';
+import type { Role } from '../../directory/tenancy/roles.ts';
 import type { ProviderRow } from './store.ts';
 
 /** {base_url}: SVC_PUBLIC_URL, else the origin the client used. */

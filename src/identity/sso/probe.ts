@@ -4,9 +4,9 @@
 // SAML: the certificate idpCertRef names, parsed (subject, issuer, validity, SHA-256 fingerprint,
 // key); never the PEM, never a secret's value.
 import { X509Certificate } from 'node:crypto';
-import type { Ctx } from '../../context.ts';
-import { record } from '../../audit/service.ts';
-import { AppError } from '../../http/errors.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { record } from '../../platform/audit/service.ts';
+import { AppError } from '../../kernel/errors.ts';
 import { oidcConfigOf, readRef, samlConfigOf } from './provider-config.ts';
 import { providerOrFail } from './providers.ts';
 import { providerById, setProbeResult, type ProviderRow } from './store.ts';

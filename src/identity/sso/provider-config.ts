@@ -1,6 +1,6 @@
 // The kind-specific configuration of an identity provider (the JSON in identity_providers.config),
 // typed, and the secrets its *Ref fields name: environment variables, read when needed, never stored.
-import { AppError } from '../../http/errors.ts';
+import { AppError } from '../../kernel/errors.ts';
 import type { ProviderRow } from './store.ts';
 
 export interface OidcConfig {

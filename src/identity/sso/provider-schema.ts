@@ -1,7 +1,7 @@
 // Input of the identity provider routes. A provider's config is checked against its kind's schema
 // (checkProviderConfig) once the kind is known; field errors are named config.<field>.
-import * as v from '../../http/validate.ts';
-import { validationFailed } from '../../http/errors.ts';
+import * as v from '../../kernel/validate.ts';
+import { validationFailed } from '../../kernel/errors.ts';
 import { REF_NAME } from './provider-config.ts';
 
 const id = v.string({ min: 1, max: 64 });

@@ -2,17 +2,17 @@
 // (optionally a workspace, whose members they create with the default role), configured without
 // secrets (clientSecretRef / idpCertRef name environment variables), audited as
 // identity_provider.created / updated / probed.
-import type { Ctx } from '../../context.ts';
-import { credentialNameProblem, credentialPolicy, isServiceVariable, type CredentialPolicy } from '../../connectors/credentials.ts';
-import { record } from '../../audit/service.ts';
-import { notFound, requireSystemAdmin, validationFailed } from '../../http/errors.ts';
-import { newId } from '../../lib/ids.ts';
-import { ORG_ROLES, WORKSPACE_ROLES } from '../../tenancy/roles.ts';
-import { organizationById, workspaceById } from '../../tenancy/store.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { credentialNameProblem, credentialPolicy, isServiceVariable, type CredentialPolicy } from '../../kernel/credentials.ts';
+import { record } from '../../platform/audit/service.ts';
+import { notFound, requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
+import { newId } from '../../kernel/ids.ts';
+import { ORG_ROLES, WORKSPACE_ROLES } from '../../directory/tenancy/roles.ts';
+import { organizationById, workspaceById } from '../../directory/tenancy/store.ts';
 import type { OidcConfig, SamlConfig } from './provider-config.ts';
 import { checkConfigShape } from './provider-schema.ts';
 import { insertProvider, listProviders, providerById, updateProvider, type ProviderRow } from './store.ts';
-import { urlProblem as egressUrlProblem } from '../../lib/egress.ts';
+import { urlProblem as egressUrlProblem } from '../../kernel/egress.ts';
 
 /** Roles a provider may give: never org_owner (sign-in must not make owners) nor project_guest (given by project roles). */
 const PROVIDER_ORG_ROLES: readonly string[] = ORG_ROLES.filter((r) => r !== 'org_owner');

@@ -1,6 +1,6 @@
 // The return path a sign-in may carry back to the front end: only a relative path of the front end,
 // never an absolute or scheme-relative URL (no open redirect).
-import { validationFailed } from '../../http/errors.ts';
+import { validationFailed } from '../../kernel/errors.ts';
 
 const MAX = 2000;
 

@@ -2,19 +2,19 @@
 // and the public sign-in entry points (provider list, start, ticket redemption). The OIDC callback
 // and the SAML endpoints are bound by ../oidc/routes.ts and ../saml/routes.ts.
 import type { IncomingMessage } from 'node:http';
-import type { Ctx } from '../../context.ts';
-import { fromBrowser } from '../../auth/cookies.ts';
-import { reserveAttempt, type AttemptLimit } from '../../auth/ratelimit.ts';
-import { signInReply } from '../../auth/routes.ts';
-import { addressKey } from '../../auth/service.ts';
-import { notFound, validationFailed } from '../../http/errors.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { fromBrowser } from '../../gate/cookies.ts';
+import { reserveAttempt, type AttemptLimit } from '../../gate/ratelimit.ts';
+import { signInReply } from '../sessions/routes.ts';
+import { addressKey } from '../sessions/service.ts';
+import { notFound, validationFailed } from '../../kernel/errors.ts';
 import { json, type Router } from '../../http/router.ts';
-import { pageOf } from '../../http/validate.ts';
+import { pageOf } from '../../kernel/validate.ts';
 import { redeemTicket } from './finish.ts';
 import { newFlowCookie } from './flow-cookie.ts';
 import { startOidc } from '../oidc/flow.ts';
-import * as o from '../../http/view.ts';
-import { MfaChallengeView, MfaEnrollmentChallengeView, SignedInView } from '../../auth/present.ts';
+import * as o from '../../kernel/view.ts';
+import { MfaChallengeView, MfaEnrollmentChallengeView, SignedInView } from '../sessions/present.ts';
 import {
   IdentityProviderView, ProbeDetailView, SignInProviderView, presentProvider, presentPublicProvider, serviceBase, type ProbeDetail,
 } from './present.ts';

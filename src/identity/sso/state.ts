@@ -4,9 +4,9 @@
 // SVC_OIDC_STORAGE_KEY with the handle hash, the kind and the provider id as additional data (a payload
 // moved to another row, or a row whose provider or kind is changed, does not decrypt). Taken once: one
 // atomic DELETE ... RETURNING removes it while reading it; expired states are deleted on every save.
-import type { Ctx } from '../../context.ts';
-import { sha256Hex } from '../../lib/ids.ts';
-import { SecretUnreadableError, seal, ssoStorageKey, unseal } from '../mfa/crypto.ts';
+import type { Ctx } from '../../directory/context.ts';
+import { sha256Hex } from '../../kernel/ids.ts';
+import { SecretUnreadableError, seal, ssoStorageKey, unseal } from '../../kernel/seal.ts';
 import { insertFlowState, purgeExpiredStates, purgeExpiredTickets, takeFlowStateRow } from './store.ts';
 
 /** How long a started sign-in may take at the provider. */

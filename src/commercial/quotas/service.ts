@@ -1,0 +1,422 @@
+// Workspace quotas, cost centers and quota warnings. A workspace's own limits (monthly clips, storage
+// GiB; null: only the organization's plan applies) sit within the plan and above what the workspace
+// already uses; they are enforced where usage happens (video job creation in jobs/service.ts, uploads in
+// assets/service.ts). Clips count per local calendar month of the organization's time zone; storage is
+// each distinct stored file of the workspace counted once. A quota warning is recorded once per scope
+// (organization or workspace), metric, period (clips: the local month; storage: '', none), threshold
+// (quotaWarningPercent and 100) and quota value in quota_warnings, and only a new row notifies the
+// organization's owners and admins (usage_quota).
+import type { Ctx } from '../../directory/context.ts';
+import type { Db } from '../../db/db.ts';
+import { AppError, conflict, notFound, validationFailed } from '../../kernel/errors.ts';
+import { record } from '../../platform/audit/service.ts';
+import { notify } from '../../platform/notifications/service.ts';
+import { organizationStoredBytes, storedBytesByWorkspace, workspaceStoredBytes } from '../../production/assets/store.ts';
+import { clipEventsOf } from '../../generation/jobs/store.ts';
+import { organizationById } from '../../directory/tenancy/store.ts';
+import { billingAccountOf, type BillingAccountRow } from '../../directory/plan/account.ts';
+import { formatAmount, formatE4Amount, parseAmount, roundHalfUp } from '../../kernel/money.ts';
+import { monthWindow, periodWindow, type BillingCycle, type PeriodWindow } from '../../kernel/periods.ts';
+import { consoleLinks } from '../../kernel/links.ts';
+import type { Out } from '../../kernel/view.ts';
+import type { CostCenterUsageView as CostCenterUsage, CostCenterView as CostCenter, QuotaWarningView as QuotaWarning, WorkspaceQuotaView as WorkspaceQuota } from '../views.ts';
+
+export const GIB = 1024 ** 3;
+/** A quota of `gb` GiB in bytes (whole bytes, rounded down). */
+export const gbToBytes = (gb: number): number => Math.floor(gb * GIB);
+
+// ---- store -------------------------------------------------------------------------------------
+
+export interface QuotaRow {
+  id: string; organization_id: string; workspace_id: string; workspace_name: string;
+  monthly_clip_quota: number | null; storage_gb: number | null; created_at: string; updated_at: string;
+}
+export interface CostCenterRow {
+  id: string; organization_id: string; workspace_id: string | null; code: string; name: string;
+  budget_minor: number | null; created_at: string; updated_at: string;
+}
+
+/** The organization's cost centers, by code (unique per organization). */
+export const costCentersOf = (db: Db, organizationId: string) =>
+  db.all<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? ORDER BY code, id', organizationId);
+
+const QUOTA_SELECT = `SELECT q.*, w.name AS workspace_name FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id
+  WHERE q.organization_id = ?`;
+
+const timeZoneOf = (db: Db, organizationId: string): string => organizationById(db, organizationId)?.time_zone ?? 'UTC';
+
+/** The organization's local calendar month of `now` (clip quotas and their warnings). */
+export const organizationMonth = (db: Db, organizationId: string, now: Date): PeriodWindow => monthWindow(timeZoneOf(db, organizationId), now);
+
+/** The organization's current billing period (the account's cycle; cost centers' spent). */
+const billingWindow = (db: Db, organizationId: string, now: Date): PeriodWindow =>
+  periodWindow((billingAccountOf(db, organizationId)?.billing_cycle ?? 'monthly') as BillingCycle, timeZoneOf(db, organizationId), now);
+
+const quotaRow = (db: Db, organizationId: string, quotaId: string) => db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?`, organizationId, quotaId);
+/** The workspace's own quota row (its limits null: none), or undefined. */
+export const quotaOfWorkspace = (db: Db, organizationId: string, workspaceId: string) =>
+  db.get<QuotaRow>(`${QUOTA_SELECT} AND q.workspace_id = ?`, organizationId, workspaceId);
+
+/** What the quota checks and warnings of one workspace read, loaded once per transaction (an upload's commit, a job's settle). */
+export interface QuotaContext { account: BillingAccountRow | undefined; timeZone: string; ownQuota: QuotaRow | undefined }
+
+export const quotaContextOf = (db: Db, organizationId: string, workspaceId: string): QuotaContext => ({
+  account: billingAccountOf(db, organizationId), timeZone: timeZoneOf(db, organizationId), ownQuota: quotaOfWorkspace(db, organizationId, workspaceId),
+});
+
+/** Clip usage events of one workspace in [start, end) (recorded use). */
+export const workspaceClips = (db: Db, organizationId: string, workspaceId: string, start: string, end: string): number =>
+  db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf('?4')}`, organizationId, start, end, workspaceId)!.n;
+
+/** Bytes the workspace keeps in storage: each distinct stored file of the workspace counted once (assets/store.ts). */
+export { workspaceStoredBytes };
+
+const workspaceHasFile = (db: Db, organizationId: string, workspaceId: string, storagePath: string): boolean =>
+  db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? AND workspace_id = ? LIMIT 1',
+    organizationId, storagePath, workspaceId) !== undefined;
+
+/** The size of the largest asset file the organization (or, given, its workspace) stores; 0 without one. */
+export const largestAssetFile = (db: Db, organizationId: string, workspaceId: string | null): number =>
+  db.get<{ n: number }>('SELECT coalesce(max(file_size), 0) AS n FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2)',
+    organizationId, workspaceId)!.n;
+
+/** Whether the organization (or, given, its workspace) stores an asset file of exactly `size` bytes. */
+export const storesAssetFileOfSize = (db: Db, organizationId: string, workspaceId: string | null, size: number): boolean =>
+  db.get('SELECT 1 FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2) AND file_size = ?3 LIMIT 1',
+    organizationId, workspaceId, size) !== undefined;
+
+const costCenterRow = (db: Db, organizationId: string, id: string) =>
+  db.get<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? AND id = ?', organizationId, id);
+
+// ---- views (commercial view and export) --------------------------------------------------------
+
+export type WorkspaceQuotaView = Out<typeof WorkspaceQuota>;
+
+const presentQuota = (q: QuotaRow, usedClips: number, usedStorageBytes: number): WorkspaceQuotaView => ({
+  id: q.id, workspaceId: q.workspace_id, workspaceName: q.workspace_name, monthlyClipQuota: q.monthly_clip_quota,
+  storageGb: q.storage_gb, usedClips, usedStorageBytes,
+});
+
+/** Every workspace's quota with this month's clips and its stored bytes, by workspace name. */
+export function workspaceQuotasView(db: Db, organizationId: string, now: Date): WorkspaceQuotaView[] {
+  const m = organizationMonth(db, organizationId, now);
+  const bytes = storedBytesByWorkspace(db, organizationId);
+  // One index range count per workspace (a correlated subquery), not a scan of the month's clips.
+  return db.all<QuotaRow & { clips: number }>(
+    `SELECT q.*, w.name AS workspace_name, (SELECT count(*) ${clipEventsOf('q.workspace_id')}) AS clips
+       FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id WHERE q.organization_id = ?1 ORDER BY w.name, q.id`,
+    organizationId, m.start, m.end)
+    .map(({ clips, ...q }) => presentQuota(q, clips, bytes.get(q.workspace_id) ?? 0));
+}
+
+export type CostCenterView = Out<typeof CostCenter>;
+
+const ratio = (spentE4: bigint, budgetMinor: number | null): number | null =>
+  budgetMinor === null ? null : budgetMinor > 0 ? Number(roundHalfUp(spentE4 * 1_000_000n, BigInt(budgetMinor) * 10_000n)) / 1e6 : (spentE4 > 0n ? 1 : 0);
+
+function presentCostCenter(c: CostCenterRow, currency: string, spentE4: bigint, events: number): CostCenterView {
+  return {
+    id: c.id, code: c.code, name: c.name, workspaceId: c.workspace_id,
+    budget: c.budget_minor === null ? null : formatAmount(c.budget_minor, currency), currency,
+    spent: formatE4Amount(spentE4, currency), events, budgetUsedRatio: ratio(spentE4, c.budget_minor),
+  };
+}
+
+// Money sums are read as bigint (Db.allBig): they may pass 2^53.
+const spentByCostCenter = (db: Db, organizationId: string, start: string, end: string) =>
+  new Map(db.allBig<{ c: string; e4: bigint; n: bigint }>(
+    `SELECT cost_center_id AS c, sum(estimated_cost_e4) AS e4, count(*) AS n FROM usage_events
+      WHERE organization_id = ? AND created_at >= ? AND created_at < ? AND cost_center_id IS NOT NULL GROUP BY cost_center_id`,
+    organizationId, start, end).map((r) => [r.c, { e4: r.e4, n: Number(r.n) }]));
+
+/** Cost centers with this billing period's estimated cost and event count, by code. */
+export function costCentersView(db: Db, organizationId: string, now: Date): CostCenterView[] {
+  const currency = billingAccountOf(db, organizationId)?.currency ?? 'USD';
+  const p = billingWindow(db, organizationId, now);
+  const spent = spentByCostCenter(db, organizationId, p.start, p.end);
+  return costCentersOf(db, organizationId)
+    .map((c) => presentCostCenter(c, currency, spent.get(c.id)?.e4 ?? 0n, spent.get(c.id)?.n ?? 0));
+}
+
+export type CostCenterDetailView = Out<typeof CostCenterUsage>;
+
+/** This billing period's usage per cost center and workspace (only pairs with events), by code and workspace name. */
+export function costCenterDetailView(db: Db, organizationId: string, now: Date): CostCenterDetailView[] {
+  const currency = billingAccountOf(db, organizationId)?.currency ?? 'USD';
+  const p = billingWindow(db, organizationId, now);
+  return db.allBig<{ c: string; code: string; w: string | null; wn: string | null; n: bigint; units: number; e4: bigint }>(
+    `SELECT u.cost_center_id AS c, cc.code, u.workspace_id AS w, ws.name AS wn, count(*) AS n, sum(u.quantity) AS units, sum(u.estimated_cost_e4) AS e4
+       FROM usage_events u JOIN cost_centers cc ON cc.id = u.cost_center_id AND cc.organization_id = ?1
+       LEFT JOIN workspaces ws ON ws.id = u.workspace_id
+      WHERE u.organization_id = ?1 AND u.created_at >= ?2 AND u.created_at < ?3
+      GROUP BY u.cost_center_id, u.workspace_id ORDER BY cc.code, ws.name, u.workspace_id`,
+    organizationId, p.start, p.end)
+    .map((r) => ({
+      costCenterId: r.c, code: r.code, workspaceId: r.w, workspaceName: r.wn, events: Number(r.n), units: r.units, estimatedCost: formatE4Amount(r.e4, currency),
+    }));
+}
+
+export type QuotaWarningView = Out<typeof QuotaWarning>;
+
+/** The latest quota warnings (organization: workspaceId null), newest first. */
+export function quotaWarningsView(db: Db, organizationId: string, limit: number): QuotaWarningView[] {
+  return db.all<{ workspace_id: string; metric: 'clips' | 'storage'; period: string; threshold: number; used: number; quota: number; created_at: string }>(
+    'SELECT * FROM quota_warnings WHERE organization_id = ? ORDER BY created_at DESC, workspace_id, metric, threshold DESC LIMIT ?',
+    organizationId, limit)
+    .map((w) => ({ workspaceId: w.workspace_id || null, metric: w.metric, period: w.period, threshold: w.threshold, used: w.used, quota: w.quota, at: w.created_at }));
+}
+
+// ---- PATCH quota and cost center ----------------------------------------------------------------
+
+export interface QuotaPatch { monthlyClipQuota?: number | null; storageGb?: number | null }
+
+/**
+ * Sets a workspace's own limits (null: none). Refused, with nothing changed: above the plan's limit
+ * (409 quota_above_plan) or below what the workspace uses (409 quota_below_usage: this month's clips,
+ * its stored bytes). Another organization's quota id is 404.
+ */
+export function updateQuota(ctx: Ctx, organizationId: string, quotaId: string, patch: QuotaPatch): WorkspaceQuotaView {
+  if (patch.monthlyClipQuota === undefined && patch.storageGb === undefined) {
+    throw validationFailed({ body: 'give monthlyClipQuota, storageGb or both (null removes the workspace\'s own limit)' });
+  }
+  return ctx.db.tx(() => {
+    const q = quotaRow(ctx.db, organizationId, quotaId);
+    if (!q) throw notFound('no such quota in this organization');
+    const account = billingAccountOf(ctx.db, organizationId)!;
+    const clips = patch.monthlyClipQuota;
+    const gb = patch.storageGb;
+    if (clips != null && clips > account.monthly_clip_quota) {
+      throw conflict('quota_above_plan', `monthlyClipQuota ${clips} is above the organization's plan limit of ${account.monthly_clip_quota} clips a month`,
+        { field: 'monthlyClipQuota', requested: clips, bound: 'plan.monthlyClipQuota', planLimit: account.monthly_clip_quota });
+    }
+    if (gb != null && gb > account.storage_gb) {
+      throw conflict('quota_above_plan', `storageGb ${gb} is above the organization's plan limit of ${account.storage_gb} GB`,
+        { field: 'storageGb', requested: gb, bound: 'plan.storageGb', planLimit: account.storage_gb });
+    }
+    // Recorded use only: video jobs not finished yet are not counted here (they are at job creation).
+    const m = organizationMonth(ctx.db, organizationId, ctx.now());
+    const usedClips = workspaceClips(ctx.db, organizationId, q.workspace_id, m.start, m.end);
+    const usedBytes = workspaceStoredBytes(ctx.db, organizationId, q.workspace_id);
+    if (clips != null && clips < usedClips) {
+      throw conflict('quota_below_usage', `monthlyClipQuota ${clips} is below the ${usedClips} clip(s) workspace ${q.workspace_name} used this month`,
+        { field: 'monthlyClipQuota', requested: clips, bound: 'workspace.usedClipsThisMonth', used: usedClips, period: m.label });
+    }
+    if (gb != null && gbToBytes(gb) < usedBytes) {
+      throw conflict('quota_below_usage', `storageGb ${gb} is below the ${usedBytes} bytes workspace ${q.workspace_name} stores`,
+        { field: 'storageGb', requested: gb, bound: 'workspace.usedStorageBytes', usedBytes, requestedBytes: gbToBytes(gb) });
+    }
+    const next: QuotaRow = {
+      ...q, monthly_clip_quota: clips === undefined ? q.monthly_clip_quota : clips, storage_gb: gb === undefined ? q.storage_gb : gb,
+      updated_at: ctx.now().toISOString(),
+    };
+    ctx.db.run('UPDATE workspace_quotas SET monthly_clip_quota = ?, storage_gb = ?, updated_at = ? WHERE organization_id = ? AND id = ?',
+      next.monthly_clip_quota, next.storage_gb, next.updated_at, organizationId, q.id);
+    record(ctx, {
+      action: 'quota.updated', targetType: 'workspace_quota', targetId: q.id, organizationId, workspaceId: q.workspace_id, projectId: null,
+      metadata: {
+        before: { monthlyClipQuota: q.monthly_clip_quota, storageGb: q.storage_gb },
+        after: { monthlyClipQuota: next.monthly_clip_quota, storageGb: next.storage_gb },
+      },
+    });
+    return presentQuota(next, usedClips, usedBytes);
+  });
+}
+
+export interface CostCenterPatch { budget?: string | null; name?: string }
+
+/** Sets a cost center's name and budget (an amount of the account's currency per billing period; null: none). */
+export function updateCostCenter(ctx: Ctx, organizationId: string, costCenterId: string, patch: CostCenterPatch): CostCenterView {
+  if (patch.budget === undefined && patch.name === undefined) throw validationFailed({ body: 'give budget, name or both' });
+  const currency = billingAccountOf(ctx.db, organizationId)?.currency ?? 'USD';
+  let budget: number | null | undefined = patch.budget === null ? null : undefined;
+  if (typeof patch.budget === 'string') {
+    const minor = parseAmount(patch.budget, currency);
+    if (minor === null || minor < 0n) throw validationFailed({ budget: `must be a non-negative amount in ${currency} with at most the currency's decimals, e.g. "1250.00"` });
+    if (minor > BigInt(Number.MAX_SAFE_INTEGER)) throw validationFailed({ budget: 'is too large' });
+    budget = Number(minor);
+  }
+  return ctx.db.tx(() => {
+    const c = costCenterRow(ctx.db, organizationId, costCenterId);
+    if (!c) throw notFound('no such cost center in this organization');
+    const next: CostCenterRow = {
+      ...c, name: patch.name ?? c.name, budget_minor: budget === undefined ? c.budget_minor : budget, updated_at: ctx.now().toISOString(),
+    };
+    ctx.db.run('UPDATE cost_centers SET name = ?, budget_minor = ?, updated_at = ? WHERE organization_id = ? AND id = ?',
+      next.name, next.budget_minor, next.updated_at, organizationId, c.id);
+    const shown = (r: CostCenterRow) => ({ name: r.name, budget: r.budget_minor === null ? null : formatAmount(r.budget_minor, currency), currency });
+    record(ctx, {
+      action: 'cost_center.updated', targetType: 'cost_center', targetId: c.id, organizationId, workspaceId: c.workspace_id, projectId: null,
+      metadata: { code: c.code, before: shown(c), after: shown(next) },
+    });
+    const p = billingWindow(ctx.db, organizationId, ctx.now());
+    const spent = spentByCostCenter(ctx.db, organizationId, p.start, p.end).get(c.id);
+    return presentCostCenter(next, currency, spent?.e4 ?? 0n, spent?.n ?? 0);
+  });
+}
+
+// ---- enforcement -------------------------------------------------------------------------------
+
+/** The workspace's own monthly clip quota, or null without one (jobs/service.ts clipQuotaProblem counts against it). */
+export function workspaceClipQuota(db: Db, organizationId: string, workspaceId: string): { quota: number; workspaceName: string } | null {
+  const q = quotaOfWorkspace(db, organizationId, workspaceId);
+  return q && q.monthly_clip_quota !== null ? { quota: q.monthly_clip_quota, workspaceName: q.workspace_name } : null;
+}
+
+export interface WorkspaceStorageBound { workspaceId: string; workspaceName: string; usedBytes: number; limitBytes: number }
+
+/**
+ * The workspace's own storage limit and use (`q`: its quota row, quotaOfWorkspace); null without one,
+ * or when `storagePath` is already stored in the workspace (nothing added).
+ */
+export function workspaceStorageBound(
+  db: Db, organizationId: string, workspaceId: string, q: QuotaRow | undefined, storagePath?: string,
+): WorkspaceStorageBound | null {
+  if (!q || q.storage_gb === null) return null;
+  if (storagePath && workspaceHasFile(db, organizationId, workspaceId, storagePath)) return null;
+  return { workspaceId, workspaceName: q.workspace_name, usedBytes: workspaceStoredBytes(db, organizationId, workspaceId), limitBytes: gbToBytes(q.storage_gb) };
+}
+
+/** 409 storage_quota_exceeded when `requested` more bytes do not fit in the workspace's own storage quota. */
+export function checkWorkspaceStorage(bound: WorkspaceStorageBound | null, requested: number): void {
+  if (!bound || bound.usedBytes + requested <= bound.limitBytes) return;
+  throw new AppError(409, 'storage_quota_exceeded', `the upload does not fit in the storage quota of workspace ${bound.workspaceName}`,
+    { scope: 'workspace', workspaceId: bound.workspaceId, usedBytes: bound.usedBytes, limitBytes: bound.limitBytes, requestedBytes: requested },
+    { connection: 'close' });
+}
+
+// ---- warnings ----------------------------------------------------------------------------------
+
+type Metric = 'clips' | 'storage';
+/** A scope warned about: the organization (key '') or a workspace with its own quota; `pending`: thresholds not yet recorded. */
+interface WarnScope { key: string; name: string | null; quota: number; pending: number[] }
+
+/** Storage is not counted per period: a scope is warned once per threshold and quota value. */
+const STORAGE_PERIOD = '';
+
+/** The thresholds (percent) a warning is recorded at: quotaWarningPercent (when below 100) and 100. */
+function thresholdsOf(percent: number): number[] {
+  return percent > 0 && percent < 100 ? [percent, 100] : [100];
+}
+
+/** The scopes with a threshold not yet recorded in `period` for their current quota value, with those thresholds. */
+function pendingScopes(db: Db, organizationId: string, metric: Metric, period: string, thresholds: number[], scopes: WarnScope[]): WarnScope[] {
+  const ws = scopes[1];
+  const done = new Set(db.all<{ w: string; t: number }>(
+    `SELECT workspace_id AS w, threshold AS t FROM quota_warnings WHERE organization_id = ?1 AND metric = ?2 AND period = ?3
+        AND ((workspace_id = '' AND quota = ?4) OR (workspace_id = ?5 AND quota = ?6))`,
+    organizationId, metric, period, scopes[0].quota, ws?.key ?? '', ws?.quota ?? -1).map((r) => `${r.w}:${r.t}`));
+  return scopes.map((s) => ({ ...s, pending: thresholds.filter((t) => !done.has(`${s.key}:${Math.floor(t)}`)) })).filter((s) => s.pending.length > 0);
+}
+
+/** Records (and notifies) each pending threshold that `used` reached; a row already there (same quota value) changes nothing. */
+function recordCrossings(ctx: Ctx, organizationId: string, metric: Metric, period: string, s: WarnScope, used: number): void {
+  for (const t of s.pending) {
+    if (used <= 0 || used * 100 < s.quota * t) continue;
+    const threshold = Math.floor(t);
+    const fresh = ctx.db.run(
+      `INSERT INTO quota_warnings (organization_id, workspace_id, metric, period, threshold, used, quota, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      organizationId, s.key, metric, period, threshold, used, s.quota, ctx.now().toISOString()).changes > 0;
+    if (!fresh) continue;
+    const what = metric === 'clips' ? `${used} of ${s.quota} clips this month` : `${used} of ${s.quota} bytes stored`;
+    const whose = s.name === null ? 'The organization\'s' : `Workspace ${s.name}'s own`;
+    notify(ctx, {
+      category: 'usage_quota', type: threshold >= 100 ? 'quota.reached' : 'quota.warning', organizationId,
+      subject: `${whose} ${metric === 'clips' ? 'monthly clip' : 'storage'} quota ${threshold >= 100 ? 'reached' : `at ${threshold} %`}: ${what}`,
+      body: `${metric === 'clips' ? `Period ${period}; t` : 'T'}hreshold ${threshold} % of a quota of ${s.quota}${metric === 'clips' ? ' clips' : ' bytes'}.`,
+      link: consoleLinks.commercial({ organizationId }),
+    });
+  }
+}
+
+/** The organization's scope and the workspace's (when it has its own quota of `metric`), with the pending thresholds of `period`. */
+function pendingWarnings(db: Db, organizationId: string, workspaceId: string, metric: Metric, period: string, q: QuotaContext): WarnScope[] {
+  const { account, ownQuota: own } = q;
+  if (!account) return [];
+  const scopes: WarnScope[] = [{
+    key: '', name: null, quota: metric === 'clips' ? account.monthly_clip_quota : gbToBytes(account.storage_gb), pending: [],
+  }];
+  const ownLimit = metric === 'clips' ? own?.monthly_clip_quota : own?.storage_gb;
+  if (own && ownLimit != null) {
+    scopes.push({ key: workspaceId, name: own.workspace_name, quota: metric === 'clips' ? ownLimit : gbToBytes(ownLimit), pending: [] });
+  }
+  return pendingScopes(db, organizationId, metric, period, thresholdsOf(account.quota_warning_percent), scopes);
+}
+
+/**
+ * After a clip usage event (inside the settling transaction): records and notifies the thresholds the
+ * organization's and the workspace's own monthly clip quota reached. At most one statement of two
+ * index range counts, none when every threshold of the month (for the current quota values) is recorded.
+ */
+export function clipQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext): void {
+  const m = monthWindow(q.timeZone, ctx.now());
+  const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'clips', m.label, q);
+  if (!pending.length) return;
+  // Each count walks its index range only up to the scope's quota (a threshold not yet recorded means
+  // the count was below the quota before this event), 0 for a scope not pending.
+  const limit = (org: boolean) => pending.find((s) => (s.key === '') === org)?.quota ?? 0;
+  const used = ctx.db.get<{ org: number; ws: number }>(
+    `SELECT (SELECT count(*) FROM (SELECT 1 ${clipEventsOf()} LIMIT ?5)) AS org,
+            (SELECT count(*) FROM (SELECT 1 ${clipEventsOf('?4')} LIMIT ?6)) AS ws`,
+    organizationId, m.start, m.end, workspaceId, Math.max(0, limit(true)), Math.max(0, limit(false)))!;
+  for (const s of pending) recordCrossings(ctx, organizationId, 'clips', m.label, s, s.key === '' ? used.org : used.ws);
+}
+
+/** A scope's stored bytes at least as high as the truth, as of the rowids `av` (asset_versions) and `ma` (media_artifacts). */
+interface BytesBound { bytes: number; av: number; ma: number }
+/** Per connection: the last bound of each scope ('org' or 'org workspace'), replaced after each commit that used it. */
+const bytesBounds = new WeakMap<Db, Map<string, BytesBound>>();
+
+/**
+ * Bytes of the files added since the bounds' rowids (each file counted whole: an upper bound of what
+ * they add), and the current last rowids. Asset versions and artifacts are never deleted, so rowids
+ * only grow (a bound is stored after its transaction commits). One statement of rowid ranges.
+ */
+const ADDED_SINCE = `
+  SELECT (SELECT coalesce(max(rowid), 0) FROM asset_versions) AS av, (SELECT coalesce(max(rowid), 0) FROM media_artifacts) AS ma,
+    CASE WHEN ?3 IS NULL THEN NULL ELSE
+      (SELECT coalesce(sum(file_size), 0) FROM asset_versions WHERE rowid > ?3 AND organization_id = ?1)
+      + (SELECT coalesce(sum(file_size + coalesce(first_frame_size, 0) + coalesce(last_frame_size, 0)), 0)
+           FROM media_artifacts WHERE rowid > ?4 AND organization_id = ?1) END AS org,
+    CASE WHEN ?5 IS NULL THEN NULL ELSE
+      (SELECT coalesce(sum(file_size), 0) FROM asset_versions WHERE rowid > ?5 AND organization_id = ?1 AND workspace_id = ?2)
+      + (SELECT coalesce(sum(file_size + coalesce(first_frame_size, 0) + coalesce(last_frame_size, 0)), 0)
+           FROM media_artifacts WHERE rowid > ?6 AND organization_id = ?1 AND workspace_id = ?2) END AS ws`;
+
+/** The stored bytes after this change when the caller counted them exactly (an upload's commit); workspace null: not counted. */
+export interface StoredBytes { organization: number; workspace: number | null }
+
+/**
+ * After files are stored (an upload's commit, generated media registered; inside that transaction):
+ * the storage warnings of the organization and of the workspace with its own storage quota, cheaply.
+ * Nothing is counted when every threshold of the current quota values is recorded. A scope's use the
+ * caller counted (`exact`) is taken as is; otherwise it is bounded from above by its last bound on
+ * this connection plus the files added since (one statement of rowid ranges), and only a bound that
+ * reaches the lowest pending threshold, or a scope without a bound yet, is counted exactly (every
+ * distinct stored file). Thresholds are recorded from exact counts only.
+ */
+export function storageQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext, exact?: StoredBytes): void {
+  const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'storage', STORAGE_PERIOD, q);
+  if (!pending.length) return;
+  let known = bytesBounds.get(ctx.db);
+  if (!known) bytesBounds.set(ctx.db, (known = new Map()));
+  const keyOf = (s: WarnScope) => (s.key === '' ? organizationId : `${organizationId} ${s.key}`);
+  const exactOf = (s: WarnScope) => (exact ? (s.key === '' ? exact.organization : exact.workspace) : null);
+  const boundOf = (s: WarnScope | undefined) => (s && exactOf(s) === null ? known.get(keyOf(s)) : undefined);
+  const [o, w] = [boundOf(pending.find((s) => s.key === '')), boundOf(pending.find((s) => s.key !== ''))];
+  const added = ctx.db.get<{ av: number; ma: number; org: number | null; ws: number | null }>(
+    ADDED_SINCE, organizationId, workspaceId, o?.av ?? null, o?.ma ?? null, w?.av ?? null, w?.ma ?? null)!;
+  for (const s of pending) {
+    let bytes = exactOf(s);
+    if (bytes === null) {
+      const before = s.key === '' ? o : w;
+      bytes = before ? before.bytes + ((s.key === '' ? added.org : added.ws) ?? 0) : Infinity;
+      if (bytes * 100 >= s.quota * Math.min(...s.pending)) {
+        bytes = s.key === '' ? organizationStoredBytes(ctx.db, organizationId) : workspaceStoredBytes(ctx.db, organizationId, workspaceId);
+        recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
+      }
+    } else recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
+    const next: BytesBound = { bytes, av: added.av, ma: added.ma };
+    ctx.afterCommit(() => known.set(keyOf(s), next));
+  }
+}

@@ -1,0 +1,41 @@
+// Usage: the organization's usage list with summary and facets and its streamed export (organization
+// owners and admins holding usage:view; the system administrator too), and the session scope's
+// GET /api/usage and GET /api/billing (usage:view). Shapes: README "Usage".
+import { json, type Router, type RouteMeta } from '../../http/router.ts';
+import { paging } from '../../kernel/validate.ts';
+import { attachment } from '../../platform/audit/export.ts';
+import { ScopeUsageQuery, UsageExportQuery, UsageListQuery } from './schema.ts';
+import { billingView, exportUsage, listUsage, scopeUsage } from './service.ts';
+import * as o from '../../kernel/view.ts';
+import { BillingOverviewView, ScopeUsageView, UsageEventView, UsageListView } from '../views.ts';
+
+const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
+
+export function bindUsageRoutes(r: Router): void {
+  const tags = ['usage'];
+  const admin = { tags, scope: 'organization' as const, organizationRecords: true, orgRoles: ADMINS, permission: 'usage:view' as const };
+  r.get('/api/organizations/:organizationId/usage', {
+    ...admin, query: UsageListQuery,
+    summary: 'Usage events of the organization, newest first, filtered (default window: this local month); summary (totals by unit and overall) and facets (counts by kind, unit, workspace, project, cost center and user, top 100 each) over the whole filtered set.',
+    response: { description: 'a page of usage events with summary, facets and the window read', schema: UsageListView },
+  }, ({ ctx, params, query, searchParams }) => json(200, listUsage(ctx, params.organizationId, query, paging(searchParams))));
+  r.get('/api/organizations/:organizationId/usage/export', {
+    ...admin, query: UsageExportQuery,
+    summary: 'Streams the filtered usage events (same filters and default window as the list), newest first, as a JSON array of list items or UTF-8 CSV with a header row (RFC 4180 quoting; cells starting with = + - @ get a leading \'), as an attachment.',
+    response: { type: 'text/csv', schema: o.array(UsageEventView), description: 'a JSON array of list items or CSV, Content-Disposition: attachment' },
+  }, ({ ctx, params, query, res }) => {
+    const format = query.format ?? 'json';
+    const out = exportUsage(ctx, params.organizationId, query, format);
+    return attachment(res, format, out.filename, out.stream);
+  });
+  r.get('/api/usage', {
+    tags, scope: 'organization', permission: 'usage:view', query: ScopeUsageQuery,
+    summary: 'This local month\'s usage of the session\'s scope (project, workspace or organization; `level` picks one of them): events, clips, estimated cost by kind and unit, stored bytes, and the organization\'s and workspace\'s limits.',
+    response: { description: 'this local month\'s usage of the scope and the limits that apply', schema: ScopeUsageView },
+  }, ({ ctx, query }) => json(200, scopeUsage(ctx, query.level)));
+  r.get('/api/billing', {
+    tags, scope: 'organization', permission: 'usage:view',
+    summary: 'The organization\'s billing account (read view: plan, cycle, currency, prices, limits, flags) and the current billing period\'s estimated charges so far, before tax.',
+    response: { description: 'the billing account, the current period and its estimated charges', schema: BillingOverviewView },
+  }, ({ ctx }) => json(200, billingView(ctx)));
+}

@@ -1,0 +1,160 @@
+// Deliveries of the current project: create (delivery:approve) from the episodes' newest cuts or a
+// chosen set, change while draft (a new set is version + 1), approve (every item QA-passed and
+// review-approved on its exact hash, the files re-hashed on disk), withdraw. Every write is audited
+// and indexed for search (title, status; never a token).
+import type { Ctx } from '../../directory/context.ts';
+import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
+import { pageWindow } from '../../kernel/validate.ts';
+import { newId } from '../../kernel/ids.ts';
+import { record } from '../../platform/audit/service.ts';
+import { notify } from '../../platform/notifications/service.ts';
+import { indexDocument } from '../../platform/search/index.ts';
+import { projectById } from '../../directory/tenancy/store.ts';
+import { changedOnDisk, describeGaps, gatherItems, itemStates, type Gap, type ItemInput } from './gather.ts';
+import type { DeliveryCreate, DeliveryPatch } from './schema.ts';
+import {
+  deliveriesOfProject, deliveryInProject, deliveryItems, insertDelivery, replaceItems, setItemVerdicts, updateDelivery,
+  type DeliveryItemRow, type DeliveryRow,
+} from './store.ts';
+import { consoleLinks } from '../../kernel/links.ts';
+
+function indexDelivery(ctx: Ctx, d: DeliveryRow, itemCount: number): void {
+  indexDocument(ctx.db, {
+    type: 'delivery', id: d.id, organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
+    title: d.title, subtitle: `version ${d.version} \u00b7 ${itemCount} item${itemCount === 1 ? '' : 's'}`, body: d.note ?? '',
+    status: d.status, updatedAt: d.updated_at,
+  });
+}
+
+const itemsMeta = (items: ReadonlyArray<Pick<DeliveryItemRow, 'artifact_id' | 'artifact_sha256'>>) =>
+  items.map((i) => ({ artifactId: i.artifact_id, sha256: i.artifact_sha256 }));
+
+export function getDelivery(ctx: Ctx, id: string): DeliveryRow {
+  const d = deliveryInProject(ctx.db, ctx.scope.projectId!, id);
+  if (!d) throw notFound('no such delivery in this project');
+  return d;
+}
+
+export function listDeliveries(ctx: Ctx, q: { status?: string; page?: number; pageSize?: number }) {
+  const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
+  const { rows, total } = deliveriesOfProject(ctx.db, ctx.scope.projectId!, { status: q.status ?? null, limit: pageSize, offset });
+  return { rows, pagination: { page, pageSize, total } };
+}
+
+export function createDelivery(ctx: Ctx, input: DeliveryCreate): DeliveryRow {
+  const p = projectById(ctx.db, ctx.scope.projectId!)!;
+  return ctx.db.tx(() => {
+    const items = gatherItems(ctx.db, p.id, input);
+    const now = ctx.now().toISOString();
+    const d: DeliveryRow = {
+      id: newId('dlv'), organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id,
+      title: input.title, note: input.note ?? null, status: 'draft', version: 1,
+      created_by: ctx.actor.userId, created_at: now, updated_at: now, approved_by: null, approved_at: null,
+    };
+    insertDelivery(ctx.db, d);
+    replaceItems(ctx.db, d.id, items);
+    indexDelivery(ctx, d, items.length);
+    record(ctx, {
+      action: 'delivery.created', targetType: 'delivery', targetId: d.id,
+      metadata: { title: d.title, version: 1, selection: input.artifactIds ? 'artifacts' : input.episodeIds ? 'episodes' : 'all_episodes', items: itemsMeta(items) },
+    });
+    return d;
+  });
+}
+
+function draftOnly(d: DeliveryRow): void {
+  if (d.status !== 'draft') throw conflict('delivery_not_draft', `the delivery is ${d.status}; only a draft can change (create a new delivery instead)`, { status: d.status });
+}
+
+const sameSet = (a: readonly ItemInput[], b: readonly DeliveryItemRow[]) =>
+  a.length === b.length && a.every((x, i) => x.artifact_id === b[i].artifact_id && x.artifact_sha256 === b[i].artifact_sha256);
+
+export function changeDelivery(ctx: Ctx, id: string, patch: DeliveryPatch): DeliveryRow {
+  if (Object.values(patch).every((x) => x === undefined)) throw validationFailed({ body: 'name at least one field to change' });
+  return ctx.db.tx(() => {
+    const d = getDelivery(ctx, id);
+    draftOnly(d);
+    const current = deliveryItems(ctx.db, d.id);
+    const items = patch.episodeIds || patch.artifactIds ? gatherItems(ctx.db, d.project_id, patch) : null;
+    const newSet = items !== null && !sameSet(items, current);
+    const next: DeliveryRow = {
+      ...d, title: patch.title ?? d.title, note: patch.note !== undefined ? patch.note : d.note,
+      version: newSet ? d.version + 1 : d.version, updated_at: ctx.now().toISOString(),
+    };
+    const changes: Record<string, { from: unknown; to: unknown }> = {};
+    if (next.title !== d.title) changes.title = { from: d.title, to: next.title };
+    if (next.note !== d.note) changes.note = { from: '(text)', to: '(text)' };
+    if (newSet) changes.items = { from: itemsMeta(current), to: itemsMeta(items) };
+    if (Object.keys(changes).length === 0) return d;
+    updateDelivery(ctx.db, next);
+    if (newSet) replaceItems(ctx.db, d.id, items);
+    indexDelivery(ctx, next, (items ?? current).length);
+    record(ctx, { action: 'delivery.updated', targetType: 'delivery', targetId: d.id, metadata: { version: next.version, changes } });
+    return next;
+  });
+}
+
+function notReady(gaps: Gap[]) {
+  return conflict('delivery_not_ready', `the delivery cannot be approved: ${describeGaps(gaps)}`, { gaps });
+}
+
+/**
+ * Approves a draft: every item's file is hashed again on disk (a changed file is an artifact_changed
+ * gap), then, in one transaction, the verdicts are read again on the items' hashes; any gap is 409
+ * delivery_not_ready naming them. Records the QA run and review of each item, who and when.
+ */
+export async function approveDelivery(ctx: Ctx, id: string): Promise<DeliveryRow> {
+  const before = getDelivery(ctx, id);
+  draftOnly(before);
+  const items = deliveryItems(ctx.db, before.id);
+  const diskGaps: Gap[] = [];
+  for (const s of itemStates(ctx.db, before.project_id, items)) {
+    const reason = await changedOnDisk(ctx.config.storageDir, s.artifact, s.item.artifact_sha256);
+    if (reason && !s.gaps.some((g) => g.gap === 'artifact_changed')) diskGaps.push({ artifactId: s.item.artifact_id, position: s.item.position, gap: 'artifact_changed', reason });
+  }
+  return ctx.db.tx(() => {
+    const d = getDelivery(ctx, id);
+    draftOnly(d);
+    if (d.version !== before.version) throw conflict('delivery_changed', 'the delivery changed while it was being approved; try again', { version: d.version });
+    const states = itemStates(ctx.db, d.project_id, deliveryItems(ctx.db, d.id));
+    const gaps = [...diskGaps, ...states.flatMap((s) => s.gaps)].sort((a, b) => a.position - b.position);
+    if (gaps.length > 0) throw notReady(gaps);
+    const now = ctx.now().toISOString();
+    for (const s of states) setItemVerdicts(ctx.db, d.id, s.item.position, s.qa!.runId, s.review!.reviewId);
+    const next: DeliveryRow = { ...d, status: 'approved', approved_by: ctx.actor.userId, approved_at: now, updated_at: now };
+    updateDelivery(ctx.db, next);
+    indexDelivery(ctx, next, states.length);
+    record(ctx, {
+      action: 'delivery.approved', targetType: 'delivery', targetId: d.id,
+      metadata: {
+        version: d.version,
+        items: states.map((s) => ({ artifactId: s.item.artifact_id, sha256: s.item.artifact_sha256, qaRunId: s.qa!.runId, reviewId: s.review!.reviewId })),
+      },
+    });
+    notify(ctx, {
+      category: 'delivery', type: 'delivery.approved', organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
+      subject: `Delivery approved: ${d.title}`, body: `Version ${d.version} with ${states.length} item${states.length === 1 ? '' : 's'} was approved.`,
+      link: consoleLinks.delivery({ id: d.id, projectId: d.project_id }),
+    });
+    return next;
+  });
+}
+
+/** Withdraws a draft or approved delivery (terminal): its client links stop working. */
+export function withdrawDelivery(ctx: Ctx, id: string, note: string | null): DeliveryRow {
+  return ctx.db.tx(() => {
+    const d = getDelivery(ctx, id);
+    if (d.status === 'withdrawn') throw conflict('delivery_withdrawn', 'the delivery is already withdrawn');
+    const next: DeliveryRow = { ...d, status: 'withdrawn', updated_at: ctx.now().toISOString() };
+    updateDelivery(ctx.db, next);
+    indexDelivery(ctx, next, deliveryItems(ctx.db, d.id).length);
+    record(ctx, { action: 'delivery.withdrawn', targetType: 'delivery', targetId: d.id, metadata: { from: d.status, version: d.version, note } });
+    if (d.status === 'approved') {
+      notify(ctx, {
+        category: 'delivery', type: 'delivery.withdrawn', organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
+        subject: `Delivery withdrawn: ${d.title}`, body: note, link: consoleLinks.delivery({ id: d.id, projectId: d.project_id }),
+      });
+    }
+    return next;
+  });
+}

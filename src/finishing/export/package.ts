@@ -1,0 +1,144 @@
+// Writing an export package into a folder (a fresh one under storage/tmp/): the delivered files
+// copied into media/ and each video's real first and last frames into frames/, every copy hashed
+// and compared with the SHA-256 it was approved or registered with (409 export_source_missing /
+// export_source_changed otherwise); then shotlist.csv, timeline/<key>.otio and .edl,
+// subtitles/<key>.srt, and last manifest.json listing every other file with its size, SHA-256 and
+// the artifact it comes from.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Db } from '../../db/db.ts';
+import { AppError, conflict } from '../../kernel/errors.ts';
+import { resolveStored, verifyStored } from '../../kernel/files.ts';
+import { csvRow } from '../../platform/audit/export.ts';
+import { dialogueOfShot } from '../../production/scripts/dialogue.ts';
+import { shotById } from '../../production/catalog/store.ts';
+import { edlOf } from './edl.ts';
+import { otioOf } from './otio.ts';
+import { episodeLabel, shotLabel, type ExportPlan, type PackedMedia } from './plan.ts';
+import { spreadLines, srtOf, type Cue } from './srt.ts';
+import { framesToMs, timecode, totalFrames, type Timeline } from './timeline.ts';
+
+export interface PackageFile {
+  path: string;
+  role: 'media' | 'frame' | 'shotlist' | 'timeline' | 'edl' | 'subtitles';
+  size: number;
+  sha256: string;
+  /** The artifact the file is (media), was taken from (frame) or describes (a timeline's cut); null for the shot list. */
+  artifactId: string | null;
+  artifactSha256: string | null;
+}
+
+export interface PackageFacts { manifest: Record<string, unknown>; manifestSha256: string; manifestSize: number; files: PackageFile[] }
+
+interface Source { storagePath: string; sha256: string; artifactId: string; position: number; what: string }
+
+/** Copies a stored file into the package and checks the copy's bytes (a changed file is never packaged). */
+async function copyVerified(storageDir: string, dir: string, rel: string, s: Source): Promise<{ size: number; sha256: string }> {
+  const details = { position: s.position, artifactId: s.artifactId, file: s.what };
+  let from: string;
+  try {
+    from = resolveStored(storageDir, s.storagePath);
+  } catch (err) {
+    if (!(err instanceof AppError)) throw err;
+    throw conflict('export_source_missing', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} is not on disk`, details);
+  }
+  await fs.promises.copyFile(from, path.join(dir, rel), fs.constants.COPYFILE_EXCL);
+  // The copy is what is packaged: it is the one checked (the package folder is its root).
+  const got = await verifyStored(dir, rel, { sha256: s.sha256 });
+  if (got.state !== 'ok') {
+    throw conflict('export_source_changed', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} no longer matches its SHA-256`, details);
+  }
+  return { size: got.size!, sha256: got.sha256! };
+}
+
+async function writeText(dir: string, rel: string, text: string): Promise<{ size: number; sha256: string }> {
+  const bytes = Buffer.from(text, 'utf8');
+  await fs.promises.writeFile(path.join(dir, rel), bytes, { flag: 'wx', flush: true });
+  return { size: bytes.length, sha256: crypto.createHash('sha256').update(bytes).digest('hex') };
+}
+
+async function copyMedia(storageDir: string, dir: string, m: PackedMedia): Promise<PackageFile[]> {
+  const a = m.artifact;
+  const base = { artifactId: a.id, position: m.item.position };
+  const out: PackageFile[] = [];
+  const got = await copyVerified(storageDir, dir, m.path, { ...base, storagePath: a.storage_path, sha256: m.item.artifact_sha256, what: 'file' });
+  out.push({ path: m.path, role: 'media', ...got, artifactId: a.id, artifactSha256: m.item.artifact_sha256 });
+  if (a.kind !== 'video') return out;
+  for (const [which, p, sha] of [['first', a.first_frame_path, a.first_frame_sha256], ['last', a.last_frame_path, a.last_frame_sha256]] as const) {
+    if (!p || !sha) continue;
+    const rel = `frames/${m.stem}-${which}.png`;
+    const frame = await copyVerified(storageDir, dir, rel, { ...base, storagePath: p, sha256: sha, what: `${which} frame` });
+    out.push({ path: rel, role: 'frame', ...frame, artifactId: a.id, artifactSha256: m.item.artifact_sha256 });
+  }
+  return out;
+}
+
+const SHOTLIST_HEADER = [
+  'timeline', 'episode', 'episode_title', 'shot', 'shot_title', 'record_in', 'record_out', 'duration_frames', 'duration_ms', 'frame_rate',
+  'media_file', 'artifact_id', 'artifact_sha256', 'source_artifact_id', 'source_sha256', 'voice_artifact_id', 'voice_sha256',
+];
+
+/** One row a timeline clip, then one a delivered file that no timeline places (images). */
+function shotlistOf(db: Db, projectId: string, plan: ExportPlan): string {
+  let text = csvRow(SHOTLIST_HEADER);
+  const placed = new Set<string>();
+  for (const t of plan.timelines) {
+    const episode = plan.media.find((m) => m.episode?.id === t.episodeId)?.episode;
+    for (const c of [...t.clips].sort((a, b) => a.recordIn - b.recordIn)) {
+      placed.add(c.media.artifactId);
+      const shot = c.shotId ? shotById(db, projectId, c.shotId) : undefined;
+      text += csvRow([
+        t.key, episodeLabel(episode), episode?.title ?? null, shotLabel(shot), shot?.title ?? null,
+        timecode(c.recordIn, t.rate), timecode(c.recordIn + c.frames, t.rate), c.frames, framesToMs(c.frames, t.rate), `${t.rate.num}/${t.rate.den}`,
+        c.media.path, c.media.artifactId, c.media.sha256, c.sourceArtifactId, c.sourceSha256, c.voiceArtifactId, c.voiceSha256,
+      ]);
+    }
+  }
+  for (const m of plan.media.filter((x) => !placed.has(x.artifact.id))) {
+    text += csvRow([
+      null, episodeLabel(m.episode), m.episode?.title ?? null, shotLabel(m.shot), m.shot?.title ?? null, null, null, null, m.artifact.duration_ms, null,
+      m.path, m.artifact.id, m.item.artifact_sha256, null, null, null, null,
+    ]);
+  }
+  return text;
+}
+
+/** A shot's dialogue over its clip (the first clip of the shot with pictures, else its first clip). */
+function cuesOf(db: Db, projectId: string, t: Timeline): Cue[] {
+  const chosen = new Map<string, Timeline['clips'][number]>();
+  for (const c of [...t.clips].sort((a, b) => a.recordIn - b.recordIn)) {
+    if (!c.shotId) continue;
+    const had = chosen.get(c.shotId);
+    if (!had || (!had.video && c.video)) chosen.set(c.shotId, c);
+  }
+  return [...chosen.values()].sort((a, b) => a.recordIn - b.recordIn).flatMap((c) => {
+    const shot = shotById(db, projectId, c.shotId!);
+    const lines = shot ? dialogueOfShot(db, projectId, shot).map((l) => l.text) : [];
+    return spreadLines(lines, framesToMs(c.recordIn, t.rate), framesToMs(c.recordIn + c.frames, t.rate));
+  });
+}
+
+export interface PackageMeta { exportId: string; createdAt: string; createdBy: string | null; delivery: Record<string, unknown>; project: Record<string, unknown> }
+
+/** Writes the whole package into `dir` (which must exist and be empty). Throws without cleaning up: the caller removes `dir`. */
+export async function writePackage(db: Db, storageDir: string, projectId: string, plan: ExportPlan, dir: string, meta: PackageMeta): Promise<PackageFacts> {
+  for (const sub of ['media', 'frames', 'timeline', 'subtitles']) fs.mkdirSync(path.join(dir, sub));
+  const files: PackageFile[] = [];
+  for (const m of plan.media) files.push(...(await copyMedia(storageDir, dir, m)));
+  files.push({ path: 'shotlist.csv', role: 'shotlist', ...(await writeText(dir, 'shotlist.csv', shotlistOf(db, projectId, plan))), artifactId: null, artifactSha256: null });
+  const timelines = [];
+  for (const t of plan.timelines) {
+    const cut = t.clips[0]?.sourceArtifactId ? t.clips[0].media : null;
+    const source = { artifactId: cut?.artifactId ?? null, artifactSha256: cut?.sha256 ?? null };
+    const rel = { otio: `timeline/${t.key}.otio`, edl: `timeline/${t.key}.edl`, subtitles: `subtitles/${t.key}.srt` };
+    const svc = { exportId: meta.exportId, deliveryId: meta.delivery.id, episodeId: t.episodeId };
+    files.push({ path: rel.otio, role: 'timeline', ...(await writeText(dir, rel.otio, otioOf(t, svc))), ...source });
+    files.push({ path: rel.edl, role: 'edl', ...(await writeText(dir, rel.edl, edlOf(t))), ...source });
+    files.push({ path: rel.subtitles, role: 'subtitles', ...(await writeText(dir, rel.subtitles, srtOf(cuesOf(db, projectId, t)))), ...source });
+    timelines.push({ key: t.key, title: t.title, episodeId: t.episodeId, frameRate: `${t.rate.num}/${t.rate.den}`, frames: totalFrames(t), clips: t.clips.length, ...rel });
+  }
+  const manifest = { format: 'svc-export', formatVersion: 1, ...meta, timelines, files };
+  const written = await writeText(dir, 'manifest.json', `${JSON.stringify(manifest, null, 2)}\n`);
+  return { manifest, manifestSha256: written.sha256, manifestSize: written.size, files };
+}

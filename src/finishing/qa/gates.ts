@@ -1,0 +1,45 @@
+// A QA run decides the BLOCKING gates of the workflow runs it fully covers: runs of the project whose
+// jobs have all completed (awaiting_qa, completed or failed) and every one of whose artifacts this QA
+// run checked. A blocking gate that is pending, or that an earlier QA run decided, becomes passed when
+// no blocking check failed on the run's artifacts, else failed: re-running QA re-decides what QA
+// decided (a passing re-run passes a gate a failing run left failed, a failing re-run fails a passed
+// one; a gate whose decision stays the same is not written again). A gate a person decided is left as
+// it is, and non-blocking gates are never decided here (they wait for a person).
+// The decision goes through the workflow's own gate code (same audit, workflow.gate_decided, with
+// the QA run's id), inside the QA run's transaction.
+import type { Ctx } from '../../directory/context.ts';
+import { applyGateDecision, GATE_READY } from '../../generation/workflows/runs.ts';
+import { gatesOfRuns, runInProject, type RunGateRow } from '../../generation/workflows/store.ts';
+
+export interface GateDecided { workflowRunId: string; gateKey: string; status: 'passed' | 'failed'; runStatus: string }
+
+/** A blocking gate QA may decide: still pending, or decided by an earlier QA run. */
+const decidedByQa = (g: RunGateRow) => g.blocking === 1 && (g.status === 'pending' || g.qa_run_id !== null);
+
+/** Workflow runs with a blocking gate QA may decide whose jobs have all completed, with the artifacts their jobs registered. */
+function candidates(ctx: Ctx, projectId: string): Array<{ id: string; artifactIds: string[] }> {
+  const rows = ctx.db.all<{ id: string; artifact_ids: string | null }>(
+    `SELECT r.id, (SELECT json_group_array(a.id) FROM workflow_run_steps st JOIN media_artifacts a ON a.job_id = st.job_id WHERE st.run_id = r.id) AS artifact_ids
+       FROM workflow_runs r
+      WHERE r.project_id = ? AND r.mode = 'queue' AND r.status IN (SELECT value FROM json_each(?))
+        AND EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND (g.status = 'pending' OR g.qa_run_id IS NOT NULL))
+      ORDER BY r.created_at, r.id`, projectId, JSON.stringify(GATE_READY));
+  return rows.map((r) => ({ id: r.id, artifactIds: JSON.parse(r.artifact_ids ?? '[]') as string[] }));
+}
+
+/** Call inside the QA run's transaction: `checked` = artifacts of the QA run, `failed` = those with a failed blocking check. */
+export function decideGatesAfterQa(ctx: Ctx, projectId: string, qaRunId: string, checked: Set<string>, failed: Set<string>): GateDecided[] {
+  const out: GateDecided[] = [];
+  for (const c of candidates(ctx, projectId)) {
+    if (c.artifactIds.length === 0 || !c.artifactIds.every((id) => checked.has(id))) continue;
+    const failing = c.artifactIds.filter((id) => failed.has(id));
+    const status = failing.length ? 'failed' : 'passed';
+    const note = failing.length ? `QA run ${qaRunId}: blocking checks failed on ${failing.join(', ')}` : `QA run ${qaRunId}: no blocking check failed`;
+    for (const gate of gatesOfRuns(ctx.db, [c.id]).filter((g) => decidedByQa(g) && g.status !== status)) {
+      const run = runInProject(ctx.db, projectId, c.id)!;
+      const after = applyGateDecision(ctx, run, gate, status, note, qaRunId);
+      out.push({ workflowRunId: c.id, gateKey: gate.gate_key, status, runStatus: after.run.status });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,54 @@
+// Re-opening: a newly registered artifact replaces the one under review. A shot's new artifact of a
+// kind (its newest generated one) takes over the reviews in play (not withdrawn) on the shot's older
+// artifacts of that kind; an episode's new cut those on its older cuts. Each such review moves to the
+// new artifact and its SHA-256, becomes `reopened`, reopen_count + 1, with an audit record
+// (review.reopened) and a notification (review category) to whoever decided on the replaced artifact,
+// or to the requester when nobody had. Called by media/register.ts inside the job's completing
+// transaction (the worker's context, scoped to the job's project).
+import type { Ctx } from '../../directory/context.ts';
+import { record } from '../../platform/audit/service.ts';
+import { notify } from '../../platform/notifications/service.ts';
+import { newestGeneratedOfShot, type ArtifactRow } from '../../generation/media/store.ts';
+import { consoleLinks } from '../../kernel/links.ts';
+import { cutReviewsBefore, decidersOn, shotReviewsBefore, updateReviewState, type ReviewRow } from './store.ts';
+
+function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: string): void {
+  const next: ReviewRow = {
+    ...review, artifact_id: to.id, artifact_sha256: to.content_sha256, status: 'reopened', reopen_count: review.reopen_count + 1, updated_at: at,
+  };
+  updateReviewState(ctx.db, next);
+  record(ctx, {
+    action: 'review.reopened', targetType: 'review', targetId: review.id,
+    organizationId: review.organization_id, workspaceId: review.workspace_id, projectId: review.project_id,
+    metadata: {
+      from: review.status, fromArtifactId: review.artifact_id, fromSha256: review.artifact_sha256,
+      toArtifactId: to.id, toSha256: to.content_sha256, jobId: to.job_id, reopenCount: next.reopen_count,
+    },
+  });
+  const deciders = decidersOn(ctx.db, review.id, review.artifact_id);
+  const recipients = deciders.length ? deciders : review.requested_by ? [review.requested_by] : [];
+  if (!recipients.length) return;
+  notify(ctx, {
+    category: 'review', type: 'review.reopened', organizationId: review.organization_id, workspaceId: review.workspace_id, projectId: review.project_id,
+    subject: `Review re-opened by a new version: ${review.title}`,
+    body: `A new ${to.kind} (${to.file_name}) replaced the one under review; the review was ${review.status.replace('_', ' ')}.`,
+    link: consoleLinks.review({ id: review.id, projectId: review.project_id }), recipients,
+  });
+}
+
+/** Moves the reviews of the artifacts the registered ones replace (see the top of this file). */
+export function reopenReviews(ctx: Ctx, rows: readonly ArtifactRow[], cut: { artifact: ArtifactRow; episodeId: string } | null, at: string): void {
+  const seen = new Set<string>();
+  for (const row of rows) {
+    if (!row.shot_id || row.source !== 'generation') continue;
+    const key = `${row.shot_id}\u0000${row.kind}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const current = newestGeneratedOfShot(ctx.db, row.project_id, row.shot_id, row.kind);
+    if (!current || !rows.some((r) => r.id === current.id)) continue;
+    for (const review of shotReviewsBefore(ctx.db, row.project_id, row.shot_id, row.kind, current.id)) moveReview(ctx, review, current, at);
+  }
+  if (cut) {
+    for (const review of cutReviewsBefore(ctx.db, cut.artifact.project_id, cut.episodeId, cut.artifact.id)) moveReview(ctx, review, cut.artifact, at);
+  }
+}

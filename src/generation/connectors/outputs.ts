@@ -1,0 +1,315 @@
+// Output files of generation jobs: a model's bytes (a response stream, a web stream, or a decoded
+// base64 Buffer) are streamed into storage/tmp/<random> while hashed (SHA-256) and counted, then
+// renamed to storage/outputs/<jobId>/<name>. The rename replaces a file of the same name left by an
+// earlier attempt, so a job never holds two copies of an output. Over `maxBytes` the transfer is
+// stopped and the temporary file removed (output_too_large, not retryable).
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import type { TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { ConnectorError } from './types.ts';
+import type { CallRequest, OutputFile } from './types.ts';
+import { connectorEgress, ensureOk, joinUrl, originOf, send } from './protocols/transport.ts';
+import { EgressRefused } from '../../kernel/egress.ts';
+import { detectComposite, type CompositeKind } from '../../media-tools/collage.ts';
+
+export type OutputRole = OutputFile['role'];
+
+export interface SaveOutputOptions {
+  storageDir: string;
+  jobId: string;
+  /** File name inside outputs/<jobId>/, e.g. 'image-1.png' (letters, digits, '.', '_', '-'). */
+  name: string;
+  role: OutputRole;
+  mimeType: string;
+  source: WebReadableStream | ReadableStream | Readable | Buffer;
+  maxBytes: number;
+  signal?: AbortSignal;
+}
+
+const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const SAFE_JOB = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+/** outputs/<jobId>/<name> as an absolute path, refusing anything that would leave storage/outputs. */
+export function outputPathOf(storageDir: string, jobId: string, name: string): { abs: string; rel: string } {
+  if (!SAFE_JOB.test(jobId)) throw new ConnectorError('output_unsafe_name', 'the job id is not a safe directory name', false);
+  if (!SAFE_NAME.test(name) || name.includes('..')) throw new ConnectorError('output_unsafe_name', 'the output file name is not safe', false);
+  const root = path.resolve(storageDir, 'outputs');
+  const abs = path.resolve(root, jobId, name);
+  if (!abs.startsWith(root + path.sep)) throw new ConnectorError('output_unsafe_name', 'the output path leaves storage/outputs', false);
+  return { abs, rel: `outputs/${jobId}/${name}` };
+}
+
+const tooLarge = (max: number) => new ConnectorError('output_too_large', `the output exceeds the largest accepted size (${max} bytes)`, false);
+
+function writeError(err: unknown): ConnectorError {
+  if (err instanceof ConnectorError) return err;
+  const e = err as { code?: string; name?: string; message?: string };
+  if (e?.name === 'AbortError') return new ConnectorError('connector_aborted', 'the call was aborted', true);
+  if (e?.code === 'ECONNRESET' || e?.code === 'EPIPE' || e?.code === 'ERR_STREAM_PREMATURE_CLOSE' || e?.code === 'UND_ERR_SOCKET') {
+    return new ConnectorError('connector_unreachable', 'the connection closed during the download', true);
+  }
+  return new ConnectorError('output_write_failed', `could not store the output: ${String(e?.message ?? err).slice(0, 200)}`, true);
+}
+
+class HashCount extends Transform {
+  readonly hash = crypto.createHash('sha256');
+  size = 0;
+  readonly max: number;
+  constructor(max: number) {
+    super();
+    this.max = max;
+  }
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.size += chunk.length;
+    if (this.size > this.max) {
+      cb(tooLarge(this.max));
+      return;
+    }
+    this.hash.update(chunk);
+    cb(null, chunk);
+  }
+}
+
+/** Streams `source` to outputs/<jobId>/<name> through tmp/; returns the stored file record. */
+export async function saveOutput(opts: SaveOutputOptions): Promise<OutputFile> {
+  const { abs, rel } = outputPathOf(opts.storageDir, opts.jobId, opts.name);
+  const tmpDir = path.join(opts.storageDir, 'tmp');
+  const tmpPath = path.join(tmpDir, `output-${crypto.randomBytes(12).toString('hex')}`);
+  if (opts.signal?.aborted) throw new ConnectorError('connector_aborted', 'the call was aborted', true);
+  fs.mkdirSync(tmpDir, { recursive: true });
+  fs.mkdirSync(path.dirname(abs), { recursive: true });
+
+  let size: number;
+  let sha256: string;
+  const src = opts.source;
+  if (Buffer.isBuffer(src)) {
+    if (src.length > opts.maxBytes) throw tooLarge(opts.maxBytes);
+    try {
+      await fs.promises.writeFile(tmpPath, src, { flag: 'wx', signal: opts.signal });
+    } catch (err) {
+      fs.rmSync(tmpPath, { force: true });
+      throw writeError(err);
+    }
+    size = src.length;
+    sha256 = crypto.hash('sha256', src, 'hex');
+  } else {
+    const readable = src instanceof Readable ? src : Readable.fromWeb(src as WebReadableStream);
+    const counter = new HashCount(opts.maxBytes);
+    const out = fs.createWriteStream(tmpPath, { flags: 'wx', highWaterMark: 1 << 20 });
+    try {
+      await pipeline(readable, counter, out, opts.signal ? { signal: opts.signal } : {});
+    } catch (err) {
+      readable.destroy();
+      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
+      fs.rmSync(tmpPath, { force: true });
+      throw writeError(err);
+    }
+    size = counter.size;
+    sha256 = counter.hash.digest('hex');
+  }
+  try {
+    fs.renameSync(tmpPath, abs);
+  } catch (err) {
+    fs.rmSync(tmpPath, { force: true });
+    throw writeError(err);
+  }
+  return { path: rel, role: opts.role, mimeType: opts.mimeType, fileSize: size, sha256 };
+}
+
+// ---------------------------------------------------------------------------------------------
+// MIME types and extensions
+
+const EXT_BY_MIME: Record<string, string> = {
+  'image/png': 'png',
+  'image/jpeg': 'jpg',
+  'image/jpg': 'jpg',
+  'image/webp': 'webp',
+  'image/gif': 'gif',
+  'video/mp4': 'mp4',
+  'video/webm': 'webm',
+  'video/quicktime': 'mov',
+  'audio/wav': 'wav',
+  'audio/x-wav': 'wav',
+  'audio/wave': 'wav',
+  'audio/vnd.wave': 'wav',
+  'audio/mpeg': 'mp3',
+  'audio/mp3': 'mp3',
+  'audio/ogg': 'ogg',
+  'audio/flac': 'flac',
+  'audio/aac': 'aac',
+  'audio/mp4': 'm4a',
+  'text/plain': 'txt',
+  'application/json': 'json',
+};
+const MIME_BY_EXT: Record<string, string> = {
+  png: 'image/png',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  webp: 'image/webp',
+  gif: 'image/gif',
+  mp4: 'video/mp4',
+  webm: 'video/webm',
+  mov: 'video/quicktime',
+  wav: 'audio/wav',
+  mp3: 'audio/mpeg',
+  ogg: 'audio/ogg',
+  flac: 'audio/flac',
+  aac: 'audio/aac',
+  m4a: 'audio/mp4',
+  txt: 'text/plain',
+  json: 'application/json',
+};
+const DEFAULT_MIME: Record<OutputRole, string> = { image: 'image/png', video: 'video/mp4', audio: 'audio/wav', text: 'text/plain' };
+const ROLE_PREFIX: Record<OutputRole, string> = { image: 'image/', video: 'video/', audio: 'audio/', text: 'text/' };
+
+const bare = (mime: string | null | undefined): string => (mime ?? '').split(';')[0].trim().toLowerCase();
+
+/**
+ * The MIME type of an output: the first of the declared type (http-json outputs), the response
+ * Content-Type and the file name's extension that is specific (not octet-stream) and fits the role;
+ * otherwise the role's default (image/png, video/mp4, audio/wav, text/plain).
+ */
+export function mimeFor(role: OutputRole, candidates: Array<string | null | undefined>, fileName?: string | null): string {
+  for (const c of candidates) {
+    const m = bare(c);
+    if (m && m !== 'application/octet-stream' && m.includes('/') && (m.startsWith(ROLE_PREFIX[role]) || EXT_BY_MIME[m])) return m;
+  }
+  if (fileName) {
+    const ext = path.extname(fileName).slice(1).toLowerCase();
+    const m = MIME_BY_EXT[ext];
+    if (m && m.startsWith(ROLE_PREFIX[role])) return m;
+  }
+  return DEFAULT_MIME[role];
+}
+
+/** The file extension of a MIME type (the role's default extension when unknown). */
+export function extFor(mime: string, role: OutputRole): string {
+  return EXT_BY_MIME[bare(mime)] ?? EXT_BY_MIME[DEFAULT_MIME[role]];
+}
+
+/** 'image-1.png' style names. */
+export function outputName(role: OutputRole, index: number, mime: string): string {
+  return `${role}-${index}.${extFor(mime, role)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Downloads and the single-image check
+
+export interface DownloadOptions {
+  url: string;
+  /** The call: its connector (whose origin the file must come from) and the operator's extra output origins. */
+  req: Pick<CallRequest, 'connector' | 'outputOrigins'>;
+  /** The connector's credential: sent as a Bearer credential to the connector's own origin only. */
+  secret: string | null;
+  timeoutMs: number;
+  signal?: AbortSignal;
+  storageDir: string;
+  jobId: string;
+  role: OutputRole;
+  index: number;
+  /** A type the model declared for the file, preferred over the response's Content-Type. */
+  declaredMime?: string | null;
+  /** The file name the model gave (its extension is a MIME hint). */
+  fileName?: string | null;
+  maxBytes: number;
+}
+
+/**
+ * Where a model's file may be fetched from: the connector endpoint's own origin, or an origin the
+ * operator listed in SVC_CONNECTOR_OUTPUT_ORIGINS; never another host (an answer naming an internal
+ * URL must not turn the service into a reader of the inner network). 'own' or 'listed'; throws
+ * egress_refused (not retryable) otherwise.
+ */
+export function outputOrigin(url: string, req: Pick<CallRequest, 'connector' | 'outputOrigins'>): 'own' | 'listed' {
+  const origin = originOf(url);
+  if (origin !== null && origin !== 'null' && origin === originOf(req.connector.endpoint)) return 'own';
+  if (origin !== null && origin !== 'null' && (req.outputOrigins ?? []).includes(origin)) return 'listed';
+  throw new ConnectorError('egress_refused', new EgressRefused(
+    `the model answered a file URL on ${origin && origin !== 'null' ? origin : 'another scheme'}, which is neither the connector's own origin nor in SVC_CONNECTOR_OUTPUT_ORIGINS`,
+  ).message, false);
+}
+
+/** GET `url` (the connector's own origin or a listed one) and stream the body into outputs/<jobId>/<role>-<index>.<ext>. */
+export async function downloadOutput(o: DownloadOptions): Promise<OutputFile> {
+  const secret = outputOrigin(o.url, o.req) === 'own' ? o.secret : null;
+  const resp = await send({
+    method: 'GET',
+    url: o.url,
+    headers: secret ? { authorization: `Bearer ${secret}` } : {},
+    timeoutMs: o.timeoutMs,
+    signal: o.signal,
+    secret,
+    egress: connectorEgress(o.req.connector),
+  });
+  await ensureOk(resp, 'GET', secret);
+  const declaredLength = Number(resp.headers['content-length']);
+  if (Number.isFinite(declaredLength) && declaredLength > o.maxBytes) {
+    resp.body.destroy();
+    throw tooLarge(o.maxBytes);
+  }
+  const mime = mimeFor(o.role, [o.declaredMime, resp.headers['content-type']], o.fileName);
+  return saveOutput({
+    storageDir: o.storageDir,
+    jobId: o.jobId,
+    name: outputName(o.role, o.index, mime),
+    role: o.role,
+    mimeType: mime,
+    source: resp.body,
+    maxBytes: o.maxBytes,
+    signal: o.signal,
+  });
+}
+
+/**
+ * A saved image must be one single picture: a collage, split screen or contact sheet is deleted
+ * and the call fails with image_composite_detected (not retryable).
+ */
+export async function rejectComposite(storageDir: string, file: OutputFile, signal?: AbortSignal): Promise<void> {
+  const abs = path.join(storageDir, file.path);
+  let composite: CompositeKind | null;
+  try {
+    composite = (await detectComposite(abs, { signal })).composite;
+  } catch (err) {
+    fs.rmSync(abs, { force: true });
+    if (err instanceof ConnectorError) throw err;
+    if ((err as Error)?.name === 'AbortError') throw new ConnectorError('connector_aborted', 'the call was aborted', true);
+    throw new ConnectorError('image_check_failed', `could not check the image: ${String((err as Error)?.message ?? err).slice(0, 200)}`, false);
+  }
+  if (composite !== null) {
+    fs.rmSync(abs, { force: true });
+    throw new ConnectorError('image_composite_detected', `the image is a ${composite}; exactly one single image is required`, false);
+  }
+}
+
+/** Exactly one image is required of an image job; checked before anything is downloaded. */
+export function checkImageCount(count: number): void {
+  if (count !== 1) {
+    throw new ConnectorError('image_count_mismatch', `the model answered ${count} images; exactly one is required`, false);
+  }
+}
+
+/**
+ * Stores one file a model answered: fetched from `url` (relative to the endpoint's origin; only from
+ * that origin or a listed one, the credential to the connector's own origin only) or decoded from `base64`, whose MIME type is
+ * `declaredMime` or else what `sniff` reads from the bytes.
+ */
+export async function storeAnswered(
+  req: CallRequest, secret: string | null,
+  f: { role: OutputRole; index: number; url: string | null; base64: string | null; declaredMime: string | null; sniff?: (b: Buffer) => string | null },
+): Promise<OutputFile> {
+  const common = { storageDir: req.storageDir, jobId: req.execution.jobId, role: f.role, maxBytes: req.maxOutputBytes };
+  if (f.url !== null) {
+    const url = joinUrl(req.connector.endpoint, f.url, false);
+    return downloadOutput({
+      ...common, url, req, secret, timeoutMs: req.timeoutMs,
+      signal: req.signal, index: f.index, declaredMime: f.declaredMime,
+    });
+  }
+  const bytes = Buffer.from(f.base64 ?? '', 'base64');
+  const mime = mimeFor(f.role, [f.declaredMime, f.sniff?.(bytes)]);
+  return saveOutput({ ...common, name: outputName(f.role, f.index, mime), mimeType: mime, source: bytes, signal: req.signal });
+}

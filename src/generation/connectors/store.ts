@@ -1,0 +1,59 @@
+// SQL of model connectors; every statement names the organization.
+import type { Db } from '../../db/db.ts';
+
+export interface ConnectorRow {
+  id: string; organization_id: string; label: string; endpoint: string; kind: string;
+  /** JSON array of kinds of work. */
+  capability: string;
+  cost_mode: string; auth_env: string | null;
+  /** JSON object (ConnectorProtocol). */
+  protocol: string;
+  status: string; approved_by: string | null; approved_at: string | null;
+  last_probe_at: string | null; last_probe_ok: number | null; last_probe_latency_ms: number | null;
+  last_probe_status: number | null; last_probe_error: string | null;
+  created_by: string | null; created_at: string; updated_at: string;
+}
+
+export function insertConnector(db: Db, c: ConnectorRow): void {
+  db.run(
+    `INSERT INTO model_connectors (id, organization_id, label, endpoint, kind, capability, cost_mode, auth_env, protocol, status,
+       approved_by, approved_at, last_probe_at, last_probe_ok, last_probe_latency_ms, last_probe_status, last_probe_error,
+       created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    c.id, c.organization_id, c.label, c.endpoint, c.kind, c.capability, c.cost_mode, c.auth_env, c.protocol, c.status,
+    c.approved_by, c.approved_at, c.last_probe_at, c.last_probe_ok, c.last_probe_latency_ms, c.last_probe_status, c.last_probe_error,
+    c.created_by, c.created_at, c.updated_at,
+  );
+}
+
+/** Writes every mutable column of the row (configuration, status, approval, last probe). */
+export function updateConnector(db: Db, c: ConnectorRow): void {
+  db.run(
+    `UPDATE model_connectors SET label = ?, endpoint = ?, kind = ?, capability = ?, cost_mode = ?, auth_env = ?, protocol = ?, status = ?,
+       approved_by = ?, approved_at = ?, last_probe_at = ?, last_probe_ok = ?, last_probe_latency_ms = ?, last_probe_status = ?,
+       last_probe_error = ?, updated_at = ? WHERE id = ? AND organization_id = ?`,
+    c.label, c.endpoint, c.kind, c.capability, c.cost_mode, c.auth_env, c.protocol, c.status,
+    c.approved_by, c.approved_at, c.last_probe_at, c.last_probe_ok, c.last_probe_latency_ms, c.last_probe_status,
+    c.last_probe_error, c.updated_at, c.id, c.organization_id,
+  );
+}
+
+export function connectorById(db: Db, organizationId: string, id: string): ConnectorRow | undefined {
+  return db.get<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? AND id = ?', organizationId, id);
+}
+
+/** Every connector of the organization, oldest first. */
+export function connectorsOfOrg(db: Db, organizationId: string): ConnectorRow[] {
+  return db.all<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
+}
+
+export interface ConnectorFilter { status: string | null; kind: string | null; costMode: string | null; limit: number; offset: number }
+
+/** One page of the organization's connectors, newest first, with the filtered total. */
+export function pageConnectors(db: Db, organizationId: string, f: ConnectorFilter): { rows: ConnectorRow[]; total: number } {
+  const where = 'organization_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR cost_mode = ?4)';
+  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM model_connectors WHERE ${where}`, organizationId, f.status, f.kind, f.costMode)!.n;
+  const rows = db.all<ConnectorRow>(
+    `SELECT * FROM model_connectors WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?5 OFFSET ?6`,
+    organizationId, f.status, f.kind, f.costMode, f.limit, f.offset);
+  return { rows, total };
+}

@@ -1,0 +1,67 @@
+// The worker's claim: one atomic UPDATE ... RETURNING takes the next claimable jobs — queued, due,
+// dependencies completed, connector ready and local (or a local compose job, which has none) — in
+// priority then age order, and leases them.
+// Manual runs (/run) take one named job the same way; reclaim returns expired leases to the queue.
+import type { Db } from '../../db/db.ts';
+import type { JobRow } from './store.ts';
+
+const CLAIMABLE = `j.status = 'queued' AND (j.run_after IS NULL OR j.run_after <= ?2)
+  AND (j.depends_on IS NULL OR EXISTS (SELECT 1 FROM generation_jobs d WHERE d.id = j.depends_on AND d.status = 'completed'))
+  AND (EXISTS (SELECT 1 FROM model_connectors c WHERE c.id = j.connector_id AND c.status = 'ready' AND c.cost_mode = 'local')
+       OR (j.connector_id IS NULL AND j.kind = 'compose'))`;
+
+const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, leased_at = ?2, started_at = coalesce(started_at, ?2),
+  attempt_started_at = ?2, updated_at = ?2, error = NULL`;
+
+/** Leases up to `limit` claimable jobs (of one organization when given) to `workerId`. */
+export function claimJobs(db: Db, workerId: string, now: string, limit: number, organizationId: string | null = null): JobRow[] {
+  if (limit <= 0) return [];
+  // The limit is written into the SQL (one cached statement per value, 1..8): with a bound LIMIT
+  // SQLite plans the ordered index scan several times slower.
+  return db.all<JobRow>(
+    `UPDATE generation_jobs SET ${LEASE_SET}
+      WHERE id IN (SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (?3 IS NULL OR j.organization_id = ?3)
+                   ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))})
+      RETURNING *`, workerId, now, organizationId);
+}
+
+/** True when some job is claimable now (a read, so that an idle poll takes no write lock). */
+export function anyClaimable(db: Db, now: string): boolean {
+  return db.get(`SELECT 1 AS x FROM generation_jobs j WHERE ${CLAIMABLE.replaceAll('?2', '?1')} LIMIT 1`, now) !== undefined;
+}
+
+/** The earliest run_after among queued jobs waiting for their backoff, to wake up then. */
+export function nextRunAfter(db: Db, now: string): string | null {
+  return db.get<{ t: string | null }>("SELECT min(run_after) AS t FROM generation_jobs WHERE status = 'queued' AND run_after > ?", now)?.t ?? null;
+}
+
+/** Leases one named job for a manual run: queued (due or not) or failed (one more attempt). */
+export function claimForRun(db: Db, jobId: string, runner: string, now: string): JobRow | null {
+  return db.get<JobRow>(
+    `UPDATE generation_jobs SET ${LEASE_SET}, run_after = NULL, finished_at = NULL, max_attempts = max(max_attempts, attempt + 1)
+      WHERE id = ?3 AND status IN ('queued', 'failed') RETURNING *`, runner, now, jobId) ?? null;
+}
+
+/**
+ * Running jobs whose lease is older than `cutoff`: back to the queue, or failed when attempts are
+ * exhausted. Answers the rows as they were leased (runner, attempt) with their new status.
+ */
+export function reclaimExpired(db: Db, cutoff: string, now: string): JobRow[] {
+  const expired = db.all<JobRow>("SELECT * FROM generation_jobs WHERE status = 'running' AND leased_at < ?", cutoff);
+  return expired.flatMap((job) => {
+    const after = db.get<{ status: JobRow['status']; error: string }>(
+      `UPDATE generation_jobs SET status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
+         error = 'lease expired: the runner stopped renewing it (crash or hang)', leased_by = NULL, leased_at = NULL, run_after = NULL,
+         finished_at = CASE WHEN attempt < max_attempts THEN NULL ELSE ?2 END, updated_at = ?2
+       WHERE id = ?1 AND status = 'running' AND leased_at = ?3 RETURNING status, error`, job.id, now, job.leased_at);
+    return after ? [{ ...job, status: after.status, error: after.error }] : [];
+  });
+}
+
+/** At shutdown: this runner's jobs (or just `jobId`) go back to the queue, their unfinished attempt forgotten. */
+export function releaseLeases(db: Db, runner: string, now: string, jobId: string | null = null): JobRow[] {
+  return db.all<JobRow>(
+    `UPDATE generation_jobs SET status = 'queued', attempt = attempt - 1, leased_by = NULL, leased_at = NULL, attempt_started_at = NULL,
+       updated_at = ?2, started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END
+     WHERE status = 'running' AND leased_by = ?1 AND (?3 IS NULL OR id = ?3) RETURNING *`, runner, now, jobId);
+}

@@ -1,0 +1,89 @@
+// The production contract a connector receives: who and what the job is for (organization, project,
+// episode, shot), its prompt, the story bible entries the shot refers to and the exact input asset
+// versions with their hashes, then (input.useDependencyOutputs) the media artifacts the job's
+// dependency registered. Built from the database at call time; input versions were fixed when the
+// job was created, dependency artifacts are whatever that job completed with.
+import path from 'node:path';
+import type { Db } from '../../db/db.ts';
+import type { ContractInput, ProductionContract } from '../connectors/types.ts';
+import { organizationById, projectById } from '../../directory/tenancy/store.ts';
+import { episodeById, referencesOf, shotById } from '../../production/catalog/store.ts';
+import { currentRevision } from '../../production/scripts/store.ts';
+import type { BibleContent } from '../../production/scripts/content.ts';
+import { resolveStored } from '../../kernel/files.ts';
+import type { JobRow } from './store.ts';
+
+/** What a job stores as its input (validated at creation). */
+export interface JobInput {
+  prompt: string;
+  negativePrompt: string | null;
+  parameters: Record<string, unknown>;
+  inputs: Array<{ assetId: string; versionId: string }>;
+  /** The workflow run step that created the job (template and version), kept in the artifacts' provenance. */
+  workflow?: { templateId: string; templateVersion: number; runId: string; stepKey: string } | null;
+  /** When true (and the job has depends_on), the dependency job's registered media artifacts become inputs at call time. */
+  useDependencyOutputs?: boolean;
+}
+
+interface VersionRef { asset_id: string; id: string; file_name: string; mime_type: string; file_size: number; content_sha256: string; storage_path: string }
+interface ArtifactRef { id: string; job_id: string; mime_type: string; file_size: number; content_sha256: string; storage_path: string }
+
+/** The dependency's image, video and audio artifacts, oldest first, when the job takes them as inputs. */
+function dependencyArtifacts(db: Db, job: JobRow, input: JobInput): ArtifactRef[] {
+  if (!input.useDependencyOutputs || !job.depends_on) return [];
+  return db.all<ArtifactRef>(
+    `SELECT id, job_id, mime_type, file_size, content_sha256, storage_path FROM media_artifacts
+      WHERE project_id = ? AND job_id = ? AND kind IN ('image', 'video', 'audio') ORDER BY created_at, id`,
+    job.project_id, job.depends_on,
+  );
+}
+
+function bibleOf(db: Db, projectId: string, shotId: string): ProductionContract['bible'] {
+  const ids = referencesOf(db, projectId, shotId).filter((r) => r.kind === 'bible').map((r) => r.ref_id);
+  if (ids.length === 0) return [];
+  const rev = currentRevision(db, 'bible', projectId, projectId);
+  if (!rev) return [];
+  const entries = new Map((JSON.parse(rev.content) as BibleContent).entries.map((e) => [e.id, e]));
+  return ids.flatMap((id) => {
+    const e = entries.get(id);
+    return e ? [{ id: e.id, kind: e.kind, name: e.name, revision: rev.revision }] : [];
+  });
+}
+
+/** storageDir null: the contract only, without resolving input files (dry runs). */
+export function buildContract(db: Db, storageDir: string | null, job: JobRow): { contract: ProductionContract; inputFiles: Array<{ path: string; fileName: string; mimeType: string }> } {
+  const input = JSON.parse(job.input) as JobInput;
+  const org = organizationById(db, job.organization_id)!;
+  const project = projectById(db, job.project_id)!;
+  const shot = job.shot_id ? shotById(db, job.project_id, job.shot_id) : undefined;
+  const episode = shot ? episodeById(db, job.project_id, shot.episode_id) : undefined;
+  const versions = input.inputs.map((i) => db.get<VersionRef>(
+    'SELECT asset_id, id, file_name, mime_type, file_size, content_sha256, storage_path FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?',
+    job.project_id, i.assetId, i.versionId)).filter((v): v is VersionRef => v !== undefined);
+  const sources: Array<{ input: ContractInput; storagePath: string }> = [
+    ...versions.map((v) => ({
+      input: { assetId: v.asset_id, versionId: v.id, fileName: v.file_name, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256 },
+      storagePath: v.storage_path,
+    })),
+    ...dependencyArtifacts(db, job, input).map((a) => ({
+      input: { artifactId: a.id, jobId: a.job_id, fileName: path.basename(a.storage_path), mimeType: a.mime_type, fileSize: a.file_size, contentSha256: a.content_sha256 },
+      storagePath: a.storage_path,
+    })),
+  ];
+  return {
+    contract: {
+      organization: { id: org.id, name: org.name },
+      project: { id: project.id, name: project.name },
+      episode: episode ? { id: episode.id, title: episode.title, number: episode.number } : null,
+      shot: shot ? {
+        id: shot.id, code: episode ? `E${episode.number}-S${shot.position}` : `S${shot.position}`, title: shot.title, description: shot.description,
+      } : null,
+      prompt: input.prompt,
+      negativePrompt: input.negativePrompt,
+      bible: shot ? bibleOf(db, job.project_id, shot.id) : [],
+      inputs: sources.map((s) => s.input),
+      parameters: input.parameters,
+    },
+    inputFiles: storageDir === null ? [] : sources.map(({ input: i, storagePath }) => ({ path: resolveStored(storageDir, storagePath), fileName: i.fileName, mimeType: i.mimeType })),
+  };
+}

@@ -1,0 +1,116 @@
+// Runs one leased job: builds the call (connector, production contract, execution) or composes an
+// episode cut, examines every output file (media evidence), renews the lease meanwhile (a lost
+// lease aborts the work), then settles the outcome with the artifacts. The worker
+// thread and POST /api/jobs/:jobId/run both come through here, so a job behaves the same whoever
+// runs it.
+import type { Ctx } from '../../directory/context.ts';
+import { callConnector } from '../connectors/protocols/index.ts';
+import { connectorById } from '../connectors/store.ts';
+import { connectorSpec } from '../connectors/present.ts';
+import { credentialPolicy } from '../../kernel/credentials.ts';
+import { ConnectorError, type CallResult } from '../connectors/types.ts';
+import { AppError } from '../../kernel/errors.ts';
+import { buildContract, type JobInput } from './contract.ts';
+import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleOutcome } from './settle.ts';
+import { gatherEvidence, inputProvenance } from '../media/register.ts';
+import { COMPOSE_KIND, runCompose, type ComposeParameters } from './compose-job.ts';
+import { renewLease, setExternalRef, type JobRow, type Lease } from './store.ts';
+
+export interface RunOutcome extends SettleOutcome { result: CallResult | null; failure: FailureInfo | null }
+
+function failureOf(err: unknown, aborted: string | null): FailureInfo {
+  if (aborted) return { code: 'job_aborted', message: aborted, retryable: true };
+  if (err instanceof ConnectorError) return { code: err.code, message: err.message, retryable: err.retryable };
+  if (err instanceof AppError) return { code: err.code, message: err.message, retryable: false };
+  return { code: 'runner_error', message: err instanceof Error ? err.message : String(err), retryable: true };
+}
+
+/**
+ * How a settle is committed: at once by default; the worker passes a group commit that runs the
+ * settles of calls finishing together in one transaction (each in its own savepoint).
+ */
+export type Committer = <T>(fn: () => T) => Promise<T>;
+const immediate: Committer = async (fn) => fn();
+
+/** The call's result: the connector's answer, or the episode cut of a compose job; with the artifacts' provenance. */
+async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal): Promise<{ result: CallResult; media: Omit<MediaOutcome, 'prepared'> }> {
+  const { config } = base;
+  const input = JSON.parse(job.input) as JobInput;
+  if (job.kind === COMPOSE_KIND) {
+    const { result, composition } = await runCompose(base, job, input.parameters as ComposeParameters, signal);
+    const inputs = composition.inputs.flatMap((i) => [
+      { role: 'video', shotId: i.shotId, artifactId: i.artifactId, contentSha256: i.contentSha256 },
+      ...(i.audioArtifactId ? [{ role: 'voice', shotId: i.shotId, artifactId: i.audioArtifactId, contentSha256: i.audioContentSha256 }] : []),
+    ]);
+    const provenance = { kind: job.kind, connectorId: null, model: null, parameters: input.parameters, workflow: input.workflow ?? null, inputs };
+    return { result, media: { composition, provenance } };
+  }
+  const row = job.connector_id ? connectorById(base.db, job.organization_id, job.connector_id) : undefined;
+  if (!row) throw new ConnectorError('connector_missing', 'the job has no usable connector', false);
+  const connector = connectorSpec(row);
+  const { contract, inputFiles } = buildContract(base.db, config.storageDir, job);
+  const model = connector.protocol.models?.[job.kind] ?? null;
+  const result = await callConnector({
+    connector, contract, inputFiles,
+    execution: { jobId: job.id, attempt: job.attempt, kind: job.kind, model, deadline: new Date(base.now().getTime() + config.jobTimeoutMs).toISOString() },
+    resumeRef: job.external_ref,
+    onRef: (ref) => { setExternalRef(base.db, lease, ref); },
+    signal, storageDir: config.storageDir, maxOutputBytes: config.maxOutputBytes, timeoutMs: config.connectorTimeoutMs, env: process.env,
+    outputOrigins: config.connectorOutputOrigins ? config.connectorOutputOrigins.split(',') : [],
+    credentials: credentialPolicy(config),
+  });
+  const seed = input.parameters.seed;
+  return {
+    result,
+    media: {
+      composition: null,
+      provenance: {
+        kind: job.kind, connectorId: row.id, connectorLabel: row.label, protocol: connector.kind, model, attempt: job.attempt,
+        prompt: input.prompt, negativePrompt: input.negativePrompt, parameters: input.parameters,
+        seed: typeof seed === 'number' || typeof seed === 'string' ? seed : null, workflow: input.workflow ?? null,
+        inputs: inputProvenance(contract.inputs),
+      },
+    },
+  };
+}
+
+export async function runLeased(
+  base: Ctx, job: JobRow, signal?: AbortSignal, also?: (o: SettleOutcome) => void, commit: Committer = immediate,
+): Promise<RunOutcome> {
+  const { config } = base;
+  const lease: Lease = { jobId: job.id, leasedBy: job.leased_by!, attempt: job.attempt };
+  const abort = new AbortController();
+  let aborted: string | null = null;
+  const stop = (why: string) => { if (!aborted) { aborted = why; abort.abort(new Error(why)); } };
+  const onOuter = () => stop('the runner is stopping');
+  signal?.addEventListener('abort', onOuter, { once: true });
+  const deadline = setTimeout(() => stop(`the attempt ran longer than ${config.jobTimeoutMs} ms`), config.jobTimeoutMs);
+  const renew = setInterval(() => {
+    try {
+      if (!renewLease(base.db, lease, base.now().toISOString())) stop('the lease was lost (job cancelled or reclaimed)');
+    } catch (err) {
+      // A renewal that cannot be written (database busy or closing) must not take the process down:
+      // the call is stopped and the lease left to expire.
+      base.log.warn('lease renewal failed', { jobId: job.id, err });
+      stop('the lease could not be renewed');
+    }
+  }, Math.max(100, Math.floor(config.workerLeaseMs / 3)));
+  try {
+    const { result, media } = await produce(base, job, lease, abort.signal);
+    if (aborted) throw new Error(aborted);
+    const prepared = await gatherEvidence(base, job, result.files, abort.signal);
+    if (aborted) throw new Error(aborted);
+    clearInterval(renew);
+    return { ...await commit(() => settleSuccess(base, job, lease, result, { ...media, prepared }, also)), result, failure: null };
+  } catch (err) {
+    const failure = failureOf(err, aborted);
+    // Stopping the service is not the job's failure: the lease is released (see releaseLeases).
+    if (signal?.aborted) return { status: 'lost', released: [], runAfter: null, result: null, failure };
+    clearInterval(renew);
+    return { ...await commit(() => settleFailure(base, job, lease, failure, config.workerRetryBaseMs, also)), result: null, failure };
+  } finally {
+    clearTimeout(deadline);
+    clearInterval(renew);
+    signal?.removeEventListener('abort', onOuter);
+  }
+}

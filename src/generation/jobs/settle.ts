@@ -1,0 +1,116 @@
+// How a job's attempt ends, in one transaction each: completed (result, media artifacts, clip usage
+// for videos, children released), failed with a retry left (back to the queue after a backoff) or for good
+// (descendants blocked), or reclaimed after its lease expired. Every failure keeps the attempt's
+// error, an audit record and a notification (generation jobs category). The same code settles
+// jobs of the worker thread and of a manual run.
+import type { Ctx } from '../../directory/context.ts';
+import { withScope } from '../../directory/context.ts';
+import { record } from '../../platform/audit/service.ts';
+import { notify } from '../../platform/notifications/service.ts';
+import { indexDocument, setDocumentStatus } from '../../platform/search/index.ts';
+import { recordUsageEvent } from '../../commercial/usage/service.ts';
+import { clipQuotaWarnings, quotaContextOf, type QuotaContext } from '../../commercial/quotas/service.ts';
+import type { CallResult } from '../connectors/types.ts';
+import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
+import { jobRetryDelayMs } from '../worker/backoff.ts';
+import {
+  blockDescendants, completeLeased, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
+} from './store.ts';
+import { consoleLinks } from '../../kernel/links.ts';
+
+export const jobScope = (ctx: Ctx, job: JobRow) =>
+  withScope(ctx, { organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id });
+
+export function indexJob(ctx: Ctx, job: JobRow, prompt: string): void {
+  indexDocument(ctx.db, {
+    type: 'job', id: job.id, organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id,
+    title: `${job.kind} job`, subtitle: job.kind, body: prompt, status: job.status, updatedAt: job.updated_at,
+  });
+}
+
+const VIDEO_KINDS = new Set(['video']);
+
+/**
+ * One clip usage event per completed video job (unique by its key), priced from the billing account
+ * (unit_price_e4 the clip price, estimated_cost_e4 = 1 clip x that price), on the workspace's cost center.
+ */
+function recordClipUsage(ctx: Ctx, job: JobRow, at: string, { account }: QuotaContext): boolean {
+  const price = account?.clip_unit_price_e4 ?? 0;
+  return recordUsageEvent(ctx.db, {
+    organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id, actorUserId: job.created_by,
+    kind: 'clip', unit: 'clip', quantity: 1, unitPriceE4: price, currency: account?.currency ?? 'USD', jobId: job.id,
+    metadata: { connectorId: job.connector_id, attempt: job.attempt }, at, eventKey: `clip:${job.id}`,
+  });
+}
+
+export interface SettleOutcome { status: 'completed' | 'queued' | 'failed' | 'lost'; released: string[]; runAfter: string | null }
+
+/**
+ * `also` runs inside the settling transaction: the worker records its state and claims its next job
+ * there, so that finishing one job and starting the next cost one commit.
+ */
+function finish(o: SettleOutcome, also?: (o: SettleOutcome) => void): SettleOutcome {
+  also?.(o);
+  return o;
+}
+
+/** The media evidence of a finished call, registered with its completion. */
+export interface MediaOutcome { prepared: PreparedArtifact[]; provenance: Record<string, unknown>; composition: CompositionDraft | null }
+
+export function settleSuccess(
+  ctx: Ctx, job: JobRow, lease: Lease, result: CallResult, media: MediaOutcome | null, also?: (o: SettleOutcome) => void,
+): SettleOutcome {
+  const at = ctx.now().toISOString();
+  const c = jobScope(ctx, job);
+  const artifacts = media ? artifactRows(job, media.prepared, media.provenance, at) : [];
+  return ctx.db.tx(() => {
+    const output = { ...result.output, files: result.files, artifactIds: artifacts.map((a) => a.id) };
+    if (!completeLeased(ctx.db, lease, JSON.stringify(output), at)) {
+      return { status: 'lost', released: [], runAfter: null };
+    }
+    const clip = VIDEO_KINDS.has(job.kind);
+    // The billing account, time zone and workspace quota, read once for the artifacts' and the clip's quota warnings.
+    const quotas = media || clip ? quotaContextOf(ctx.db, job.organization_id, job.workspace_id) : null;
+    if (media && quotas) registerArtifacts(c, job, artifacts, media.composition, at, quotas);
+    recordAttempt(ctx.db, job, 'completed', at, null);
+    if (clip && quotas && recordClipUsage(c, job, at, quotas)) clipQuotaWarnings(c, job.organization_id, job.workspace_id, quotas);
+    setDocumentStatus(ctx.db, 'job', job.id, 'completed');
+    return finish({ status: 'completed', released: unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
+  });
+}
+
+export interface FailureInfo { code: string; message: string; retryable: boolean }
+
+export function settleFailure(ctx: Ctx, job: JobRow, lease: Lease, f: FailureInfo, retryBaseMs: number, also?: (o: SettleOutcome) => void): SettleOutcome {
+  const now = ctx.now();
+  const at = now.toISOString();
+  const c = jobScope(ctx, job);
+  const retry = f.retryable && lease.attempt < job.max_attempts;
+  const runAfter = retry ? new Date(now.getTime() + jobRetryDelayMs(lease.attempt, retryBaseMs)).toISOString() : null;
+  const error = `${f.code}: ${f.message}`;
+  return ctx.db.tx(() => {
+    if (!failLeased(ctx.db, lease, retry ? 'queued' : 'failed', error, runAfter, at)) return { status: 'lost', released: [], runAfter: null };
+    recordAttempt(ctx.db, job, retry ? 'retry' : 'failed', at, error);
+    recordFailure(c, job, lease.attempt, error, retry ? 'retry' : 'failed', runAfter);
+    return finish({ status: retry ? 'queued' : 'failed', released: [], runAfter }, also);
+  });
+}
+
+/** Audit, notification and (when final) blocked descendants of a failed attempt; inside the caller's transaction. */
+export function recordFailure(ctx: Ctx, job: JobRow, attempt: number, error: string, next: 'retry' | 'failed', runAfter: string | null): void {
+  const at = ctx.now().toISOString();
+  const blocked = next === 'failed' ? blockDescendants(ctx.db, job.id, at) : [];
+  record(ctx, {
+    action: next === 'failed' ? 'job.failed' : 'job.attempt_failed', targetType: 'generation_job', targetId: job.id, result: 'failure',
+    metadata: { kind: job.kind, connectorId: job.connector_id, attempt, maxAttempts: job.max_attempts, error, retryAt: runAfter, blockedJobs: blocked },
+  });
+  notify(ctx, {
+    category: 'generation_jobs', type: next === 'failed' ? 'job.failed' : 'job.attempt_failed',
+    organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id,
+    subject: next === 'failed'
+      ? `Generation job failed: ${job.kind} (attempt ${attempt} of ${job.max_attempts})`
+      : `Generation job attempt ${attempt} of ${job.max_attempts} failed; retrying`,
+    body: error.slice(0, 1000), link: consoleLinks.job({ id: job.id, projectId: job.project_id }),
+  });
+  if (next === 'failed') setDocumentStatus(ctx.db, 'job', job.id, 'failed');
+}

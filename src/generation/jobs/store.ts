@@ -1,0 +1,206 @@
+// SQL of generation jobs and their attempts. Reads name the project (or the organization for the
+// queue views); the worker's statements (claim, settle, reclaim) fence on the lease
+// (status running, leased_by, attempt) so that a write from a lost lease changes nothing.
+import type { Db } from '../../db/db.ts';
+
+export const JOB_STATUSES = ['queued', 'running', 'blocked', 'failed', 'completed', 'cancelled'] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+export interface JobRow {
+  id: string; organization_id: string; workspace_id: string; project_id: string; shot_id: string | null;
+  kind: string; status: JobStatus; connector_id: string | null; priority: number; attempt: number; max_attempts: number;
+  depends_on: string | null; leased_by: string | null; leased_at: string | null; run_after: string | null;
+  input: string; output: string | null; error: string | null; created_by: string | null; created_at: string; updated_at: string;
+  started_at: string | null; finished_at: string | null; external_ref: string | null; attempt_started_at: string | null;
+  episode_id: string | null;
+}
+
+export interface AttemptRow {
+  job_id: string; attempt: number; project_id: string; mode: 'worker' | 'run'; runner: string; started_at: string;
+  finished_at: string | null; outcome: 'running' | 'completed' | 'retry' | 'failed' | 'reclaimed' | 'cancelled';
+  error: string | null; latency_ms: number | null;
+}
+
+export function insertJob(db: Db, j: JobRow): void {
+  db.run(
+    `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, shot_id, kind, status, connector_id, priority, attempt,
+       max_attempts, depends_on, leased_by, leased_at, run_after, input, output, error, created_by, created_at, updated_at, started_at,
+       finished_at, external_ref, attempt_started_at, episode_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    j.id, j.organization_id, j.workspace_id, j.project_id, j.shot_id, j.kind, j.status, j.connector_id, j.priority, j.attempt,
+    j.max_attempts, j.depends_on, j.leased_by, j.leased_at, j.run_after, j.input, j.output, j.error, j.created_by, j.created_at,
+    j.updated_at, j.started_at, j.finished_at, j.external_ref, j.attempt_started_at, j.episode_id,
+  );
+}
+
+export const jobInProject = (db: Db, projectId: string, id: string) =>
+  db.get<JobRow>('SELECT * FROM generation_jobs WHERE project_id = ? AND id = ?', projectId, id);
+export const jobInOrganization = (db: Db, organizationId: string, id: string) =>
+  db.get<JobRow>('SELECT * FROM generation_jobs WHERE organization_id = ? AND id = ?', organizationId, id);
+export const jobById = (db: Db, id: string) => db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
+
+export interface JobFilter {
+  status: string | null; kind: string | null; shotId: string | null; connectorId: string | null; limit: number; offset: number;
+}
+
+export function jobsOfProject(db: Db, projectId: string, f: JobFilter): { rows: JobRow[]; total: number } {
+  const where = `project_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR shot_id = ?4)
+    AND (?5 IS NULL OR connector_id = ?5)`;
+  const args = [projectId, f.status, f.kind, f.shotId, f.connectorId] as const;
+  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM generation_jobs WHERE ${where}`, ...args)!.n;
+  const rows = db.all<JobRow>(`SELECT * FROM generation_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7`,
+    ...args, f.limit, f.offset);
+  return { rows, total };
+}
+
+/** Finished attempts, then the running one (from the job row). */
+export function attemptsOf(db: Db, job: JobRow): AttemptRow[] {
+  const rows = db.all<AttemptRow>('SELECT * FROM job_attempts WHERE project_id = ? AND job_id = ? ORDER BY attempt', job.project_id, job.id);
+  if (job.status === 'running' && job.leased_by) {
+    rows.push({
+      job_id: job.id, attempt: job.attempt, project_id: job.project_id, mode: modeOf(job.leased_by), runner: job.leased_by,
+      started_at: job.attempt_started_at ?? job.leased_at!, finished_at: null, outcome: 'running', error: null, latency_ms: null,
+    });
+  }
+  return rows;
+}
+
+const modeOf = (runner: string): AttemptRow['mode'] => (runner.startsWith('run:') ? 'run' : 'worker');
+
+/** Writes the row of an attempt that ended; `job` is the row as leased (runner, attempt, start). */
+export function recordAttempt(db: Db, job: JobRow, outcome: Exclude<AttemptRow['outcome'], 'running'>, at: string, error: string | null): void {
+  const started = job.attempt_started_at ?? job.leased_at ?? at;
+  db.run(
+    `INSERT INTO job_attempts (job_id, attempt, project_id, mode, runner, started_at, finished_at, outcome, error, latency_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, attempt) DO NOTHING`,
+    job.id, job.attempt, job.project_id, modeOf(job.leased_by ?? 'worker'), job.leased_by ?? 'unknown', started, at, outcome, error,
+    Math.max(0, Date.parse(at) - Date.parse(started)),
+  );
+}
+
+/** The lease a runner holds: a settle with another lease changes nothing. */
+export interface Lease { jobId: string; leasedBy: string; attempt: number }
+
+const FENCE = "id = ? AND status = 'running' AND leased_by = ? AND attempt = ?";
+const fence = (l: Lease) => [l.jobId, l.leasedBy, l.attempt] as const;
+
+export function completeLeased(db: Db, l: Lease, output: string, at: string): boolean {
+  return db.run(
+    `UPDATE generation_jobs SET status = 'completed', output = ?, error = NULL, leased_by = NULL, leased_at = NULL, run_after = NULL,
+       finished_at = ?, updated_at = ? WHERE ${FENCE}`, output, at, at, ...fence(l)).changes === 1;
+}
+
+/** Back to the queue (run_after set) or failed, by the caller's decision. */
+export function failLeased(db: Db, l: Lease, status: 'queued' | 'failed', error: string, runAfter: string | null, at: string): boolean {
+  return db.run(
+    `UPDATE generation_jobs SET status = ?, error = ?, run_after = ?, leased_by = NULL, leased_at = NULL, updated_at = ?,
+       finished_at = CASE WHEN ? = 'failed' THEN ? ELSE NULL END WHERE ${FENCE}`,
+    status, error, runAfter, at, status, at, ...fence(l)).changes === 1;
+}
+
+export function renewLease(db: Db, l: Lease, at: string): boolean {
+  return db.run(`UPDATE generation_jobs SET leased_at = ? WHERE ${FENCE}`, at, ...fence(l)).changes === 1;
+}
+
+export function setExternalRef(db: Db, l: Lease, ref: string): boolean {
+  return db.run(`UPDATE generation_jobs SET external_ref = ? WHERE ${FENCE}`, ref, ...fence(l)).changes === 1;
+}
+
+/** Every job downstream of one (children, grandchildren, ...), for blocking on a failure. */
+export function descendantsOf(db: Db, jobId: string): string[] {
+  return db.all<{ id: string }>(
+    `WITH RECURSIVE d(id) AS (SELECT id FROM generation_jobs WHERE depends_on = ?1
+       UNION SELECT j.id FROM generation_jobs j JOIN d ON j.depends_on = d.id)
+     SELECT id FROM d`, jobId).map((r) => r.id);
+}
+
+/** Blocks the waiting jobs downstream of a failed or cancelled job. */
+export function blockDescendants(db: Db, jobId: string, at: string): string[] {
+  const ids = descendantsOf(db, jobId);
+  const blocked: string[] = [];
+  for (const id of ids) {
+    if (db.run("UPDATE generation_jobs SET status = 'blocked', updated_at = ? WHERE id = ? AND status = 'queued'", at, id).changes) blocked.push(id);
+  }
+  return blocked;
+}
+
+/** A completed job releases its blocked children (their own children wait for them). */
+export function unblockChildren(db: Db, jobId: string, at: string): string[] {
+  return db.all<{ id: string }>(
+    "UPDATE generation_jobs SET status = 'queued', updated_at = ? WHERE depends_on = ? AND status = 'blocked' RETURNING id", at, jobId,
+  ).map((r) => r.id);
+}
+
+/** Sets the priority of a job still in the queue (queued, blocked or running); false when it finished meanwhile. */
+export function setPriority(db: Db, projectId: string, id: string, priority: number, at: string): boolean {
+  return db.run(
+    "UPDATE generation_jobs SET priority = ?, updated_at = ? WHERE project_id = ? AND id = ? AND status IN ('queued', 'blocked', 'running')",
+    priority, at, projectId, id).changes === 1;
+}
+
+/** Cancels a job that is not finished; returns the row before the change, or null. */
+export function cancelJob(db: Db, id: string, error: string, at: string): JobRow | null {
+  const before = db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
+  if (!before) return null;
+  return db.get<JobRow>(
+    `UPDATE generation_jobs SET status = 'cancelled', error = ?, leased_by = NULL, leased_at = NULL, run_after = NULL, finished_at = ?,
+       updated_at = ? WHERE id = ? AND status IN ('queued', 'running', 'blocked', 'failed') RETURNING id`, error, at, at, id) ? before : null;
+}
+
+/** Puts a failed, cancelled or blocked job back in the queue with `extra` more attempts. */
+export function requeueJob(db: Db, id: string, extra: number, blocked: boolean, at: string): JobRow | null {
+  return db.get<JobRow>(
+    `UPDATE generation_jobs SET status = ?, error = NULL, run_after = NULL, finished_at = NULL, external_ref = NULL,
+       max_attempts = max(max_attempts, attempt + ?), updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled') RETURNING *`,
+    blocked ? 'blocked' : 'queued', extra, at, id) ?? null;
+}
+
+/**
+ * FROM and WHERE of the clip usage events (recorded use) of organization ?1 in [?2, ?3), and of its
+ * workspace `ws` (an SQL expression) when given: a range of a covering index (usage_events_org_kind,
+ * usage_events_org_workspace_kind). Every count of clips a month is made of it.
+ */
+export const clipEventsOf = (ws?: string) => (ws === undefined
+  ? `FROM usage_events INDEXED BY usage_events_org_kind
+  WHERE organization_id = ?1 AND kind = 'clip' AND created_at >= ?2 AND created_at < ?3`
+  : `FROM usage_events INDEXED BY usage_events_org_workspace_kind
+  WHERE organization_id = ?1 AND workspace_id = ${ws} AND kind = 'clip' AND created_at >= ?2 AND created_at < ?3`);
+
+/** After every ISO instant: the end of an open window. */
+const OPEN_END = '9999-12-31T23:59:59.999Z';
+
+/** Recorded use: the organization's clip usage events from `monthStart` on (the billing PATCH bound). */
+export const activeVideoClipsThisMonth = (db: Db, organizationId: string, monthStart: string) =>
+  db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf()}`, organizationId, monthStart, OPEN_END)!.n;
+
+/** Video jobs not finished yet (partial index generation_jobs_pending_video): each becomes a clip when it completes. */
+const PENDING_VIDEO = `SELECT count(*) FROM generation_jobs INDEXED BY generation_jobs_pending_video
+  WHERE organization_id = ?1 AND kind = 'video' AND status IN ('queued', 'running', 'blocked')`;
+
+/** A scope's clips of a month: recorded (clip usage events) and pending (video jobs not finished yet). */
+export interface ClipCounts { recorded: number; pending: number }
+export interface ClipsTowardQuota {
+  /** recorded + pending: what the quota is checked against. */
+  organization: number; workspace: number | null;
+  organizationClips: ClipCounts; workspaceClips: ClipCounts | null;
+}
+
+/**
+ * What the monthly clip quotas are checked against when a video job is created: the clip usage
+ * events of [start, end) plus the video jobs not finished yet (queued, running, blocked), for the
+ * organization and, when `workspaceId` is given, for that workspace (null otherwise), each also as
+ * its recorded and pending counts. One statement of index range counts: usage_events_org_kind,
+ * usage_events_org_workspace_kind, generation_jobs_pending_video.
+ */
+export function clipsTowardQuota(db: Db, organizationId: string, workspaceId: string | null, start: string, end: string): ClipsTowardQuota {
+  const r = db.get<{ org_recorded: number; org_pending: number; ws_recorded: number | null; ws_pending: number | null }>(
+    `SELECT (SELECT count(*) ${clipEventsOf()}) AS org_recorded, (${PENDING_VIDEO}) AS org_pending,
+            CASE WHEN ?4 IS NULL THEN NULL ELSE (SELECT count(*) ${clipEventsOf('?4')}) END AS ws_recorded,
+            CASE WHEN ?4 IS NULL THEN NULL ELSE (${PENDING_VIDEO} AND workspace_id = ?4) END AS ws_pending`,
+    organizationId, start, end, workspaceId)!;
+  const ws = r.ws_recorded === null || r.ws_pending === null ? null : { recorded: r.ws_recorded, pending: r.ws_pending };
+  return {
+    organization: r.org_recorded + r.org_pending, workspace: ws && ws.recorded + ws.pending,
+    organizationClips: { recorded: r.org_recorded, pending: r.org_pending }, workspaceClips: ws,
+  };
+}

@@ -1,0 +1,191 @@
+// Output files become media artifacts. Before the job's completing transaction, every file is
+// examined (gatherEvidence: ffprobe, the real first and last frames written under frames/, their
+// signatures; the first frame of a generated video goes through the composite check like an
+// image). Inside that transaction, registerArtifacts writes one row per file with its provenance,
+// the composition row of an episode cut, and the continuity between a shot's video and its
+// neighbours'. A crash between the two leaves files without rows: no artifact is half-registered,
+// the job's lease expires, the next attempt writes the same file names again, and until then the
+// files are what `storage reclaim` finds unreferenced.
+import path from 'node:path';
+import type { Ctx } from '../../directory/context.ts';
+import { newId } from '../../kernel/ids.ts';
+import { AppError } from '../../kernel/errors.ts';
+import { readHead, resolveStored, sniffMime } from '../../kernel/files.ts';
+import { ConnectorError, type ContractInput, type OutputFile } from '../connectors/types.ts';
+import { shotById, shotsOfProject } from '../../production/catalog/store.ts';
+import type { JobRow } from '../jobs/store.ts';
+import { analyzeMedia, MediaError, type MediaEvidence } from '../../media-tools/evidence.ts';
+import { compareSignatures } from '../../media-tools/signature.ts';
+import { storageQuotaWarnings, type QuotaContext } from '../../commercial/quotas/service.ts';
+import { detectComposite } from '../../media-tools/collage.ts';
+import { MediaToolError } from '../../media-tools/ffmpeg.ts';
+import { reopenReviews } from '../../finishing/review/reopen.ts';
+import {
+  chosenVideoOfShot, insertArtifact, insertComposition, insertContinuity, type ArtifactRow, type CompositionRow,
+} from './store.ts';
+
+export interface PreparedArtifact { file: OutputFile; evidence: MediaEvidence | null }
+
+/** What an episode cut was made of (the composition row without its ids). */
+export interface CompositionDraft {
+  episodeId: string; width: number; height: number; frameRate: string; durationMs: number;
+  inputs: Array<{
+    position: number; shotId: string; artifactId: string; path: string; contentSha256: string; startMs: number; durationMs: number; frames: number;
+    /** The voice line mixed over the segment, or null. */
+    audioArtifactId: string | null; audioPath: string | null; audioContentSha256: string | null;
+  }>;
+}
+
+/**
+ * Server paths never reach a job's error (it is shown to project members, audited and notified):
+ * an absolute path keeps only its last segment.
+ */
+export const withoutPaths = (message: string): string =>
+  message.replace(/(?<![\w.])\/(?:[^\s:'"()/]+\/)+([^\s:'"()/]*)/g, '$1').slice(0, 500);
+
+/**
+ * A media failure as the job records it: a missing tool fails for good; an unreadable or vanished
+ * file is retried (the model may answer properly next time); bad composition arguments fail for good.
+ */
+export function mediaFailure(err: unknown): ConnectorError | null {
+  if (err instanceof MediaToolError) {
+    if (err.reason === 'missing') return new ConnectorError('media_tools_missing', withoutPaths(err.message), false);
+    if (err.reason === 'aborted') return new ConnectorError('connector_aborted', withoutPaths(err.message), true);
+    return new ConnectorError('media_analysis_failed', withoutPaths(err.message), true);
+  }
+  if (err instanceof MediaError) return new ConnectorError(err.code, withoutPaths(err.message), true);
+  if (err instanceof AppError) return new ConnectorError('media_file_missing', `an output file cannot be read: ${withoutPaths(err.message)}`, true);
+  return null;
+}
+
+/** Examines every output file (text outputs: their sniffed type only); throws a ConnectorError. */
+export async function gatherEvidence(ctx: Ctx, job: JobRow, files: OutputFile[], signal?: AbortSignal): Promise<PreparedArtifact[]> {
+  const storageDir = ctx.config.storageDir;
+  const prepared: PreparedArtifact[] = [];
+  try {
+    for (const file of files) {
+      if (file.role === 'text') {
+        prepared.push({ file: { ...file, mimeType: sniffMime(await readHead(resolveStored(storageDir, file.path))) }, evidence: null });
+        continue;
+      }
+      const framesPrefix = `frames/${job.id}/${path.basename(file.path, path.extname(file.path))}`;
+      const evidence = await analyzeMedia({ storageDir, relPath: file.path, framesPrefix, signal, timeoutMs: ctx.config.jobTimeoutMs });
+      // A video job answered with an error page saved as video-1.mp4 has not produced a video.
+      if (evidence.kind !== file.role) {
+        throw new ConnectorError('media_unexpected_kind', `the ${file.role} output is ${evidence.kind === 'other' ? `not media (${evidence.mimeType})` : `an ${evidence.kind} file`}`, true);
+      }
+      // A generated video whose opening picture is a grid is a collage too ("a first frame used as an image").
+      if (job.kind !== 'compose' && evidence.kind === 'video' && evidence.firstFrame) {
+        const verdict = await detectComposite(path.join(storageDir, evidence.firstFrame.path), { signal });
+        if (verdict.composite) {
+          throw new ConnectorError('image_composite_detected', `the video's first frame is a ${verdict.composite}; exactly one single picture is required`, false);
+        }
+      }
+      prepared.push({ file, evidence });
+    }
+  } catch (err) {
+    throw mediaFailure(err) ?? err;
+  }
+  return prepared;
+}
+
+/** The provenance of a call's inputs: each asset version, or dependency artifact, with its SHA-256. */
+export function inputProvenance(inputs: ContractInput[]): Array<Record<string, string>> {
+  return inputs.map((i): Record<string, string> => ('artifactId' in i
+    ? { artifactId: i.artifactId, jobId: i.jobId, contentSha256: i.contentSha256 }
+    : { assetId: i.assetId, versionId: i.versionId, contentSha256: i.contentSha256 }));
+}
+
+const toBlob = (b: Buffer | null) => (b ? new Uint8Array(b.buffer, b.byteOffset, b.byteLength) : null);
+
+/** The rows of a job's artifacts (ids fixed before the transaction, so that the job's output can name them). */
+export function artifactRows(job: JobRow, prepared: PreparedArtifact[], provenance: Record<string, unknown>, at: string): ArtifactRow[] {
+  return prepared.map((p) => artifactRow(job, p, provenance, at));
+}
+
+function artifactRow(job: JobRow, p: PreparedArtifact, provenance: Record<string, unknown>, at: string): ArtifactRow {
+  const e = p.evidence;
+  return {
+    id: newId('art'), organization_id: job.organization_id, workspace_id: job.workspace_id, project_id: job.project_id,
+    episode_id: job.episode_id, shot_id: job.shot_id, job_id: job.id, kind: e?.kind ?? 'other',
+    source: job.kind === 'compose' ? 'composition' : 'generation', storage_path: p.file.path, file_name: path.basename(p.file.path),
+    mime_type: e?.mimeType ?? p.file.mimeType, file_size: e?.fileSize ?? p.file.fileSize, content_sha256: e?.sha256 ?? p.file.sha256,
+    duration_ms: e?.durationMs ?? null, width: e?.width ?? null, height: e?.height ?? null, frame_rate: e?.frameRate ?? null,
+    frame_count: e?.frameCount ?? null, video_codec: e?.videoCodec ?? null, audio_codec: e?.audioCodec ?? null,
+    has_video: e?.hasVideo ? 1 : 0, has_audio: e?.hasAudio ? 1 : 0,
+    first_frame_path: e?.firstFrame?.path ?? null, first_frame_sha256: e?.firstFrame?.sha256 ?? null, first_frame_size: e?.firstFrame?.size ?? null,
+    last_frame_path: e?.lastFrame?.path ?? null, last_frame_sha256: e?.lastFrame?.sha256 ?? null, last_frame_size: e?.lastFrame?.size ?? null,
+    first_signature: toBlob(e?.firstSignature ?? null), last_signature: toBlob(e?.lastSignature ?? null),
+    provenance: JSON.stringify(provenance), created_at: at,
+  };
+}
+
+/** Continuity of two artifacts (last frame of `from`, first frame of `to`), or null without signatures. */
+export function measureContinuity(from: ArtifactRow, to: ArtifactRow): { score: number; metrics: Record<string, number> } | null {
+  if (!from.last_signature || !to.first_signature) return null;
+  const m = compareSignatures(Buffer.from(from.last_signature), Buffer.from(to.first_signature));
+  return { score: m.score, metrics: { meanAbsDiff: m.meanAbsDiff, histogramSimilarity: m.histogramSimilarity } };
+}
+
+/** The shots before and after `shotId` in its episode, in shot order. */
+export function neighbourShots(ctx: Ctx, projectId: string, shotId: string): { previous: string | null; next: string | null } {
+  const shot = shotById(ctx.db, projectId, shotId);
+  if (!shot) return { previous: null, next: null };
+  const ids = shotsOfProject(ctx.db, projectId, shot.episode_id).map((s) => s.id);
+  const at = ids.indexOf(shotId);
+  return { previous: ids[at - 1] ?? null, next: ids[at + 1] ?? null };
+}
+
+/** Continuity rows between a newly registered shot video and the chosen videos of its neighbouring shots. */
+function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): void {
+  if (art.kind !== 'video' || !art.shot_id || !art.episode_id) return;
+  const { previous, next } = neighbourShots(ctx, art.project_id, art.shot_id);
+  const pairs: Array<[ArtifactRow, ArtifactRow]> = [];
+  const before = previous ? chosenVideoOfShot(ctx.db, art.project_id, previous) : undefined;
+  const after = next ? chosenVideoOfShot(ctx.db, art.project_id, next) : undefined;
+  if (before) pairs.push([before, art]);
+  if (after) pairs.push([art, after]);
+  for (const [from, to] of pairs) {
+    const m = measureContinuity(from, to);
+    if (!m) continue;
+    insertContinuity(ctx.db, {
+      id: newId('cnt'), organization_id: art.organization_id, workspace_id: art.workspace_id, project_id: art.project_id,
+      episode_id: art.episode_id, from_shot_id: from.shot_id!, to_shot_id: to.shot_id!, from_artifact_id: from.id, to_artifact_id: to.id,
+      score: m.score, metrics: JSON.stringify(m.metrics), created_at: at,
+    });
+  }
+}
+
+/**
+ * Inside the completing transaction: the artifact rows, the composition of a cut, continuity with
+ * neighbouring shots, the reviews the new artifacts re-open (review/reopen.ts; in a savepoint whose
+ * failure is logged and skipped, never failing the job), and the storage quota warnings the new files
+ * may have caused (`quotas`: the settle's quota context, commercial/quotas.ts quotaContextOf).
+ */
+export function registerArtifacts(
+  ctx: Ctx, job: JobRow, rows: ArtifactRow[], composition: CompositionDraft | null, at: string, quotas: QuotaContext,
+): void {
+  for (const row of rows) {
+    insertArtifact(ctx.db, row);
+    recordContinuity(ctx, row, at);
+  }
+  if (rows.length) storageQuotaWarnings(ctx, job.organization_id, job.workspace_id, quotas);
+  const cut = rows.find((r) => r.kind === 'video');
+  if (composition && cut) {
+    const c: CompositionRow = {
+      id: newId('cmp'), organization_id: job.organization_id, workspace_id: job.workspace_id, project_id: job.project_id,
+      episode_id: composition.episodeId, job_id: job.id, artifact_id: cut.id, storage_path: cut.storage_path, width: composition.width,
+      height: composition.height, frame_rate: composition.frameRate, duration_ms: composition.durationMs,
+      inputs: JSON.stringify(composition.inputs), created_at: at,
+    };
+    insertComposition(ctx.db, c);
+  }
+  // In a savepoint of its own: a failing re-open must not roll back the job's completion (the job would
+  // be retried and generate its media again, maybe on a paid connector). Skipping it is safe: the
+  // reviews stay on the older artifact, so delivery approval reports the new one as not approved.
+  try {
+    ctx.db.tx(() => reopenReviews(ctx, rows, composition && cut ? { artifact: cut, episodeId: composition.episodeId } : null, at));
+  } catch (err) {
+    ctx.log.error('re-opening reviews failed; the job completes without it', { jobId: job.id, err });
+  }
+}

@@ -1,0 +1,83 @@
+// The main thread's side of the worker thread: start it with the configuration, forward its log
+// lines, wake it after commits (a message, never a poll from here), ask it to dispatch one claim,
+// abort a cancelled job's call, and stop it within the shutdown budget.
+import { SHARE_ENV, Worker } from 'node:worker_threads';
+import type { Actor } from '../../directory/context.ts';
+import type { Config } from '../../kernel/config.ts';
+import type { Db } from '../../db/db.ts';
+import type { Logger } from '../../kernel/log.ts';
+import { registerWorker } from '../jobs/control.ts';
+
+export type ToWorker =
+  | { type: 'wake' }
+  | { type: 'abort'; jobId: string }
+  | { type: 'dispatch'; ref: number; organizationId: string | null }
+  | { type: 'stop'; graceMs: number };
+
+type FromWorker =
+  | { type: 'ready' }
+  | { type: 'stopped' }
+  | { type: 'dispatched'; ref: number; jobId: string | null }
+  | { type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> };
+
+export const workerActor = (id: string): Actor => ({
+  type: 'system', userId: null, name: `worker ${id}`, email: null, isSystemAdmin: false, sessionId: null, sessionKind: null,
+});
+
+export interface WorkerHost {
+  dispatch(organizationId: string | null): Promise<string | null>;
+  stop(graceMs: number): Promise<void>;
+}
+
+const THREAD = new URL('./thread.ts', import.meta.url);
+
+export async function startWorkerThread(deps: { db: Db; config: Config; log: Logger }): Promise<WorkerHost> {
+  const { db, config, log } = deps;
+  // SHARE_ENV: credentials (authEnv) are read from the live environment at call time, as in the main thread.
+  const thread = new Worker(THREAD, { workerData: { config: { ...config } }, env: SHARE_ENV });
+  const pending = new Map<number, (jobId: string | null) => void>();
+  let ref = 0;
+  let exited = false;
+  let stopped: (() => void) | null = null;
+  const post = (m: ToWorker) => { if (!exited) thread.postMessage(m); };
+  const ready = new Promise<void>((resolve, reject) => {
+    thread.once('error', reject);
+    thread.on('message', (m: FromWorker) => {
+      if (m.type === 'ready') resolve();
+      else if (m.type === 'log') log[m.level](m.msg, { worker: config.workerId, ...m.fields });
+      else if (m.type === 'dispatched') { pending.get(m.ref)?.(m.jobId); pending.delete(m.ref); }
+      else if (m.type === 'stopped') stopped?.();
+    });
+  });
+  thread.on('error', (err) => log.error('worker thread failed', { err }));
+  thread.on('exit', (code) => {
+    exited = true;
+    registerWorker(db, null);
+    for (const r of pending.values()) r(null);
+    pending.clear();
+    if (code !== 0 && !stopped) log.error('worker thread exited', { code });
+    stopped?.();
+  });
+  await ready;
+  const dispatch = (organizationId: string | null): Promise<string | null> => {
+    if (exited) return Promise.resolve(null);
+    return new Promise((resolve) => {
+      pending.set(++ref, resolve);
+        post({ type: 'dispatch', ref, organizationId });
+      });
+  };
+  registerWorker(db, { wake: () => post({ type: 'wake' }), abort: (jobId) => post({ type: 'abort', jobId }), dispatch });
+  return {
+    dispatch,
+    async stop(graceMs) {
+      if (exited) return;
+      registerWorker(db, null);
+      await new Promise<void>((resolve) => {
+        stopped = resolve;
+        post({ type: 'stop', graceMs });
+        setTimeout(() => { void thread.terminate(); }, graceMs + 1500).unref();
+      });
+      await thread.terminate();
+    },
+  };
+}

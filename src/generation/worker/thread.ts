@@ -1,0 +1,35 @@
+// Entry of the worker thread: its own database connection, a logger that forwards lines to the main
+// thread, and the loop, driven by messages from the main thread (see host.ts for the protocol).
+import { parentPort, workerData } from 'node:worker_threads';
+import { openDb } from '../../db/db.ts';
+import { createContext } from '../../directory/context.ts';
+import type { Config } from '../../kernel/config.ts';
+import type { Logger } from '../../kernel/log.ts';
+import { startWorkerLoop } from './loop.ts';
+import { workerActor, type ToWorker } from './host.ts';
+
+const port = parentPort!;
+const config = (workerData as { config: Config }).config;
+const send = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string, fields?: Record<string, unknown>) => {
+  const err = fields?.err;
+  const safe = err instanceof Error ? { ...fields, err: { message: err.message, stack: err.stack } } : fields;
+  port.postMessage({ type: 'log', level, msg, fields: safe });
+};
+const log: Logger = { debug: send('debug'), info: send('info'), warn: send('warn'), error: send('error'), flush() {} };
+const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
+const loop = startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }));
+
+port.on('message', (m: ToWorker) => {
+  switch (m.type) {
+    case 'wake': loop.wake(); break;
+    case 'abort': loop.abort(m.jobId); break;
+    case 'dispatch': port.postMessage({ type: 'dispatched', ref: m.ref, jobId: loop.dispatch(m.organizationId) }); break;
+    case 'stop':
+      void loop.stop(m.graceMs).finally(() => {
+        db.close();
+        port.postMessage({ type: 'stopped' });
+      });
+      break;
+  }
+});
+port.postMessage({ type: 'ready' });

@@ -1,0 +1,150 @@
+// SQL of the append-only, hash-chained audit log: the one-statement append, the scoped and filtered
+// reads behind the list, facets, detail and export, and the chain walk of `svc audit verify`.
+import type { Db, Param } from '../../db/db.ts';
+import { openSnapshotCursor, type RowCursor } from './export.ts';
+
+export interface AuditRow {
+  seq: number;
+  id: string;
+  created_at: string;
+  actor_type: string;
+  actor_user_id: string | null;
+  actor_name: string | null;
+  organization_id: string | null;
+  workspace_id: string | null;
+  project_id: string | null;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  result: 'success' | 'failure' | 'denied';
+  metadata: string;
+  ip: string | null;
+  user_agent: string | null;
+  request_id: string | null;
+  prev_hash: string | null;
+  hash: string | null;
+}
+
+export type NewAuditRow = Omit<AuditRow, 'seq' | 'prev_hash' | 'hash'>;
+
+/** The prev_hash of the first row. */
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** The hashed fields, in the order of the canonical serialization (prev_hash comes last). */
+export const HASHED_FIELDS = [
+  'id', 'created_at', 'actor_type', 'actor_user_id', 'actor_name', 'organization_id', 'workspace_id', 'project_id',
+  'action', 'target_type', 'target_id', 'result', 'metadata', 'ip', 'user_agent', 'request_id',
+] as const satisfies ReadonlyArray<keyof NewAuditRow>;
+
+/**
+ * Appends one row in ONE statement: the new values (as text), the hash of the last row by seq (or
+ * the genesis value) as prev_hash, and svc_sha256 of json_array(fields..., prev_hash) as hash. A
+ * writing statement takes SQLite's write lock before it reads, so two connections can never chain
+ * to the same row.
+ */
+const INSERT_SQL = `INSERT INTO audit_log (${HASHED_FIELDS.join(', ')}, prev_hash, hash)
+SELECT ${HASHED_FIELDS.map((f) => `n.${f}`).join(', ')}, n.prev_hash,
+       svc_sha256(json_array(${HASHED_FIELDS.map((f) => `n.${f}`).join(', ')}, n.prev_hash))
+  FROM (SELECT ${HASHED_FIELDS.map((f) => `CAST(? AS TEXT) AS ${f}`).join(', ')},
+               coalesce((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '${GENESIS_HASH}') AS prev_hash) AS n`;
+
+export function insertAudit(db: Db, r: NewAuditRow): void {
+  db.run(INSERT_SQL, ...HASHED_FIELDS.map((f) => r[f]));
+}
+
+/** A WHERE clause with its parameters. */
+export interface Where { sql: string; params: Param[] }
+
+export const and = (...parts: Array<Where | null>): Where => {
+  const p = parts.filter((x): x is Where => x !== null);
+  return p.length === 0 ? { sql: '1', params: [] } : { sql: p.map((x) => `(${x.sql})`).join(' AND '), params: p.flatMap((x) => x.params) };
+};
+
+/** A page, newest first. */
+export function pageAudit(db: Db, w: Where, limit: number, offset: number): AuditRow[] {
+  return db.all<AuditRow>(`SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`, ...w.params, limit, offset);
+}
+
+export function auditById(db: Db, id: string, scope: Where): AuditRow | undefined {
+  return db.get<AuditRow>(`SELECT * FROM audit_log WHERE id = ? AND (${scope.sql})`, id, ...scope.params);
+}
+
+export const FACET_LIMIT = 100;
+
+export interface FacetValue { value: string | null; count: number }
+export interface ActorFacetValue extends FacetValue { type: string; name: string | null }
+export interface Facets { action: FacetValue[]; targetType: FacetValue[]; result: FacetValue[]; actor: ActorFacetValue[] }
+
+/**
+ * The number of matching rows and their counts by action, target type, result and actor (the
+ * FACET_LIMIT most frequent values of each), in two grouped passes: one by (action, target type,
+ * result), whose few combinations are added up here (their sum is the total), and one by actor
+ * (users by id; the operator, the system and anonymous callers by type and name).
+ */
+export function facetsOf(db: Db, w: Where): { total: number; facets: Facets } {
+  const action = new Map<string, number>();
+  const targetType = new Map<string | null, number>();
+  const result = new Map<string, number>();
+  const add = <K>(m: Map<K, number>, k: K, n: number) => m.set(k, (m.get(k) ?? 0) + n);
+  const combos = db.all<{ action: string; target_type: string | null; result: string; n: number }>(
+    `SELECT action, target_type, result, count(*) AS n FROM audit_log WHERE ${w.sql} GROUP BY action, target_type, result`, ...w.params);
+  let total = 0;
+  for (const c of combos) {
+    total += c.n;
+    add(action, c.action, c.n);
+    add(targetType, c.target_type, c.n);
+    add(result, c.result, c.n);
+  }
+  const top = <K extends string | null>(m: Map<K, number>): FacetValue[] => [...m]
+    .map(([value, count]) => ({ value, count }))
+    .sort((a, b) => b.count - a.count || String(a.value ?? '').localeCompare(String(b.value ?? '')))
+    .slice(0, FACET_LIMIT);
+  const actor = db.all<ActorFacetValue>(
+    `SELECT actor_user_id AS value, min(actor_type) AS type, max(actor_name) AS name, count(*) AS count FROM audit_log WHERE ${w.sql}
+      GROUP BY coalesce('u:' || actor_user_id, 't:' || actor_type || ':' || coalesce(actor_name, ''))
+      ORDER BY count DESC, value, name LIMIT ${FACET_LIMIT}`, ...w.params);
+  return { total, facets: { action: top(action), targetType: top(targetType), result: top(result), actor } };
+}
+
+export const RELATED_LIMIT = 50;
+
+/** Other records of the same target, newest first. */
+export function relatedAudit(db: Db, row: AuditRow, scope: Where): AuditRow[] {
+  if (row.target_type === null || row.target_id === null) return [];
+  return db.all<AuditRow>(
+    `SELECT * FROM audit_log WHERE target_type = ? AND target_id = ? AND id <> ? AND (${scope.sql})
+      ORDER BY seq DESC LIMIT ${RELATED_LIMIT}`, row.target_type, row.target_id, row.id, ...scope.params);
+}
+
+/** Account-security events (auth.*, user.*) done by or to a user account, newest first. */
+export function securityEventsOf(db: Db, userId: string, exceptId: string, scope: Where): AuditRow[] {
+  return db.all<AuditRow>(
+    `SELECT * FROM audit_log
+      WHERE (actor_user_id = ? OR (target_type = 'user' AND target_id = ?))
+        AND (action LIKE 'auth.%' OR action LIKE 'user.%') AND id <> ? AND (${scope.sql})
+      ORDER BY seq DESC LIMIT ${RELATED_LIMIT}`, userId, userId, exceptId, ...scope.params);
+}
+
+/** Every matching row (or one page), newest first like the list, from a snapshot of its own read-only connection (export.ts). */
+export function openAuditCursor(db: Db, w: Where, limit?: { limit: number; offset: number }): RowCursor<AuditRow> {
+  const sql = `SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC${limit ? ' LIMIT ? OFFSET ?' : ''}`;
+  return openSnapshotCursor<AuditRow>(db.path, sql, [...w.params, ...(limit ? [limit.limit, limit.offset] : [])]);
+}
+
+export interface ChainRow extends Pick<AuditRow, 'seq' | 'prev_hash' | 'hash'>, NewAuditRow {}
+
+/** Every row in chain order (streamed). */
+export function iterateChain(db: Db): IterableIterator<ChainRow> {
+  return db.iterate<ChainRow>(`SELECT seq, prev_hash, hash, ${HASHED_FIELDS.join(', ')} FROM audit_log ORDER BY seq`);
+}
+
+/** The highest seq ever handed out (AUTOINCREMENT keeps it in sqlite_sequence), 0 when none. */
+export function highestSeqIssued(db: Db): number {
+  return Number(db.get<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'")?.seq ?? 0);
+}
+
+/** True when a user appears in a record of the scope, as its actor or as its target. */
+export function userAppearsIn(db: Db, userId: string, scope: Where): boolean {
+  return !!db.get(`SELECT 1 AS x FROM audit_log WHERE actor_user_id = ? AND (${scope.sql}) LIMIT 1`, userId, ...scope.params)
+    || !!db.get(`SELECT 1 AS x FROM audit_log WHERE target_type = 'user' AND target_id = ? AND (${scope.sql}) LIMIT 1`, userId, ...scope.params);
+}

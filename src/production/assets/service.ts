@@ -1,0 +1,299 @@
+// Assets of the current project and their file versions. Voice assets need voice:edit, the other
+// kinds asset:edit. Uploads stream into storage/tmp while hashing, under the per-file maximum (413)
+// and the organization's and the workspace's own storage quota (409 storage_quota_exceeded; a copy of
+// a file the scope stores adds nothing), then move to assets/<organization>/<sha prefix>/<sha256>
+// (identical content is kept once per organization, never shared across organizations: nothing an
+// upload answers depends on another tenant's files) and are registered in one transaction; on any
+// failure nothing stays in storage/ or the database.
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import type { Ctx } from '../../directory/context.ts';
+import { AppError, conflict, forbidden, notFound, payloadTooLarge, validationFailed } from '../../kernel/errors.ts';
+import type { Infer } from '../../kernel/validate.ts';
+import { newId, sha256Hex } from '../../kernel/ids.ts';
+import { record } from '../../platform/audit/service.ts';
+import { billingAccountOf } from '../../directory/plan/account.ts';
+import {
+  checkWorkspaceStorage, gbToBytes, largestAssetFile, quotaContextOf, quotaOfWorkspace, storageQuotaWarnings, storesAssetFileOfSize,
+  workspaceStorageBound,
+} from '../../commercial/quotas/service.ts';
+import { hasPermission } from '../../directory/tenancy/roles.ts';
+import { projectById } from '../../directory/tenancy/store.ts';
+import type { AssetCreateBody, AssetPatchBody } from './schema.ts';
+import { assetPathOf, hashFile, legacyAssetPathOf, receiveToTmp, resolveStored, sniffMime, tmpPathIn, SNIFF_BYTES } from '../../kernel/files.ts';
+import { indexDocument, removeDocument } from '../../platform/search/index.ts';
+import { pageWindow } from '../../kernel/validate.ts';
+import {
+  assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationFileOf,
+  organizationStoredBytes, setVersionCheck, updateAsset, versionOfAsset, versionsOfAsset, type AssetRow, type VersionRow,
+} from './store.ts';
+
+function requireKindPermission(ctx: Ctx, kind: string): void {
+  const wanted = kind === 'voice' ? 'voice:edit' : 'asset:edit';
+  if (!hasPermission(ctx.permissions, wanted)) {
+    throw forbidden('permission_denied', `permission ${wanted} is required for ${kind} assets`, { permission: wanted });
+  }
+}
+
+export function getAsset(ctx: Ctx, assetId: string): AssetRow {
+  const a = assetInProject(ctx.db, ctx.scope.projectId!, assetId);
+  if (!a) throw notFound('no such asset in this project');
+  return a;
+}
+
+function editableAsset(ctx: Ctx, assetId: string): AssetRow {
+  const a = getAsset(ctx, assetId);
+  requireKindPermission(ctx, a.kind);
+  if (a.status === 'archived') throw conflict('asset_archived', 'the asset is archived; it can no longer change');
+  return a;
+}
+
+export const currentVersion = (ctx: Ctx, a: AssetRow): VersionRow | null =>
+  a.current_version_id ? versionOfAsset(ctx.db, a.project_id, a.id, a.current_version_id) ?? null : null;
+
+/** The search document of an asset: name, kind, tags, description and file name; never its storage path. */
+function indexAsset(ctx: Ctx, a: AssetRow, fileName?: string): void {
+  const tags = (JSON.parse(a.tags) as string[]).join(' ');
+  indexDocument(ctx.db, {
+    type: 'asset', id: a.id, organizationId: a.organization_id, workspaceId: a.workspace_id, projectId: a.project_id,
+    title: a.name, subtitle: [a.kind, fileName].filter(Boolean).join(' · '), body: `${tags}\n${a.description}`, status: a.status, updatedAt: a.updated_at,
+  });
+}
+
+export function createAsset(ctx: Ctx, input: Infer<typeof AssetCreateBody>): AssetRow {
+  requireKindPermission(ctx, input.kind);
+  const p = projectById(ctx.db, ctx.scope.projectId!)!;
+  const now = ctx.now().toISOString();
+  const a: AssetRow = {
+    id: newId('ast'), organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id, kind: input.kind,
+    name: input.name, description: input.description ?? '', tags: JSON.stringify([...new Set(input.tags ?? [])]), status: 'active',
+    current_version_id: null, created_by: ctx.actor.userId, created_at: now, updated_at: now, archived_at: null,
+  };
+  return ctx.db.tx(() => {
+    insertAsset(ctx.db, a);
+    indexAsset(ctx, a);
+    record(ctx, { action: 'asset.created', targetType: 'asset', targetId: a.id, metadata: { kind: a.kind, name: a.name } });
+    return a;
+  });
+}
+
+export function changeAsset(ctx: Ctx, assetId: string, patch: Infer<typeof AssetPatchBody>): AssetRow {
+  if (patch.name === undefined && patch.description === undefined && patch.tags === undefined) {
+    throw validationFailed({ body: 'name at least one field to change' });
+  }
+  return ctx.db.tx(() => {
+    const a = editableAsset(ctx, assetId);
+    const next: AssetRow = {
+      ...a, name: patch.name ?? a.name, description: patch.description ?? a.description,
+      tags: patch.tags ? JSON.stringify([...new Set(patch.tags)]) : a.tags, updated_at: ctx.now().toISOString(),
+    };
+    updateAsset(ctx.db, next);
+    indexAsset(ctx, next);
+    record(ctx, { action: 'asset.updated', targetType: 'asset', targetId: a.id, metadata: { fields: Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined) } });
+    return next;
+  });
+}
+
+/** DELETE archives: the asset leaves lists, its versions and files stay (history, other references). */
+export function archiveAsset(ctx: Ctx, assetId: string): AssetRow {
+  return ctx.db.tx(() => {
+    const a = editableAsset(ctx, assetId);
+    const now = ctx.now().toISOString();
+    const next: AssetRow = { ...a, status: 'archived', archived_at: now, updated_at: now };
+    updateAsset(ctx.db, next);
+    removeDocument(ctx.db, 'asset', a.id);
+    record(ctx, { action: 'asset.archived', targetType: 'asset', targetId: a.id, metadata: { name: a.name } });
+    return next;
+  });
+}
+
+export function listAssets(ctx: Ctx, q: { kind?: string; q?: string; includeArchived?: boolean; page?: number; pageSize?: number }) {
+  const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
+  const { rows, total } = assetsOfProject(ctx.db, ctx.scope.projectId!, {
+    kind: q.kind ?? null, q: q.q ?? null, includeArchived: q.includeArchived ?? false, limit: pageSize, offset,
+  });
+  return { rows, pagination: { page, pageSize, total } };
+}
+
+export const assetVersions = (ctx: Ctx, a: AssetRow) => versionsOfAsset(ctx.db, a.project_id, a.id);
+
+export function getVersion(ctx: Ctx, a: AssetRow, versionId: string): VersionRow {
+  const v = versionOfAsset(ctx.db, a.project_id, a.id, versionId);
+  if (!v) throw notFound('no such version of this asset');
+  return v;
+}
+
+// ---- quota -------------------------------------------------------------------------------------
+
+export function storageLimitBytes(ctx: Ctx, organizationId: string): number {
+  const account = billingAccountOf(ctx.db, organizationId);
+  return gbToBytes(account?.storage_gb ?? 0);
+}
+
+const quotaExceeded = (used: number, limit: number, requested: number) =>
+  new AppError(409, 'storage_quota_exceeded', 'the upload does not fit in the organization\'s storage quota',
+    { usedBytes: used, limitBytes: limit, requestedBytes: requested }, { connection: 'close' });
+
+// ---- upload ------------------------------------------------------------------------------------
+
+export interface UploadInput { source: Readable | AsyncIterable<Buffer>; fileName: string; declaredType: string | null; contentLength: number | null }
+
+export interface UploadResult { asset: AssetRow; version: VersionRow; deduplicated: boolean }
+
+/**
+ * Before the content is hashed, a storage quota refuses an upload only when it cannot be a copy of an
+ * asset file its scope (the organization, or the workspace) already stores, because a copy adds
+ * nothing (it is judged at commit): with a known length, when no such file has exactly that size;
+ * while streaming, once more bytes arrived than its largest file holds.
+ */
+function mayBeCopy(ctx: Ctx, organizationId: string, workspaceId: string | null): (bytes: number, exact: boolean) => boolean {
+  let largest: number | undefined;
+  return (bytes, exact) => (exact ? storesAssetFileOfSize(ctx.db, organizationId, workspaceId, bytes)
+    : bytes <= (largest ??= largestAssetFile(ctx.db, organizationId, workspaceId)));
+}
+
+export async function uploadVersion(ctx: Ctx, assetId: string, input: UploadInput): Promise<UploadResult> {
+  const a = editableAsset(ctx, assetId);
+  const max = ctx.config.maxUploadBytes;
+  const limit = storageLimitBytes(ctx, a.organization_id);
+  const used = organizationStoredBytes(ctx.db, a.organization_id);
+  const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotaOfWorkspace(ctx.db, a.organization_id, a.workspace_id));
+  const [orgCopy, wsCopy] = [mayBeCopy(ctx, a.organization_id, null), mayBeCopy(ctx, a.organization_id, a.workspace_id)];
+  const checkQuotas = (bytes: number, exact: boolean) => {
+    if (used + bytes > limit && !orgCopy(bytes, exact)) throw quotaExceeded(used, limit, bytes);
+    if (own && own.usedBytes + bytes > own.limitBytes && !wsCopy(bytes, exact)) checkWorkspaceStorage(own, bytes);
+  };
+  if (input.contentLength !== null && input.contentLength > max) throw payloadTooLarge(max);
+  if (input.contentLength !== null) checkQuotas(input.contentLength, true);
+  const got = await receiveToTmp(ctx.config.storageDir, input.source, (total) => {
+    if (total > max) throw payloadTooLarge(max);
+    checkQuotas(total, false);
+  });
+  return commitFile(ctx, assetId, got, input.fileName, input.declaredType);
+}
+
+/** Registers bytes already in memory (small generated files, fixtures) through the same path as an upload. */
+export function addVersionFromBytes(ctx: Ctx, assetId: string, bytes: Buffer, fileName: string): UploadResult {
+  editableAsset(ctx, assetId);
+  if (bytes.length > ctx.config.maxUploadBytes) throw payloadTooLarge(ctx.config.maxUploadBytes);
+  const tmpPath = tmpPathIn(ctx.config.storageDir);
+  fs.writeFileSync(tmpPath, bytes, { flag: 'wx', flush: true });
+  return commitFile(ctx, assetId, { tmpPath, size: bytes.length, sha256: sha256Hex(bytes), head: bytes.subarray(0, SNIFF_BYTES) }, fileName, null);
+}
+
+interface Got { tmpPath: string; size: number; sha256: string; head: Buffer }
+
+function commitFile(ctx: Ctx, assetId: string, got: Got, fileName: string, declaredType: string | null): UploadResult {
+  let rel = '';
+  let finalPath = '';
+  let created = false;
+  try {
+    return ctx.db.tx(() => {
+      const a = editableAsset(ctx, assetId);
+      // The organization's own copy of these bytes, if any: another organization's files play no part.
+      const file = organizationFileOf(ctx.db, a.organization_id, { own: assetPathOf(a.organization_id, got.sha256), legacy: legacyAssetPathOf(got.sha256) });
+      rel = file.path;
+      finalPath = path.join(ctx.config.storageDir, rel);
+      const deduplicated = file.stored;
+      // The account, time zone and workspace quota, and the stored bytes, read once for the checks and the warnings.
+      const quotas = quotaContextOf(ctx.db, a.organization_id, a.workspace_id);
+      const limit = gbToBytes(quotas.account?.storage_gb ?? 0);
+      const used = organizationStoredBytes(ctx.db, a.organization_id);
+      if (!deduplicated && used + got.size > limit) throw quotaExceeded(used, limit, got.size);
+      const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotas.ownQuota, rel);
+      checkWorkspaceStorage(own, got.size);
+      fs.mkdirSync(path.dirname(finalPath), { recursive: true });
+      let reuse = false;
+      try {
+        reuse = fs.statSync(finalPath).size === got.size && !corruptVersionWithPath(ctx.db, rel);
+      } catch { /* not there yet */ }
+      if (reuse) fs.rmSync(got.tmpPath, { force: true });
+      else {
+        fs.renameSync(got.tmpPath, finalPath);
+        created = true;
+      }
+      const now = ctx.now().toISOString();
+      const v: VersionRow = {
+        id: newId('asv'), asset_id: a.id, organization_id: a.organization_id, workspace_id: a.workspace_id, project_id: a.project_id,
+        number: nextVersionNumber(ctx.db, a.id), file_name: fileName, mime_type: sniffMime(got.head), declared_mime_type: declaredType,
+        file_size: got.size, content_sha256: got.sha256, storage_path: rel, status: 'ok', restored_from_version_id: null,
+        verified_at: null, created_by: ctx.actor.userId, created_at: now,
+      };
+      const next = addCurrentVersion(ctx, a, v, 'asset.version_uploaded',
+        { fileName, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256, deduplicated });
+      // After this file: a copy of a file the scope stores adds nothing (the workspace's bound is null then: counted if needed).
+      storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, quotas,
+        { organization: used + (deduplicated ? 0 : got.size), workspace: own ? own.usedBytes + got.size : null });
+      return { asset: next, version: v, deduplicated };
+    });
+  } catch (err) {
+    fs.rmSync(got.tmpPath, { force: true });
+    // Only a file this upload put in place is removed (a reused one belongs to other versions).
+    if (created && !ctx.db.get('SELECT 1 FROM asset_versions WHERE storage_path = ? LIMIT 1', rel)) fs.rmSync(finalPath, { force: true });
+    throw err;
+  }
+}
+
+/** Registers a version, makes it the asset's current one and audits it; inside the caller's transaction. */
+function addCurrentVersion(ctx: Ctx, a: AssetRow, v: VersionRow, action: string, metadata: Record<string, unknown>): AssetRow {
+  insertVersion(ctx.db, v);
+  const next: AssetRow = { ...a, current_version_id: v.id, updated_at: v.created_at };
+  updateAsset(ctx.db, next);
+  indexAsset(ctx, next, v.file_name);
+  record(ctx, { action, targetType: 'asset', targetId: a.id, metadata: { versionId: v.id, number: v.number, ...metadata } });
+  return next;
+}
+
+// ---- restore and verify ------------------------------------------------------------------------
+
+export function restoreVersion(ctx: Ctx, assetId: string, versionId: string): { asset: AssetRow; version: VersionRow } {
+  return ctx.db.tx(() => {
+    const a = editableAsset(ctx, assetId);
+    const old = getVersion(ctx, a, versionId);
+    if (old.status === 'corrupt') throw conflict('version_corrupt', 'that version failed verification; it cannot be restored');
+    const now = ctx.now().toISOString();
+    const v: VersionRow = {
+      ...old, id: newId('asv'), number: nextVersionNumber(ctx.db, a.id), restored_from_version_id: old.id,
+      verified_at: null, created_by: ctx.actor.userId, created_at: now,
+    };
+    const next = addCurrentVersion(ctx, a, v, 'asset.version_restored',
+      { restoredFromVersionId: old.id, restoredFromNumber: old.number, contentSha256: v.content_sha256 });
+    return { asset: next, version: v };
+  });
+}
+
+export interface VerifyResult {
+  assetId: string; versionId: string; ok: boolean; reason: 'match' | 'hash_mismatch' | 'size_mismatch' | 'missing';
+  expectedSha256: string; actualSha256: string | null; expectedSize: number; actualSize: number | null; status: 'ok' | 'corrupt';
+}
+
+/** Re-reads the current version's file (streamed); a mismatch or a missing file marks the version corrupt. Audited either way. */
+export async function verifyAsset(ctx: Ctx, assetId: string): Promise<VerifyResult> {
+  const a = getAsset(ctx, assetId);
+  requireKindPermission(ctx, a.kind);
+  const v = currentVersion(ctx, a);
+  if (!v) throw conflict('asset_has_no_version', 'the asset has no file yet');
+  let actual: { size: number; sha256: string } | null = null;
+  try {
+    actual = await hashFile(resolveStored(ctx.config.storageDir, v.storage_path));
+  } catch (err) {
+    if (!(err instanceof AppError && err.status === 404) && !(err as NodeJS.ErrnoException).code) throw err;
+  }
+  const reason: VerifyResult['reason'] = !actual ? 'missing' : actual.size !== v.file_size ? 'size_mismatch'
+    : actual.sha256 !== v.content_sha256 ? 'hash_mismatch' : 'match';
+  const ok = reason === 'match';
+  const status = ok ? 'ok' : 'corrupt';
+  const result: VerifyResult = {
+    assetId: a.id, versionId: v.id, ok, reason, expectedSha256: v.content_sha256, actualSha256: actual?.sha256 ?? null,
+    expectedSize: v.file_size, actualSize: actual?.size ?? null, status,
+  };
+  ctx.db.tx(() => {
+    setVersionCheck(ctx.db, a.project_id, v.id, status, ctx.now().toISOString());
+    record(ctx, {
+      action: 'asset.verified', targetType: 'asset', targetId: a.id, result: ok ? 'success' : 'failure',
+      metadata: { versionId: v.id, reason, expectedSha256: v.content_sha256, actualSha256: result.actualSha256, expectedSize: v.file_size, actualSize: result.actualSize },
+    });
+  });
+  return result;
+}

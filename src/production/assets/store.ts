@@ -1,0 +1,148 @@
+// SQL of assets and asset versions; every statement names the project or the organization.
+import type { Db } from '../../db/db.ts';
+
+export interface AssetRow {
+  id: string; organization_id: string; workspace_id: string; project_id: string;
+  kind: string; name: string; description: string; tags: string; status: 'active' | 'archived';
+  current_version_id: string | null; created_by: string | null; created_at: string; updated_at: string; archived_at: string | null;
+}
+
+export interface VersionRow {
+  id: string; asset_id: string; organization_id: string; workspace_id: string; project_id: string;
+  number: number; file_name: string; mime_type: string; declared_mime_type: string | null; file_size: number;
+  content_sha256: string; storage_path: string; status: 'ok' | 'corrupt'; restored_from_version_id: string | null;
+  verified_at: string | null; created_by: string | null; created_at: string;
+}
+
+export function insertAsset(db: Db, a: AssetRow): void {
+  db.run(
+    `INSERT INTO assets (id, organization_id, workspace_id, project_id, kind, name, description, tags, status, current_version_id,
+       created_by, created_at, updated_at, archived_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    a.id, a.organization_id, a.workspace_id, a.project_id, a.kind, a.name, a.description, a.tags, a.status, a.current_version_id,
+    a.created_by, a.created_at, a.updated_at, a.archived_at,
+  );
+}
+
+export function updateAsset(db: Db, a: AssetRow): void {
+  db.run(
+    `UPDATE assets SET name = ?, description = ?, tags = ?, status = ?, current_version_id = ?, updated_at = ?, archived_at = ?
+      WHERE id = ? AND project_id = ?`,
+    a.name, a.description, a.tags, a.status, a.current_version_id, a.updated_at, a.archived_at, a.id, a.project_id,
+  );
+}
+
+export const assetInProject = (db: Db, projectId: string, id: string) =>
+  db.get<AssetRow>('SELECT * FROM assets WHERE project_id = ? AND id = ?', projectId, id);
+
+export interface AssetFilter { kind: string | null; q: string | null; includeArchived: boolean; limit: number; offset: number }
+
+export function assetsOfProject(db: Db, projectId: string, f: AssetFilter): { rows: AssetRow[]; total: number } {
+  const where = `project_id = ?1 AND (?2 IS NULL OR kind = ?2) AND (?3 = 1 OR status = 'active')
+    AND (?4 IS NULL OR instr(lower(name), lower(?4)) > 0 OR instr(lower(tags), lower(?4)) > 0)`;
+  const args = [projectId, f.kind, f.includeArchived ? 1 : 0, f.q] as const;
+  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM assets WHERE ${where}`, ...args)!.n;
+  const rows = db.all<AssetRow>(`SELECT * FROM assets WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6`, ...args, f.limit, f.offset);
+  return { rows, total };
+}
+
+export function insertVersion(db: Db, v: VersionRow): void {
+  db.run(
+    `INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, declared_mime_type,
+       file_size, content_sha256, storage_path, status, restored_from_version_id, verified_at, created_by, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    v.id, v.asset_id, v.organization_id, v.workspace_id, v.project_id, v.number, v.file_name, v.mime_type, v.declared_mime_type,
+    v.file_size, v.content_sha256, v.storage_path, v.status, v.restored_from_version_id, v.verified_at, v.created_by, v.created_at,
+  );
+}
+
+export const versionOfAsset = (db: Db, projectId: string, assetId: string, id: string) =>
+  db.get<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, assetId, id);
+
+export const versionsOfAsset = (db: Db, projectId: string, assetId: string) =>
+  db.all<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? ORDER BY number DESC', projectId, assetId);
+
+export const nextVersionNumber = (db: Db, assetId: string): number =>
+  db.get<{ n: number }>('SELECT coalesce(max(number), 0) + 1 AS n FROM asset_versions WHERE asset_id = ?', assetId)!.n;
+
+export function setVersionCheck(db: Db, projectId: string, id: string, status: 'ok' | 'corrupt', at: string): void {
+  db.run('UPDATE asset_versions SET status = ?, verified_at = ? WHERE project_id = ? AND id = ?', status, at, projectId, id);
+}
+
+/**
+ * Every stored file of organization ?1 with its workspace, project and size: asset versions, and media
+ * artifacts with their frame files (a PNG image is its own frame: the same path). The one definition of
+ * what is stored; the sums below count each storage path once per organization, workspace or project.
+ */
+const STORED_FILES = `
+  SELECT workspace_id, project_id, storage_path, file_size AS size FROM asset_versions WHERE organization_id = ?1
+  UNION ALL SELECT workspace_id, project_id, storage_path, file_size FROM media_artifacts WHERE organization_id = ?1
+  UNION ALL SELECT workspace_id, project_id, first_frame_path, first_frame_size FROM media_artifacts WHERE organization_id = ?1 AND first_frame_path IS NOT NULL
+  UNION ALL SELECT workspace_id, project_id, last_frame_path, last_frame_size FROM media_artifacts WHERE organization_id = ?1 AND last_frame_path IS NOT NULL`;
+
+/** The distinct stored files per `owner` column (none: per organization), each with its size; `where` narrows the files. */
+const distinctFiles = (owner: 'workspace_id' | 'project_id' | null, where = '') => {
+  const key = owner ? `${owner}, storage_path` : 'storage_path';
+  return `SELECT ${key}, max(size) AS size FROM (${STORED_FILES}) ${where} GROUP BY ${key}`;
+};
+
+/** Bytes the organization keeps in storage (uploaded assets and generated media): each distinct stored file counted once. */
+export function organizationStoredBytes(db: Db, organizationId: string): number {
+  return db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles(null)})`, organizationId)!.n;
+}
+
+/** Bytes each workspace of the organization stores (workspaces with files only): a file counted once per workspace, in every workspace that stores it. */
+export function storedBytesByWorkspace(db: Db, organizationId: string): Map<string, number> {
+  return new Map(db.all<{ w: string; n: number }>(
+    `SELECT workspace_id AS w, sum(size) AS n FROM (${distinctFiles('workspace_id')}) GROUP BY workspace_id`, organizationId,
+  ).map((r) => [r.w, r.n]));
+}
+
+/** Bytes one workspace stores: each distinct stored file of the workspace counted once. */
+export const workspaceStoredBytes = (db: Db, organizationId: string, workspaceId: string): number =>
+  db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('workspace_id', 'WHERE workspace_id = ?2')})`,
+    organizationId, workspaceId)!.n;
+
+/** Bytes one project stores: each distinct stored file of the project counted once. */
+export const projectStoredBytes = (db: Db, organizationId: string, projectId: string): number =>
+  db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('project_id', 'WHERE project_id = ?2')})`,
+    organizationId, projectId)!.n;
+
+export const organizationHasFile = (db: Db, organizationId: string, storagePath: string): boolean =>
+  db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? LIMIT 1', organizationId, storagePath) !== undefined;
+
+/**
+ * Where the organization keeps a content hash, and whether it already does: its own path
+ * (assetPathOf), or the shared path of before when the organization itself refers to the content
+ * there (kept: no second copy, no second count); else its own path, not stored yet. Reads only the
+ * organization's own rows.
+ */
+export function organizationFileOf(db: Db, organizationId: string, paths: { own: string; legacy: string }): { path: string; stored: boolean } {
+  if (organizationHasFile(db, organizationId, paths.own)) return { path: paths.own, stored: true };
+  if (organizationHasFile(db, organizationId, paths.legacy)) return { path: paths.legacy, stored: true };
+  return { path: paths.own, stored: false };
+}
+
+export const corruptVersionWithPath = (db: Db, storagePath: string): boolean =>
+  db.get("SELECT 1 FROM asset_versions WHERE storage_path = ? AND status = 'corrupt' LIMIT 1", storagePath) !== undefined;
+
+export interface ProjectUsageRow { project_id: string; project_name: string; workspace_id: string; bytes: number; files: number }
+
+export function projectUsage(db: Db, organizationId: string): ProjectUsageRow[] {
+  return db.all<ProjectUsageRow>(
+    `SELECT f.project_id, p.name AS project_name, p.workspace_id, sum(f.size) AS bytes, count(*) AS files
+       FROM (${distinctFiles('project_id')}) f
+       JOIN projects p ON p.id = f.project_id AND p.organization_id = ?1
+      GROUP BY f.project_id ORDER BY bytes DESC, f.project_id`, organizationId);
+}
+
+export interface LargestFileRow extends VersionRow { asset_name: string; asset_kind: string }
+
+/** The largest distinct files (by storage path) of the given projects; the newest version naming each. */
+export function largestFiles(db: Db, organizationId: string, projectIds: readonly string[], limit: number): LargestFileRow[] {
+  if (projectIds.length === 0) return [];
+  return db.all<LargestFileRow>(
+    `SELECT v.*, a.name AS asset_name, a.kind AS asset_kind FROM asset_versions v JOIN assets a ON a.id = v.asset_id
+      WHERE v.organization_id = ? AND v.project_id IN (SELECT value FROM json_each(?))
+        AND v.rowid = (SELECT max(w.rowid) FROM asset_versions w WHERE w.project_id = v.project_id AND w.storage_path = v.storage_path)
+      ORDER BY v.file_size DESC, v.id LIMIT ?`, organizationId, JSON.stringify(projectIds), limit);
+}

@@ -1,0 +1,211 @@
+// The catalog of the current project: series -> seasons -> episodes, with counts and statuses, and
+// the changes to it (create, rename or change status, reorder, remove). Positions stay dense 1..n
+// within their parent and numbers follow positions; every multi-row change runs in one transaction
+// and is audited. Removing a season with episodes, or an episode with shots or with jobs referencing
+// its shots, is refused with 409.
+import type { Ctx } from '../../directory/context.ts';
+import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
+import type { Infer } from '../../kernel/validate.ts';
+import { newId } from '../../kernel/ids.ts';
+import { record } from '../../platform/audit/service.ts';
+import { projectById } from '../../directory/tenancy/store.ts';
+import { indexEpisode, indexSeasonEpisodes, unindex } from './indexing.ts';
+import type { CatalogPatchBody, SeasonCreateBody } from './schema.ts';
+import { hasScript } from '../scripts/store.ts';
+import type * as o from '../../kernel/view.ts';
+import type { ProjectStatus } from '../projects/lifecycle.ts';
+import type { CatalogStatus, CatalogView, EpisodeView, SeasonView } from './present.ts';
+import {
+  childCount, deleteRow, episodeById, episodesOfProject, insertEpisode, insertSeason, jobCountUnder, seasonById, seasonsOfProject,
+  seriesOfProject, shotsOfProject, siblingIds, updateEpisode, updateSeason, writeOrder, type EpisodeRow, type Ordered, type SeasonRow,
+} from './store.ts';
+
+type Create = Infer<typeof SeasonCreateBody>;
+type Patch = Infer<typeof CatalogPatchBody>;
+
+export function catalog(ctx: Ctx): o.Out<typeof CatalogView> {
+  const projectId = ctx.scope.projectId!;
+  const project = projectById(ctx.db, projectId)!;
+  const seasons = seasonsOfProject(ctx.db, projectId);
+  const episodes = episodesOfProject(ctx.db, projectId);
+  const shotsByEpisode = new Map<string, Record<string, number>>();
+  for (const s of shotsOfProject(ctx.db, projectId, null)) {
+    const counts = shotsByEpisode.get(s.episode_id) ?? {};
+    counts[s.status] = (counts[s.status] ?? 0) + 1;
+    shotsByEpisode.set(s.episode_id, counts);
+  }
+  const total = (c: Record<string, number> | undefined) => Object.values(c ?? {}).reduce((a, b) => a + b, 0);
+  const presentEpisode = (e: EpisodeRow) => ({
+    id: e.id, seasonId: e.season_id, number: e.number, title: e.title, status: e.status as CatalogStatus, position: e.position,
+    shotCount: total(shotsByEpisode.get(e.id)), shotStatusCounts: shotsByEpisode.get(e.id) ?? {}, createdAt: e.created_at, updatedAt: e.updated_at,
+  });
+  const presentSeason = (s: SeasonRow) => {
+    const eps = episodes.filter((e) => e.season_id === s.id).map(presentEpisode);
+    return {
+      id: s.id, seriesId: s.series_id, number: s.number, title: s.title, status: s.status as CatalogStatus, position: s.position,
+      episodeCount: eps.length, shotCount: eps.reduce((a, e) => a + e.shotCount, 0), createdAt: s.created_at, updatedAt: s.updated_at,
+      episodes: eps,
+    };
+  };
+  return {
+    projectId, projectStatus: project.status as ProjectStatus,
+    series: seriesOfProject(ctx.db, projectId).map((sr) => {
+      const ss = seasons.filter((s) => s.series_id === sr.id).map(presentSeason);
+      return {
+        id: sr.id, title: sr.title, status: project.status as ProjectStatus, createdAt: sr.created_at,
+        seasonCount: ss.length, episodeCount: ss.reduce((a, s) => a + s.episodeCount, 0), shotCount: ss.reduce((a, s) => a + s.shotCount, 0),
+        seasons: ss,
+      };
+    }),
+  };
+}
+
+export const presentSeasonRow = (s: SeasonRow): o.Out<typeof SeasonView> => ({
+  id: s.id, seriesId: s.series_id, number: s.number, title: s.title, status: s.status as CatalogStatus, position: s.position,
+  createdAt: s.created_at, updatedAt: s.updated_at,
+});
+export const presentEpisodeRow = (e: EpisodeRow): o.Out<typeof EpisodeView> => ({
+  id: e.id, seasonId: e.season_id, number: e.number, title: e.title, status: e.status as CatalogStatus, position: e.position, createdAt: e.created_at, updatedAt: e.updated_at,
+});
+
+/** Puts `id` at `position` (clamped to 1..n) among its siblings and rewrites positions 1..n. */
+export function placeAt(ctx: Ctx, kind: Ordered, parentId: string, id: string, position: number | undefined): number {
+  const ids = siblingIds(ctx.db, kind, ctx.scope.projectId!, parentId).filter((x) => x !== id);
+  const at = Math.min(Math.max(1, position ?? ids.length + 1), ids.length + 1);
+  ids.splice(at - 1, 0, id);
+  writeOrder(ctx.db, kind, ctx.scope.projectId!, ids);
+  return at;
+}
+
+function tenant(ctx: Ctx) {
+  const p = projectById(ctx.db, ctx.scope.projectId!)!;
+  return { organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id };
+}
+
+export function createSeason(ctx: Ctx, input: Create): SeasonRow {
+  return ctx.db.tx(() => {
+    const series = seriesOfProject(ctx.db, ctx.scope.projectId!)[0];
+    if (!series) throw conflict('project_has_no_series', 'this project has no series to add a season to');
+    const now = ctx.now().toISOString();
+    const n = siblingIds(ctx.db, 'seasons', series.project_id, series.id).length + 1;
+    const id = newId('sea');
+    insertSeason(ctx.db, {
+      ...tenant(ctx), id, series_id: series.id, number: n, title: input.title ?? `Season ${n}`, status: input.status ?? 'draft',
+      position: n, created_at: now, updated_at: now,
+    });
+    placeAt(ctx, 'seasons', series.id, id, input.position);
+    const season = seasonById(ctx.db, series.project_id, id)!;
+    record(ctx, { action: 'season.created', targetType: 'season', targetId: id, metadata: { title: season.title, position: season.position } });
+    return season;
+  });
+}
+
+export function createEpisode(ctx: Ctx, seasonId: string, input: Create): EpisodeRow {
+  return ctx.db.tx(() => {
+    const season = getSeason(ctx, seasonId);
+    const now = ctx.now().toISOString();
+    const n = childCount(ctx.db, season.project_id, 'episodes', season.id) + 1;
+    const id = newId('epi');
+    insertEpisode(ctx.db, {
+      ...tenant(ctx), id, season_id: season.id, number: n, title: input.title ?? `Episode ${n}`, status: input.status ?? 'draft',
+      position: n, created_at: now, updated_at: now,
+    });
+    placeAt(ctx, 'episodes', season.id, id, input.position);
+    indexSeasonEpisodes(ctx, season.id);
+    const episode = episodeById(ctx.db, season.project_id, id)!;
+    record(ctx, { action: 'episode.created', targetType: 'episode', targetId: id, metadata: { seasonId, title: episode.title, position: episode.position } });
+    return episode;
+  });
+}
+
+export function getSeason(ctx: Ctx, id: string): SeasonRow {
+  const s = seasonById(ctx.db, ctx.scope.projectId!, id);
+  if (!s) throw notFound('no such season in this project');
+  return s;
+}
+
+export function getEpisode(ctx: Ctx, id: string): EpisodeRow {
+  const e = episodeById(ctx.db, ctx.scope.projectId!, id);
+  if (!e) throw notFound('no such episode in this project');
+  return e;
+}
+
+function changes<R extends { title: string; status: string }>(row: R, patch: Patch): Record<string, { from: string; to: string }> {
+  if (patch.title === undefined && patch.status === undefined) throw validationFailed({ body: 'name at least one field to change' });
+  const out: Record<string, { from: string; to: string }> = {};
+  if (patch.title !== undefined && patch.title !== row.title) out.title = { from: row.title, to: patch.title };
+  if (patch.status !== undefined && patch.status !== row.status) out.status = { from: row.status, to: patch.status };
+  return out;
+}
+
+export function changeSeason(ctx: Ctx, id: string, patch: Patch): SeasonRow {
+  return ctx.db.tx(() => {
+    const s = getSeason(ctx, id);
+    const c = changes(s, patch);
+    if (Object.keys(c).length === 0) return s;
+    const next = { ...s, title: patch.title ?? s.title, status: patch.status ?? s.status, updated_at: ctx.now().toISOString() };
+    updateSeason(ctx.db, next);
+    if (c.title) indexSeasonEpisodes(ctx, id);
+    record(ctx, { action: 'season.updated', targetType: 'season', targetId: id, metadata: { changes: c } });
+    return next;
+  });
+}
+
+export function changeEpisode(ctx: Ctx, id: string, patch: Patch): EpisodeRow {
+  return ctx.db.tx(() => {
+    const e = getEpisode(ctx, id);
+    const c = changes(e, patch);
+    if (Object.keys(c).length === 0) return e;
+    const next = { ...e, title: patch.title ?? e.title, status: patch.status ?? e.status, updated_at: ctx.now().toISOString() };
+    updateEpisode(ctx.db, next);
+    indexEpisode(ctx, id, c.title !== undefined);
+    record(ctx, { action: 'episode.updated', targetType: 'episode', targetId: id, metadata: { changes: c } });
+    return next;
+  });
+}
+
+export function reorderSeason(ctx: Ctx, id: string, position: number): SeasonRow {
+  return ctx.db.tx(() => {
+    const s = getSeason(ctx, id);
+    const at = placeAt(ctx, 'seasons', s.series_id, id, position);
+    if (at !== s.position) record(ctx, { action: 'season.reordered', targetType: 'season', targetId: id, metadata: { from: s.position, to: at } });
+    return getSeason(ctx, id);
+  });
+}
+
+export function reorderEpisode(ctx: Ctx, id: string, position: number): EpisodeRow {
+  return ctx.db.tx(() => {
+    const e = getEpisode(ctx, id);
+    const at = placeAt(ctx, 'episodes', e.season_id, id, position);
+    if (at !== e.position) indexSeasonEpisodes(ctx, e.season_id);
+    if (at !== e.position) record(ctx, { action: 'episode.reordered', targetType: 'episode', targetId: id, metadata: { from: e.position, to: at } });
+    return getEpisode(ctx, id);
+  });
+}
+
+export function removeSeason(ctx: Ctx, id: string): void {
+  ctx.db.tx(() => {
+    const s = getSeason(ctx, id);
+    const episodes = childCount(ctx.db, s.project_id, 'episodes', id);
+    if (episodes > 0) throw conflict('season_has_episodes', 'remove or move the episodes of this season first', { episodes });
+    deleteRow(ctx.db, 'seasons', s.project_id, id);
+    writeOrder(ctx.db, 'seasons', s.project_id, siblingIds(ctx.db, 'seasons', s.project_id, s.series_id));
+    record(ctx, { action: 'season.removed', targetType: 'season', targetId: id, metadata: { title: s.title, position: s.position } });
+  });
+}
+
+export function removeEpisode(ctx: Ctx, id: string): void {
+  ctx.db.tx(() => {
+    const e = getEpisode(ctx, id);
+    const jobs = jobCountUnder(ctx.db, e.project_id, 'episodes', id);
+    const shots = childCount(ctx.db, e.project_id, 'shots', id);
+    if (jobs > 0) throw conflict('episode_has_jobs', 'generation jobs reference shots of this episode', { shots, jobs });
+    if (shots > 0) throw conflict('episode_has_shots', 'remove the shots of this episode first', { shots });
+    if (hasScript(ctx.db, e.project_id, id)) throw conflict('episode_has_script', 'the episode has a script; its revisions are kept for good');
+    deleteRow(ctx.db, 'episodes', e.project_id, id);
+    writeOrder(ctx.db, 'episodes', e.project_id, siblingIds(ctx.db, 'episodes', e.project_id, e.season_id));
+    unindex(ctx, 'episode', id);
+    indexSeasonEpisodes(ctx, e.season_id);
+    record(ctx, { action: 'episode.removed', targetType: 'episode', targetId: id, metadata: { seasonId: e.season_id, title: e.title, position: e.position } });
+  });
+}

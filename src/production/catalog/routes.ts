@@ -1,0 +1,78 @@
+// Production content of the current project: catalog (seasons, episodes), shots, graph, work items.
+// Reads need script:read; catalog changes project:create; shot changes job:create.
+import { READ_ACCESS } from '../../directory/tenancy/reads.ts';
+import { json, type Router } from '../../http/router.ts';
+import { pageOf } from '../../kernel/validate.ts';
+import {
+  catalog, changeEpisode, changeSeason, createEpisode, createSeason, presentEpisodeRow, presentSeasonRow, removeEpisode, removeSeason,
+  reorderEpisode, reorderSeason,
+} from './catalog.ts';
+import { productionGraph } from '../../views/graph.ts';
+import * as o from '../../kernel/view.ts';
+import {
+  CatalogView, EpisodeView, ProductionGraphView, SeasonView, ShotDetailView, ShotView, WorkItemView, presentJob, presentShot,
+} from './present.ts';
+import { CatalogPatchBody, EpisodeCreateBody, ReorderBody, SeasonCreateBody, ShotCreateBody, ShotListQuery, ShotPatchBody } from './schema.ts';
+import { changeShot, createShot, getShot, listShots, removeShot, reorderShot } from './shots.ts';
+import { jobsOfShot, referencesOf, referencesOfProject } from './store.ts';
+import { workItems } from '../../views/workitems.ts';
+import { artifactsOfProject } from '../../generation/media/store.ts';
+import { canSeeMedia, presentArtifact } from '../../generation/media/present.ts';
+
+export function bindProductionRoutes(r: Router): void {
+  const tags = ['production'];
+  const read = { tags, scope: 'project', permission: READ_ACCESS.shot } as const;
+  const cat = { tags, scope: 'project', permission: 'project:create' } as const;
+  const shot = { tags, scope: 'project', permission: 'job:create' } as const;
+
+  r.get('/api/production/catalog', { summary: 'Series, seasons and episodes of the current project (ordered), with counts and statuses.', ...read, response: { description: 'the catalog', schema: CatalogView } },
+    ({ ctx }) => json(200, catalog(ctx)));
+  r.post('/api/production/seasons', { summary: 'Add a season to the project\'s series (at `position`, default last).', ...cat, body: SeasonCreateBody, response: { status: 201, description: 'the season', schema: SeasonView } },
+    ({ ctx, body }) => json(201, presentSeasonRow(createSeason(ctx, body))));
+  r.patch('/api/production/seasons/:seasonId', { summary: 'Rename a season or change its status.', ...cat, body: CatalogPatchBody, response: { description: 'the season', schema: SeasonView } },
+    ({ ctx, params, body }) => json(200, presentSeasonRow(changeSeason(ctx, params.seasonId, body))));
+  r.post('/api/production/seasons/:seasonId/reorder', { summary: 'Move a season to `position`; positions and numbers stay 1..n.', ...cat, body: ReorderBody, response: { description: 'the season in its new place', schema: SeasonView } },
+    ({ ctx, params, body }) => json(200, presentSeasonRow(reorderSeason(ctx, params.seasonId, body.position))));
+  r.delete('/api/production/seasons/:seasonId', { summary: 'Remove an empty season (409 season_has_episodes otherwise).', ...cat, response: { status: 204, description: 'removed' } },
+    ({ ctx, params }) => { removeSeason(ctx, params.seasonId); return json(204, undefined); });
+  r.post('/api/production/seasons/:seasonId/episodes', { summary: 'Add an episode to a season (at `position`, default last).', ...cat, body: EpisodeCreateBody, response: { status: 201, description: 'the episode', schema: EpisodeView } },
+    ({ ctx, params, body }) => json(201, presentEpisodeRow(createEpisode(ctx, params.seasonId, body))));
+  r.patch('/api/production/episodes/:episodeId', { summary: 'Rename an episode or change its status.', ...cat, body: CatalogPatchBody, response: { description: 'the episode', schema: EpisodeView } },
+    ({ ctx, params, body }) => json(200, presentEpisodeRow(changeEpisode(ctx, params.episodeId, body))));
+  r.post('/api/production/episodes/:episodeId/reorder', { summary: 'Move an episode to `position` within its season.', ...cat, body: ReorderBody, response: { description: 'the episode in its new place', schema: EpisodeView } },
+    ({ ctx, params, body }) => json(200, presentEpisodeRow(reorderEpisode(ctx, params.episodeId, body.position))));
+  r.delete('/api/production/episodes/:episodeId', { summary: 'Remove an episode without shots (409 episode_has_shots / episode_has_jobs otherwise).', ...cat, response: { status: 204, description: 'removed' } },
+    ({ ctx, params }) => { removeEpisode(ctx, params.episodeId); return json(204, undefined); });
+
+  r.get('/api/production/shots', { summary: 'Shots of the project in order, or of one episode (`episodeId`); page, pageSize.', ...read, query: ShotListQuery, response: { description: 'a page of shots, in order', schema: o.page(ShotView) } },
+    ({ ctx, query, searchParams }) => {
+      const refs = referencesOfProject(ctx.db, ctx.scope.projectId!);
+      return json(200, pageOf(searchParams, listShots(ctx, query.episodeId), (s) => presentShot(s, refs)));
+    });
+  r.post('/api/production/shots', { summary: 'Create a shot in an episode (at `position`, default last).', ...shot, body: ShotCreateBody, response: { status: 201, description: 'the shot', schema: ShotView } },
+    ({ ctx, body }) => { const s = createShot(ctx, body); return json(201, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
+  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media artifacts (newest first, at most 10; empty without qa:review or delivery:view).', ...read, response: { description: 'the shot with its history and media', schema: ShotDetailView } }, ({ ctx, params }) => {
+    const s = getShot(ctx, params.shotId);
+    return json(200, {
+      ...presentShot(s, referencesOf(ctx.db, s.project_id, s.id)),
+      generationHistory: jobsOfShot(ctx.db, s.project_id, s.id).map(presentJob),
+      // Media evidence is for those who review or deliver it (qa:review, delivery:view).
+      latestMedia: canSeeMedia(ctx)
+        ? artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 }).map((a) => presentArtifact(ctx.db, a))
+        : [],
+    });
+  });
+  r.patch('/api/production/shots/:shotId', { summary: 'Change a shot.', ...shot, body: ShotPatchBody, response: { description: 'the shot', schema: ShotView } },
+    ({ ctx, params, body }) => { const s = changeShot(ctx, params.shotId, body); return json(200, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
+  r.post('/api/production/shots/:shotId/reorder', { summary: 'Move a shot to `position` within its episode.', ...shot, body: ReorderBody, response: { description: 'the shot in its new place', schema: ShotView } },
+    ({ ctx, params, body }) => { const s = reorderShot(ctx, params.shotId, body.position); return json(200, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
+  r.delete('/api/production/shots/:shotId', { summary: 'Remove a shot without generation jobs (409 shot_has_jobs otherwise).', ...shot, response: { status: 204, description: 'removed' } },
+    ({ ctx, params }) => { removeShot(ctx, params.shotId); return json(204, undefined); });
+
+  r.get('/api/production/graph', { summary: 'Nodes and edges series -> season -> episode -> scene -> shot -> job, with statuses.', ...read, response: { description: 'the graph', schema: ProductionGraphView } },
+    ({ ctx }) => json(200, productionGraph(ctx)));
+  r.get('/api/work-items', {
+    summary: 'The current user\'s derived to-do list in the current project: assigned open tasks, failed jobs, shots without media.',
+    tags, scope: 'project', permission: ['script:read', 'task:view'], response: { description: 'a page of work items, most urgent first', schema: o.page(WorkItemView) },
+  }, ({ ctx, searchParams }) => json(200, pageOf(searchParams, workItems(ctx), (i) => i)));
+}

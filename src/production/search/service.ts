@@ -1,0 +1,118 @@
+// Search inside the session's organization, workspace and visible projects. Terms of three or more
+// characters go through the FTS5 trigram index (any language, CJK included); when every term is
+// shorter (e.g. a two-character Chinese word) a bounded substring scan of the most recent documents
+// in scope answers instead. The tenant filter is built in SQL from the session, never from input:
+// the pairs (project, type) the caller may open, i.e. whose read permission (SEARCH_TYPES[type].read,
+// the same lists as the read routes) it holds in that project.
+import { withScope, type Ctx } from '../../directory/context.ts';
+import { scopeForbidden } from '../../kernel/errors.ts';
+import { hasPermission } from '../../directory/tenancy/roles.ts';
+import { listProjects } from '../../tenancy/orgs/service.ts';
+import { projectById, type ProjectRow } from '../../directory/tenancy/store.ts';
+import { SEARCH_TYPES, type SearchType } from '../../platform/search/index.ts';
+
+export interface SearchRow {
+  type: SearchType; target_id: string; organization_id: string; workspace_id: string | null; project_id: string | null;
+  title: string; subtitle: string; status: string; target_tab: string; snippet: string; score: number;
+}
+
+/** Matches ranked at most for one query (the newest ones in scope). */
+export const RANK_WINDOW = 500;
+/** Documents scanned at most by the short-term fallback. */
+export const SUBSTRING_SCAN_LIMIT = 20_000;
+// Highlight markers inside snippets; present.ts turns them into ranges.
+export const MARK_OPEN = '\u0002';
+export const MARK_CLOSE = '\u0003';
+
+function terms(q: string): string[] {
+  return q.normalize('NFC').split(/\s+/).filter(Boolean).slice(0, 8);
+}
+
+const length = (s: string) => [...s].length;
+
+/** The projects the search may reach: the current one, or the visible projects of the current workspace. */
+function projectsInScope(ctx: Ctx, scope: 'workspace' | 'project'): ProjectRow[] {
+  if (scope === 'project') {
+    if (!ctx.scope.projectId) throw scopeForbidden('choose a project first (PATCH /api/context)');
+    return [projectById(ctx.db, ctx.scope.projectId)!];
+  }
+  if (!ctx.scope.workspaceId) throw scopeForbidden('choose a workspace first (PATCH /api/context)');
+  return listProjects(ctx, ctx.scope.workspaceId);
+}
+
+const TYPES = Object.keys(SEARCH_TYPES) as SearchType[];
+
+/**
+ * The [projectId, type] pairs whose hits the caller may see: in each project of the search, the
+ * types whose read permission it holds there (its permissions in that project's scope, as the read
+ * route would compute them).
+ */
+export function readablePairs(ctx: Ctx, scope: 'workspace' | 'project'): Array<[string, SearchType]> {
+  const pairs: Array<[string, SearchType]> = [];
+  for (const p of projectsInScope(ctx, scope)) {
+    const { permissions } = withScope(ctx, { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id });
+    for (const type of TYPES) {
+      const read = SEARCH_TYPES[type].read;
+      if (read.length === 0 || read.some((x) => hasPermission(permissions, x))) pairs.push([p.id, type]);
+    }
+  }
+  return pairs;
+}
+
+export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'project'; limit: number }): SearchRow[] {
+  const words = terms(input.q.trim());
+  if (words.length === 0) return [];
+  const readable = JSON.stringify(readablePairs(ctx, input.scope));
+  const org = ctx.scope.organizationId;
+  const long = words.filter((w) => length(w) >= 3);
+  const short = words.filter((w) => length(w) < 3);
+  // Every short term must appear too (a substring test over the document's text).
+  const shortFilter = short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 4}) > 0`).join('');
+  if (long.length > 0) {
+    const match = long.map((w) => `"${w.replace(/"/g, '""')}"`).join(' AND ');
+    // Rank (bm25, title over subtitle over body) among the RANK_WINDOW newest matches in scope: the
+    // index streams matches newest first, so the work stays bounded however common the term; then
+    // make snippets for the rows kept only.
+    const top = ctx.db.all<{ rowid: number; score: number }>(
+      `SELECT search_fts.rowid AS rowid, bm25(search_fts, 5.0, 2.0, 1.0) AS score
+         FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
+        WHERE search_fts MATCH ?1 AND d.organization_id = ?2 AND (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))${shortFilter}
+        ORDER BY search_fts.rowid DESC LIMIT ${RANK_WINDOW}`,
+      match, org, readable, ...short,
+    ).sort((a, b) => a.score - b.score).slice(0, input.limit);
+    // One lookup per kept row, by rowid; the snippet is cut here around the first match. FTS5's
+    // snippet() walks every phrase instance of the document: about 3 s for a 10,000-character run of
+    // one letter searched for "xxx", a minute or more of blocked event loop for one request.
+    return top.map(({ rowid, score }) => {
+      const { body, ...r } = ctx.db.get<Omit<SearchRow, 'score' | 'snippet'> & { body: string }>(
+        `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
+           FROM search_documents d WHERE d.rowid = ?1`, rowid)!;
+      return { ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, words), score };
+    });
+  }
+  // Only short terms: scan the organization's most recent documents (at most SUBSTRING_SCAN_LIMIT),
+  // newest first, and stop at `limit` matches.
+  const rows = ctx.db.all<Omit<SearchRow, 'snippet' | 'score'> & { body: string }>(
+    `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
+       FROM (SELECT * FROM search_documents WHERE organization_id = ?1 ORDER BY updated_at DESC LIMIT ${SUBSTRING_SCAN_LIMIT}) d
+      WHERE (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?2))${short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 3}) > 0`).join('')}
+      LIMIT ?${short.length + 3}`,
+    org, readable, ...short, input.limit,
+  );
+  return rows.map(({ body, ...r }) => ({ ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, short), score: 0 }));
+}
+
+/**
+ * About 24 characters either side of the first place any term occurs (case-insensitively, like the
+ * trigram index), the match between the highlight markers; the text's start when none is found.
+ * Linear in the text: one literal regular expression.
+ */
+function excerpt(text: string, terms: string[]): string {
+  const found = new RegExp(terms.map((t) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'iu').exec(text);
+  const at = found ? found.index : 0;
+  const len = found ? found[0].length : 0;
+  const from = Math.max(0, at - 24);
+  const to = Math.min(text.length, at + len + 24);
+  const mark = found ? `${MARK_OPEN}${text.slice(at, at + len)}${MARK_CLOSE}` : '';
+  return `${from > 0 ? '…' : ''}${text.slice(from, at)}${mark}${text.slice(at + len, to)}${to < text.length ? '…' : ''}`;
+}

@@ -1,0 +1,197 @@
+// Global user governance: the system administrator (HTTP) or the local operator (CLI) lists and
+// creates accounts, suspends and reactivates them, grants or removes the system administrator
+// identity, resets passwords and MFA, revokes sessions and grants memberships. Every change is
+// audited, never with a secret. Suspension, removal of the administrator identity and the security
+// resets revoke every session of the user in the same transaction as the change.
+import type { Ctx } from '../../directory/context.ts';
+import { conflict, notFound, requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
+import { record } from '../../platform/audit/service.ts';
+import { generatePassword, hashPassword } from '../../kernel/password.ts';
+import { absoluteCutoff, idleCutoff } from '../../identity/sessions/service.ts';
+import { liveSessionsOfUser, revokeUserSessions } from '../../directory/sessions/store.ts';
+import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
+import { passwordRules } from '../../directory/policy/store.ts';
+import { ROLE_LEVEL, type Level, type Role } from '../../directory/tenancy/roles.ts';
+import { grantRole } from '../orgs/service.ts';
+import { membershipAt, membershipsOfUser, namedMembershipsOfUser, organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
+import type { GovernedUser, NamedFullMembership } from '../../directory/users/present.ts';
+import { createUser, setUserStatus } from '../../identity/users/service.ts';
+import { pageWindow } from '../../kernel/validate.ts';
+import {
+  clearMfa, countActiveSystemAdmins, listUsers, organizationsOwnedOnlyBy, setPassword, setSystemAdmin,
+  userByEmail, userById, type UserRow,
+} from '../../directory/users/store.ts';
+
+const NO_TENANT = { organizationId: null, workspaceId: null, projectId: null } as const;
+
+function existingUser(ctx: Ctx, userId: string): UserRow {
+  const user = userById(ctx.db, userId);
+  if (!user) throw notFound('no such user');
+  return user;
+}
+
+/** A user named by id or e-mail address (the CLI's argument); 404 not_found otherwise. */
+export function findUser(ctx: Ctx, idOrEmail: string): UserRow {
+  const user = userById(ctx.db, idOrEmail) ?? userByEmail(ctx.db, idOrEmail);
+  if (!user) throw notFound(`no user with id or e-mail address ${idOrEmail}`);
+  return user;
+}
+
+function governed(ctx: Ctx, user: UserRow): GovernedUser {
+  return {
+    user,
+    activeSessions: liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), idleCutoff(ctx), absoluteCutoff(ctx)).length,
+    memberships: namedMembershipsOfUser(ctx.db, user.id),
+  };
+}
+
+export function governedUser(ctx: Ctx, userId: string): GovernedUser {
+  requireSystemAdmin(ctx);
+  return governed(ctx, existingUser(ctx, userId));
+}
+
+export interface UserListRequest { query?: string; status?: 'active' | 'suspended'; limit?: number; page?: number }
+
+/** Users matching the filter, `limit` (default 50, clamped to 1..200) a page. */
+export function listGovernedUsers(ctx: Ctx, q: UserListRequest) {
+  requireSystemAdmin(ctx);
+  const { page, pageSize, offset } = pageWindow(q.page, q.limit);
+  const query = q.query === undefined || q.query === '' ? undefined : q.query;
+  const { rows, total } = listUsers(ctx.db, { query, status: q.status, limit: pageSize, offset });
+  return { items: rows.map((u) => governed(ctx, u)), pagination: { page, pageSize, total } };
+}
+
+/** Creates an active account with a one-time initial password (must be changed at first login). */
+export async function createGovernedUser(ctx: Ctx, input: { email: string; name: string; isSystemAdmin?: boolean }) {
+  requireSystemAdmin(ctx);
+  const { user, initialPassword } = await createUser(ctx, { email: input.email, name: input.name, isSystemAdmin: input.isSystemAdmin });
+  return { user: governed(ctx, user), initialPassword: initialPassword! };
+}
+
+export interface UserPatch { status?: 'active' | 'suspended'; isSystemAdmin?: boolean }
+
+/**
+ * Changes an account's status and/or system administrator identity. Refused (409, nothing changed):
+ * suspending oneself (cannot_suspend_self); leaving no active system administrator
+ * (last_system_admin); suspending the only active owner of an organization
+ * (only_organization_owner). Reactivation takes a seat again in each of the user's organizations
+ * (409 seat_limit_reached when one is full).
+ */
+export function updateUser(ctx: Ctx, userId: string, patch: UserPatch): GovernedUser {
+  requireSystemAdmin(ctx);
+  if (patch.status === undefined && patch.isSystemAdmin === undefined) {
+    throw validationFailed({ body: 'name status or isSystemAdmin' });
+  }
+  ctx.db.tx(() => {
+    const user = existingUser(ctx, userId);
+    const now = ctx.now().toISOString();
+    const suspending = patch.status === 'suspended' && user.status === 'active';
+    const activating = patch.status === 'active' && user.status === 'suspended';
+    const wasAdmin = user.is_system_admin === 1;
+    const isAdmin = patch.isSystemAdmin ?? wasAdmin;
+    if (suspending && userId === ctx.actor.userId) {
+      throw conflict('cannot_suspend_self', 'you cannot suspend your own account');
+    }
+    if (user.status === 'active' && wasAdmin && (suspending || !isAdmin) && countActiveSystemAdmins(ctx.db, userId) === 0) {
+      throw conflict('last_system_admin', 'this is the last active system administrator; grant the identity to another account first', { userId });
+    }
+    if (suspending) {
+      const organizationIds = organizationsOwnedOnlyBy(ctx.db, userId);
+      if (organizationIds.length > 0) {
+        throw conflict('only_organization_owner', `the user is the only active owner of ${organizationIds.join(', ')}; make someone else org_owner first`, { organizationIds });
+      }
+    }
+    if (activating) {
+      for (const m of membershipsOfUser(ctx.db, userId)) {
+        if (m.level === 'organization') assertSeatsAvailable(ctx.db, m.organization_id, now);
+      }
+    }
+    if (isAdmin !== wasAdmin) {
+      setSystemAdmin(ctx.db, userId, isAdmin, now);
+      const revoked = isAdmin ? 0 : revokeUserSessions(ctx.db, userId, now, 'system_admin_removed');
+      record(ctx, {
+        action: isAdmin ? 'user.system_admin_granted' : 'user.system_admin_removed', targetType: 'user', targetId: userId,
+        ...NO_TENANT, metadata: { sessionsRevoked: revoked },
+      });
+    }
+    if (patch.status !== undefined) setUserStatus(ctx, userId, patch.status);
+  });
+  return governed(ctx, existingUser(ctx, userId));
+}
+
+/** Sets a new one-time password (must be changed at the next login) and revokes every session. */
+export async function resetPassword(ctx: Ctx, userId: string): Promise<{ initialPassword: string }> {
+  requireSystemAdmin(ctx);
+  existingUser(ctx, userId);
+  const initialPassword = generatePassword(passwordRules(ctx.db).minLength);
+  const hash = await hashPassword(initialPassword, ctx.config.scryptLogN);
+  ctx.db.tx(() => {
+    existingUser(ctx, userId);
+    const now = ctx.now().toISOString();
+    setPassword(ctx.db, userId, hash, true, now);
+    const revoked = revokeUserSessions(ctx.db, userId, now, 'password_reset');
+    record(ctx, { action: 'user.password_reset', targetType: 'user', targetId: userId, ...NO_TENANT, metadata: { sessionsRevoked: revoked } });
+  });
+  return { initialPassword };
+}
+
+/** Turns MFA off for the account (it enrolls again) and revokes every session. */
+export function resetMfa(ctx: Ctx, userId: string): GovernedUser {
+  requireSystemAdmin(ctx);
+  ctx.db.tx(() => {
+    const user = existingUser(ctx, userId);
+    const now = ctx.now().toISOString();
+    clearMfa(ctx.db, userId, now);
+    const revoked = revokeUserSessions(ctx.db, userId, now, 'mfa_reset');
+    record(ctx, {
+      action: 'user.mfa_reset', targetType: 'user', targetId: userId, ...NO_TENANT,
+      metadata: { wasEnabled: user.mfa_enabled === 1, sessionsRevoked: revoked },
+    });
+  });
+  return governed(ctx, existingUser(ctx, userId));
+}
+
+/** Revokes every session of the user; returns how many were revoked. */
+export function revokeSessions(ctx: Ctx, userId: string): number {
+  requireSystemAdmin(ctx);
+  return ctx.db.tx(() => {
+    existingUser(ctx, userId);
+    const revoked = revokeUserSessions(ctx.db, userId, ctx.now().toISOString(), 'revoked_by_administrator');
+    record(ctx, { action: 'user.sessions_revoked', targetType: 'user', targetId: userId, ...NO_TENANT, metadata: { count: revoked } });
+    return revoked;
+  });
+}
+
+export interface MembershipGrant { level: Level; scopeId: string; role: Role }
+
+/**
+ * Gives the user a role at an organization, workspace or project (with the memberships the
+ * hierarchy implies), checked against role level, scope and seats. Changing the role of an
+ * organization's only active owner is refused by grantRole (409 last_owner).
+ */
+export function grantMembership(ctx: Ctx, userId: string, g: MembershipGrant): NamedFullMembership {
+  requireSystemAdmin(ctx);
+  return ctx.db.tx(() => {
+    existingUser(ctx, userId);
+    if (ROLE_LEVEL[g.role] !== g.level) throw validationFailed({ role: `is not a ${g.level} role` });
+    if (g.role === 'project_guest') throw validationFailed({ role: 'is given automatically with a project role; grant project_editor or project_viewer' });
+    const organizationId = organizationOfScope(ctx, g.level, g.scopeId);
+    const orgMembership = membershipAt(ctx.db, userId, 'organization', organizationId);
+    if (orgMembership?.status !== 'active') assertSeatsAvailable(ctx.db, organizationId, ctx.now().toISOString());
+    const m = grantRole(ctx, { userId, level: g.level, scopeId: g.scopeId, role: g.role });
+    return {
+      ...m,
+      organization_name: organizationById(ctx.db, m.organization_id)!.name,
+      workspace_name: m.workspace_id ? workspaceById(ctx.db, m.workspace_id)!.name : null,
+      project_name: m.project_id ? projectById(ctx.db, m.project_id)!.name : null,
+    };
+  });
+}
+
+function organizationOfScope(ctx: Ctx, level: Level, scopeId: string): string {
+  const found = level === 'organization' ? organizationById(ctx.db, scopeId)?.id
+    : level === 'workspace' ? workspaceById(ctx.db, scopeId)?.organization_id
+    : projectById(ctx.db, scopeId)?.organization_id;
+  if (!found) throw validationFailed({ scopeId: `names no ${level}` });
+  return found;
+}

@@ -1,0 +1,111 @@
+// Organization detail, members at three levels, invitations, and accepting them.
+import type { IncomingMessage } from 'node:http';
+import type { Config } from '../../kernel/config.ts';
+import { json, type Router, type RouteMeta } from '../../http/router.ts';
+import { frontendBase } from '../../http/request.ts';
+import { pageOf } from '../../kernel/validate.ts';
+import { organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
+import { orgRoleOf } from '../../directory/tenancy/scope.ts';
+import { presentOrganization } from '../../directory/tenancy/present.ts';
+import { tokenAnswer } from '../../identity/sessions/routes.ts';
+import { addressLimited } from '../../identity/sessions/service.ts';
+import { fromBrowser, sessionCookie } from '../../gate/cookies.ts';
+import { presentUser } from '../../directory/users/present.ts';
+import { userById } from '../../directory/users/store.ts';
+import { seatUsage } from '../../directory/plan/seats.ts';
+import { memberScope, organizationMembers, removeMember, scopeMembers, setMemberRole } from './service.ts';
+import {
+  acceptInvitation, createInvitation, invitationForToken, registerWithInvitation, resendInvitation, revokeInvitation, type IssuedInvitation,
+} from './invitations.ts';
+import { invitationsOf } from './store.ts';
+import { InvitationBody, InvitationListQuery, RegisterBody, RoleBody, TokenBody, TokenQuery } from './schema.ts';
+import * as o from '../../kernel/view.ts';
+import {
+  InvitationPreviewView, InvitationView, IssuedInvitationView, OrganizationDetailView, OrganizationMemberView, RegisteredView, ScopeMemberView,
+  presentInvitation, presentOrganizationMember, presentScopeMember,
+} from './present.ts';
+import { invitationPath } from '../../kernel/links.ts';
+
+const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
+
+function issued(req: IncomingMessage, config: Config, i: IssuedInvitation): o.Out<typeof IssuedInvitationView> {
+  const acceptUrl = `${frontendBase(req, config)}${invitationPath(i.inviteToken)}`;
+  return { invitation: presentInvitation(i.invitation), inviteToken: i.inviteToken, acceptUrl };
+}
+
+export function bindMemberRoutes(r: Router): void {
+  const tags = ['members'];
+  r.get('/api/organizations/:organizationId', { summary: 'The organization, the caller\u2019s role in it and its seat use.', tags: ['tenancy'], scope: 'organization', response: { description: 'the organization with the caller\u2019s role and its seat use', schema: OrganizationDetailView } }, ({ ctx, params }) => {
+    const org = organizationById(ctx.db, params.organizationId)!;
+    return json(200, { ...presentOrganization(org), role: orgRoleOf(ctx.memberships, org.id), seats: seatUsage(ctx.db, org.id, ctx.now().toISOString()) });
+  });
+
+  r.get('/api/organizations/:organizationId/members', { summary: 'Members with their organization role, status, last login and roles below. A project-only guest sees the members of its own projects only (and only those projects\u2019 roles); others\u2019 lastLoginAt is null unless the caller is an owner, admin or system administrator.', tags, scope: 'organization', response: { description: 'a page of members', schema: o.page(OrganizationMemberView) } },
+    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, organizationMembers(ctx, params.organizationId), presentOrganizationMember)));
+  r.get('/api/workspaces/:workspaceId/members', { summary: 'Members of the workspace (a project-only guest: those who hold a role in one of its projects; others\u2019 lastLoginAt for administrators only).', tags, scope: 'workspace', response: { description: 'a page of members', schema: o.page(ScopeMemberView) } },
+    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'workspace', params.workspaceId), presentScopeMember)));
+  r.get('/api/projects/:projectId/members', { summary: 'Members holding a project role (others\u2019 lastLoginAt for administrators only).', tags, scope: 'project', response: { description: 'a page of members', schema: o.page(ScopeMemberView) } },
+    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'project', params.projectId), presentScopeMember)));
+
+  for (const [base, scope] of [['/api/organizations/:organizationId', 'organization'], ['/api/workspaces/:workspaceId', 'workspace'], ['/api/projects/:projectId', 'project']] as const) {
+    r.put(`${base}/members/:userId`, {
+      summary: `Set a member's ${scope} role (owners and admins; only owners grant or remove ownership; the last owner stays).`,
+      tags, scope, orgRoles: ADMINS, archivedOk: true, body: RoleBody, response: { description: 'the member with its role here', schema: ScopeMemberView },
+    }, ({ ctx, params, body }) => {
+      const { level, scopeId } = memberScope(params);
+      return json(200, presentScopeMember(setMemberRole(ctx, level, scopeId, params.userId, body.role)));
+    });
+    r.delete(`${base}/members/:userId`, {
+      summary: `Remove a member from the ${scope}${scope === 'organization' ? ' (every role in it)' : ''}.`, tags, scope, orgRoles: ADMINS, archivedOk: true,
+      response: { status: 204, description: 'removed' },
+    }, ({ ctx, params }) => {
+      const { level, scopeId } = memberScope(params);
+      removeMember(ctx, level, scopeId, params.userId);
+      return { status: 204 };
+    });
+  }
+
+  const invite = { tags: ['invitations'], scope: 'organization' as const, permission: 'organization:members:invite' as const };
+  r.post('/api/organizations/:organizationId/invitations', {
+    summary: 'Invite by e-mail; answers inviteToken and acceptUrl once.', ...invite, body: InvitationBody, response: { status: 201, description: 'the invitation, inviteToken and acceptUrl', schema: IssuedInvitationView },
+  }, ({ ctx, req, params, body }) => json(201, issued(req, ctx.config, createInvitation(ctx, params.organizationId, body))));
+  r.get('/api/organizations/:organizationId/invitations', { summary: 'Invitations of the organization (status filter).', ...invite, query: InvitationListQuery, response: { description: 'a page of invitations', schema: o.page(InvitationView) } },
+    ({ ctx, params, query, searchParams }) => json(200, pageOf(searchParams, invitationsOf(ctx.db, params.organizationId, query.status ?? null), presentInvitation)));
+  r.post('/api/organizations/:organizationId/invitations/:invitationId/resend', { summary: 'New token and expiry; the old link stops working.', ...invite, response: { description: 'the invitation, the new inviteToken and acceptUrl', schema: IssuedInvitationView } },
+    ({ ctx, req, params }) => json(200, issued(req, ctx.config, resendInvitation(ctx, params.organizationId, params.invitationId))));
+  r.post('/api/organizations/:organizationId/invitations/:invitationId/revoke', { summary: 'Revoke; the seat is released.', ...invite, response: { description: 'the revoked invitation', schema: InvitationView } },
+    ({ ctx, params }) => json(200, presentInvitation(revokeInvitation(ctx, params.organizationId, params.invitationId))));
+
+  r.get('/api/invitations/preview', { summary: 'What an invitation token grants: { email, role, expiresAt, organization, workspace, project, invitedBy: { name } | null } (the console\'s /invitations/accept page shows it; 404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery,
+    response: { description: 'what the invitation grants', schema: InvitationPreviewView },
+  }, ({ ctx, query }) => {
+    const inv = addressLimited(ctx, () => invitationForToken(ctx, query.token));
+    const org = organizationById(ctx.db, inv.organization_id)!;
+    const ws = inv.workspace_id ? workspaceById(ctx.db, inv.workspace_id) : undefined;
+    const project = inv.project_id ? projectById(ctx.db, inv.project_id) : undefined;
+    const inviter = inv.invited_by ? userById(ctx.db, inv.invited_by) : undefined;
+    return json(200, {
+      email: inv.email, role: inv.role, expiresAt: inv.expires_at,
+      organization: { id: org.id, name: org.name },
+      workspace: ws ? { id: ws.id, name: ws.name } : null,
+      project: project ? { id: project.id, name: project.name } : null,
+      invitedBy: inviter ? { name: inviter.name } : null,
+    });
+  });
+
+  r.post('/api/auth/register', {
+    summary: 'Create an account from an invitation (token, e-mail and expiry checked again) and log in (an unknown, expired or other-address token counts against the client address\'s failed-attempt limit, then 429 rate_limited); when the identity policy requires MFA: { mfaEnrollmentRequired, challengeToken, expiresAt, user } instead of a session.', tags: ['auth'], auth: 'none',
+    body: RegisterBody, response: { status: 201, description: 'session token, expiry and user; or an MFA enrollment challenge and the user', schema: RegisteredView },
+  }, async ({ ctx, req, body }) => {
+    const kind = fromBrowser(req, ctx.config) ? 'browser' : 'bearer';
+    const { user, result } = await registerWithInvitation(ctx, body, kind);
+    if (result.step !== 'session') {
+      return json(201, { mfaEnrollmentRequired: true as const, challengeToken: result.challenge.challengeToken, expiresAt: result.challenge.expiresAt, user: presentUser(user) });
+    }
+    const session = result.started;
+    return json(201, { ...tokenAnswer(session), user: presentUser(user) }, kind === 'browser' ? { 'set-cookie': sessionCookie(session) } : undefined);
+  });
+
+  r.post('/api/invitations/accept', { summary: 'Accept an invitation with the current account (same e-mail).', tags: ['invitations'], body: TokenBody, response: { description: 'the accepted invitation', schema: InvitationView } },
+    ({ ctx, body }) => json(200, presentInvitation(acceptInvitation(ctx, body.token))));
+}

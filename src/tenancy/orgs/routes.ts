@@ -1,0 +1,53 @@
+// Current scope (context), organizations, workspaces and projects.
+import { withScope } from '../../directory/context.ts';
+import { auditScopeDenied } from '../../gate/access.ts';
+import { AppError } from '../../kernel/errors.ts';
+import { json, type Router } from '../../http/router.ts';
+import { PageQuery, pageOf } from '../../kernel/validate.ts';
+import { ContextPatchBody, OrganizationBody, WorkspaceBody } from './schema.ts';
+import * as o from '../../kernel/view.ts';
+import { ContextView, OrganizationView, WorkspaceView, presentContext, presentOrganization, presentWorkspace } from '../../directory/tenancy/present.ts';
+import { changeScope, createOrganization, createWorkspace, listOrganizations, listWorkspaces } from './service.ts';
+
+export function bindTenancyRoutes(r: Router): void {
+  const tags = ['tenancy'];
+  r.get('/api/context', { summary: 'Current user, organization, workspace, project, permissions and memberships (in the Svc-Scope header\'s scope when one is sent).', tags: ['context'], response: { description: 'the context', schema: ContextView } },
+    ({ ctx }) => {
+      // The body depends only on rows behind the read cache, so it is kept with them (emptied by any write).
+      const { organizationId, workspaceId, projectId } = ctx.scope;
+      const body = ctx.db.cachedDerived(`context:${ctx.actor.userId}:${ctx.actor.isSystemAdmin}:${organizationId}:${workspaceId}:${projectId}`,
+        () => JSON.stringify(presentContext(ctx, ctx.scope, ctx.permissions)));
+      return { status: 200, raw: body, headers: { 'content-type': 'application/json; charset=utf-8' } };
+    });
+
+  r.patch('/api/context', {
+    summary: 'Move the session\'s current scope; each id is checked (403 scope_forbidden, audited as access.denied). Missing lower levels are filled with the first visible one. '
+      + 'To act in another scope for one request only, send the Svc-Scope header instead.',
+    tags: ['context'], body: ContextPatchBody, response: { description: 'the context in the new scope', schema: ContextView },
+  }, ({ ctx, body }) => {
+    let scope;
+    try {
+      scope = changeScope(ctx, body);
+    } catch (err) {
+      // refused like a selector or an id in a path: audited as access.denied
+      if (err instanceof AppError && err.code === 'scope_forbidden') auditScopeDenied(ctx, '/api/context', { ...body, via: 'PATCH /api/context' }, err.code);
+      throw err;
+    }
+    const moved = withScope(ctx, scope);
+    return json(200, presentContext(moved, scope, moved.permissions));
+  });
+
+  r.get('/api/organizations', { summary: 'Organizations the caller may see.', tags, query: PageQuery, response: { description: 'a page of organizations', schema: o.page(OrganizationView) } },
+    ({ ctx, searchParams }) => json(200, pageOf(searchParams, listOrganizations(ctx), presentOrganization)));
+
+  r.post('/api/organizations', { summary: 'Create an organization with its billing account and its first org_owner: ownerUserId, or the calling system administrator when it is omitted.', tags, systemAdmin: true, body: OrganizationBody, response: { status: 201, description: 'the organization (its owner is listed by GET /api/organizations/:organizationId/members)', schema: OrganizationView } },
+    ({ ctx, body }) => json(201, presentOrganization(createOrganization(ctx, body))));
+
+  r.get('/api/organizations/:organizationId/workspaces', { summary: 'Workspaces of the organization the caller may see.', tags, scope: 'organization', query: PageQuery, response: { description: 'a page of workspaces', schema: o.page(WorkspaceView) } },
+    ({ ctx, searchParams, params }) => json(200, pageOf(searchParams, listWorkspaces(ctx, params.organizationId), presentWorkspace)));
+
+  r.post('/api/organizations/:organizationId/workspaces', {
+    summary: 'Create a workspace.', tags, scope: 'organization', orgRoles: ['org_owner', 'org_admin'], body: WorkspaceBody,
+    response: { status: 201, description: 'the workspace', schema: WorkspaceView },
+  }, ({ ctx, body, params }) => json(201, presentWorkspace(createWorkspace(ctx, params.organizationId, body))));
+}
