@@ -11,7 +11,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { loadConfig } from '../src/kernel/config.ts';
 import { createContext, withScope } from '../src/directory/context.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { createOrganization, createWorkspace } from '../src/tenancy/orgs/service.ts';
+import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
 import { createProject } from '../src/production/projects/service.ts';
 import { registerConnector } from '../src/generation/connectors/service.ts';
 import { createJob } from '../src/generation/jobs/service.ts';

@@ -7,7 +7,7 @@ import { migrate } from '../src/db/migrate.ts';
 import { loadConfig } from '../src/kernel/config.ts';
 import { createContext } from '../src/directory/context.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { createOrganization, createWorkspace } from '../src/tenancy/orgs/service.ts';
+import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
 import { createProject } from '../src/production/projects/service.ts';
 import { indexDocument, type SearchType } from '../src/platform/search/index.ts';
 import { userByEmail } from '../src/directory/users/store.ts';

@@ -12,7 +12,7 @@ import { loadConfig } from '../src/kernel/config.ts';
 import { createContext } from '../src/directory/context.ts';
 import { createLogger } from '../src/kernel/log.ts';
 import { newId } from '../src/kernel/ids.ts';
-import { createOrganization, createWorkspace } from '../src/tenancy/orgs/service.ts';
+import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
 import { createProject } from '../src/production/projects/service.ts';
 import type { ProjectRow } from '../src/directory/tenancy/store.ts';
 import { userByEmail } from '../src/directory/users/store.ts';

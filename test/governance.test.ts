@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from './helpers/server.ts';
 import { grant, login, makeOrg, makeTree, makeUser, member } from './helpers/factories.ts';
-import { updateUser } from '../src/tenancy/governance/governance.ts';
+import { updateUser } from '../src/identity/users/governance.ts';
 import { AppError } from '../src/kernel/errors.ts';
 
 const audit = (s: TestServer, action: string, targetId?: string) =>

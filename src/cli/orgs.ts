@@ -1,11 +1,11 @@
 // svc orgs ...
 import type { Argv } from 'yargs';
-import { createOrganization, listOrganizations } from '../tenancy/orgs/service.ts';
+import { createOrganization, listOrganizations } from '../tenancy/service.ts';
 import { presentOrganization } from '../directory/tenancy/present.ts';
 import { userByEmail, userById } from '../directory/users/store.ts';
 import { validationFailed } from '../kernel/errors.ts';
 import { parse } from '../kernel/validate.ts';
-import { OrganizationBody } from '../tenancy/orgs/schema.ts';
+import { OrganizationBody } from '../tenancy/schema.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 
 interface CreateArgs extends SharedArgs { name: string; owner: string }

@@ -4,7 +4,7 @@ import type { Ctx } from '../directory/context.ts';
 import { createUser } from '../identity/users/service.ts';
 import { presentGovernedUser, presentUser, type GovernedUser } from '../directory/users/present.ts';
 import { NewUserBody, UserListQuery } from '../identity/users/schema.ts';
-import { findUser, listGovernedUsers, resetMfa, resetPassword, revokeSessions, updateUser } from '../tenancy/governance/governance.ts';
+import { findUser, listGovernedUsers, resetMfa, resetPassword, revokeSessions, updateUser } from '../identity/users/governance.ts';
 import type { UserRow } from '../directory/users/store.ts';
 import { parse } from '../kernel/validate.ts';
 import { output, readStdin, sharedOptions, withOperator, type SharedArgs } from './common.ts';

@@ -1,7 +1,7 @@
 // Factories that create what a test needs through the services, making missing parents on the way.
 import assert from 'node:assert/strict';
 import { createUser } from '../../src/identity/users/service.ts';
-import { createOrganization, createWorkspace, grantRole } from '../../src/tenancy/orgs/service.ts';
+import { createOrganization, createWorkspace, grantRole } from '../../src/tenancy/service.ts';
 import { createProject } from '../../src/production/projects/service.ts';
 import type { Level, Role } from '../../src/directory/tenancy/roles.ts';
 import { ROLE_LEVEL } from '../../src/directory/tenancy/roles.ts';

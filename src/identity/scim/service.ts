@@ -15,7 +15,7 @@ import { record } from '../../platform/audit/service.ts';
 import { revokeUserSessions } from '../../directory/sessions/store.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
 import { ORG_ROLES, type Role } from '../../directory/tenancy/roles.ts';
-import { assertKeepsAnOwner, grantRole } from '../../tenancy/orgs/service.ts';
+import { assertKeepsAnOwner, grantRole } from '../../tenancy/service.ts';
 import { membershipAt, membershipsOfUser } from '../../directory/tenancy/store.ts';
 import { createUser } from '../users/service.ts';
 import { normalizeEmail, userByEmail, userById, type UserRow } from '../../directory/users/store.ts';

@@ -14,7 +14,7 @@ import { newId, newToken, sha256Hex } from '../../kernel/ids.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from './flow-cookie.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
 import { ORG_ROLES, type Role } from '../../directory/tenancy/roles.ts';
-import { grantRole } from '../../tenancy/orgs/service.ts';
+import { grantRole } from '../../tenancy/service.ts';
 import { membershipAt } from '../../directory/tenancy/store.ts';
 import { insertUser, normalizeEmail, userByEmail, userById, type UserRow } from '../../directory/users/store.ts';
 import { identityBySubject, insertIdentity, insertTicket, providerById, takeTicketRow, touchIdentity, type ProviderRow, type TicketRow } from './store.ts';

@@ -7,7 +7,7 @@ import * as o from '../../kernel/view.ts';
 import { GovernedUserView, MembershipView, presentGovernedUser, presentMembership } from '../../directory/users/present.ts';
 import {
   createGovernedUser, governedUser, grantMembership, listGovernedUsers, resetMfa, resetPassword, revokeSessions, updateUser,
-} from '../../tenancy/governance/governance.ts';
+} from './governance.ts';
 
 const initialPassword = o.text({ description: 'shown in this answer only; the user must change it at the first sign-in' });
 const NewUserAnswer = o.object({ user: GovernedUserView, initialPassword });

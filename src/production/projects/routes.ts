@@ -1,7 +1,7 @@
 // Projects: list and create in a workspace, read, change, lifecycle.
 import { json, type Router } from '../../http/router.ts';
 import { PageQuery, pageOf } from '../../kernel/validate.ts';
-import { listProjects } from '../../tenancy/orgs/service.ts';
+import { listProjects } from '../../tenancy/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import { LifecycleBody, ProjectBody, ProjectPatchBody } from './schema.ts';
 import * as o from '../../kernel/view.ts';

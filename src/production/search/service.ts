@@ -7,7 +7,7 @@
 import { withScope, type Ctx } from '../../directory/context.ts';
 import { scopeForbidden } from '../../kernel/errors.ts';
 import { hasPermission } from '../../directory/tenancy/roles.ts';
-import { listProjects } from '../../tenancy/orgs/service.ts';
+import { listProjects } from '../../tenancy/service.ts';
 import { projectById, type ProjectRow } from '../../directory/tenancy/store.ts';
 import { SEARCH_TYPES, type SearchType } from '../../platform/search/index.ts';
 

@@ -3,7 +3,7 @@
 import type { Ctx } from '../../directory/context.ts';
 import { forbidden, notFound, validationFailed } from '../../kernel/errors.ts';
 import { record } from '../../platform/audit/service.ts';
-import { assertKeepsAnOwner, grantRole } from '../orgs/service.ts';
+import { assertKeepsAnOwner, grantRole } from '../../tenancy/service.ts';
 import { isOrgAdmin, orgRoleOf } from '../../directory/tenancy/scope.ts';
 import { membershipAt, projectById } from '../../directory/tenancy/store.ts';
 import type { Level, Role } from '../../directory/tenancy/roles.ts';

@@ -4,7 +4,7 @@ import type { OrgRole, Role } from '../../directory/tenancy/roles.ts';
 import { ORG_ROLES } from '../../directory/tenancy/roles.ts';
 import { OrganizationView } from '../../directory/tenancy/present.ts';
 import { ACCESS_MODES, LEVELS, ROLES, USER_STATUSES, UserView } from '../../directory/users/present.ts';
-import { SessionTokenView, MfaEnrollmentChallengeView } from '../../identity/sessions/present.ts';
+import { SessionTokenView, MfaEnrollmentChallengeView } from '../sessions/present.ts';
 import type { OrganizationMember } from './service.ts';
 import type { InvitationRow, MemberRow } from './store.ts';
 

@@ -1,12 +1,12 @@
 // Current scope (context), organizations, workspaces and projects.
-import { withScope } from '../../directory/context.ts';
-import { auditScopeDenied } from '../../gate/access.ts';
-import { AppError } from '../../kernel/errors.ts';
-import { json, type Router } from '../../http/router.ts';
-import { PageQuery, pageOf } from '../../kernel/validate.ts';
+import { withScope } from '../directory/context.ts';
+import { auditScopeDenied } from '../gate/access.ts';
+import { AppError } from '../kernel/errors.ts';
+import { json, type Router } from '../http/router.ts';
+import { PageQuery, pageOf } from '../kernel/validate.ts';
 import { ContextPatchBody, OrganizationBody, WorkspaceBody } from './schema.ts';
-import * as o from '../../kernel/view.ts';
-import { ContextView, OrganizationView, WorkspaceView, presentContext, presentOrganization, presentWorkspace } from '../../directory/tenancy/present.ts';
+import * as o from '../kernel/view.ts';
+import { ContextView, OrganizationView, WorkspaceView, presentContext, presentOrganization, presentWorkspace } from '../directory/tenancy/present.ts';
 import { changeScope, createOrganization, createWorkspace, listOrganizations, listWorkspaces } from './service.ts';
 
 export function bindTenancyRoutes(r: Router): void {

@@ -5,12 +5,12 @@ import type { Ctx } from '../../directory/context.ts';
 import { AppError, conflict, forbidden, validationFailed } from '../../kernel/errors.ts';
 import { issueSecret, newId, sha256Hex } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
-import { grantRole } from '../orgs/service.ts';
+import { grantRole } from '../../tenancy/service.ts';
 import { membershipAt, projectById, workspaceById } from '../../directory/tenancy/store.ts';
 import type { Role } from '../../directory/tenancy/roles.ts';
 import { normalizeEmail, userByEmail, userById, type UserRow } from '../../directory/users/store.ts';
-import { createUser } from '../../identity/users/service.ts';
-import { addressLimited, signIn, type SignInResult } from '../../identity/sessions/service.ts';
+import { createUser } from '../users/service.ts';
+import { addressLimited, signIn, type SignInResult } from '../sessions/service.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
 import {
   closeInvitation, insertInvitation, invitationById, invitationByTokenHash, pendingInvitationFor, setInvitationToken, type InvitationRow,

@@ -1,5 +1,5 @@
 // Input of the tenancy routes.
-import * as v from '../../kernel/validate.ts';
+import * as v from '../kernel/validate.ts';
 
 const name = v.string({ min: 1, max: 200 });
 const id = v.string({ min: 1, max: 64 });

@@ -7,15 +7,15 @@ import type { Ctx } from '../../directory/context.ts';
 import { conflict, notFound, requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
 import { record } from '../../platform/audit/service.ts';
 import { generatePassword, hashPassword } from '../../kernel/password.ts';
-import { absoluteCutoff, idleCutoff } from '../../identity/sessions/service.ts';
+import { absoluteCutoff, idleCutoff } from '../sessions/service.ts';
 import { liveSessionsOfUser, revokeUserSessions } from '../../directory/sessions/store.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
 import { passwordRules } from '../../directory/policy/store.ts';
 import { ROLE_LEVEL, type Level, type Role } from '../../directory/tenancy/roles.ts';
-import { grantRole } from '../orgs/service.ts';
+import { grantRole } from '../../tenancy/service.ts';
 import { membershipAt, membershipsOfUser, namedMembershipsOfUser, organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
 import type { GovernedUser, NamedFullMembership } from '../../directory/users/present.ts';
-import { createUser, setUserStatus } from '../../identity/users/service.ts';
+import { createUser, setUserStatus } from './service.ts';
 import { pageWindow } from '../../kernel/validate.ts';
 import {
   clearMfa, countActiveSystemAdmins, listUsers, organizationsOwnedOnlyBy, setPassword, setSystemAdmin,

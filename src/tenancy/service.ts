@@ -1,18 +1,18 @@
 // Organizations, workspaces, projects, role grants and the session's current scope.
-import type { Ctx } from '../../directory/context.ts';
-import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
-import { newId } from '../../kernel/ids.ts';
-import { record } from '../../platform/audit/service.ts';
-import { insertDefaultBillingAccount, insertWorkspaceCommercial } from '../../directory/plan/account.ts';
-import { setSessionScope } from '../../directory/sessions/store.ts';
-import { userById } from '../../directory/users/store.ts';
-import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from '../../directory/tenancy/roles.ts';
-import { canSeeProject, canSeeWorkspace, selectScope, type ScopeRequest } from '../../directory/tenancy/scope.ts';
+import type { Ctx } from '../directory/context.ts';
+import { conflict, notFound, validationFailed } from '../kernel/errors.ts';
+import { newId } from '../kernel/ids.ts';
+import { record } from '../platform/audit/service.ts';
+import { insertDefaultBillingAccount, insertWorkspaceCommercial } from '../directory/plan/account.ts';
+import { setSessionScope } from '../directory/sessions/store.ts';
+import { userById } from '../directory/users/store.ts';
+import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from '../directory/tenancy/roles.ts';
+import { canSeeProject, canSeeWorkspace, selectScope, type ScopeRequest } from '../directory/tenancy/scope.ts';
 import {
   activeOwnerCount, allOrganizations, insertMembership, insertOrganization, insertWorkspace, membershipAt,
   organizationById, organizationsByIds, projectById, projectsOfWorkspace, workspaceById, workspacesOfOrganization,
   setMembershipRole, type FullMembershipRow, type OrganizationRow, type ProjectRow, type WorkspaceRow,
-} from '../../directory/tenancy/store.ts';
+} from '../directory/tenancy/store.ts';
 
 /**
  * A new organization, its billing account and its first owner, in one transaction. The owner is
