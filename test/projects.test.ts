@@ -10,7 +10,7 @@ import { registerConnector } from '../src/generation/connectors/service.ts';
 import { createJob } from '../src/generation/jobs/service.ts';
 import { instantiate } from '../src/generation/workflows/runs.ts';
 import { withScope } from '../src/directory/context.ts';
-import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/production/projects/lifecycle.ts';
+import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/directory/tenancy/lifecycle.ts';
 import { DEFAULT_SPEC } from '../src/finishing/qa/spec.ts';
 import { writeExport } from '../src/finishing/export/service.ts';
 
@@ -61,7 +61,7 @@ test('PATCH /api/projects/:id: 401, 403 without project:create, 403 across tenan
   assert.equal(audit(s, 'project.updated', tree.projectId).length, 1);
 });
 
-// The documented state machine, written out independently of src/production/projects/lifecycle.ts.
+// The documented state machine, written out independently of src/directory/tenancy/lifecycle.ts.
 const EXPECTED: Record<string, Partial<Record<LifecycleAction, string>>> = {
   draft: { activate: 'active', archive: 'archived' },
   active: { pause: 'paused', 'submit-review': 'in_review', archive: 'archived' },

@@ -15,20 +15,15 @@ import { membershipsOfUser, organizationById, projectById, workspaceById } from 
 import type { Authenticated } from './auth.ts';
 import { forbidden, permissionDenied, scopeForbidden, validationFailed } from '../kernel/errors.ts';
 import type { RouteMeta } from '../http/router.ts';
+import { SCOPE_HEADER, SCOPE_PAIR_SOURCE, SCOPE_SELECTOR_MAX } from '../http/scope-header.ts';
 
 const header = (req: IncomingMessage, name: string): string | null => {
   const v = req.headers[name];
   return typeof v === 'string' && v !== '' ? v : null;
 };
 
-/** The per-request scope selector every caller may send (README "Scope"); lower case as node keys it. */
-export const SCOPE_HEADER = 'svc-scope';
 const SELECTOR_KEYS = { organization: 'organizationId', workspace: 'workspaceId', project: 'projectId' } as const;
-const PAIR_SOURCE = '\\s*(organization|workspace|project)\\s*=\\s*([A-Za-z0-9_-]{1,64})\\s*';
-const SELECTOR_PAIR = new RegExp(`^${PAIR_SOURCE}$`);
-/** A whole Svc-Scope value, as a pattern (the OpenAPI parameter's) and its maximum length. */
-export const SCOPE_SELECTOR_PATTERN = `^${PAIR_SOURCE}([;,]${PAIR_SOURCE})*$`;
-export const SCOPE_SELECTOR_MAX = 300;
+const SELECTOR_PAIR = new RegExp(`^${SCOPE_PAIR_SOURCE}$`);
 const SELECTOR_RULE = 'must be organization=<id>, workspace=<id> and/or project=<id>, each at most once, separated by ";"';
 
 /** Where a request named its scope: ids in the route's path, the Svc-Scope header, or the development headers. */

@@ -4,7 +4,7 @@
 import type { Db } from '../db/db.ts';
 import type { Actor } from '../directory/context.ts';
 import { unauthenticated } from '../kernel/errors.ts';
-import { apiClientActor } from '../identity/api-clients/service.ts';
+import { apiClientActor } from '../directory/api-clients/actor.ts';
 import { apiClientByTokenHash, touchApiClient } from '../directory/api-clients/store.ts';
 
 /** last_used_at is written at most this often per client (like sessions' last_seen_at). */

@@ -1,6 +1,6 @@
 // The OpenAPI 3.1 document, generated from the route table and the input schemas: every route with
 // its security, access rule, parameters, body and the contract's error answers.
-import { SCOPE_SELECTOR_MAX, SCOPE_SELECTOR_PATTERN } from '../gate/access.ts';
+import { SCOPE_SELECTOR_MAX, SCOPE_SELECTOR_PATTERN } from './scope-header.ts';
 import type { Route, Router } from './router.ts';
 import { JSON_MAX_DEPTH, JSON_MAX_VALUES, type JsonSchema } from '../kernel/validate.ts';
 import { BODY_MAX_DEPTH } from './request.ts';
@@ -22,7 +22,7 @@ const ERROR_SCHEMA = {
   },
 };
 
-/** The per-request scope selector (src/gate/access.ts requestedScope), a reusable header parameter of every authenticated operation. */
+/** The per-request scope selector (src/http/scope-header.ts, read by src/gate/access.ts requestedScope), a reusable header parameter of every authenticated operation. */
 const SCOPE_PARAMETER = {
   name: 'Svc-Scope',
   in: 'header',

@@ -19,9 +19,10 @@ import { seatUsage } from '../../directory/plan/seats.ts';
 import { organizationStoredBytes } from '../../production/assets/store.ts';
 import { activeVideoClipsThisMonth } from '../../generation/jobs/store.ts';
 import {
-  billingAccountEventsOf, billingAccountOf, billingSettings, insertBillingAccountEvent, presentBillingAccount, presentBillingAccountEvent,
+  billingAccountEventsOf, billingAccountOf, billingSettings, insertBillingAccountEvent,
   setOrganizationTimeZone, updateBillingAccountRow, type BillingAccountRow, type BillingSettings,
 } from '../../directory/plan/account.ts';
+import { presentBillingAccount, presentBillingAccountEvent } from './present.ts';
 import type { BillingPatch } from './schema.ts';
 import { exponentOf, formatE4Amount, isCurrency, parseAmount, parseUnitPrice } from '../../kernel/money.ts';
 import { isTimeZone, monthWindow } from '../../kernel/periods.ts';

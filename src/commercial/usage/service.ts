@@ -19,7 +19,8 @@ import { csvRow, csvText, exportStamp, jsonArrayText, recordStream, type ExportF
 import { organizationStoredBytes, projectStoredBytes } from '../../production/assets/store.ts';
 import { clipsTowardQuota } from '../../generation/jobs/store.ts';
 import { seatUsage } from '../../directory/plan/seats.ts';
-import { billingAccountOf, presentBillingAccount } from '../../directory/plan/account.ts';
+import { billingAccountOf } from '../../directory/plan/account.ts';
+import { presentBillingAccount } from '../billing/present.ts';
 import { exactToDecimal, formatAmount, formatE4Amount, formatUnitPrice, lineAmount, roundExact, roundHalfUp } from '../../kernel/money.ts';
 import { dayOrInstant, monthOf, monthWindow, periodWindow, startOfLocalDay } from '../../kernel/periods.ts';
 import { GIB, gbToBytes, quotaOfWorkspace, workspaceStoredBytes } from '../quotas/service.ts';

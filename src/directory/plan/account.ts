@@ -4,8 +4,6 @@
 import type { Db } from '../../db/db.ts';
 import { formatAmount, formatUnitPrice } from '../../kernel/money.ts';
 import type { BillingCycle } from '../../kernel/periods.ts';
-import type { Out } from '../../kernel/view.ts';
-import type { BillingAccountChangeView, BillingAccountView } from '../../commercial/views.ts';
 
 export const BILLING_DEFAULTS = Object.freeze({
   plan_name: 'Studio',
@@ -85,12 +83,6 @@ export function billingSettings(a: BillingAccountRow, timeZone: string): Billing
   };
 }
 
-/** The billing account as the API shows it: its settings, the next invoice number and its times. */
-export const presentBillingAccount = (a: BillingAccountRow, timeZone: string): Out<typeof BillingAccountView> => ({
-  organizationId: a.organization_id, ...billingSettings(a, timeZone), nextInvoiceNumber: a.next_invoice_number,
-  createdAt: a.created_at, updatedAt: a.updated_at,
-});
-
 export function updateBillingAccountRow(db: Db, a: BillingAccountRow): void {
   db.run(
     `UPDATE billing_accounts SET plan_name = ?, billing_cycle = ?, currency = ?, base_fee_minor = ?, seat_unit_price_e4 = ?,
@@ -118,11 +110,6 @@ export function insertBillingAccountEvent(db: Db, e: BillingAccountEventRow): vo
 export const billingAccountEventsOf = (db: Db, organizationId: string, limit = -1) =>
   db.all<BillingAccountEventRow>(
     'SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?', organizationId, limit);
-
-export const presentBillingAccountEvent = (e: BillingAccountEventRow): Out<typeof BillingAccountChangeView> => ({
-  kind: 'account' as const, id: e.id, at: e.created_at, actor: { userId: e.actor_user_id, name: e.actor_name },
-  changed: JSON.parse(e.changed) as string[], before: JSON.parse(e.before) as BillingSettings, after: JSON.parse(e.after) as BillingSettings,
-});
 
 /** The organization's time zone (organizations.time_zone) is one of the billing settings. */
 export const setOrganizationTimeZone = (db: Db, organizationId: string, timeZone: string): void => {

@@ -4,8 +4,8 @@ import * as o from '../../kernel/view.ts';
 import { NamedMembershipView, ROLES, UserView, presentNamedMembership, presentUser } from '../users/present.ts';
 import { userById } from '../users/store.ts';
 import type { ScopeIds } from './roles.ts';
-import { namedMembershipsOfUser, organizationById, projectById, workspaceById, type OrganizationRow, type WorkspaceRow } from './store.ts';
-import { ProjectView, presentProject } from '../../production/projects/present.ts';
+import { namedMembershipsOfUser, organizationById, projectById, workspaceById, type OrganizationRow, type ProjectRow, type WorkspaceRow } from './store.ts';
+import { LIFECYCLE_ACTIONS, PROJECT_STATUSES, allowedActions, type ProjectStatus } from './lifecycle.ts';
 
 export const OrganizationView = o.named('Organization', o.object({
   id: o.text(), name: o.text(), timeZone: o.text({ description: 'IANA time zone name (default UTC)' }), createdAt: o.time(),
@@ -16,6 +16,21 @@ export const presentOrganization = (org: OrganizationRow): o.Out<typeof Organiza
 export const WorkspaceView = o.named('Workspace', o.object({ id: o.text(), organizationId: o.text(), name: o.text(), createdAt: o.time() }));
 
 export const presentWorkspace = (w: WorkspaceRow): o.Out<typeof WorkspaceView> => ({ id: w.id, organizationId: w.organization_id, name: w.name, createdAt: w.created_at });
+
+export const ProjectView = o.named('Project', o.object({
+  id: o.text(), organizationId: o.text(), workspaceId: o.text(), name: o.text(), status: o.oneOf(PROJECT_STATUSES),
+  templateId: o.nullable(o.text({ description: 'the workflow template new generation work uses by default' })),
+  createdAt: o.time(), updatedAt: o.time(),
+  archivedAt: o.nullable(o.time()), archivedBy: o.nullable(o.text()), archivedFromStatus: o.nullable(o.oneOf(PROJECT_STATUSES)),
+  allowedActions: o.array(o.oneOf(LIFECYCLE_ACTIONS), 'the lifecycle actions allowed from this status'),
+}));
+
+export const presentProject = (p: ProjectRow): o.Out<typeof ProjectView> => ({
+  id: p.id, organizationId: p.organization_id, workspaceId: p.workspace_id, name: p.name, status: p.status as ProjectStatus,
+  templateId: p.template_id, createdAt: p.created_at, updatedAt: p.updated_at,
+  archivedAt: p.archived_at, archivedBy: p.archived_by, archivedFromStatus: p.archived_from_status as ProjectStatus | null,
+  allowedActions: allowedActions(p.status as ProjectStatus),
+});
 
 const roleAtLevel = o.nullable(o.oneOf(ROLES));
 

@@ -1,11 +1,9 @@
 // API client row -> API shape: never the secret or its hash, only its hint.
-import type { Permission } from '../../directory/tenancy/roles.ts';
 import * as o from '../../kernel/view.ts';
 import type { ApiClientRow } from '../../directory/api-clients/store.ts';
+import { permissionsOfRow } from '../../directory/api-clients/actor.ts';
 
 export const TOKEN_PATH = '/api/oauth/token';
-
-export const permissionsOfRow = (c: Pick<ApiClientRow, 'permissions'>): Permission[] => JSON.parse(c.permissions) as Permission[];
 
 export const ApiClientView = o.named('ApiClient', o.object({
   id: o.text(), name: o.text(), organizationId: o.text(),

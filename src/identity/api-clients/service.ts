@@ -7,7 +7,7 @@
 // revocation delete every token, so both take effect on the next request. Audited as api_client.*,
 // never with a secret or token.
 import crypto from 'node:crypto';
-import type { Actor, Ctx } from '../../directory/context.ts';
+import type { Ctx } from '../../directory/context.ts';
 import { AppError, forbidden, notFound, validationFailed } from '../../kernel/errors.ts';
 import { addressKey, type LoginLimits } from '../sessions/service.ts';
 import { checkAttempt } from '../../gate/ratelimit.ts';
@@ -16,7 +16,7 @@ import { tokenHash } from '../../directory/sessions/token-hash.ts';
 import { record } from '../../platform/audit/service.ts';
 import { effectivePermissions, hasPermission, PERMISSIONS, type BasePermission, type ScopeIds } from '../../directory/tenancy/roles.ts';
 import { organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
-import { permissionsOfRow } from './present.ts';
+import { apiClientActor, permissionsOfRow } from '../../directory/api-clients/actor.ts';
 import {
   apiClientById, deleteApiClientTokens, deleteExpiredApiClientTokens, insertApiClient, insertApiClientToken, listApiClients,
   revokeApiClientRow, setApiClientSecret, touchApiClient, type ApiClientRow,
@@ -155,17 +155,6 @@ export function revokeApiClient(ctx: Ctx, clientId: string): ApiClientRow {
     });
     return apiClientById(ctx.db, c.id)!;
   });
-}
-
-/** The actor of a client's requests: no user, no system administration, exactly its permissions inside its binding. */
-export function apiClientActor(c: ApiClientRow): Actor {
-  return {
-    type: 'api_client', userId: null, name: `${c.name} (${c.id})`, email: null, isSystemAdmin: false, sessionId: null, sessionKind: null,
-    apiClient: {
-      id: c.id, organizationId: c.organization_id, workspaceId: c.workspace_id, projectId: c.project_id,
-      permissions: Object.freeze(permissionsOfRow(c)),
-    },
-  };
 }
 
 export interface TokenAnswer { access_token: string; token_type: 'Bearer'; expires_in: number; scope: string }

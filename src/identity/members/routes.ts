@@ -9,7 +9,7 @@ import { orgRoleOf } from '../../directory/tenancy/scope.ts';
 import { presentOrganization } from '../../directory/tenancy/present.ts';
 import { tokenAnswer } from '../sessions/routes.ts';
 import { addressLimited } from '../sessions/service.ts';
-import { fromBrowser, sessionCookie } from '../../gate/cookies.ts';
+import { fromBrowser, sessionCookie } from '../sessions/cookies.ts';
 import { presentUser } from '../../directory/users/present.ts';
 import { userById } from '../../directory/users/store.ts';
 import { seatUsage } from '../../directory/plan/seats.ts';

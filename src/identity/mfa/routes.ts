@@ -1,7 +1,7 @@
 // TOTP MFA: the login exchange and enrollment (challenge holders, no session yet) and the management
 // of one's own factor (browser session only).
 import { json, type Router } from '../../http/router.ts';
-import { fromBrowser } from '../../gate/cookies.ts';
+import { fromBrowser } from '../sessions/cookies.ts';
 import { sessionReply } from '../sessions/routes.ts';
 import type { LoginLimits } from '../sessions/service.ts';
 import { ChallengeBody, ChallengeCodeBody, CodeBody, DisableBody, LoginMfaBody } from './schema.ts';

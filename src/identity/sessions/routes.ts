@@ -5,7 +5,7 @@ import { userById, type UserRow } from '../../directory/users/store.ts';
 import { sessionLifetimes } from '../../directory/policy/store.ts';
 import { sessionOfUser } from '../../directory/sessions/store.ts';
 import { LoginBody, PasswordChangeBody } from './schema.ts';
-import { CLEAR_COOKIE, fromBrowser, sessionCookie } from '../../gate/cookies.ts';
+import { CLEAR_COOKIE, fromBrowser, sessionCookie } from './cookies.ts';
 import * as o from '../../kernel/view.ts';
 import {
   CurrentSessionView, RevokedSessionsView, SessionTokenView, SessionView, SignInView, SignedInView, presentSession,

@@ -3,7 +3,7 @@
 // and the SAML endpoints are bound by ../oidc/routes.ts and ../saml/routes.ts.
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../directory/context.ts';
-import { fromBrowser } from '../../gate/cookies.ts';
+import { fromBrowser } from '../sessions/cookies.ts';
 import { reserveAttempt, type AttemptLimit } from '../../gate/ratelimit.ts';
 import { signInReply } from '../sessions/routes.ts';
 import { addressKey } from '../sessions/service.ts';

@@ -13,7 +13,7 @@ import { indexEpisode, indexSeasonEpisodes, unindex } from './indexing.ts';
 import type { CatalogPatchBody, SeasonCreateBody } from './schema.ts';
 import { hasScript } from '../scripts/store.ts';
 import type * as o from '../../kernel/view.ts';
-import type { ProjectStatus } from '../projects/lifecycle.ts';
+import type { ProjectStatus } from '../../directory/tenancy/lifecycle.ts';
 import type { CatalogStatus, CatalogView, EpisodeView, SeasonView } from './present.ts';
 import {
   childCount, deleteRow, episodeById, episodesOfProject, insertEpisode, insertSeason, jobCountUnder, seasonById, seasonsOfProject,

@@ -3,7 +3,7 @@ import * as o from '../../kernel/view.ts';
 import { JOB_STATUSES, type JobStatus } from '../../generation/jobs/store.ts';
 import { MediaArtifactView } from '../../generation/media/present.ts';
 import { ASPECT_RATIOS, CATALOG_STATUSES, SHOT_STATUSES } from './schema.ts';
-import { PROJECT_STATUSES } from '../projects/lifecycle.ts';
+import { PROJECT_STATUSES } from '../../directory/tenancy/lifecycle.ts';
 import type { JobRow, RefRow, ShotRow } from './store.ts';
 
 type ShotStatus = (typeof SHOT_STATUSES)[number];

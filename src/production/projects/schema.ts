@@ -1,6 +1,6 @@
 // Input of the project routes.
 import * as v from '../../kernel/validate.ts';
-import { LIFECYCLE_ACTIONS } from './lifecycle.ts';
+import { LIFECYCLE_ACTIONS } from '../../directory/tenancy/lifecycle.ts';
 
 export const ProjectBody = v.object({ name: v.string({ min: 1, max: 200 }), templateId: v.optional(v.string({ min: 1, max: 100 })) });
 export const ProjectPatchBody = v.object({

@@ -5,7 +5,7 @@ import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { indexDocument } from '../../platform/search/index.ts';
 import { insertProject, projectById, workspaceById, type ProjectRow } from '../../directory/tenancy/store.ts';
-import { allowedActions, nextStatus, type LifecycleAction, type ProjectStatus } from './lifecycle.ts';
+import { allowedActions, nextStatus, type LifecycleAction, type ProjectStatus } from '../../directory/tenancy/lifecycle.ts';
 import { activeJobCount, insertSeries, updateProjectFields, updateProjectStatus } from './store.ts';
 import { insertEpisode, insertSeason, insertShot } from '../catalog/store.ts';
 

@@ -1,8 +1,8 @@
 // Browser sessions: when a login counts as a browser login, and the cookie that carries it.
 import type { IncomingMessage } from 'node:http';
-import type { Config } from '../kernel/config.ts';
-import { SESSION_COOKIE, isAllowedOrigin } from './auth.ts';
-import type { StartedSession } from '../identity/sessions/service.ts';
+import type { Config } from '../../kernel/config.ts';
+import { SESSION_COOKIE, isAllowedOrigin } from '../../gate/auth.ts';
+import type { StartedSession } from './service.ts';
 
 /** A login is a browser login when it comes from the service's own page or the configured front end. */
 export function fromBrowser(req: IncomingMessage, config: Config): boolean {
