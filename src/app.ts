@@ -34,6 +34,7 @@ import { bindAuditRoutes } from './platform/audit/routes.ts';
 import { bindTaskRoutes } from './production/tasks/routes.ts';
 import { bindAssetRoutes } from './production/assets/routes.ts';
 import { bindProductionRoutes } from './production/catalog/routes.ts';
+import { bindViewRoutes } from './views/routes.ts';
 import { bindScriptRoutes } from './production/scripts/routes.ts';
 import { bindSearchRoutes } from './production/search/routes.ts';
 import { bindConnectorRoutes } from './generation/connectors/routes.ts';
@@ -87,6 +88,7 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindNotificationRoutes(router);
   bindTaskRoutes(router);
   bindProductionRoutes(router);
+  bindViewRoutes(router);
   bindScriptRoutes(router);
   bindAssetRoutes(router);
   bindSearchRoutes(router);

@@ -16,8 +16,7 @@ import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { organizationById } from '../../directory/tenancy/store.ts';
 import { seatUsage } from '../../directory/plan/seats.ts';
-import { organizationStoredBytes } from '../../production/assets/store.ts';
-import { activeVideoClipsThisMonth } from '../../generation/jobs/store.ts';
+import { activeVideoClipsThisMonth, organizationStoredBytes } from '../meters.ts';
 import {
   billingAccountEventsOf, billingAccountOf, billingSettings, insertBillingAccountEvent,
   setOrganizationTimeZone, updateBillingAccountRow, type BillingAccountRow, type BillingSettings,

@@ -6,7 +6,7 @@ import type { StatementSync } from 'node:sqlite';
 import type { Db } from '../../db/db.ts';
 import { likePattern } from '../../db/like.ts';
 import { openSnapshotCursor } from '../../platform/audit/export.ts';
-import { storedBytesByWorkspace } from '../../production/assets/store.ts';
+import { storedBytesByWorkspace } from '../meters.ts';
 import type { InvoiceFilter, InvoiceStatus } from './schema.ts';
 
 export interface InvoiceRow {

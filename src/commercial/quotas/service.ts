@@ -11,8 +11,7 @@ import type { Db } from '../../db/db.ts';
 import { AppError, conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { record } from '../../platform/audit/service.ts';
 import { notify } from '../../platform/notifications/service.ts';
-import { organizationStoredBytes, storedBytesByWorkspace, workspaceStoredBytes } from '../../production/assets/store.ts';
-import { clipEventsOf } from '../../generation/jobs/store.ts';
+import { clipEventsOf, organizationStoredBytes, storedBytesByWorkspace, workspaceStoredBytes } from '../meters.ts';
 import { organizationById } from '../../directory/tenancy/store.ts';
 import { billingAccountOf, type BillingAccountRow } from '../../directory/plan/account.ts';
 import { formatAmount, formatE4Amount, parseAmount, roundHalfUp } from '../../kernel/money.ts';
@@ -68,7 +67,7 @@ export const quotaContextOf = (db: Db, organizationId: string, workspaceId: stri
 export const workspaceClips = (db: Db, organizationId: string, workspaceId: string, start: string, end: string): number =>
   db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf('?4')}`, organizationId, start, end, workspaceId)!.n;
 
-/** Bytes the workspace keeps in storage: each distinct stored file of the workspace counted once (assets/store.ts). */
+/** Bytes the workspace keeps in storage: each distinct stored file of the workspace counted once (commercial/meters.ts). */
 export { workspaceStoredBytes };
 
 const workspaceHasFile = (db: Db, organizationId: string, workspaceId: string, storagePath: string): boolean =>

@@ -9,6 +9,7 @@ import { pageWindow } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { billingAccountOf } from '../../directory/plan/account.ts';
+import { clipsTowardQuota } from '../../commercial/meters.ts';
 import { organizationMonth, workspaceClipQuota } from '../../commercial/quotas/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import { episodeById, shotById } from '../../production/catalog/store.ts';
@@ -31,7 +32,7 @@ import { indexJob } from './settle.ts';
 import { setDocumentStatus } from '../../platform/search/index.ts';
 import type { JobCreateBody, JobListQuery } from './schema.ts';
 import {
-  attemptsOf, blockDescendants, clipsTowardQuota, cancelJob, insertJob, recordAttempt, jobById, jobInProject, jobsOfProject,
+  attemptsOf, blockDescendants, cancelJob, insertJob, recordAttempt, jobById, jobInProject, jobsOfProject,
   requeueJob, setPriority, type AttemptRow, type JobRow,
 } from './store.ts';
 

@@ -14,6 +14,7 @@ import type { Infer } from '../../kernel/validate.ts';
 import { newId, sha256Hex } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { billingAccountOf } from '../../directory/plan/account.ts';
+import { organizationStoredBytes } from '../../commercial/meters.ts';
 import {
   checkWorkspaceStorage, gbToBytes, largestAssetFile, quotaContextOf, quotaOfWorkspace, storageQuotaWarnings, storesAssetFileOfSize,
   workspaceStorageBound,
@@ -26,7 +27,7 @@ import { indexDocument, removeDocument } from '../../platform/search/index.ts';
 import { pageWindow } from '../../kernel/validate.ts';
 import {
   assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationFileOf,
-  organizationStoredBytes, setVersionCheck, updateAsset, versionOfAsset, versionsOfAsset, type AssetRow, type VersionRow,
+  setVersionCheck, updateAsset, versionOfAsset, versionsOfAsset, type AssetRow, type VersionRow,
 } from './store.ts';
 
 function requireKindPermission(ctx: Ctx, kind: string): void {

@@ -68,45 +68,6 @@ export function setVersionCheck(db: Db, projectId: string, id: string, status: '
   db.run('UPDATE asset_versions SET status = ?, verified_at = ? WHERE project_id = ? AND id = ?', status, at, projectId, id);
 }
 
-/**
- * Every stored file of organization ?1 with its workspace, project and size: asset versions, and media
- * artifacts with their frame files (a PNG image is its own frame: the same path). The one definition of
- * what is stored; the sums below count each storage path once per organization, workspace or project.
- */
-const STORED_FILES = `
-  SELECT workspace_id, project_id, storage_path, file_size AS size FROM asset_versions WHERE organization_id = ?1
-  UNION ALL SELECT workspace_id, project_id, storage_path, file_size FROM media_artifacts WHERE organization_id = ?1
-  UNION ALL SELECT workspace_id, project_id, first_frame_path, first_frame_size FROM media_artifacts WHERE organization_id = ?1 AND first_frame_path IS NOT NULL
-  UNION ALL SELECT workspace_id, project_id, last_frame_path, last_frame_size FROM media_artifacts WHERE organization_id = ?1 AND last_frame_path IS NOT NULL`;
-
-/** The distinct stored files per `owner` column (none: per organization), each with its size; `where` narrows the files. */
-const distinctFiles = (owner: 'workspace_id' | 'project_id' | null, where = '') => {
-  const key = owner ? `${owner}, storage_path` : 'storage_path';
-  return `SELECT ${key}, max(size) AS size FROM (${STORED_FILES}) ${where} GROUP BY ${key}`;
-};
-
-/** Bytes the organization keeps in storage (uploaded assets and generated media): each distinct stored file counted once. */
-export function organizationStoredBytes(db: Db, organizationId: string): number {
-  return db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles(null)})`, organizationId)!.n;
-}
-
-/** Bytes each workspace of the organization stores (workspaces with files only): a file counted once per workspace, in every workspace that stores it. */
-export function storedBytesByWorkspace(db: Db, organizationId: string): Map<string, number> {
-  return new Map(db.all<{ w: string; n: number }>(
-    `SELECT workspace_id AS w, sum(size) AS n FROM (${distinctFiles('workspace_id')}) GROUP BY workspace_id`, organizationId,
-  ).map((r) => [r.w, r.n]));
-}
-
-/** Bytes one workspace stores: each distinct stored file of the workspace counted once. */
-export const workspaceStoredBytes = (db: Db, organizationId: string, workspaceId: string): number =>
-  db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('workspace_id', 'WHERE workspace_id = ?2')})`,
-    organizationId, workspaceId)!.n;
-
-/** Bytes one project stores: each distinct stored file of the project counted once. */
-export const projectStoredBytes = (db: Db, organizationId: string, projectId: string): number =>
-  db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('project_id', 'WHERE project_id = ?2')})`,
-    organizationId, projectId)!.n;
-
 export const organizationHasFile = (db: Db, organizationId: string, storagePath: string): boolean =>
   db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? LIMIT 1', organizationId, storagePath) !== undefined;
 
@@ -124,16 +85,6 @@ export function organizationFileOf(db: Db, organizationId: string, paths: { own:
 
 export const corruptVersionWithPath = (db: Db, storagePath: string): boolean =>
   db.get("SELECT 1 FROM asset_versions WHERE storage_path = ? AND status = 'corrupt' LIMIT 1", storagePath) !== undefined;
-
-export interface ProjectUsageRow { project_id: string; project_name: string; workspace_id: string; bytes: number; files: number }
-
-export function projectUsage(db: Db, organizationId: string): ProjectUsageRow[] {
-  return db.all<ProjectUsageRow>(
-    `SELECT f.project_id, p.name AS project_name, p.workspace_id, sum(f.size) AS bytes, count(*) AS files
-       FROM (${distinctFiles('project_id')}) f
-       JOIN projects p ON p.id = f.project_id AND p.organization_id = ?1
-      GROUP BY f.project_id ORDER BY bytes DESC, f.project_id`, organizationId);
-}
 
 export interface LargestFileRow extends VersionRow { asset_name: string; asset_kind: string }
 

@@ -2,7 +2,8 @@
 // (GiB), the split per project and the largest files, limited to the projects the caller can see.
 import type { Ctx } from '../../directory/context.ts';
 import { canSeeProject } from '../../directory/tenancy/scope.ts';
-import { largestFiles, organizationStoredBytes, projectUsage } from './store.ts';
+import { largestFiles } from './store.ts';
+import { organizationStoredBytes, projectUsage } from '../../commercial/meters.ts';
 import { storageLimitBytes } from './service.ts';
 import type * as o from '../../kernel/view.ts';
 import type { AssetKind } from './schema.ts';

@@ -1,4 +1,5 @@
-// Production content of the current project: catalog (seasons, episodes), shots, graph, work items.
+// Production content of the current project: catalog (seasons, episodes) and shots. The shot detail,
+// the graph and work items join generation and finishing records: src/views/routes.ts.
 // Reads need script:read; catalog changes project:create; shot changes job:create.
 import { READ_ACCESS } from '../../directory/tenancy/reads.ts';
 import { json, type Router } from '../../http/router.ts';
@@ -7,17 +8,13 @@ import {
   catalog, changeEpisode, changeSeason, createEpisode, createSeason, presentEpisodeRow, presentSeasonRow, removeEpisode, removeSeason,
   reorderEpisode, reorderSeason,
 } from './catalog.ts';
-import { productionGraph } from '../../views/graph.ts';
 import * as o from '../../kernel/view.ts';
 import {
-  CatalogView, EpisodeView, ProductionGraphView, SeasonView, ShotDetailView, ShotView, WorkItemView, presentJob, presentShot,
+  CatalogView, EpisodeView, SeasonView, ShotView, presentShot,
 } from './present.ts';
 import { CatalogPatchBody, EpisodeCreateBody, ReorderBody, SeasonCreateBody, ShotCreateBody, ShotListQuery, ShotPatchBody } from './schema.ts';
-import { changeShot, createShot, getShot, listShots, removeShot, reorderShot } from './shots.ts';
-import { jobsOfShot, referencesOf, referencesOfProject } from './store.ts';
-import { workItems } from '../../views/workitems.ts';
-import { artifactsOfProject } from '../../generation/media/store.ts';
-import { canSeeMedia, presentArtifact } from '../../generation/media/present.ts';
+import { changeShot, createShot, listShots, removeShot, reorderShot } from './shots.ts';
+import { referencesOf, referencesOfProject } from './store.ts';
 
 export function bindProductionRoutes(r: Router): void {
   const tags = ['production'];
@@ -51,17 +48,6 @@ export function bindProductionRoutes(r: Router): void {
     });
   r.post('/api/production/shots', { summary: 'Create a shot in an episode (at `position`, default last).', ...shot, body: ShotCreateBody, response: { status: 201, description: 'the shot', schema: ShotView } },
     ({ ctx, body }) => { const s = createShot(ctx, body); return json(201, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
-  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media artifacts (newest first, at most 10; empty without qa:review or delivery:view).', ...read, response: { description: 'the shot with its history and media', schema: ShotDetailView } }, ({ ctx, params }) => {
-    const s = getShot(ctx, params.shotId);
-    return json(200, {
-      ...presentShot(s, referencesOf(ctx.db, s.project_id, s.id)),
-      generationHistory: jobsOfShot(ctx.db, s.project_id, s.id).map(presentJob),
-      // Media evidence is for those who review or deliver it (qa:review, delivery:view).
-      latestMedia: canSeeMedia(ctx)
-        ? artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 }).map((a) => presentArtifact(ctx.db, a))
-        : [],
-    });
-  });
   r.patch('/api/production/shots/:shotId', { summary: 'Change a shot.', ...shot, body: ShotPatchBody, response: { description: 'the shot', schema: ShotView } },
     ({ ctx, params, body }) => { const s = changeShot(ctx, params.shotId, body); return json(200, presentShot(s, referencesOf(ctx.db, s.project_id, s.id))); });
   r.post('/api/production/shots/:shotId/reorder', { summary: 'Move a shot to `position` within its episode.', ...shot, body: ReorderBody, response: { description: 'the shot in its new place', schema: ShotView } },
@@ -69,10 +55,4 @@ export function bindProductionRoutes(r: Router): void {
   r.delete('/api/production/shots/:shotId', { summary: 'Remove a shot without generation jobs (409 shot_has_jobs otherwise).', ...shot, response: { status: 204, description: 'removed' } },
     ({ ctx, params }) => { removeShot(ctx, params.shotId); return json(204, undefined); });
 
-  r.get('/api/production/graph', { summary: 'Nodes and edges series -> season -> episode -> scene -> shot -> job, with statuses.', ...read, response: { description: 'the graph', schema: ProductionGraphView } },
-    ({ ctx }) => json(200, productionGraph(ctx)));
-  r.get('/api/work-items', {
-    summary: 'The current user\'s derived to-do list in the current project: assigned open tasks, failed jobs, shots without media.',
-    tags, scope: 'project', permission: ['script:read', 'task:view'], response: { description: 'a page of work items, most urgent first', schema: o.page(WorkItemView) },
-  }, ({ ctx, searchParams }) => json(200, pageOf(searchParams, workItems(ctx), (i) => i)));
 }
