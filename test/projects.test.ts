@@ -11,7 +11,7 @@ import { createJob } from '../src/generation/jobs/service.ts';
 import { instantiate } from '../src/generation/workflows/runs.ts';
 import { withScope } from '../src/directory/context.ts';
 import { LIFECYCLE_ACTIONS, type LifecycleAction } from '../src/directory/tenancy/lifecycle.ts';
-import { DEFAULT_SPEC } from '../src/finishing/qa/spec.ts';
+import { DEFAULT_SPEC } from '../src/production/projects/spec.ts';
 import { writeExport } from '../src/finishing/export/service.ts';
 
 const audit = (s: TestServer, action: string, targetId: string) =>

@@ -18,7 +18,7 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 import { mediaWorld, shotVideo, type MediaWorld } from './helpers/media.ts';
 import { waitJob } from './helpers/jobs.ts';
 import { qaVerdictOf } from '../src/finishing/qa/verdict.ts';
-import { DEFAULT_SPEC } from '../src/finishing/qa/spec.ts';
+import { DEFAULT_SPEC } from '../src/production/projects/spec.ts';
 import { parseMeasureLog } from '../src/finishing/qa/measure.ts';
 
 const SIZE = '180x320';

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startModelServer } from '../tools/model-server/server.ts';
-import { DEFAULT_SPEC } from '../src/finishing/qa/spec.ts';
+import { DEFAULT_SPEC } from '../src/production/projects/spec.ts';
 import { startTestServer } from './helpers/server.ts';
 import { login, makeUser } from './helpers/factories.ts';
 import { WORKER_ENV } from './helpers/jobs.ts';

@@ -15,7 +15,7 @@ import { measureContinuity, neighbourShots } from '../../generation/media/regist
 import { artifactInProject, chosenVideoOfShot, compositionOfArtifact, continuityBetween, type ArtifactRow } from '../../generation/media/store.ts';
 import { shotById } from '../../production/catalog/store.ts';
 import { measureMedia, type Measured, type Stretch } from './measure.ts';
-import type { DeliverySpec } from './spec.ts';
+import type { DeliverySpec } from '../../production/projects/spec.ts';
 
 export const CHECK_KEYS = [
   'evidence', 'resolution', 'aspect_ratio', 'duration', 'frame_rate', 'audio', 'loudness', 'true_peak', 'black', 'frozen', 'collage', 'continuity',

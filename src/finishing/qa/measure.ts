@@ -3,7 +3,7 @@
 // the null muxer; the answers are read from ffmpeg's log. ffprobe's facts (size, rate, duration,
 // streams) are already on the artifact row, so they are not measured again.
 import { runFfmpeg } from '../../media-tools/ffmpeg.ts';
-import type { DeliverySpec } from './spec.ts';
+import type { DeliverySpec } from '../../production/projects/spec.ts';
 
 export interface Stretch { startMs: number; endMs: number; durationMs: number }
 

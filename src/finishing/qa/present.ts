@@ -5,7 +5,7 @@ import { artifactInProject } from '../../generation/media/store.ts';
 import { ARTIFACT_KINDS, ARTIFACT_SOURCES } from '../../generation/media/present.ts';
 import type { GateDecided } from './gates.ts';
 import { CHECK_KEYS, type CheckKey } from './inspect.ts';
-import { DeliverySpecFieldsView } from './spec.ts';
+import { DeliverySpecFieldsView } from '../../production/projects/spec.ts';
 import { checksOfRun, type QaCheckRow, type QaRunRow } from './store.ts';
 import { worstOf } from './verdict.ts';
 

@@ -8,7 +8,7 @@ import * as o from '../../kernel/view.ts';
 import { QaRunSummaryView, QaRunView, presentRun, presentRunSummary } from './present.ts';
 import { closedSignal, runQa, MAX_ARTIFACTS } from './run.ts';
 import { QaRunBody, QaRunListQuery } from './schema.ts';
-import { DeliverySpecView, presentSpec, putSpec, specOf, SpecBody } from './spec.ts';
+import { DeliverySpecView, presentSpec, putSpec, specOf, SpecBody } from '../../production/projects/spec.ts';
 import { countRuns, runInProject, runsOfProject } from './store.ts';
 
 const READ: Permission[] = ['qa:review', 'delivery:view'];

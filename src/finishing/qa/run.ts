@@ -19,7 +19,7 @@ import { withoutPaths } from '../../generation/media/register.ts';
 import { inspectArtifact, type CheckDraft } from './inspect.ts';
 import { decideGatesAfterQa, type GateDecided } from './gates.ts';
 import { shotsAfterQa } from '../../generation/media/shot-status.ts';
-import { specOf } from './spec.ts';
+import { specOf } from '../../production/projects/spec.ts';
 import { insertCheck, insertRun, type QaRunRow } from './store.ts';
 import { worstOf } from './verdict.ts';
 import type { QaRunBody } from './schema.ts';

@@ -12,7 +12,7 @@
 //   parameters.seconds or .duration.
 import type { Db } from '../../db/db.ts';
 import type { ShotRow } from '../../production/catalog/store.ts';
-import { specOf } from '../../finishing/qa/spec.ts';
+import { specOf } from '../../production/projects/spec.ts';
 
 /** Kinds whose output has a picture size; of those, the kinds that also have a duration. */
 const SIZED_KINDS = new Set(['image', 'video']);
