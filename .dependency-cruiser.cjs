@@ -2,7 +2,7 @@
 // Wings from the bottom up: a module may import its own wing, any wing below it, and the directory.
 const WINGS = [
   'kernel', 'media-tools', 'db', 'directory', 'http', 'platform', 'gate', 'tenancy', 'identity',
-  'commercial', 'production', 'generation', 'finishing', 'views', 'system', 'app.ts', 'server.ts', 'cli',
+  'commercial', 'production', 'generation', 'finishing', 'views', 'system', 'subscribers.ts', 'worker-thread.ts', 'app.ts', 'server.ts', 'cli',
 ];
 const at = (w) => (w.endsWith('.ts') ? `^src/${w.replace('.', '\\.')}$` : `^src/${w}/`);
 const upward = WINGS.map((w, i) => ({

@@ -19,6 +19,9 @@ import { startWorkerThread, type WorkerHost } from './generation/worker/host.ts'
 import { credentialPolicy } from './kernel/credentials.ts';
 import { sessionKey } from './directory/sessions/token-hash.ts';
 import { stopManualRuns } from './generation/jobs/service.ts';
+import { createContext, events } from './directory/context.ts';
+import { workerActor } from './generation/worker/host.ts';
+import { bindSubscribers } from './subscribers.ts';
 
 export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
 
@@ -54,6 +57,10 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   if (m.applied.length) log.info('database migrated', { from: m.from, to: m.to, applied: m.applied });
   const builtins = syncBuiltinTemplates(db, new Date().toISOString());
   if (builtins.length) log.info('built-in workflow templates written', { templates: builtins });
+  // News a crash (or a failing handler) left undelivered is handled before the first request.
+  bindSubscribers();
+  const replayed = events.dispatchPending(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: 'startup' }));
+  if (replayed) log.info('pending events dispatched', { events: replayed });
   if (config.allowDevContext) {
     log.warn('SVC_ALLOW_DEV_CONTEXT=1: x-user-id and x-*-id headers act as credentials and scope. NEVER use this in production.');
   }
@@ -86,7 +93,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const delivery = startDeliveryLoop({ db, config, log });
   let worker: WorkerHost;
   try {
-    worker = await startWorkerThread({ db, config, log });
+    worker = await startWorkerThread({ db, config, log, entry: new URL('./worker-thread.ts', import.meta.url) });
   } catch (err) {
     await delivery.stop();
     server.close();

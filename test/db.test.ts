@@ -102,7 +102,7 @@ test('a version 1 database (the first release) migrates to exactly the current s
   db.exec('PRAGMA user_version = 1');
   db.run("INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Old studio', '2026-01-01T00:00:00.000Z')");
   const result = migrate(db);
-  assert.deepEqual(result, { from: 1, to: currentSchemaVersion(), applied: ['0002-generation.sql', '0003-identity.sql', '0004-media.sql', '0005-workflows.sql', '0006-commercial.sql', '0007-system.sql', '0008-review.sql', '0009-operations.sql', '0010-sso.sql', '0011-attempt-limits.sql', '0012-delivery-link-export.sql', '0013-qa-gate-decisions.sql'] });
+  assert.deepEqual(result, { from: 1, to: currentSchemaVersion(), applied: ['0002-generation.sql', '0003-identity.sql', '0004-media.sql', '0005-workflows.sql', '0006-commercial.sql', '0007-system.sql', '0008-review.sql', '0009-operations.sql', '0010-sso.sql', '0011-attempt-limits.sql', '0012-delivery-link-export.sql', '0013-qa-gate-decisions.sql', '0014-event-outbox.sql'] });
   assert.equal(db.get<{ name: string }>("SELECT name FROM organizations WHERE id = 'org_1'")!.name, 'Old studio');
   assert.deepEqual(shape(db), shape(fresh(t)));
 });

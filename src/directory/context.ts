@@ -8,6 +8,7 @@ import type { Logger } from '../kernel/log.ts';
 import { newId } from '../kernel/ids.ts';
 import type { MembershipRow, Permission, ScopeIds } from './tenancy/roles.ts';
 import { effectivePermissions } from './tenancy/roles.ts';
+import { createEventBus, type EventMap, type EventName } from './events.ts';
 
 /**
  * An API client's binding (src/identity/api-clients/service.ts): the organization, optional workspace and
@@ -48,7 +49,12 @@ export interface Ctx {
   readonly userAgent: string | null;
   now(): Date;
   afterCommit(fn: () => void): void;
+  /** Upward news: recorded in the current transaction, dispatched to its subscribers after commit (events.ts). */
+  emit<N extends EventName>(event: N, payload: EventMap[N]): void;
 }
+
+/** The event bus of this thread: subscriptions are bound once at start (src/subscribers.ts). */
+export const events = createEventBus<Ctx>();
 
 export const NO_SCOPE: ScopeIds = Object.freeze({ organizationId: null, workspaceId: null, projectId: null });
 
@@ -95,6 +101,7 @@ export function createContext(init: ContextInit): Ctx {
     userAgent: init.userAgent ?? null,
     now: init.now ?? (() => new Date()),
     afterCommit: (fn) => init.db.afterCommit(fn),
+    emit(event, payload) { events.emit(this, event, payload); },
   };
 }
 

@@ -62,9 +62,24 @@ export async function waitJob(s: TestServer, token: string, id: string, statuses
   for (;;) {
     const r = await s.call('GET', `/api/jobs/${id}`, { token });
     assert.equal(r.status, 200, r.text);
-    if (statuses.includes(r.body.status)) return r.body;
+    if (statuses.includes(r.body.status)) {
+      await eventsHandled(s);
+      return r.body;
+    }
     if (Date.now() > until) assert.fail(`job ${id} is ${r.body.status} after ${timeoutMs} ms, expected ${statuses.join('|')}: ${r.text}`);
     await new Promise((res) => setTimeout(res, 25));
+  }
+}
+
+/**
+ * Waits (at most 5 s) until the events the worker emitted are handled: a job's news (re-opened
+ * reviews) is handled in the transaction right after the job's own commits (src/directory/events.ts).
+ * Rows whose handler failed (attempts > 0) are not waited for.
+ */
+export async function eventsHandled(s: TestServer): Promise<void> {
+  const until = Date.now() + 5_000;
+  while (s.db.get<{ n: number }>('SELECT count(*) AS n FROM event_outbox WHERE done_at IS NULL AND attempts = 0')!.n > 0 && Date.now() < until) {
+    await new Promise((res) => setTimeout(res, 5));
   }
 }
 

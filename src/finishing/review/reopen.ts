@@ -3,12 +3,14 @@
 // artifacts of that kind; an episode's new cut those on its older cuts. Each such review moves to the
 // new artifact and its SHA-256, becomes `reopened`, reopen_count + 1, with an audit record
 // (review.reopened) and a notification (review category) to whoever decided on the replaced artifact,
-// or to the requester when nobody had. Called by media/register.ts inside the job's completing
-// transaction (the worker's context, scoped to the job's project).
+// or to the requester when nobody had. Runs on the event media.artifacts_registered, in the
+// transaction that handles it right after the job's completing one commits (the worker's context,
+// scoped to the job's project; src/subscribers.ts binds it).
 import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import { notify } from '../../platform/notifications/service.ts';
-import { newestGeneratedOfShot, type ArtifactRow } from '../../generation/media/store.ts';
+import { artifactInProject, newestGeneratedOfShot, type ArtifactRow } from '../../generation/media/store.ts';
+import type { ArtifactsRegistered } from '../../generation/media/register.ts';
 import { consoleLinks } from '../../kernel/links.ts';
 import { cutReviewsBefore, decidersOn, shotReviewsBefore, updateReviewState, type ReviewRow } from './store.ts';
 
@@ -51,4 +53,11 @@ export function reopenReviews(ctx: Ctx, rows: readonly ArtifactRow[], cut: { art
   if (cut) {
     for (const review of cutReviewsBefore(ctx.db, cut.artifact.project_id, cut.episodeId, cut.artifact.id)) moveReview(ctx, review, cut.artifact, at);
   }
+}
+
+/** The handler of media.artifacts_registered: the rows as they are now, then reopenReviews. */
+export function reopenOnRegistered(ctx: Ctx, news: ArtifactsRegistered): void {
+  const rows = news.artifactIds.map((id) => artifactInProject(ctx.db, news.projectId, id)).filter((r): r is ArtifactRow => r !== undefined);
+  const cutRow = news.cut && rows.find((r) => r.id === news.cut!.artifactId);
+  reopenReviews(ctx, rows, news.cut && cutRow ? { artifact: cutRow, episodeId: news.cut.episodeId } : null, news.at);
 }

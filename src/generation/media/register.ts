@@ -19,7 +19,6 @@ import { compareSignatures } from '../../media-tools/signature.ts';
 import { storageQuotaWarnings, type QuotaContext } from '../../commercial/quotas/service.ts';
 import { detectComposite } from '../../media-tools/collage.ts';
 import { MediaToolError } from '../../media-tools/ffmpeg.ts';
-import { reopenReviews } from '../../finishing/review/reopen.ts';
 import {
   chosenVideoOfShot, insertArtifact, insertComposition, insertContinuity, type ArtifactRow, type CompositionRow,
 } from './store.ts';
@@ -158,8 +157,8 @@ function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): void {
 
 /**
  * Inside the completing transaction: the artifact rows, the composition of a cut, continuity with
- * neighbouring shots, the reviews the new artifacts re-open (review/reopen.ts; in a savepoint whose
- * failure is logged and skipped, never failing the job), and the storage quota warnings the new files
+ * neighbouring shots, the event media.artifacts_registered (after commit, finishing re-opens the
+ * reviews the new artifacts replace: src/finishing/review/reopen.ts), and the storage quota warnings the new files
  * may have caused (`quotas`: the settle's quota context, commercial/quotas.ts quotaContextOf).
  */
 export function registerArtifacts(
@@ -180,12 +179,24 @@ export function registerArtifacts(
     };
     insertComposition(ctx.db, c);
   }
-  // In a savepoint of its own: a failing re-open must not roll back the job's completion (the job would
-  // be retried and generate its media again, maybe on a paid connector). Skipping it is safe: the
-  // reviews stay on the older artifact, so delivery approval reports the new one as not approved.
-  try {
-    ctx.db.tx(() => reopenReviews(ctx, rows, composition && cut ? { artifact: cut, episodeId: composition.episodeId } : null, at));
-  } catch (err) {
-    ctx.log.error('re-opening reviews failed; the job completes without it', { jobId: job.id, err });
+  // News for the wings above (finishing re-opens the reviews the new artifacts replace): recorded in
+  // this transaction, handled after it commits, so a failing handler never fails the job.
+  if (rows.length) {
+    ctx.emit('media.artifacts_registered', {
+      projectId: job.project_id, jobId: job.id, artifactIds: rows.map((r) => r.id),
+      cut: composition && cut ? { artifactId: cut.id, episodeId: composition.episodeId } : null, at,
+    });
   }
+}
+
+/** The news of registered artifacts (ids: a handler reads the rows as they are when it runs). */
+export interface ArtifactsRegistered {
+  projectId: string; jobId: string; artifactIds: string[];
+  /** Set when the job composed an episode cut: the cut's artifact and its episode. */
+  cut: { artifactId: string; episodeId: string } | null;
+  at: string;
+}
+
+declare module '../../directory/events.ts' {
+  interface EventMap { 'media.artifacts_registered': ArtifactsRegistered }
 }

@@ -29,12 +29,11 @@ export interface WorkerHost {
   stop(graceMs: number): Promise<void>;
 }
 
-const THREAD = new URL('./thread.ts', import.meta.url);
-
-export async function startWorkerThread(deps: { db: Db; config: Config; log: Logger }): Promise<WorkerHost> {
-  const { db, config, log } = deps;
+/** Starts the thread whose entry module is `entry` (src/worker-thread.ts: the server names it, from above every wing). */
+export async function startWorkerThread(deps: { db: Db; config: Config; log: Logger; entry: URL }): Promise<WorkerHost> {
+  const { db, config, log, entry } = deps;
   // SHARE_ENV: credentials (authEnv) are read from the live environment at call time, as in the main thread.
-  const thread = new Worker(THREAD, { workerData: { config: { ...config } }, env: SHARE_ENV });
+  const thread = new Worker(entry, { workerData: { config: { ...config } }, env: SHARE_ENV });
   const pending = new Map<number, (jobId: string | null) => void>();
   let ref = 0;
   let exited = false;

@@ -1,12 +1,14 @@
 // Entry of the worker thread: its own database connection, a logger that forwards lines to the main
-// thread, and the loop, driven by messages from the main thread (see host.ts for the protocol).
+// thread, the event subscriptions, and the loop, driven by messages from the main thread (see
+// src/generation/worker/host.ts for the protocol).
 import { parentPort, workerData } from 'node:worker_threads';
-import { openDb } from '../../db/db.ts';
-import { createContext } from '../../directory/context.ts';
-import type { Config } from '../../kernel/config.ts';
-import type { Logger } from '../../kernel/log.ts';
-import { startWorkerLoop } from './loop.ts';
-import { workerActor, type ToWorker } from './host.ts';
+import { openDb } from './db/db.ts';
+import { createContext } from './directory/context.ts';
+import type { Config } from './kernel/config.ts';
+import type { Logger } from './kernel/log.ts';
+import { startWorkerLoop } from './generation/worker/loop.ts';
+import { workerActor, type ToWorker } from './generation/worker/host.ts';
+import { bindSubscribers } from './subscribers.ts';
 
 const port = parentPort!;
 const config = (workerData as { config: Config }).config;
@@ -16,6 +18,7 @@ const send = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string, field
   port.postMessage({ type: 'log', level, msg, fields: safe });
 };
 const log: Logger = { debug: send('debug'), info: send('info'), warn: send('warn'), error: send('error'), flush() {} };
+bindSubscribers();
 const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
 const loop = startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }));
 
