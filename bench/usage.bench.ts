@@ -14,7 +14,7 @@ import { openDb } from '../src/db/db.ts';
 import { newId } from '../src/kernel/ids.ts';
 import { insertWorkspaceCommercial } from '../src/directory/plan/account.ts';
 import { localDate, monthOf, startOfLocalDay } from '../src/kernel/periods.ts';
-import { usageTrend } from '../src/commercial/usage/trend.ts';
+import { usageTrend } from '../src/commercial/trend.ts';
 import { resolveQuery, usageCombos, usageWhere, windowSums, FACET_INDEXES, type FacetColumn } from '../src/commercial/usage/store.ts';
 import { login, measuredDownload, num, percentile, printTable, setupSvc, startSvc, svcCli } from './lib.ts';
 

@@ -7,7 +7,7 @@ import { startTestServer, type TestServer } from './helpers/server.ts';
 import { login, makeTree, makeUser, makeWorkspace, member, type Tree } from './helpers/factories.ts';
 import { newId } from '../src/kernel/ids.ts';
 import { localDate } from '../src/kernel/periods.ts';
-import { usageTrend } from '../src/commercial/usage/trend.ts';
+import { usageTrend } from '../src/commercial/trend.ts';
 import { formatE4Amount } from '../src/kernel/money.ts';
 
 const billing = (orgId: string) => `/api/organizations/${orgId}/billing`;

@@ -17,7 +17,7 @@ import { startServer } from '../src/server.ts';
 import { createLogger } from '../src/kernel/log.ts';
 import { callConnector, probeConnector } from '../src/generation/connectors/protocols/index.ts';
 import { credentialPolicy } from '../src/kernel/credentials.ts';
-import { ConnectorError, type CallRequest, type ConnectorSpec } from '../src/generation/connectors/types.ts';
+import { ConnectorError, type CallRequest, type ConnectorSpec } from '../src/generation/connectors/protocols/types.ts';
 
 const BASE = '/api/platform/models';
 

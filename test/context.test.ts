@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { startTestServer } from './helpers/server.ts';
 import { grant, login, makeProject, makeTree, makeUser, makeWorkspace, member } from './helpers/factories.ts';
 
-// The contract's table, written out independently of src/directory/tenancy/roles.ts.
+// The contract's table, written out independently of src/directory/roles.ts.
 const ALL = 'script:read script:edit asset:edit voice:edit job:create queue:manage project:create workflow:manage qa:review delivery:view delivery:approve usage:view billing:manage quota:manage audit:view model:manage task:view task:manage task:complete organization:members:invite';
 const MATRIX: Record<string, string> = {
   org_owner: ALL,

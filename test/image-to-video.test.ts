@@ -21,7 +21,7 @@ import { startModelServer, type RunningModelServer } from '../tools/model-server
 import { dryRun } from '../src/generation/connectors/protocols/index.ts';
 import { connectorSpec } from '../src/generation/connectors/present.ts';
 import { connectorById } from '../src/generation/connectors/store.ts';
-import type { ConnectorSpec, ContractInput, ProductionContract } from '../src/generation/connectors/types.ts';
+import type { ConnectorSpec, ContractInput, ProductionContract } from '../src/generation/connectors/protocols/types.ts';
 import { buildContract } from '../src/generation/jobs/contract.ts';
 import { jobById } from '../src/generation/jobs/store.ts';
 import { createJob, jobWorld, waitJob } from './helpers/jobs.ts';

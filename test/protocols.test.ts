@@ -12,15 +12,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { ConnectorError } from '../src/generation/connectors/types.ts';
-import type { CallRequest, ConnectorSpec, Execution, ProductionContract } from '../src/generation/connectors/types.ts';
+import { ConnectorError } from '../src/generation/connectors/protocols/types.ts';
+import type { CallRequest, ConnectorSpec, Execution, ProductionContract } from '../src/generation/connectors/protocols/types.ts';
 import { callConnector, dryRun, probeConnector, routeFor, supportsKind } from '../src/generation/connectors/protocols/index.ts';
 import { credentialPolicy } from '../src/kernel/credentials.ts';
 import { loadConfig } from '../src/kernel/config.ts';
 import { joinUrl } from '../src/generation/connectors/protocols/transport.ts';
 import { fillWorkflow, placeholders, seedOf, tuning as comfyTuning } from '../src/generation/connectors/protocols/comfyui.ts';
 import { tuning as openaiTuning } from '../src/generation/connectors/protocols/openai.ts';
-import { mimeFor, outputName, saveOutput } from '../src/generation/connectors/outputs.ts';
+import { mimeFor, outputName, saveOutput } from '../src/generation/connectors/protocols/outputs.ts';
 import { startModelServer, type RunningModelServer } from '../tools/model-server/server.ts';
 import { chatReply, transcript } from '../tools/model-server/text.ts';
 

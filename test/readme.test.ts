@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { SETTINGS } from '../src/kernel/config.ts';
-import { PERMISSIONS, ROLE_PERMISSIONS } from '../src/directory/tenancy/roles.ts';
+import { PERMISSIONS, ROLE_PERMISSIONS } from '../src/directory/roles.ts';
 
 const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8');
 

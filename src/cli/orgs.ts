@@ -1,7 +1,7 @@
 // svc orgs ...
 import type { Argv } from 'yargs';
 import { createOrganization, listOrganizations } from '../tenancy/service.ts';
-import { presentOrganization } from '../directory/tenancy/present.ts';
+import { presentOrganization } from '../directory/present/tenancy.ts';
 import { userByEmail, userById } from '../directory/users/store.ts';
 import { validationFailed } from '../kernel/errors.ts';
 import { parse } from '../kernel/validate.ts';

@@ -2,7 +2,7 @@
 import type { Argv } from 'yargs';
 import type { Ctx } from '../directory/context.ts';
 import { createUser } from '../identity/users/service.ts';
-import { presentGovernedUser, presentUser, type GovernedUser } from '../directory/users/present.ts';
+import { presentGovernedUser, presentUser, type GovernedUser } from '../directory/present/users.ts';
 import { NewUserBody, UserListQuery } from '../identity/users/schema.ts';
 import { findUser, listGovernedUsers, resetMfa, resetPassword, revokeSessions, updateUser } from '../identity/users/governance.ts';
 import type { UserRow } from '../directory/users/store.ts';

@@ -1,7 +1,7 @@
 // svc worker status: the same status document as GET /api/system/worker, read from the database
 // (the worker thread of a running `svc serve` keeps it current).
 import type { Argv } from 'yargs';
-import { workerStatus } from '../generation/jobs/status.ts';
+import { workerStatus } from '../generation/dispatch/status.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 
 const status = {

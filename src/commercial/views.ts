@@ -2,9 +2,7 @@
 // centers, invoices, usage), described once: the presenters' return types are these views' types.
 // Amounts are decimal strings in the major unit of `currency`; unit prices carry up to four more decimals.
 import * as o from '../kernel/view.ts';
-import { BILLING_CYCLES } from './billing/schema.ts';
-import { INVOICE_STATUSES } from './invoices/schema.ts';
-import { USAGE_LEVELS } from './usage/schema.ts';
+import { BILLING_CYCLES, INVOICE_STATUSES, USAGE_LEVELS } from './vocabulary.ts';
 
 const amount = (description = 'a decimal amount in the major unit of the currency') => o.text({ description });
 const localMonth = () => o.text({ description: 'a local calendar month of the organization\'s time zone, YYYY-MM' });

@@ -6,8 +6,8 @@ import type { Db } from '../db/db.ts';
 import type { Config } from '../kernel/config.ts';
 import type { Logger } from '../kernel/log.ts';
 import { newId } from '../kernel/ids.ts';
-import type { MembershipRow, Permission, ScopeIds } from './tenancy/roles.ts';
-import { effectivePermissions } from './tenancy/roles.ts';
+import type { MembershipRow, Permission, ScopeIds } from './roles.ts';
+import { effectivePermissions } from './roles.ts';
 import { createEventBus, type EventMap, type EventName } from './events.ts';
 
 /**

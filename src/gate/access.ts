@@ -9,7 +9,7 @@ import type { Db } from '../db/db.ts';
 import { withinBinding, type Actor, type ApiClientBinding, type Ctx } from '../directory/context.ts';
 import { setSessionScope } from '../directory/sessions/store.ts';
 import { record } from '../platform/audit/service.ts';
-import { hasPermission, type MembershipRow, type ScopeIds } from '../directory/tenancy/roles.ts';
+import { hasPermission, type MembershipRow, type ScopeIds } from '../directory/roles.ts';
 import { fillScope, firstScope, orgRoleOf, resolveScope, scopeStillVisible, selectScope, type ScopeRequest } from '../directory/tenancy/scope.ts';
 import { membershipsOfUser, organizationById, projectById, workspaceById } from '../directory/tenancy/store.ts';
 import type { Authenticated } from './auth.ts';

@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import type { Schema } from '../kernel/validate.ts';
 import type { View } from '../kernel/view.ts';
 import type { Ctx } from '../directory/context.ts';
-import type { Permission, OrgRole, ProjectRole } from '../directory/tenancy/roles.ts';
+import type { Permission, OrgRole, ProjectRole } from '../directory/roles.ts';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export type ScopeLevel = 'none' | 'organization' | 'workspace' | 'project';

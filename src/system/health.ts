@@ -8,7 +8,7 @@
 //   wal        size of the write-ahead log file: warn above WAL_WARN_BYTES (checkpoints are not keeping up)
 //   disk       free bytes of the file systems of the data directory and the storage root: warn below
 //              10 % or 1 GiB, fail below 100 MiB
-//   worker     the job worker's heartbeat (src/generation/jobs/status.ts): ok; paused warn; stale, stopped or
+//   worker     the job worker's heartbeat (src/generation/dispatch/status.ts): ok; paused warn; stale, stopped or
 //              never started fail
 //   queue      jobs by status; warn with the worker's queue alerts (oldest waiting, unclaimable)
 import fs from 'node:fs';
@@ -16,7 +16,7 @@ import type { Ctx } from '../directory/context.ts';
 import * as o from '../kernel/view.ts';
 import { requireSystemAdmin } from '../kernel/errors.ts';
 import { newToken } from '../kernel/ids.ts';
-import { workerStatus } from '../generation/jobs/status.ts';
+import { workerStatus } from '../generation/dispatch/status.ts';
 
 export const INTEGRITY_MAX_AGE_HOURS = 168;
 export const WAL_WARN_BYTES = 256 * 1024 * 1024;

@@ -6,7 +6,7 @@ import { json, type Router } from '../http/router.ts';
 import { PageQuery, pageOf } from '../kernel/validate.ts';
 import { ContextPatchBody, OrganizationBody, WorkspaceBody } from './schema.ts';
 import * as o from '../kernel/view.ts';
-import { ContextView, OrganizationView, WorkspaceView, presentContext, presentOrganization, presentWorkspace } from '../directory/tenancy/present.ts';
+import { ContextView, OrganizationView, WorkspaceView, presentContext, presentOrganization, presentWorkspace } from '../directory/present/tenancy.ts';
 import { changeScope, createOrganization, createWorkspace, listOrganizations, listWorkspaces } from './service.ts';
 
 export function bindTenancyRoutes(r: Router): void {

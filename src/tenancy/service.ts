@@ -6,7 +6,7 @@ import { record } from '../platform/audit/service.ts';
 import { insertDefaultBillingAccount, insertWorkspaceCommercial } from '../directory/plan/account.ts';
 import { setSessionScope } from '../directory/sessions/store.ts';
 import { userById } from '../directory/users/store.ts';
-import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from '../directory/tenancy/roles.ts';
+import { ROLE_LEVEL, type Level, type Role, type ScopeIds } from '../directory/roles.ts';
 import { canSeeProject, canSeeWorkspace, selectScope, type ScopeRequest } from '../directory/tenancy/scope.ts';
 import {
   activeOwnerCount, allOrganizations, insertMembership, insertOrganization, insertWorkspace, membershipAt,

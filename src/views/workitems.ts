@@ -7,7 +7,7 @@
 // Sorted by priority, then due date, then kind.
 // Each item's link opens its console page (a task's linkedPage when that is a console page, else the task's).
 import type { Ctx } from '../directory/context.ts';
-import { hasPermission } from '../directory/tenancy/roles.ts';
+import { hasPermission } from '../directory/roles.ts';
 import { chosenVideoOfShot } from '../generation/media/store.ts';
 import { qaVerdictOf } from '../finishing/qa/verdict.ts';
 import { failedJobsOfProject, openTasksOf, shotsOfProject } from '../production/catalog/store.ts';

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { createUser } from '../../src/identity/users/service.ts';
 import { createOrganization, createWorkspace, grantRole } from '../../src/tenancy/service.ts';
 import { createProject } from '../../src/production/projects/service.ts';
-import type { Level, Role } from '../../src/directory/tenancy/roles.ts';
-import { ROLE_LEVEL } from '../../src/directory/tenancy/roles.ts';
+import type { Level, Role } from '../../src/directory/roles.ts';
+import { ROLE_LEVEL } from '../../src/directory/roles.ts';
 import type { TestServer } from './server.ts';
 
 let counter = 0;

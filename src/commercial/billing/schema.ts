@@ -2,6 +2,7 @@
 // checked here, and what depends on the account (the decimals its currency allows, a known
 // currency or time zone) in billing.ts, so that one 422 names every bad field.
 import * as v from '../../kernel/validate.ts';
+import { BILLING_CYCLES } from '../vocabulary.ts';
 
 type Check<T> = v.Schema<T>['check'];
 
@@ -18,7 +19,6 @@ function decimal(description: string): v.Schema<string> & { optional: false } {
   return { json: { type: 'string', pattern: '^\\d+(\\.\\d+)?$', description }, optional: false, check };
 }
 
-export const BILLING_CYCLES = ['monthly', 'quarterly', 'annual'] as const;
 
 export const BillingPatchBody = v.object({
   planName: v.optional(v.string({ min: 1, max: 100 })),

@@ -21,18 +21,18 @@ import {
   billingAccountEventsOf, billingAccountOf, billingSettings, insertBillingAccountEvent,
   setOrganizationTimeZone, updateBillingAccountRow, type BillingAccountRow, type BillingSettings,
 } from '../../directory/plan/account.ts';
-import { presentBillingAccount, presentBillingAccountEvent } from './present.ts';
+import { presentBillingAccount, presentBillingAccountEvent } from '../account.ts';
 import type { BillingPatch } from './schema.ts';
 import { exponentOf, formatE4Amount, isCurrency, parseAmount, parseUnitPrice } from '../../kernel/money.ts';
 import { isTimeZone, monthWindow } from '../../kernel/periods.ts';
 import { costCenterDetailView, costCentersView, gbToBytes, GIB, quotaWarningsView, workspaceQuotasView } from '../quotas/service.ts';
-import { roundUnits, usageByBucket, usageTrend, type Bucket } from '../usage/trend.ts';
+import { roundUnits, usageByBucket, usageTrend, type Bucket } from '../trend.ts';
 import { liveInvoiceOverlapping, type InvoiceRow } from '../invoices/store.ts';
 import { presentInvoice } from '../invoices/present.ts';
 import { invoiceRef } from '../invoices/service.ts';
 import type { Out } from '../../kernel/view.ts';
 import type { CommercialExportView, CommercialView, InvoiceStatusChangeView, InvoiceSummaryView, UsageMonthView } from '../views.ts';
-import type { InvoiceStatus } from '../invoices/schema.ts';
+import type { InvoiceStatus } from '../vocabulary.ts';
 
 const MAX_FEE_MAJOR = 10n ** 9n;
 const MAX_PRICE_MAJOR = 10n ** 6n;

@@ -1,7 +1,7 @@
 // Invoices, their lines and events as the API shows them (amounts as decimal strings with the currency).
 import { exactToDecimal, exponentOf, formatAmount, formatUnitPrice } from '../../kernel/money.ts';
 import type { InvoiceEventRow, InvoiceLineRow, InvoiceRow } from './store.ts';
-import type { InvoiceStatus } from './schema.ts';
+import type { InvoiceStatus } from '../vocabulary.ts';
 import * as o from '../../kernel/view.ts';
 import type { InvoiceEventView, InvoiceLineView, InvoiceView } from '../views.ts';
 

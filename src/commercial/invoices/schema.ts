@@ -4,9 +4,8 @@ import { validationFailed } from '../../kernel/errors.ts';
 import * as v from '../../kernel/validate.ts';
 import { exactToDecimal, parseRate, type Exact } from '../../kernel/money.ts';
 import { billingPeriod, dayOrInstant, localDate, startOfLocalDay, type BillingCycle } from '../../kernel/periods.ts';
+import { INVOICE_STATUSES, type InvoiceStatus } from '../vocabulary.ts';
 
-export const INVOICE_STATUSES = ['draft', 'issued', 'paid', 'overdue', 'void'] as const;
-export type InvoiceStatus = (typeof INVOICE_STATUSES)[number];
 
 const filterShape = {
   status: v.optional(v.oneOf(INVOICE_STATUSES, { description: 'only invoices in this status' })),

@@ -21,7 +21,8 @@ import {
   addExact, exactToDecimal, exponentOf, formatAmount, formatDecimal, formatE4Amount, formatUnitPrice, lineAmount, roundExact, taxOn, ZERO,
   type Exact,
 } from '../../kernel/money.ts';
-import { generation, type GenerateBody, type Generation, type InvoiceFilter, type InvoiceStatus } from './schema.ts';
+import { generation, type GenerateBody, type Generation, type InvoiceFilter } from './schema.ts';
+import type { InvoiceStatus } from '../vocabulary.ts';
 import {
   eventsOfInvoice, insertInvoice, insertInvoiceEvent, insertInvoiceLine, invoiceForPeriod, invoiceInOrganization,
   linesOfInvoice, liveInvoiceOverlapping, openInvoiceCursor, organizationOfInvoice, pageInvoices, storageByWorkspace, takeInvoiceNumber,

@@ -7,7 +7,8 @@ import type { Db } from '../../db/db.ts';
 import { likePattern } from '../../db/like.ts';
 import { openSnapshotCursor } from '../../platform/audit/export.ts';
 import { storedBytesByWorkspace } from '../meters.ts';
-import type { InvoiceFilter, InvoiceStatus } from './schema.ts';
+import type { InvoiceFilter } from './schema.ts';
+import type { InvoiceStatus } from '../vocabulary.ts';
 
 export interface InvoiceRow {
   id: string;

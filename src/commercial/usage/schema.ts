@@ -2,6 +2,7 @@
 // GET /api/usage. `from`/`to` are local days (YYYY-MM-DD, in the organization's time zone, both
 // inclusive) or ISO 8601 instants; their meaning is decided in usage.ts (usageWindow).
 import * as v from '../../kernel/validate.ts';
+import { USAGE_LEVELS } from '../vocabulary.ts';
 
 /** A local day or an ISO 8601 instant with a zone ("2025-03-30", "2025-03-30T01:30:00Z", "...+02:00"). */
 const DAY_OR_INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2}))?$/;
@@ -34,8 +35,6 @@ export const UsageExportQuery = v.object({
 
 export type UsageFilters = Pick<v.Infer<typeof UsageListQuery>, keyof typeof filterShape>;
 
-export const USAGE_LEVELS = ['organization', 'workspace', 'project'] as const;
-export type UsageLevel = (typeof USAGE_LEVELS)[number];
 
 export const ScopeUsageQuery = v.object({
   level: v.optional(v.oneOf(USAGE_LEVELS, { description: 'report this level of the session\'s scope (default: its most specific one); usage:view is checked there' })),

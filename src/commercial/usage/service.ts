@@ -10,7 +10,7 @@ import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
 import { permissionDenied, scopeForbidden, validationFailed } from '../../kernel/errors.ts';
 import { withScope } from '../../directory/context.ts';
-import { hasPermission } from '../../directory/tenancy/roles.ts';
+import { hasPermission } from '../../directory/roles.ts';
 import { organizationById } from '../../directory/tenancy/store.ts';
 import { newId } from '../../kernel/ids.ts';
 import { FACET_LIMIT } from '../../platform/audit/store.ts';
@@ -19,12 +19,13 @@ import { csvRow, csvText, exportStamp, jsonArrayText, recordStream, type ExportF
 import { clipsTowardQuota, organizationStoredBytes, projectStoredBytes } from '../meters.ts';
 import { seatUsage } from '../../directory/plan/seats.ts';
 import { billingAccountOf } from '../../directory/plan/account.ts';
-import { presentBillingAccount } from '../billing/present.ts';
+import { presentBillingAccount } from '../account.ts';
 import { exactToDecimal, formatAmount, formatE4Amount, formatUnitPrice, lineAmount, roundExact, roundHalfUp } from '../../kernel/money.ts';
 import { dayOrInstant, monthOf, monthWindow, periodWindow, startOfLocalDay } from '../../kernel/periods.ts';
 import { GIB, gbToBytes, quotaOfWorkspace, workspaceStoredBytes } from '../quotas/service.ts';
-import { roundUnits } from './trend.ts';
-import type { UsageFilters, UsageLevel } from './schema.ts';
+import { roundUnits } from '../trend.ts';
+import type { UsageFilters } from './schema.ts';
+import type { UsageLevel } from '../vocabulary.ts';
 import {
   costCenterByIdOrCode, insertUsageEvent, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageCombos, usageWhere, windowSums,
   type FacetColumn, type UsageCombo, type UsageRow,

@@ -1,7 +1,7 @@
 // The actor of an API client's requests, from its record: what the gate authenticates a client token
 // as, and what the client's own audit records name.
 import type { Actor } from '../context.ts';
-import type { Permission } from '../tenancy/roles.ts';
+import type { Permission } from '../roles.ts';
 import type { ApiClientRow } from './store.ts';
 
 export const permissionsOfRow = (c: Pick<ApiClientRow, 'permissions'>): Permission[] => JSON.parse(c.permissions) as Permission[];

@@ -2,7 +2,7 @@
 // permissions in the object's project; an empty list means anyone who can see the project. The read
 // routes of each domain declare exactly these lists, and search (src/platform/search/index.ts) shows a hit
 // only under the same rule, so that a search never reveals what its route would refuse.
-import type { Permission } from './roles.ts';
+import type { Permission } from '../roles.ts';
 
 export type ReadKind = 'project' | 'episode' | 'script' | 'shot' | 'asset' | 'task' | 'job' | 'delivery';
 

@@ -4,7 +4,7 @@
 import type { Db } from '../../db/db.ts';
 import type { Actor } from '../context.ts';
 import { scopeForbidden } from '../../kernel/errors.ts';
-import type { MembershipRow, OrgRole, ScopeIds } from './roles.ts';
+import type { MembershipRow, OrgRole, ScopeIds } from '../roles.ts';
 import {
   organizationById, projectById, projectsOfWorkspace, workspaceById, workspacesOfOrganization,
   type ProjectRow, type WorkspaceRow,

@@ -1,6 +1,6 @@
 // SQL of organizations, workspaces, projects and memberships. Every query names its tenant.
 import type { Db } from '../../db/db.ts';
-import type { Level, MembershipRow, Role } from './roles.ts';
+import type { Level, MembershipRow, Role } from '../roles.ts';
 
 export interface OrganizationRow { id: string; name: string; time_zone: string; created_at: string; created_by: string | null }
 export interface WorkspaceRow { id: string; organization_id: string; name: string; created_at: string; created_by: string | null }

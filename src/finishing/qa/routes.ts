@@ -3,7 +3,7 @@
 import { json, type Router } from '../../http/router.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { pageWindow } from '../../kernel/validate.ts';
-import type { Permission } from '../../directory/tenancy/roles.ts';
+import type { Permission } from '../../directory/roles.ts';
 import * as o from '../../kernel/view.ts';
 import { QaRunSummaryView, QaRunView, presentRun, presentRunSummary } from './present.ts';
 import { closedSignal, runQa, MAX_ARTIFACTS } from './run.ts';

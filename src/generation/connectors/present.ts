@@ -3,7 +3,7 @@
 // process now, and only for a name designated for connector credentials (src/kernel/credentials.ts:
 // the presence of any other variable is nobody's business). Holders of model:manage see the full record; job readers see no endpoint.
 import * as o from '../../kernel/view.ts';
-import { CONNECTOR_KINDS, CONNECTOR_STATUSES, COST_MODES, WORK_KINDS, type ConnectorKind, type ConnectorProtocol, type ConnectorSpec, type ConnectorStatus, type CostMode, type WorkKind } from './types.ts';
+import { CONNECTOR_KINDS, CONNECTOR_STATUSES, COST_MODES, WORK_KINDS, type ConnectorKind, type ConnectorProtocol, type ConnectorSpec, type ConnectorStatus, type CostMode, type WorkKind } from './protocols/types.ts';
 import type { ConnectorRow } from './store.ts';
 import { credentialPresent, type CredentialPolicy } from '../../kernel/credentials.ts';
 

@@ -2,7 +2,7 @@
 // authEnv name, distinct capability, route paths); rules across fields (routes and models named by
 // the capability, comfyui's workflow) are checked by the service on the merged record.
 import * as v from '../../kernel/validate.ts';
-import { CONNECTOR_KINDS, CONNECTOR_STATUSES, COST_MODES, WORK_KINDS } from './types.ts';
+import { CONNECTOR_KINDS, CONNECTOR_STATUSES, COST_MODES, WORK_KINDS } from './protocols/types.ts';
 
 type State = Parameters<v.Schema<unknown>['check']>[2];
 

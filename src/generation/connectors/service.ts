@@ -21,14 +21,14 @@ import { newId } from '../../kernel/ids.ts';
 import {
   CONNECTOR_EGRESS, LOCAL_CONNECTOR_EGRESS, ResolveError, normalizeAddress, refusalOf, resolveHost, systemResolver, type Address,
 } from '../../kernel/egress.ts';
-import { wakeWorker } from '../jobs/control.ts';
+import { wakeWorker } from '../dispatch/control.ts';
 import { probeConnector } from './protocols/index.ts';
 import { credentialNameProblem, credentialPolicy } from '../../kernel/credentials.ts';
 import { providerReadingVariable } from '../../identity/sso/store.ts';
 import { capabilityOf, connectorSpec, protocolOf } from './present.ts';
 import type { PatchInput, ProtocolInput, RegisterInput } from './schema.ts';
 import { connectorById, insertConnector, pageConnectors, updateConnector, type ConnectorRow } from './store.ts';
-import type { ConnectorProtocol, ConnectorStatus, ProbeResult } from './types.ts';
+import type { ConnectorProtocol, ConnectorStatus, ProbeResult } from './protocols/types.ts';
 
 export const PROBE_TIMEOUT_MS = 5000;
 const MAX_PROBE_ERROR = 500;

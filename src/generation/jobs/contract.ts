@@ -5,7 +5,7 @@
 // job was created, dependency artifacts are whatever that job completed with.
 import path from 'node:path';
 import type { Db } from '../../db/db.ts';
-import type { ContractInput, ProductionContract } from '../connectors/types.ts';
+import type { ContractInput, ProductionContract } from '../connectors/protocols/types.ts';
 import { organizationById, projectById } from '../../directory/tenancy/store.ts';
 import { episodeById, referencesOf, shotById } from '../../production/catalog/store.ts';
 import { currentRevision } from '../../production/scripts/store.ts';

@@ -8,7 +8,7 @@ import { withScope } from '../../directory/context.ts';
 import type { QueueBatchBody } from './schema.ts';
 import { cancel, reprioritize, retry } from './service.ts';
 import type { JobRow } from './store.ts';
-import { OLD_WAITING_MS, workerStatus } from './status.ts';
+import { OLD_WAITING_MS, workerStatus } from '../dispatch/status.ts';
 import { assertProjectWritable } from '../../directory/tenancy/guard.ts';
 
 const BATCH_LIMIT = 1000;

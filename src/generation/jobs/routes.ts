@@ -1,7 +1,7 @@
 // Generation jobs of the current project, the connector dry run, and the organization's queue.
 import { READ_ACCESS } from '../../directory/tenancy/reads.ts';
 import { json, type Router } from '../../http/router.ts';
-import type { OrgRole, Permission } from '../../directory/tenancy/roles.ts';
+import type { OrgRole, Permission } from '../../directory/roles.ts';
 import { ConnectorSummaryView, presentConnector } from '../connectors/present.ts';
 import * as o from '../../kernel/view.ts';
 import { JobCreateBody, JobListQuery, JobPriorityBody, JobRetryBody, JobRunBody, QueueBatchBody } from './schema.ts';

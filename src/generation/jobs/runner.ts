@@ -8,7 +8,7 @@ import { callConnector } from '../connectors/protocols/index.ts';
 import { connectorById } from '../connectors/store.ts';
 import { connectorSpec } from '../connectors/present.ts';
 import { credentialPolicy } from '../../kernel/credentials.ts';
-import { ConnectorError, type CallResult } from '../connectors/types.ts';
+import { ConnectorError, type CallResult } from '../connectors/protocols/types.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { buildContract, type JobInput } from './contract.ts';
 import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleOutcome } from './settle.ts';

@@ -10,9 +10,9 @@ import { notify } from '../../platform/notifications/service.ts';
 import { indexDocument, setDocumentStatus } from '../../platform/search/index.ts';
 import { recordUsageEvent } from '../../commercial/usage/service.ts';
 import { clipQuotaWarnings, quotaContextOf, type QuotaContext } from '../../commercial/quotas/service.ts';
-import type { CallResult } from '../connectors/types.ts';
+import type { CallResult } from '../connectors/protocols/types.ts';
 import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
-import { jobRetryDelayMs } from '../worker/backoff.ts';
+import { jobRetryDelayMs } from './backoff.ts';
 import {
   blockDescendants, completeLeased, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
 } from './store.ts';

@@ -4,7 +4,7 @@
 import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
 import * as o from '../../kernel/view.ts';
-import { hasPermission, type Permission } from '../../directory/tenancy/roles.ts';
+import { hasPermission, type Permission } from '../../directory/roles.ts';
 import { compositionOfArtifact, continuityOf, type ArtifactRow, type ContinuityRow } from './store.ts';
 
 /** Who may see media evidence: the artifact routes, a shot's latest media, continuity in the graph. */

@@ -11,9 +11,8 @@ import type { Ctx } from '../../directory/context.ts';
 import { newId } from '../../kernel/ids.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { readHead, resolveStored, sniffMime } from '../../kernel/files.ts';
-import { ConnectorError, type ContractInput, type OutputFile } from '../connectors/types.ts';
+import { ConnectorError, type ContractInput, type OutputFile } from '../connectors/protocols/types.ts';
 import { shotById, shotsOfProject } from '../../production/catalog/store.ts';
-import type { JobRow } from '../jobs/store.ts';
 import { analyzeMedia, MediaError, type MediaEvidence } from '../../media-tools/evidence.ts';
 import { compareSignatures } from '../../media-tools/signature.ts';
 import { storageQuotaWarnings, type QuotaContext } from '../../commercial/quotas/service.ts';
@@ -58,7 +57,12 @@ export function mediaFailure(err: unknown): ConnectorError | null {
 }
 
 /** Examines every output file (text outputs: their sniffed type only); throws a ConnectorError. */
-export async function gatherEvidence(ctx: Ctx, job: JobRow, files: OutputFile[], signal?: AbortSignal): Promise<PreparedArtifact[]> {
+/** The job whose outputs are registered: the fields of its row this module reads (jobs/store.ts JobRow has them). */
+export interface RegisteringJob {
+  id: string; organization_id: string; workspace_id: string; project_id: string; shot_id: string | null; episode_id: string | null; kind: string;
+}
+
+export async function gatherEvidence(ctx: Ctx, job: RegisteringJob, files: OutputFile[], signal?: AbortSignal): Promise<PreparedArtifact[]> {
   const storageDir = ctx.config.storageDir;
   const prepared: PreparedArtifact[] = [];
   try {
@@ -98,11 +102,11 @@ export function inputProvenance(inputs: ContractInput[]): Array<Record<string, s
 const toBlob = (b: Buffer | null) => (b ? new Uint8Array(b.buffer, b.byteOffset, b.byteLength) : null);
 
 /** The rows of a job's artifacts (ids fixed before the transaction, so that the job's output can name them). */
-export function artifactRows(job: JobRow, prepared: PreparedArtifact[], provenance: Record<string, unknown>, at: string): ArtifactRow[] {
+export function artifactRows(job: RegisteringJob, prepared: PreparedArtifact[], provenance: Record<string, unknown>, at: string): ArtifactRow[] {
   return prepared.map((p) => artifactRow(job, p, provenance, at));
 }
 
-function artifactRow(job: JobRow, p: PreparedArtifact, provenance: Record<string, unknown>, at: string): ArtifactRow {
+function artifactRow(job: RegisteringJob, p: PreparedArtifact, provenance: Record<string, unknown>, at: string): ArtifactRow {
   const e = p.evidence;
   return {
     id: newId('art'), organization_id: job.organization_id, workspace_id: job.workspace_id, project_id: job.project_id,
@@ -162,7 +166,7 @@ function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): void {
  * may have caused (`quotas`: the settle's quota context, commercial/quotas.ts quotaContextOf).
  */
 export function registerArtifacts(
-  ctx: Ctx, job: JobRow, rows: ArtifactRow[], composition: CompositionDraft | null, at: string, quotas: QuotaContext,
+  ctx: Ctx, job: RegisteringJob, rows: ArtifactRow[], composition: CompositionDraft | null, at: string, quotas: QuotaContext,
 ): void {
   for (const row of rows) {
     insertArtifact(ctx.db, row);

@@ -6,7 +6,7 @@ import type { Actor } from '../../directory/context.ts';
 import type { Config } from '../../kernel/config.ts';
 import type { Db } from '../../db/db.ts';
 import type { Logger } from '../../kernel/log.ts';
-import { registerWorker } from '../jobs/control.ts';
+import { registerWorker } from '../dispatch/control.ts';
 
 export type ToWorker =
   | { type: 'wake' }

@@ -1,9 +1,9 @@
 // The worker's status and a manual claim.
 import { json, type Router } from '../../http/router.ts';
 import { conflict } from '../../kernel/errors.ts';
-import { workerOf } from '../jobs/control.ts';
+import { workerOf } from '../dispatch/control.ts';
 import * as o from '../../kernel/view.ts';
-import { WorkerStatusView, workerStatus } from '../jobs/status.ts';
+import { WorkerStatusView, workerStatus } from '../dispatch/status.ts';
 
 export function bindWorkerRoutes(r: Router): void {
   const tags = ['system', 'worker'];

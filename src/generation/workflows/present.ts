@@ -6,7 +6,7 @@ import type { CurrentTemplate, VersionRow } from './store.ts';
 import * as o from '../../kernel/view.ts';
 import { RUN_STATUSES, STEP_KINDS, TEMPLATE_STATUSES, type RunStatus } from './schema.ts';
 import { JOB_STATUSES, type JobStatus } from '../jobs/store.ts';
-import { WORK_KINDS, type WorkKind } from '../connectors/types.ts';
+import { WORK_KINDS, type WorkKind } from '../connectors/protocols/types.ts';
 
 const TEMPLATE_SCOPES = ['global', 'organization', 'workspace'] as const;
 const GATE_STATUSES = ['pending', 'passed', 'failed'] as const;

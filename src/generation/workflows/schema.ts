@@ -1,7 +1,7 @@
 // Input of the workflow template and run routes. Rules across fields (unique keys, the first step,
 // placeholders, the connector) are checked by the service.
 import * as v from '../../kernel/validate.ts';
-import { WORK_KINDS } from '../connectors/types.ts';
+import { WORK_KINDS } from '../connectors/protocols/types.ts';
 import { COMPOSE_KIND } from '../jobs/compose-job.ts';
 
 /** Kinds a step can create: the connector kinds of work and the local compose job. */

@@ -1,7 +1,7 @@
 // Input of the API client routes (/api/system/api-clients) and of the token endpoint
 // (/api/oauth/token, OAuth 2.0 client credentials).
 import * as v from '../../kernel/validate.ts';
-import { PERMISSIONS } from '../../directory/tenancy/roles.ts';
+import { PERMISSIONS } from '../../directory/roles.ts';
 
 const id = v.string({ min: 1, max: 64 });
 

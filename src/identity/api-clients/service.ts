@@ -14,7 +14,7 @@ import { checkAttempt } from '../../gate/ratelimit.ts';
 import { issueSecret, newId, sha256Hex } from '../../kernel/ids.ts';
 import { tokenHash } from '../../directory/sessions/token-hash.ts';
 import { record } from '../../platform/audit/service.ts';
-import { effectivePermissions, hasPermission, PERMISSIONS, type BasePermission, type ScopeIds } from '../../directory/tenancy/roles.ts';
+import { effectivePermissions, hasPermission, PERMISSIONS, type BasePermission, type ScopeIds } from '../../directory/roles.ts';
 import { organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
 import { apiClientActor, permissionsOfRow } from '../../directory/api-clients/actor.ts';
 import {

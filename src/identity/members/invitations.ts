@@ -7,7 +7,7 @@ import { issueSecret, newId, sha256Hex } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { grantRole } from '../../tenancy/service.ts';
 import { membershipAt, projectById, workspaceById } from '../../directory/tenancy/store.ts';
-import type { Role } from '../../directory/tenancy/roles.ts';
+import type { Role } from '../../directory/roles.ts';
 import { normalizeEmail, userByEmail, userById, type UserRow } from '../../directory/users/store.ts';
 import { createUser } from '../users/service.ts';
 import { addressLimited, signIn, type SignInResult } from '../sessions/service.ts';

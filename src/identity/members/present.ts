@@ -1,9 +1,9 @@
 // Members and invitations as the API shows them: never a token or its hash.
 import * as o from '../../kernel/view.ts';
-import type { OrgRole, Role } from '../../directory/tenancy/roles.ts';
-import { ORG_ROLES } from '../../directory/tenancy/roles.ts';
-import { OrganizationView } from '../../directory/tenancy/present.ts';
-import { ACCESS_MODES, LEVELS, ROLES, USER_STATUSES, UserView } from '../../directory/users/present.ts';
+import type { OrgRole, Role } from '../../directory/roles.ts';
+import { ORG_ROLES } from '../../directory/roles.ts';
+import { OrganizationView } from '../../directory/present/tenancy.ts';
+import { ACCESS_MODES, LEVELS, ROLES, USER_STATUSES, UserView } from '../../directory/present/users.ts';
 import { SessionTokenView, MfaEnrollmentChallengeView } from '../sessions/present.ts';
 import type { OrganizationMember } from './service.ts';
 import type { InvitationRow, MemberRow } from './store.ts';

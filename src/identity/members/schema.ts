@@ -1,6 +1,6 @@
 // Input of member and invitation routes.
 import * as v from '../../kernel/validate.ts';
-import { ORG_ROLES, PROJECT_ROLES, WORKSPACE_ROLES } from '../../directory/tenancy/roles.ts';
+import { ORG_ROLES, PROJECT_ROLES, WORKSPACE_ROLES } from '../../directory/roles.ts';
 
 const id = v.string({ min: 1, max: 64 });
 export const RoleBody = v.object({ role: v.oneOf([...ORG_ROLES, ...WORKSPACE_ROLES, ...PROJECT_ROLES]) });

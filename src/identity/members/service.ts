@@ -6,7 +6,7 @@ import { record } from '../../platform/audit/service.ts';
 import { assertKeepsAnOwner, grantRole } from '../../tenancy/service.ts';
 import { isOrgAdmin, orgRoleOf } from '../../directory/tenancy/scope.ts';
 import { membershipAt, projectById } from '../../directory/tenancy/store.ts';
-import type { Level, Role } from '../../directory/tenancy/roles.ts';
+import type { Level, Role } from '../../directory/roles.ts';
 import { deleteMemberships, membershipsAtScope, membershipsInOrganization, type MemberRow } from './store.ts';
 
 export interface OrganizationMember {

@@ -1,6 +1,6 @@
 // SQL of member lists, removals and invitations. Every statement names its organization.
 import type { Db } from '../../db/db.ts';
-import type { Level } from '../../directory/tenancy/roles.ts';
+import type { Level } from '../../directory/roles.ts';
 
 export interface MemberRow {
   user_id: string; email: string; name: string; user_status: string; last_login_at: string | null;

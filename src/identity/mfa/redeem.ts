@@ -9,7 +9,7 @@ import { sha256Hex } from '../../kernel/ids.ts';
 import { userById, type UserRow } from '../../directory/users/store.ts';
 import { checkAttempt, clearAttempts } from '../../gate/ratelimit.ts';
 import { accountSuspended, addressLimited, completeSignIn, type FirstFactor, type LoginLimits, type StartedSession } from '../sessions/service.ts';
-import { CHALLENGE_MAX_FAILURES } from './challenges.ts';
+import { CHALLENGE_MAX_FAILURES } from '../sessions/challenges.ts';
 import { beginSetup, enable, NO_TENANT, useCode, type TotpSetup } from './factor.ts';
 import {
   challengeByTokenHash, challengeOpen, consumeChallenge, factorOf, failChallenge, recoveryCodesLeft, type ChallengeRow,

@@ -8,7 +8,7 @@ import { notFound, requireSystemAdmin, validationFailed } from '../../kernel/err
 import { issueSecret, newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { organizationById, workspaceById } from '../../directory/tenancy/store.ts';
-import { ORG_ROLES } from '../../directory/tenancy/roles.ts';
+import { ORG_ROLES } from '../../directory/roles.ts';
 import type { DirectoryRole } from './schema.ts';
 import { directoryById, insertDirectory, listDirectories, updateDirectory, type DirectoryRow } from './store.ts';
 

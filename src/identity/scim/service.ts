@@ -14,7 +14,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import { revokeUserSessions } from '../../directory/sessions/store.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
-import { ORG_ROLES, type Role } from '../../directory/tenancy/roles.ts';
+import { ORG_ROLES, type Role } from '../../directory/roles.ts';
 import { assertKeepsAnOwner, grantRole } from '../../tenancy/service.ts';
 import { membershipAt, membershipsOfUser } from '../../directory/tenancy/store.ts';
 import { createUser } from '../users/service.ts';

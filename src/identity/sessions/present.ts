@@ -1,7 +1,7 @@
 // Sessions as the API shows them: never the token or its hash (the token only in the answer that starts a session).
 import * as o from '../../kernel/view.ts';
 import type { SessionLifetimes } from '../../directory/policy/store.ts';
-import { UserView } from '../../directory/users/present.ts';
+import { UserView } from '../../directory/present/users.ts';
 import type { SessionRow } from '../../directory/sessions/store.ts';
 
 export const SESSION_KINDS = ['bearer', 'browser'] as const;

@@ -1,6 +1,6 @@
 // Password login, logout, the current session, password change and own-session management.
 import { json, type Reply, type Router } from '../../http/router.ts';
-import { presentUser } from '../../directory/users/present.ts';
+import { presentUser } from '../../directory/present/users.ts';
 import { userById, type UserRow } from '../../directory/users/store.ts';
 import { sessionLifetimes } from '../../directory/policy/store.ts';
 import { sessionOfUser } from '../../directory/sessions/store.ts';

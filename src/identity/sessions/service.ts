@@ -14,7 +14,7 @@ import { normalizeEmail, setLastLogin, setPassword, userByEmail, userById, type 
 import { firstScope } from '../../directory/tenancy/scope.ts';
 import { membershipsOfUser } from '../../directory/tenancy/store.ts';
 import { factorOf } from '../../directory/mfa/store.ts';
-import { startEnrollmentChallenge, startLoginChallenge, type IssuedChallenge } from '../mfa/challenges.ts';
+import { startEnrollmentChallenge, startLoginChallenge, type IssuedChallenge } from './challenges.ts';
 import { mfaRequiredFor, passwordRules, sessionLifetimes } from '../../directory/policy/store.ts';
 import { hashPassword, needsRehash, passwordProblem, verifyAgainstDummy, verifyPassword } from '../../kernel/password.ts';
 import { checkAttempt, reserveAttempt, type AttemptLimit, type CheckOptions } from '../../gate/ratelimit.ts';

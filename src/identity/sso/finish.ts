@@ -13,7 +13,7 @@ import { frontendBase } from '../../http/request.ts';
 import { newId, newToken, sha256Hex } from '../../kernel/ids.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from './flow-cookie.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
-import { ORG_ROLES, type Role } from '../../directory/tenancy/roles.ts';
+import { ORG_ROLES, type Role } from '../../directory/roles.ts';
 import { grantRole } from '../../tenancy/service.ts';
 import { membershipAt } from '../../directory/tenancy/store.ts';
 import { insertUser, normalizeEmail, userByEmail, userById, type UserRow } from '../../directory/users/store.ts';

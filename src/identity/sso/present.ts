@@ -5,8 +5,8 @@ import type { IncomingMessage } from 'node:http';
 import type { Config } from '../../kernel/config.ts';
 import { requestOrigin } from '../../http/request.ts';
 import * as o from '../../kernel/view.ts';
-import { ROLES } from '../../directory/users/present.ts';
-import type { Role } from '../../directory/tenancy/roles.ts';
+import { ROLES } from '../../directory/present/users.ts';
+import type { Role } from '../../directory/roles.ts';
 import type { ProviderRow } from './store.ts';
 
 /** {base_url}: SVC_PUBLIC_URL, else the origin the client used. */

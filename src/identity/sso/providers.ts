@@ -7,7 +7,7 @@ import { credentialNameProblem, credentialPolicy, isServiceVariable, type Creden
 import { record } from '../../platform/audit/service.ts';
 import { notFound, requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
-import { ORG_ROLES, WORKSPACE_ROLES } from '../../directory/tenancy/roles.ts';
+import { ORG_ROLES, WORKSPACE_ROLES } from '../../directory/roles.ts';
 import { organizationById, workspaceById } from '../../directory/tenancy/store.ts';
 import type { OidcConfig, SamlConfig } from './provider-config.ts';
 import { checkConfigShape } from './provider-schema.ts';

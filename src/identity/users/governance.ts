@@ -11,10 +11,10 @@ import { absoluteCutoff, idleCutoff } from '../sessions/service.ts';
 import { liveSessionsOfUser, revokeUserSessions } from '../../directory/sessions/store.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
 import { passwordRules } from '../../directory/policy/store.ts';
-import { ROLE_LEVEL, type Level, type Role } from '../../directory/tenancy/roles.ts';
+import { ROLE_LEVEL, type Level, type Role } from '../../directory/roles.ts';
 import { grantRole } from '../../tenancy/service.ts';
 import { membershipAt, membershipsOfUser, namedMembershipsOfUser, organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
-import type { GovernedUser, NamedFullMembership } from '../../directory/users/present.ts';
+import type { GovernedUser, NamedFullMembership } from '../../directory/present/users.ts';
 import { createUser, setUserStatus } from './service.ts';
 import { pageWindow } from '../../kernel/validate.ts';
 import {

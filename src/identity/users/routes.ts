@@ -4,7 +4,7 @@ import { json, type Router } from '../../http/router.ts';
 import { RevokedSessionsView } from '../sessions/present.ts';
 import { AdminNewUserBody, MembershipGrantBody, UserListQuery, UserPatchBody } from './schema.ts';
 import * as o from '../../kernel/view.ts';
-import { GovernedUserView, MembershipView, presentGovernedUser, presentMembership } from '../../directory/users/present.ts';
+import { GovernedUserView, MembershipView, presentGovernedUser, presentMembership } from '../../directory/present/users.ts';
 import {
   createGovernedUser, governedUser, grantMembership, listGovernedUsers, resetMfa, resetPassword, revokeSessions, updateUser,
 } from './governance.ts';

@@ -1,6 +1,6 @@
 // Input of account creation (CLI `svc users create`) and of the system administrator's governance routes.
 import * as v from '../../kernel/validate.ts';
-import { ORG_ROLES, PROJECT_ROLES, WORKSPACE_ROLES } from '../../directory/tenancy/roles.ts';
+import { ORG_ROLES, PROJECT_ROLES, WORKSPACE_ROLES } from '../../directory/roles.ts';
 
 const email = v.string({ min: 3, max: 320, format: 'email' });
 const name = v.string({ min: 1, max: 200 });

@@ -11,7 +11,7 @@ import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
 import { likePattern } from '../../db/like.ts';
 import { permissionDenied, scopeForbidden } from '../../kernel/errors.ts';
-import { ROLE_PERMISSIONS, type MembershipRow } from '../../directory/tenancy/roles.ts';
+import { ROLE_PERMISSIONS, type MembershipRow } from '../../directory/roles.ts';
 import { organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
 import { userById } from '../../directory/users/store.ts';
 import type { AuditFilters } from './schema.ts';

@@ -22,7 +22,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { newId } from '../../kernel/ids.ts';
 import { notFound } from '../../kernel/errors.ts';
 import { record } from '../audit/service.ts';
-import { effectivePermissions, hasPermission, type MembershipRow, type Permission, type ScopeIds } from '../../directory/tenancy/roles.ts';
+import { effectivePermissions, hasPermission, type MembershipRow, type Permission, type ScopeIds } from '../../directory/roles.ts';
 import { isOrgAdmin, scopeStillVisible } from '../../directory/tenancy/scope.ts';
 import { organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
 import type { Db } from '../../db/db.ts';

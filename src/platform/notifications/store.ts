@@ -1,7 +1,7 @@
 // SQL of notifications: the inbox, preferences, organization channels, their allow-list and the
 // delivery outbox. Every inbox query names its user and organization.
 import type { Db } from '../../db/db.ts';
-import type { Level, Role } from '../../directory/tenancy/roles.ts';
+import type { Level, Role } from '../../directory/roles.ts';
 
 export interface NotificationRow {
   id: string; user_id: string; organization_id: string; workspace_id: string | null; project_id: string | null;

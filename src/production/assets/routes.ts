@@ -4,7 +4,7 @@
 import { READ_ACCESS } from '../../directory/tenancy/reads.ts';
 import { json, type Router } from '../../http/router.ts';
 import { AppError, validationFailed } from '../../kernel/errors.ts';
-import type { Permission } from '../../directory/tenancy/roles.ts';
+import type { Permission } from '../../directory/roles.ts';
 import { AssetCreateBody, AssetListQuery, AssetPatchBody, UploadQuery } from './schema.ts';
 import * as o from '../../kernel/view.ts';
 import {

@@ -19,7 +19,7 @@ import {
   checkWorkspaceStorage, gbToBytes, largestAssetFile, quotaContextOf, quotaOfWorkspace, storageQuotaWarnings, storesAssetFileOfSize,
   workspaceStorageBound,
 } from '../../commercial/quotas/service.ts';
-import { hasPermission } from '../../directory/tenancy/roles.ts';
+import { hasPermission } from '../../directory/roles.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import type { AssetCreateBody, AssetPatchBody } from './schema.ts';
 import { assetPathOf, hashFile, legacyAssetPathOf, receiveToTmp, resolveStored, sniffMime, tmpPathIn, SNIFF_BYTES } from '../../kernel/files.ts';

@@ -5,7 +5,7 @@ import { listProjects } from '../../tenancy/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import { LifecycleBody, ProjectBody, ProjectPatchBody } from './schema.ts';
 import * as o from '../../kernel/view.ts';
-import { ProjectView, presentProject } from '../../directory/tenancy/present.ts';
+import { ProjectView, presentProject } from '../../directory/present/tenancy.ts';
 import { changeLifecycle, createProject, updateProject } from './service.ts';
 
 export function bindProjectRoutes(r: Router): void {

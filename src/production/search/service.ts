@@ -6,7 +6,7 @@
 // the same lists as the read routes) it holds in that project.
 import { withScope, type Ctx } from '../../directory/context.ts';
 import { scopeForbidden } from '../../kernel/errors.ts';
-import { hasPermission } from '../../directory/tenancy/roles.ts';
+import { hasPermission } from '../../directory/roles.ts';
 import { listProjects } from '../../tenancy/service.ts';
 import { projectById, type ProjectRow } from '../../directory/tenancy/store.ts';
 import { SEARCH_TYPES, type SearchType } from '../../platform/search/index.ts';

@@ -9,7 +9,7 @@ import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { indexDocument } from '../../platform/search/index.ts';
 import { notify } from '../../platform/notifications/service.ts';
-import { hasPermission } from '../../directory/tenancy/roles.ts';
+import { hasPermission } from '../../directory/roles.ts';
 import { canSeeProject } from '../../directory/tenancy/scope.ts';
 import { membershipsOfUser, projectById } from '../../directory/tenancy/store.ts';
 import { userById } from '../../directory/users/store.ts';

@@ -24,10 +24,10 @@
 //   history; in neither (or failed): submit anew (the unknown ref is never reported done).
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ConnectorError } from '../types.ts';
-import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from '../types.ts';
-import { checkImageCount, downloadOutput, rejectComposite } from '../outputs.ts';
-import type { OutputRole } from '../outputs.ts';
+import { ConnectorError } from './types.ts';
+import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from './types.ts';
+import { checkImageCount, downloadOutput, rejectComposite } from './outputs.ts';
+import type { OutputRole } from './outputs.ts';
 import { badResponse, connectorEgress, deadlineOf, getHeaders, isObject, joinUrl, postPrepared, requestJson, toConnectorError, type Prepared } from './transport.ts';
 
 export const HEALTH_ROUTE = '/system_stats';

@@ -52,10 +52,10 @@
 // (image_count_mismatch) before anything is downloaded; a collage, split screen or contact sheet
 // fails it too (image_composite_detected). Non-2xx: 5xx, 408 and 429 are retried, other 4xx fail
 // the job; the message is taken from `error.message`, `message` or `error`.
-import { ConnectorError } from '../types.ts';
-import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from '../types.ts';
-import { checkImageCount, rejectComposite, storeAnswered } from '../outputs.ts';
-import type { OutputRole } from '../outputs.ts';
+import { ConnectorError } from './types.ts';
+import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from './types.ts';
+import { checkImageCount, rejectComposite, storeAnswered } from './outputs.ts';
+import type { OutputRole } from './outputs.ts';
 import { badResponse, isObject, joinUrl, modelFor, parseEndpoint, fileJsonLimit, postPrepared, type Prepared } from './transport.ts';
 
 export const HEALTH_ROUTE = '/health';

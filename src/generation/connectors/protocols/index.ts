@@ -11,7 +11,7 @@
 // bad requests (connector_bad_request, connector_unsupported_kind),
 // image_count_mismatch, image_composite_detected and output_too_large are not. No message ever
 // holds the credential.
-import { ConnectorError } from '../types.ts';
+import { ConnectorError } from './types.ts';
 import type {
   CallRequest,
   CallResult,
@@ -21,7 +21,7 @@ import type {
   Execution,
   ProbeResult,
   ProductionContract,
-} from '../types.ts';
+} from './types.ts';
 import * as httpJson from './httpjson.ts';
 import * as openai from './openai.ts';
 import * as comfyui from './comfyui.ts';

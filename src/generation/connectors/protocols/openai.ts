@@ -24,9 +24,9 @@ import fs from 'node:fs';
 import crypto from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Readable } from 'node:stream';
-import { ConnectorError } from '../types.ts';
-import type { CallRequest, CallResult, ConnectorSpec, ContractInput, Execution, ProductionContract } from '../types.ts';
-import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput, storeAnswered } from '../outputs.ts';
+import { ConnectorError } from './types.ts';
+import type { CallRequest, CallResult, ConnectorSpec, ContractInput, Execution, ProductionContract } from './types.ts';
+import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput, storeAnswered } from './outputs.ts';
 import {
   badResponse,
   connectorEgress,

@@ -22,8 +22,8 @@ import http from 'node:http';
 import https from 'node:https';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
-import { ConnectorError } from '../types.ts';
-import type { ConnectorSpec } from '../types.ts';
+import { ConnectorError } from './types.ts';
+import type { ConnectorSpec } from './types.ts';
 import {
   CONNECTOR_EGRESS, EgressRefused, LOCAL_CONNECTOR_EGRESS, addressRefusal, egressLookup, normalizeAddress, type Address, type EgressPolicy,
 } from '../../../kernel/egress.ts';

@@ -1,8 +1,8 @@
 // User rows as the API shows them: never a password hash.
 import * as o from '../../kernel/view.ts';
-import { ORG_ROLES, PROJECT_ROLES, WORKSPACE_ROLES, type Level, type Role } from '../tenancy/roles.ts';
+import { ORG_ROLES, PROJECT_ROLES, WORKSPACE_ROLES, type Level, type Role } from '../roles.ts';
 import type { FullMembershipRow, NamedMembership } from '../tenancy/store.ts';
-import type { UserRow } from './store.ts';
+import type { UserRow } from '../users/store.ts';
 
 export const LEVELS = ['organization', 'workspace', 'project'] as const satisfies readonly Level[];
 export const ROLES = [...ORG_ROLES, ...WORKSPACE_ROLES, ...PROJECT_ROLES] as const satisfies readonly Role[];

@@ -1,11 +1,11 @@
 // Tenancy rows as the API shows them.
 import type { Ctx } from '../context.ts';
 import * as o from '../../kernel/view.ts';
-import { NamedMembershipView, ROLES, UserView, presentNamedMembership, presentUser } from '../users/present.ts';
+import { NamedMembershipView, ROLES, UserView, presentNamedMembership, presentUser } from './users.ts';
 import { userById } from '../users/store.ts';
-import type { ScopeIds } from './roles.ts';
-import { namedMembershipsOfUser, organizationById, projectById, workspaceById, type OrganizationRow, type ProjectRow, type WorkspaceRow } from './store.ts';
-import { LIFECYCLE_ACTIONS, PROJECT_STATUSES, allowedActions, type ProjectStatus } from './lifecycle.ts';
+import type { ScopeIds } from '../roles.ts';
+import { namedMembershipsOfUser, organizationById, projectById, workspaceById, type OrganizationRow, type ProjectRow, type WorkspaceRow } from '../tenancy/store.ts';
+import { LIFECYCLE_ACTIONS, PROJECT_STATUSES, allowedActions, type ProjectStatus } from '../tenancy/lifecycle.ts';
 
 export const OrganizationView = o.named('Organization', o.object({
   id: o.text(), name: o.text(), timeZone: o.text({ description: 'IANA time zone name (default UTC)' }), createdAt: o.time(),

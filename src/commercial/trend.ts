@@ -3,11 +3,11 @@
 // are omitted, not zero-filled. Buckets are bounded by the zone's local midnights (periods.ts,
 // DST-safe: a day may last 23 or 25 hours), and SQL sums each bucket over the (organization_id,
 // created_at) index: the CROSS JOIN keeps the buckets outside, one index range each.
-import type { Db } from '../../db/db.ts';
-import { formatE4Amount } from '../../kernel/money.ts';
-import { localDate, localDaysBefore } from '../../kernel/periods.ts';
-import type { Out } from '../../kernel/view.ts';
-import type { UsageTrendDayView } from '../views.ts';
+import type { Db } from '../db/db.ts';
+import { formatE4Amount } from '../kernel/money.ts';
+import { localDate, localDaysBefore } from '../kernel/periods.ts';
+import type { Out } from '../kernel/view.ts';
+import type { UsageTrendDayView } from './views.ts';
 
 export const TREND_DAYS = 31;
 

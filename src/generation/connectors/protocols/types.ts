@@ -1,7 +1,7 @@
 // The shapes shared by the model platform (connector records), the protocols that call model
 // services, and the worker that runs jobs through them. Protocol code is pure I/O: it never touches
 // the database; everything it needs arrives in a CallRequest.
-import type { CredentialPolicy } from '../../kernel/credentials.ts';
+import type { CredentialPolicy } from '../../../kernel/credentials.ts';
 
 export const CONNECTOR_KINDS = ['http-json', 'openai-compatible', 'comfyui'] as const;
 export type ConnectorKind = (typeof CONNECTOR_KINDS)[number];

@@ -2,28 +2,28 @@
 // and the public sign-in entry points (provider list, start, ticket redemption). The OIDC callback
 // and the SAML endpoints are bound by ../oidc/routes.ts and ../saml/routes.ts.
 import type { IncomingMessage } from 'node:http';
-import type { Ctx } from '../../directory/context.ts';
-import { fromBrowser } from '../sessions/cookies.ts';
-import { reserveAttempt, type AttemptLimit } from '../../gate/ratelimit.ts';
-import { signInReply } from '../sessions/routes.ts';
-import { addressKey } from '../sessions/service.ts';
-import { notFound, validationFailed } from '../../kernel/errors.ts';
-import { json, type Router } from '../../http/router.ts';
-import { pageOf } from '../../kernel/validate.ts';
-import { redeemTicket } from './finish.ts';
-import { newFlowCookie } from './flow-cookie.ts';
-import { startOidc } from '../oidc/flow.ts';
-import * as o from '../../kernel/view.ts';
-import { MfaChallengeView, MfaEnrollmentChallengeView, SignedInView } from '../sessions/present.ts';
+import type { Ctx } from '../../../directory/context.ts';
+import { fromBrowser } from '../../sessions/cookies.ts';
+import { reserveAttempt, type AttemptLimit } from '../../../gate/ratelimit.ts';
+import { signInReply } from '../../sessions/routes.ts';
+import { addressKey } from '../../sessions/service.ts';
+import { notFound, validationFailed } from '../../../kernel/errors.ts';
+import { json, type Router } from '../../../http/router.ts';
+import { pageOf } from '../../../kernel/validate.ts';
+import { redeemTicket } from '../finish.ts';
+import { newFlowCookie } from '../flow-cookie.ts';
+import { startOidc } from '../../oidc/flow.ts';
+import * as o from '../../../kernel/view.ts';
+import { MfaChallengeView, MfaEnrollmentChallengeView, SignedInView } from '../../sessions/present.ts';
 import {
   IdentityProviderView, ProbeDetailView, SignInProviderView, presentProvider, presentPublicProvider, serviceBase, type ProbeDetail,
-} from './present.ts';
-import { probeProvider } from './probe.ts';
-import { ProviderCreateBody, ProviderListQuery, ProviderPatchBody, RedeemBody, StartQuery } from './provider-schema.ts';
-import { createProvider, listProvidersOf, providerOrFail, updateProviderFields } from './providers.ts';
-import { safeReturnTo } from './return-to.ts';
-import { startSaml } from '../saml/flow.ts';
-import { identityCounts, listProviders, providerById, type ProviderRow } from './store.ts';
+} from '../present.ts';
+import { probeProvider } from '../probe.ts';
+import { ProviderCreateBody, ProviderListQuery, ProviderPatchBody, RedeemBody, StartQuery } from '../provider-schema.ts';
+import { createProvider, listProvidersOf, providerOrFail, updateProviderFields } from '../providers.ts';
+import { safeReturnTo } from '../return-to.ts';
+import { startSaml } from '../../saml/flow.ts';
+import { identityCounts, listProviders, providerById, type ProviderRow } from '../store.ts';
 
 /**
  * Sign-in starts allowed per client address (ctx.ip) in any 60 seconds. A start is anonymous and stores

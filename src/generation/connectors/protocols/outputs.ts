@@ -12,9 +12,9 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ConnectorError } from './types.ts';
 import type { CallRequest, OutputFile } from './types.ts';
-import { connectorEgress, ensureOk, joinUrl, originOf, send } from './protocols/transport.ts';
-import { EgressRefused } from '../../kernel/egress.ts';
-import { detectComposite, type CompositeKind } from '../../media-tools/collage.ts';
+import { connectorEgress, ensureOk, joinUrl, originOf, send } from './transport.ts';
+import { EgressRefused } from '../../../kernel/egress.ts';
+import { detectComposite, type CompositeKind } from '../../../media-tools/collage.ts';
 
 export type OutputRole = OutputFile['role'];
 

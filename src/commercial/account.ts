@@ -1,7 +1,7 @@
 // The billing account and its change history as the API shows them.
-import type { Out } from '../../kernel/view.ts';
-import { billingSettings, type BillingAccountEventRow, type BillingAccountRow, type BillingSettings } from '../../directory/plan/account.ts';
-import type { BillingAccountChangeView, BillingAccountView } from '../views.ts';
+import type { Out } from '../kernel/view.ts';
+import { billingSettings, type BillingAccountEventRow, type BillingAccountRow, type BillingSettings } from '../directory/plan/account.ts';
+import type { BillingAccountChangeView, BillingAccountView } from './views.ts';
 
 /** The billing account as the API shows it: its settings, the next invoice number and its times. */
 export const presentBillingAccount = (a: BillingAccountRow, timeZone: string): Out<typeof BillingAccountView> => ({
