@@ -2,7 +2,9 @@
 // walks a segment tree, literal before parameter. An unknown path is 404; a known path with another
 // method is 405 with Allow.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import type { Schema } from '../kernel/validate.ts';
 import type { View } from '../kernel/view.ts';
 import type { Ctx } from '../directory/context.ts';
@@ -87,6 +89,29 @@ export interface Route {
   pattern: string;
   meta: RouteMeta<any, any, any>;
   handler: Handler<any, any, any>;
+  /**
+   * The module that registered the route, relative to the repository (src/production/catalog/routes.ts);
+   * null only for a route added straight on the Router rather than through `router.module(import.meta.url)`.
+   */
+  file: string | null;
+}
+
+/** Registers routes on behalf of one module: what a routes module binds through (`router.module(import.meta.url)`). */
+export interface Routes {
+  readonly router: Router;
+  readonly file: string;
+  get<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void;
+  post<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void;
+  put<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void;
+  patch<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void;
+  delete<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void;
+}
+
+const REPOSITORY = fileURLToPath(new URL('../../', import.meta.url));
+
+/** A module's path relative to the repository, with forward slashes, from its import.meta.url. */
+export function repositoryFile(moduleUrl: string): string {
+  return path.relative(REPOSITORY, fileURLToPath(moduleUrl)).split(path.sep).join('/');
 }
 
 interface Node {
@@ -103,7 +128,7 @@ export class Router {
   readonly routes: Route[] = [];
   private readonly root = newNode();
 
-  add<B, Q, R>(method: Method, pattern: string, meta: RouteMeta<B, Q, R>, handler: Handler<B, Q, NoInfer<R>>): void {
+  add<B, Q, R>(method: Method, pattern: string, meta: RouteMeta<B, Q, R>, handler: Handler<B, Q, NoInfer<R>>, file: string | null = null): void {
     let node = this.root;
     for (const seg of split(pattern)) {
       if (seg.startsWith(':')) {
@@ -120,7 +145,7 @@ export class Router {
       }
     }
     if (node.routes.has(method)) throw new Error(`duplicate route ${method} ${pattern}`);
-    const route: Route = { method, pattern, meta, handler };
+    const route: Route = { method, pattern, meta, handler, file };
     node.routes.set(method, route);
     this.routes.push(route);
   }
@@ -130,6 +155,20 @@ export class Router {
   put<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void { this.add('PUT', p, m, h); }
   patch<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void { this.add('PATCH', p, m, h); }
   delete<B, Q, R>(p: string, m: RouteMeta<B, Q, R>, h: Handler<B, Q, NoInfer<R>>): void { this.add('DELETE', p, m, h); }
+
+  /** The registrar of one routes module: every route it adds records that module as its file. */
+  module(moduleUrl: string): Routes {
+    const file = repositoryFile(moduleUrl);
+    return {
+      router: this,
+      file,
+      get: (p, m, h) => this.add('GET', p, m, h, file),
+      post: (p, m, h) => this.add('POST', p, m, h, file),
+      put: (p, m, h) => this.add('PUT', p, m, h, file),
+      patch: (p, m, h) => this.add('PATCH', p, m, h, file),
+      delete: (p, m, h) => this.add('DELETE', p, m, h, file),
+    };
+  }
 
   match(method: string, pathname: string): Match {
     const params: Record<string, string> = {};
@@ -167,5 +206,12 @@ function walk(node: Node, segs: string[], i: number, params: Record<string, stri
   }
   return null;
 }
+
+/**
+ * One route's access and handler without its path, for routes shared by several paths: the binding
+ * function registers it under each literal path (`r.get('/api/...', ...shared.list)`), so grepping a
+ * path finds its registration.
+ */
+export const defineRoute = <B, Q, R>(meta: RouteMeta<B, Q, R>, handler: Handler<B, Q, NoInfer<R>>) => [meta, handler] as const;
 
 export const json = <T>(status: number, body: T, headers?: Record<string, string | string[]>): Reply<T> => ({ status, body, headers });

@@ -26,13 +26,14 @@ const FlagBody = v.object({
 
 export const VERSION: string = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
-export function bindSystemRoutes(r: Router): void {
+export function bindSystemRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   r.get('/api/health', { summary: 'Liveness: { status: "ok" }, no database detail.', tags: ['system'], auth: 'none', response: { description: 'the process answers', schema: o.object({ status: o.constant('ok') }) } },
     () => json(200, { status: 'ok' as const }));
 
   let doc: string | null = null;
   r.get('/api/openapi.json', { summary: 'This OpenAPI 3.1 document.', tags: ['system'], auth: 'none', response: { description: 'the OpenAPI document', schema: o.anyObject('an OpenAPI 3.1 document') } }, () => {
-    doc ??= JSON.stringify(buildOpenApi(r, VERSION));
+    doc ??= JSON.stringify(buildOpenApi(router, VERSION));
     return { status: 200, raw: doc, headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'public, max-age=60' } };
   });
 

@@ -9,7 +9,8 @@ import * as o from '../kernel/view.ts';
 import { ContextView, OrganizationView, WorkspaceView, presentContext, presentOrganization, presentWorkspace } from '../directory/present/tenancy.ts';
 import { changeScope, createOrganization, createWorkspace, listOrganizations, listWorkspaces } from './service.ts';
 
-export function bindTenancyRoutes(r: Router): void {
+export function bindTenancyRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['tenancy'];
   r.get('/api/context', { summary: 'Current user, organization, workspace, project, permissions and memberships (in the Svc-Scope header\'s scope when one is sent).', tags: ['context'], response: { description: 'the context', schema: ContextView } },
     ({ ctx }) => {

@@ -8,7 +8,8 @@ import { BillingAccountView, CommercialExportView, CommercialView } from '../vie
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
 
-export function bindBillingRoutes(r: Router): void {
+export function bindBillingRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['commercial'];
   r.patch('/api/organizations/:organizationId/billing', {
     summary: 'Change billing account fields; 409 seat_limit_below_reserved, clip_quota_below_usage, storage_below_usage, quota_above_plan (with { requested, minimum }), currency_locked, billing_cycle_locked or time_zone_locked (with { requested, current, ... }), changing nothing. Writes billing_account_events and billing.account.updated.',

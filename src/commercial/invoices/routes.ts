@@ -12,12 +12,12 @@ import * as o from '../../kernel/view.ts';
 import { InvoiceDetailView, InvoiceLineView, InvoiceView } from '../views.ts';
 
 const CSV_COLUMNS = ['id', 'number', 'status', 'periodStart', 'periodEnd', 'currency', 'taxRate', 'subtotal', 'tax', 'total', 'dueDays', 'createdAt', 'issuedAt', 'dueAt', 'paidAt', 'voidedAt'] as const;
-export function bindInvoiceRoutes(r: Router): void {
+export function bindInvoiceRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const read: Partial<RouteMeta> = { tags: ['invoices'], scope: 'organization', organizationRecords: true, permission: 'usage:view' };
   const manage: Partial<RouteMeta> = { tags: ['invoices'], scope: 'organization', organizationRecords: true, permission: 'billing:manage' };
-  const base = '/api/organizations/:organizationId/invoices';
 
-  r.get(base, {
+  r.get('/api/organizations/:organizationId/invoices', {
     ...read, query: InvoiceListQuery, summary: 'The invoice ledger, newest period first; status and query (number or id substring) filters.',
     response: { description: 'a page of invoices (without lines)', schema: o.page(InvoiceView) },
   }, ({ ctx, params, query }) => {
@@ -27,7 +27,7 @@ export function bindInvoiceRoutes(r: Router): void {
   });
 
   // A literal segment wins over :invoiceId in the router, so "export" and "generate" are never read as ids.
-  r.get(`${base}/export`, {
+  r.get('/api/organizations/:organizationId/invoices/export', {
     ...read, query: InvoiceExportQuery, summary: 'Streams the matching invoices (ledger order) as a JSON array with their lines, or CSV one row an invoice, as an attachment.',
     response: { type: 'text/csv', schema: o.array(o.extend(InvoiceView, { lines: o.array(InvoiceLineView) })), description: 'a JSON array of invoices with their lines, or CSV one row an invoice; Content-Disposition: attachment' },
   }, ({ ctx, params, query, res }) => {
@@ -39,7 +39,7 @@ export function bindInvoiceRoutes(r: Router): void {
     return attachment(res, format, filename, stream);
   });
 
-  r.post(`${base}/generate`, {
+  r.post('/api/organizations/:organizationId/invoices/generate', {
     ...manage, body: GenerateBody,
     summary: 'Generates the draft invoice of a period (default: the current billing period in the organization\'s time zone); a repeat for the same period returns the original unchanged (200); a period overlapping another invoice that is not void is 409 invoice_period_overlap (details.invoice names it).',
     response: { status: 201, also: [200], description: 'the draft invoice with snapshot and lines (201 created; 200 the existing one)', schema: InvoiceDetailView },
@@ -48,12 +48,12 @@ export function bindInvoiceRoutes(r: Router): void {
     return json(g.created ? 201 : 200, detailOf(invoiceDetail(ctx, params.organizationId, g.invoice.id)));
   });
 
-  r.get(`${base}/:invoiceId`, {
+  r.get('/api/organizations/:organizationId/invoices/:invoiceId', {
     ...read, summary: 'One invoice with its snapshot, lines and events; another organization\'s invoice is 403 organization_forbidden.',
     response: { description: 'the invoice with snapshot, lines and events', schema: InvoiceDetailView },
   }, ({ ctx, params }) => json(200, detailOf(invoiceDetail(ctx, params.organizationId, params.invoiceId))));
 
-  r.post(`${base}/:invoiceId/status`, {
+  r.post('/api/organizations/:organizationId/invoices/:invoiceId/status', {
     ...manage, body: StatusBody,
     summary: 'Changes the status: draft -> issued (takes the next number) -> paid | overdue | void; overdue -> paid. Paid and void are final (409 invoice_final); other moves 409 invalid_transition.',
     response: { description: 'the invoice with snapshot, lines and events', schema: InvoiceDetailView },

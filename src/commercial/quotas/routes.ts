@@ -4,7 +4,8 @@ import { CostCenterPatchBody, QuotaPatchBody } from './schema.ts';
 import { updateCostCenter, updateQuota } from './service.ts';
 import { CostCenterView, WorkspaceQuotaView } from '../views.ts';
 
-export function bindQuotaRoutes(r: Router): void {
+export function bindQuotaRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['commercial'];
   r.patch('/api/organizations/:organizationId/quotas/:quotaId', {
     summary: 'Set a workspace\u2019s own clip and storage quota (null: none); 409 quota_above_plan, 409 quota_below_usage.',

@@ -11,7 +11,8 @@ import { BillingOverviewView, ScopeUsageView, UsageEventView, UsageListView } fr
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
 
-export function bindUsageRoutes(r: Router): void {
+export function bindUsageRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['usage'];
   const admin = { tags, scope: 'organization' as const, organizationRecords: true, orgRoles: ADMINS, permission: 'usage:view' as const };
   r.get('/api/organizations/:organizationId/usage', {

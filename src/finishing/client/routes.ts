@@ -9,7 +9,7 @@ import { AppError } from '../../kernel/errors.ts';
 import { ClientFileQuery, ClientQuery } from '../delivery/schema.ts';
 import { ClientManifestView } from '../delivery/present.ts';
 import { PACKAGE_FILE_TYPES } from '../export/download.ts';
-import { accessOfToken, CLIENT_EXPORT_ARCHIVE, CLIENT_EXPORT_FILE, clientExportReply, clientFile, clientManifest, recordDownload } from './access.ts';
+import { accessOfToken, clientExportReply, clientFile, clientManifest, recordDownload } from './access.ts';
 
 /** The token travels in the URL: never send it on as a Referer. */
 const CLIENT_HEADERS = { 'referrer-policy': 'no-referrer' };
@@ -19,7 +19,8 @@ const tokenOf = (req: IncomingMessage, query: { token?: string }) => {
   return typeof h === 'string' && h !== '' ? h : query.token;
 };
 
-export function bindClientRoutes(r: Router): void {
+export function bindClientRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const client = { tags: ['client delivery'], auth: 'none' as const, query: ClientQuery };
   r.get('/api/client/delivery', {
     ...client,
@@ -55,7 +56,7 @@ export function bindClientRoutes(r: Router): void {
   });
 
   const exportFile = { tags: ['client delivery'], auth: 'none' as const };
-  r.get(CLIENT_EXPORT_ARCHIVE, {
+  r.get('/api/client/delivery/export/archive', {
     ...exportFile, query: ClientQuery,
     summary: 'Without an account, for a link made with includeExport: the .tar of the delivery\'s export package (Content-Length, ETag = SHA-256, Range, 304). 401 as for the manifest; 404 when the link does not include the export, no package was written or it has no archive; 410 export_file_changed. Counted on the link and audited as export.downloaded.',
     response: { description: 'the archive\'s bytes', type: 'application/x-tar' },
@@ -64,7 +65,7 @@ export function bindClientRoutes(r: Router): void {
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
   });
 
-  r.get(CLIENT_EXPORT_FILE, {
+  r.get('/api/client/delivery/export/file', {
     ...exportFile, query: ClientFileQuery,
     summary: 'Without an account, for a link made with includeExport: one file of the export package by its manifest path (?path=). 401 as for the manifest; 404 as for the archive or for a path the manifest does not list; 410 export_file_changed. Counted and audited as the archive.',
     response: { description: 'the file\'s bytes (Content-Type from its extension)', type: PACKAGE_FILE_TYPES },

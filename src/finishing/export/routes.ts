@@ -11,7 +11,8 @@ import { exportRow, getExport, listExports, writeExport, type ExportView } from 
 
 const view = (v: Omit<ExportView, 'created'>): o.Out<typeof ExportDetailView> => ({ ...presentExport(v.row), manifestIntact: v.manifestIntact, manifest: v.manifest });
 
-export function bindExportRoutes(r: Router): void {
+export function bindExportRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const base = { tags: ['exports'], scope: 'project' as const };
 
   r.post('/api/exports/write', {

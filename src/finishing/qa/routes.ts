@@ -13,7 +13,8 @@ import { countRuns, runInProject, runsOfProject } from './store.ts';
 
 const READ: Permission[] = ['qa:review', 'delivery:view'];
 
-export function bindQaRoutes(r: Router): void {
+export function bindQaRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const base = { tags: ['qa'], scope: 'project' as const };
 
   r.get('/api/production/delivery-spec', {

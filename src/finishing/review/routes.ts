@@ -19,7 +19,8 @@ function reviewDetail(ctx: Ctx, reviewId: string): o.Out<typeof ReviewDetailView
   };
 }
 
-export function bindReviewRoutes(r: Router): void {
+export function bindReviewRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const base = { tags: ['reviews'], scope: 'project' as const, permission: 'qa:review' as const };
 
   r.post('/api/production/reviews', {

@@ -19,7 +19,8 @@ const ConnectorProbedView = o.named('ConnectorProbed', o.extend(ConnectorView, {
   }, 'this probe\'s result'),
 }));
 
-export function bindConnectorRoutes(r: Router): void {
+export function bindConnectorRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['model platform'];
   const base = { tags, scope: 'organization', permission: 'model:manage' } as const;
   r.get('/api/platform/models', {

@@ -46,7 +46,8 @@ const QueueBatchView = o.named('QueueBatchResult', o.object({
   summary: o.record(o.int(), 'jobs by outcome'),
 }));
 
-export function bindJobRoutes(r: Router): void {
+export function bindJobRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['jobs'];
   const base = { tags, scope: 'project' as const, permission: READ_ACCESS.job as Permission | Permission[] };
   const admin = { tags: ['queue'], scope: 'organization' as const, orgRoles: ['org_owner', 'org_admin'] as OrgRole[] };

@@ -11,7 +11,8 @@ import { ArtifactContentQuery, ArtifactListQuery } from './schema.ts';
 import { MEDIA_READ, MediaArtifactView, presentArtifact } from './present.ts';
 import { artifactInProject, artifactsOfProject } from './store.ts';
 
-export function bindMediaRoutes(r: Router): void {
+export function bindMediaRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const base = { tags: ['media'], scope: 'project' as const, permission: MEDIA_READ };
 
   r.get('/api/production/media-artifacts', {

@@ -5,7 +5,8 @@ import { workerOf } from '../dispatch/control.ts';
 import * as o from '../../kernel/view.ts';
 import { WorkerStatusView, workerStatus } from '../dispatch/status.ts';
 
-export function bindWorkerRoutes(r: Router): void {
+export function bindWorkerRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['system', 'worker'];
   r.get('/api/system/worker', { summary: 'Worker status: id, health, heartbeat age, thresholds, queue depth and alerts, running count, last times, last error.', tags, systemAdmin: true, scope: 'none', response: { description: 'the worker status', schema: WorkerStatusView } },
     ({ ctx }) => json(200, workerStatus(ctx)));

@@ -19,7 +19,8 @@ const OlderTemplateVersionView = o.named('WorkflowTemplateOlderVersion', o.exten
   templateKey: o.text(), scope: o.oneOf(['global', 'organization', 'workspace'] as const), currentVersion: o.int(), versions,
 }));
 
-export function bindWorkflowRoutes(r: Router): void {
+export function bindWorkflowRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['workflows'];
   r.get('/api/workflows/templates', {
     summary: 'Templates one per templateKey: the current workspace\'s, else the organization\'s, else the global built-in (shadowed ones named); archived only with includeArchived=1.',

@@ -9,20 +9,20 @@ import type { LoginLimits } from '../sessions/service.ts';
 import { pageOf } from '../../kernel/validate.ts';
 import { ApiClientCreateBody, ApiClientListQuery } from './schema.ts';
 import * as o from '../../kernel/view.ts';
-import { AccessTokenView, ApiClientView, ApiClientWithSecretView, presentApiClient, TOKEN_PATH } from './present.ts';
+import { AccessTokenView, ApiClientView, ApiClientWithSecretView, presentApiClient } from './present.ts';
 import {
   apiClientOrFail, createApiClient, invalidClient, issueAccessToken, listApiClientsOf, revokeApiClient, rotateApiClient, TOKEN_TTL_SECONDS,
 } from './service.ts';
 
-export function bindApiClientRoutes(r: Router, limits: LoginLimits): void {
+export function bindApiClientRoutes(router: Router, limits: LoginLimits): void {
+  const r = router.module(import.meta.url);
   const admin = { tags: ['system'], systemAdmin: true, scope: 'none' as const };
-  const base = '/api/system/api-clients';
   const once = 'the client secret (clientSecret) is in this answer only; exchange it at POST /api/oauth/token';
 
-  r.get(base, { ...admin, query: ApiClientListQuery, summary: 'API clients (filter organizationId, status active or revoked), paged; never a secret, only its hint (secretHint) and lastUsedAt.', response: { description: 'a page of API clients', schema: o.page(ApiClientView) } },
+  r.get('/api/system/api-clients', { ...admin, query: ApiClientListQuery, summary: 'API clients (filter organizationId, status active or revoked), paged; never a secret, only its hint (secretHint) and lastUsedAt.', response: { description: 'a page of API clients', schema: o.page(ApiClientView) } },
     ({ ctx, query, searchParams }) => json(200, pageOf(searchParams, listApiClientsOf(ctx, query), presentApiClient)));
 
-  r.post(base, {
+  r.post('/api/system/api-clients', {
     ...admin, body: ApiClientCreateBody, response: { status: 201, description: `{ client, clientSecret }; ${once}`, schema: ApiClientWithSecretView },
     summary: 'Create an API client bound to an organization (optionally one workspace or project of it) with a set of base permissions, each held by you in that scope (422 naming those not allowed). Audited as api_client.created.',
   }, ({ ctx, body }) => {
@@ -30,10 +30,10 @@ export function bindApiClientRoutes(r: Router, limits: LoginLimits): void {
     return json(201, { client: presentApiClient(client), clientSecret });
   });
 
-  r.get(`${base}/:clientId`, { ...admin, summary: 'One API client (never its secret).', response: { description: 'the API client', schema: ApiClientView } },
+  r.get('/api/system/api-clients/:clientId', { ...admin, summary: 'One API client (never its secret).', response: { description: 'the API client', schema: ApiClientView } },
     ({ ctx, params }) => json(200, presentApiClient(apiClientOrFail(ctx, params.clientId))));
 
-  r.post(`${base}/:clientId/rotate`, {
+  r.post('/api/system/api-clients/:clientId/rotate', {
     ...admin, response: { description: `{ client, clientSecret }; ${once}`, schema: ApiClientWithSecretView },
     summary: 'A new client secret, answered once: the old secret and every token issued so far are refused (401) at once (revoked client: 409 api_client_revoked). Audited as api_client.rotated.',
   }, ({ ctx, params }) => {
@@ -41,12 +41,12 @@ export function bindApiClientRoutes(r: Router, limits: LoginLimits): void {
     return json(200, { client: presentApiClient(client), clientSecret });
   });
 
-  r.post(`${base}/:clientId/revoke`, {
+  r.post('/api/system/api-clients/:clientId/revoke', {
     ...admin, response: { description: 'the revoked API client', schema: ApiClientView },
     summary: 'Revoke the client for good: its tokens are deleted (401 from the next request) and its secret is refused at the token endpoint. Audited as api_client.revoked.',
   }, ({ ctx, params }) => json(200, presentApiClient(revokeApiClient(ctx, params.clientId))));
 
-  r.post(TOKEN_PATH, {
+  r.post('/api/oauth/token', {
     tags: ['system', 'auth'], auth: 'none',
     summary: `OAuth 2.0 client credentials (RFC 6749 section 4.4): grant_type=client_credentials with client_id and client_secret in HTTP Basic (Authorization: Basic base64(client_id:client_secret)) or in the body (JSON or application/x-www-form-urlencoded) -> { access_token, token_type: "Bearer", expires_in: ${TOKEN_TTL_SECONDS}, scope: the client's permissions, space separated }. Use it as Authorization: Bearer <access_token>. Wrong, unknown or revoked credentials: 401 invalid_client (failures limited per client id and per address like logins: 429 rate_limited); other malformed requests: 400 invalid_request or unsupported_grant_type.`,
     response: { description: '{ access_token, token_type, expires_in, scope }', schema: AccessTokenView },

@@ -1,7 +1,7 @@
 // Organization detail, members at three levels, invitations, and accepting them.
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../../kernel/config.ts';
-import { json, type Router, type RouteMeta } from '../../http/router.ts';
+import { defineRoute as def, json, type Router, type RouteMeta } from '../../http/router.ts';
 import { frontendBase } from '../../http/request.ts';
 import { pageOf } from '../../kernel/validate.ts';
 import { organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
@@ -33,7 +33,8 @@ function issued(req: IncomingMessage, config: Config, i: IssuedInvitation): o.Ou
   return { invitation: presentInvitation(i.invitation), inviteToken: i.inviteToken, acceptUrl };
 }
 
-export function bindMemberRoutes(r: Router): void {
+export function bindMemberRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['members'];
   r.get('/api/organizations/:organizationId', { summary: 'The organization, the caller\u2019s role in it and its seat use.', tags: ['tenancy'], scope: 'organization', response: { description: 'the organization with the caller\u2019s role and its seat use', schema: OrganizationDetailView } }, ({ ctx, params }) => {
     const org = organizationById(ctx.db, params.organizationId)!;
@@ -47,23 +48,32 @@ export function bindMemberRoutes(r: Router): void {
   r.get('/api/projects/:projectId/members', { summary: 'Members holding a project role (others\u2019 lastLoginAt for administrators only).', tags, scope: 'project', response: { description: 'a page of members', schema: o.page(ScopeMemberView) } },
     ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'project', params.projectId), presentScopeMember)));
 
-  for (const [base, scope] of [['/api/organizations/:organizationId', 'organization'], ['/api/workspaces/:workspaceId', 'workspace'], ['/api/projects/:projectId', 'project']] as const) {
-    r.put(`${base}/members/:userId`, {
+  const roles = (scope: 'organization' | 'workspace' | 'project') => ({
+    put: def({
       summary: `Set a member's ${scope} role (owners and admins; only owners grant or remove ownership; the last owner stays).`,
       tags, scope, orgRoles: ADMINS, archivedOk: true, body: RoleBody, response: { description: 'the member with its role here', schema: ScopeMemberView },
     }, ({ ctx, params, body }) => {
       const { level, scopeId } = memberScope(params);
       return json(200, presentScopeMember(setMemberRole(ctx, level, scopeId, params.userId, body.role)));
-    });
-    r.delete(`${base}/members/:userId`, {
+    }),
+    delete: def({
       summary: `Remove a member from the ${scope}${scope === 'organization' ? ' (every role in it)' : ''}.`, tags, scope, orgRoles: ADMINS, archivedOk: true,
       response: { status: 204, description: 'removed' },
     }, ({ ctx, params }) => {
       const { level, scopeId } = memberScope(params);
       removeMember(ctx, level, scopeId, params.userId);
       return { status: 204 };
-    });
-  }
+    }),
+  });
+  const org = roles('organization');
+  r.put('/api/organizations/:organizationId/members/:userId', ...org.put);
+  r.delete('/api/organizations/:organizationId/members/:userId', ...org.delete);
+  const workspace = roles('workspace');
+  r.put('/api/workspaces/:workspaceId/members/:userId', ...workspace.put);
+  r.delete('/api/workspaces/:workspaceId/members/:userId', ...workspace.delete);
+  const project = roles('project');
+  r.put('/api/projects/:projectId/members/:userId', ...project.put);
+  r.delete('/api/projects/:projectId/members/:userId', ...project.delete);
 
   const invite = { tags: ['invitations'], scope: 'organization' as const, permission: 'organization:members:invite' as const };
   r.post('/api/organizations/:organizationId/invitations', {

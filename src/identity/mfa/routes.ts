@@ -11,7 +11,8 @@ import { MfaEnabledView, MfaStatusView, TotpSetupView, presentSetup, presentStat
 import { enrollmentConfirm, enrollmentSetup, redeemLoginChallenge } from './redeem.ts';
 import { cancelSetup, disableMfa, enableMfa, mfaStatus, setupMfa } from './service.ts';
 
-export function bindMfaRoutes(r: Router, limits: LoginLimits): void {
+export function bindMfaRoutes(router: Router, limits: LoginLimits): void {
+  const r = router.module(import.meta.url);
   const tags = ['auth', 'mfa'];
   const holder = { tags, auth: 'none' as const };
   const browser = { tags, session: 'browser' as const };

@@ -3,7 +3,8 @@
 import type { Router } from '../../http/router.ts';
 import { completeOidc } from './flow.ts';
 
-export function bindOidcRoutes(r: Router): void {
+export function bindOidcRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   r.get('/api/auth/sso/callback', {
     summary: 'OIDC redirect URI: checks the one-time state and the flow cookie svc_sso_flow of the browser that started the sign-in (missing or different: 401 sso_browser_mismatch), exchanges the code (PKCE), verifies the ID token (JWKS, algorithm allow-list, iss, aud, exp, nonce, azp), '
       + 'maps the claims and redirects (302) to `{SVC_FRONTEND_ORIGIN}/sso/complete#ticket=...` (a one-time ticket for POST /api/auth/sso/redeem; never a session token). '

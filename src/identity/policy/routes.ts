@@ -3,7 +3,8 @@ import { json, type Router } from '../../http/router.ts';
 import { PolicyPatchBody } from './schema.ts';
 import { IdentityPolicyView, identityPolicy, updateIdentityPolicy } from './service.ts';
 
-export function bindIdentityPolicyRoutes(r: Router): void {
+export function bindIdentityPolicyRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const sys = { tags: ['system', 'identity'], systemAdmin: true, scope: 'none' as const };
   const shape = '{ mfaRequired, mfaRequiredOrganizations, passwordMinLength, passwordBreachedCheck, sessionIdleMinutes, sessionAbsoluteHours, effective, updatedAt, updatedBy }';
   r.get('/api/system/identity/policy', { ...sys, summary: `The identity policy: ${shape}.`, response: { description: 'the identity policy', schema: IdentityPolicyView } },

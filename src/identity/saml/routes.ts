@@ -5,7 +5,8 @@ import type { Router } from '../../http/router.ts';
 import { consumeSamlResponse, spMetadataXml } from './flow.ts';
 import { activeOfKind, providerById } from '../sso/store.ts';
 
-export function bindSamlRoutes(r: Router): void {
+export function bindSamlRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['auth'];
   r.get('/api/auth/sso/saml/:providerId/metadata', {
     summary: 'SAML 2.0 service-provider metadata of a SAML provider (application/samlmetadata+xml): SP entity id and the HTTP-POST assertion consumer URL to register at the IdP. Unknown, disabled or non-SAML provider: 404.',

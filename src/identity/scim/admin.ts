@@ -15,27 +15,27 @@ import type { Ctx } from '../../directory/context.ts';
 /** The service's base URL for links: SVC_PUBLIC_URL, else the origin the client used. */
 export const serviceOrigin = (req: IncomingMessage, config: Config): string => config.publicUrl || requestOrigin(req, config) || '';
 
-export function bindDirectoryRoutes(r: Router): void {
+export function bindDirectoryRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const sys = { tags: ['system', 'identity', 'scim'], systemAdmin: true, scope: 'none' as const };
-  const base = '/api/system/identity/directory-syncs';
   const show = (ctx: Ctx, req: IncomingMessage) => (d: DirectoryRow) => presentDirectory(d, directoryUserCounts(ctx.db, d.id), serviceOrigin(req, ctx.config));
 
-  r.get(base, { ...sys, summary: 'SCIM directories (filter organizationId), paged; never a token, only its hint.', query: DirectoryListQuery, response: { description: 'a page of directories', schema: o.page(DirectoryView) } },
+  r.get('/api/system/identity/directory-syncs', { ...sys, summary: 'SCIM directories (filter organizationId), paged; never a token, only its hint.', query: DirectoryListQuery, response: { description: 'a page of directories', schema: o.page(DirectoryView) } },
     ({ ctx, req, query, searchParams }) => json(200, pageOf(searchParams, listDirectoriesOf(ctx, query.organizationId ?? null), show(ctx, req))));
 
-  r.post(base, { ...sys, summary: 'Create a SCIM 2.0 directory bound to one organization: { directory, token }. The bearer token (scim_...) is answered here once and stored as SHA-256.', body: DirectoryCreateBody, response: { status: 201, description: '{ directory, token }', schema: DirectoryWithTokenView } },
+  r.post('/api/system/identity/directory-syncs', { ...sys, summary: 'Create a SCIM 2.0 directory bound to one organization: { directory, token }. The bearer token (scim_...) is answered here once and stored as SHA-256.', body: DirectoryCreateBody, response: { status: 201, description: '{ directory, token }', schema: DirectoryWithTokenView } },
     ({ ctx, req, body }) => {
       const { directory, token } = createDirectory(ctx, body);
       return json(201, { directory: show(ctx, req)(directory), token });
     });
 
-  r.get(`${base}/:directoryId`, { ...sys, summary: 'One SCIM directory (never its token).', response: { description: 'the directory', schema: DirectoryView } },
+  r.get('/api/system/identity/directory-syncs/:directoryId', { ...sys, summary: 'One SCIM directory (never its token).', response: { description: 'the directory', schema: DirectoryView } },
     ({ ctx, req, params }) => json(200, show(ctx, req)(directoryOrFail(ctx, params.directoryId))));
 
-  r.patch(`${base}/:directoryId`, { ...sys, summary: 'Rename, change the default role and workspace (for users provisioned from now on) or set status active or disabled (disabled: its SCIM requests are 403).', body: DirectoryPatchBody, response: { description: 'the directory', schema: DirectoryView } },
+  r.patch('/api/system/identity/directory-syncs/:directoryId', { ...sys, summary: 'Rename, change the default role and workspace (for users provisioned from now on) or set status active or disabled (disabled: its SCIM requests are 403).', body: DirectoryPatchBody, response: { description: 'the directory', schema: DirectoryView } },
     ({ ctx, req, params, body }) => json(200, show(ctx, req)(updateDirectoryFields(ctx, params.directoryId, body))));
 
-  r.post(`${base}/:directoryId/rotate-token`, { ...sys, summary: 'A new bearer token, answered once: { directory, token }; the old token is refused (401) at once.', response: { description: '{ directory, token }', schema: DirectoryWithTokenView } },
+  r.post('/api/system/identity/directory-syncs/:directoryId/rotate-token', { ...sys, summary: 'A new bearer token, answered once: { directory, token }; the old token is refused (401) at once.', response: { description: '{ directory, token }', schema: DirectoryWithTokenView } },
     ({ ctx, req, params }) => {
       const { directory, token } = rotateDirectoryToken(ctx, params.directoryId);
       return json(200, { directory: show(ctx, req)(directory), token });

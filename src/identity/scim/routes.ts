@@ -99,15 +99,15 @@ function intParam(sp: URLSearchParams, name: string, dflt: number): number {
 /** Every route answering Users takes these (RFC 7644 section 3.9). */
 const PARTIAL = 'attributes or excludedAttributes (comma-separated, e.g. userName,name.givenName,emails.value; any case; id and schemas always returned) select what each User carries';
 
-export function bindScimRoutes(r: Router): void {
-  const base = '/scim/v2.0/:directoryId';
+export function bindScimRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const meta = (summary: string) => ({ summary: `${summary} (SCIM 2.0)`, tags: ['scim'], auth: 'directory' as const });
   /** A route answering `view` as application/scim+json. */
   const answers = <R>(summary: string, description: string, view: o.View<R>, status = 200) =>
     ({ ...meta(summary), response: { status, description, schema: view, jsonType: SCIM_MEDIA_TYPE } });
   const UserList = listView(ScimUserView, 'A page of the directory\u2019s Users');
 
-  r.get(`${base}/Users`, answers(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}; ${PARTIAL}.`, 'a ListResponse of Users', UserList),
+  r.get('/scim/v2.0/:directoryId/Users', answers(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}; ${PARTIAL}.`, 'a ListResponse of Users', UserList),
     scim(({ call, dir, ctx, show }) => {
       const sp = call.searchParams;
       const text = sp.get('filter');
@@ -118,45 +118,45 @@ export function bindScimRoutes(r: Router): void {
       return { status: 200, body: listResponse(rows.map(show), total, startIndex) };
     }));
 
-  r.post(`${base}/Users`, answers(`Provision a user into the directory\u2019s organization (an account with that e-mail address is linked); 409 uniqueness; ${PARTIAL}.`, 'the User, with Location', ScimUserView, 201),
+  r.post('/scim/v2.0/:directoryId/Users', answers(`Provision a user into the directory\u2019s organization (an account with that e-mail address is linked); 409 uniqueness; ${PARTIAL}.`, 'the User, with Location', ScimUserView, 201),
     scim(async ({ call, dir, ctx, base, show }) => {
       const row = await createScimUser(ctx, dir, userFromPayload(await body(call), true));
       return { status: 201, body: show(row), headers: { location: userLocation(base, row.user_id) } };
     }));
 
-  r.get(`${base}/Users/:userId`, answers(`One of the directory\u2019s users (any other id: 404); ${PARTIAL}.`, 'the User', ScimUserView),
+  r.get('/scim/v2.0/:directoryId/Users/:userId', answers(`One of the directory\u2019s users (any other id: 404); ${PARTIAL}.`, 'the User', ScimUserView),
     scim(({ call, dir, ctx, show }) => ({ status: 200, body: show(getUser(ctx, dir, call.params.userId)) })));
 
-  r.put(`${base}/Users/:userId`, answers(`Replace a user (absent attributes are cleared; absent active keeps its value); ${PARTIAL}.`, 'the User', ScimUserView),
+  r.put('/scim/v2.0/:directoryId/Users/:userId', answers(`Replace a user (absent attributes are cleared; absent active keeps its value); ${PARTIAL}.`, 'the User', ScimUserView),
     scim(async ({ call, dir, ctx, show }) => {
       const b = await body(call);
       return { status: 200, body: show(changeUser(ctx, dir, call.params.userId, (cur) => userFromPayload(b, cur.active))) };
     }));
 
-  r.patch(`${base}/Users/:userId`, answers(`PatchOp: add, replace, remove (any case); active false deactivates, true reactivates; ${PARTIAL}.`, 'the User', ScimUserView),
+  r.patch('/scim/v2.0/:directoryId/Users/:userId', answers(`PatchOp: add, replace, remove (any case); active false deactivates, true reactivates; ${PARTIAL}.`, 'the User', ScimUserView),
     scim(async ({ call, dir, ctx, show }) => {
       const b = await body(call);
       return { status: 200, body: show(changeUser(ctx, dir, call.params.userId, (cur) => applyPatch(cur, b))) };
     }));
 
-  r.delete(`${base}/Users/:userId`, { ...meta('Deprovision: the organization memberships become inactive, sessions are revoked, the SCIM user is gone (a second DELETE is 404).'), response: { status: 204, description: 'deprovisioned; no body' } },
+  r.delete('/scim/v2.0/:directoryId/Users/:userId', { ...meta('Deprovision: the organization memberships become inactive, sessions are revoked, the SCIM user is gone (a second DELETE is 404).'), response: { status: 204, description: 'deprovisioned; no body' } },
     scim(({ call, dir, ctx }) => {
       deleteUser(ctx, dir, call.params.userId);
       return { status: 204 };
     }));
 
-  r.get(`${base}/ServiceProviderConfig`, answers('What this service provider supports: PATCH, filter, attributes/excludedAttributes; no bulk, sort, etag or password change.', 'the ServiceProviderConfig', ServiceProviderConfigView),
+  r.get('/scim/v2.0/:directoryId/ServiceProviderConfig', answers('What this service provider supports: PATCH, filter, attributes/excludedAttributes; no bulk, sort, etag or password change.', 'the ServiceProviderConfig', ServiceProviderConfigView),
     scim(({ base }) => ({ status: 200, body: serviceProviderConfig(base) })));
-  r.get(`${base}/ResourceTypes`, answers('The resource types (User alone: Groups are not supported).', 'a ListResponse of ResourceTypes', ResourceTypeListView),
+  r.get('/scim/v2.0/:directoryId/ResourceTypes', answers('The resource types (User alone: Groups are not supported).', 'a ListResponse of ResourceTypes', ResourceTypeListView),
     scim(({ base }) => ({ status: 200, body: resourceTypes(base) })));
-  r.get(`${base}/ResourceTypes/:resourceTypeId`, answers('One resource type (User; any other: 404).', 'the ResourceType', ResourceTypeView),
+  r.get('/scim/v2.0/:directoryId/ResourceTypes/:resourceTypeId', answers('One resource type (User; any other: 404).', 'the ResourceType', ResourceTypeView),
     scim(({ call, base }) => {
       if (call.params.resourceTypeId !== 'User') throw new ScimError(404, 'the only resource type is User');
       return { status: 200, body: userResourceType(base) };
     }));
-  r.get(`${base}/Schemas`, answers('The schemas (the core User schema, with the attributes this service keeps).', 'a ListResponse of Schemas', SchemaListView),
+  r.get('/scim/v2.0/:directoryId/Schemas', answers('The schemas (the core User schema, with the attributes this service keeps).', 'a ListResponse of Schemas', SchemaListView),
     scim(({ base }) => ({ status: 200, body: schemaList(base) })));
-  r.get(`${base}/Schemas/:schemaId`, answers('One schema (the core User schema; any other: 404).', 'the Schema', SchemaView),
+  r.get('/scim/v2.0/:directoryId/Schemas/:schemaId', answers('One schema (the core User schema; any other: 404).', 'the Schema', SchemaView),
     scim(({ call, base }) => {
       if (call.params.schemaId !== CORE_USER_SCHEMA) throw new ScimError(404, `the only schema is ${CORE_USER_SCHEMA}`);
       return { status: 200, body: userSchema(base) };

@@ -37,7 +37,8 @@ export function signInReply(status: number, r: SignInResult): Reply<o.Out<typeof
   return json(status, r.step === 'mfa' ? { mfaRequired: true as const, ...challenge } : { mfaEnrollmentRequired: true as const, ...challenge });
 }
 
-export function bindAuthRoutes(r: Router, limits: LoginLimits): void {
+export function bindAuthRoutes(router: Router, limits: LoginLimits): void {
+  const r = router.module(import.meta.url);
   const tags = ['auth'];
   r.post('/api/auth/login', {
     summary: 'Log in with e-mail and password: { token, expiresAt, sessionId, user, passwordChangeRequired }; from a browser (allowed Origin) also the HttpOnly session cookie. '

@@ -38,7 +38,8 @@ const presentReach = (r: AuditReach) => ({
   includesOrganizationEvents: r.kind === 'workspace' || r.kind === 'project',
 });
 
-export function bindAuditRoutes(r: Router): void {
+export function bindAuditRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   // Scope 'none': the route reads the session's scope itself, so that a system administrator
   // without any organization and organization-level holders both get in; audit:view is checked
   // in that scope as usual.

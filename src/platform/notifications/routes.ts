@@ -19,7 +19,8 @@ import {
 
 const secret = (description: string) => o.text({ description: `${description} (whsec_...), answered this once` });
 
-export function bindNotificationRoutes(r: Router): void {
+export function bindNotificationRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const inbox = { tags: ['notifications'], scope: 'organization' as const };
   r.get('/api/notifications', { ...inbox, summary: 'The current user\u2019s notifications in the current organization and visible workspaces, newest first: { items, unreadCount, pagination: { limit, total } }. limit default 50, clamped to 1..200; unreadOnly=1 narrows the list, not unreadCount.', query: NotificationListQuery,
     response: { description: 'the inbox, newest first', schema: o.object({
@@ -42,8 +43,7 @@ export function bindNotificationRoutes(r: Router): void {
     ({ ctx, params, body }) => json(200, presentPreference(setPreference(ctx, params.category, body.enabled))));
 
   const sys = { tags: ['system', 'notifications'], systemAdmin: true, scope: 'none' as const };
-  const base = '/api/system/notifications';
-  r.get(base, { ...sys, summary: 'Organization channels, allow-list and delivery settings (filter organizationId).', query: OrganizationFilterQuery,
+  r.get('/api/system/notifications', { ...sys, summary: 'Organization channels, allow-list and delivery settings (filter organizationId).', query: OrganizationFilterQuery,
     response: { description: 'channels, allow-list, categories and delivery settings', schema: o.object({
       channels: o.array(NotificationChannelView), allowList: o.array(WebhookAllowListEntryView), categories: o.array(o.oneOf(NOTIFICATION_CATEGORIES)),
       delivery: o.object({ retryBaseMs: o.int(), retryCapMs: o.int(), maxAttempts: o.int(), timeoutMs: o.int() }, 'webhook delivery: retries back off from retryBaseMs to retryCapMs'),
@@ -54,37 +54,37 @@ export function bindNotificationRoutes(r: Router): void {
       categories: [...NOTIFICATION_CATEGORIES],
       delivery: { retryBaseMs: ctx.config.webhookRetryBaseMs, retryCapMs: RETRY_CAP_MS, maxAttempts: MAX_ATTEMPTS, timeoutMs: TIMEOUT_MS },
     }));
-  r.get(`${base}/channels`, { ...sys, summary: 'Channels (filter organizationId), paged.', query: OrganizationFilterQuery, response: { description: 'a page of channels', schema: o.page(NotificationChannelView) } },
+  r.get('/api/system/notifications/channels', { ...sys, summary: 'Channels (filter organizationId), paged.', query: OrganizationFilterQuery, response: { description: 'a page of channels', schema: o.page(NotificationChannelView) } },
     ({ ctx, query, searchParams }) => json(200, pageOf(searchParams, listChannels(ctx, query.organizationId ?? null), presentChannel)));
-  r.post(`${base}/channels`, { ...sys, summary: 'Create a log or webhook channel of an organization; a webhook\u2019s secret (whsec_...) is answered here once: { channel, secret }.', body: ChannelCreateBody,
+  r.post('/api/system/notifications/channels', { ...sys, summary: 'Create a log or webhook channel of an organization; a webhook\u2019s secret (whsec_...) is answered here once: { channel, secret }.', body: ChannelCreateBody,
     response: { status: 201, description: '{ channel, secret }', schema: o.object({ channel: NotificationChannelView, secret: o.optional(secret('webhooks only: the signing secret')) }) } },
     ({ ctx, body }) => {
       const { channel, secret } = createChannel(ctx, body);
       return json(201, { channel: presentChannel(channel), ...(secret ? { secret } : {}) });
     });
-  r.get(`${base}/channels/:channelId`, { ...sys, summary: 'One channel (never its secret).', response: { description: 'the channel', schema: NotificationChannelView } },
+  r.get('/api/system/notifications/channels/:channelId', { ...sys, summary: 'One channel (never its secret).', response: { description: 'the channel', schema: NotificationChannelView } },
     ({ ctx, params }) => json(200, presentChannel(channelOrFail(ctx, params.channelId))));
-  r.patch(`${base}/channels/:channelId`, { ...sys, summary: 'Change url, description, enabled or categories (empty: every category).', body: ChannelPatchBody, response: { description: 'the channel', schema: NotificationChannelView } },
+  r.patch('/api/system/notifications/channels/:channelId', { ...sys, summary: 'Change url, description, enabled or categories (empty: every category).', body: ChannelPatchBody, response: { description: 'the channel', schema: NotificationChannelView } },
     ({ ctx, params, body }) => json(200, presentChannel(updateChannel(ctx, params.channelId, body))));
-  r.delete(`${base}/channels/:channelId`, { ...sys, summary: 'Delete a channel with its pending deliveries (the audit records stay).', response: { status: 204, description: 'deleted' } },
+  r.delete('/api/system/notifications/channels/:channelId', { ...sys, summary: 'Delete a channel with its pending deliveries (the audit records stay).', response: { status: 204, description: 'deleted' } },
     ({ ctx, params }) => { deleteChannel(ctx, params.channelId); return { status: 204 }; });
-  r.post(`${base}/channels/:channelId/rotate-secret`, { ...sys, summary: 'New webhook secret, answered once: { channel, secret }; the old one stops signing at once.',
+  r.post('/api/system/notifications/channels/:channelId/rotate-secret', { ...sys, summary: 'New webhook secret, answered once: { channel, secret }; the old one stops signing at once.',
     response: { description: '{ channel, secret }', schema: o.object({ channel: NotificationChannelView, secret: secret('the new signing secret') }) } },
     ({ ctx, params }) => {
       const { channel, secret } = rotateSecret(ctx, params.channelId);
       return json(200, { channel: presentChannel(channel), secret });
     });
-  r.post(`${base}/channels/:channelId/test`, { ...sys, summary: 'Queue a channel.test event for this channel: 202 { delivery }.', response: { status: 202, description: '{ delivery }', schema: o.object({ delivery: NotificationDeliveryView }) } },
+  r.post('/api/system/notifications/channels/:channelId/test', { ...sys, summary: 'Queue a channel.test event for this channel: 202 { delivery }.', response: { status: 202, description: '{ delivery }', schema: o.object({ delivery: NotificationDeliveryView }) } },
     ({ ctx, params }) => json(202, { delivery: presentDelivery(testChannel(ctx, params.channelId)) }));
-  r.get(`${base}/channels/:channelId/deliveries`, { ...sys, summary: 'Delivery audit of a channel, newest first: status, attempts, last status code and error (filter status), paged.', query: DeliveryListQuery, response: { description: 'a page of deliveries, newest first', schema: o.page(NotificationDeliveryView) } },
+  r.get('/api/system/notifications/channels/:channelId/deliveries', { ...sys, summary: 'Delivery audit of a channel, newest first: status, attempts, last status code and error (filter status), paged.', query: DeliveryListQuery, response: { description: 'a page of deliveries, newest first', schema: o.page(NotificationDeliveryView) } },
     ({ ctx, params, query, searchParams }) => {
       const { rows, pagination } = channelDeliveries(ctx, params.channelId, query.status ?? null, searchParams);
       return json(200, { items: rows.map(presentDelivery), pagination });
     });
-  r.get(`${base}/allow-list`, { ...sys, summary: 'Allow-list entries for public webhook destinations (filter organizationId), paged.', query: OrganizationFilterQuery, response: { description: 'a page of allow-list entries', schema: o.page(WebhookAllowListEntryView) } },
+  r.get('/api/system/notifications/allow-list', { ...sys, summary: 'Allow-list entries for public webhook destinations (filter organizationId), paged.', query: OrganizationFilterQuery, response: { description: 'a page of allow-list entries', schema: o.page(WebhookAllowListEntryView) } },
     ({ ctx, query, searchParams }) => json(200, pageOf(searchParams, listAllowList(ctx, query.organizationId ?? null), presentAllowListEntry)));
-  r.post(`${base}/allow-list`, { ...sys, summary: 'Allow an organization\u2019s webhooks to reach a public address or CIDR range (never link-local or metadata addresses).', body: AllowListBody, response: { status: 201, description: 'the entry', schema: WebhookAllowListEntryView } },
+  r.post('/api/system/notifications/allow-list', { ...sys, summary: 'Allow an organization\u2019s webhooks to reach a public address or CIDR range (never link-local or metadata addresses).', body: AllowListBody, response: { status: 201, description: 'the entry', schema: WebhookAllowListEntryView } },
     ({ ctx, body }) => json(201, presentAllowListEntry(addAllowListEntry(ctx, body))));
-  r.delete(`${base}/allow-list/:entryId`, { ...sys, summary: 'Remove an allow-list entry.', response: { status: 204, description: 'removed' } },
+  r.delete('/api/system/notifications/allow-list/:entryId', { ...sys, summary: 'Remove an allow-list entry.', response: { status: 204, description: 'removed' } },
     ({ ctx, params }) => { removeAllowListEntry(ctx, params.entryId); return { status: 204 }; });
 }

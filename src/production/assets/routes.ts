@@ -32,7 +32,8 @@ function cleanFileName(raw: string | null | undefined): string {
   return name.slice(0, 255);
 }
 
-export function bindAssetRoutes(r: Router): void {
+export function bindAssetRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['assets'];
   const base = { tags, scope: 'project' as const };
   r.get('/api/assets', { ...base, summary: 'Assets of the current project; kind, q (name or tag substring), includeArchived, page, pageSize.', permission: READ, query: AssetListQuery, response: { description: 'a page of assets, newest first', schema: o.page(AssetView) } },

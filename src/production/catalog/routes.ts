@@ -16,7 +16,8 @@ import { CatalogPatchBody, EpisodeCreateBody, ReorderBody, SeasonCreateBody, Sho
 import { changeShot, createShot, listShots, removeShot, reorderShot } from './shots.ts';
 import { referencesOf, referencesOfProject } from './store.ts';
 
-export function bindProductionRoutes(r: Router): void {
+export function bindProductionRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['production'];
   const read = { tags, scope: 'project', permission: READ_ACCESS.shot } as const;
   const cat = { tags, scope: 'project', permission: 'project:create' } as const;

@@ -8,7 +8,8 @@ import * as o from '../../kernel/view.ts';
 import { ProjectView, presentProject } from '../../directory/present/tenancy.ts';
 import { changeLifecycle, createProject, updateProject } from './service.ts';
 
-export function bindProjectRoutes(r: Router): void {
+export function bindProjectRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['projects'];
   r.get('/api/workspaces/:workspaceId/projects', { summary: 'Projects of the workspace the caller may see.', tags, scope: 'workspace', query: PageQuery, response: { description: 'a page of projects', schema: o.page(ProjectView) } },
     ({ ctx, searchParams, params }) => json(200, pageOf(searchParams, listProjects(ctx, params.workspaceId), presentProject)));

@@ -3,7 +3,7 @@
 // revisions list and read, diff, restore.
 import { READ_ACCESS } from '../../directory/tenancy/reads.ts';
 import type { IncomingMessage } from 'node:http';
-import { json, type Router } from '../../http/router.ts';
+import { defineRoute as def, json, type Router } from '../../http/router.ts';
 import { validationFailed } from '../../kernel/errors.ts';
 import { PageQuery, paging } from '../../kernel/validate.ts';
 import type { Ctx } from '../../directory/context.ts';
@@ -44,45 +44,47 @@ const BIBLE = {
   presentSummary: presentBibleSummary, present: presentBibleRevision, differ: diffBible,
 };
 
-/** The routes shared by both documents, under `base` (the document found by `doc`). */
-function bindRevisionRoutes<S, F, C extends ScriptContent | BibleContent, D>(
-  r: Router, base: string, what: string, doc: (ctx: Ctx, params: Record<string, string>) => Doc, edit: 'script:edit' | 'asset:edit', k: DocViews<S, F, C, D>,
+/** The routes shared by both documents (the document found by `doc`): list, read, diff, restore. */
+function revisionRoutes<S, F, C extends ScriptContent | BibleContent, D>(
+  what: string, doc: (ctx: Ctx, params: Record<string, string>) => Doc, edit: 'script:edit' | 'asset:edit', k: DocViews<S, F, C, D>,
 ) {
   const tags = ['production'];
   const read = { tags, scope: 'project' as const, permission: READ_ACCESS.script };
-  r.get(`${base}/revisions`, { summary: `Revisions of the ${what}, newest first, without content (page, pageSize).`, ...read, query: PageQuery, response: { description: 'a page of revisions, newest first', schema: o.page(k.summary) } }, ({ ctx, params, searchParams }) => {
-    const d = doc(ctx, params);
-    const { rows, pagination } = listRevisions(ctx, d, paging(searchParams));
-    return json(200, { items: rows.map(k.presentSummary(d)), pagination });
-  });
-  r.get(`${base}/revisions/:revision`, { summary: `One revision of the ${what} with its full content.`, ...read, response: { description: 'the revision', schema: k.full } }, ({ ctx, params }) => {
-    const d = doc(ctx, params);
-    return json(200, k.present(d, revision(ctx, d, revisionParam(params.revision))));
-  });
-  r.get(`${base}/diff`, {
-    summary: `Diff of two revisions of the ${what} (from, to; 0 is the empty document), matched by ids: added, removed, changed with field changes and moved flags.`,
-    ...read, query: DiffQuery, response: { description: 'the diff', schema: k.diff },
-  }, ({ ctx, params, query }) => json(200, diff(ctx, doc(ctx, params), query, k.differ) as D));
-  r.post(`${base}/revisions/:revision/restore`, {
-    summary: `Make an older revision of the ${what} current again, as a new revision (baseRevision or If-Match; stale: 409 revision_conflict).`,
-    tags, scope: 'project', permission: edit, body: RestoreBody, response: { status: 201, description: 'the new revision', schema: k.full },
-  }, ({ ctx, params, body, req }) => {
-    const d = doc(ctx, params);
-    const row = restore(ctx, d, revisionParam(params.revision), baseRevisionOf(body.baseRevision, ifMatch(req)));
-    return json(201, k.present(d, row), etag(row));
-  });
+  return {
+    revisions: def({ summary: `Revisions of the ${what}, newest first, without content (page, pageSize).`, ...read, query: PageQuery, response: { description: 'a page of revisions, newest first', schema: o.page(k.summary) } }, ({ ctx, params, searchParams }) => {
+      const d = doc(ctx, params);
+      const { rows, pagination } = listRevisions(ctx, d, paging(searchParams));
+      return json(200, { items: rows.map(k.presentSummary(d)), pagination });
+    }),
+    revision: def({ summary: `One revision of the ${what} with its full content.`, ...read, response: { description: 'the revision', schema: k.full } }, ({ ctx, params }) => {
+      const d = doc(ctx, params);
+      return json(200, k.present(d, revision(ctx, d, revisionParam(params.revision))));
+    }),
+    diff: def({
+      summary: `Diff of two revisions of the ${what} (from, to; 0 is the empty document), matched by ids: added, removed, changed with field changes and moved flags.`,
+      ...read, query: DiffQuery, response: { description: 'the diff', schema: k.diff },
+    }, ({ ctx, params, query }) => json(200, diff(ctx, doc(ctx, params), query, k.differ) as D)),
+    restore: def({
+      summary: `Make an older revision of the ${what} current again, as a new revision (baseRevision or If-Match; stale: 409 revision_conflict).`,
+      tags, scope: 'project', permission: edit, body: RestoreBody, response: { status: 201, description: 'the new revision', schema: k.full },
+    }, ({ ctx, params, body, req }) => {
+      const d = doc(ctx, params);
+      const row = restore(ctx, d, revisionParam(params.revision), baseRevisionOf(body.baseRevision, ifMatch(req)));
+      return json(201, k.present(d, row), etag(row));
+    }),
+  };
 }
 
-export function bindScriptRoutes(r: Router): void {
+export function bindScriptRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['production'];
-  const episode = '/api/production/script/episodes/:episodeId';
   const scriptOf = (ctx: Ctx, params: Record<string, string>) => scriptDoc(ctx, params.episodeId);
-  r.get(episode, { summary: 'The current script of an episode of the current project (revision 0 and no scenes before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: ScriptRevisionView } }, ({ ctx, params }) => {
+  r.get('/api/production/script/episodes/:episodeId', { summary: 'The current script of an episode of the current project (revision 0 and no scenes before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: ScriptRevisionView } }, ({ ctx, params }) => {
     const d = scriptOf(ctx, params);
     const row = current(ctx, d);
     return json(200, presentScriptRevision(d, row), etag(row));
   });
-  r.put(episode, {
+  r.put('/api/production/script/episodes/:episodeId', {
     summary: 'Save the script as a new revision: { baseRevision, scenes } (or If-Match: "<revision>"); a stale base is 409 revision_conflict.',
     tags, scope: 'project', permission: 'script:edit', body: ScriptSaveBody, response: { description: 'the new revision', schema: ScriptRevisionView },
   }, ({ ctx, params, body, req }) => {
@@ -90,15 +92,18 @@ export function bindScriptRoutes(r: Router): void {
     const row = saveScript(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.scenes);
     return json(200, presentScriptRevision(d, row), etag(row));
   });
-  bindRevisionRoutes(r, episode, 'episode\'s script', scriptOf, 'script:edit', SCRIPT);
+  const script = revisionRoutes('episode\'s script', scriptOf, 'script:edit', SCRIPT);
+  r.get('/api/production/script/episodes/:episodeId/revisions', ...script.revisions);
+  r.get('/api/production/script/episodes/:episodeId/revisions/:revision', ...script.revision);
+  r.get('/api/production/script/episodes/:episodeId/diff', ...script.diff);
+  r.post('/api/production/script/episodes/:episodeId/revisions/:revision/restore', ...script.restore);
 
-  const bible = '/api/production/bible';
-  r.get(bible, { summary: 'The story bible of the current project (revision 0 and no entries before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: BibleRevisionView } }, ({ ctx }) => {
+  r.get('/api/production/bible', { summary: 'The story bible of the current project (revision 0 and no entries before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: BibleRevisionView } }, ({ ctx }) => {
     const d = bibleDoc(ctx);
     const row = current(ctx, d);
     return json(200, presentBibleRevision(d, row), etag(row));
   });
-  r.put(bible, {
+  r.put('/api/production/bible', {
     summary: 'Save the story bible as a new revision: { baseRevision, entries } (or If-Match); a stale base is 409 revision_conflict.',
     tags, scope: 'project', permission: 'asset:edit', body: BibleSaveBody, response: { description: 'the new revision', schema: BibleRevisionView },
   }, ({ ctx, body, req }) => {
@@ -106,5 +111,9 @@ export function bindScriptRoutes(r: Router): void {
     const row = saveBible(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.entries);
     return json(200, presentBibleRevision(d, row), etag(row));
   });
-  bindRevisionRoutes(r, bible, 'story bible', (ctx) => bibleDoc(ctx), 'asset:edit', BIBLE);
+  const bible = revisionRoutes('story bible', (ctx) => bibleDoc(ctx), 'asset:edit', BIBLE);
+  r.get('/api/production/bible/revisions', ...bible.revisions);
+  r.get('/api/production/bible/revisions/:revision', ...bible.revision);
+  r.get('/api/production/bible/diff', ...bible.diff);
+  r.post('/api/production/bible/revisions/:revision/restore', ...bible.restore);
 }

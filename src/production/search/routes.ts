@@ -11,7 +11,8 @@ const SearchQuery = v.object({
   limit: v.optional(v.int({ description: 'default 20, clamped to 1..100' })),
 }, { allowUnknown: true });
 
-export function bindSearchRoutes(r: Router): void {
+export function bindSearchRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   r.get('/api/search', {
     summary: 'Search projects, episodes, scripts, shots, assets, tasks, jobs and deliveries of the visible projects of the current workspace (scope=workspace, default) or of the current project (scope=project); a hit only where the caller holds the read permission of its kind in its project (as the route that opens it: jobs need job:create or queue:manage, deliveries delivery:view, ...). Empty q answers [].',
     tags: ['search'], scope: 'workspace', query: SearchQuery, response: { description: 'an array of results, best first', schema: o.array(SearchResultView) },

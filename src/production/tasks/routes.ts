@@ -7,7 +7,8 @@ import { TaskDetailView, TaskView, presentTask, presentTaskEvent } from './prese
 import { changeTask, createTask, getTask, listTasks } from './service.ts';
 import { taskEvents } from './store.ts';
 
-export function bindTaskRoutes(r: Router): void {
+export function bindTaskRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['tasks'];
   r.get('/api/tasks', {
     summary: 'Tasks of the current project; status (all or one status), assignedTo (me or a user id), limit (default 50, clamped 1..200).',

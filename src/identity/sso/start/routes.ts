@@ -45,34 +45,34 @@ const RedeemedView = o.anyOf([
   o.extend(SignedInView, { returnTo }), o.extend(MfaChallengeView, { returnTo }), o.extend(MfaEnrollmentChallengeView, { returnTo }),
 ]);
 
-export function bindSsoRoutes(r: Router): void {
+export function bindSsoRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const sys = { tags: ['system', 'identity', 'sso'], systemAdmin: true, scope: 'none' as const };
-  const base = '/api/system/identity/providers';
   const show = (ctx: Ctx, req: IncomingMessage) => (p: ProviderRow) => presentProvider(p, serviceBase(req, ctx.config), ctx.config);
 
-  r.get(base, { ...sys, summary: `Identity providers (filter organizationId, kind, status), paged: items ${SHAPE}.`, query: ProviderListQuery, response: { description: 'a page of identity providers', schema: o.page(IdentityProviderView) } },
+  r.get('/api/system/identity/providers', { ...sys, summary: `Identity providers (filter organizationId, kind, status), paged: items ${SHAPE}.`, query: ProviderListQuery, response: { description: 'a page of identity providers', schema: o.page(IdentityProviderView) } },
     ({ ctx, req, query, searchParams }) => {
       const counts = identityCounts(ctx.db);
       const b = serviceBase(req, ctx.config);
       return json(200, pageOf(searchParams, listProvidersOf(ctx, query), (p) => presentProvider(p, b, ctx.config, counts.get(p.id) ?? 0)));
     });
 
-  r.post(base, {
+  r.post('/api/system/identity/providers', {
     ...sys, body: ProviderCreateBody, response: { status: 201, description: 'the identity provider', schema: IdentityProviderView },
     summary: 'Create an OIDC provider (config { issuer, clientId, clientSecretRef, scopes?, claimMapping? }) or a SAML 2.0 provider (config { idpEntityId, ssoUrl, idpCertRef, spEntityId, attributeMapping? }) '
       + 'bound to an organization (and optionally a workspace with a workspace defaultRole). clientSecretRef and idpCertRef NAME environment variables; no secret or certificate is stored. Audited as identity_provider.created.',
   }, ({ ctx, req, body }) => json(201, show(ctx, req)(createProvider(ctx, body))));
 
-  r.get(`${base}/:providerId`, { ...sys, summary: `One identity provider: ${SHAPE}.`, response: { description: 'the identity provider', schema: IdentityProviderView } },
+  r.get('/api/system/identity/providers/:providerId', { ...sys, summary: `One identity provider: ${SHAPE}.`, response: { description: 'the identity provider', schema: IdentityProviderView } },
     ({ ctx, req, params }) => json(200, presentProvider(providerOrFail(ctx, params.providerId), serviceBase(req, ctx.config), ctx.config,
       identityCounts(ctx.db).get(params.providerId) ?? 0)));
 
-  r.patch(`${base}/:providerId`, {
+  r.patch('/api/system/identity/providers/:providerId', {
     ...sys, body: ProviderPatchBody, response: { description: 'the changed identity provider', schema: IdentityProviderView },
     summary: 'Rename, rebind the workspace and default role (for members created from now on), set status active or disabled, or change config fields (merged and checked as a whole; clears the last probe). Kind and organization are fixed. Audited as identity_provider.updated.',
   }, ({ ctx, req, params, body }) => json(200, show(ctx, req)(updateProviderFields(ctx, params.providerId, body))));
 
-  r.post(`${base}/:providerId/probe`, {
+  r.post('/api/system/identity/providers/:providerId/probe', {
     ...sys, response: { description: 'the probe result and the provider', schema: ProbeAnswerView },
     summary: 'Probe the configuration: OIDC discovery ({issuer}/.well-known/openid-configuration, issuer must match) and JWKS (keys counted) and whether the client-secret variable is set; SAML: the certificate idpCertRef names (subject, issuer, validity, SHA-256 fingerprint, key; never the PEM). '
       + 'Answers { status: ok|failed, probedAt, detail: { ..., problems }, provider }; stored on the provider and audited as identity_provider.probed.',
