@@ -70,9 +70,11 @@ const BASE_HEADERS = {
   'x-content-type-options': 'nosniff',
 };
 
-export function createApp({ config, db, log }: AppDeps): App {
-  const router = new Router();
-  db.onHookError = (err) => log.error('after-commit hook failed', { err });
+/**
+ * Every route of the service on `router`, each through its module's registrar (so it knows its
+ * file). Needs no database: `svc routes` lists what this binds.
+ */
+export function bindRoutes(router: Router, config: Config): void {
   const limits = createLoginLimits(config);
   bindSystemRoutes(router);
   bindApiClientRoutes(router, limits);
@@ -110,6 +112,12 @@ export function createApp({ config, db, log }: AppDeps): App {
   bindMemberRoutes(router);
   bindDirectoryRoutes(router);
   bindScimRoutes(router);
+}
+
+export function createApp({ config, db, log }: AppDeps): App {
+  const router = new Router();
+  db.onHookError = (err) => log.error('after-commit hook failed', { err });
+  bindRoutes(router, config);
 
   /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
   function dispatch(req: IncomingMessage, res: ServerResponse, rid: string, setActor: (id: string) => void): Reply | Promise<Reply> {

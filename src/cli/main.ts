@@ -15,6 +15,7 @@ import { workerCommand } from './worker.ts';
 import { storageCommand } from './storage.ts';
 import { backupCommand } from './backup.ts';
 import { configCommand, healthCommand } from './health.ts';
+import { routesCommand } from './routes.ts';
 
 export async function main(argv: string[]): Promise<void> {
   reportErrorsAsJson(wantsJson(argv));
@@ -35,6 +36,7 @@ export async function main(argv: string[]): Promise<void> {
       .command(backupCommand)
       .command(healthCommand)
       .command(configCommand)
+      .command(routesCommand)
       .demandCommand(1, 'name a command; see svc --help')
       .strict()
       .fail((msg, err) => {
