@@ -7,22 +7,14 @@ import { createBackup, listBackups } from './backups.ts';
 import { CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from './storage.ts';
 import { configReport } from './config-report.ts';
 import { systemHealth } from './health.ts';
-import { getFlag, listFlags, setFlag } from '../platform/flags/flags.ts';
 import { identityOverview } from './identity.ts';
-import * as v from '../kernel/validate.ts';
 import * as o from '../kernel/view.ts';
 import { ReadinessView } from './readiness.ts';
 import { CleanupPreviewView, ReclaimResultView } from './storage.ts';
 import { ConfigReportView } from './config-report.ts';
 import { HealthView } from './health.ts';
-import { FeatureFlagView } from '../platform/flags/flags.ts';
 import { IdentityOverviewView } from './identity.ts';
 import { BackupView } from './backups.ts';
-
-const FlagBody = v.object({
-  enabled: v.nullable(v.boolean({ description: 'true or false; null clears the value (the organization then follows the global value, the global value the default)' })),
-  organizationId: v.optional(v.string({ min: 1, max: 100, description: 'set this organization\'s value instead of the global one' })),
-});
 
 export const VERSION: string = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
 
@@ -62,16 +54,6 @@ export function bindSystemRoutes(router: Router): void {
     const h = systemHealth(ctx);
     return json(h.status === 'failing' ? 503 : 200, h);
   });
-  r.get('/api/system/feature-flags', {
-    ...admin, summary: 'Every declared feature flag: { items: [{ key, description, default, global, organizations: [{ organizationId, enabled }], updatedAt, updatedBy }] }.',
-    response: { description: 'every feature flag', schema: o.object({ items: o.array(FeatureFlagView) }) },
-  }, ({ ctx }) => json(200, { items: listFlags(ctx) }));
-  r.get('/api/system/feature-flags/:flagKey', { ...admin, summary: 'One feature flag with its global and per-organization values.', response: { description: 'the feature flag', schema: FeatureFlagView } },
-    ({ ctx, params }) => json(200, getFlag(ctx, params.flagKey)));
-  r.put('/api/system/feature-flags/:flagKey', {
-    ...admin, body: FlagBody, response: { description: 'the feature flag', schema: FeatureFlagView },
-    summary: 'Set the global value of a flag, or one organization\'s value (organizationId), to true or false, or clear it with null. An organization\'s value wins over the global one, which wins over the default. Audited as system.feature_flag.updated.',
-  }, ({ ctx, params, body }) => json(200, setFlag(ctx, params.flagKey, { enabled: body.enabled, organizationId: body.organizationId })));
   r.get('/api/system/identity', {
     ...admin, summary: 'The identity control plane: { policy, providers: { password, oidc, saml } (secrets only as references), directories (SCIM, token hints only), counts }.',
     response: { description: 'the identity overview', schema: IdentityOverviewView },

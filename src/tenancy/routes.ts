@@ -1,4 +1,4 @@
-// Current scope (context), organizations, workspaces and projects.
+// Current scope (context), organizations (with the caller's role and seat use), workspaces.
 import { withScope } from '../directory/context.ts';
 import { auditScopeDenied } from '../gate/access.ts';
 import { AppError } from '../kernel/errors.ts';
@@ -8,6 +8,10 @@ import { ContextPatchBody, OrganizationBody, WorkspaceBody } from './schema.ts';
 import * as o from '../kernel/view.ts';
 import { ContextView, OrganizationView, WorkspaceView, presentContext, presentOrganization, presentWorkspace } from '../directory/present/tenancy.ts';
 import { changeScope, createOrganization, createWorkspace, listOrganizations, listWorkspaces } from './service.ts';
+import { OrganizationDetailView } from './present.ts';
+import { organizationById } from '../directory/tenancy/store.ts';
+import { orgRoleOf } from '../directory/tenancy/scope.ts';
+import { seatUsage } from '../directory/plan/seats.ts';
 
 export function bindTenancyRoutes(router: Router): void {
   const r = router.module(import.meta.url);
@@ -43,6 +47,11 @@ export function bindTenancyRoutes(router: Router): void {
 
   r.post('/api/organizations', { summary: 'Create an organization with its billing account and its first org_owner: ownerUserId, or the calling system administrator when it is omitted.', tags, systemAdmin: true, body: OrganizationBody, response: { status: 201, description: 'the organization (its owner is listed by GET /api/organizations/:organizationId/members)', schema: OrganizationView } },
     ({ ctx, body }) => json(201, presentOrganization(createOrganization(ctx, body))));
+
+  r.get('/api/organizations/:organizationId', { summary: 'The organization, the caller\u2019s role in it and its seat use.', tags: ['tenancy'], scope: 'organization', response: { description: 'the organization with the caller\u2019s role and its seat use', schema: OrganizationDetailView } }, ({ ctx, params }) => {
+    const org = organizationById(ctx.db, params.organizationId)!;
+    return json(200, { ...presentOrganization(org), role: orgRoleOf(ctx.memberships, org.id), seats: seatUsage(ctx.db, org.id, ctx.now().toISOString()) });
+  });
 
   r.get('/api/organizations/:organizationId/workspaces', { summary: 'Workspaces of the organization the caller may see.', tags, scope: 'organization', query: PageQuery, response: { description: 'a page of workspaces', schema: o.page(WorkspaceView) } },
     ({ ctx, searchParams, params }) => json(200, pageOf(searchParams, listWorkspaces(ctx, params.organizationId), presentWorkspace)));

@@ -1,10 +1,12 @@
 // Billing account and the commercial view: PATCH .../billing (billing:manage), GET .../commercial and
-// its export (organization owners and admins; the system administrator too).
+// its export (organization owners and admins; the system administrator too), and the session scope's
+// GET /api/billing (usage:view: the account and the current period's estimated charges).
 import { json, type Router, type RouteMeta } from '../../http/router.ts';
 import { localDate } from '../../kernel/periods.ts';
 import { BillingPatchBody } from './schema.ts';
 import { commercialExport, commercialView, updateBillingAccount } from './service.ts';
-import { BillingAccountView, CommercialExportView, CommercialView } from '../views.ts';
+import { billingView } from '../usage/service.ts';
+import { BillingAccountView, BillingOverviewView, CommercialExportView, CommercialView } from '../views.ts';
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
 
@@ -31,4 +33,9 @@ export function bindBillingRoutes(router: Router): void {
       raw: `${JSON.stringify(doc, null, 2)}\n`,
     };
   });
+  r.get('/api/billing', {
+    tags: ['usage'], scope: 'organization', permission: 'usage:view',
+    summary: 'The organization\'s billing account (read view: plan, cycle, currency, prices, limits, flags) and the current billing period\'s estimated charges so far, before tax.',
+    response: { description: 'the billing account, the current period and its estimated charges', schema: BillingOverviewView },
+  }, ({ ctx }) => json(200, billingView(ctx)));
 }

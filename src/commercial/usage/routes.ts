@@ -1,13 +1,13 @@
 // Usage: the organization's usage list with summary and facets and its streamed export (organization
 // owners and admins holding usage:view; the system administrator too), and the session scope's
-// GET /api/usage and GET /api/billing (usage:view). Shapes: README "Usage".
+// GET /api/usage (usage:view). Shapes: README "Usage".
 import { json, type Router, type RouteMeta } from '../../http/router.ts';
 import { paging } from '../../kernel/validate.ts';
 import { attachment } from '../../platform/audit/export.ts';
 import { ScopeUsageQuery, UsageExportQuery, UsageListQuery } from './schema.ts';
-import { billingView, exportUsage, listUsage, scopeUsage } from './service.ts';
+import { exportUsage, listUsage, scopeUsage } from './service.ts';
 import * as o from '../../kernel/view.ts';
-import { BillingOverviewView, ScopeUsageView, UsageEventView, UsageListView } from '../views.ts';
+import { ScopeUsageView, UsageEventView, UsageListView } from '../views.ts';
 
 const ADMINS: RouteMeta['orgRoles'] = ['org_owner', 'org_admin'];
 
@@ -34,9 +34,4 @@ export function bindUsageRoutes(router: Router): void {
     summary: 'This local month\'s usage of the session\'s scope (project, workspace or organization; `level` picks one of them): events, clips, estimated cost by kind and unit, stored bytes, and the organization\'s and workspace\'s limits.',
     response: { description: 'this local month\'s usage of the scope and the limits that apply', schema: ScopeUsageView },
   }, ({ ctx, query }) => json(200, scopeUsage(ctx, query.level)));
-  r.get('/api/billing', {
-    tags, scope: 'organization', permission: 'usage:view',
-    summary: 'The organization\'s billing account (read view: plan, cycle, currency, prices, limits, flags) and the current billing period\'s estimated charges so far, before tax.',
-    response: { description: 'the billing account, the current period and its estimated charges', schema: BillingOverviewView },
-  }, ({ ctx }) => json(200, billingView(ctx)));
 }

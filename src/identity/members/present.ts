@@ -2,7 +2,6 @@
 import * as o from '../../kernel/view.ts';
 import type { OrgRole, Role } from '../../directory/roles.ts';
 import { ORG_ROLES } from '../../directory/roles.ts';
-import { OrganizationView } from '../../directory/present/tenancy.ts';
 import { ACCESS_MODES, LEVELS, ROLES, USER_STATUSES, UserView } from '../../directory/present/users.ts';
 import { SessionTokenView, MfaEnrollmentChallengeView } from '../sessions/present.ts';
 import type { OrganizationMember } from './service.ts';
@@ -85,17 +84,6 @@ export const InvitationPreviewView = o.named('InvitationPreview', o.object({
   workspace: o.nullable(NamedScope),
   project: o.nullable(NamedScope),
   invitedBy: o.nullable(o.object({ name: o.text() }, 'who invited (null when that account is gone)')),
-}));
-
-export const SeatUsageView = o.named('SeatUsage', o.object({
-  limit: o.int('seats of the billing account'), activeMembers: o.int(), pendingInvitations: o.int('unexpired pending invitations (each holds a seat)'),
-  used: o.int('activeMembers + pendingInvitations'),
-}));
-
-/** GET /api/organizations/{organizationId}. */
-export const OrganizationDetailView = o.named('OrganizationDetail', o.extend(OrganizationView, {
-  role: o.nullable(o.oneOf(ORG_ROLES, 'the caller\'s organization role')),
-  seats: SeatUsageView,
 }));
 
 /** POST /api/auth/register: the session with the new user, or (identity policy requires MFA) an enrollment challenge with the user. */

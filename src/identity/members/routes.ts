@@ -1,18 +1,15 @@
-// Organization detail, members at three levels, invitations, and accepting them.
+// Members at three levels, invitations, and accepting them (POST /api/auth/register among them).
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../../kernel/config.ts';
 import { defineRoute as def, json, type Router, type RouteMeta } from '../../http/router.ts';
 import { frontendBase } from '../../http/request.ts';
 import { pageOf } from '../../kernel/validate.ts';
 import { organizationById, projectById, workspaceById } from '../../directory/tenancy/store.ts';
-import { orgRoleOf } from '../../directory/tenancy/scope.ts';
-import { presentOrganization } from '../../directory/present/tenancy.ts';
 import { tokenAnswer } from '../sessions/routes.ts';
 import { addressLimited } from '../sessions/service.ts';
 import { fromBrowser, sessionCookie } from '../sessions/cookies.ts';
 import { presentUser } from '../../directory/present/users.ts';
 import { userById } from '../../directory/users/store.ts';
-import { seatUsage } from '../../directory/plan/seats.ts';
 import { memberScope, organizationMembers, removeMember, scopeMembers, setMemberRole } from './service.ts';
 import {
   acceptInvitation, createInvitation, invitationForToken, registerWithInvitation, resendInvitation, revokeInvitation, type IssuedInvitation,
@@ -21,7 +18,7 @@ import { invitationsOf } from './store.ts';
 import { InvitationBody, InvitationListQuery, RegisterBody, RoleBody, TokenBody, TokenQuery } from './schema.ts';
 import * as o from '../../kernel/view.ts';
 import {
-  InvitationPreviewView, InvitationView, IssuedInvitationView, OrganizationDetailView, OrganizationMemberView, RegisteredView, ScopeMemberView,
+  InvitationPreviewView, InvitationView, IssuedInvitationView, OrganizationMemberView, RegisteredView, ScopeMemberView,
   presentInvitation, presentOrganizationMember, presentScopeMember,
 } from './present.ts';
 import { invitationPath } from '../../kernel/links.ts';
@@ -36,11 +33,6 @@ function issued(req: IncomingMessage, config: Config, i: IssuedInvitation): o.Ou
 export function bindMemberRoutes(router: Router): void {
   const r = router.module(import.meta.url);
   const tags = ['members'];
-  r.get('/api/organizations/:organizationId', { summary: 'The organization, the caller\u2019s role in it and its seat use.', tags: ['tenancy'], scope: 'organization', response: { description: 'the organization with the caller\u2019s role and its seat use', schema: OrganizationDetailView } }, ({ ctx, params }) => {
-    const org = organizationById(ctx.db, params.organizationId)!;
-    return json(200, { ...presentOrganization(org), role: orgRoleOf(ctx.memberships, org.id), seats: seatUsage(ctx.db, org.id, ctx.now().toISOString()) });
-  });
-
   r.get('/api/organizations/:organizationId/members', { summary: 'Members with their organization role, status, last login and roles below. A project-only guest sees the members of its own projects only (and only those projects\u2019 roles); others\u2019 lastLoginAt is null unless the caller is an owner, admin or system administrator.', tags, scope: 'organization', response: { description: 'a page of members', schema: o.page(OrganizationMemberView) } },
     ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, organizationMembers(ctx, params.organizationId), presentOrganizationMember)));
   r.get('/api/workspaces/:workspaceId/members', { summary: 'Members of the workspace (a project-only guest: those who hold a role in one of its projects; others\u2019 lastLoginAt for administrators only).', tags, scope: 'workspace', response: { description: 'a page of members', schema: o.page(ScopeMemberView) } },

@@ -1,6 +1,6 @@
 // Single sign-on routes: the system administrator's identity providers (/api/system/identity/providers)
-// and the public sign-in entry points (provider list, start, ticket redemption). The OIDC callback
-// and the SAML endpoints are bound by ../oidc/routes.ts and ../saml/routes.ts.
+// and the public sign-in entry points (provider list, start, the OIDC provider's redirect back, ticket
+// redemption). The SAML endpoints (/api/auth/sso/saml/...) are bound by ../saml/routes.ts.
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../../directory/context.ts';
 import { fromBrowser } from '../../sessions/cookies.ts';
@@ -12,7 +12,7 @@ import { json, type Router } from '../../../http/router.ts';
 import { pageOf } from '../../../kernel/validate.ts';
 import { redeemTicket } from '../finish.ts';
 import { newFlowCookie } from '../flow-cookie.ts';
-import { startOidc } from '../../oidc/flow.ts';
+import { completeOidc, startOidc } from '../../oidc/flow.ts';
 import * as o from '../../../kernel/view.ts';
 import { MfaChallengeView, MfaEnrollmentChallengeView, SignedInView } from '../../sessions/present.ts';
 import {
@@ -101,6 +101,20 @@ export function bindSsoRoutes(router: Router): void {
       ? await startOidc(ctx, provider, returnTo, cookie.hash, origin)
       : startSaml(ctx, provider, returnTo, cookie.hash, origin);
     return { status: 302, headers: { location, 'referrer-policy': 'no-referrer', 'set-cookie': cookie.setCookie } };
+  });
+
+  // The OpenID provider's redirect back (public; the one-time state is the credential, and the flow
+  // cookie binds it to the browser that started the sign-in).
+  r.get('/api/auth/sso/callback', {
+    summary: 'OIDC redirect URI: checks the one-time state and the flow cookie svc_sso_flow of the browser that started the sign-in (missing or different: 401 sso_browser_mismatch), exchanges the code (PKCE), verifies the ID token (JWKS, algorithm allow-list, iss, aud, exp, nonce, azp), '
+      + 'maps the claims and redirects (302) to `{SVC_FRONTEND_ORIGIN}/sso/complete#ticket=...` (a one-time ticket for POST /api/auth/sso/redeem; never a session token). '
+      + 'Refusals are 400/401 and audited as auth.sso.failed.',
+    ...pub,
+    response: { status: 302, description: 'redirect to the front end with a one-time ticket in the fragment' },
+  }, async ({ req, ctx, searchParams }) => {
+    const one = (k: string) => searchParams.get(k);
+    const location = await completeOidc(ctx, req, { state: one('state'), code: one('code'), error: one('error'), iss: one('iss') });
+    return { status: 302, headers: { location, 'referrer-policy': 'no-referrer' } };
   });
 
   r.post('/api/auth/sso/redeem', {
