@@ -15,7 +15,8 @@ import { productionGraph } from './graph.ts';
 import { ProductionGraphView, ShotDetailView, WorkItemView, presentJob } from './present.ts';
 import { workItems } from './workitems.ts';
 
-export function bindViewRoutes(r: Router): void {
+export function bindViewRoutes(router: Router): void {
+  const r = router.module(import.meta.url);
   const tags = ['production'];
   const read = { tags, scope: 'project', permission: READ_ACCESS.shot } as const;
 
