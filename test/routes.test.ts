@@ -125,7 +125,7 @@ const RULES: { match: string; folder: string; why?: string }[] = [
   { match: '/api/adapters/dry-run', folder: 'src/generation/jobs/', why: 'a dry run of a job body (jobs/service.ts); jobs imports connectors (the adapters), so connectors cannot import jobs' },
   { match: '/api/admin/queue', folder: 'src/generation/jobs/', why: 'the organization\'s job queue (jobs/queue.ts); "admin" names no folder' },
   { match: '/api/platform/models', folder: 'src/generation/connectors/', why: 'model connectors are generation\'s; src/platform/ is a lower wing and may not import them' },
-  { match: '/api/usage/storage', folder: 'src/production/assets/', why: 'stored bytes of the scope are the assets\' own accounting; commercial/usage sits below production' },
+  { match: '/api/usage/storage', folder: 'src/production/assets/', why: 'the storage limit and largest files are the assets\' (assets/usage.ts); commercial sits below production' },
   { match: '/api/system/identity', folder: 'src/system/', why: 'the identity overview joins policy, providers and directories of three identity folders (system/identity.ts)' },
   { match: '/api/production/delivery-spec', folder: 'src/finishing/qa/', why: 'names no folder: the spec QA measures against (production/projects/spec.ts); its routes stay with QA' },
 ];
