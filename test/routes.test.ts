@@ -70,7 +70,7 @@ const RULES: { match: string; folder: string; why?: string }[] = [
   { match: '/api/auth/sso', folder: 'src/identity/sso/' },
   { match: '/api/auth/sso/saml', folder: 'src/identity/saml/' },
   { match: '/api/billing', folder: 'src/commercial/billing/' },
-  { match: '/api/client/delivery', folder: 'src/finishing/delivery/' },
+  { match: '/api/client', folder: 'src/finishing/client/' },
   { match: '/api/context', folder: 'src/tenancy/' },
   { match: '/api/exports', folder: 'src/finishing/export/' },
   { match: '/api/health', folder: 'src/system/' },
