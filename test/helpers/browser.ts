@@ -1,4 +1,4 @@
-// A real browser for the web console's tests (test/browser-*.test.ts, one scenario each):
+// A real browser for the web console's tests (test/web/browser-*.test.ts, one scenario each):
 // playwright-core driving the headless Chromium that the dev dependency @sparticuz/chromium brings
 // (test/helpers/chromium.ts unpacks it once; no system package needed); SVC_PLAYWRIGHT_CHROMIUM or
 // CHROMIUM_PATH name another binary, Debian's /usr/bin/chromium for one. One
@@ -119,7 +119,7 @@ export async function sessionCookie(page: Page) {
   return (await page.context().cookies()).find((c) => c.name === 'svc_session');
 }
 
-// ---- What the scenario files (test/browser-*.test.ts) share ----
+// ---- What the scenario files (test/web/browser-*.test.ts) share ----
 
 declare const localStorage: Record<string, string>;
 declare const sessionStorage: Record<string, string>;

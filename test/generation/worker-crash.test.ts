@@ -1,0 +1,152 @@
+// A crash never loses a job nor runs it twice: `svc serve` is killed with SIGKILL while a job runs
+// (the model server takes 5 s), restarted with a 2 s lease, and the job is reclaimed and completes
+// with exactly one output file and one result.
+import test, { type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { Sandbox } from '../helpers/cli.ts';
+import { startTestServer } from '../helpers/server.ts';
+import { member } from '../helpers/factories.ts';
+import { connector, createJob, sleep, startModel } from '../helpers/jobs.ts';
+
+function row<T>(dbFile: string, sql: string, ...params: string[]): T {
+  const db = new DatabaseSync(dbFile, { readOnly: true });
+  try {
+    return db.prepare(sql).get(...params) as T;
+  } finally {
+    db.close();
+  }
+}
+
+async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/**
+ * A sandbox whose database holds one queued job of `kind` on a ready local connector, set up through
+ * HTTP on an in-process server (its worker paused) that is closed again: `svc serve` runs it.
+ */
+async function stagedJob(t: TestContext, kind: string) {
+  const sb = new Sandbox(t);
+  const m = await startModel(t);
+  const setup = await startTestServer(t, { SVC_WORKER_ENABLED: '0' }, { dataDir: sb.data, storageDir: sb.storage });
+  const { token } = await member(setup, 'org_owner');
+  const id = await connector(setup, token, m.url);
+  const job = await createJob(setup, token, { kind, connectorId: id });
+  await setup.close();
+  return { sb, m, job, dbFile: path.join(sb.data, 'svc.db') };
+}
+
+test('kill -9 during a running job: after a restart with a 2 s lease the job is reclaimed and completes once', async (t) => {
+  const { sb, m, job, dbFile } = await stagedJob(t, 'image');
+
+  await m.control({ latencyMs: 5000 });
+  const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
+  await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');
+  first.child.kill('SIGKILL');
+  const killed = await first.done;
+  assert.equal(killed.signal, 'SIGKILL');
+  const stranded = row<{ status: string; leased_by: string; attempt: number }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  assert.deepEqual([stranded.status, stranded.leased_by, stranded.attempt], ['running', 'first', 1]);
+
+  await m.control({ latencyMs: 300 });
+  const second = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
+  const done = await until('the job to complete', () => {
+    const r = row<{ status: string; attempt: number; output: string | null; leased_by: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+    return r.status === 'completed' || r.status === 'failed' ? r : undefined;
+  });
+  assert.equal(done.status, 'completed');
+  assert.equal(done.attempt, 2);
+  const attempts = new DatabaseSync(dbFile, { readOnly: true });
+  const rows = attempts.prepare('SELECT attempt, runner, outcome FROM job_attempts WHERE job_id = ? ORDER BY attempt').all(job.id);
+  const reclaimed = attempts.prepare("SELECT count(*) AS n FROM audit_log WHERE action = 'job.attempt_failed' AND target_id = ?").get(job.id) as { n: number };
+  attempts.close();
+  assert.deepEqual(rows.map((r) => [r.attempt, r.runner, r.outcome]), [[1, 'first', 'reclaimed'], [2, 'second', 'completed']]);
+  assert.equal(reclaimed.n, 1, 'the reclaimed attempt is audited');
+  const files = JSON.parse(done.output!).files as Array<{ path: string }>;
+  assert.equal(files.length, 1, 'one result');
+  assert.deepEqual(fs.readdirSync(path.join(sb.storage, 'outputs', job.id)), [path.basename(files[0].path)], 'exactly one output file');
+  second.child.kill('SIGTERM');
+  assert.equal((await second.done).code, 0);
+});
+
+test('SIGTERM during a running job: the service exits 0 within 10 s and the job is back in the queue, its attempt forgotten', async (t) => {
+  const { sb, m, job, dbFile } = await stagedJob(t, 'chat');
+  await m.control({ hang: true });
+  const server = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100' });
+  await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');
+  const started = Date.now();
+  server.child.kill('SIGTERM');
+  const r = await server.done;
+  assert.equal(r.code, 0, `signal ${r.signal}; stderr: ${r.stderr}`);
+  assert.ok(Date.now() - started < 10_000, `stopped in ${Date.now() - started} ms`);
+  const after = row<{ status: string; attempt: number; leased_by: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  assert.deepEqual([after.status, after.attempt, after.leased_by], ['queued', 0, null]);
+  assert.equal(row<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM job_attempts WHERE job_id = ?', job.id).n, 0);
+});
+
+/** Every regular file under the storage folders that storage reclaim scans, relative to the root. */
+function storedFiles(storage: string): string[] {
+  return ['outputs', 'frames', 'tmp', 'cache'].flatMap((folder) => {
+    const dir = path.join(storage, folder);
+    if (!fs.existsSync(dir)) return [];
+    return (fs.readdirSync(dir, { recursive: true }) as string[])
+      .map((f) => `${folder}/${f}`)
+      .filter((f) => fs.statSync(path.join(storage, f)).isFile());
+  }).sort();
+}
+
+test('kill -9 between an output file written and its registration: no half-registered artifact, the retry registers once under the same names and leaves no stray file', async (t) => {
+  const { sb, job, dbFile } = await stagedJob(t, 'video');
+  const output = path.join(sb.storage, 'outputs', job.id, 'video-1.mp4');
+  const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
+  // The file is renamed into place before ffprobe and the frame decoding start: kill as soon as it is there.
+  const end = Date.now() + 20_000;
+  while (!fs.existsSync(output)) {
+    assert.ok(Date.now() < end, 'the output file was never written');
+    await sleep(2);
+  }
+  first.child.kill('SIGKILL');
+  assert.equal((await first.done).signal, 'SIGKILL');
+  const stranded = row<{ status: string; output: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  assert.deepEqual([stranded.status, stranded.output], ['running', null]);
+  assert.equal(row<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM media_artifacts').n, 0, 'no artifact row without a completed job');
+  const left = storedFiles(sb.storage);
+  assert.ok(left.includes(`outputs/${job.id}/video-1.mp4`), left.join(', '));
+  // While the job may still run (its lease will be reclaimed), its folders are kept; every other file is a candidate.
+  const preview = await sb.run(['storage', 'preview', '--older-than-days', '0', '--json', ...sb.dirs]);
+  assert.equal(preview.code, 0, preview.stderr);
+  const found = (JSON.parse(preview.stdout).candidates as Array<{ path: string }>).map((c) => c.path).sort();
+  assert.deepEqual(found.filter((f) => f.includes(job.id)), [], 'the running job\'s files are protected');
+  assert.deepEqual(left.filter((f) => !f.includes(job.id) && !found.includes(f)), []);
+
+  const second = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
+  const done = await until('the job to complete', () => {
+    const r = row<{ status: string; output: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+    return r.status === 'completed' || r.status === 'failed' ? r : undefined;
+  });
+  assert.equal(done.status, 'completed');
+  const db = new DatabaseSync(dbFile, { readOnly: true });
+  const artifacts = db.prepare('SELECT * FROM media_artifacts WHERE job_id = ?').all(job.id) as Array<{ id: string; storage_path: string; first_frame_path: string; last_frame_path: string }>;
+  db.close();
+  assert.equal(artifacts.length, 1, 'registered once');
+  assert.deepEqual(JSON.parse(done.output!).artifactIds, [artifacts[0].id]);
+  assert.deepEqual([artifacts[0].storage_path, artifacts[0].first_frame_path, artifacts[0].last_frame_path],
+    [`outputs/${job.id}/video-1.mp4`, `frames/${job.id}/video-1-first.png`, `frames/${job.id}/video-1-last.png`]);
+  // The retry wrote the same names again: nothing of this job is left unreferenced.
+  const after = await sb.run(['storage', 'preview', '--older-than-days', '0', '--json', ...sb.dirs]);
+  const stray = (JSON.parse(after.stdout).candidates as Array<{ path: string }>).map((c) => c.path);
+  assert.deepEqual(stray.filter((p) => p.includes(job.id)), []);
+  assert.deepEqual(storedFiles(sb.storage).filter((f) => f.includes(job.id)).sort(),
+    [artifacts[0].first_frame_path, artifacts[0].last_frame_path, artifacts[0].storage_path].sort());
+  second.child.kill('SIGTERM');
+  assert.equal((await second.done).code, 0);
+});
