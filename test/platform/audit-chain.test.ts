@@ -1,0 +1,118 @@
+// The audit log's hash chain checked by `svc audit verify` as a child process after edits through a
+// second SQLite connection.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DatabaseSync } from 'node:sqlite';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { login, member } from '../helpers/factories.ts';
+import { seed, type Row, world } from './audit-setup.ts';
+
+const BIN_SVC = fileURLToPath(new URL('../../bin/svc', import.meta.url));
+
+/** The environment of a CLI child: the caller's minus SVC_* settings and the test runner's context. */
+function childEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && k !== 'NODE_TEST_CONTEXT') env[k] = v;
+  return { ...env, SVC_SCRYPT_LOG_N: '10' };
+}
+
+function svc(s: TestServer, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [BIN_SVC, ...args, '--data-dir', s.config.dataDir, '--storage-dir', s.config.storageDir], {
+    env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => { stdout += c; });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => { stderr += c; });
+  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+  });
+}
+
+/** A second connection to the server's database, as the sqlite3 shell would open it. */
+function tamper(s: TestServer, t: TestContext, ...sql: string[]): void {
+  const db = new DatabaseSync(path.join(s.config.dataDir, 'svc.db'));
+  t.after(() => { if (db.isOpen) db.close(); });
+  for (const q of sql) db.exec(q);
+  db.close();
+}
+
+test('hash chain: svc audit verify passes, then names the row edited, re-hashed or removed through another connection', async (t) => {
+  const s = await startTestServer(t);
+  const w = await world(s);
+  // Awkward content the canonical text must survive, and appends from another process in between.
+  seed(s, { organizationId: w.A.organizationId, action: 'odd.text', actorName: 'N\u0000ul\nl 🎬 "q" \\ \u2028', metadata: { k: '\u0001\u007f' } });
+  const cli = await svc(s, ['orgs', 'create', '--name', 'From the CLI', '--owner', w.ownerA.user.email, '--json']);
+  assert.equal(cli.code, 0, cli.stderr);
+  await login(s, w.ownerA.user);
+
+  const ok = await svc(s, ['audit', 'verify', '--json']);
+  assert.equal(ok.code, 0, ok.stderr);
+  const report = JSON.parse(ok.stdout);
+  const rows = s.db.all<Row>('SELECT seq, id, prev_hash, hash FROM audit_log ORDER BY seq');
+  assert.deepEqual(report, { ok: true, rows: rows.length, headSeq: rows.at(-1)!.seq, headHash: rows.at(-1)!.hash, broken: null });
+  assert.equal(rows[0].prev_hash, '0'.repeat(64), 'the first row chains to the genesis value');
+  for (let i = 1; i < rows.length; i++) assert.equal(rows[i].prev_hash, rows[i - 1].hash, `seq ${rows[i].seq} links to the row before`);
+  const text = await svc(s, ['audit', 'verify']);
+  assert.equal(text.code, 0);
+  assert.match(text.stdout, new RegExp(`^audit log intact: ${rows.length} rows; head seq ${rows.at(-1)!.seq} hash [0-9a-f]{64}\\n$`));
+
+  // The database refuses edits while its triggers are there.
+  assert.throws(() => s.db.run("UPDATE audit_log SET action = 'x' WHERE seq = 1"), /append-only/);
+
+  // Edited content: that row's own hash no longer matches.
+  const victim = rows[Math.floor(rows.length / 2)];
+  tamper(s, t, 'DROP TRIGGER audit_log_no_update', `UPDATE audit_log SET metadata = '{"tampered":true}' WHERE seq = ${victim.seq}`);
+  const edited = await svc(s, ['audit', 'verify', '--json']);
+  assert.equal(edited.code, 1, edited.stderr);
+  // With --json the error is one JSON document on stderr (the report stays on stdout).
+  const editedError = JSON.parse(edited.stderr).error;
+  assert.equal(editedError.code, 'audit_chain_broken');
+  assert.equal(editedError.message, `audit chain broken at seq ${victim.seq} (id ${victim.id}): its content does not match its hash (the row or its hash was changed)`);
+  assert.deepEqual(JSON.parse(edited.stdout).broken, { seq: victim.seq, id: victim.id, problem: 'hash', message: editedError.message });
+  assert.deepEqual(editedError.details.broken, JSON.parse(edited.stdout).broken);
+  const plain = await svc(s, ['audit', 'verify']);
+  assert.equal(plain.code, 1);
+  assert.equal(plain.stdout, '');
+  assert.match(plain.stderr, new RegExp(`seq ${victim.seq} \\(id ${victim.id}\\)`));
+  assert.equal(plain.stderr, `svc: ${editedError.message}\n`);
+
+  // The editor recomputes that row's hash: now the next row's link names the break.
+  const db = new DatabaseSync(path.join(s.config.dataDir, 'svc.db'));
+  const canon = db.prepare(`SELECT json_array(id, created_at, actor_type, actor_user_id, actor_name, organization_id, workspace_id, project_id,
+    action, target_type, target_id, result, metadata, ip, user_agent, request_id, prev_hash) AS c FROM audit_log WHERE seq = ?`).get(victim.seq) as { c: string };
+  db.prepare('UPDATE audit_log SET hash = ? WHERE seq = ?').run(createHash('sha256').update(canon.c).digest('hex'), victim.seq);
+  db.close();
+  const next = rows[rows.indexOf(victim) + 1];
+  const relinked = await svc(s, ['audit', 'verify', '--json']);
+  assert.equal(relinked.code, 1);
+  assert.equal(JSON.parse(relinked.stdout).broken.problem, 'link');
+  assert.match(JSON.parse(relinked.stderr).error.message, new RegExp(`^audit chain broken at seq ${next.seq} \\(id ${next.id}\\): its prev_hash is not the hash of the row before it`));
+});
+
+test('hash chain: removing the last rows or a row in the middle is reported', async (t) => {
+  const s = await startTestServer(t);
+  await member(s, 'org_owner');
+  for (let i = 0; i < 5; i++) seed(s, { action: 'test.row', metadata: { i } });
+  const rows = s.db.all<Row>('SELECT seq, id FROM audit_log ORDER BY seq');
+  const last = rows.at(-1)!;
+  tamper(s, t, 'DROP TRIGGER audit_log_no_delete', `DELETE FROM audit_log WHERE seq = ${last.seq}`);
+  const truncated = await svc(s, ['audit', 'verify', '--json']);
+  assert.equal(truncated.code, 1);
+  assert.deepEqual(JSON.parse(truncated.stdout).broken, {
+    seq: last.seq, id: null, problem: 'truncated',
+    message: `audit chain broken after seq ${last.seq - 1}: rows up to seq ${last.seq} were written and are missing (the end of the log was removed)`,
+  });
+  const middle = rows[2];
+  tamper(s, t, `DELETE FROM audit_log WHERE seq = ${middle.seq}`);
+  const gap = await svc(s, ['audit', 'verify', '--json']);
+  assert.equal(gap.code, 1);
+  assert.deepEqual(JSON.parse(gap.stdout).broken.seq, rows[3].seq);
+  assert.equal(JSON.parse(gap.stdout).broken.problem, 'link');
+});
