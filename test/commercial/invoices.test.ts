@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { grant, login, makeOrg, makeUser, member } from '../helpers/factories.ts';
+import { matrix, runScenarios, type Route } from '../helpers/scenarios.ts';
 import { billingPeriod } from '../../src/kernel/periods.ts';
 import { setBilling, base, setup } from './invoices-setup.ts';
 
@@ -18,31 +19,19 @@ test('access: 401 without a session, 403 permission_denied for ordinary members 
   const producer = await member(s, 'producer', tree); // usage:view in its workspace, none at organization level
   const admin = await member(s, 'org_admin', tree); // usage:view, no billing:manage
   const org = tree.organizationId;
-  const routes: Array<[string, string, unknown?]> = [
-    ['GET', base(org)], ['GET', `${base(org)}/${draft.id}`], ['GET', `${base(org)}/export`],
-    ['POST', `${base(org)}/generate`, {}], ['POST', `${base(org)}/${draft.id}/status`, { status: 'issued' }],
-  ];
-  for (const [method, path, body] of routes) {
-    assert.equal((await s.call(method, path, { body })).status, 401, `${method} ${path}`);
-    for (const who of [plain, producer]) {
-      const r = await s.call(method, path, { token: who.token, body });
-      assert.equal(r.status, 403, `${method} ${path}`);
-      assert.equal(r.body.error.code, 'permission_denied');
-    }
-  }
-  for (const [method, path] of routes.slice(0, 3)) assert.equal((await s.call(method, path, { token: admin.token })).status, 200, `${method} ${path} admin`);
-  for (const [method, path, body] of routes.slice(3)) {
-    const r = await s.call(method, path, { token: admin.token, body });
-    assert.equal(r.status, 403, `${method} ${path} admin`);
-    assert.equal(r.body.error.code, 'permission_denied');
-    assert.equal(r.body.error.details.permission, 'billing:manage');
-  }
   const stranger = await member(s, 'org_owner'); // owner of another organization
-  for (const [method, path, body] of routes) {
-    const r = await s.call(method, path, { token: stranger.token, body });
-    assert.equal(r.status, 403, `${method} ${path} stranger`);
-    assert.equal(r.body.error.code, 'organization_forbidden');
-  }
+  const reads: Route[] = [['GET', base(org)], ['GET', `${base(org)}/${draft.id}`], ['GET', `${base(org)}/export`]];
+  const writes: Route[] = [['POST', `${base(org)}/generate`, {}], ['POST', `${base(org)}/${draft.id}/status`, { status: 'issued' }]];
+  await runScenarios(s, [
+    ...matrix([...reads, ...writes], [
+      { as: 'no session', status: 401 },
+      { as: 'org_member', token: plain.token, status: 403, code: 'permission_denied' },
+      { as: 'producer', token: producer.token, status: 403, code: 'permission_denied' },
+      { as: 'stranger', token: stranger.token, status: 403, code: 'organization_forbidden' },
+    ]),
+    ...matrix(reads, [{ as: 'org_admin', token: admin.token, status: 200 }]),
+    ...matrix(writes, [{ as: 'org_admin', token: admin.token, status: 403, code: 'permission_denied', details: { permission: 'billing:manage' } }]),
+  ]);
   const still = await s.call('GET', `${base(org)}/${draft.id}`, { token: owner.token });
   assert.equal(still.body.status, 'draft'); // nothing the refused calls did changed it
   assert.equal((await s.call('GET', base(org), { token: owner.token })).body.pagination.total, 1);

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { makeProject, makeWorkspace, member } from '../helpers/factories.ts';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { connector, jobWorld, startModel } from '../helpers/jobs.ts';
+import { matrix, runScenarios, type Route } from '../helpers/scenarios.ts';
 
 const step = (key: string, jobKind: string, extra: Record<string, unknown> = {}) => ({ key, label: `Step ${key}`, jobKind, ...extra });
 const STEPS = [step('still', 'image', { requiresShot: true }), step('clip', 'video', { requiresShot: true, inputFromPrevious: true })];
@@ -256,12 +257,12 @@ test('workflow access: 401 without a session, 403 without the permission, anothe
   const shot = starterShot(s, tree.projectId);
   const tpl = await make(s, token, { templateKey: 'ours', steps: [step('still', 'image', { requiresShot: true })] });
   const run = await instantiate(s, token, tpl.id, { mode: 'queue', shotId: shot.id });
-  const routes: Array<[string, string, unknown?]> = [
+  const routes: Route[] = [
     ['GET', '/api/workflows/templates'], ['POST', '/api/workflows/templates', { name: 'x', templateKey: 'x', steps: STEPS }],
     ['GET', `/api/workflows/templates/${tpl.id}`], ['PATCH', `/api/workflows/templates/${tpl.id}`, { name: 'y' }],
     ['POST', `/api/workflows/templates/${tpl.id}/instantiate`, { shotId: shot.id }], ['GET', '/api/workflows/runs'], ['GET', `/api/workflows/runs/${run.id}`],
   ];
-  for (const [method, path, body] of routes) assert.equal((await s.call(method, path, { body })).status, 401, `${method} ${path}`);
+  await runScenarios(s, matrix(routes, [{ as: 'no session', status: 401 }]));
 
   // A writer reads templates, plans and queues runs (the reference's access column); writing templates needs workflow:manage.
   const writer = await member(s, 'writer', tree);
@@ -276,10 +277,7 @@ test('workflow access: 401 without a session, 403 without the permission, anothe
   const bare = await member(s, 'org_member', tree);
   assert.equal((await s.call('GET', '/api/workflows/templates', { token: bare.token })).status, 403);
   const viewer = await member(s, 'project_guest', tree);
-  for (const [method, path, body] of routes) {
-    const r = await s.call(method, path, { token: viewer.token, body });
-    assert.equal(r.status, 403, `${method} ${path} without permission: ${r.text}`);
-  }
+  await runScenarios(s, matrix(routes, [{ as: 'project_guest without permission', token: viewer.token, status: 403 }]));
 
   // Organization templates: owners and admins only; a producer writes the workspace's.
   const producer = await member(s, 'producer', tree);
@@ -294,18 +292,16 @@ test('workflow access: 401 without a session, 403 without the permission, anothe
   // Another workspace of the organization does not see this workspace's template; another project not this run.
   const otherWs = makeWorkspace(s, tree.organizationId);
   const neighbour = await member(s, 'producer', { organizationId: tree.organizationId, workspaceId: otherWs.id, projectId: makeProject(s, otherWs.id).id });
-  for (const [method, path, body] of routes.filter(([, p]) => p.includes(tpl.id))) {
-    assert.equal((await s.call(method, path, { token: neighbour.token, body })).status, 404, `other workspace: ${method} ${path}`);
-  }
+  await runScenarios(s, matrix(routes.filter(([, p]) => p.includes(tpl.id)), [{ as: 'other workspace', token: neighbour.token, status: 404 }]));
   const sibling = await member(s, 'project_editor', { ...tree, projectId: makeProject(s, tree.workspaceId).id });
   assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token: sibling.token })).status, 404);
   assert.deepEqual((await s.call('GET', '/api/workflows/runs', { token: sibling.token })).body.items, []);
 
   // Another organization: our template and run do not exist for it, and its lists hold none of ours.
   const stranger = await member(s, 'org_owner');
-  for (const [method, path, body] of routes.filter(([, p]) => p !== '/api/workflows/templates' && p !== '/api/workflows/runs')) {
-    assert.equal((await s.call(method, path, { token: stranger.token, body })).status, 404, `${method} ${path}`);
-  }
+  await runScenarios(s, matrix(routes.filter(([, p]) => p !== '/api/workflows/templates' && p !== '/api/workflows/runs'), [
+    { as: 'another organization', token: stranger.token, status: 404 },
+  ]));
   assert.equal((await list(s, stranger.token)).some((x) => x.organizationId === tree.organizationId), false);
   assert.deepEqual((await s.call('GET', '/api/workflows/runs', { token: stranger.token })).body.items, []);
   await connector(s, stranger.token, 'http://127.0.0.1:9', { probe: false });

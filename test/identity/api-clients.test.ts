@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { login, makeTree, makeUser, member, type Tree } from '../helpers/factories.ts';
+import { matrix, runScenarios, type Route } from '../helpers/scenarios.ts';
 import { createContext } from '../../src/directory/context.ts';
 import { membershipsOfUser } from '../../src/directory/tenancy/store.ts';
 import { createApiClient } from '../../src/identity/api-clients/service.ts';
@@ -45,19 +46,15 @@ test('every API client route: 401 without a session, 403 for non-administrators 
   const made = await newClient(s, adminToken, { organizationId: tree.organizationId, permissions: ['script:read'] });
   const clientToken = await tokenOf(s, made.id, made.secret);
   const body = { name: 'X', organizationId: tree.organizationId, permissions: ['script:read'] };
-  const routes: Array<[string, string, unknown?]> = [
+  const routes: Route[] = [
     ['GET', BASE], ['POST', BASE, body], ['GET', `${BASE}/${made.id}`], ['POST', `${BASE}/${made.id}/rotate`], ['POST', `${BASE}/${made.id}/revoke`],
   ];
-  for (const [method, path, b] of routes) {
-    const none = await s.call(method, path, { body: b });
-    assert.equal(none.status, 401, `${method} ${path}`);
-    assert.equal(none.body.error.code, 'unauthenticated');
-    for (const token of [producer.token, owner.token, clientToken]) {
-      const r = await s.call(method, path, { token, body: b });
-      assert.equal(r.status, 403, `${method} ${path}: ${r.text}`);
-      assert.equal(r.body.error.code, 'permission_denied');
-    }
-  }
+  await runScenarios(s, matrix(routes, [
+    { as: 'no session', status: 401, code: 'unauthenticated' },
+    { as: 'producer', token: producer.token, status: 403, code: 'permission_denied' },
+    { as: 'org_owner', token: owner.token, status: 403, code: 'permission_denied' },
+    { as: 'API client', token: clientToken, status: 403, code: 'permission_denied' },
+  ]));
   // success, in an order that keeps the client usable until the end
   assert.equal((await s.call('GET', BASE, { token: adminToken })).status, 200);
   assert.equal((await create(body)).status, 201);
