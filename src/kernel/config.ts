@@ -1,6 +1,6 @@
 // One typed, frozen Config built from command-line flags and SVC_* environment variables.
 // Flags win over environment, environment wins over the default. Every setting is declared once in
-// SETTINGS below; the README's configuration table is checked against it by test/readme.test.ts.
+// SETTINGS below; the README's configuration table is checked against it by test/docs/readme.test.ts.
 import os from 'node:os';
 import path from 'node:path';
 import { parseOriginList } from './egress.ts';

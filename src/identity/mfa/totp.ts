@@ -4,7 +4,7 @@
 // that step or an earlier one is refused (replay).
 import { generateSecret, generateSync, generateURI, verifySync } from 'otplib';
 
-/** The one TOTP configuration of the service (the RFC 6238 test in test/mfa.test.ts uses it too). */
+/** The one TOTP configuration of the service (the RFC 6238 test in test/identity/mfa.test.ts uses it too). */
 export const TOTP_CONFIG = Object.freeze({ algorithm: 'sha1', digits: 6, period: 30 } as const);
 /** Steps of clock drift tolerated either way. */
 export const DRIFT_STEPS = 1;
