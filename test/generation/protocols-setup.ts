@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import type { CallRequest, ConnectorSpec, Execution, ProductionContract } from '../../src/generation/connectors/types.ts';
+import type { CallRequest, ConnectorSpec, Execution, ProductionContract } from '../../src/generation/connectors/protocols/types.ts';
 import { credentialPolicy } from '../../src/kernel/credentials.ts';
 import { loadConfig } from '../../src/kernel/config.ts';
 

@@ -7,70 +7,12 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import type { TestContext } from 'node:test';
 import { ConnectorError } from '../../src/generation/connectors/protocols/types.ts';
-import type { CallRequest, ConnectorSpec, Execution, ProductionContract } from '../../src/generation/connectors/protocols/types.ts';
 import { callConnector, dryRun, probeConnector, routeFor, supportsKind } from '../../src/generation/connectors/protocols/index.ts';
 import { joinUrl } from '../../src/generation/connectors/protocols/transport.ts';
-import { fillWorkflow, placeholders, seedOf, tuning as comfyTuning } from '../../src/generation/connectors/protocols/comfyui.ts';
-import { tuning as openaiTuning } from '../../src/generation/connectors/protocols/openai.ts';
+import { fillWorkflow, placeholders, seedOf } from '../../src/generation/connectors/protocols/comfyui.ts';
 import { mimeFor, outputName, saveOutput } from '../../src/generation/connectors/protocols/outputs.ts';
-import { startModelServer, type RunningModelServer } from '../../tools/model-server/server.ts';
-import { chatReply, transcript } from '../../tools/model-server/text.ts';
-
-// ---------------------------------------------------------------------------------------------
-// Fixtures
-
-function tmp(t: TestContext): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-proto-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** The default designation: variables named SVC_CONNECTOR_SECRET_*. */
-const CREDENTIALS = credentialPolicy(loadConfig({}, {}));
-
-function connector(kind: ConnectorSpec['kind'], endpoint: string, extra: Partial<ConnectorSpec> = {}): ConnectorSpec {
-  return {
-    id: 'mc_1',
-    label: 'test',
-    endpoint,
-    kind,
-    capability: ['image', 'video', 'tts', 'asr', 'chat', 'prompt'],
-    costMode: 'local',
-    authEnv: null,
-    protocol: {},
-    ...extra,
-  };
-}
-
-const WORKFLOW = {
-  '3': { class_type: 'KSampler', inputs: { seed: '{{seed}}', steps: 20, positive: ['6', 0], negative: ['7', 0] } },
-  '5': { class_type: 'EmptyLatentImage', inputs: { width: '{{width}}', height: '{{height}}', batch_size: 1 } },
-  '6': { class_type: 'CLIPTextEncode', inputs: { text: 'cinematic, {{prompt}}' } },
-  '7': { class_type: 'CLIPTextEncode', inputs: { text: '{{negative_prompt}}' } },
-  '9': { class_type: 'SaveImage', inputs: { filename_prefix: 'svc/{{job_id}}', images: ['8', 0] } },
-};
-
-function contract(extra: Partial<ProductionContract> = {}): ProductionContract {
-  return {
-    organization: { id: 'org_1', name: 'Org' },
-    project: { id: 'prj_1', name: 'Night Train' },
-    episode: { id: 'ep_1', title: 'Departure', number: 1 },
-    shot: { id: 'sht_1', code: 'S01', title: 'Platform', description: 'A woman waits on a rainy platform.' },
-    prompt: 'a woman on a rainy platform at night',
-    negativePrompt: 'blurry',
-    bible: [],
-    inputs: [],
-    parameters: {},
-    ...extra,
-  };
-}
-
-let jobSeq = 0;
-function execution(kind: string, extra: Partial<Execution> = {}): Execution {
-  return { jobId: `job_t${++jobSeq}_${crypto.randomBytes(3).toString('hex')}`, attempt: 1, kind, model: null, deadline: new Date(Date.now() + 60_000).toISOString(), ...extra };
-}
+import { tmp, CREDENTIALS, connector, WORKFLOW, contract, execution, request } from './protocols-setup.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Pure pieces

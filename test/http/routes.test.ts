@@ -5,10 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Sandbox, describe, lines } from './helpers/cli.ts';
-import { startTestServer } from './helpers/server.ts';
+import { Sandbox, describe, lines } from '../helpers/cli.ts';
+import { startTestServer } from '../helpers/server.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '..');
+const ROOT = path.resolve(import.meta.dirname, '../..');
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
 
 interface Line { method: string; path: string; file: string }
