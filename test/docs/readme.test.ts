@@ -1,5 +1,5 @@
-// The README stays true: every setting documented with its default, the contract's set-up commands,
-// the role matrix equal to the one the service enforces.
+// The README stays true: every setting documented with its default, the contract's set-up commands;
+// and the role matrix of docs/identity.md equal to the one the service enforces.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -7,6 +7,7 @@ import { SETTINGS } from '../../src/kernel/config.ts';
 import { PERMISSIONS, ROLE_PERMISSIONS } from '../../src/directory/roles.ts';
 
 const readme = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+const identity = fs.readFileSync(new URL('../../docs/identity.md', import.meta.url), 'utf8');
 
 test('README documents every SVC_* setting with its default', () => {
   for (const s of SETTINGS) {
@@ -27,9 +28,9 @@ test('README shows the two set-up commands of the contract', () => {
   assert.ok(readme.includes('/api/openapi.json'));
 });
 
-test('README role matrix equals the enforced one', () => {
+test('docs/identity.md role matrix equals the enforced one', () => {
   for (const [role, perms] of Object.entries(ROLE_PERMISSIONS)) {
-    const row = readme.split('\n').find((l) => l.startsWith(`| ${role} |`));
+    const row = identity.split('\n').find((l) => l.startsWith(`| ${role} |`));
     assert.ok(row, role);
     const text = row.split('|')[2].trim();
     if (/^every permission below except/.test(text)) {

@@ -1,6 +1,7 @@
 // Database snapshots: access on the two routes, a snapshot taken while other connections keep
 // committing (consistent, integrity ok, every row committed before it began), the record, file and
-// audit, retention, `svc backup --json`, and the README's offline restore performed end to end.
+// audit, retention, `svc backup --json`, and the offline restore of docs/operations.md performed end
+// to end.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -164,7 +165,7 @@ async function loginStatus(url: string, email: string): Promise<number> {
   return r.status;
 }
 
-test('svc backup --json while svc serve runs, then the README\'s offline restore: the pre-backup rows come back, the later ones do not', async (t) => {
+test('svc backup --json while svc serve runs, then the offline restore of docs/operations.md: the pre-backup rows come back, the later ones do not', async (t) => {
   const sb = new Sandbox(t);
   const user = (email: string) => sb.run(['users', 'create', '--email', email, '--name', email, '--password-stdin', '--json', ...sb.dirs], { input: `${PASSWORD}\n` });
   const first = await user('before@b.c');
