@@ -1,60 +1,7 @@
 // Is an image one picture, or several pasted together (a 2x2 collage, a split screen, a contact
-// sheet or storyboard grid)? Generation models asked for one shot sometimes answer with a grid;
-// such an output (or the first frame of such a video) must not pass as a shot.
-//
-// Decoding. ffmpeg decodes the first frame into one small RGB frame, SIZE x SIZE, area-averaged
-// (aspect ignored: positions are fractions of the width and height). Everything below works on it.
-//
-// Evidence. Each axis is searched for straight lines across the whole picture. For vertical lines
-// the frame is cut into windows of WINDOW rows; in each window every column gets its mean colour
-// and its activity (mean step between its rows: grain, noise, text). Two columns differ by the
-// largest channel difference of their means plus the difference of their activities, so panels
-// of one colour but different texture differ too. "Texture" beside a position is the mean
-// difference of neighbouring columns over TEXTURE_SPAN pairs on either side, the larger side; a
-// difference "stands out" when it exceeds T_STEP + K_TEXTURE x texture, so noise, grain and
-// gradients never do. In one window a position shows
-//   - seam evidence: a step (the columns on its two sides, or on the two sides of one column that
-//     the scaling blended, differ in a way that stands out, and the picture is not back to one
-//     side's colour within MAX_BAND columns), or a gutter (a band of 1..MAX_BAND columns that
-//     stands out from both sides, where the sides differ from each other by T_STEP or the band is
-//     flatter than both by T_FLAT of activity);
-//   - line evidence: any band that stands out from both sides, and any step that is back within
-//     MAX_BAND (a thin line drawn on a picture, a stroke of text).
-// Coverage is the share of windows showing evidence at a position (one half pixel either way).
-//
-// Lines and seams. Runs of positions whose coverage by either evidence is at least C_FULL are
-// lines; runs at most MERGE pixels apart are one (a narrow gutter's two edges), and so are two at
-// most GUTTER_MAX apart with a uniform band between them (a wide gutter: no window mean further
-// than GUTTER_DEVIATION from the band's mean, activity below T_FLAT). Lines within EDGE_MARGIN
-// of an edge are borders or letterboxing. A line is a seam when its coverage by seam evidence
-// alone is at least C_PARTIAL: a thin line on a plain picture is not one, a gutter between two
-// panels that look alike in places still is. Runs with coverage C_MARK are marks (see isolation).
-//
-// Panels. An axis is cut into k = MAX_PANELS..2 equal panels (the first k that fits) when
-//   - the picture repeats itself: shifted round by 1/k (mean difference of a BLOCKS x BLOCKS
-//     reduction) it differs at most REPEAT_RATIO times as much as shifted by any amount from
-//     1/(4k) to 3/(4k), which changes it by at least REPEAT_MIN (the same picture twice; nothing
-//     needs to mark the border); or
-//   - it nearly repeats (PERIOD_RATIO, PERIOD_MIN: a contact sheet of frames of one video, panels
-//     alike, borders faint) and every border has coverage by either evidence of at least C_WEAK;
-//   - or by seams: every i/k has a seam within TOL, or, when the other axis has seams on a panel
-//     grid, a partial border (coverage C_PARTIAL overall and C_SEGMENT between two of those
-//     seams: two neighbouring panels of a grid can look alike), at least one border whole; no
-//     border has a mark beside it (further than MERGE, nearer than ISOLATION) with texture between
-//     them (activity above T_FLAT): the edges of a line of text come in pairs, panel borders
-//     stand alone; and the seams are not part of a finer regular pattern (a seam at every
-//     i/(m k), m >= 2, up to FINE_MAX, one may be missing from six on: colour bars, stripes).
-// Three or more parallel panels with no panels across are stripes when none of them varies across
-// its width (mean difference of neighbouring lines at most STRIPE): colour bars, a flag.
-// Verdict: panels on both axes, 3x3 or more: contact sheet; on both axes: collage; on one axis:
-// split screen; else a single picture.
-//
-// Blind spots (by design or beyond pixels): two panels of the same kind of noise or the same plain
-// colour with no gutter, or with a gutter drawn in their own colour; panels that differ only in
-// the fineness of a noise-like texture; and a single picture with one straight edge running its
-// whole length at exactly 1/2 (a horizon, a wall) or a thin line there over differing sides.
-// Thresholds were set on the labelled set of test/helpers/collage-set.ts and checked on sets built
-// with other seeds; bench/collage.bench.ts reports the detection and false-positive rates.
+// sheet or storyboard grid)? ffmpeg decodes a small frame; straight seams that cut it into aligned
+// panels, or a picture that repeats itself, make it a composite. The method, its thresholds (the
+// constants below) and its blind spots: docs/media-evidence.md#composite-detection
 import { runFfmpeg } from './ffmpeg.ts';
 
 export type CompositeKind = 'collage' | 'split_screen' | 'contact_sheet';

@@ -1,48 +1,7 @@
-// Joining the chosen video of each shot, in shot order, into one episode cut: one ffmpeg run whose
-// filter graph normalizes every input to a common size, frame rate and audio layout and concatenates
-// them, encoded as H.264/AAC in an mp4 (faststart).
-//
-// The filter graph, for N inputs with target W x H at R = num/den frames per second:
-//
-//   [i:v:0] setpts=PTS-STARTPTS, scale=w:h (fit inside W x H keeping the display aspect, even sizes),
-//           format=yuv420p, pad=W:H centred in black (letterbox / pillarbox), setsar=1, fps=R,
-//           tpad=stop=F_i:stop_mode=clone, trim=end_frame=F_i                               [v<i>]
-//   [i:a:0] asetpts=PTS-STARTPTS, aresample=48000, aformat=fltp/48000/stereo,
-//           apad=whole_len=S_i, atrim=end_sample=S_i                                          [a<i>]
-//     or, for an input without audio:  anullsrc=r=48000:cl=stereo, aformat=fltp, atrim=end_sample=S_i
-//   and, for a segment with a voice line (ffmpeg input j, after all the videos):
-//   [j:a:0] the same chain as a video's audio (48 kHz stereo fltp, apad/atrim to S_i)          [o<i>]
-//   [a<i>][o<i>] amerge=inputs=2, pan=stereo|c0=c0+c2|c1=c1+c3, aformat=fltp                   [m<i>]
-//   [v0][a0 or m0][v1][a1 or m1]... concat=n=N:v=1:a=1 [vc][ac]
-//   [vc] setpts=N*den/(num*TB) [v]      [ac] asetpts=N/SR/TB [a]
-//
-// tpad clones the last frame (an input shorter than announced is held) and trim cuts what is
-// longer, so segment i has exactly F_i frames whatever the source; apad/atrim do the same for the
-// audio with silence. The final setpts/asetpts rebuild timestamps from the frame and sample counts,
-// so the joins carry no timestamp jitter and the muxer sees a constant rate.
-//
-// Voice lines. A shot's voice line starts with its segment: it is conformed exactly like a video's
-// audio, so a shorter line is padded with silence and a longer one cut at the segment's end, and
-// both sides of the mix are S_i samples. The mix is a plain sum (voice + the segment's own audio,
-// or its silence): amerge puts the two stereo streams side by side (they end together) and pan adds
-// channel to channel with unit gains ('=' in pan does not renormalize). amix would halve each input
-// (it divides by the number of inputs; `normalize=0` is missing from older ffmpeg builds, such as the
-// npm static binary), and its volume ramp when one input ends could change the level near the end of
-// the segment. A sum above full scale is left to the encoder (float samples do not wrap). The segment's
-// sample count, and so the arithmetic below, is unchanged. A voice line of a segment that gets no
-// frame is left out with its segment.
-//
-// Duration arithmetic. With C_i the cumulative sum of the input durations (C_0 = 0), segment i
-// gets F_i = round(C_i * R) - round(C_{i-1} * R) frames. The sum telescopes to round(C_N * R): the
-// cut is within half a frame of the sum of the inputs however many there are (rounding each
-// segment alone would let the error grow with the count). Each segment's audio is S_i samples,
-// computed the same way from the cumulative frame count: round(frames_i * 48000 / R), so the audio
-// ends within one sample of the video at every join and at the end. An input so short that it
-// gets no frame (under half a frame, at a favourable boundary) is left out of the graph and
-// reported with frames 0; its time is carried by its neighbours' rounding.
-//
-// Sizes: the scale expressions use the stream's display aspect (dar, so anamorphic sources come
-// out right) and round to even numbers, clamped to the target, which must itself be even (4:2:0).
+// Joining the chosen video of each shot, in shot order, into one episode cut: one ffmpeg run that
+// brings every input to a common size, frame rate and audio layout, sums in each shot's voice line
+// and concatenates them as H.264/AAC in an mp4. The filter graph, the voice-line mix and the
+// duration arithmetic: docs/media-evidence.md#composing-an-episode-cut
 import fs from 'node:fs';
 import path from 'node:path';
 import { BITEXACT, runFfmpeg } from './ffmpeg.ts';

@@ -1,17 +1,7 @@
-// Media evidence of one stored file: what it is (sniffed MIME refined by the probe), its bytes
-// (size, SHA-256 streamed), its geometry and timing (one ffprobe), and for pictures the real first
-// and last frames as full-resolution PNGs under storage/frames/ with their signatures.
-//
-//   video  one ffprobe, then ONE decode pass of the first video stream (frames.ts): first decoded
-//          frame, last decoded frame, frame count; both encoded to PNG in Node (png.ts).
-//   image  its own first and last frame: a PNG file is its own frame record (no copy); any other
-//          image (JPEG, WebP, GIF: the first picture of an animation...) is decoded once and written
-//          as <framesPrefix>-first.png, used for both records. frameCount 1, durationMs null.
-//   audio  duration, codec; no frames, no signatures.
-//   other  a text, JSON or PDF file (sniffed): size, hash and MIME only, nothing spawned; or a
-//          container ffprobe reads that holds neither picture nor sound (data, subtitles).
-// Frames are written to storage/tmp/ first and renamed into place (replacing a file an earlier
-// attempt left); on any failure what was written to tmp/ is removed.
+// Media evidence of one stored file: what it is (sniffed MIME refined by the probe), its size and
+// SHA-256, its geometry and timing, and for pictures the real first and last frames as PNGs under
+// storage/frames/ with their signatures. What each kind of file gets:
+// docs/media-evidence.md#examining-a-stored-file
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,21 +1,7 @@
 // The real first and last frames of a video: ONE decode pass of one video stream, every frame on a
-// pipe as rgb24, keeping only the first frame, the latest complete one and the one arriving (never
-// the whole video), and counting them.
-//
-//  - Timing passthrough (`-vsync passthrough`): ffmpeg neither duplicates nor drops a frame to meet
-//    a constant rate, so the count is the number of frames the decoder produced (the same as
-//    `ffprobe -count_frames` nb_read_frames) and the last frame is the last decoded one, with
-//    B-frames (reordered by the decoder), 23.976 fps and variable frame rate alike.
-//  - Frames travel as PPM (`-f image2pipe -c:v ppm -pix_fmt rgb24`): each frame is a short header
-//    "P6\n<w> <h>\n255\n" and then exactly the rgb24 bytes of a raw frame. The header says the
-//    geometry of what ffmpeg actually output, so nothing is guessed: a phone video with rotation
-//    metadata is autorotated by ffmpeg (as players show it) and its frames arrive with the swapped
-//    size, and the reported width and height are those of the frames.
-//  - The colour conversion to rgb24 is ffmpeg's default (the one `ffmpeg -i v.mp4 f.png` applies),
-//    so a frame is pixel-for-pixel what ffmpeg itself exports.
-//
-// The frames stream through runFfmpeg's onStdout (a whole video is gigabytes of rgb24: nothing but
-// the three frames above is kept).
+// pipe as PPM rgb24, keeping only the first, the latest complete and the arriving frame (never the
+// whole video), and counting them. Why passthrough timing and PPM:
+// docs/media-evidence.md#first-and-last-frames
 import { runFfmpeg } from './ffmpeg.ts';
 
 export interface Frame { rgb: Buffer; width: number; height: number }

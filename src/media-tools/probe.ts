@@ -1,17 +1,6 @@
 // One ffprobe of a stored file (`-show_streams -show_format -of json`) boiled down to what media
-// evidence needs. Field choices:
-//   duration    format.duration (the container's), else the longest stream duration; ms, rounded.
-//   frame rate  the video stream's avg_frame_rate (frames / duration: the true mean rate, also for
-//               variable frame rate), falling back to r_frame_rate (the lowest rate that represents
-//               every timestamp) when avg is 0/0; reduced fraction "24000/1001", "25/1".
-//   rotation    degrees clockwise a player turns the picture: the old `rotate` tag when present,
-//               else from the display matrix side data (ffprobe's `rotation` there is
-//               counter-clockwise). Informational: frame geometry is read from the decoder's output.
-//   streams     the first video stream that is not an attached picture (cover art is not video),
-//               the first audio stream.
-// ffprobe falls back on the file name's extension when the bytes say nothing: any file named .bin
-// "is" binary text art (a 640x400 picture of the bytes). The text-art demuxers never hold media a
-// job produced, so they count as unreadable.
+// evidence needs: duration, frame rate, rotation, the first video and audio streams. Field choices:
+// docs/media-evidence.md#probe-fields
 import { MediaToolError, runFfprobe } from './ffmpeg.ts';
 
 /** The file is not media ffmpeg can read (`media_unreadable`) or decode (`media_undecodable`). */

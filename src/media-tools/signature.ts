@@ -1,17 +1,7 @@
-// A frame's signature: the picture shrunk to SIGNATURE_SIZE x SIGNATURE_SIZE rgb24 (3072 bytes) by
-// exact area averaging over the full frame (aspect ignored: cell (cx, cy) covers the fractions
-// [cx/32, (cx+1)/32) x [cy/32, (cy+1)/32) of the picture, a source pixel split between two cells
-// counts in each by the share of it that lies there). Small enough to store beside the frame and
-// compare in microseconds: "does the next shot start where this one ended", "is this the same frame".
-//
-// compareSignatures(a, b):
-//   meanAbsDiff          mean over the 3072 bytes of |a[i] - b[i]|, in 0..255 (layout: where the
-//                        colours are);
-//   histogramSimilarity  per channel, a 16-bin histogram of the 1024 cells; the intersection
-//                        sum(min(ha[k], hb[k])) / 1024, averaged over R, G and B, in 0..1 (palette,
-//                        whatever the layout);
-//   score                (1 - meanAbsDiff / 255) * histogramSimilarity, in 0..1, 1 = identical.
-// Red against blue scores about 0.11; the same frame re-encoded scores above 0.9.
+// A frame's signature: the picture shrunk to 32 x 32 rgb24 by exact area averaging, small enough to
+// store beside the frame; compareSignatures gives meanAbsDiff, histogramSimilarity and a score in
+// 0..1 (1 = identical). Definitions:
+// docs/media-evidence.md#frame-signatures-and-the-continuity-score
 
 export const SIGNATURE_SIZE = 32;
 const CELLS = SIGNATURE_SIZE * SIGNATURE_SIZE;
