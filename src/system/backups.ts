@@ -4,7 +4,8 @@
 // by side), to a temporary name in the same folder, then checked (PRAGMA integrity_check on the copy
 // opened read-only), stream-hashed (SHA-256) and renamed into place. Its row in system_backups, the
 // audit record and the retention (newest SVC_BACKUP_RETENTION kept; older files and rows removed)
-// follow in one transaction. There is no online restore: the README describes the offline one.
+// follow in one transaction. There is no online restore: docs/operations.md#snapshots describes the
+// offline one.
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';

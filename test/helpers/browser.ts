@@ -22,7 +22,7 @@ export type { Browser, BrowserContext, Page } from 'playwright-core';
 declare const document: any;
 declare const requestAnimationFrame: (fn: () => void) => number;
 
-/** Where the tests write a screenshot of each page at desktop and phone width (gitignored; the README names it). */
+/** Where the tests write a screenshot of each page at desktop and phone width (gitignored; docs/console.md names it). */
 export const SCREENSHOT_DIR = path.resolve(import.meta.dirname, '../../test-output/screenshots');
 
 export const DESKTOP = { width: 1280, height: 800 };

@@ -5,8 +5,8 @@
 // lock). The draft is computed before the transaction; the transaction only checks and inserts.
 // Numbers are taken at issue from the billing account's counter, in the same transaction: gap-free
 // per organization.
-// Rounding (README "Invoices"): each line's exact amount is rounded half-up once; the subtotal is the
-// sum of the rounded lines; the tax is taken once on the sum of the unrounded lines.
+// Rounding (docs/commercial.md#invoices): each line's exact amount is rounded half-up once; the
+// subtotal is the sum of the rounded lines; the tax is taken once on the sum of the unrounded lines.
 import type { Ctx } from '../../directory/context.ts';
 import { conflict, forbidden, notFound } from '../../kernel/errors.ts';
 import type { Infer } from '../../kernel/validate.ts';

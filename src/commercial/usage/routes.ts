@@ -1,6 +1,6 @@
 // Usage: the organization's usage list with summary and facets and its streamed export (organization
 // owners and admins holding usage:view; the system administrator too), and the session scope's
-// GET /api/usage (usage:view). Shapes: README "Usage".
+// GET /api/usage (usage:view). Shapes: docs/commercial.md#usage.
 import { json, type Router, type RouteMeta } from '../../http/router.ts';
 import { paging } from '../../kernel/validate.ts';
 import { attachment } from '../../platform/audit/export.ts';

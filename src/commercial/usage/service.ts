@@ -5,7 +5,8 @@
 // organization's time zone) starts at its local midnight and `to` includes its whole day (23 or 25
 // hours across a DST change); an ISO instant is taken as is, `to` inclusive. Without `from` the
 // window starts at the local month of `to` (or of now): the list's default is this month, so that
-// the summary and facets, exact sums over the whole filtered set, stay bounded (README "Usage").
+// the summary and facets, exact sums over the whole filtered set, stay bounded
+// (docs/commercial.md#usage).
 import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
 import { permissionDenied, scopeForbidden, validationFailed } from '../../kernel/errors.ts';

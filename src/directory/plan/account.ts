@@ -1,5 +1,5 @@
 // The organization's billing account: made with the organization, with documented defaults
-// (README "Billing account defaults"). Amounts are integer minor units of the currency; unit prices
+// (docs/tenancy.md#tenancy). Amounts are integer minor units of the currency; unit prices
 // are in 1/10,000 of a minor unit (`_e4`).
 import type { Db } from '../../db/db.ts';
 import { formatAmount, formatUnitPrice } from '../../kernel/money.ts';

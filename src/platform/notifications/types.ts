@@ -1,7 +1,8 @@
 // Every notification type the service writes, with its category and the console page its link opens
 // (src/kernel/links.ts builds the link; null: the type carries no link). A new type is added here and
-// to the README's list; test/web/browser-links.test.ts opens the link of every type listed here in a
-// browser, and fails for a type that notify() is called with in src/ but is not listed.
+// to the table of docs/console.md#object-pages-and-links; test/web/browser-links.test.ts opens the link of
+// every type listed here in a browser, and fails for a type that notify() is called with in src/ but
+// is not listed.
 import type { ObjectPage } from '../../kernel/links.ts';
 import type { NotificationCategory } from './service.ts';
 

@@ -47,7 +47,7 @@ export interface AssetVersionInput extends InputFile { assetId: string; versionI
 export interface ArtifactInput extends InputFile { artifactId: string; jobId: string }
 export type ContractInput = AssetVersionInput | ArtifactInput;
 
-/** The production contract sent with every call (documented in the README and the OpenAPI document). */
+/** The production contract sent with every call (documented in docs/generation.md and the OpenAPI document). */
 export interface ProductionContract {
   organization: { id: string; name: string };
   project: { id: string; name: string };
