@@ -32,7 +32,7 @@ export const ProbeView = o.named('HealthProbe', o.object({
   status: o.oneOf(PROBE_STATUSES),
   latencyMs: o.number(),
   message: o.text(),
-  details: o.anyObject('what the probe measured; the fields depend on the probe (see README, system health)'),
+  details: o.anyObject('what the probe measured; the fields depend on the probe (see docs/operations.md#health)'),
 }));
 export type Probe = o.Out<typeof ProbeView>;
 

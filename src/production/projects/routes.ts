@@ -29,7 +29,7 @@ export function bindProjectRoutes(router: Router): void {
   }, ({ ctx, body, params }) => json(200, presentProject(updateProject(ctx, params.projectId, body))));
 
   r.post('/api/projects/:projectId/lifecycle', {
-    summary: 'Apply one lifecycle action: pause, resume, activate, submit-review, archive, restore (see README for the state machine); project:create, or the project role project_editor in this project.',
+    summary: 'Apply one lifecycle action: pause, resume, activate, submit-review, archive, restore (the state machine: docs/tenancy.md#project-lifecycle); project:create, or the project role project_editor in this project.',
     tags, scope: 'project', permission: 'project:create', projectRoles: ['project_editor'], archivedOk: true, body: LifecycleBody,
     response: { description: 'the project in its new status', schema: ProjectView },
   }, ({ ctx, body, params }) => json(200, presentProject(changeLifecycle(ctx, params.projectId, body.action))));
