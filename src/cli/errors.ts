@@ -8,19 +8,19 @@
 // (a database this version may not touch), audit_chain_broken, shutdown_failed, interrupted (a second
 // stop signal), internal_error (anything unexpected; its message is kept: the operator is on the
 // machine).
-import { AppError } from '../kernel/errors.ts';
+import { AppError, type ErrorCode } from '../kernel/errors.ts';
 import { ConfigError } from '../kernel/config.ts';
 import { SchemaVersionError } from '../db/migrate.ts';
 
-export interface CliErrorBody { error: { code: string; message: string; details?: Record<string, unknown> } }
+export interface CliErrorBody { error: { code: ErrorCode; message: string; details?: Record<string, unknown> } }
 
 /** A failure that only the command line reports (no HTTP status): a code, a message, optional details. */
 export class CliError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly details?: Record<string, unknown>;
   readonly exitCode: number;
 
-  constructor(code: string, message: string, details?: Record<string, unknown>, exitCode = 1) {
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, exitCode = 1) {
     super(message);
     this.name = 'CliError';
     this.code = code;
@@ -55,7 +55,7 @@ export function usageError(message: string, exitCode = 2): CliError {
 /** Any thrown value as the error body and the exit code it ends the command with. */
 export function failureOf(err: unknown): { body: CliErrorBody; exitCode: number; text: string } {
   const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
-  let code = 'internal_error';
+  let code: ErrorCode = 'internal_error';
   let message = err instanceof Error ? err.message : String(err);
   let details: Record<string, unknown> | undefined;
   let exitCode = 1;

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Config } from '../kernel/config.ts';
 import { newId } from '../kernel/ids.ts';
-import { AppError, invalidJson, payloadTooLarge, validationFailed } from '../kernel/errors.ts';
+import { AppError, invalidJson, payloadTooLarge, validationFailed, type ErrorCode } from '../kernel/errors.ts';
 import { JSON_MAX_DEPTH, jsonExcess } from '../kernel/validate.ts';
 
 /**
@@ -92,7 +92,7 @@ export async function readForm(req: IncomingMessage, limit: number): Promise<URL
 }
 
 /** What Node's parser refuses before any route runs, as the contract's status and code. */
-const CLIENT_ERRORS: Record<string, [number, string, string]> = {
+const CLIENT_ERRORS: Record<string, [number, ErrorCode, string]> = {
   HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'the request line and headers exceed the server\u2019s limit (16 KiB)'],
   ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'the request was not received in time'],
   ERR_HTTP_HEADERS_TIMEOUT: [408, 'request_timeout', 'the request headers were not received in time'],

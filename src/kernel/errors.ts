@@ -3,14 +3,17 @@
 // except a client that closed its connection before its request body was complete (isClientAbort):
 // that is 499 client_closed_request, like any other request whose client went away; not a server fault.
 import type { IncomingMessage } from 'node:http';
+import type { ErrorCode } from './error-codes.ts';
+
+export type { ErrorCode };
 
 export class AppError extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly details?: Record<string, unknown>;
   readonly headers?: Record<string, string>;
 
-  constructor(status: number, code: string, message: string, details?: Record<string, unknown>, headers?: Record<string, string>) {
+  constructor(status: number, code: ErrorCode, message: string, details?: Record<string, unknown>, headers?: Record<string, string>) {
     super(message);
     this.name = 'AppError';
     this.status = status;
@@ -19,20 +22,20 @@ export class AppError extends Error {
     this.headers = headers;
   }
 
-  body(): { error: { code: string; message: string; details?: Record<string, unknown> } } {
+  body(): { error: { code: ErrorCode; message: string; details?: Record<string, unknown> } } {
     return { error: { code: this.code, message: this.message, ...(this.details ? { details: this.details } : {}) } };
   }
 }
 
 export const invalidJson = (message = 'request body is not valid JSON') => new AppError(400, 'invalid_json', message);
 export const unauthenticated = (message = 'a valid session is required') => new AppError(401, 'unauthenticated', message);
-export const forbidden = (code: string, message: string, details?: Record<string, unknown>) =>
+export const forbidden = (code: ErrorCode, message: string, details?: Record<string, unknown>) =>
   new AppError(403, code, message, details);
 export const permissionDenied = (permission: string) =>
   new AppError(403, 'permission_denied', `permission ${permission} is required`, { permission });
 export const scopeForbidden = (message = 'that scope is not accessible to you') => new AppError(403, 'scope_forbidden', message);
 export const notFound = (message = 'not found') => new AppError(404, 'not_found', message);
-export const conflict = (code: string, message: string, details?: Record<string, unknown>) =>
+export const conflict = (code: ErrorCode, message: string, details?: Record<string, unknown>) =>
   new AppError(409, code, message, details);
 export const validationFailed = (fields: Record<string, string>) =>
   new AppError(422, 'validation_failed', `invalid input: ${Object.entries(fields).map(([k, v]) => `${k} ${v}`).join('; ')}`, { fields });
