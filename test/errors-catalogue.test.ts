@@ -1,0 +1,99 @@
+// The error catalogue (src/kernel/error-codes.ts) stays the whole truth: docs/errors.md is generated
+// from it, every code in it is used somewhere in src/, and no error code in src/ escapes it. The
+// type-check already refuses an uncatalogued code given to AppError, its factories or CliError; this
+// scan catches what a type cannot see: an error body built by hand, a code in an object literal, and
+// a throw site whose status the catalogue does not list for its code.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ERROR_AREAS, ERROR_CODES, isErrorCode, type ErrorEntry } from '../src/kernel/error-codes.ts';
+import { ERRORS_DOC, renderErrorsDoc } from '../tools/docs/errors.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CATALOGUE = 'src/kernel/error-codes.ts';
+
+function sources(dir: string): string[] {
+  return fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((d) => {
+    const rel = `${dir}/${d.name}`;
+    if (d.isDirectory()) return sources(rel);
+    return d.name.endsWith('.ts') ? [rel] : [];
+  });
+}
+const SRC = new Map(sources('src').filter((f) => f !== CATALOGUE).map((f) => [f, fs.readFileSync(path.join(ROOT, f), 'utf8')]));
+const entries = Object.entries(ERROR_CODES) as [string, ErrorEntry][];
+const lineOf = (text: string, index: number) => text.slice(0, index).split('\n').length;
+
+/**
+ * Files whose `code: '...'` literals belong to another vocabulary than the error body's: the queue's
+ * and the worker's alerts (GET /api/jobs/queue, /api/system/worker, the health check that reads them),
+ * a workflow run's blockers, and the failure codes a job records in its own error field.
+ */
+const OTHER_VOCABULARIES = new Set([
+  'src/generation/jobs/queue.ts',
+  'src/generation/jobs/status.ts',
+  'src/system/health.ts',
+  'src/generation/workflows/runs.ts',
+  'src/generation/jobs/runner.ts',
+  'src/media-tools/probe.ts',
+]);
+
+test('docs/errors.md is generated from the catalogue (npm run docs:errors)', () => {
+  const current = fs.existsSync(ERRORS_DOC) ? fs.readFileSync(ERRORS_DOC, 'utf8') : '';
+  assert.equal(current, renderErrorsDoc(), 'docs/errors.md is stale: run npm run docs:errors');
+  for (const [code] of entries) assert.ok(current.includes(`| \`${code}\` |`), `${code} missing from docs/errors.md`);
+});
+
+test('every catalogue entry is well formed', () => {
+  for (const [code, e] of entries) {
+    assert.match(code, /^[a-z][a-z0-9]*(_[a-z0-9]+)*$/, `${code}: snake_case`);
+    assert.ok(Object.hasOwn(ERROR_AREAS, e.area), `${code}: area ${e.area}`);
+    for (const s of e.status) assert.ok(Number.isInteger(s) && s >= 400 && s <= 599, `${code}: status ${s}`);
+    assert.equal(e.status.length === 0, e.area === 'cli', `${code}: only the command line's own codes have no HTTP status`);
+    assert.ok(e.meaning.length >= 20 && !e.meaning.includes('\n'), `${code}: a one-line meaning`);
+  }
+});
+
+test('every catalogued code is used in src/ (unused codes are removed)', () => {
+  const unused = entries.map(([code]) => code).filter((code) => ![...SRC.values()].some((text) => text.includes(`'${code}'`)));
+  assert.deepEqual(unused, [], 'codes in the catalogue that no source file names');
+});
+
+test('no error code in src/ escapes the catalogue, and every throw site has a catalogued status', () => {
+  const problems: string[] = [];
+  const sites: [RegExp, (m: RegExpExecArray) => number | null][] = [
+    [/new AppError\(\s*(\d{3}),\s*'([^']*)'/g, (m) => Number(m[1])],
+    [/\bforbidden\(\s*'([^']*)'/g, () => 403],
+    [/\bconflict\(\s*'([^']*)'/g, () => 409],
+    [/new CliError\(\s*'([^']*)'/g, () => null],
+    [/\bssoFailure\([^;]*?,\s*(\d{3}),\s*'([^']*)'/g, (m) => Number(m[1])],
+    [/\bchallengeError\(\s*(\d{3}),\s*'([^']*)'/g, (m) => Number(m[1])],
+    [/\[(\d{3}), '([^']*)', /g, (m) => Number(m[1])],
+  ];
+  let found = 0;
+  for (const [file, text] of SRC) {
+    for (const [re, statusOf] of sites) {
+      for (const m of text.matchAll(re)) {
+        const code = m[m.length - 1];
+        const where = `${file}:${lineOf(text, m.index)}`;
+        found++;
+        if (!isErrorCode(code)) { problems.push(`${where}: ${code} is not catalogued`); continue; }
+        const status = statusOf(m as RegExpExecArray);
+        const listed = ERROR_CODES[code].status as readonly number[];
+        if (status !== null && !listed.includes(status)) problems.push(`${where}: ${code} answered ${status}, the catalogue says ${listed.join(', ')}`);
+      }
+    }
+    // An error body is built only by AppError.body() and the command line's failureOf().
+    if (!['src/kernel/errors.ts', 'src/cli/errors.ts', 'src/http/openapi.ts'].includes(file)) {
+      for (const m of text.matchAll(/\berror:\s*\{\s*code\b/g)) problems.push(`${file}:${lineOf(text, m.index)}: an error body built by hand`);
+    }
+    if (!OTHER_VOCABULARIES.has(file)) {
+      for (const m of text.matchAll(/\bcode(?:\s*===?|\s*!==?|:)\s*'([a-z][a-z0-9_]*)'/g)) {
+        if (!isErrorCode(m[1])) problems.push(`${file}:${lineOf(text, m.index)}: code ${m[1]} is not catalogued`);
+      }
+    }
+  }
+  assert.deepEqual(problems, []);
+  assert.ok(found > 150, `the scan saw ${found} throw sites; has the way errors are raised changed?`);
+});
