@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ERROR_AREAS, ERROR_CODES, isErrorCode, type ErrorEntry } from '../src/kernel/error-codes.ts';
+import { ERROR_AREAS, ERROR_CODES, HTTP_ERROR_CODES, isErrorCode, type ErrorEntry } from '../src/kernel/error-codes.ts';
 import { ERRORS_DOC, renderErrorsDoc } from '../tools/docs/errors.ts';
+import { startTestServer } from './helpers/server.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const CATALOGUE = 'src/kernel/error-codes.ts';
@@ -96,4 +97,14 @@ test('no error code in src/ escapes the catalogue, and every throw site has a ca
   }
   assert.deepEqual(problems, []);
   assert.ok(found > 150, `the scan saw ${found} throw sites; has the way errors are raised changed?`);
+});
+
+test('the served OpenAPI document lists every HTTP error code in the error body\'s enum', async (t) => {
+  const s = await startTestServer(t);
+  const r = await s.call('GET', '/api/openapi.json');
+  assert.equal(r.status, 200);
+  const code = r.body.components.schemas.Error.properties.error.properties.code as { enum: string[]; description: string };
+  assert.deepEqual(code.enum, [...HTTP_ERROR_CODES]);
+  assert.deepEqual(code.enum, entries.filter(([, e]) => e.status.length > 0).map(([c]) => c).sort());
+  assert.match(code.description, /docs\/errors\.md/);
 });

@@ -5,6 +5,7 @@ import type { Route, Router } from './router.ts';
 import { JSON_MAX_DEPTH, JSON_MAX_VALUES, type JsonSchema } from '../kernel/validate.ts';
 import { BODY_MAX_DEPTH } from './request.ts';
 import { namedViews } from '../kernel/view.ts';
+import { HTTP_ERROR_CODES } from '../kernel/error-codes.ts';
 
 const ERROR_SCHEMA = {
   type: 'object',
@@ -14,7 +15,7 @@ const ERROR_SCHEMA = {
       type: 'object',
       required: ['code', 'message'],
       properties: {
-        code: { type: 'string', description: 'snake_case error code' },
+        code: { type: 'string', enum: HTTP_ERROR_CODES, description: 'snake_case error code; docs/errors.md gives each code its statuses and meaning' },
         message: { type: 'string', description: 'text for people' },
         details: { type: 'object', description: 'optional; validation_failed carries details.fields { name: reason }' },
       },

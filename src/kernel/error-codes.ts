@@ -205,3 +205,7 @@ export const ERROR_CODES = {
 export type ErrorCode = keyof typeof ERROR_CODES;
 
 export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CODES, code);
+
+/** The codes an HTTP answer may carry (the command line's own left out), sorted: the OpenAPI document's enum. */
+export const HTTP_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERROR_CODES) as ErrorCode[])
+  .filter((code) => ERROR_CODES[code].status.length > 0).sort();
