@@ -2,7 +2,8 @@
 // "message", "details"? } } that the service answers, or that `svc` prints with --json, with the
 // HTTP statuses it comes with and what it means to a client. `ErrorCode` is its key type: AppError,
 // its factories (src/kernel/errors.ts) and CliError accept nothing else, so a code that is not here
-// fails the type-check. docs/errors.md is generated from it (npm run docs:errors), and
+// fails the type-check; forbidden(), conflict() and the helpers that take a status accept only the
+// codes listed with that status (ErrorCodeWithStatus). docs/errors.md is generated from it (npm run docs:errors), and
 // test/errors-catalogue.test.ts keeps both in step with the sources.
 // SCIM errors (src/identity/scim/errors.ts) have no code: RFC 7644 gives them a scimType instead.
 
@@ -203,6 +204,11 @@ export const ERROR_CODES = {
 
 /** Every error code the service and the command line answer with. */
 export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** The codes the catalogue lists with the status S (with any member of S, for a union of statuses). */
+export type ErrorCodeWithStatus<S extends number> = {
+  [K in ErrorCode]: S extends (typeof ERROR_CODES)[K]['status'][number] ? K : never;
+}[ErrorCode];
 
 export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CODES, code);
 

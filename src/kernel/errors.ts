@@ -3,9 +3,9 @@
 // except a client that closed its connection before its request body was complete (isClientAbort):
 // that is 499 client_closed_request, like any other request whose client went away; not a server fault.
 import type { IncomingMessage } from 'node:http';
-import type { ErrorCode } from './error-codes.ts';
+import type { ErrorCode, ErrorCodeWithStatus } from './error-codes.ts';
 
-export type { ErrorCode };
+export type { ErrorCode, ErrorCodeWithStatus };
 
 export class AppError extends Error {
   readonly status: number;
@@ -29,13 +29,13 @@ export class AppError extends Error {
 
 export const invalidJson = (message = 'request body is not valid JSON') => new AppError(400, 'invalid_json', message);
 export const unauthenticated = (message = 'a valid session is required') => new AppError(401, 'unauthenticated', message);
-export const forbidden = (code: ErrorCode, message: string, details?: Record<string, unknown>) =>
+export const forbidden = (code: ErrorCodeWithStatus<403>, message: string, details?: Record<string, unknown>) =>
   new AppError(403, code, message, details);
 export const permissionDenied = (permission: string) =>
   new AppError(403, 'permission_denied', `permission ${permission} is required`, { permission });
 export const scopeForbidden = (message = 'that scope is not accessible to you') => new AppError(403, 'scope_forbidden', message);
 export const notFound = (message = 'not found') => new AppError(404, 'not_found', message);
-export const conflict = (code: ErrorCode, message: string, details?: Record<string, unknown>) =>
+export const conflict = (code: ErrorCodeWithStatus<409>, message: string, details?: Record<string, unknown>) =>
   new AppError(409, code, message, details);
 export const validationFailed = (fields: Record<string, string>) =>
   new AppError(422, 'validation_failed', `invalid input: ${Object.entries(fields).map(([k, v]) => `${k} ${v}`).join('; ')}`, { fields });

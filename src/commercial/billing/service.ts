@@ -11,7 +11,7 @@
 // PATCH that changes nothing writes nothing.
 import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
-import { conflict, validationFailed, type ErrorCode } from '../../kernel/errors.ts';
+import { conflict, validationFailed, type ErrorCodeWithStatus } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { organizationById } from '../../directory/tenancy/store.ts';
@@ -75,7 +75,7 @@ function patched(row: BillingAccountRow, before: BillingSettings, p: BillingPatc
   return { next, timeZone };
 }
 
-const bound = (code: ErrorCode, what: string, requested: number, minimum: number, extra: Record<string, unknown> = {}) =>
+const bound = (code: ErrorCodeWithStatus<409>, what: string, requested: number, minimum: number, extra: Record<string, unknown> = {}) =>
   conflict(code, `${what}: requested ${requested}, at least ${minimum}`, { requested, minimum, ...extra });
 
 /** The smallest GiB figure (6 decimals, rounded up) that holds `bytes`. */

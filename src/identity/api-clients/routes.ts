@@ -3,7 +3,7 @@
 // secret is in the answers of create and rotate only; the access token in the token answer only.
 import type { IncomingMessage } from 'node:http';
 import { json, type Router } from '../../http/router.ts';
-import { AppError, invalidJson, type ErrorCode } from '../../kernel/errors.ts';
+import { AppError, invalidJson, type ErrorCodeWithStatus } from '../../kernel/errors.ts';
 import { readBody } from '../../http/request.ts';
 import type { LoginLimits } from '../sessions/service.ts';
 import { pageOf } from '../../kernel/validate.ts';
@@ -65,7 +65,7 @@ export function bindApiClientRoutes(router: Router, limits: LoginLimits): void {
   });
 }
 
-const badRequest = (code: ErrorCode, message: string) => new AppError(400, code, message);
+const badRequest = (code: ErrorCodeWithStatus<400>, message: string) => new AppError(400, code, message);
 
 type TokenForm = Partial<Record<'grant_type' | 'client_id' | 'client_secret' | 'scope', string>>;
 

@@ -4,7 +4,7 @@
 // Audited as auth.mfa.* (never a secret, code or token).
 import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
-import { AppError, conflict, rateLimited, type ErrorCode } from '../../kernel/errors.ts';
+import { AppError, conflict, rateLimited, type ErrorCodeWithStatus } from '../../kernel/errors.ts';
 import { sha256Hex } from '../../kernel/ids.ts';
 import { userById, type UserRow } from '../../directory/users/store.ts';
 import { checkAttempt, clearAttempts } from '../../gate/ratelimit.ts';
@@ -17,7 +17,7 @@ import {
 
 export interface SignedIn { user: UserRow; started: StartedSession }
 
-const challengeError = (status: number, code: ErrorCode, message: string, details?: Record<string, unknown>) => new AppError(status, code, message, details);
+const challengeError = <S extends number>(status: S, code: ErrorCodeWithStatus<S>, message: string, details?: Record<string, unknown>) => new AppError(status, code, message, details);
 
 /** Audits a refused challenge and returns the error to answer. */
 function refusal(ctx: Ctx, ch: ChallengeRow | undefined, reason: string, error: AppError): AppError {

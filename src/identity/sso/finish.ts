@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import { accountSuspended, addressLimited, signIn, type SignInResult } from '../sessions/service.ts';
-import { AppError, type ErrorCode } from '../../kernel/errors.ts';
+import { AppError, type ErrorCodeWithStatus } from '../../kernel/errors.ts';
 import { frontendBase } from '../../http/request.ts';
 import { newId, newToken, sha256Hex } from '../../kernel/ids.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from './flow-cookie.ts';
@@ -34,7 +34,7 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
  * Audits auth.sso.failed (provider id and a reason; never a token, assertion or secret) and returns
  * the error for the caller to throw.
  */
-export function ssoFailure(ctx: Ctx, provider: ProviderRow | null, status: 400 | 401, code: ErrorCode, reason: string): AppError {
+export function ssoFailure<S extends 400 | 401>(ctx: Ctx, provider: ProviderRow | null, status: S, code: ErrorCodeWithStatus<S>, reason: string): AppError {
   auditFailure(ctx, provider, code, reason);
   return new AppError(status, code, status === 400 ? `single sign-on request refused: ${reason}` : `single sign-on failed: ${reason}`);
 }
