@@ -1,8 +1,9 @@
 // The error catalogue (src/kernel/error-codes.ts) stays the whole truth: docs/errors.md is generated
 // from it, every code in it is used somewhere in src/, and no error code in src/ escapes it. The
 // type-check already refuses an uncatalogued code given to AppError, its factories or CliError; this
-// scan catches what a type cannot see: an error body built by hand, a code in an object literal, and
-// a throw site whose status the catalogue does not list for its code.
+// scan catches what a type cannot see: an error body built by hand, a code in an object literal,
+// a throw site whose status the catalogue does not list for its code, and a console page branching
+// on a code the service does not answer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -107,4 +108,26 @@ test('the served OpenAPI document lists every HTTP error code in the error body\
   assert.deepEqual(code.enum, [...HTTP_ERROR_CODES]);
   assert.deepEqual(code.enum, entries.filter(([, e]) => e.status.length > 0).map(([c]) => c).sort());
   assert.match(code.description, /docs\/errors\.md/);
+});
+
+test('the console branches only on catalogued codes (or on the codes it makes itself)', () => {
+  const dir = path.join(ROOT, 'web/assets');
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.js')).map((f) => [`web/assets/${f}`, fs.readFileSync(path.join(dir, f), 'utf8')] as const);
+  const own = new Set(files.flatMap(([, text]) => [...text.matchAll(/new ApiError\([^,]+,\s*'([a-z_]+)'/g)].map((m) => m[1])));
+  const problems: string[] = [];
+  let found = 0;
+  for (const [file, text] of files) {
+    const named = [
+      ...[...text.matchAll(/(?<!typeof [\w.]*)\bcode\s*[!=]==\s*'([a-z][a-z0-9_]*)'/g)].map((m) => ({ code: m[1], index: m.index })),
+      // the keys of a message table: const MESSAGES = /** ... */ ({ code: 'text', ... })
+      ...[...text.matchAll(/const \w*MESSAGES = [^(]*\(\{([^}]*)\}\)/g)].flatMap((m) =>
+        [...m[1].matchAll(/^\s*([a-z][a-z0-9_]*):/gm)].map((k) => ({ code: k[1], index: m.index }))),
+    ];
+    for (const { code, index } of named) {
+      found++;
+      if (!isErrorCode(code) && !own.has(code)) problems.push(`${file}:${lineOf(text, index)}: ${code} is not catalogued`);
+    }
+  }
+  assert.deepEqual(problems, []);
+  assert.ok(found >= 10, `the scan saw ${found} codes in the console`);
 });
