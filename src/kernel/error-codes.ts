@@ -33,7 +33,7 @@ export const ERROR_AREAS: Readonly<Record<ErrorArea, string>> = {
   generation: 'Connectors, jobs, worker and workflows',
   finishing: 'Review, delivery and export',
   platform: 'Notifications and feature flags',
-  system: 'System administration',
+  system: 'Storage and system administration',
   cli: 'Command line only (svc ... --json)',
 };
 
@@ -46,15 +46,15 @@ export const ERROR_CODES = {
   invalid_json: { area: 'request', status: [400], meaning: 'The request body is not valid JSON; send a JSON document.' },
   method_not_allowed: { area: 'request', status: [405], meaning: 'The path exists but not with this method; details.allow and the Allow header name the methods it takes.' },
   not_found: { area: 'request', status: [404], meaning: 'No such route, or no such record visible to you in the current scope; check the path and its ids.' },
-  payload_too_large: { area: 'request', status: [413], meaning: 'The request body exceeds the limit in details.limit (bytes); send less, or an upload through the upload route.' },
+  payload_too_large: { area: 'request', status: [413], meaning: 'The request body or upload exceeds details.limit bytes (SVC_MAX_UPLOAD_BYTES for uploads); send less.' },
   rate_limited: { area: 'request', status: [429], meaning: 'Too many attempts from this address or for this account; wait details.retryAfterSeconds (the Retry-After header) before trying again.' },
   request_timeout: { area: 'request', status: [408], meaning: 'The request or its headers were not received in time; the connection is closed. Send the request again.' },
   unsupported_media_type: { area: 'request', status: [415], meaning: 'The body\'s Content-Type is not one the route takes (JSON, a form, or multipart/form-data with a boundary); send the named type.' },
   validation_failed: { area: 'request', status: [422], meaning: 'The input is not valid; details.fields names each wrong field and why. Correct those fields and send again.' },
-  unsafe_path: { area: 'request', status: [422], meaning: 'A stored file path is unsafe (outside the storage root or malformed); nothing was read or deleted. An operator should inspect the record.' },
 
   // Access
   browser_session_required: { area: 'access', status: [403], meaning: 'The route accepts only a browser session (the session cookie), not a Bearer token; call it from the console.' },
+  no_session: { area: 'access', status: [409], meaning: 'Only a session has a current scope to change; an API token names its scope per request.' },
   origin_forbidden: { area: 'access', status: [403], meaning: 'A state-changing request with a cookie session came without an Origin of the service or its front end; send it from the console, or use a Bearer token.' },
   organization_forbidden: { area: 'access', status: [403], meaning: 'The organization\'s commercial records (billing, invoices, usage) are not accessible to you; ask one of its owners.' },
   password_change_required: { area: 'access', status: [403], meaning: 'The account has a one-time password; change it with POST /api/auth/password before anything else.' },
@@ -74,7 +74,6 @@ export const ERROR_CODES = {
   invitation_not_pending: { area: 'sign-in', status: [409], meaning: 'The invitation is no longer pending (details.status: accepted, revoked or expired); nothing to do with it.' },
   invitation_recipient_already_member: { area: 'sign-in', status: [409], meaning: 'That e-mail address already belongs to a member of the organization; no invitation is needed.' },
   last_system_admin: { area: 'sign-in', status: [409], meaning: 'The account is the last active system administrator; grant the identity to another account first.' },
-  no_session: { area: 'sign-in', status: [409], meaning: 'Only a session has a current scope to change; an API token names its scope per request.' },
   only_organization_owner: { area: 'sign-in', status: [409], meaning: 'The user is the only active owner of the organizations in details.organizationIds; make someone else org_owner first.' },
 
   // Multi-factor authentication
@@ -164,7 +163,7 @@ export const ERROR_CODES = {
   template_key_taken: { area: 'generation', status: [409], meaning: 'The scope already has a workflow template with that key; change that one instead.' },
   template_not_active: { area: 'generation', status: [409], meaning: 'Only active workflow templates can be instantiated.' },
   template_read_only: { area: 'generation', status: [409], meaning: 'Built-in workflow templates are read-only; create a workspace or organization template with the same templateKey to replace it.' },
-  worker_unavailable: { area: 'generation', status: [409], meaning: 'No worker runs in this server process; start one (SVC_WORKER_ENABLED) or use svc worker.' },
+  worker_unavailable: { area: 'generation', status: [409], meaning: 'A dispatch needs a worker in the server process and none runs there; dispatch through a server that runs its worker.' },
 
   // Review, delivery and export
   artifact_superseded: { area: 'finishing', status: [409], meaning: 'A newer artifact replaced this one (details.currentArtifactId); review that one.' },
@@ -190,7 +189,8 @@ export const ERROR_CODES = {
   feature_disabled: { area: 'platform', status: [409], meaning: 'The feature flag in details.flag is turned off for this organization; ask an administrator to turn it on.' },
   not_a_webhook: { area: 'platform', status: [409], meaning: 'Only webhook channels have a secret.' },
 
-  // System administration
+  // Storage and system administration
+  unsafe_path: { area: 'system', status: [422], meaning: 'A stored file path is unsafe (outside the storage root or malformed); nothing was read or deleted. An operator should inspect the record.' },
   backup_failed: { area: 'system', status: [500], meaning: 'The database snapshot could not be written or failed its integrity check; nothing was kept. See the message and the service log.' },
 
   // Command line only
