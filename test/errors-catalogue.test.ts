@@ -6,6 +6,7 @@
 // on a code the service does not answer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -45,6 +46,11 @@ test('docs/errors.md is generated from the catalogue (npm run docs:errors)', () 
   const current = fs.existsSync(ERRORS_DOC) ? fs.readFileSync(ERRORS_DOC, 'utf8') : '';
   assert.equal(current, renderErrorsDoc(), 'docs/errors.md is stale: run npm run docs:errors');
   for (const [code] of entries) assert.ok(current.includes(`| \`${code}\` |`), `${code} missing from docs/errors.md`);
+});
+
+test('npm run docs:errors -- --check passes on the committed page', () => {
+  const out = execFileSync(process.execPath, [path.join(ROOT, 'tools/docs/errors.ts'), '--check'], { encoding: 'utf8' });
+  assert.equal(out, '');
 });
 
 test('every catalogue entry is well formed', () => {
