@@ -2,6 +2,7 @@
 // { "error": { "code", "message", "details"? } }. Anything that is not an AppError becomes 500,
 // except a client that closed its connection before its request body was complete (isClientAbort):
 // that is 499 client_closed_request, like any other request whose client went away; not a server fault.
+// Every code is one of the catalogue's (error-codes.ts, docs/errors.md): the type refuses any other.
 import type { IncomingMessage } from 'node:http';
 import type { ErrorCode, ErrorCodeWithStatus } from './error-codes.ts';
 
