@@ -87,7 +87,7 @@ test('no error code in src/ escapes the catalogue, and every throw site has a ca
         const where = `${file}:${lineOf(text, m.index)}`;
         found++;
         if (!isErrorCode(code)) { problems.push(`${where}: ${code} is not catalogued`); continue; }
-        const status = statusOf(m as RegExpExecArray);
+        const status = statusOf(m);
         const listed = ERROR_CODES[code].status as readonly number[];
         if (status !== null && !listed.includes(status)) problems.push(`${where}: ${code} answered ${status}, the catalogue says ${listed.join(', ')}`);
       }
