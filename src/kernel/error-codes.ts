@@ -9,8 +9,20 @@
 
 /** Where a code is met, the section of docs/errors.md it is listed under. */
 export type ErrorArea =
-  | 'request' | 'access' | 'sign-in' | 'mfa' | 'sso' | 'api-clients' | 'organizations' | 'commercial'
-  | 'production' | 'generation' | 'finishing' | 'platform' | 'system' | 'cli';
+  | 'request'
+  | 'access'
+  | 'sign-in'
+  | 'mfa'
+  | 'sso'
+  | 'api-clients'
+  | 'organizations'
+  | 'commercial'
+  | 'production'
+  | 'generation'
+  | 'finishing'
+  | 'platform'
+  | 'system'
+  | 'cli';
 
 export interface ErrorEntry {
   readonly area: ErrorArea;
@@ -37,6 +49,8 @@ export const ERROR_AREAS: Readonly<Record<ErrorArea, string>> = {
   cli: 'Command line only (svc ... --json)',
 };
 
+// A table, one code a line (Prettier would spread most entries over several lines).
+// prettier-ignore
 export const ERROR_CODES = {
   // Any request
   bad_request: { area: 'request', status: [400], meaning: 'The request is not valid HTTP/1.1; the connection is closed. Fix the client or proxy that sent it.' },
@@ -213,5 +227,4 @@ export type ErrorCodeWithStatus<S extends number> = {
 export const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ERROR_CODES, code);
 
 /** The codes an HTTP answer may carry (the command line's own left out), sorted: the OpenAPI document's enum. */
-export const HTTP_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERROR_CODES) as ErrorCode[])
-  .filter((code) => ERROR_CODES[code].status.length > 0).sort();
+export const HTTP_ERROR_CODES: readonly ErrorCode[] = (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => ERROR_CODES[code].status.length > 0).sort();

@@ -1,8 +1,10 @@
 // docs/errors.md from the error catalogue (src/kernel/error-codes.ts): `npm run docs:errors` writes it,
 // `npm run docs:errors -- --check` exits 1 when the file differs. test/errors-catalogue.test.ts fails on
 // a stale file, so a code added, changed or removed in the catalogue is regenerated in the same commit.
+// The page goes through Prettier with the repository's settings, so the formatter's check agrees with it.
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import * as prettier from 'prettier';
 import { ERROR_AREAS, ERROR_CODES, type ErrorArea, type ErrorEntry } from '../../src/kernel/error-codes.ts';
 
 export const ERRORS_DOC = fileURLToPath(new URL('../../docs/errors.md', import.meta.url));
@@ -10,7 +12,7 @@ export const ERRORS_DOC = fileURLToPath(new URL('../../docs/errors.md', import.m
 const cell = (s: string) => s.replace(/\|/g, '\\|');
 
 /** The page, from the catalogue alone: one table per area, codes in alphabetical order. */
-export function renderErrorsDoc(): string {
+export async function renderErrorsDoc(): Promise<string> {
   const entries = Object.entries(ERROR_CODES) as [string, ErrorEntry][];
   const out = [
     '<!-- Generated from src/kernel/error-codes.ts by `npm run docs:errors`; do not edit by hand. -->',
@@ -18,10 +20,10 @@ export function renderErrorsDoc(): string {
     '',
     'Every error the service answers has the body `{ "error": { "code", "message", "details"? } }`',
     '(`svc ... --json` prints the same body on a failure). The `code` is one of those below; it is',
-    'stable, unlike the message, which is for people. `details` carries what the code\'s line names.',
+    "stable, unlike the message, which is for people. `details` carries what the code's line names.",
     'Clients should branch on the status first and on the code when they need to tell cases apart.',
     '',
-    'SCIM routes (`/scim/v2/...`) answer in SCIM\'s own error shape (RFC 7644 section 3.12, a `scimType`',
+    "SCIM routes (`/scim/...`) answer in SCIM's own error shape (RFC 7644 section 3.12, a `scimType`",
     'instead of a code); see [security](security.md). The codes come from `src/kernel/error-codes.ts`:',
     'a code that is not catalogued there does not type-check.',
     '',
@@ -38,11 +40,12 @@ export function renderErrorsDoc(): string {
       out.push(`| \`${code}\` | ${e.status.length ? e.status.join(', ') : '(CLI)'} | ${cell(e.meaning)} |`);
     }
   }
-  return `${out.join('\n')}\n`;
+  const options = await prettier.resolveConfig(ERRORS_DOC);
+  return prettier.format(`${out.join('\n')}\n`, { ...options, filepath: ERRORS_DOC });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === fs.realpathSync(process.argv[1])) {
-  const text = renderErrorsDoc();
+  const text = await renderErrorsDoc();
   if (process.argv.includes('--check')) {
     const current = fs.existsSync(ERRORS_DOC) ? fs.readFileSync(ERRORS_DOC, 'utf8') : '';
     if (current !== text) {
