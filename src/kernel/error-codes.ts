@@ -212,7 +212,7 @@ export const ERROR_CODES = {
   interrupted: { area: 'cli', status: [], meaning: 'A second stop signal arrived during shutdown; svc exited at once.' },
   invalid_configuration: { area: 'cli', status: [], meaning: 'A flag or SVC_* setting is out of range; the message names it.' },
   shutdown_failed: { area: 'cli', status: [], meaning: 'The server or worker failed to shut down cleanly; see the message.' },
-  unsupported_schema_version: { area: 'cli', status: [], meaning: 'The database was written by a newer version of the service; this version may not touch it.' },
+  unsupported_schema_version: { area: 'cli', status: [], meaning: 'The database has a newer schema version than this svc knows, or tables without an svc schema version; it is left untouched.' },
   usage_error: { area: 'cli', status: [], meaning: 'The command line is not valid (unknown or missing flags or commands, exit 2); details.fields and details.help say what to fix.' },
 } as const satisfies Record<string, ErrorEntry>;
 
