@@ -33,17 +33,29 @@ const entries = Object.entries(ERROR_CODES) as [string, ErrorEntry][];
 const lineOf = (text: string, index: number) => text.slice(0, index).split('\n').length;
 
 /**
- * Files whose `code: '...'` literals belong to another vocabulary than the error body's: the queue's
- * and the worker's alerts (GET /api/jobs/queue, /api/system/worker, the health check that reads them),
- * a workflow run's blockers, and the failure codes a job records in its own error field.
+ * Codes of other vocabularies than the error body's, which `code: '...'` literals in src/ may also
+ * name: the queue's and the worker's alerts (GET /api/jobs/queue, /api/system/worker, the health
+ * check), a workflow run's blockers, and the failure codes a job records in its own error field.
+ * A new one is listed here on purpose; an error body code belongs in the catalogue.
  */
 const OTHER_VOCABULARIES = new Set([
-  'src/generation/jobs/queue.ts',
-  'src/generation/jobs/status.ts',
-  'src/system/health.ts',
-  'src/generation/workflows/runs.ts',
-  'src/generation/jobs/runner.ts',
-  'src/media-tools/probe.ts',
+  // alerts
+  'blocked_jobs',
+  'external_jobs_waiting',
+  'jobs_not_claimable',
+  'oldest_waiting',
+  'worker_not_running',
+  'worker_paused',
+  'worker_stale',
+  // workflow run blockers (besides error codes they share)
+  'runs_by_person',
+  'shot_videos_missing',
+  'waits_for_step',
+  // a job's failure codes
+  'job_aborted',
+  'runner_error',
+  'media_unreadable',
+  'media_undecodable',
 ]);
 
 test('docs/errors.md is generated from the catalogue (npm run docs:errors)', async () => {
@@ -103,10 +115,8 @@ test('no error code in src/ escapes the catalogue, and every throw site has a ca
     if (!['src/kernel/errors.ts', 'src/cli/errors.ts', 'src/http/openapi.ts'].includes(file)) {
       for (const m of text.matchAll(/\berror:\s*\{\s*code\b/g)) problems.push(`${file}:${lineOf(text, m.index)}: an error body built by hand`);
     }
-    if (!OTHER_VOCABULARIES.has(file)) {
-      for (const m of text.matchAll(/\bcode(?:\s*===?|\s*!==?|:)\s*'([a-z][a-z0-9_]*)'/g)) {
-        if (!isErrorCode(m[1])) problems.push(`${file}:${lineOf(text, m.index)}: code ${m[1]} is not catalogued`);
-      }
+    for (const m of text.matchAll(/\bcode(?:\s*===?|\s*!==?|:)\s*'([a-z][a-z0-9_]*)'/g)) {
+      if (!isErrorCode(m[1]) && !OTHER_VOCABULARIES.has(m[1])) problems.push(`${file}:${lineOf(text, m.index)}: code ${m[1]} is not catalogued`);
     }
   }
   assert.deepEqual(problems, []);
