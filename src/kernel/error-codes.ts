@@ -4,7 +4,7 @@
 // its factories (src/kernel/errors.ts) and CliError accept nothing else, so a code that is not here
 // fails the type-check; forbidden(), conflict() and the helpers that take a status accept only the
 // codes listed with that status (ErrorCodeWithStatus). docs/errors.md is generated from it (npm run docs:errors), and
-// test/errors-catalogue.test.ts keeps both in step with the sources.
+// test/kernel/error-codes.test.ts keeps both in step with the sources.
 // SCIM errors (src/identity/scim/errors.ts) have no code: RFC 7644 gives them a scimType instead.
 
 /** Where a code is met, the section of docs/errors.md it is listed under. */

@@ -21,7 +21,10 @@ function prose(markdown: string): string {
   return markdown.replace(/^```[\s\S]*?^```/gm, '');
 }
 
-/** GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces to hyphens, repeats numbered. */
+/**
+ * GitHub's anchors of a page's headings (lower case, punctuation dropped, spaces to hyphens, repeats
+ * numbered) and the ids of its `<a id="...">` anchors.
+ */
 export function anchors(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const out = new Set<string>();
@@ -31,6 +34,7 @@ export function anchors(markdown: string): Set<string> {
     seen.set(base, n + 1);
     out.add(n === 0 ? base : `${base}-${n}`);
   }
+  for (const m of prose(markdown).matchAll(/<a id="([^"]+)"><\/a>/g)) out.add(m[1]);
   return out;
 }
 

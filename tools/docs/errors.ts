@@ -1,5 +1,5 @@
 // docs/errors.md from the error catalogue (src/kernel/error-codes.ts): `npm run docs:errors` writes it,
-// `npm run docs:errors -- --check` exits 1 when the file differs. test/errors-catalogue.test.ts fails on
+// `npm run docs:errors -- --check` exits 1 when the file differs. test/kernel/error-codes.test.ts fails on
 // a stale file, so a code added, changed or removed in the catalogue is regenerated in the same commit.
 // The page goes through Prettier with the repository's settings, so the formatter's check agrees with it.
 import fs from 'node:fs';

@@ -10,11 +10,11 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ERROR_AREAS, ERROR_CODES, HTTP_ERROR_CODES, isErrorCode, type ErrorEntry } from '../src/kernel/error-codes.ts';
-import { ERRORS_DOC, renderErrorsDoc } from '../tools/docs/errors.ts';
-import { startTestServer } from './helpers/server.ts';
+import { ERROR_AREAS, ERROR_CODES, HTTP_ERROR_CODES, isErrorCode, type ErrorEntry } from '../../src/kernel/error-codes.ts';
+import { ERRORS_DOC, renderErrorsDoc } from '../../tools/docs/errors.ts';
+import { startTestServer } from '../helpers/server.ts';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CATALOGUE = 'src/kernel/error-codes.ts';
 
 function sources(dir: string): string[] {
