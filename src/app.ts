@@ -19,7 +19,7 @@ import { parse } from './kernel/validate.ts';
 import { bindAuthRoutes } from './identity/sessions/routes.ts';
 import { bindMfaRoutes } from './identity/mfa/routes.ts';
 import { bindIdentityPolicyRoutes } from './identity/policy/routes.ts';
-import { bindSamlRoutes } from './identity/saml/routes.ts';
+import { bindSamlRoutes } from './identity/sso/saml/routes.ts';
 import { bindSsoRoutes } from './identity/sso/start/routes.ts';
 import { createLoginLimits } from './identity/sessions/service.ts';
 import { bindTenancyRoutes } from './tenancy/routes.ts';

@@ -68,7 +68,7 @@ const RULES: { match: string; folder: string; why?: string }[] = [
   { match: '/api/auth/login/mfa', folder: 'src/identity/mfa/' },
   { match: '/api/auth/mfa', folder: 'src/identity/mfa/' },
   { match: '/api/auth/sso', folder: 'src/identity/sso/' },
-  { match: '/api/auth/sso/saml', folder: 'src/identity/saml/' },
+  { match: '/api/auth/sso/saml', folder: 'src/identity/sso/saml/' },
   { match: '/api/billing', folder: 'src/commercial/billing/' },
   { match: '/api/client', folder: 'src/finishing/client/' },
   { match: '/api/context', folder: 'src/tenancy/' },

@@ -21,7 +21,7 @@ import { loadConfig } from '../../src/kernel/config.ts';
 import { createContext } from '../../src/directory/context.ts';
 import { createLogger } from '../../src/kernel/log.ts';
 import type { Db } from '../../src/db/db.ts';
-import { oidcRedirectUri } from '../../src/identity/oidc/flow.ts';
+import { oidcRedirectUri } from '../../src/identity/sso/oidc/flow.ts';
 
 const FRONT = 'http://front.example.test';
 const SECRET_REF = 'TEST_OIDC_CLIENT_SECRET';

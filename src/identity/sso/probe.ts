@@ -69,7 +69,7 @@ async function probeOidc(p: ProviderRow): Promise<ProbeResult['detail']> {
   if (issuer !== c.issuer) problems.push(`the discovery document's issuer ${JSON.stringify(issuer)} differs from the configured issuer`);
   if (!detail.authorizationEndpoint) problems.push('the discovery document has no authorization_endpoint');
   if (!detail.tokenEndpoint) problems.push('the discovery document has no token_endpoint');
-  // The same rule sign-in applies (src/identity/oidc/flow.ts): the client secret and the key set never travel in clear.
+  // The same rule sign-in applies (src/identity/sso/oidc/flow.ts): the client secret and the key set never travel in clear.
   for (const [name, url] of [['authorization_endpoint', detail.authorizationEndpoint], ['token_endpoint', detail.tokenEndpoint], ['jwks_uri', jwksUri]] as const) {
     const problem = typeof url === 'string' ? urlProblem(url, { httpsUnlessLoopback: true }) : null;
     if (problem) problems.push(`the discovery document's ${name} ${problem}`);

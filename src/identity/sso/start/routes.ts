@@ -12,7 +12,7 @@ import { json, type Router } from '../../../http/router.ts';
 import { pageOf } from '../../../kernel/validate.ts';
 import { redeemTicket } from '../finish.ts';
 import { newFlowCookie } from '../flow-cookie.ts';
-import { completeOidc, startOidc } from '../../oidc/flow.ts';
+import { completeOidc, startOidc } from '../oidc/flow.ts';
 import * as o from '../../../kernel/view.ts';
 import { MfaChallengeView, MfaEnrollmentChallengeView, SignedInView } from '../../sessions/present.ts';
 import {
@@ -22,7 +22,7 @@ import { probeProvider } from '../probe.ts';
 import { ProviderCreateBody, ProviderListQuery, ProviderPatchBody, RedeemBody, StartQuery } from '../provider-schema.ts';
 import { createProvider, listProvidersOf, providerOrFail, updateProviderFields } from '../providers.ts';
 import { safeReturnTo } from '../return-to.ts';
-import { startSaml } from '../../saml/flow.ts';
+import { startSaml } from '../saml/flow.ts';
 import { identityCounts, listProviders, providerById, type ProviderRow } from '../store.ts';
 
 /**

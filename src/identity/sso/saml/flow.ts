@@ -6,15 +6,15 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
 import type { IncomingMessage } from 'node:http';
-import type { Config } from '../../kernel/config.ts';
-import type { Ctx } from '../../directory/context.ts';
-import { AppError } from '../../kernel/errors.ts';
-import { requestOrigin } from '../../http/request.ts';
-import { finishSso, ssoFailure } from '../sso/finish.ts';
-import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../sso/flow-cookie.ts';
-import { readRef, samlConfigOf, type SamlConfig } from '../sso/provider-config.ts';
-import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../sso/state.ts';
-import { activeOfKind, providerById, type ProviderRow } from '../sso/store.ts';
+import type { Config } from '../../../kernel/config.ts';
+import type { Ctx } from '../../../directory/context.ts';
+import { AppError } from '../../../kernel/errors.ts';
+import { requestOrigin } from '../../../http/request.ts';
+import { finishSso, ssoFailure } from '../finish.ts';
+import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../flow-cookie.ts';
+import { readRef, samlConfigOf, type SamlConfig } from '../provider-config.ts';
+import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../state.ts';
+import { activeOfKind, providerById, type ProviderRow } from '../store.ts';
 import { SamlRejected, decodeSamlResponse, verifySamlResponse } from './verify.ts';
 
 /**

@@ -6,15 +6,15 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { createRemoteJWKSet, customFetch, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { Ctx } from '../../directory/context.ts';
-import { AppError } from '../../kernel/errors.ts';
-import { activeOfKind, providerById, type ProviderRow } from '../sso/store.ts';
-import { oidcConfigOf, readRef, type OidcConfig } from '../sso/provider-config.ts';
-import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../sso/state.ts';
-import { finishSso, ssoFailure } from '../sso/finish.ts';
-import { fetchJson, FetchJsonError, keySetFetch, providerRequest } from '../sso/fetch-json.ts';
-import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../sso/flow-cookie.ts';
-import { urlProblem } from '../sso/providers.ts';
+import type { Ctx } from '../../../directory/context.ts';
+import { AppError } from '../../../kernel/errors.ts';
+import { activeOfKind, providerById, type ProviderRow } from '../store.ts';
+import { oidcConfigOf, readRef, type OidcConfig } from '../provider-config.ts';
+import { FLOW_TTL_MS, saveFlowState, takeFlowState } from '../state.ts';
+import { finishSso, ssoFailure } from '../finish.ts';
+import { fetchJson, FetchJsonError, keySetFetch, providerRequest } from '../fetch-json.ts';
+import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from '../flow-cookie.ts';
+import { urlProblem } from '../providers.ts';
 
 /** Asymmetric signatures only: never `none`, never an HMAC (whose "secret" an attacker could take from the JWKS). */
 export const ID_TOKEN_ALGORITHMS = ['RS256', 'PS256', 'ES256', 'EdDSA'];

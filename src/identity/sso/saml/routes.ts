@@ -1,9 +1,9 @@
 // SAML 2.0 service-provider endpoints: the SP metadata of a provider and its HTTP-POST assertion consumer.
-import { notFound } from '../../kernel/errors.ts';
-import { readForm, requestOrigin } from '../../http/request.ts';
-import type { Router } from '../../http/router.ts';
+import { notFound } from '../../../kernel/errors.ts';
+import { readForm, requestOrigin } from '../../../http/request.ts';
+import type { Router } from '../../../http/router.ts';
 import { consumeSamlResponse, spMetadataXml } from './flow.ts';
-import { activeOfKind, providerById } from '../sso/store.ts';
+import { activeOfKind, providerById } from '../store.ts';
 
 export function bindSamlRoutes(router: Router): void {
   const r = router.module(import.meta.url);
