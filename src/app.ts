@@ -151,7 +151,7 @@ export function createApp({ config, db, log }: AppDeps): App {
     }
     const base = {
       db, config, log, actor: auth?.actor ?? ANONYMOUS, requestId: rid,
-      ip: clientAddress(req, config), userAgent: (req.headers['user-agent'] as string | undefined) ?? null,
+      ip: clientAddress(req, config), userAgent: req.headers['user-agent'] ?? null,
     };
     let resolved: ReturnType<typeof resolveRequestScope> = { scope: NO_SCOPE, memberships: [] };
     if (auth) {
@@ -170,9 +170,9 @@ export function createApp({ config, db, log }: AppDeps): App {
     if (meta.scope === 'project' && !meta.archivedOk && req.method !== 'GET' && req.method !== 'HEAD') {
       assertProjectWritable(db, ctx.scope.projectId!);
     }
-    const query = meta.query ? parse(meta.query, Object.fromEntries(searchParams), true) : undefined;
+    const query: unknown = meta.query ? parse(meta.query, Object.fromEntries(searchParams), true) : undefined;
     const run = (rawBody: unknown): Reply | Promise<Reply> => {
-      const body = meta.body ? parse(meta.body, rawBody ?? {}) : undefined;
+      const body: unknown = meta.body ? parse(meta.body, rawBody ?? {}) : undefined;
       return route.handler({ req, res, params, path, searchParams, body, query, ctx });
     };
     return meta.body ? readJson(req, config.maxBodyBytes).then(run) : run(undefined);

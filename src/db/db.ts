@@ -41,12 +41,16 @@ function readShmHeader(fd: number, into: Buffer): number {
   }
 }
 
+// String() of a byte array is its comma-joined bytes: a distinct key. (A DataView would give
+// "[object DataView]"; none is ever bound.)
+/* eslint-disable @typescript-eslint/no-base-to-string -- see above */
 function paramKey(params: Param[]): string {
   if (params.length === 1) return typeof params[0] === 'string' ? params[0] : `\u0001${String(params[0])}`;
   let key = '';
   for (const p of params) key += `\u0000${typeof p === 'string' ? '' : '\u0001'}${String(p)}`;
   return key;
 }
+/* eslint-enable @typescript-eslint/no-base-to-string */
 
 export class Db {
   readonly raw: DatabaseSync;
@@ -165,7 +169,7 @@ export class Db {
 
   private cacheFor(sql: string): Map<string, unknown> {
     let m = this.cache.get(sql);
-    if (!m) this.cache.set(sql, (m = new Map()));
+    if (!m) this.cache.set(sql, (m = new Map<string, unknown>()));
     return m;
   }
 

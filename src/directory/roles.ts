@@ -80,7 +80,7 @@ export function effectivePermissions(isSystemAdmin: boolean, memberships: readon
     }
   }
   const result = Object.freeze(PERMISSIONS.filter((p) => out.has(p)));
-  if (!perScope) memo.set(memberships, (perScope = new Map()));
+  if (!perScope) memo.set(memberships, (perScope = new Map<string, readonly Permission[]>()));
   perScope.set(key, result);
   return result;
 }

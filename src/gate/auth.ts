@@ -47,7 +47,7 @@ export function isAllowedOrigin(req: IncomingMessage, config: Config, origin: st
 /** Returns the authenticated actor, null when the request carries no credential, or throws 401/403. */
 export function authenticate(req: IncomingMessage, db: Db, config: Config, now: Date): Authenticated | null {
   const authz = req.headers.authorization;
-  let token: string | null = null;
+  let token: string | null;
   let viaCookie = false;
   if (authz !== undefined) {
     const m = /^Bearer\s+([A-Za-z0-9_\-.~+/=]{20,200})\s*$/i.exec(authz);

@@ -87,8 +87,13 @@ export type Handler<B = unknown, Q = unknown, R = unknown> = (c: Call<B, Q>) => 
 export interface Route {
   method: Method;
   pattern: string;
+  // The table holds routes of every body, query and answer type (Handler is contravariant in its
+  // body and query, and TypeScript has no existential type): app.ts parses body and query with the
+  // route's own schemas before it calls the handler.
+  /* eslint-disable @typescript-eslint/no-explicit-any -- see above */
   meta: RouteMeta<any, any, any>;
   handler: Handler<any, any, any>;
+  /* eslint-enable @typescript-eslint/no-explicit-any */
   /**
    * The module that registered the route, relative to the repository (src/production/catalog/routes.ts);
    * null only for a route added straight on the Router rather than through `router.module(import.meta.url)`.

@@ -185,6 +185,6 @@ export function loadConfig(
     ...v,
     dbPath: path.join(v.dataDir, 'svc.db'),
     backupsDir: path.join(v.dataDir, 'backups'),
-    sources: Object.freeze(sources) as Config['sources'],
+    sources: Object.freeze(sources),
   });
 }

@@ -62,7 +62,7 @@ function ipv6Groups(a: string): number[] | null {
   const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
   const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
   if (fill < 0 || (halves.length === 1 && head.length !== 8)) return null;
-  const groups = [...head, ...Array(fill).fill('0'), ...tail].map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN));
+  const groups = [...head, ...Array<string>(fill).fill('0'), ...tail].map((g) => (/^[0-9a-f]{1,4}$/.test(g) ? parseInt(g, 16) : NaN));
   return groups.length === 8 && groups.every((g) => !Number.isNaN(g)) ? groups : null;
 }
 

@@ -96,7 +96,7 @@ export async function receiveToTmp(storageDir: string, source: Readable | AsyncI
 export async function hashFile(file: string): Promise<{ size: number; sha256: string }> {
   const hash = crypto.createHash('sha256');
   let size = 0;
-  await pipeline(fs.createReadStream(file, { highWaterMark: 1 << 20 }), async function* (chunks: AsyncIterable<Buffer>) {
+  await pipeline(fs.createReadStream(file, { highWaterMark: 1 << 20 }), async function (chunks: AsyncIterable<Buffer>) {
     for await (const c of chunks) {
       size += c.length;
       hash.update(c);

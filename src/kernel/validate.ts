@@ -101,7 +101,7 @@ export function boolean(o: { description?: string } = {}) {
 export function oneOf<const V extends readonly string[]>(values: V, o: { description?: string } = {}) {
   return make<V[number]>({ type: 'string', enum: [...values], ...(o.description ? { description: o.description } : {}) }, (value, path, st) => {
     if (typeof value !== 'string' || !values.includes(value)) { fail(st, path, `must be one of ${values.join(', ')}`); return values[0]; }
-    return value as V[number];
+    return value;
   });
 }
 

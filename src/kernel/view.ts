@@ -16,7 +16,14 @@ export interface View<T> {
 
 export type Out<V> = V extends View<infer T> ? T : never;
 
-type Shape = Record<string, View<any>>;
+/**
+ * A view of any type, for constraints over several views: View<T> is invariant in T (`__type`), so
+ * View<unknown> would accept none of them, and TypeScript has no existential type.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above: the one named `any` view
+export type AnyView = View<any>;
+
+type Shape = Record<string, AnyView>;
 type OptionalKeys<S extends Shape> = { [K in keyof S]: S[K]['optional'] extends true ? K : never }[keyof S];
 type RequiredKeys<S extends Shape> = Exclude<keyof S, OptionalKeys<S>>;
 type Simplify<T> = { [K in keyof T]: T[K] } & {};
@@ -59,7 +66,7 @@ export function nullable<T>(v: View<T>): View<T | null> & { optional: false } {
 }
 
 /** A field kept for older clients (`deprecated: true` in the document). */
-export const deprecated = <V extends View<any>>(v: V): V => ({ ...v, json: { ...v.json, deprecated: true } });
+export const deprecated = <V extends AnyView>(v: V): V => ({ ...v, json: { ...v.json, deprecated: true } });
 
 /** A field that may be absent (not null: absent). */
 export const optional = <T>(v: View<T>): View<T> & { optional: true } => ({ json: v.json, optional: true });
@@ -86,16 +93,16 @@ export function object<S extends Shape>(shape: S, description?: string): ObjectV
 
 /** An object view with more fields (a detail answer that adds to the list item). */
 export const extend = <S extends Shape, E extends Shape>(base: ObjectView<S>, more: E, description?: string) =>
-  object({ ...base.shape, ...more } as S & E, description);
+  object({ ...base.shape, ...more }, description);
 
 /** One of several views (a union; tell them apart by a field). */
-export const anyOf = <const V extends readonly View<any>[]>(views: V, description?: string) =>
+export const anyOf = <const V extends readonly AnyView[]>(views: V, description?: string) =>
   view<Out<V[number]>>(described({ anyOf: views.map((v) => v.json) }, description));
 
 const NAMED = new Map<string, JsonSchema>();
 
 /** A view listed once under components/schemas and referenced by $ref wherever it is used. */
-export function named<V extends View<any>>(name: string, v: V): V {
+export function named<V extends AnyView>(name: string, v: V): V {
   if (!/^[A-Z][A-Za-z0-9]*$/.test(name)) throw new Error(`view name ${name}: use PascalCase`);
   if (NAMED.has(name) && NAMED.get(name) !== v.json) throw new Error(`view name ${name} is used twice`);
   NAMED.set(name, v.json);

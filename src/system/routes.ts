@@ -16,7 +16,7 @@ import { HealthView } from './health.ts';
 import { IdentityOverviewView } from './identity.ts';
 import { BackupView } from './backups.ts';
 
-export const VERSION: string = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version;
+export const VERSION: string = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export function bindSystemRoutes(router: Router): void {
   const r = router.module(import.meta.url);

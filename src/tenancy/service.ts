@@ -101,7 +101,7 @@ export function grantRole(ctx: Ctx, g: Grant): FullMembershipRow {
 function ensureParent(ctx: Ctx, userId: string, level: 'organization' | 'workspace', scopeId: string, role: Role): void {
   const parent = membershipAt(ctx.db, userId, level, scopeId);
   if (!parent) grantRole(ctx, { userId, level, scopeId, role });
-  else if (parent.status !== 'active') grantRole(ctx, { userId, level, scopeId, role: parent.role as Role });
+  else if (parent.status !== 'active') grantRole(ctx, { userId, level, scopeId, role: parent.role });
 }
 
 /** 409 last_owner when `userId` is the organization's only active owner. */

@@ -49,7 +49,7 @@ function promptText(workflow: Record<string, Node>): string | null {
   const clip = nodes.find((n) => n.class_type === 'CLIPTextEncode' && typeof n.inputs.text === 'string');
   if (clip) return clip.inputs.text as string;
   for (const n of nodes) {
-    for (const key of ['text', 'prompt']) if (typeof n.inputs[key] === 'string') return n.inputs[key] as string;
+    for (const key of ['text', 'prompt']) if (typeof n.inputs[key] === 'string') return n.inputs[key];
   }
   return null;
 }

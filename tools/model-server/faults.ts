@@ -82,7 +82,7 @@ export class FaultControl {
 
   /** Applies a patch (reset first, when asked: faults off and counters zero); wakes hung calls. */
   set(patch: FaultPatch): Readonly<Faults> {
-    const { reset, ...changes } = parseFaultPatch(patch as Body);
+    const { reset, ...changes } = parseFaultPatch(patch);
     if (reset) this.clearCounts();
     this.state = Object.freeze({ ...(reset ? NO_FAULTS : this.state), ...changes });
     for (const wake of [...this.waiters]) wake();
@@ -178,7 +178,7 @@ export function controlRoutes(control: FaultControl): Route[] {
       method: 'POST',
       pattern: '/control',
       handler: async ({ req }) => {
-        control.set((await readJson(req)) as FaultPatch);
+        control.set((await readJson(req)));
         return view();
       },
     },

@@ -135,7 +135,7 @@ export class RouteTable {
 
   private literalRoutes(pattern: string): Map<Method, Route> {
     let byMethod = this.literal.get(pattern);
-    if (!byMethod) this.literal.set(pattern, byMethod = new Map());
+    if (!byMethod) this.literal.set(pattern, byMethod = new Map<Method, Route>());
     return byMethod;
   }
 

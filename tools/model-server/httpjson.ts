@@ -20,7 +20,7 @@ const MODEL_BY_KIND: Record<string, string> = {
 /** parameters.size "WxH", else parameters.width and .height, else the fallback. */
 function sizeOf(parameters: Body, fallback: Size, even = false): Size {
   const { width, height } = parameters;
-  const size = parameters.size ?? (width !== undefined || height !== undefined ? `${width}x${height}` : undefined);
+  const size = parameters.size ?? (width !== undefined || height !== undefined ? `${String(width)}x${String(height)}` : undefined);
   return parseSize(size, 'contract.parameters.size', fallback, even);
 }
 

@@ -94,7 +94,7 @@ async function chatCompletion({ req }: Call, seq: { n: number }): Promise<Reply>
   let lastUser: string | null = null;
   let last = '';
   for (let i = 0; i < messages.length; i++) {
-    const m = messages[i];
+    const m: unknown = messages[i];
     if (!isRecord(m) || typeof m.role !== 'string') throw invalid(`"messages[${i}].role" must be a string`);
     last = contentText(m.content, i);
     promptChars += last.length;

@@ -138,7 +138,7 @@ export async function createRenderer(opts: { cacheDir?: string } = {}): Promise<
       if (spec.kind === 'image') await fs.writeFile(part, withTextChunk(await fs.readFile(part), 'Description', spec.prompt));
       await fs.rename(part, path.join(dir, name));
     } finally {
-      await Promise.all([part, textFile].map((f) => f && fs.rm(f, { force: true })));
+      await Promise.all([part, textFile].filter((f): f is string => !!f).map((f) => fs.rm(f, { force: true })));
     }
     return (await describe(dir, name))!;
   }

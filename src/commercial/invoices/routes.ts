@@ -65,5 +65,5 @@ export function bindInvoiceRoutes(router: Router): void {
 
 function detailOf(d: ReturnType<typeof invoiceDetail>): o.Out<typeof InvoiceDetailView> {
   const c = d.invoice.currency;
-  return { ...presentInvoice(d.invoice), snapshot: JSON.parse(d.invoice.snapshot), lines: d.lines.map((l) => presentLine(l, c)), events: d.events.map(presentEvent) };
+  return { ...presentInvoice(d.invoice), snapshot: JSON.parse(d.invoice.snapshot) as Record<string, unknown>, lines: d.lines.map((l) => presentLine(l, c)), events: d.events.map(presentEvent) };
 }

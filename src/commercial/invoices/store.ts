@@ -183,7 +183,7 @@ export function openInvoiceCursor(db: Db, organizationId: string, f: InvoiceFilt
   return {
     rows: (function* () { for (let next = c.rows.next(); !next.done; next = c.rows.next()) yield invoiceRow(next.value); })(),
     lines: (invoiceId) => (c.prepared.all(organizationId, invoiceId) as unknown as InvoiceLineRow[]).map(lineRow),
-    close: c.close,
+    close: () => c.close(),
   };
 }
 

@@ -15,7 +15,7 @@ import { clipEventsOf, organizationStoredBytes, storedBytesByWorkspace, workspac
 import { organizationById } from '../../directory/tenancy/store.ts';
 import { billingAccountOf, type BillingAccountRow } from '../../directory/plan/account.ts';
 import { formatAmount, formatE4Amount, parseAmount, roundHalfUp } from '../../kernel/money.ts';
-import { monthWindow, periodWindow, type BillingCycle, type PeriodWindow } from '../../kernel/periods.ts';
+import { monthWindow, periodWindow, type PeriodWindow } from '../../kernel/periods.ts';
 import { consoleLinks } from '../../kernel/links.ts';
 import type { Out } from '../../kernel/view.ts';
 import type { CostCenterUsageView as CostCenterUsage, CostCenterView as CostCenter, QuotaWarningView as QuotaWarning, WorkspaceQuotaView as WorkspaceQuota } from '../views.ts';
@@ -49,7 +49,7 @@ export const organizationMonth = (db: Db, organizationId: string, now: Date): Pe
 
 /** The organization's current billing period (the account's cycle; cost centers' spent). */
 const billingWindow = (db: Db, organizationId: string, now: Date): PeriodWindow =>
-  periodWindow((billingAccountOf(db, organizationId)?.billing_cycle ?? 'monthly') as BillingCycle, timeZoneOf(db, organizationId), now);
+  periodWindow(billingAccountOf(db, organizationId)?.billing_cycle ?? 'monthly', timeZoneOf(db, organizationId), now);
 
 const quotaRow = (db: Db, organizationId: string, quotaId: string) => db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?`, organizationId, quotaId);
 /** The workspace's own quota row (its limits null: none), or undefined. */
@@ -398,7 +398,7 @@ export function storageQuotaWarnings(ctx: Ctx, organizationId: string, workspace
   const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'storage', STORAGE_PERIOD, q);
   if (!pending.length) return;
   let known = bytesBounds.get(ctx.db);
-  if (!known) bytesBounds.set(ctx.db, (known = new Map()));
+  if (!known) bytesBounds.set(ctx.db, (known = new Map<string, BytesBound>()));
   const keyOf = (s: WarnScope) => (s.key === '' ? organizationId : `${organizationId} ${s.key}`);
   const exactOf = (s: WarnScope) => (exact ? (s.key === '' ? exact.organization : exact.workspace) : null);
   const boundOf = (s: WarnScope | undefined) => (s && exactOf(s) === null ? known.get(keyOf(s)) : undefined);

@@ -74,7 +74,8 @@ export function resolveScope(db: Db, actor: Actor, ms: Ms, req: ScopeRequest): S
 
 /** Fills an empty workspace or project below a resolved scope with the first one the user may see. */
 export function fillScope(db: Db, actor: Actor, ms: Ms, s: ScopeIds): ScopeIds {
-  let { organizationId, workspaceId, projectId } = s;
+  const { organizationId } = s;
+  let { workspaceId, projectId } = s;
   if (!organizationId) return s;
   if (!workspaceId) {
     workspaceId = workspacesOfOrganization(db, organizationId).find((w) => canSeeWorkspace(actor, ms, w))?.id ?? null;

@@ -71,7 +71,7 @@ async function evidence(ctx: Ctx, a: ArtifactRow) {
   };
   const check = judged('evidence', intact && framesOk, measured, { sha256: a.content_sha256, size: a.file_size },
     problems.length ? problems.join('; ') : 'file and frames match their registered SHA-256');
-  return { check, intact, abs: file.abs, first: firstOk ? first!.abs : null, last: lastOk ? last!.abs : null };
+  return { check, intact, abs: file.abs, first: firstOk ? first.abs : null, last: lastOk ? last.abs : null };
 }
 
 /** Width and height compared by cross-multiplication, 1% slack (odd sizes rounded by encoders). */

@@ -9,7 +9,8 @@ import { DeliverySpecFieldsView } from '../../production/projects/spec.ts';
 import { checksOfRun, type QaCheckRow, type QaRunRow } from './store.ts';
 import { worstOf } from './verdict.ts';
 
-const parsed = (s: string | null) => (s === null ? null : JSON.parse(s));
+/** A stored JSON column as the view that answers it says it is (the service wrote it from that shape; null stays null). */
+const parsed = <T>(s: string | null): T => (s === null ? null : JSON.parse(s)) as T;
 
 const RESULTS = ['pass', 'warn', 'fail'] as const;
 const TARGET_KINDS = ['shot', 'episode', 'project', 'artifacts'] as const;

@@ -56,7 +56,7 @@ class Slots {
       const onAbort = () => {
         const i = this.waiting.indexOf(grant);
         if (i >= 0) this.waiting.splice(i, 1);
-        reject(signal!.reason);
+        reject(signal!.reason as Error); // as throwIfAborted() throws it: the AbortError, or the aborter's reason
       };
       const grant = () => {
         signal?.removeEventListener('abort', onAbort);

@@ -70,7 +70,7 @@ export const capabilityList = custom<string[]>(
   { type: 'array', items: { type: 'string', enum: [...WORK_KINDS] }, minItems: 1, maxItems: WORK_KINDS.length, uniqueItems: true, description: 'kinds of work this connector serves' },
   (value, _path, fail) => {
     if (!Array.isArray(value) || value.length === 0) { fail(`must be a non-empty array of ${WORK_KINDS.join(', ')}`); return []; }
-    const bad = value.find((x) => typeof x !== 'string' || !(WORK_KINDS as readonly string[]).includes(x));
+    const bad: unknown = value.find((x) => typeof x !== 'string' || !(WORK_KINDS as readonly string[]).includes(x));
     if (bad !== undefined) { fail(`holds ${typeof bad === 'string' ? `"${bad.slice(0, 40)}"` : 'a non-string'}; each item must be one of ${WORK_KINDS.join(', ')}`); return []; }
     if (new Set(value).size !== value.length) { fail('must not repeat a kind of work'); return []; }
     return value as string[];

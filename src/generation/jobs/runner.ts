@@ -13,7 +13,7 @@ import { AppError } from '../../kernel/errors.ts';
 import { buildContract, type JobInput } from './contract.ts';
 import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleOutcome } from './settle.ts';
 import { gatherEvidence, inputProvenance } from '../media/register.ts';
-import { COMPOSE_KIND, runCompose, type ComposeParameters } from './compose-job.ts';
+import { COMPOSE_KIND, runCompose } from './compose-job.ts';
 import { renewLease, setExternalRef, type JobRow, type Lease } from './store.ts';
 
 export interface RunOutcome extends SettleOutcome { result: CallResult | null; failure: FailureInfo | null }
@@ -37,7 +37,7 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
   const { config } = base;
   const input = JSON.parse(job.input) as JobInput;
   if (job.kind === COMPOSE_KIND) {
-    const { result, composition } = await runCompose(base, job, input.parameters as ComposeParameters, signal);
+    const { result, composition } = await runCompose(base, job, input.parameters, signal);
     const inputs = composition.inputs.flatMap((i) => [
       { role: 'video', shotId: i.shotId, artifactId: i.artifactId, contentSha256: i.contentSha256 },
       ...(i.audioArtifactId ? [{ role: 'voice', shotId: i.shotId, artifactId: i.audioArtifactId, contentSha256: i.audioContentSha256 }] : []),

@@ -135,7 +135,7 @@ function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): J
     const versionId = i.versionId ?? asset.current_version_id;
     const ok = versionId && ctx.db.get('SELECT 1 AS x FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, asset.id, versionId);
     if (!ok) throw validationFailed({ [`inputs[${n}].versionId`]: 'names no version of that asset' });
-    return { assetId: asset.id, versionId: versionId! };
+    return { assetId: asset.id, versionId: versionId };
   });
 }
 

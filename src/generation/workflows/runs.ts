@@ -184,7 +184,7 @@ export function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Ru
     blockers.push(own);
     previews.push({
       kind: step.jobKind, connectorId: connector?.id ?? null, connectorLabel: connector?.label ?? null, costMode: job.costMode,
-      shotId: job.job.shot_id, episodeId: job.job.episode_id, prompt: prompt ?? null, parameters: JSON.parse(job.job.input).parameters,
+      shotId: job.job.shot_id, episodeId: job.job.episode_id, prompt: prompt ?? null, parameters: (JSON.parse(job.job.input) as { parameters: Record<string, unknown> }).parameters,
       dependsOnStep: previous ? steps[i - 1].key : null, inputFromPrevious: step.inputFromPrevious, priority,
     });
   });

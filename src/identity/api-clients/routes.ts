@@ -79,7 +79,7 @@ async function tokenForm(req: IncomingMessage, limit: number): Promise<TokenForm
     raw = Object.fromEntries(new URLSearchParams(buf.toString('utf8')));
   } else if (type === 'application/json' || type.endsWith('+json')) {
     try {
-      raw = JSON.parse(buf.toString('utf8'));
+      raw = JSON.parse(buf.toString('utf8')) as Record<string, unknown>;
     } catch {
       throw invalidJson();
     }

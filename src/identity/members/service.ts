@@ -99,7 +99,7 @@ export function setMemberRole(ctx: Ctx, level: Level, scopeId: string, userId: s
     const orgMembership = membershipAt(ctx.db, userId, 'organization', organizationId);
     if (!orgMembership || orgMembership.status !== 'active') throw notFound('no such member of this organization');
     const current = membershipAt(ctx.db, userId, level, scopeId);
-    if (level === 'organization') checkOwnership(ctx, organizationId, orgMembership.role as Role, role);
+    if (level === 'organization') checkOwnership(ctx, organizationId, orgMembership.role, role);
     if (current?.role !== role || current.status !== 'active') grantRole(ctx, { userId, level, scopeId, role });
     return membershipsAtScope(ctx.db, organizationId, level, scopeId).find((m) => m.user_id === userId)!;
   });
@@ -116,7 +116,7 @@ export function removeMember(ctx: Ctx, level: Level, scopeId: string, userId: st
     if (!current) throw notFound('no such member here');
     let removed: number;
     if (level === 'organization') {
-      checkOwnership(ctx, organizationId, current.role as Role, null);
+      checkOwnership(ctx, organizationId, current.role, null);
       assertKeepsAnOwner(ctx, organizationId, userId);
       removed = deleteMemberships(ctx.db, organizationId, userId, {});
     } else if (level === 'workspace') {

@@ -16,6 +16,7 @@ export function safeReturnTo(raw: string | null | undefined): string | null {
   if (raw.length > MAX) throw refuse(`must be at most ${MAX} characters`);
   // Control characters (C0, DEL, C1) and any whitespace: browsers strip some of them, which can turn
   // "/\t/evil.example" into "//evil.example".
+  // eslint-disable-next-line no-control-regex -- it refuses control characters on purpose
   if (/[\u0000-\u001f\u007f-\u009f\s]/u.test(raw)) throw refuse('must not contain control or whitespace characters');
   if (raw.includes('\\')) throw refuse('must not contain a backslash');
   if (!raw.startsWith('/') || raw.startsWith('//')) throw refuse('must be a relative path of the front end starting with one /');

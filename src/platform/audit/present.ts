@@ -85,6 +85,6 @@ export const CSV_HEADER = CSV_COLUMNS.join(',') + '\r\n';
 
 export function csvLine(r: AuditRow): string {
   let line = '';
-  for (let i = 0; i < CSV_ROW_FIELDS.length; i++) line += (i ? ',' : '') + csvCell(r[CSV_ROW_FIELDS[i]] as string | number | null);
+  for (let i = 0; i < CSV_ROW_FIELDS.length; i++) line += (i ? ',' : '') + csvCell(r[CSV_ROW_FIELDS[i]]);
   return line + '\r\n';
 }

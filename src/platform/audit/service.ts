@@ -32,7 +32,7 @@ export interface AuditEntry {
 
 export function record(ctx: Ctx, e: AuditEntry): string {
   const id = newId('aud');
-  const pick = <K extends 'organizationId' | 'workspaceId' | 'projectId'>(k: K) => (e[k] !== undefined ? e[k]! : ctx.scope[k]);
+  const pick = <K extends 'organizationId' | 'workspaceId' | 'projectId'>(k: K) => (e[k] !== undefined ? e[k] : ctx.scope[k]);
   insertAudit(ctx.db, {
     id,
     created_at: ctx.now().toISOString(),

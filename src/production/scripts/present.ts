@@ -59,8 +59,8 @@ const ItemChangeShape = {
   moved: o.bool('true when the item left the longest run of items that kept their order'),
 };
 const ItemChangeView = o.named('RevisionItemChange', o.object(ItemChangeShape));
-const positioned = <S extends Record<string, o.View<any>>>(v: o.ObjectView<S>) => o.extend(v, { position: o.int('0-based, in the newer (added) or older (removed) revision') });
-const listDiff = <S extends Record<string, o.View<any>>>(item: o.ObjectView<S>) =>
+const positioned = <S extends Record<string, o.AnyView>>(v: o.ObjectView<S>) => o.extend(v, { position: o.int('0-based, in the newer (added) or older (removed) revision') });
+const listDiff = <S extends Record<string, o.AnyView>>(item: o.ObjectView<S>) =>
   o.object({ added: o.array(positioned(item)), removed: o.array(positioned(item)), changed: o.array(ItemChangeView) });
 
 export const ScriptDiffView = o.named('ScriptDiff', o.object({

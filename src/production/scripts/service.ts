@@ -122,12 +122,12 @@ export function saveBible(ctx: Ctx, doc: Doc, base: number, entries: BibleSave['
 /** Makes revision n current again as a new revision (restoredFrom = n). */
 export function restore(ctx: Ctx, doc: Doc, n: number, base: number): RevisionRow {
   const old = revision(ctx, doc, n);
-  return append(ctx, doc, base, JSON.parse(old.content), n);
+  return append(ctx, doc, base, JSON.parse(old.content) as ScriptContent | BibleContent, n);
 }
 
 function contentAt(ctx: Ctx, doc: Doc, n: number): ScriptContent | BibleContent {
   if (n === 0) return doc.kind === 'script' ? EMPTY_SCRIPT : EMPTY_BIBLE;
-  return JSON.parse(revision(ctx, doc, n).content);
+  return JSON.parse(revision(ctx, doc, n).content) as ScriptContent | BibleContent;
 }
 
 /**

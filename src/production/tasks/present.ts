@@ -26,7 +26,7 @@ export const TaskEventView = o.named('TaskEvent', o.object({
 }));
 
 export const presentTaskEvent = (e: TaskEventRow): o.Out<typeof TaskEventView> => ({
-  auditId: e.id, at: e.created_at, action: e.action, actorUserId: e.actor_user_id, actorName: e.actor_name, details: JSON.parse(e.metadata),
+  auditId: e.id, at: e.created_at, action: e.action, actorUserId: e.actor_user_id, actorName: e.actor_name, details: JSON.parse(e.metadata) as Record<string, unknown>,
 });
 
 export const TaskDetailView = o.named('TaskDetail', o.extend(TaskView, { history: o.array(TaskEventView, 'the task\'s audit trail, oldest first') }));

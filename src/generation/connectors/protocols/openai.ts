@@ -342,6 +342,8 @@ async function postForm(
   let head = '';
   for (const [k, v] of Object.entries(prep.body)) {
     if (k === field || v === null || v === undefined) continue;
+    // build() puts only strings and numbers in a multipart body (objects go only into JSON bodies)
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- see above
     head += `--${boundary}\r\ncontent-disposition: form-data; name="${quote(k)}"\r\n\r\n${String(v)}\r\n`;
   }
   head += `--${boundary}\r\ncontent-disposition: form-data; name="${quote(field)}"; filename="${quote(input.fileName)}"\r\ncontent-type: ${input.mimeType || 'application/octet-stream'}\r\n\r\n`;

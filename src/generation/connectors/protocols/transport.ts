@@ -159,7 +159,7 @@ export function messageOfBody(text: string): string {
   if (t.startsWith('{')) {
     try {
       const j = JSON.parse(t) as Record<string, unknown>;
-      const err = j.error as unknown;
+      const err = j.error;
       const pick =
         (err && typeof err === 'object' && typeof (err as { message?: unknown }).message === 'string' ? (err as { message: string }).message : null) ??
         (typeof j.message === 'string' ? j.message : null) ??
@@ -373,7 +373,7 @@ function sendOnce(call: HttpCall): Promise<HttpResponse> {
     if (body === null) req.end();
     else if (typeof body === 'string' || Buffer.isBuffer(body)) req.end(body);
     else {
-      body.on('error', (err) => fail(new ConnectorError('connector_bad_request', `could not read the upload: ${(err as Error).message}`.slice(0, 200), false)));
+      body.on('error', (err) => fail(new ConnectorError('connector_bad_request', `could not read the upload: ${(err).message}`.slice(0, 200), false)));
       body.pipe(req);
     }
   });

@@ -261,6 +261,7 @@ function mapClaims(ctx: Ctx, provider: ProviderRow, cfg: OidcConfig, claims: JWT
     if (typeof v === 'number' && Number.isFinite(v)) v = String(v);
     if (typeof v !== 'string') return null;
     const t = v.trim();
+    // eslint-disable-next-line no-control-regex -- it refuses control characters on purpose
     return t && t.length <= max && !/[\u0000-\u001f\u007f]/.test(t) ? t : null;
   };
   const subject = text(claims[cfg.claimMapping.subject || 'sub'], 255);

@@ -204,8 +204,10 @@ function verifiedContent(xml: string, sig: Element, parent: Element, key: KeyObj
   verifier.HashAlgorithms = Object.fromEntries(ALGORITHMS.digest.map((a) => [a, verifier.HashAlgorithms[a]]));
   verifier.CanonicalizationAlgorithms = Object.fromEntries(
     [ALGORITHMS.c14n, ALGORITHMS.enveloped].map((a) => [a, verifier.CanonicalizationAlgorithms[a]]));
-  let valid = false;
+  let valid: boolean;
   try {
+    // xmldom's Node.prototype.toString() serializes the node (its XMLSerializer); the types omit it.
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- see above
     verifier.loadSignature(sig.toString());
     valid = verifier.checkSignature(xml);
   } catch {
