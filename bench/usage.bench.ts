@@ -186,8 +186,8 @@ const aggregation = new Map(cases.map((c) => [c, aggregationMs(c)]));
 const svc = await startSvc(setup);
 const rows: string[][] = [['case', 'window', 'events in set', 'items', 'p50', 'p95', 'max', 'goal', 'grouped pass', 'index scans']];
 let worstFiltered = 0;
-let exportRow: string[] = [];
-let exportOk = false;
+let exportRow: string[];
+let exportOk: boolean;
 const trendRows: string[] = [];
 try {
   const token = await login(svc.url, setup.email, setup.password);

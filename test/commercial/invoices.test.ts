@@ -109,7 +109,7 @@ test('the unique key decides under real concurrency: another connection insertin
     setTimeout(() => { db.exec('COMMIT'); db.close(); }, 400);
   `, s.config.dbPath, org], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
-  await once(child.stdout!, 'data');
+  await once(child.stdout, 'data');
   const started = performance.now();
   const r = await generate({ periodStart: '2026-10-01', periodEnd: '2026-11-01' });
   assert.ok(performance.now() - started >= 150, 'the generation waited for the other writer\'s lock');

@@ -273,7 +273,7 @@ test('an upload is refused by the workspace\u2019s own storage quota (409 storag
     const res = await fetch(`${s.url}/api/assets/${streamed.body.id}/versions/upload?fileName=big.bin`, {
       method: 'POST', headers: { authorization: `Bearer ${producer.token}`, 'content-type': 'application/octet-stream' },
       body: Readable.toWeb(Readable.from([png(600), png(600)])) as ReadableStream, duplex: 'half',
-    } as RequestInit);
+    });
     answer = { status: res.status, code: ((await res.json()) as { error?: { code: string } }).error?.code };
   } catch (err) {
     answer = { error: String(err) };
@@ -306,7 +306,7 @@ test('a copy of a file the workspace (or organization) already stores fits its q
   const res = await fetch(`${s.url}/api/assets/${streamed.body.id}/versions/upload?fileName=copy.png`, {
     method: 'POST', headers: { authorization: `Bearer ${producer.token}`, 'content-type': 'image/png' },
     body: Readable.toWeb(Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)])) as ReadableStream, duplex: 'half',
-  } as RequestInit);
+  });
   assert.equal(res.status, 201, await res.text());
   // Other content of the same size may be a copy until hashed: refused at commit. Another size: before reading.
   for (const other of [png(3008), png(2000)]) {

@@ -71,7 +71,7 @@ test('after-commit hooks run once after the outermost commit and never after a r
 
 test('a transaction function must be synchronous', (t) => {
   const db = fresh(t);
-  assert.throws(() => db.tx((async () => {}) as any), /synchronous/);
+  assert.throws(() => db.tx((async () => {})), /synchronous/);
   assert.equal(db.inTransaction, false);
 });
 

@@ -46,8 +46,8 @@ test('the README quickstart reaches an approved delivery and downloads its expor
   t.after(stopAll);
   let out = '';
   let err = '';
-  child.stdout.on('data', (b: Buffer) => { out += b; });
-  child.stderr.on('data', (b: Buffer) => { err += b; });
+  child.stdout.on('data', (b: Buffer) => { out += b.toString(); });
+  child.stderr.on('data', (b: Buffer) => { err += b.toString(); });
   const timer = setTimeout(stopAll, 300_000);
   const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
   clearTimeout(timer);

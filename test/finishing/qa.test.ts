@@ -181,7 +181,7 @@ test('QA measures real values: a black stretch at its time code, a silent track,
   await pending;
   while (!signals[1].aborted) await new Promise((resolve) => setTimeout(resolve, 5));
   assert.equal(signals[0].aborted, false, 'an answered request is not aborted');
-  assert.equal((signals[1].reason as any).status, 499);
+  assert.equal((signals[1].reason).status, 499);
 
   // A changed file and a missing file: evidence fails (blocking), nothing else is measured, no 500.
   fs.appendFileSync(path.join(w.s.config.storageDir, good.path), Buffer.from('tampered'));

@@ -86,8 +86,8 @@ test('a video job registers its artifact with evidence, provenance and real fram
     const img = await pixels(f.body);
     assert.deepEqual([img.width, img.height], [320, 180]);
     const corner = img.at(300, 10);
-    if (which === 'first') assert.ok(near(corner, [220, 20, 20]), `first frame corner ${corner}`);
-    else assert.ok(!near(corner, [220, 20, 20], 60), `last frame corner ${corner} is no longer red`);
+    if (which === 'first') assert.ok(near(corner, [220, 20, 20]), `first frame corner ${String(corner)}`);
+    else assert.ok(!near(corner, [220, 20, 20], 60), `last frame corner ${String(corner)} is no longer red`);
   }
 });
 
@@ -213,8 +213,8 @@ test('an episode cut joins the shots\u2019 videos in shot order with the summed 
     const lastIn = (await frameAt(end)).at(x, i === 2 ? 10 : 4);
     const expectFirst = await corner(a.firstFrame.url);
     const expectLast = await corner(a.lastFrame.url);
-    assert.ok(near(firstIn, expectFirst, 40), `segment ${i + 1} starts with ${firstIn}, its input with ${expectFirst}`);
-    assert.ok(near(lastIn, expectLast, 40), `segment ${i + 1} ends with ${lastIn}, its input with ${expectLast}`);
+    assert.ok(near(firstIn, expectFirst, 40), `segment ${i + 1} starts with ${String(firstIn)}, its input with ${String(expectFirst)}`);
+    assert.ok(near(lastIn, expectLast, 40), `segment ${i + 1} ends with ${String(lastIn)}, its input with ${String(expectLast)}`);
     start = end + 1;
   }
   assert.equal(start, cut.frameCount);

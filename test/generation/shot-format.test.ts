@@ -86,7 +86,7 @@ test('the model server\'s ComfyUI bridge renders a video of the asked size and l
     entry = ((await (await fetch(`${m.url}/history/${submitted.prompt_id}`)).json()) as any)[submitted.prompt_id];
   }
   const ref = entry.outputs['3'].gifs[0];
-  const bytes = Buffer.from(await (await fetch(`${m.url}/view?${new URLSearchParams(ref)}`)).arrayBuffer());
+  const bytes = Buffer.from(await (await fetch(`${m.url}/view?${String(new URLSearchParams(ref))}`)).arrayBuffer());
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-comfy-')), 'clip.mp4');
   t.after(() => fs.rmSync(path.dirname(file), { recursive: true, force: true }));
   fs.writeFileSync(file, bytes);

@@ -88,7 +88,7 @@ export async function screenshots(page: Page, name: string): Promise<{ phoneOver
 
 /** Lets a resize re-layout and pending images finish (images that never load are the test's business). */
 async function settle(page: Page): Promise<void> {
-  await page.evaluate(() => Promise.all([...document.images].map((img: any) => img.complete ? null : new Promise((r) => { img.onload = img.onerror = r; }))));
+  await page.evaluate(() => Promise.all([...document.images].filter((img: any) => !img.complete).map((img: any) => new Promise((r) => { img.onload = img.onerror = r; }))));
   await page.evaluate(() => new Promise<void>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
 }
 

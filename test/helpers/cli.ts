@@ -68,9 +68,9 @@ export class Sandbox {
       cwd: this.root, env: childEnv(opts.env), stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.children.add(child);
-    child.stdin!.on('error', () => { /* EPIPE when the child does not read its input */ });
-    child.stdout!.setEncoding('utf8');
-    child.stderr!.setEncoding('utf8');
+    child.stdin.on('error', () => { /* EPIPE when the child does not read its input */ });
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
     return child;
   }
 

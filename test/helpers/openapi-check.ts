@@ -25,7 +25,7 @@ export class AnswerChecker {
     this.ajv.addFormat('uri', { type: 'string', validate: (s: string) => URL.canParse(s) });
     this.ajv.addFormat('uri-reference', { type: 'string', validate: (s: string) => URL.canParse(s, 'http://x.invalid/') });
     this.ajv.addFormat('email', /^[^\s@]+@[^\s@]+$/);
-    this.ajv.addSchema(doc as object, 'openapi');
+    this.ajv.addSchema(doc, 'openapi');
     for (const [path, ops] of Object.entries(doc.paths)) {
       const segs = path.split('/').filter(Boolean);
       const re = new RegExp(`^/${segs.map((s) => (s.startsWith('{') ? '[^/]+' : s.replace(/[.*+?^$()[\]\\|]/g, '\\$&'))).join('/')}/?$`);

@@ -67,7 +67,7 @@ function fromSchema(s: Schema | undefined, depth = 0): fc.Arbitrary<Json> {
     case 'object': {
       if (s.properties && Object.keys(s.properties).length > 0) {
         const props = Object.fromEntries(Object.entries(s.properties as Record<string, Schema>).map(([k, v]) => [k, fromSchema(v, depth + 1)]));
-        return fc.record(props, { requiredKeys: (s.required ?? []) as string[] }) as fc.Arbitrary<Json>;
+        return fc.record(props, { requiredKeys: (s.required ?? []) as string[] });
       }
       const value = typeof s.additionalProperties === 'object' ? fromSchema(s.additionalProperties, depth + 1) : fc.jsonValue({ maxDepth: 3 }) as fc.Arbitrary<Json>;
       return fc.dictionary(fc.string({ maxLength: 12 }), value, { maxKeys: 4 });
@@ -108,7 +108,7 @@ function bodyOf(schema: Schema | undefined): fc.Arbitrary<Json> {
     if (how === 0) o[k] = w;
     else if (how === 1) delete o[k];
     else o[`${k}Unknown`] = w;
-    return o as Json;
+    return o;
   });
   return fc.oneof({ arbitrary: valid, weight: 3 }, { arbitrary: broken, weight: 3 }, { arbitrary: wrong, weight: 1 });
 }
@@ -215,7 +215,7 @@ function inputOf(o: Op, ids: Record<string, string>): fc.Arbitrary<Input> {
   const names = [...o.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
   const path = fc.tuple(...names.map((n) => fc.oneof(
     { arbitrary: fc.constant<string | null>(ids[n] ?? null), weight: 4 },
-    { arbitrary: badId as fc.Arbitrary<string | null>, weight: 1 },
+    { arbitrary: badId, weight: 1 },
   ))).map((vals) => Object.fromEntries(names.map((n, i) => [n, vals[i]])));
   const query = queryOf((o.op.parameters ?? []).filter((p: Schema) => p.in === 'query'));
   const schema = o.op.requestBody?.content?.['application/json']?.schema as Schema | undefined;
@@ -254,7 +254,7 @@ async function send(w: World, o: Op, input: Input) {
     res = await fetch(w.s.url + url, { method: o.method, headers, body: raw, redirect: 'manual', signal: AbortSignal.timeout(20_000) });
     text = await res.text();
   } catch (err) {
-    throw new Error(`${(err as Error).message} <- ${o.method} ${url.slice(0, 300)} (${raw?.length ?? 0} bytes of ${b.kind} body)`);
+    throw new Error(`${(err as Error).message} <- ${o.method} ${url.slice(0, 300)} (${raw?.length ?? 0} bytes of ${b.kind} body)`, { cause: err });
   }
   return { url, status: res.status, type: res.headers.get('content-type') ?? '', text, sentAuth: input.auth };
 }

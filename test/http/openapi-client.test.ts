@@ -85,7 +85,7 @@ async function typeCheck(dir: string, files: Record<string, string>): Promise<Ma
   for (const [name, source] of Object.entries(files)) fs.writeFileSync(path.join(dir, name), source);
   const args = [bin('typescript/bin/tsc'), '--noEmit', '--strict', '--target', 'es2022', '--module', 'nodenext', '--moduleResolution', 'nodenext',
     '--allowImportingTsExtensions', '--lib', 'es2022,dom', '--types', 'node', '--typeRoots', bin('@types'), '--skipLibCheck', '--pretty', 'false', ...Object.keys(files)];
-  const output = await run(process.execPath, args, { cwd: dir, maxBuffer: 64 << 20 }).then((r) => r.stdout, (err: { stdout?: string }) => err.stdout ?? String(err));
+  const output = await run(process.execPath, args, { cwd: dir, maxBuffer: 64 << 20 }).then((r) => r.stdout, (err: Error & { stdout?: string }) => err.stdout ?? String(err));
   const said = new Map<string, string>();
   for (const line of output.split('\n')) {
     const file = /^([\w.-]+\.ts)\(\d+,\d+\): error TS\d+/.exec(line)?.[1];

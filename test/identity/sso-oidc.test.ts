@@ -88,7 +88,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
   /** GET /api/auth/sso/start in browser `b` (which keeps the flow cookie): the provider's authorization URL. */
   const start = async (b: Browser, pid: string, returnTo?: string) => {
     const q = new URLSearchParams({ providerId: pid, ...(returnTo ? { returnTo } : {}) });
-    const r = await b.fetch(`${s.url}/api/auth/sso/start?${q}`);
+    const r = await b.fetch(`${s.url}/api/auth/sso/start?${String(q)}`);
     assert.equal(r.status, 302, r.body);
     assert.ok(b.cookie(SERVICE_HOST, 'svc_sso_flow'), 'the flow cookie is set');
     return new URL(r.headers.location);

@@ -114,7 +114,7 @@ export const person = (): IdpUser => {
 /** GET /api/auth/sso/start (in `browser`, e.browser by default, which keeps the flow cookie): the redirect to the IdP. */
 export async function start(e: Env, returnTo?: string, browser = e.browser) {
   const q = new URLSearchParams({ providerId: e.providerId, ...(returnTo ? { returnTo } : {}) });
-  const r = await browser.go('GET', `${e.base}/api/auth/sso/start?${q}`);
+  const r = await browser.go('GET', `${e.base}/api/auth/sso/start?${String(q)}`);
   assert.equal(r.status, 302, r.text);
   assert.ok(browser.flowCookie, 'the flow cookie is set');
   return { location: r.headers.location, setCookie: r.headers['set-cookie'], ...readRedirect(r.headers.location) };

@@ -59,7 +59,7 @@ test('tools are found through SVC_* variables first, then PATH, then the npm pac
     const npm = findMediaTools({ PATH: path.join(bin, 'missing') });
     assert.equal(npm.ffmpeg?.source, 'npm');
     assert.equal(npm.ffprobe?.source, 'npm');
-    fs.accessSync(npm.ffprobe!.path, fs.constants.X_OK);
+    fs.accessSync(npm.ffprobe.path, fs.constants.X_OK);
     assert.equal(findMediaTools({ PATH: path.join(bin, 'missing') }), npm, 'cached per environment');
   } finally {
     fs.rmSync(bin, { recursive: true, force: true });

@@ -82,7 +82,7 @@ function assertColour(img: { width: number; height: number; rgb: Buffer }, colou
   const points = [[0, 0], [w - 1, 0], [0, h - 1], [w - 1, h - 1], [w >> 1, h >> 1], [w >> 2, h >> 2], [(3 * w) >> 2, (3 * h) >> 2]];
   for (const [x, y] of points) {
     const px = [...img.rgb.subarray((y * w + x) * 3, (y * w + x) * 3 + 3)];
-    assert.ok(px.every((v, c) => Math.abs(v - colour[c]) <= 4), `${what} at (${x},${y}) is ${px}, expected ${colour}`);
+    assert.ok(px.every((v, c) => Math.abs(v - colour[c]) <= 4), `${what} at (${x},${y}) is ${String(px)}, expected ${String(colour)}`);
   }
 }
 
@@ -96,7 +96,7 @@ async function assertRedToBlue(e: MediaEvidence, rel: string, width: number, hei
   const prefix = `frames/job_t/${path.basename(rel)}`;
   assert.equal(e.firstFrame?.path, `${prefix}-first.png`);
   assert.equal(e.lastFrame?.path, `${prefix}-last.png`);
-  for (const [frame, colour, name] of [[e.firstFrame!, RED, 'first'], [e.lastFrame!, BLUE, 'last']] as const) {
+  for (const [frame, colour, name] of [[e.firstFrame, RED, 'first'], [e.lastFrame, BLUE, 'last']] as const) {
     assert.equal(frame.sha256, sha(abs(frame.path)));
     assert.equal(frame.size, fs.statSync(abs(frame.path)).size);
     const img = await pngPixels(frame.path);
@@ -197,9 +197,9 @@ test('a PNG is its own first and last frame; a JPEG gets one PNG under frames/',
   assert.deepEqual([jpg.kind, jpg.mimeType, jpg.width, jpg.height, jpg.frameCount, jpg.videoCodec], ['image', 'image/jpeg', 320, 240, 1, 'mjpeg']);
   assert.equal(jpg.firstFrame?.path, 'frames/job_t/still.jpg-first.png');
   assert.deepEqual(jpg.lastFrame, jpg.firstFrame);
-  assert.equal(jpg.firstFrame!.sha256, sha(abs(jpg.firstFrame!.path)));
+  assert.equal(jpg.firstFrame.sha256, sha(abs(jpg.firstFrame.path)));
   const decoded = (await runFfmpeg(['-v', 'error', '-i', abs('outputs/still.jpg'), '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1'])).stdout;
-  assert.ok((await pngPixels(jpg.firstFrame!.path)).rgb.equals(decoded), 'the JPEG\'s own pixels');
+  assert.ok((await pngPixels(jpg.firstFrame.path)).rgb.equals(decoded), 'the JPEG\'s own pixels');
 });
 
 test('audio has a duration and a codec, no frames; an mp4 with only sound is audio/mp4', async () => {

@@ -126,7 +126,7 @@ test('facets count exactly the filtered records; filters, substring query and pa
     assert.deepEqual(asMap(first.facets.result), count((r) => r.result), `${name}: result facet`);
     const userActors = first.facets.actor.filter((f: Row) => f.value !== null);
     assert.deepEqual(asMap(userActors), count((r) => r.actorUserId, rows.filter((r) => r.actorUserId !== null)), `${name}: actor facet (users)`);
-    for (const facet of Object.values(first.facets) as Array<Array<{ count: number }>>) {
+    for (const facet of Object.values<Array<{ count: number }>>(first.facets)) {
       assert.equal(facet.reduce((n, f) => n + f.count, 0), first.pagination.total, `${name}: a facet adds up to the total`);
     }
     const producerFacet = first.facets.actor.find((f: Row) => f.value === w.producer.user.id);

@@ -44,7 +44,7 @@ async function streamUpload(s: TestServer, token: string, assetId: string, sourc
     const res = await fetch(`${s.url}/api/assets/${assetId}/versions/upload?fileName=${fileName}`, {
       method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/octet-stream' },
       body: Readable.toWeb(source) as ReadableStream, duplex: 'half',
-    } as RequestInit);
+    });
     const text = await res.text();
     return { status: res.status, body: text ? JSON.parse(text) : null };
   } catch (err) {
@@ -410,7 +410,7 @@ test('a 200 MB upload keeps the server\'s RSS growth under 64 MB and hashes like
   t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (c) => {
+    child.stdout.on('data', (c) => {
       out += c;
       const m = /listening on (\S+)/.exec(out);
       if (m) resolve(m[1]);

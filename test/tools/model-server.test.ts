@@ -253,7 +253,7 @@ test('ComfyUI: submit, empty history and a running queue entry, then outputs vie
   assert.deepEqual(Object.keys(entry.outputs), ['9']);
   const [image] = entry.outputs['9'].images;
   assert.deepEqual([image.subfolder, image.type], ['', 'output']);
-  const view = await get(`/view?${new URLSearchParams({ filename: image.filename, subfolder: '', type: 'output' })}`);
+  const view = await get(`/view?${String(new URLSearchParams({ filename: image.filename, subfolder: '', type: 'output' }))}`);
   assert.deepEqual([view.status, view.type], [200, 'image/png']);
   const info = await probe(view.bytes);
   assert.deepEqual([info.streams[0].width, info.streams[0].height], [200, 120], 'size from EmptyLatentImage');

@@ -59,7 +59,7 @@ test('a client delivery link: the landing page without an account, a playing vid
   page.on('request', (r) => { if (r.headers().referer) referers.push(`${r.url()} <- ${r.headers().referer}`); });
   const opened = await page.goto(link.body.url);
   assert.equal(opened?.status(), 200);
-  const headers = opened!.headers();
+  const headers = opened.headers();
   assert.match(headers['content-type'], /^text\/html/);
   assert.match(headers['content-security-policy'], /^default-src 'none'; script-src 'self';.*; media-src 'self'$/);
   assert.deepEqual([headers['referrer-policy'], headers['cache-control'], headers['x-frame-options']], ['no-referrer', 'no-store', 'DENY']);
@@ -132,7 +132,7 @@ test('a client delivery link: the landing page without an account, a playing vid
   const closed = await page.goto(link.body.url);
   assert.equal(closed?.status(), 401);
   await heading(page, 'This delivery link is not valid').waitFor();
-  assert.match(closed!.headers()['content-security-policy'], /media-src 'self'$/);
+  assert.match(closed.headers()['content-security-policy'], /media-src 'self'$/);
   const filePaths = [href, listedMedia.href, manifest.body.export.archive.href, `/api/client/delivery?token=${encodeURIComponent(linkToken)}`];
   for (const p of filePaths) {
     const r = await s.call('GET', p);

@@ -24,8 +24,10 @@ export function h(tag, attrs, ...children) {
     if (key.startsWith('on') && typeof value === 'function') {
       el.addEventListener(key.slice(2).toLowerCase(), /** @type {EventListener} */ (value));
     } else if (key === 'class') {
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- class is a string or a list of strings (see h())
       el.className = Array.isArray(value) ? value.filter(Boolean).join(' ') : String(value);
     } else {
+      // eslint-disable-next-line @typescript-eslint/no-base-to-string -- attribute values are strings or numbers (see h())
       el.setAttribute(key, value === true ? '' : String(value));
     }
   }
@@ -42,6 +44,7 @@ function append(el, children) {
     if (c === null || c === undefined || c === false) continue;
     if (Array.isArray(c)) append(el, c);
     else if (c instanceof Node) el.append(c);
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string -- here a string or a number (see Child)
     else el.append(document.createTextNode(String(c)));
   }
 }

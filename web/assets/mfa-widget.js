@@ -46,7 +46,7 @@ export function mfaSetupWidget(opts) {
   const button = h('button', { type: 'submit' }, 'Confirm');
   const form = h('form', { class: 'mfa-setup-form', novalidate: 'novalidate' }, codeLabel, button);
 
-  form.addEventListener('submit', async (ev) => {
+  form.addEventListener('submit', (ev) => void (async () => { // the handler catches its own errors
     ev.preventDefault();
     const code = input.value.replace(/\s+/g, '');
     status.replaceChildren();
@@ -67,7 +67,7 @@ export function mfaSetupWidget(opts) {
         input.focus();
       }
     });
-  });
+  })());
 
   root.append(
     h('p', {}, 'Scan this QR code with your authenticator app, then enter the code it shows.'),

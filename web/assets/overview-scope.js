@@ -83,7 +83,7 @@ export function scopeSwitcher(initial, opts) {
   };
 
   for (const level of LEVELS) {
-    selects[level].addEventListener('change', async () => {
+    selects[level].addEventListener('change', () => void (async () => { // the handler catches its own errors
       const value = selects[level].value;
       if (!value) return;
       const mine = ++changes;
@@ -104,7 +104,7 @@ export function scopeSwitcher(initial, opts) {
       } finally {
         if (mine === changes) for (const l of LEVELS) selects[l].removeAttribute('aria-busy');
       }
-    });
+    })());
   }
 
   return { element: form, ready: show(initial).then(() => undefined) };

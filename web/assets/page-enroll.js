@@ -55,7 +55,7 @@ export async function render(root, _url) {
       try {
         answer = await api('POST', '/api/auth/mfa/enroll/confirm', { challengeToken: challenge.challengeToken, code });
       } catch (err) {
-        throw new Error(signInError(err));
+        throw new Error(signInError(err), { cause: err });
       }
       pending = null; // the session cookie is set; the challenge is spent
       passwordChangeRequired = answer?.passwordChangeRequired === true;

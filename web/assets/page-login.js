@@ -15,6 +15,7 @@ import { startEnrollment } from './page-enroll.js';
  * @returns {string}
  */
 export function safeReturnTo(raw) {
+  // eslint-disable-next-line no-control-regex -- it refuses control characters on purpose
   if (!raw || raw.length > 2000 || !raw.startsWith('/') || raw.startsWith('//') || /[\\\s\u0000-\u001f\u007f]/.test(raw)) return '/overview';
   const url = new URL(raw, location.origin);
   if (url.origin !== location.origin || ['/', '/login', '/sso/complete', '/mfa/enroll'].includes(url.pathname)) return '/overview';
@@ -124,7 +125,7 @@ export function mfaStep(root, challengeToken, returnTo) {
  * @returns {Promise<HTMLElement | null>}
  */
 async function providerLinks(returnTo) {
-  let items = [];
+  let items;
   try {
     items = (await api('GET', '/api/auth/sso/providers?pageSize=100'))?.items ?? [];
   } catch {

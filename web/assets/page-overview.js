@@ -39,7 +39,7 @@ export function poll(anchor, tick) {
     if (!anchor.isConnected) return stop();
     if (document.visibilityState !== 'visible') return; // onVisibility resumes
     running = true;
-    let keep = true;
+    let keep;
     try { keep = await tick(n++); } catch { keep = true; } finally { running = false; }
     if (!keep) return stop();
     if (!stopped && timer === undefined && document.visibilityState === 'visible') timer = setTimeout(run, POLL_MS);
@@ -48,7 +48,7 @@ export function poll(anchor, tick) {
     if (stopped) return;
     if (!anchor.isConnected) return stop();
     if (document.visibilityState === 'visible') {
-      if (!running && timer === undefined) run();
+      if (!running && timer === undefined) void run(); // run() catches what tick() throws
     } else {
       clearTimeout(timer);
       timer = undefined;
@@ -93,7 +93,7 @@ export async function render(root, _url) {
     stopPolling();
     if (gone()) return;
     const catalog = catalogSection(ctx, signal);
-    const jobs = jobsSection(ctx, { shotTitle: catalog.shotTitle, onCompleted: (job) => { catalog.refreshShot(job.shotId); }, signal });
+    const jobs = jobsSection(ctx, { shotTitle: catalog.shotTitle, onCompleted: (job) => { void catalog.refreshShot(job.shotId); }, signal });
     const notifications = notificationsSection(ctx, signal);
     const workItems = workItemsSection(ctx, signal);
     content.replaceChildren(catalog.element, jobs.element, notifications.element, workItems.element);
@@ -101,7 +101,8 @@ export async function render(root, _url) {
     let jobsOn = jobs.enabled;
     let notificationsOn = true;
     // The first job list waits for the catalog, so that jobs are named by their shots' titles.
-    Promise.all([catalog.load().then(() => (gone() ? false : jobs.refresh())).then((on) => { jobsOn = on; }),
+    // (Each load and refresh catches its own errors and shows them in its section.)
+    void Promise.all([catalog.load().then(() => (gone() ? false : jobs.refresh())).then((on) => { jobsOn = on; }),
       notifications.refresh().then((on) => { notificationsOn = on; }), workItems.load()]).then(() => {
       if (gone() || !anchor.isConnected || (!jobsOn && !notificationsOn)) return;
       stopPolling = poll(anchor, async (n) => {

@@ -110,7 +110,7 @@ function twoStepSection() {
         try {
           answer = await api('POST', '/api/auth/mfa/enable', { code });
         } catch (err) {
-          throw new Error(errorText(err));
+          throw new Error(errorText(err), { cause: err });
         }
         cancelRow.remove();
         void showStatus();
@@ -136,7 +136,7 @@ function twoStepSection() {
           onclick: () => { work.replaceChildren(); focusFirstButton(state); },
         }, 'Cancel')),
     );
-    form.addEventListener('submit', async (ev) => {
+    form.addEventListener('submit', (ev) => void (async () => { // the handler catches its own errors
       ev.preventDefault();
       const pw = /** @type {HTMLInputElement} */ (password.querySelector('input')).value;
       const c = /** @type {HTMLInputElement} */ (code.querySelector('input')).value.replace(/\s+/g, '');
@@ -155,7 +155,7 @@ function twoStepSection() {
           s.say('error', errorText(err));
         }
       });
-    });
+    })());
     work.replaceChildren(form);
     /** @type {HTMLInputElement} */ (password.querySelector('input')).focus();
   }
@@ -191,7 +191,7 @@ function passwordSection(afterChange) {
   );
   const currentInput = /** @type {HTMLInputElement} */ (current.querySelector('input'));
   const nextInput = /** @type {HTMLInputElement} */ (next.querySelector('input'));
-  form.addEventListener('submit', async (ev) => {
+  form.addEventListener('submit', (ev) => void (async () => { // the handler catches its own errors
     ev.preventDefault();
     if (!currentInput.value || !nextInput.value) {
       s.say('error', 'Enter your current password and a new one.');
@@ -209,7 +209,7 @@ function passwordSection(afterChange) {
         s.say('error', errorText(err));
       }
     });
-  });
+  })());
   s.body.append(form);
   return s.element;
 }

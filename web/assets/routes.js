@@ -68,6 +68,7 @@ const BASE = 'http://console.invalid';
  * @returns {ConsoleRoute | null}
  */
 export function routeOfLink(link) {
+  // eslint-disable-next-line no-control-regex -- it refuses control characters on purpose
   if (typeof link !== 'string' || link.length > 2000 || !link.startsWith('/') || link.startsWith('//') || /[\\\s\u0000-\u001f\u007f]/.test(link)) return null;
   const url = new URL(link, BASE);
   if (url.origin !== BASE) return null;
