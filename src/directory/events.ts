@@ -22,7 +22,7 @@ export interface EventContext { readonly db: Db; readonly log: Logger; now(): Da
 /** Event name -> payload; wings add their events by declaration merging (see above). */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
 export interface EventMap {}
-export type EventName = keyof EventMap & string;
+export type EventName = Extract<keyof EventMap, string>;
 
 export interface OutboxRow {
   id: string; event: string; subscriber: string; payload: string; created_at: string;
