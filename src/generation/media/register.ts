@@ -15,7 +15,8 @@ import { ConnectorError, type ContractInput, type OutputFile } from '../connecto
 import { shotById, shotsOfProject } from '../../production/catalog/store.ts';
 import { analyzeMedia, MediaError, type MediaEvidence } from '../../media-tools/evidence.ts';
 import { compareSignatures } from '../../media-tools/signature.ts';
-import { storageQuotaWarnings, type QuotaContext } from '../../commercial/quotas/service.ts';
+import type { QuotaContext } from '../../commercial/quotas/service.ts';
+import { storageQuotaWarnings } from '../../commercial/quotas/warnings.ts';
 import { detectComposite } from '../../media-tools/collage.ts';
 import { MediaToolError } from '../../media-tools/ffmpeg.ts';
 import {

@@ -16,9 +16,10 @@ import { record } from '../../platform/audit/service.ts';
 import { billingAccountOf } from '../../directory/plan/account.ts';
 import { organizationStoredBytes } from '../../commercial/meters.ts';
 import {
-  checkWorkspaceStorage, gbToBytes, largestAssetFile, quotaContextOf, quotaOfWorkspace, storageQuotaWarnings, storesAssetFileOfSize,
+  checkWorkspaceStorage, gbToBytes, largestAssetFile, quotaContextOf, quotaOfWorkspace, storesAssetFileOfSize,
   workspaceStorageBound,
 } from '../../commercial/quotas/service.ts';
+import { storageQuotaWarnings } from '../../commercial/quotas/warnings.ts';
 import { hasPermission } from '../../directory/roles.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import type { AssetCreateBody, AssetPatchBody } from './schema.ts';
