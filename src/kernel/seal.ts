@@ -1,8 +1,14 @@
-// AES-256-GCM encryption at rest under a configured key. Two keys use it: SVC_MFA_ENCRYPTION_KEY
-// (TOTP secrets, with the user id as additional data: a ciphertext moved to another user's row does
-// not decrypt) and SVC_OIDC_STORAGE_KEY (single sign-on flow states, src/identity/sso/state.ts).
-// A fresh 96-bit nonce per ciphertext. Stored layout: version byte (1) | nonce (12) | ciphertext |
-// tag (16). Any failure to decrypt throws: callers refuse (fail closed), they never fall back.
+// The one AES-256-GCM sealer of the service, and the key settings of the configured keys.
+//
+// Sealing: a fresh 96-bit nonce per ciphertext, a 128-bit tag, optional additional data (a
+// ciphertext bound to it does not decrypt elsewhere). Two stored layouts, both written and read here:
+//   - binary (BLOB columns): version byte (1) | nonce (12) | ciphertext | tag (16): seal/unseal.
+//     TOTP secrets (SVC_MFA_ENCRYPTION_KEY, the user id as additional data: a ciphertext moved to
+//     another user's row does not decrypt) and single sign-on flow states (SVC_OIDC_STORAGE_KEY,
+//     src/identity/sso/state.ts).
+//   - text (TEXT columns): "v1:" + base64(nonce (12) | tag (16) | ciphertext): sealText/unsealText.
+//     Webhook signing secrets, under the key file of src/platform/notifications/secrets.ts.
+// Any failure to decrypt throws SecretUnreadableError: callers refuse (fail closed), they never fall back.
 //
 // A key setting: 64 hex characters or base64/base64url of exactly 32 bytes are used as they are; any
 // other value of at least 16 characters is a passphrase stretched with scrypt (N=2^15, r=8, p=1,
@@ -11,13 +17,18 @@
 import crypto from 'node:crypto';
 import { ConfigError, type Config } from './config.ts';
 
-const VERSION = 1;
+/** The first byte of the binary layout. */
+const BINARY_VERSION = 1;
+/** The prefix of the text layout. */
+const TEXT_VERSION = 'v1:';
 const NONCE = 12;
 const TAG = 16;
 const PASSPHRASE_MIN = 16;
 
-export interface EncryptionKey {
-  key: Buffer;
+/** What seals: a 32-byte AES-256 key. */
+export interface SealKey { readonly key: Buffer }
+
+export interface EncryptionKey extends SealKey {
   /** Short fingerprint stored beside each ciphertext: tells a changed key from a damaged row. */
   id: string;
   source: 'development' | 'hex' | 'base64' | 'passphrase';
@@ -85,27 +96,54 @@ export const ssoStorageKey = (config: Config): EncryptionKey => cachedKey(config
 
 export class SecretUnreadableError extends Error {}
 
-/** AES-256-GCM of `plaintext` bound to `aad`, in the stored layout. */
-export function seal(k: EncryptionKey, aad: Buffer, plaintext: string): Buffer {
+const UNREADABLE = 'the secret does not decrypt with this key (changed key or damaged row)';
+
+interface Sealed { nonce: Buffer; body: Buffer; tag: Buffer }
+
+function encrypt(k: SealKey, aad: Buffer | null, plaintext: string): Sealed {
   const nonce = crypto.randomBytes(NONCE);
   const cipher = crypto.createCipheriv('aes-256-gcm', k.key, nonce, { authTagLength: TAG });
-  cipher.setAAD(aad);
+  if (aad) cipher.setAAD(aad);
   const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
-  return Buffer.concat([Buffer.from([VERSION]), nonce, body, cipher.getAuthTag()]);
+  return { nonce, body, tag: cipher.getAuthTag() };
+}
+
+function decrypt(k: SealKey, aad: Buffer | null, { nonce, body, tag }: Sealed): string {
+  try {
+    const decipher = crypto.createDecipheriv('aes-256-gcm', k.key, nonce, { authTagLength: TAG });
+    if (aad) decipher.setAAD(aad);
+    decipher.setAuthTag(tag);
+    return Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8');
+  } catch {
+    throw new SecretUnreadableError(UNREADABLE);
+  }
+}
+
+/** AES-256-GCM of `plaintext` bound to `aad`, in the binary layout. */
+export function seal(k: SealKey, aad: Buffer, plaintext: string): Buffer {
+  const { nonce, body, tag } = encrypt(k, aad, plaintext);
+  return Buffer.concat([Buffer.from([BINARY_VERSION]), nonce, body, tag]);
 }
 
 /** The plaintext of seal(); throws SecretUnreadableError when the key or the additional data differ or a byte was changed. */
-export function unseal(k: EncryptionKey, aad: Buffer, blob: Uint8Array): string {
+export function unseal(k: SealKey, aad: Buffer, blob: Uint8Array): string {
   const buf = Buffer.from(blob);
-  if (buf.length < 1 + NONCE + TAG + 1 || buf[0] !== VERSION) throw new SecretUnreadableError('unknown ciphertext layout');
-  try {
-    const decipher = crypto.createDecipheriv('aes-256-gcm', k.key, buf.subarray(1, 1 + NONCE), { authTagLength: TAG });
-    decipher.setAAD(aad);
-    decipher.setAuthTag(buf.subarray(buf.length - TAG));
-    return Buffer.concat([decipher.update(buf.subarray(1 + NONCE, buf.length - TAG)), decipher.final()]).toString('utf8');
-  } catch {
-    throw new SecretUnreadableError('the secret does not decrypt with this key (changed key or damaged row)');
-  }
+  if (buf.length < 1 + NONCE + TAG + 1 || buf[0] !== BINARY_VERSION) throw new SecretUnreadableError('unknown ciphertext layout');
+  return decrypt(k, aad, { nonce: buf.subarray(1, 1 + NONCE), body: buf.subarray(1 + NONCE, buf.length - TAG), tag: buf.subarray(buf.length - TAG) });
+}
+
+/** AES-256-GCM of `plaintext` (no additional data) in the text layout: "v1:" + base64(nonce | tag | ciphertext). */
+export function sealText(k: SealKey, plaintext: string): string {
+  const { nonce, body, tag } = encrypt(k, null, plaintext);
+  return TEXT_VERSION + Buffer.concat([nonce, tag, body]).toString('base64');
+}
+
+/** The plaintext of sealText(); throws SecretUnreadableError when the key differs or a byte was changed. */
+export function unsealText(k: SealKey, stored: string): string {
+  if (!stored.startsWith(TEXT_VERSION)) throw new SecretUnreadableError('unknown secret format');
+  const raw = Buffer.from(stored.slice(TEXT_VERSION.length), 'base64');
+  if (raw.length < NONCE + TAG) throw new SecretUnreadableError(UNREADABLE);
+  return decrypt(k, null, { nonce: raw.subarray(0, NONCE), tag: raw.subarray(NONCE, NONCE + TAG), body: raw.subarray(NONCE + TAG) });
 }
 
 const totpAad = (userId: string) => Buffer.from(`svc:mfa:totp:${userId}`, 'utf8');
