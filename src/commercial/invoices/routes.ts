@@ -4,7 +4,7 @@
 // organization named under this one's path is 403 organization_forbidden.
 import { json, type Router, type RouteMeta } from '../../http/router.ts';
 import { pageWindow } from '../../kernel/validate.ts';
-import { attachment, csvRow, csvText, jsonArrayText, recordStream } from '../../platform/audit/export.ts';
+import { attachment, csvRow, csvText, jsonArrayText, recordStream } from '../../kernel/export-stream.ts';
 import { GenerateBody, InvoiceExportQuery, InvoiceListQuery, StatusBody } from './schema.ts';
 import { changeInvoiceStatus, generateInvoice, invoiceDetail, invoiceExport, listInvoices } from './service.ts';
 import { presentEvent, presentInvoice, presentLine } from './present.ts';

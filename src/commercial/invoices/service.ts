@@ -12,7 +12,7 @@ import { conflict, forbidden, notFound } from '../../kernel/errors.ts';
 import type { Infer } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
-import { exportStamp, type ExportFormat } from '../../platform/audit/export.ts';
+import { exportStamp, type ExportFormat } from '../../kernel/export-stream.ts';
 import { seatUsage } from '../../directory/plan/seats.ts';
 import { organizationById } from '../../directory/tenancy/store.ts';
 import { billingAccountOf, type BillingAccountRow } from '../../directory/plan/account.ts';

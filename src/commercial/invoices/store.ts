@@ -5,7 +5,7 @@
 import type { StatementSync } from 'node:sqlite';
 import type { Db } from '../../db/db.ts';
 import { likePattern } from '../../db/like.ts';
-import { openSnapshotCursor } from '../../platform/audit/export.ts';
+import { openSnapshotCursor } from '../../db/cursor.ts';
 import { storedBytesByWorkspace } from '../meters.ts';
 import type { InvoiceFilter } from './schema.ts';
 import type { InvoiceStatus } from '../vocabulary.ts';

@@ -3,7 +3,7 @@
 // GET /api/usage (usage:view). Shapes: docs/commercial.md#usage.
 import { json, type Router, type RouteMeta } from '../../http/router.ts';
 import { paging } from '../../kernel/validate.ts';
-import { attachment } from '../../platform/audit/export.ts';
+import { attachment } from '../../kernel/export-stream.ts';
 import { ScopeUsageQuery, UsageExportQuery, UsageListQuery } from './schema.ts';
 import { exportUsage, listUsage, scopeUsage } from './service.ts';
 import * as o from '../../kernel/view.ts';

@@ -16,7 +16,7 @@ import { organizationById } from '../../directory/tenancy/store.ts';
 import { newId } from '../../kernel/ids.ts';
 import { FACET_LIMIT } from '../../platform/audit/store.ts';
 import { parseMetadata } from '../../platform/audit/present.ts';
-import { csvRow, csvText, exportStamp, jsonArrayText, recordStream, type ExportFormat } from '../../platform/audit/export.ts';
+import { csvRow, csvText, exportStamp, jsonArrayText, recordStream, type ExportFormat } from '../../kernel/export-stream.ts';
 import { clipsTowardQuota, organizationStoredBytes, projectStoredBytes } from '../meters.ts';
 import { seatUsage } from '../../directory/plan/seats.ts';
 import { billingAccountOf } from '../../directory/plan/account.ts';

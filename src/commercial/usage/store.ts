@@ -3,7 +3,7 @@
 // statement names the organization; names come from the organization's own rows.
 import type { Db, Param } from '../../db/db.ts';
 import { and, type Where } from '../../platform/audit/store.ts';
-import { openSnapshotCursor, type RowCursor } from '../../platform/audit/export.ts';
+import { openSnapshotCursor, type RowCursor } from '../../db/cursor.ts';
 import { likePattern } from '../../db/like.ts';
 
 export interface NewUsageRow {

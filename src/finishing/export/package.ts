@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { Db } from '../../db/db.ts';
 import { AppError, conflict } from '../../kernel/errors.ts';
 import { resolveStored, verifyStored } from '../../kernel/files.ts';
-import { csvRow } from '../../platform/audit/export.ts';
+import { csvRow } from '../../kernel/export-stream.ts';
 import { dialogueOfShot } from '../../production/scripts/dialogue.ts';
 import { shotById } from '../../production/catalog/store.ts';
 import { edlOf } from './edl.ts';

@@ -1,7 +1,8 @@
 // Audit rows as the API shows them (camelCase, metadata parsed; the log never holds secrets), and
-// as CSV lines (RFC 4180 quoting, CRLF, formula-injection guard).
+// as CSV lines (the kernel's cells: RFC 4180 quoting, CRLF, formula-injection guard).
 import type { AuditRow } from './store.ts';
 import * as o from '../../kernel/view.ts';
+import { csvCell } from '../../kernel/export-stream.ts';
 
 export function parseMetadata(text: string): unknown {
   try {
@@ -62,24 +63,6 @@ const CSV_ROW_FIELDS: ReadonlyArray<keyof AuditRow> = [
   'seq', 'id', 'created_at', 'actor_type', 'actor_user_id', 'actor_name', 'organization_id', 'workspace_id', 'project_id',
   'action', 'target_type', 'target_id', 'result', 'metadata', 'ip', 'user_agent', 'request_id', 'prev_hash', 'hash',
 ];
-
-/** Characters that make a spreadsheet read a cell as a formula (OWASP: = + - @, and tab and CR). */
-const FORMULA_START = /^[=+\-@\t\r]/;
-const NEEDS_QUOTES = /[",\r\n]/;
-
-/**
- * One CSV cell: a cell starting with = + - @ (or tab, CR) gets a leading apostrophe so that
- * spreadsheets show it as text; then RFC 4180 quoting (double quotes around a cell holding a comma,
- * quote, CR or LF; inner quotes doubled). null is the empty cell.
- */
-export function csvCell(value: string | number | null): string {
-  if (value === null) return '';
-  // JSON.stringify, not String(): V8 keeps String(number) results in its number-to-string cache,
-  // which makes every seq of a long export survive young-generation collections.
-  if (typeof value === 'number') return JSON.stringify(value);
-  const s = FORMULA_START.test(value) ? `'${value}` : value;
-  return NEEDS_QUOTES.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-}
 
 export const CSV_HEADER = CSV_COLUMNS.join(',') + '\r\n';
 

@@ -2,7 +2,7 @@
 // streamed export. Access: audit:view; what the caller sees is its audit reach (scope.ts).
 import { json, type Router } from '../../http/router.ts';
 import { paging } from '../../kernel/validate.ts';
-import { attachment } from './export.ts';
+import { attachment } from '../../kernel/export-stream.ts';
 import * as o from '../../kernel/view.ts';
 import { AuditRecordView, presentAudit } from './present.ts';
 import { AuditExportQuery, AuditListQuery } from './schema.ts';

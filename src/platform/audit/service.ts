@@ -7,7 +7,8 @@ import type { Readable } from 'node:stream';
 import type { Ctx } from '../../directory/context.ts';
 import { notFound, validationFailed } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
-import { exportStamp, exportStream, type ExportFormat } from './export.ts';
+import { exportStamp, type ExportFormat } from '../../kernel/export-stream.ts';
+import { exportStream } from './export.ts';
 import { FILTER_NAMES, type AuditFilters } from './schema.ts';
 import { auditReach, checkNarrowing, filterWhere, reachWhere, type AuditReach } from './scope.ts';
 import {

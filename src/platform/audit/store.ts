@@ -1,7 +1,7 @@
 // SQL of the append-only, hash-chained audit log: the one-statement append, the scoped and filtered
 // reads behind the list, facets, detail and export, and the chain walk of `svc audit verify`.
 import type { Db, Param } from '../../db/db.ts';
-import { openSnapshotCursor, type RowCursor } from './export.ts';
+import { openSnapshotCursor, type RowCursor } from '../../db/cursor.ts';
 
 export interface AuditRow {
   seq: number;
