@@ -1,9 +1,13 @@
 // One typed, frozen Config built from command-line flags and SVC_* environment variables.
 // Flags win over environment, environment wins over the default. Every setting is declared once in
 // SETTINGS below; the README's configuration table is checked against it by test/docs/readme.test.ts.
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseOriginList } from './egress.ts';
+
+/** The service's version, from package.json: the API document's info.version, the webhook user agent. */
+export const VERSION: string = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 type Kind = 'string' | 'int' | 'bool' | 'enum';
 

@@ -1,5 +1,4 @@
 // Liveness, the API document, readiness, storage cleanup and database snapshots.
-import fs from 'node:fs';
 import { json, type Router } from '../http/router.ts';
 import { buildOpenApi } from '../http/openapi.ts';
 import { readiness } from './readiness.ts';
@@ -8,6 +7,7 @@ import { CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from
 import { configReport } from './config-report.ts';
 import { systemHealth } from './health.ts';
 import { identityOverview } from './identity.ts';
+import { VERSION } from '../kernel/config.ts';
 import * as o from '../kernel/view.ts';
 import { ReadinessView } from './readiness.ts';
 import { CleanupPreviewView, ReclaimResultView } from './storage.ts';
@@ -15,8 +15,6 @@ import { ConfigReportView } from './config-report.ts';
 import { HealthView } from './health.ts';
 import { IdentityOverviewView } from './identity.ts';
 import { BackupView } from './backups.ts';
-
-export const VERSION: string = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export function bindSystemRoutes(router: Router): void {
   const r = router.module(import.meta.url);

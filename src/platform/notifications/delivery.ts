@@ -12,12 +12,11 @@
 // webhook-id stays the same so receivers can de-duplicate).
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Config } from '../../kernel/config.ts';
+import { VERSION, type Config } from '../../kernel/config.ts';
 import type { Db } from '../../db/db.ts';
 import type { Logger } from '../../kernel/log.ts';
 import { createContext, type Actor, type Ctx } from '../../directory/context.ts';
 import { record } from '../audit/service.ts';
-import { VERSION } from '../../system/routes.ts';
 import { postOnce, systemResolver, type PostResult, type Resolver } from '../../kernel/egress.ts';
 import { decryptSecret, signatureHeader } from './secrets.ts';
 import { allowListOf, channelById, claimDue, finishAttempt, nextDueAt, type ChannelRow, type OutboxRow } from './store.ts';
