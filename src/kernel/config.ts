@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseOriginList } from './egress.ts';
+import { parseOriginList } from './urls.ts';
 
 /** The service's version, from package.json: the API document's info.version, the webhook user agent. */
 export const VERSION: string = (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;

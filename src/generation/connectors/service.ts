@@ -18,9 +18,8 @@ import { billingAccountOf } from '../../directory/plan/account.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { pageWindow } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
-import {
-  CONNECTOR_EGRESS, LOCAL_CONNECTOR_EGRESS, ResolveError, normalizeAddress, refusalOf, resolveHost, systemResolver, type Address,
-} from '../../kernel/egress.ts';
+import { CONNECTOR_EGRESS, LOCAL_CONNECTOR_EGRESS, ResolveError, refusalOf, resolveHost, systemResolver } from '../../kernel/egress.ts';
+import { normalizeAddress, type Address } from '../../kernel/addresses.ts';
 import { wakeWorker } from '../dispatch/control.ts';
 import { probeConnector } from './protocols/index.ts';
 import { credentialNameProblem, credentialPolicy } from '../../kernel/credentials.ts';

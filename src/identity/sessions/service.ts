@@ -8,7 +8,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { AppError, notFound, validationFailed } from '../../kernel/errors.ts';
 import { newId, newToken } from '../../kernel/ids.ts';
 import { tokenHash } from '../../directory/sessions/token-hash.ts';
-import { clientNetwork } from '../../kernel/egress.ts';
+import { clientNetwork } from '../../kernel/addresses.ts';
 import { record } from '../../platform/audit/service.ts';
 import { normalizeEmail, setLastLogin, setPassword, userByEmail, userById, type UserRow } from '../../directory/users/store.ts';
 import { firstScope } from '../../directory/tenancy/scope.ts';

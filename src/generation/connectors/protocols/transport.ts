@@ -24,9 +24,8 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { ConnectorError } from './types.ts';
 import type { ConnectorSpec } from './types.ts';
-import {
-  CONNECTOR_EGRESS, EgressRefused, LOCAL_CONNECTOR_EGRESS, addressRefusal, egressLookup, normalizeAddress, type Address, type EgressPolicy,
-} from '../../../kernel/egress.ts';
+import { CONNECTOR_EGRESS, EgressRefused, LOCAL_CONNECTOR_EGRESS, addressRefusal, egressLookup, type EgressPolicy } from '../../../kernel/egress.ts';
+import { normalizeAddress, type Address } from '../../../kernel/addresses.ts';
 import { credentialNameProblem, type CredentialPolicy } from '../../../kernel/credentials.ts';
 
 // ---------------------------------------------------------------------------------------------
