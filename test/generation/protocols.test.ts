@@ -9,7 +9,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { ConnectorError } from '../../src/generation/connectors/protocols/types.ts';
 import { callConnector, dryRun, probeConnector, routeFor, supportsKind } from '../../src/generation/connectors/protocols/index.ts';
-import { joinUrl } from '../../src/generation/connectors/protocols/transport.ts';
+import { joinUrl } from '../../src/generation/connectors/protocols/urls.ts';
 import { fillWorkflow, placeholders, seedOf } from '../../src/generation/connectors/protocols/comfyui.ts';
 import { mimeFor, outputName, saveOutput } from '../../src/generation/connectors/protocols/outputs.ts';
 import { tmp, CREDENTIALS, connector, WORKFLOW, contract, execution, request } from './protocols-setup.ts';

@@ -28,7 +28,10 @@ import { ConnectorError } from './types.ts';
 import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from './types.ts';
 import { checkImageCount, downloadOutput, rejectComposite } from './outputs.ts';
 import type { OutputRole } from './outputs.ts';
-import { badResponse, connectorEgress, deadlineOf, getHeaders, isObject, joinUrl, postPrepared, requestJson, toConnectorError, type Prepared } from './transport.ts';
+import { joinUrl } from './urls.ts';
+import { badResponse, toConnectorError } from './errors.ts';
+import { connectorEgress, getHeaders, requestJson } from './transport.ts';
+import { deadlineOf, isObject, postPrepared, type Prepared } from './prepared.ts';
 
 export const HEALTH_ROUTE = '/system_stats';
 export const SUBMIT_ROUTE = '/prompt';

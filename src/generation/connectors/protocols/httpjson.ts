@@ -56,7 +56,9 @@ import { ConnectorError } from './types.ts';
 import type { CallRequest, CallResult, ConnectorSpec, Execution, OutputFile, ProductionContract } from './types.ts';
 import { checkImageCount, rejectComposite, storeAnswered } from './outputs.ts';
 import type { OutputRole } from './outputs.ts';
-import { badResponse, isObject, joinUrl, modelFor, parseEndpoint, fileJsonLimit, postPrepared, type Prepared } from './transport.ts';
+import { joinUrl, parseEndpoint } from './urls.ts';
+import { badResponse } from './errors.ts';
+import { isObject, modelFor, fileJsonLimit, postPrepared, type Prepared } from './prepared.ts';
 
 export const HEALTH_ROUTE = '/health';
 

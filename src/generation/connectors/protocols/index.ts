@@ -26,7 +26,10 @@ import * as httpJson from './httpjson.ts';
 import * as openai from './openai.ts';
 import * as comfyui from './comfyui.ts';
 import type { CredentialPolicy } from '../../../kernel/credentials.ts';
-import { allowedCredentialName, connectorEgress, credentialOf, getHeaders, joinUrl, readBody, redact, send, type Prepared } from './transport.ts';
+import { joinUrl } from './urls.ts';
+import { allowedCredentialName, credentialOf, redact } from './credential.ts';
+import { connectorEgress, getHeaders, readBody, send } from './transport.ts';
+import type { Prepared } from './prepared.ts';
 
 interface Protocol {
   healthRoute: string;

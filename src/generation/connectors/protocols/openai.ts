@@ -27,23 +27,10 @@ import { Readable } from 'node:stream';
 import { ConnectorError } from './types.ts';
 import type { CallRequest, CallResult, ConnectorSpec, ContractInput, Execution, ProductionContract } from './types.ts';
 import { checkImageCount, downloadOutput, mimeFor, outputName, rejectComposite, saveOutput, storeAnswered } from './outputs.ts';
-import {
-  badResponse,
-  connectorEgress,
-  fileJsonLimit,
-  postPrepared,
-  deadlineOf,
-  ensureOk,
-  getHeaders,
-  isObject,
-  joinUrl,
-  jsonHeaders,
-  modelFor,
-  requestJson,
-  send,
-  toConnectorError,
-  type Prepared,
-} from './transport.ts';
+import { joinUrl } from './urls.ts';
+import { badResponse, toConnectorError } from './errors.ts';
+import { connectorEgress, ensureOk, getHeaders, jsonHeaders, requestJson, send } from './transport.ts';
+import { deadlineOf, fileJsonLimit, isObject, modelFor, postPrepared, type Prepared } from './prepared.ts';
 
 export const DEFAULT_ROUTES: Readonly<Record<string, string>> = {
   image: '/v1/images/generations',

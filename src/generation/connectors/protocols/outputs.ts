@@ -12,7 +12,8 @@ import { pipeline } from 'node:stream/promises';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ConnectorError } from './types.ts';
 import type { CallRequest, OutputFile } from './types.ts';
-import { connectorEgress, ensureOk, joinUrl, originOf, send } from './transport.ts';
+import { joinUrl, originOf } from './urls.ts';
+import { connectorEgress, ensureOk, send } from './transport.ts';
 import { EgressRefused } from '../../../kernel/egress.ts';
 import { detectComposite, type CompositeKind } from '../../../media-tools/collage.ts';
 
