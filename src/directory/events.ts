@@ -24,7 +24,8 @@ export interface EventContext { readonly db: Db; readonly log: Logger; now(): Da
 export interface EventMap {}
 export type EventName = Extract<keyof EventMap, string>;
 
-export interface OutboxRow {
+/** A row of event_outbox: one event for one subscriber. */
+interface EventRow {
   id: string; event: string; subscriber: string; payload: string; created_at: string;
   attempts: number; last_error: string | null; done_at: string | null;
 }
@@ -38,8 +39,6 @@ export interface EventBus<C extends EventContext> {
    * `what` names the work in the failure log ("re-opening reviews" -> "re-opening reviews failed").
    */
   subscribe<N extends EventName>(event: N, subscriber: string, handler: Handler<C, N>, what?: string): void;
-  /** The bound subscribers of an event, in binding order. */
-  subscribersOf(event: string): string[];
   /** Records the event for each subscriber in the current transaction; dispatches each after commit. */
   emit<N extends EventName>(ctx: C, event: N, payload: EventMap[N]): void;
   /** Dispatches every pending row, oldest first (at server start: news a crash left undelivered). */
@@ -51,7 +50,7 @@ export function createEventBus<C extends EventContext>(): EventBus<C> {
 
   /** Runs a pending row's handler in a transaction that also marks it done; a failure is logged and kept. */
   const dispatch = (ctx: C, id: string): void => {
-    const row = ctx.db.get<OutboxRow>('SELECT * FROM event_outbox WHERE id = ? AND done_at IS NULL', id);
+    const row = ctx.db.get<EventRow>('SELECT * FROM event_outbox WHERE id = ? AND done_at IS NULL', id);
     const sub = row && subscriptions.get(row.event)?.find((s) => s.subscriber === row.subscriber);
     if (!row || !sub) return;
     try {
@@ -71,7 +70,6 @@ export function createEventBus<C extends EventContext>(): EventBus<C> {
       list.push({ subscriber, what, handler: handler as (ctx: C, payload: unknown) => void });
       subscriptions.set(event, list);
     },
-    subscribersOf: (event) => (subscriptions.get(event) ?? []).map((s) => s.subscriber),
     emit(ctx, event, payload) {
       const subs = subscriptions.get(event) ?? [];
       if (subs.length === 0) return;
@@ -94,7 +92,7 @@ export function createEventBus<C extends EventContext>(): EventBus<C> {
 }
 
 /** Logs a handler's failure with the event's payload (ids and plain values) and keeps it on the row. */
-function failed(db: Db, log: Logger, row: OutboxRow, what: string, err: unknown): void {
+function failed(db: Db, log: Logger, row: EventRow, what: string, err: unknown): void {
   const message = err instanceof Error ? err.message : String(err);
   log.error(`${what} failed; the event stays pending`, {
     event: row.event, subscriber: row.subscriber, eventId: row.id, payload: JSON.parse(row.payload) as unknown, err,

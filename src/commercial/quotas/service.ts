@@ -63,9 +63,6 @@ export const quotaContextOf = (db: Db, organizationId: string, workspaceId: stri
 export const workspaceClips = (db: Db, organizationId: string, workspaceId: string, start: string, end: string): number =>
   db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf('?4')}`, organizationId, start, end, workspaceId)!.n;
 
-/** Bytes the workspace keeps in storage: each distinct stored file of the workspace counted once (commercial/meters.ts). */
-export { workspaceStoredBytes };
-
 const workspaceHasFile = (db: Db, organizationId: string, workspaceId: string, storagePath: string): boolean =>
   db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? AND workspace_id = ? LIMIT 1',
     organizationId, storagePath, workspaceId) !== undefined;

@@ -85,8 +85,8 @@ function clientExport(ctx: Ctx, row: ExportRow, token: string) {
   };
 }
 
-export const CLIENT_EXPORT_ARCHIVE = '/api/client/delivery/export/archive';
-export const CLIENT_EXPORT_FILE = '/api/client/delivery/export/file';
+const CLIENT_EXPORT_ARCHIVE = '/api/client/delivery/export/archive';
+const CLIENT_EXPORT_FILE = '/api/client/delivery/export/file';
 
 /**
  * The manifest a link opens: the delivery's title and its approved files (name, size, SHA-256,
