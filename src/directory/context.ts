@@ -5,6 +5,8 @@ import os from 'node:os';
 import type { Db } from '../db/db.ts';
 import type { Config } from '../kernel/config.ts';
 import type { Logger } from '../kernel/log.ts';
+import { storageOf } from '../kernel/storage/index.ts';
+import type { ObjectStore } from '../kernel/storage/store.ts';
 import { newId } from '../kernel/ids.ts';
 import type { MembershipRow, Permission, ScopeIds } from './roles.ts';
 import { effectivePermissions } from './roles.ts';
@@ -38,6 +40,8 @@ export interface Actor {
 export interface Ctx {
   readonly db: Db;
   readonly config: Config;
+  /** Where media lives (SVC_STORAGE_DRIVER): every file read or written for a tenant goes through it. */
+  readonly storage: ObjectStore;
   readonly log: Logger;
   readonly actor: Actor;
   readonly scope: ScopeIds;
@@ -91,6 +95,7 @@ export function createContext(init: ContextInit): Ctx {
   return {
     db: init.db,
     config: init.config,
+    storage: storageOf(init.config),
     log: init.log,
     actor,
     scope,

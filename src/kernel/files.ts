@@ -59,6 +59,15 @@ export interface Received { tmpPath: string; size: number; sha256: string; head:
  */
 export async function receiveToTmp(storageDir: string, source: Readable | AsyncIterable<Buffer>, check: (total: number) => void): Promise<Received> {
   const tmpPath = tmpPathIn(storageDir);
+  return { tmpPath, ...(await receiveInto(tmpPath, source, check)) };
+}
+
+/**
+ * Streams `source` into the new file `tmpPath` (which must not exist) with backpressure, hashing as it
+ * goes. `check(total)` runs on every chunk before it is written and throws to abort (413, 409). On any
+ * failure the file is removed and the error rethrown.
+ */
+export async function receiveInto(tmpPath: string, source: Readable | AsyncIterable<Buffer>, check: (total: number) => void): Promise<Omit<Received, 'tmpPath'>> {
   const hash = crypto.createHash('sha256');
   const headParts: Buffer[] = [];
   let headLen = 0;
@@ -89,7 +98,7 @@ export async function receiveToTmp(storageDir: string, source: Readable | AsyncI
     fs.rmSync(tmpPath, { force: true });
     throw err;
   }
-  return { tmpPath, size, sha256: hash.digest('hex'), head: Buffer.concat(headParts, headLen) };
+  return { size, sha256: hash.digest('hex'), head: Buffer.concat(headParts, headLen) };
 }
 
 /** Hash and size of a file, streamed. */
