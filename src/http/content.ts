@@ -5,7 +5,9 @@
 import fs from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { Reply } from './router.ts';
+import { AppError } from '../kernel/errors.ts';
 import { resolveStored } from '../kernel/files.ts';
+import type { ObjectStore } from '../kernel/storage/store.ts';
 
 /** What serving needs of a stored file (an asset version, a media artifact or one of its frames). */
 export interface StoredFile { storage_path: string; content_sha256: string; mime_type: string; file_name: string }
@@ -40,6 +42,39 @@ export function parseRange(header: string, size: number): [number, number] | 'un
   if (m[2] !== '' && Number(m[2]) < start) return null;
   if (start >= size) return 'unsatisfiable';
   return [start, end];
+}
+
+/**
+ * The answer serving a stored object: 304 on a matching If-None-Match, 416 for an unsatisfiable range,
+ * 206 for one range, else 200, with the bytes streamed from the store (only the requested range is read).
+ */
+export async function storedReply(req: IncomingMessage, store: ObjectStore, v: StoredFile, disposition: Disposition = 'inline'): Promise<Reply> {
+  const etag = `"${v.content_sha256}"`;
+  const common: Record<string, string> = {
+    etag, 'cache-control': 'private, no-cache', 'accept-ranges': 'bytes',
+    'content-disposition': contentDisposition(v.file_name, disposition), 'content-type': v.mime_type,
+  };
+  const inm = req.headers['if-none-match'];
+  const stat = await store.stat(v.storage_path);
+  if (!stat) throw new AppError(404, 'not_found', 'the file is registered but not in storage');
+  if (typeof inm === 'string' && etagMatches(inm, etag)) {
+    const { 'content-type': _type, 'content-disposition': _cd, ...rest } = common;
+    return { status: 304, headers: rest };
+  }
+  const size = stat.size;
+  const rangeHeader = req.headers.range;
+  const ifRange = req.headers['if-range'];
+  const range = typeof rangeHeader === 'string' && (ifRange === undefined || ifRange === etag) ? parseRange(rangeHeader, size) : null;
+  if (range === 'unsatisfiable') {
+    return { status: 416, headers: { 'content-range': `bytes */${size}`, 'accept-ranges': 'bytes', 'content-type': 'text/plain' }, raw: '' };
+  }
+  const [start, end] = range ?? [0, size - 1];
+  const length = size === 0 ? 0 : end - start + 1;
+  const headers: Record<string, string> = { ...common, 'content-length': String(length) };
+  if (range) headers['content-range'] = `bytes ${start}-${end}/${size}`;
+  const status = range ? 206 : 200;
+  if (req.method === 'HEAD' || length === 0) return { status, headers, raw: '' };
+  return { status, headers, raw: await store.read(v.storage_path, { start, end }) };
 }
 
 export function contentReply(req: IncomingMessage, storageDir: string, v: StoredFile, disposition: Disposition = 'inline'): Reply {
