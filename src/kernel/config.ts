@@ -67,6 +67,16 @@ export interface ConfigValues {
   connectorOutputOrigins: string;
   storageRetentionDays: number;
   backupRetention: number;
+  storageDriver: 'local' | 's3';
+  s3Endpoint: string;
+  s3Bucket: string;
+  s3Region: string;
+  s3ForcePathStyle: boolean;
+  s3Prefix: string;
+  s3AccessKeyId: string;
+  s3SecretAccessKey: string;
+  s3SessionToken: string;
+  storageUrlTtlSeconds: number;
 }
 
 export const SETTINGS: readonly Setting[] = [
@@ -110,6 +120,16 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'connectorOutputOrigins', env: 'SVC_CONNECTOR_OUTPUT_ORIGINS', kind: 'string', default: '', doc: 'Origins (`https://host[:port]`, comma-separated) from which files a model answers by URL may be downloaded besides the connector endpoint\'s own origin (e.g. a cloud provider\'s file host). Empty: only the endpoint\'s origin.' },
   { key: 'storageRetentionDays', env: 'SVC_STORAGE_RETENTION_DAYS', kind: 'int', default: '30', min: 1, max: 36500, doc: 'Retention of unreferenced files in `outputs/`, `frames/`, `tmp/`, `cache/` (the reference\'s `storage.retention_days`): older ones are storage cleanup candidates; `tmp/` files younger than this are never removed.' },
   { key: 'backupRetention', env: 'SVC_BACKUP_RETENTION', kind: 'int', default: '7', min: 1, max: 10000, doc: 'Database snapshots kept in `DATA_DIR/backups/`: after each successful snapshot, older files and their rows beyond the newest N are removed.' },
+  { key: 'storageDriver', env: 'SVC_STORAGE_DRIVER', kind: 'enum', values: ['local', 's3'], default: 'local', doc: 'Where media objects live: `local` (files under `SVC_STORAGE_DIR`) or `s3` (an S3-compatible bucket, `SVC_S3_*`). S3 is active only when this says `s3`, never because a `PLATFORM_*` variable is set.' },
+  { key: 's3Endpoint', env: 'SVC_S3_ENDPOINT', kind: 'string', default: '', doc: 'S3 driver: the service\'s endpoint (`http(s)://host[:port]`, e.g. Ceph RGW, MinIO, R2); empty: AWS S3 of `SVC_S3_REGION`. Calls to it are the operator\'s storage, not tenant egress.' },
+  { key: 's3Bucket', env: 'SVC_S3_BUCKET', kind: 'string', default: '', doc: 'S3 driver: the bucket (required with `SVC_STORAGE_DRIVER=s3`; it must exist).' },
+  { key: 's3Region', env: 'SVC_S3_REGION', kind: 'string', default: 'us-east-1', doc: 'S3 driver: the region requests are signed for.' },
+  { key: 's3ForcePathStyle', env: 'SVC_S3_FORCE_PATH_STYLE', kind: 'bool', default: '0', doc: 'S3 driver: `1` addresses the bucket in the path (`ENDPOINT/BUCKET/KEY`) instead of a host name (most self-hosted services need it).' },
+  { key: 's3Prefix', env: 'SVC_S3_PREFIX', kind: 'string', default: '', doc: 'S3 driver: a key prefix inside the bucket (segments of letters, digits, `.`, `_`, `-` separated by `/`), so several stores can share one bucket.' },
+  { key: 's3AccessKeyId', env: 'SVC_S3_ACCESS_KEY_ID', kind: 'string', default: '', secret: true, doc: 'S3 driver: the access key id (required with `SVC_STORAGE_DRIVER=s3`). Credentials are passed to the client explicitly: no `~/.aws` file or instance metadata is consulted.' },
+  { key: 's3SecretAccessKey', env: 'SVC_S3_SECRET_ACCESS_KEY', kind: 'string', default: '', secret: true, doc: 'S3 driver: the secret access key (required with `SVC_STORAGE_DRIVER=s3`); never logged, shown or returned.' },
+  { key: 's3SessionToken', env: 'SVC_S3_SESSION_TOKEN', kind: 'string', default: '', secret: true, doc: 'S3 driver: a session token for temporary credentials (optional).' },
+  { key: 'storageUrlTtlSeconds', env: 'SVC_STORAGE_URL_TTL_SECONDS', kind: 'int', default: '300', min: 1, max: 604800, doc: 'Lifetime of the signed URLs the S3 driver hands out (downloads, ffmpeg inputs); at most 7 days.' },
 ];
 
 /** Names of the service's own settings (every SVC_* variable above): never handed to a tenant's connector or provider. */
@@ -150,6 +170,27 @@ function parseValue(s: Setting, raw: string, origin: string): string | number | 
   }
 }
 
+/** The S3 driver's settings hold together (checked only when it is the active driver); messages never carry a credential. */
+function checkStorage(v: ConfigValues): void {
+  const prefixOk = /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*\/?$/.test(v.s3Prefix) && !v.s3Prefix.split('/').some((seg) => seg === '.' || seg === '..');
+  if (v.s3Prefix && !prefixOk) {
+    throw new ConfigError('SVC_S3_PREFIX must be segments of letters, digits, ".", "_" or "-" separated by "/"');
+  }
+  if (v.storageDriver !== 's3') return;
+  if (!v.s3Bucket) throw new ConfigError('SVC_STORAGE_DRIVER=s3 needs SVC_S3_BUCKET');
+  if (!v.s3AccessKeyId || !v.s3SecretAccessKey) throw new ConfigError('SVC_STORAGE_DRIVER=s3 needs SVC_S3_ACCESS_KEY_ID and SVC_S3_SECRET_ACCESS_KEY');
+  if (v.s3Endpoint) {
+    let url: URL | null = null;
+    try {
+      url = new URL(v.s3Endpoint);
+    } catch { /* refused below */ }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) {
+      throw new ConfigError('SVC_S3_ENDPOINT must be an http:// or https:// URL without credentials, query or fragment');
+    }
+    v.s3Endpoint = v.s3Endpoint.replace(/\/+$/, '');
+  }
+}
+
 /**
  * Builds the configuration. `flags` holds command-line values keyed by setting key (undefined = not
  * given); `env` is usually process.env. Relative directories resolve against `cwd`.
@@ -185,6 +226,7 @@ export function loadConfig(
   } catch (err) {
     throw new ConfigError(`SVC_CONNECTOR_OUTPUT_ORIGINS: ${(err as Error).message}`);
   }
+  checkStorage(v);
   return Object.freeze({
     ...v,
     dbPath: path.join(v.dataDir, 'svc.db'),

@@ -18,7 +18,7 @@ test('README documents every SVC_* setting with its default', () => {
     assert.equal(cells[3], dflt, `${s.env} default`);
     if (s.flag) assert.equal(cells[2], `\`--${s.flag}\``, `${s.env} flag`);
   }
-  const documented = [...readme.matchAll(/^\| `(SVC_[A-Z_]+)`/gm)].map((m) => m[1]);
+  const documented = [...readme.matchAll(/^\| `(SVC_[A-Z0-9_]+)`/gm)].map((m) => m[1]);
   assert.deepEqual(documented.sort(), SETTINGS.map((s) => s.env).sort(), 'no stale rows');
 });
 
