@@ -1,5 +1,8 @@
 // A real server on an ephemeral port over a temporary SQLite file and storage folder, and a small
-// fetch wrapper. Password hashing cost is lowered for speed (SVC_SCRYPT_LOG_N=10).
+// fetch wrapper. Password hashing cost is lowered for speed (SVC_SCRYPT_LOG_N=10). The media store is
+// the local folder, or the s3 driver on the test gateway (a fresh key prefix, emptied after the test)
+// when SVC_TEST_STORAGE_DRIVER=s3 or the `storage: 's3'` option asks for it: the same test files run
+// on both drivers.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,6 +12,7 @@ import { createContext, type Ctx } from '../../src/directory/context.ts';
 import { createLogger, type Logger } from '../../src/kernel/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
 import { checkAnswer } from './openapi-check.ts';
+import { cleanUpPrefix, freshPrefix, s3Env } from './s3.ts';
 
 export interface Answer<T = any> { status: number; headers: Headers; body: T; text: string }
 
@@ -33,11 +37,28 @@ export function tempDir(t: TestContext): string {
   return dir;
 }
 
-export async function startTestServer(t: TestContext, env: Record<string, string> = {}, dirs: { dataDir?: string; storageDir?: string } = {}): Promise<TestServer> {
+export interface TestServerOptions {
+  dataDir?: string;
+  storageDir?: string;
+  /** The media store's driver; default SVC_TEST_STORAGE_DRIVER, else local. An SVC_STORAGE_DRIVER in `env` wins. */
+  storage?: 'local' | 's3';
+}
+
+/** The driver test servers use unless asked otherwise (SVC_TEST_STORAGE_DRIVER=s3 runs a test file on the s3 driver). */
+export const testStorageDriver = (): 'local' | 's3' => (process.env.SVC_TEST_STORAGE_DRIVER === 's3' ? 's3' : 'local');
+
+export async function startTestServer(t: TestContext, env: Record<string, string> = {}, dirs: TestServerOptions = {}): Promise<TestServer> {
   const dir = tempDir(t);
+  const storageDir = dirs.storageDir ?? path.join(dir, 'storage');
+  let storageEnv: Record<string, string> = {};
+  if ((dirs.storage ?? testStorageDriver()) === 's3' && env.SVC_STORAGE_DRIVER === undefined) {
+    const prefix = freshPrefix();
+    storageEnv = s3Env(prefix);
+    cleanUpPrefix(t, prefix, storageDir);
+  }
   const config = loadConfig({
-    port: 0, host: '127.0.0.1', dataDir: dirs.dataDir ?? path.join(dir, 'data'), storageDir: dirs.storageDir ?? path.join(dir, 'storage'),
-  }, { ...TEST_ENV, ...env });
+    port: 0, host: '127.0.0.1', dataDir: dirs.dataDir ?? path.join(dir, 'data'), storageDir,
+  }, { ...TEST_ENV, ...storageEnv, ...env });
   const logs: string[] = [];
   const log = createLogger(config.logLevel, { write: (chunk: string) => { logs.push(...chunk.split('\n').filter(Boolean)); } });
   const running = await startServer(config, log);
