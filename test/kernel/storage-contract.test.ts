@@ -123,6 +123,7 @@ for (const d of DRIVERS) {
       assert.equal(await text(await store.read('r/x', { start: 0, end: 0 })), 'A');
       assert.equal(await text(await store.read('r/x', { start: 10, end: 19 })), bytes.subarray(10, 20).toString('latin1'));
       assert.equal(await text(await store.read('r/x', { start: 990, end: 999 })), bytes.subarray(990).toString('latin1'));
+      assert.equal(await text(await store.read('r/x', { start: 1000, end: 1010 })), '', 'a range past the end reads nothing');
     });
 
     test('stat: size, time and a version that changes when the bytes are rewritten', async (t) => {
@@ -270,6 +271,15 @@ for (const d of DRIVERS) {
     });
   });
 }
+
+test('s3: placing a write whose temporary object vanished fails 404 and leaves no upload behind', async (t) => {
+  const store = testS3Store(t, path.join(tempDir(t), 'storage'), { partSize: 5 * MiB, multipartCopyAbove: 6 * MiB });
+  const w = await store.write(chunked(randomBytes(7 * MiB)));
+  await store.delete(w.tmpKey);
+  await rejectsWith(w.place('gone/obj'), 404, 'not_found');
+  assert.deepEqual(await keys(store.incompleteUploads('')), [], 'the multipart copy was aborted');
+  assert.equal(await store.stat('gone/obj'), null);
+});
 
 test('a fresh prefix is a safe store prefix', () => {
   assert.match(freshPrefix(), /^t-\d+-[0-9a-f]{12}\/$/);

@@ -58,7 +58,13 @@ test('a failing S3 call carries no credential in its error, its log line, or the
   const store = new S3Store({ ...s3Settings(freshPrefix(), g), secretAccessKey: secret }, tempDir(t));
   t.after(() => store.close());
   const failures: unknown[] = [];
-  for (const call of [() => store.stat('x/y'), () => store.putBytes('x/y', Buffer.from('x')), () => store.readBytes('x/y'), () => store.write((async function* () { yield Buffer.from('x'); })())]) {
+  const drain = async (iter: AsyncIterable<unknown>) => {
+    for await (const _ of iter);
+  };
+  for (const call of [
+    () => store.stat('x/y'), () => store.putBytes('x/y', Buffer.from('x')), () => store.readBytes('x/y'), () => store.write((async function* () { yield Buffer.from('x'); })()),
+    () => drain(store.list('')), () => drain(store.incompleteUploads('')), () => store.abortUpload({ key: 'tmp/x', uploadId: 'u', initiatedAt: new Date() }),
+  ]) {
     await call().then(() => assert.fail('a wrong secret must fail'), (err: unknown) => failures.push(err));
   }
   const lines: string[] = [];

@@ -215,10 +215,8 @@ export class S3Store implements ObjectStore {
 
   async delete(key: string): Promise<void> {
     const Key = this.full(key);
-    await this.send('delete', key, (sdk) => new sdk.s3.DeleteObjectCommand({ Bucket: this.bucket, Key })).catch((err: unknown) => {
-      if ((err as { status?: number }).status === 404) return;
-      throw err;
-    });
+    // S3 answers 204 for a missing key too.
+    await this.send('delete', key, (sdk) => new sdk.s3.DeleteObjectCommand({ Bucket: this.bucket, Key }));
   }
 
   async copy(from: string, to: string): Promise<void> {
