@@ -277,7 +277,7 @@ test('identical content in the same project is stored once', async (t) => {
   assert.equal(filesUnder(path.join(s.config.storageDir, 'assets')).length, 1);
   // In-process registration (workers, generated files) takes the same path.
   const c = await createAsset(s, producer.token, 'audio', 'three');
-  const inProcess = addVersionFromBytes(withScope(s.operator(), tree), c.id, PNG, 'same.png');
+  const inProcess = await addVersionFromBytes(withScope(s.operator(), tree), c.id, PNG, 'same.png');
   assert.deepEqual([inProcess.deduplicated, inProcess.version.storage_path, inProcess.version.mime_type], [true, first.body.storagePath, 'image/png']);
   assert.equal(filesUnder(path.join(s.config.storageDir, 'assets')).length, 1);
   const usage = await s.call('GET', '/api/usage/storage', { token: producer.token });

@@ -1,10 +1,10 @@
 // Media evidence of the current project: artifacts (qa:review or delivery:view), their files and
-// their real first and last frames. A stored path that leaves storage/ answers 422 unsafe_path; a
-// registered file not on disk 404.
+// their real first and last frames, read from the store (ctx.storage). A stored key that leaves the
+// store answers 422 unsafe_path; a registered file not in the store 404.
 import path from 'node:path';
 import { json, type Router } from '../../http/router.ts';
 import { notFound } from '../../kernel/errors.ts';
-import { contentReply, fileResponse } from '../../http/content.ts';
+import { fileResponse, storedReply } from '../../http/content.ts';
 import { ARTIFACT_MEDIA_TYPES } from '../../media-tools/evidence.ts';
 import * as o from '../../kernel/view.ts';
 import { ArtifactContentQuery, ArtifactListQuery } from './schema.ts';
@@ -37,13 +37,13 @@ export function bindMediaRoutes(router: Router): void {
     ...base, query: ArtifactContentQuery,
     summary: 'The file (real Content-Type, Content-Length, inline file name, ETag "<sha256>", If-None-Match 304, Range 206), or with frame=first|last its real first or last frame as PNG. 404 when missing or not on disk, 422 unsafe_path when the stored path leaves storage/.',
     response: fileResponse(ARTIFACT_MEDIA_TYPES),
-  }, ({ ctx, req, params, query }) => {
+  }, async ({ ctx, req, params, query }) => {
     const a = artifactInProject(ctx.db, ctx.scope.projectId!, params.artifactId);
     if (!a) throw notFound('no such media artifact in this project');
-    if (!query.frame) return contentReply(req, ctx.config.storageDir, a);
+    if (!query.frame) return storedReply(req, ctx.storage, a);
     const [framePath, sha] = query.frame === 'first' ? [a.first_frame_path, a.first_frame_sha256] : [a.last_frame_path, a.last_frame_sha256];
     if (!framePath || !sha) throw notFound(`the artifact has no frames (${a.kind})`);
     const stem = path.basename(a.file_name, path.extname(a.file_name));
-    return contentReply(req, ctx.config.storageDir, { storage_path: framePath, content_sha256: sha, mime_type: 'image/png', file_name: `${stem}-${query.frame}.png` });
+    return storedReply(req, ctx.storage, { storage_path: framePath, content_sha256: sha, mime_type: 'image/png', file_name: `${stem}-${query.frame}.png` });
   });
 }

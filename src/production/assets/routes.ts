@@ -10,7 +10,7 @@ import * as o from '../../kernel/view.ts';
 import {
   AssetDetailView, AssetUploadView, AssetVerificationView, AssetVersionWrittenView, AssetView, StorageUsageView, presentAsset, presentVersion,
 } from './present.ts';
-import { contentReply, fileResponse } from '../../http/content.ts';
+import { fileResponse, storedReply } from '../../http/content.ts';
 import { SNIFFED_TYPES, bareTypes } from '../../kernel/files.ts';
 import { storageUsage } from './usage.ts';
 import { dispositionFileName, firstFilePart, multipartBoundary } from '../../kernel/multipart.ts';
@@ -78,14 +78,14 @@ export function bindAssetRoutes(router: Router): void {
       const { asset, version } = restoreVersion(ctx, params.assetId, params.versionId);
       return json(201, { ...presentVersion(version), asset: presentAsset(asset, version) });
     });
-  r.get('/api/assets/:assetId/content', { ...base, summary: 'The current version\'s file (ETag, If-None-Match 304, Range 206).', permission: READ, response: FILE }, ({ ctx, req, params }) => {
+  r.get('/api/assets/:assetId/content', { ...base, summary: 'The current version\'s file (ETag, If-None-Match 304, Range 206).', permission: READ, response: FILE }, async ({ ctx, req, params }) => {
     const a = getAsset(ctx, params.assetId);
     const v = currentVersion(ctx, a);
     if (!v) throw new AppError(404, 'not_found', 'the asset has no file yet');
-    return contentReply(req, ctx.config.storageDir, v);
+    return storedReply(req, ctx.storage, v);
   });
   r.get('/api/assets/:assetId/versions/:versionId/content', { ...base, summary: 'One version\'s file (ETag, If-None-Match 304, Range 206).', permission: READ, response: FILE },
-    ({ ctx, req, params }) => contentReply(req, ctx.config.storageDir, getVersion(ctx, getAsset(ctx, params.assetId), params.versionId)));
+    async ({ ctx, req, params }) => storedReply(req, ctx.storage, getVersion(ctx, getAsset(ctx, params.assetId), params.versionId)));
   r.get('/api/usage/storage', {
     tags: ['usage'], scope: 'organization',
     summary: 'Storage of the current organization: usedBytes, limitBytes (billing storageGb in GiB), remainingBytes, occupancyRatio, projects (visible ones), largestFiles (top 10).',

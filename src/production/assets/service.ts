@@ -1,17 +1,15 @@
 // Assets of the current project and their file versions. Voice assets need voice:edit, the other
-// kinds asset:edit. Uploads stream into storage/tmp while hashing, under the per-file maximum (413)
-// and the organization's and the workspace's own storage quota (409 storage_quota_exceeded; a copy of
-// a file the scope stores adds nothing), then move to assets/<organization>/<sha prefix>/<sha256>
-// (identical content is kept once per organization, never shared across organizations: nothing an
-// upload answers depends on another tenant's files) and are registered in one transaction; on any
-// failure nothing stays in storage/ or the database.
-import fs from 'node:fs';
-import path from 'node:path';
-import type { Readable } from 'node:stream';
+// kinds asset:edit. Uploads stream to a temporary object of the store (ctx.storage) while hashing,
+// under the per-file maximum (413) and the organization's and the workspace's own storage quota (409
+// storage_quota_exceeded; a copy of a file the scope stores adds nothing), then are placed at
+// assets/<organization>/<sha prefix>/<sha256> (identical content is kept once per organization, never
+// shared across organizations: nothing an upload answers depends on another tenant's files) and
+// registered in one transaction; on any failure nothing stays in the store or the database.
+import { Readable } from 'node:stream';
 import type { Ctx } from '../../directory/context.ts';
 import { AppError, conflict, forbidden, notFound, payloadTooLarge, validationFailed } from '../../kernel/errors.ts';
 import type { Infer } from '../../kernel/validate.ts';
-import { newId, sha256Hex } from '../../kernel/ids.ts';
+import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { billingAccountOf } from '../../directory/plan/account.ts';
 import { organizationStoredBytes } from '../../commercial/meters.ts';
@@ -23,11 +21,14 @@ import { storageQuotaWarnings } from '../../commercial/quotas/warnings.ts';
 import { hasPermission } from '../../directory/roles.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import type { AssetCreateBody, AssetPatchBody } from './schema.ts';
-import { assetPathOf, hashFile, legacyAssetPathOf, receiveToTmp, resolveStored, sniffMime, tmpPathIn, SNIFF_BYTES } from '../../kernel/files.ts';
+import { assetPathOf, legacyAssetPathOf, sniffMime } from '../../kernel/files.ts';
+import { hashObject } from '../../kernel/storage/verify.ts';
+import type { PendingWrite, Written } from '../../kernel/storage/store.ts';
+import { keyLock, placeAt } from './placement.ts';
 import { indexDocument, removeDocument } from '../../platform/search/index.ts';
 import { pageWindow } from '../../kernel/validate.ts';
 import {
-  assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationFileOf,
+  assetInProject, assetsOfProject, corruptVersionWithPath, insertAsset, insertVersion, nextVersionNumber, organizationFileOf, organizationHasFile,
   setVersionCheck, updateAsset, versionOfAsset, versionsOfAsset, type AssetRow, type VersionRow,
 } from './store.ts';
 
@@ -168,73 +169,72 @@ export async function uploadVersion(ctx: Ctx, assetId: string, input: UploadInpu
   };
   if (input.contentLength !== null && input.contentLength > max) throw payloadTooLarge(max);
   if (input.contentLength !== null) checkQuotas(input.contentLength, true);
-  const got = await receiveToTmp(ctx.config.storageDir, input.source, (total) => {
+  const pending = await ctx.storage.write(input.source, (total) => {
     if (total > max) throw payloadTooLarge(max);
     checkQuotas(total, false);
   });
-  return commitFile(ctx, assetId, got, input.fileName, input.declaredType);
+  return commitFile(ctx, assetId, pending, input.fileName, input.declaredType);
 }
 
 /** Registers bytes already in memory (small generated files, fixtures) through the same path as an upload. */
-export function addVersionFromBytes(ctx: Ctx, assetId: string, bytes: Buffer, fileName: string): UploadResult {
+export async function addVersionFromBytes(ctx: Ctx, assetId: string, bytes: Buffer, fileName: string): Promise<UploadResult> {
   editableAsset(ctx, assetId);
   if (bytes.length > ctx.config.maxUploadBytes) throw payloadTooLarge(ctx.config.maxUploadBytes);
-  const tmpPath = tmpPathIn(ctx.config.storageDir);
-  fs.writeFileSync(tmpPath, bytes, { flag: 'wx', flush: true });
-  return commitFile(ctx, assetId, { tmpPath, size: bytes.length, sha256: sha256Hex(bytes), head: bytes.subarray(0, SNIFF_BYTES) }, fileName, null);
+  return commitFile(ctx, assetId, await ctx.storage.write(Readable.from([bytes])), fileName, null);
 }
 
-interface Got { tmpPath: string; size: number; sha256: string; head: Buffer }
+const referenced = (ctx: Ctx, key: string) => () => ctx.db.get('SELECT 1 FROM asset_versions WHERE storage_path = ? LIMIT 1', key) !== undefined;
 
-function commitFile(ctx: Ctx, assetId: string, got: Got, fileName: string, declaredType: string | null): UploadResult {
-  let rel = '';
-  let finalPath = '';
-  let created = false;
+/**
+ * Places a complete write at the organization's key for its content, then registers the version in
+ * one transaction (placement.ts tells why this order is safe and what a failure removes). The write's
+ * temporary object is gone afterwards, whatever happens.
+ */
+async function commitFile(ctx: Ctx, assetId: string, pending: PendingWrite, fileName: string, declaredType: string | null): Promise<UploadResult> {
   try {
-    return ctx.db.tx(() => {
-      const a = editableAsset(ctx, assetId);
-      // The organization's own copy of these bytes, if any: another organization's files play no part.
-      const file = organizationFileOf(ctx.db, a.organization_id, { own: assetPathOf(a.organization_id, got.sha256), legacy: legacyAssetPathOf(got.sha256) });
-      rel = file.path;
-      finalPath = path.join(ctx.config.storageDir, rel);
-      const deduplicated = file.stored;
-      // The account, time zone and workspace quota, and the stored bytes, read once for the checks and the warnings.
-      const quotas = quotaContextOf(ctx.db, a.organization_id, a.workspace_id);
-      const limit = gbToBytes(quotas.account?.storage_gb ?? 0);
-      const used = organizationStoredBytes(ctx.db, a.organization_id);
-      if (!deduplicated && used + got.size > limit) throw quotaExceeded(used, limit, got.size);
-      const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotas.ownQuota, rel);
-      checkWorkspaceStorage(own, got.size);
-      fs.mkdirSync(path.dirname(finalPath), { recursive: true });
-      let reuse = false;
+    const a0 = editableAsset(ctx, assetId);
+    // The organization's own copy of these bytes, if any: another organization's files play no part.
+    const rel = organizationFileOf(ctx.db, a0.organization_id, { own: assetPathOf(a0.organization_id, pending.sha256), legacy: legacyAssetPathOf(pending.sha256) }).path;
+    return await keyLock(ctx.storage, rel, async () => {
+      const placement = await placeAt(ctx.storage, pending, rel, corruptVersionWithPath(ctx.db, rel));
+      let result: UploadResult;
       try {
-        reuse = fs.statSync(finalPath).size === got.size && !corruptVersionWithPath(ctx.db, rel);
-      } catch { /* not there yet */ }
-      if (reuse) fs.rmSync(got.tmpPath, { force: true });
-      else {
-        fs.renameSync(got.tmpPath, finalPath);
-        created = true;
+        result = ctx.db.tx(() => registerVersion(ctx, assetId, pending, rel, fileName, declaredType));
+      } catch (err) {
+        await placement.undo(referenced(ctx, rel));
+        throw err;
       }
-      const now = ctx.now().toISOString();
-      const v: VersionRow = {
-        id: newId('asv'), asset_id: a.id, organization_id: a.organization_id, workspace_id: a.workspace_id, project_id: a.project_id,
-        number: nextVersionNumber(ctx.db, a.id), file_name: fileName, mime_type: sniffMime(got.head), declared_mime_type: declaredType,
-        file_size: got.size, content_sha256: got.sha256, storage_path: rel, status: 'ok', restored_from_version_id: null,
-        verified_at: null, created_by: ctx.actor.userId, created_at: now,
-      };
-      const next = addCurrentVersion(ctx, a, v, 'asset.version_uploaded',
-        { fileName, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256, deduplicated });
-      // After this file: a copy of a file the scope stores adds nothing (the workspace's bound is null then: counted if needed).
-      storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, quotas,
-        { organization: used + (deduplicated ? 0 : got.size), workspace: own ? own.usedBytes + got.size : null });
-      return { asset: next, version: v, deduplicated };
+      await placement.settle(ctx.log);
+      return result;
     });
-  } catch (err) {
-    fs.rmSync(got.tmpPath, { force: true });
-    // Only a file this upload put in place is removed (a reused one belongs to other versions).
-    if (created && !ctx.db.get('SELECT 1 FROM asset_versions WHERE storage_path = ? LIMIT 1', rel)) fs.rmSync(finalPath, { force: true });
-    throw err;
+  } finally {
+    await pending.discard();
   }
+}
+
+function registerVersion(ctx: Ctx, assetId: string, got: Written, rel: string, fileName: string, declaredType: string | null): UploadResult {
+  const a = editableAsset(ctx, assetId);
+  const deduplicated = organizationHasFile(ctx.db, a.organization_id, rel);
+  // The account, time zone and workspace quota, and the stored bytes, read once for the checks and the warnings.
+  const quotas = quotaContextOf(ctx.db, a.organization_id, a.workspace_id);
+  const limit = gbToBytes(quotas.account?.storage_gb ?? 0);
+  const used = organizationStoredBytes(ctx.db, a.organization_id);
+  if (!deduplicated && used + got.size > limit) throw quotaExceeded(used, limit, got.size);
+  const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotas.ownQuota, rel);
+  checkWorkspaceStorage(own, got.size);
+  const now = ctx.now().toISOString();
+  const v: VersionRow = {
+    id: newId('asv'), asset_id: a.id, organization_id: a.organization_id, workspace_id: a.workspace_id, project_id: a.project_id,
+    number: nextVersionNumber(ctx.db, a.id), file_name: fileName, mime_type: sniffMime(got.head), declared_mime_type: declaredType,
+    file_size: got.size, content_sha256: got.sha256, storage_path: rel, status: 'ok', restored_from_version_id: null,
+    verified_at: null, created_by: ctx.actor.userId, created_at: now,
+  };
+  const next = addCurrentVersion(ctx, a, v, 'asset.version_uploaded',
+    { fileName, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256, deduplicated });
+  // After this file: a copy of a file the scope stores adds nothing (the workspace's bound is null then: counted if needed).
+  storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, quotas,
+    { organization: used + (deduplicated ? 0 : got.size), workspace: own ? own.usedBytes + got.size : null });
+  return { asset: next, version: v, deduplicated };
 }
 
 /** Registers a version, makes it the asset's current one and audits it; inside the caller's transaction. */
@@ -278,9 +278,12 @@ export async function verifyAsset(ctx: Ctx, assetId: string): Promise<VerifyResu
   if (!v) throw conflict('asset_has_no_version', 'the asset has no file yet');
   let actual: { size: number; sha256: string } | null = null;
   try {
-    actual = await hashFile(resolveStored(ctx.config.storageDir, v.storage_path));
+    actual = await hashObject(ctx.storage, v.storage_path);
   } catch (err) {
-    if (!(err instanceof AppError && err.status === 404) && !(err as NodeJS.ErrnoException).code) throw err;
+    // Gone (404), or on a folder a file the service cannot read (a directory, no permission): missing,
+    // as before. An unsafe key (422) or a failing remote store is an error, never a verdict on the bytes.
+    const unreadableFile = ctx.storage.driver === 'local' && !(err instanceof AppError) && (err as NodeJS.ErrnoException).code;
+    if (!(err instanceof AppError && err.status === 404) && !unreadableFile) throw err;
   }
   const reason: VerifyResult['reason'] = !actual ? 'missing' : actual.size !== v.file_size ? 'size_mismatch'
     : actual.sha256 !== v.content_sha256 ? 'hash_mismatch' : 'match';
