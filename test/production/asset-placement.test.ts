@@ -5,8 +5,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
 import { Readable } from 'node:stream';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { makeTree, member } from '../helpers/factories.ts';
@@ -35,9 +33,11 @@ async function setup(t: any) {
   return { s, tree, producer, asset, upload, content };
 }
 
-function filesUnder(dir: string): string[] {
-  if (!fs.existsSync(dir)) return [];
-  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).map((d) => path.relative(dir, path.join(d.parentPath, d.name)));
+/** The keys of the server's store under a prefix (any driver). */
+async function keysUnder(s: TestServer, prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const o of s.operator().storage.list(prefix)) keys.push(o.key);
+  return keys;
 }
 
 const failRegistrations = (s: TestServer) => {
@@ -51,8 +51,8 @@ test('a failed registration leaves no placed object, no temporary and no version
   const allow = failRegistrations(s);
   const failed = await upload(a, PNG);
   assert.equal(failed.status, 500, failed.text);
-  assert.deepEqual(filesUnder(path.join(s.config.storageDir, 'assets')), [], 'the object placed for it is removed');
-  assert.deepEqual(filesUnder(path.join(s.config.storageDir, 'tmp')), [], 'no temporary left');
+  assert.deepEqual(await keysUnder(s, 'assets/'), [], 'the object placed for it is removed');
+  assert.deepEqual(await keysUnder(s, 'tmp/'), [], 'no temporary left');
   assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions')!.n, 0);
   allow();
 
@@ -62,8 +62,8 @@ test('a failed registration leaves no placed object, no temporary and no version
   const disallow = failRegistrations(s);
   assert.equal((await upload(b, PNG)).status, 500);
   disallow();
-  assert.deepEqual(filesUnder(path.join(s.config.storageDir, 'assets')), [path.relative('assets', first.body.storagePath)], 'the object other versions use is kept');
-  assert.deepEqual(filesUnder(path.join(s.config.storageDir, 'tmp')), []);
+  assert.deepEqual(await keysUnder(s, 'assets/'), [first.body.storagePath], 'the object other versions use is kept');
+  assert.deepEqual(await keysUnder(s, 'tmp/'), []);
   const served = await content(a, first.body.id);
   assert.equal(served.status, 200);
   assert.ok(served.bytes.equals(PNG));
@@ -73,16 +73,16 @@ test('a failed upload of the right bytes over a corrupt version still repairs th
   const { s, asset, upload } = await setup(t);
   const a = await asset('one');
   const v = (await upload(a, PNG)).body;
-  const onDisk = path.join(s.config.storageDir, v.storagePath);
-  const bytes = fs.readFileSync(onDisk);
+  const store = s.operator().storage;
+  const bytes = await store.readBytes(v.storagePath);
   bytes[10] ^= 0xff;
-  fs.writeFileSync(onDisk, bytes);
+  await store.putBytes(v.storagePath, bytes);
   const allow = failRegistrations(s);
   s.db.run("UPDATE asset_versions SET status = 'corrupt' WHERE id = ?", v.id);
   assert.equal((await upload(a, PNG)).status, 500);
   allow();
-  assert.ok(fs.readFileSync(onDisk).equals(PNG), 'the object now holds the right bytes; the corrupt version still names it');
-  assert.deepEqual(filesUnder(path.join(s.config.storageDir, 'tmp')), []);
+  assert.ok((await store.readBytes(v.storagePath)).equals(PNG), 'the object now holds the right bytes; the corrupt version still names it');
+  assert.deepEqual(await keysUnder(s, 'tmp/'), []);
 });
 
 test('concurrent uploads of the same bytes end with one object, one count and every version readable', async (t) => {
@@ -92,8 +92,8 @@ test('concurrent uploads of the same bytes end with one object, one count and ev
   for (const r of answers) assert.equal(r.status, 201, r.text);
   assert.equal(new Set(answers.map((r) => r.body.storagePath)).size, 1);
   assert.deepEqual(answers.map((r) => r.body.deduplicated).sort(), [false, true, true, true], 'exactly one upload stored the bytes');
-  assert.equal(filesUnder(path.join(s.config.storageDir, 'assets')).length, 1);
-  assert.deepEqual(filesUnder(path.join(s.config.storageDir, 'tmp')), []);
+  assert.equal((await keysUnder(s, 'assets/')).length, 1);
+  assert.deepEqual(await keysUnder(s, 'tmp/'), []);
   for (const [i, r] of answers.entries()) {
     const served = await content(ids[i], r.body.id);
     assert.equal(served.status, 200);
