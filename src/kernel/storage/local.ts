@@ -172,8 +172,22 @@ export class LocalStore implements ObjectStore {
   async *list(prefix: string): AsyncIterable<StoredObject> {
     const slash = prefix.lastIndexOf('/');
     const dir = slash < 0 ? '' : prefix.slice(0, slash);
-    if (dir && storedTargetOrNull(this.root, dir) === null) return;
+    if (dir && (storedTargetOrNull(this.root, dir) === null || !(await this.plainDir(dir)))) return;
     yield* this.walk(dir, prefix);
+  }
+
+  /** Whether every segment of `dir` is a directory and none a symbolic link (a list never goes through one). */
+  private async plainDir(dir: string): Promise<boolean> {
+    let cur = this.root;
+    for (const seg of dir.split('/')) {
+      cur = path.join(cur, seg);
+      try {
+        if (!(await fs.promises.lstat(cur)).isDirectory()) return false;
+      } catch {
+        return false;
+      }
+    }
+    return true;
   }
 
   private async *walk(dir: string, prefix: string): AsyncIterable<StoredObject> {
