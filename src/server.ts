@@ -6,12 +6,13 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Config } from './kernel/config.ts';
+import { storageOf } from './kernel/storage/index.ts';
 import { openDb, type Db } from './db/db.ts';
 import { migrate } from './db/migrate.ts';
 import { syncBuiltinTemplates } from './generation/workflows/builtin.ts';
 import { createLogger, type Logger } from './kernel/log.ts';
 import { createApp, type App } from './app.ts';
-import { answerClientError } from './http/request.ts';
+import { REQUEST_TIMEOUT_MS, answerClientError } from './http/request.ts';
 import { dummyHash } from './kernel/password.ts';
 import { mfaKey, ssoStorageKey } from './kernel/seal.ts';
 import { startDeliveryLoop } from './platform/notifications/delivery.ts';
@@ -24,10 +25,14 @@ import { workerActor } from './generation/worker/host.ts';
 import { bindSubscribers } from './subscribers.ts';
 
 export const STORAGE_SUBDIRS = ['assets', 'outputs', 'frames', 'tmp', 'cache'] as const;
+/** The local working folders (scratch files of ffmpeg, staged copies) every driver uses under the storage dir. */
+const WORKING_SUBDIRS = ['tmp', 'cache'] as const;
 
+/** The data folder, and under the storage dir the store's folders (local driver) or only the working folders. */
 export function prepareDirectories(config: Config): void {
   fs.mkdirSync(config.backupsDir, { recursive: true });
-  for (const d of STORAGE_SUBDIRS) fs.mkdirSync(path.join(config.storageDir, d), { recursive: true });
+  const dirs = storageOf(config).driver === 'local' ? STORAGE_SUBDIRS : WORKING_SUBDIRS;
+  for (const d of dirs) fs.mkdirSync(path.join(config.storageDir, d), { recursive: true });
 }
 
 export interface RunningServer {
@@ -77,7 +82,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   // Logins with unknown e-mail addresses are checked against a dummy hash; have it ready before
   // the first request so that they take no longer than the others.
   await dummyHash(config.scryptLogN);
-  const server = http.createServer({ keepAliveTimeout: 5_000, requestTimeout: 300_000 }, (req, res) => {
+  const server = http.createServer({ keepAliveTimeout: 5_000, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
     void app.handle(req, res);
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => answerClientError(err, socket));

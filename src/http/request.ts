@@ -14,6 +14,9 @@ import { JSON_MAX_DEPTH, jsonExcess } from '../kernel/validate.ts';
  */
 export const BODY_MAX_DEPTH = 2 * JSON_MAX_DEPTH;
 
+/** How long a client has to send a whole request (node:http's requestTimeout): an upload longer than this is cut off. */
+export const REQUEST_TIMEOUT_MS = 300_000;
+
 export async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw payloadTooLarge(limit);

@@ -1,0 +1,82 @@
+// Stale temporaries: a tmp/ object named by tempKey() (tmp/<kind>.<host>.<pid>.<random>) becomes a
+// cleanup candidate, whatever the retention, once no live writer can own it — its writer is a
+// process of this host that is gone, or it is older than the longest allowed write — while a live
+// writer's young file, another host's young file and old-style names keep the retention rule.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { THIS_WRITER, tempKey, writerOf } from '../../src/kernel/storage/store.ts';
+import { longestWriteMs, processAlive, WRITE_MARGIN_MS } from '../../src/system/storage-rules.ts';
+import { previewCleanup, reclaimStorage } from '../../src/system/storage.ts';
+
+const MINUTE = 60_000;
+
+function put(s: TestServer, rel: string, ageMs: number): void {
+  const abs = path.join(s.config.storageDir, rel);
+  fs.mkdirSync(path.dirname(abs), { recursive: true });
+  fs.writeFileSync(abs, `content of ${rel}\n`);
+  const mtime = new Date(Date.now() - ageMs);
+  fs.utimesSync(abs, mtime, mtime);
+}
+
+const hex = () => randomBytes(12).toString('hex');
+
+test('a temporary file whose writer is gone or that is older than the longest write is a candidate whatever the retention', async (t) => {
+  const s = await startTestServer(t);
+  const longest = longestWriteMs(s.config);
+  assert.equal(longest, Math.max(s.config.jobTimeoutMs, 300_000) + WRITE_MARGIN_MS, 'the job time-out (30 min by default) or the request time-out, plus the margin');
+  const dead = spawnSync(process.execPath, ['-e', '']).pid;
+  assert.equal(processAlive(dead), false);
+  assert.equal(processAlive(process.pid), true);
+  const me = THIS_WRITER.host;
+  const files = {
+    deadWriter: `tmp/upload.${me}.${dead}.${hex()}`,
+    deadCompose: `tmp/compose.${me}.${dead}.${hex()}.mp4`,
+    liveYoung: tempKey('upload'),
+    liveOld: `tmp/upload.${me}.${process.pid}.${hex()}`,
+    otherHostYoung: `tmp/upload.another-host.${dead}.${hex()}`,
+    otherHostOld: `tmp/stage.another-host.${dead}.${hex()}`,
+    oldStyle: 'tmp/upload-left-by-an-earlier-version',
+    outputs: `outputs/job_t/${`upload.${me}.${dead}.${hex()}`}`,
+  };
+  assert.deepEqual(writerOf(files.liveYoung), { host: me, pid: process.pid });
+  put(s, files.deadWriter, MINUTE);
+  put(s, files.deadCompose, MINUTE);
+  put(s, files.liveYoung, MINUTE);
+  put(s, files.liveOld, longest + MINUTE);
+  put(s, files.otherHostYoung, longest - 10 * MINUTE);
+  put(s, files.otherHostOld, longest + MINUTE);
+  put(s, files.oldStyle, longest + MINUTE); // old-style names: the 30-day retention alone
+  put(s, files.outputs, longest + MINUTE); // outside tmp/: the retention alone
+  const expected = [files.deadCompose, files.deadWriter, files.liveOld, files.otherHostOld].sort();
+
+  const ctx = s.operator();
+  const preview = await previewCleanup(ctx);
+  assert.deepEqual(preview.candidates.map((c) => c.path), expected);
+  assert.ok(preview.candidates.every((c) => c.folder === 'tmp'));
+  assert.equal(preview.incompleteUploads, undefined, 'the local driver has no multipart uploads');
+
+  const named = await reclaimStorage(ctx, { paths: [files.liveYoung, files.otherHostYoung, files.deadWriter] });
+  assert.deepEqual(named.deleted.map((d) => d.path), [files.deadWriter]);
+  assert.deepEqual(named.skipped, [{ path: files.liveYoung, reason: 'too_recent' }, { path: files.otherHostYoung, reason: 'too_recent' }]);
+  assert.equal(named.abortedUploads, undefined);
+
+  const all = await reclaimStorage(ctx);
+  assert.deepEqual(all.deleted.map((d) => d.path), expected.filter((p) => p !== files.deadWriter));
+  for (const rel of [files.liveYoung, files.otherHostYoung, files.oldStyle, files.outputs]) assert.ok(fs.existsSync(path.join(s.config.storageDir, rel)), rel);
+  assert.deepEqual((await previewCleanup(ctx)).candidates, []);
+});
+
+test('SVC_JOB_TIMEOUT_MS lengthens the longest write: a live writer\'s file stays until it is over', async (t) => {
+  const s = await startTestServer(t, { SVC_JOB_TIMEOUT_MS: String(4 * 3_600_000) });
+  assert.equal(longestWriteMs(s.config), 5 * 3_600_000);
+  const threeHours = `tmp/upload.${THIS_WRITER.host}.${process.pid}.${hex()}`;
+  const sixHours = `tmp/upload.${THIS_WRITER.host}.${process.pid}.${hex()}`;
+  put(s, threeHours, 3 * 3_600_000);
+  put(s, sixHours, 6 * 3_600_000);
+  assert.deepEqual((await previewCleanup(s.operator())).candidates.map((c) => c.path), [sixHours]);
+});
