@@ -7,11 +7,15 @@ import { output, sharedOptions, withOperator, type SharedArgs } from './common.t
 
 export const healthCommand = {
   command: 'health',
-  describe: 'database round trip, integrity-check age, WAL size, free disk, worker heartbeat and queue depth (exit 1 when failing)',
+  describe: 'database round trip, integrity-check age, WAL size, free disk, worker heartbeat, queue depth and the storage round trip (exit 1 when failing)',
   builder: (y: Argv) => sharedOptions(y),
   handler: async (args: SharedArgs) => {
     const h = await withOperator(args, (ctx) => systemHealth(ctx));
-    output(args, h, [`health: ${h.status}`, ...h.probes.map((p) => `${p.status.padEnd(4)} ${p.name.padEnd(9)} ${p.latencyMs.toFixed(1).padStart(7)} ms  ${p.message}`)]);
+    const st = h.storage;
+    output(args, h, [
+      `health: ${h.status}`, ...h.probes.map((p) => `${p.status.padEnd(4)} ${p.name.padEnd(9)} ${p.latencyMs.toFixed(1).padStart(7)} ms  ${p.message}`),
+      `${st.status.padEnd(4)} ${'storage'.padEnd(9)} ${st.latencyMs.toFixed(1).padStart(7)} ms  ${st.message} (${st.driver}: ${st.location})`,
+    ]);
     if (h.status === 'failing') process.exitCode = 1;
   },
 };

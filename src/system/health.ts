@@ -11,11 +11,17 @@
 //   worker     the job worker's heartbeat (src/generation/dispatch/status.ts): ok; paused warn; stale, stopped or
 //              never started fail
 //   queue      jobs by status; warn with the worker's queue alerts (oldest waiting, unclaimable)
+//
+// Beside the probes, `storage` names the active storage driver and its location and probes the store
+// itself: a small object written under tmp/, read back, compared and deleted, with its latency. A
+// failing store makes the health degraded (never failing: a 200, not a 503) and says why in one
+// sentence without the driver's error text (which could carry an endpoint's answer or a credential).
 import fs from 'node:fs';
 import type { Ctx } from '../directory/context.ts';
 import * as o from '../kernel/view.ts';
 import { requireSystemAdmin } from '../kernel/errors.ts';
 import { newToken } from '../kernel/ids.ts';
+import { tempKey, type ObjectStore } from '../kernel/storage/store.ts';
 import { workerStatus } from '../generation/dispatch/status.ts';
 
 export const INTEGRITY_MAX_AGE_HOURS = 168;
@@ -36,10 +42,19 @@ export const ProbeView = o.named('HealthProbe', o.object({
 }));
 export type Probe = o.Out<typeof ProbeView>;
 
+export const StorageHealthView = o.named('StorageHealth', o.object({
+  driver: o.oneOf(['local', 's3'], 'SVC_STORAGE_DRIVER'),
+  location: o.text({ description: 'the folder, or s3://bucket/prefix at its endpoint (never a credential)' }),
+  status: o.oneOf(['ok', 'fail']),
+  latencyMs: o.number('write, read back and delete of a small object under tmp/'),
+  message: o.text(),
+}, 'the active store and its round trip'));
+
 export const HealthView = o.named('SystemHealth', o.object({
-  status: o.oneOf(['ok', 'degraded', 'failing'], 'the worst probe\'s: ok, degraded (a warn) or failing (a fail)'),
+  status: o.oneOf(['ok', 'degraded', 'failing'], 'the worst probe\'s: ok, degraded (a warn) or failing (a fail); a failing storage round trip makes it at least degraded'),
   checkedAt: o.time(),
   probes: o.array(ProbeView),
+  storage: StorageHealthView,
 }));
 export type Health = o.Out<typeof HealthView>;
 
@@ -132,12 +147,40 @@ function workerProbes(ctx: Ctx): Probe[] {
 const RANK: Record<ProbeStatus, number> = { ok: 0, warn: 1, fail: 2 };
 const worstOf = (statuses: ProbeStatus[]): ProbeStatus => statuses.reduce((a, b) => (RANK[b] > RANK[a] ? b : a), 'ok');
 
-export function systemHealth(ctx: Ctx): Health {
+export type StorageHealth = o.Out<typeof StorageHealthView>;
+
+/** Writes a small object under tmp/, reads it back and deletes it. */
+export async function storageRoundTrip(store: ObjectStore): Promise<StorageHealth> {
+  const started = performance.now();
+  const ms = () => Math.round((performance.now() - started) * 1000) / 1000;
+  const base = { driver: store.driver, location: store.location };
+  const key = tempKey('health');
+  const bytes = Buffer.from(`svc health ${newToken(12)}\n`);
+  let step = 'write';
+  try {
+    await store.putBytes(key, bytes);
+    step = 'read back';
+    const back = await store.readBytes(key);
+    step = 'delete';
+    await store.delete(key);
+    if (!back.equals(bytes)) return { ...base, status: 'fail', latencyMs: ms(), message: 'the object read back differs from the object written' };
+    return { ...base, status: 'ok', latencyMs: ms(), message: `${store.driver} write, read back and delete` };
+  } catch (err) {
+    // The error's own text stays in no answer: a remote store's may quote its endpoint's reply.
+    const code = (err as { code?: unknown; name?: unknown }).code ?? (err as { name?: unknown }).name;
+    await store.delete(key).catch(() => {}); // best effort; an ownerless tmp/ object is a cleanup candidate anyway
+    return { ...base, status: 'fail', latencyMs: ms(), message: `the ${step} of a small object failed${typeof code === 'string' && /^[A-Za-z_]{1,40}$/.test(code) ? ` (${code})` : ''}` };
+  }
+}
+
+export async function systemHealth(ctx: Ctx): Promise<Health> {
   requireSystemAdmin(ctx);
   const probes = [
     probe('database', databaseProbe(ctx)), probe('integrity', integrityProbe(ctx)), probe('wal', walProbe(ctx)), probe('disk', diskProbe(ctx)),
     ...workerProbes(ctx),
   ];
-  const worst = worstOf(probes.map((p) => p.status));
-  return { status: worst === 'ok' ? 'ok' : worst === 'warn' ? 'degraded' : 'failing', checkedAt: ctx.now().toISOString(), probes };
+  const storage = await storageRoundTrip(ctx.storage);
+  if (storage.status === 'fail') ctx.log.warn('health: the storage round trip failed', { driver: storage.driver, message: storage.message });
+  const worst = worstOf([...probes.map((p) => p.status), storage.status === 'fail' ? 'warn' : 'ok']);
+  return { status: worst === 'ok' ? 'ok' : worst === 'warn' ? 'degraded' : 'failing', checkedAt: ctx.now().toISOString(), probes, storage };
 }

@@ -1,7 +1,8 @@
-// Readiness: the runtime and providers this process actually uses (Node, node:sqlite, local
-// storage, ffmpeg/ffprobe) against the target providers of a larger deployment (PostgreSQL, Redis,
-// S3-compatible storage). A target is "configured" when its PLATFORM_* variable is set (non-empty);
-// its value is never shown, and no target is ever activated by this version.
+// Readiness: the runtime and providers this process actually uses (Node, node:sqlite, the storage
+// driver — local by default, s3 only when SVC_STORAGE_DRIVER says so — and ffmpeg/ffprobe) against the
+// target providers of a larger deployment (PostgreSQL, Redis, S3-compatible storage). A target is
+// "configured" when its PLATFORM_* variable is set (non-empty); its value is never shown, and a
+// PLATFORM_* variable never activates anything (the s3 driver has its own SVC_S3_* settings).
 import fs from 'node:fs';
 import type { Ctx } from '../directory/context.ts';
 import * as o from '../kernel/view.ts';
@@ -34,7 +35,12 @@ export const ReadinessView = o.named('Readiness', o.object({
   checkedAt: o.time(),
   runtime: o.object({ name: o.constant('node'), version: o.text(), platform: o.text(), arch: o.text() }),
   database: o.object({ provider: o.constant('node:sqlite'), sqliteVersion: o.text(), path: o.text() }),
-  storage: o.object({ provider: o.constant('local'), path: o.text(), writable: o.bool() }),
+  storage: o.object({
+    provider: o.oneOf(['local', 's3'], 'the active storage driver (SVC_STORAGE_DRIVER)'),
+    path: o.text({ description: 'where the objects are: the storage folder (local), or s3://bucket/prefix at its endpoint (never a credential)' }),
+    writable: o.bool('the local storage folder (on s3: the working folder of tmp/ and cache/) is a writable directory'),
+    workingDir: o.optional(o.text({ description: 'only on s3: SVC_STORAGE_DIR, the local working folder (ffmpeg scratch files, staged copies)' })),
+  }),
   media: o.object({ ffmpeg: MediaToolView, ffprobe: MediaToolView }),
   targets: o.object({ postgresql: TargetView, redis: TargetView, s3: TargetView } satisfies Record<TargetName, unknown>, 'target providers of a larger deployment'),
 }));
@@ -70,7 +76,8 @@ export async function readiness(ctx: Ctx, env: NodeJS.ProcessEnv = process.env):
   const problems: string[] = [];
   const sqliteVersion = ctx.db.get<{ v: string }>('SELECT sqlite_version() AS v')!.v;
   const storageWritable = writable(config.storageDir);
-  if (!storageWritable) problems.push(`storage root ${config.storageDir} is missing or not writable`);
+  const local = ctx.storage.driver === 'local';
+  if (!storageWritable) problems.push(`${local ? 'storage root' : 'storage working folder'} ${config.storageDir} is missing or not writable`);
   const tools = findMediaTools(env);
   const [ffmpeg, ffprobe] = await Promise.all([mediaTool('ffmpeg', tools.ffmpeg), mediaTool('ffprobe', tools.ffprobe)]);
   for (const p of [ffmpeg.problem, ffprobe.problem]) if (p) problems.push(p);
@@ -82,7 +89,9 @@ export async function readiness(ctx: Ctx, env: NodeJS.ProcessEnv = process.env):
     checkedAt: ctx.now().toISOString(),
     runtime: { name: 'node', version: process.versions.node, platform: process.platform, arch: process.arch },
     database: { provider: 'node:sqlite', sqliteVersion, path: config.dbPath },
-    storage: { provider: 'local', path: config.storageDir, writable: storageWritable },
+    storage: local
+      ? { provider: 'local', path: config.storageDir, writable: storageWritable }
+      : { provider: ctx.storage.driver, path: ctx.storage.location, writable: storageWritable, workingDir: config.storageDir },
     media: { ffmpeg: ffmpeg.report, ffprobe: ffprobe.report },
     targets,
   };

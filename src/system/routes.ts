@@ -29,7 +29,7 @@ export function bindSystemRoutes(router: Router): void {
 
   const admin = { tags: ['system'], systemAdmin: true, scope: 'none' as const };
   r.get('/api/system/readiness', {
-    ...admin, summary: 'Active runtime versus target providers: Node, node:sqlite, local storage, ffmpeg/ffprobe (path, source, version); PostgreSQL, Redis and S3 targets configured only by their PLATFORM_* variable, never active; status ready or degraded with problems.',
+    ...admin, summary: 'Active runtime versus target providers: Node, node:sqlite, the storage driver (local, or s3 when SVC_STORAGE_DRIVER=s3) and location, ffmpeg/ffprobe (path, source, version); PostgreSQL, Redis and S3 targets configured only by their PLATFORM_* variable, never active; status ready or degraded with problems.',
     response: { description: 'the readiness report', schema: ReadinessView },
   }, async ({ ctx }) => json(200, await readiness(ctx)));
   r.get('/api/system/storage/cleanup-preview', {
@@ -46,10 +46,10 @@ export function bindSystemRoutes(router: Router): void {
     response: { description: 'the effective configuration', schema: ConfigReportView },
   }, ({ ctx }) => json(200, configReport(ctx)));
   r.get('/api/system/health', {
-    ...admin, response: { description: '{ status: ok | degraded | failing, checkedAt, probes: [{ name, status, latencyMs, message, details }] }; 503 when failing', schema: HealthView },
-    summary: 'Database-backed probes, each with status (ok | warn | fail) and latency: database write-and-read round trip, integrity-check age, WAL size, free disk, worker heartbeat, queue depth. 200 ok or degraded, 503 failing.',
-  }, ({ ctx }) => {
-    const h = systemHealth(ctx);
+    ...admin, response: { description: '{ status: ok | degraded | failing, checkedAt, probes: [{ name, status, latencyMs, message, details }], storage: { driver, location, status, latencyMs, message } }; 503 when failing', schema: HealthView },
+    summary: 'Database-backed probes, each with status (ok | warn | fail) and latency: database write-and-read round trip, integrity-check age, WAL size, free disk, worker heartbeat, queue depth; and the active storage driver with a write, read and delete round trip (a failure: degraded). 200 ok or degraded, 503 failing.',
+  }, async ({ ctx }) => {
+    const h = await systemHealth(ctx);
     return json(h.status === 'failing' ? 503 : 200, h);
   });
   r.get('/api/system/identity', {

@@ -1,7 +1,8 @@
 // Stale temporaries: a tmp/ object named by tempKey() (tmp/<kind>.<host>.<pid>.<random>) becomes a
 // cleanup candidate, whatever the retention, once no live writer can own it — its writer is a
 // process of this host that is gone, or it is older than the longest allowed write — while a live
-// writer's young file, another host's young file and old-style names keep the retention rule.
+// writer's young file, another host's young file and old-style names keep the retention rule. And
+// the health's storage round trip.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -9,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { login, makeUser } from '../helpers/factories.ts';
 import { THIS_WRITER, tempKey, writerOf } from '../../src/kernel/storage/store.ts';
 import { longestWriteMs, processAlive, WRITE_MARGIN_MS } from '../../src/system/storage-rules.ts';
 import { previewCleanup, reclaimStorage } from '../../src/system/storage.ts';
@@ -79,4 +81,26 @@ test('SVC_JOB_TIMEOUT_MS lengthens the longest write: a live writer\'s file stay
   put(s, threeHours, 3 * 3_600_000);
   put(s, sixHours, 6 * 3_600_000);
   assert.deepEqual((await previewCleanup(s.operator())).candidates.map((c) => c.path), [sixHours]);
+});
+
+test('health names the storage driver and probes the store with a round trip; a failing store is degraded, not a 5xx', async (t) => {
+  const s = await startTestServer(t);
+  const token = await login(s, await makeUser(s, { systemAdmin: true }));
+  const ok = await s.call('GET', '/api/system/health', { token });
+  assert.ok(ok.status === 200 || ok.status === 503, ok.text);
+  const st = ok.body.storage;
+  assert.deepEqual([st.driver, st.location, st.status], ['local', s.config.storageDir, 'ok'], ok.text);
+  assert.ok(typeof st.latencyMs === 'number' && st.latencyMs >= 0);
+  assert.deepEqual(fs.readdirSync(path.join(s.config.storageDir, 'tmp')), [], 'the probe object is gone');
+
+  // tmp/ replaced by a file: the probe cannot write.
+  fs.rmSync(path.join(s.config.storageDir, 'tmp'), { recursive: true });
+  fs.writeFileSync(path.join(s.config.storageDir, 'tmp'), 'not a folder');
+  const bad = await s.call('GET', '/api/system/health', { token });
+  assert.equal(bad.body.storage.status, 'fail', bad.text);
+  assert.match(bad.body.storage.message, /^the write of a small object failed/);
+  assert.ok(!bad.text.includes(s.config.storageDir + '/tmp/'), 'no error text with paths');
+  assert.notEqual(bad.body.status, 'ok');
+  const worker = bad.body.probes.find((p: { name: string }) => p.name === 'worker');
+  if (worker.status !== 'fail') assert.equal(bad.status, 200, 'a failing store alone is degraded');
 });
