@@ -1,9 +1,17 @@
 // svc storage preview|reclaim: the same cleanup preview and reclaim as
 // GET /api/system/storage/cleanup-preview and POST /api/system/storage/reclaim, as the local operator
-// (the reclaim writes the same system.storage.reclaimed audit record).
+// (the reclaim writes the same system.storage.reclaimed audit record). svc storage migrate --to
+// s3|local: copies every referenced object of the active store to the other driver's store
+// (src/system/storage-migrate.ts), never touching the source.
+import path from 'node:path';
 import type { Argv } from 'yargs';
+import type { Config } from '../kernel/config.ts';
+import { LocalStore } from '../kernel/storage/local.ts';
+import type { ObjectStore, StorageDriver } from '../kernel/storage/store.ts';
 import { parse } from '../kernel/validate.ts';
 import { CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from '../system/storage.ts';
+import { migrateStorage } from '../system/storage-migrate.ts';
+import { CliError } from './errors.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
 
 interface StorageArgs extends SharedArgs { olderThanDays?: number; path?: string[] }
@@ -44,9 +52,38 @@ const reclaim = {
   },
 };
 
+interface MigrateArgs extends SharedArgs { to: StorageDriver; toStorageDir?: string }
+
+/** The store of the driver to move to (a local one at --to-storage-dir, by default SVC_STORAGE_DIR). */
+function targetStore(config: Config, args: MigrateArgs): ObjectStore {
+  if (args.to === 'local') return new LocalStore(args.toStorageDir ? path.resolve(args.toStorageDir) : config.storageDir);
+  if (args.toStorageDir) throw new CliError('validation_failed', '--to-storage-dir goes with --to local only');
+  throw new CliError('validation_failed', 'the s3 driver is not available in this build');
+}
+
+const migrateCmd = {
+  command: 'migrate',
+  describe: 'copy every referenced object to the other storage driver, verifying each SHA-256 (resumable; the source is only read)',
+  builder: (y: Argv) => sharedOptions(y)
+    .option('to', { choices: ['s3', 'local'] as const, demandOption: true, describe: 'the driver to copy to (its SVC_S3_* settings, or the local folder)' })
+    .option('to-storage-dir', { type: 'string', requiresArg: true, describe: 'with --to local: the folder to copy to (default SVC_STORAGE_DIR)' }),
+  handler: async (args: MigrateArgs) => {
+    const s = await withOperator(args, (ctx) => migrateStorage(ctx.db, ctx.storage, targetStore(ctx.config, args), (step, done, total) => {
+      if (args.json || step.outcome === 'present') return;
+      process.stdout.write(`[${done}/${total}] ${step.outcome} ${step.key}${step.outcome === 'copied' ? ` (${step.bytes} bytes)` : step.reason ? `: ${step.reason}` : ''}\n`);
+    }));
+    output(args, s, [
+      `${s.objects} object(s) from ${s.from.driver} ${s.from.location} to ${s.to.driver} ${s.to.location}: ${s.copied} copied (${s.bytesCopied} bytes), `
+        + `${s.present} already there, ${s.missing.length} missing at the source, ${s.failed.length} failed`,
+      ...(s.failed.length ? [] : [`switch SVC_STORAGE_DRIVER to ${s.to.driver} when ready (the ${s.from.driver} store was not changed)`]),
+    ]);
+    if (s.failed.length) process.exitCode = 1;
+  },
+};
+
 export const storageCommand = {
   command: 'storage <command>',
-  describe: 'preview and reclaim unreferenced storage files',
-  builder: (y: Argv) => y.command(preview).command(reclaim).demandCommand(1),
+  describe: 'preview and reclaim unreferenced storage files; migrate to the other storage driver',
+  builder: (y: Argv) => y.command(preview).command(reclaim).command(migrateCmd).demandCommand(1),
   handler: () => {},
 };
