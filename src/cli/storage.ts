@@ -9,7 +9,8 @@ import type { Config } from '../kernel/config.ts';
 import { LocalStore } from '../kernel/storage/local.ts';
 import type { ObjectStore, StorageDriver } from '../kernel/storage/store.ts';
 import { parse } from '../kernel/validate.ts';
-import { CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from '../system/storage.ts';
+import { record } from '../platform/audit/service.ts';
+import { AUDIT_PATHS_KEPT, CleanupPreviewQuery, ReclaimBody, previewCleanup, reclaimStorage } from '../system/storage.ts';
 import { migrateStorage } from '../system/storage-migrate.ts';
 import { CliError } from './errors.ts';
 import { output, sharedOptions, withOperator, type SharedArgs } from './common.ts';
@@ -68,10 +69,21 @@ const migrateCmd = {
     .option('to', { choices: ['s3', 'local'] as const, demandOption: true, describe: 'the driver to copy to (its SVC_S3_* settings, or the local folder)' })
     .option('to-storage-dir', { type: 'string', requiresArg: true, describe: 'with --to local: the folder to copy to (default SVC_STORAGE_DIR)' }),
   handler: async (args: MigrateArgs) => {
-    const s = await withOperator(args, (ctx) => migrateStorage(ctx.db, ctx.storage, targetStore(ctx.config, args), (step, done, total) => {
-      if (args.json || step.outcome === 'present') return;
-      process.stdout.write(`[${done}/${total}] ${step.outcome} ${step.key}${step.outcome === 'copied' ? ` (${step.bytes} bytes)` : step.reason ? `: ${step.reason}` : ''}\n`);
-    }));
+    const s = await withOperator(args, async (ctx) => {
+      const summary = await migrateStorage(ctx.db, ctx.storage, targetStore(ctx.config, args), (step, done, total) => {
+        if (args.json || step.outcome === 'present') return;
+        process.stdout.write(`[${done}/${total}] ${step.outcome} ${step.key}${step.outcome === 'copied' ? ` (${step.bytes} bytes)` : step.reason ? `: ${step.reason}` : ''}\n`);
+      });
+      record(ctx, {
+        action: 'system.storage.migrated', targetType: 'storage', targetId: 'storage', organizationId: null, workspaceId: null, projectId: null,
+        metadata: {
+          from: summary.from, to: summary.to, objects: summary.objects, copied: summary.copied, present: summary.present, bytesCopied: summary.bytesCopied,
+          missingCount: summary.missing.length, failedCount: summary.failed.length,
+          missing: summary.missing.slice(0, AUDIT_PATHS_KEPT), failed: summary.failed.slice(0, AUDIT_PATHS_KEPT).map((f) => f.key),
+        },
+      });
+      return summary;
+    });
     output(args, s, [
       `${s.objects} object(s) from ${s.from.driver} ${s.from.location} to ${s.to.driver} ${s.to.location}: ${s.copied} copied (${s.bytesCopied} bytes), `
         + `${s.present} already there, ${s.missing.length} missing at the source, ${s.failed.length} failed`,
