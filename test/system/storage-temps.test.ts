@@ -2,10 +2,10 @@
 // cleanup candidate, whatever the retention, once no live writer can own it — its writer is a
 // process of this host that is gone, or it is older than the longest allowed write — while a live
 // writer's young file, another host's young file and old-style names keep the retention rule. And
-// the health's storage round trip.
+// the health's storage round trip; and a real kill -9 during a write.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -103,4 +103,32 @@ test('health names the storage driver and probes the store with a round trip; a 
   assert.notEqual(bad.body.status, 'ok');
   const worker = bad.body.probes.find((p: { name: string }) => p.name === 'worker');
   if (worker.status !== 'fail') assert.equal(bad.status, 200, 'a failing store alone is degraded');
+});
+
+test('a write killed with kill -9 leaves a temporary file that the preview finds at once and a reclaim removes', async (t) => {
+  const s = await startTestServer(t);
+  const store = new URL('../../src/kernel/storage/local.ts', import.meta.url).href;
+  const script = `
+    import { Readable } from 'node:stream';
+    import { LocalStore } from ${JSON.stringify(store)};
+    const slow = new Readable({ read() { setTimeout(() => this.push(Buffer.alloc(65536, 1)), 20); } });
+    await new LocalStore(process.argv[1]).write(slow);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, s.config.storageDir], { stdio: 'ignore' });
+  const tmp = path.join(s.config.storageDir, 'tmp');
+  let left: string[] = [];
+  for (let i = 0; i < 500 && !left.length; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    left = fs.readdirSync(tmp).filter((f) => f.startsWith(`upload.${THIS_WRITER.host}.${child.pid}.`) && fs.statSync(path.join(tmp, f)).size > 0);
+  }
+  assert.equal(left.length, 1, 'the child is writing');
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+  const key = `tmp/${left[0]}`;
+  assert.deepEqual(writerOf(key), { host: THIS_WRITER.host, pid: child.pid });
+  const preview = await previewCleanup(s.operator());
+  assert.deepEqual(preview.candidates.map((c) => c.path), [key]);
+  assert.ok(preview.candidates[0].bytes > 0);
+  assert.deepEqual((await reclaimStorage(s.operator())).deleted.map((d) => d.path), [key]);
+  assert.deepEqual(fs.readdirSync(tmp), []);
 });
