@@ -3,92 +3,21 @@
 // the target and verified by SHA-256 (recorded, else the source's), unreferenced objects left behind,
 // the source never changed, a second run skipping what is there, an interrupted run resumed, a
 // corrupt target copy replaced, a source that no longer matches its record refused; and the CLI.
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startTestServer, tempDir, type TestServer } from '../helpers/server.ts';
-import { member, type Tree } from '../helpers/factories.ts';
+import { tempDir } from '../helpers/server.ts';
 import { Sandbox, describe, lines } from '../helpers/cli.ts';
+import { keysOf, sha, storedWorld, worldKeys } from '../helpers/stored-world.ts';
 import { LocalStore } from '../../src/kernel/storage/local.ts';
-import type { ObjectStore } from '../../src/kernel/storage/store.ts';
 import { migrateStorage, migrationItems } from '../../src/system/storage-migrate.ts';
 
-const T0 = '2026-01-01T00:00:00.000Z';
-const sha = (b: string | Buffer) => crypto.createHash('sha256').update(b).digest('hex');
-
-function put(s: TestServer, rel: string, content = `bytes of ${rel}\n`): { sha256: string; size: number } {
-  const abs = path.join(s.config.storageDir, rel);
-  fs.mkdirSync(path.dirname(abs), { recursive: true });
-  fs.writeFileSync(abs, content);
-  return { sha256: sha(content), size: Buffer.byteLength(content) };
-}
-
-let seq = 0;
-function job(s: TestServer, tree: Tree, status: string, files: Array<{ path: string; sha256: string; fileSize: number }> = []): string {
-  const id = `job_mg${++seq}`;
-  s.db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, output, created_at, updated_at)
-    VALUES (?, ?, ?, ?, 'video', ?, ?, ?, ?)`, id, tree.organizationId, tree.workspaceId, tree.projectId, status,
-  JSON.stringify({ files: files.map((f) => ({ ...f, role: 'image', mimeType: 'image/png' })) }), T0, T0);
-  return id;
-}
-
-/** A store with one object of every referenced kind, an unreferenced one and a registered one missing. */
-async function world(t: TestContext) {
-  const s = await startTestServer(t);
-  const { tree } = await member(s, 'org_owner');
-  const video = put(s, 'outputs/job_a/video.mp4');
-  const first = put(s, 'frames/job_a/first.png');
-  const last = put(s, 'frames/job_a/last.png');
-  s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
-      file_size, content_sha256, has_video, has_audio, first_frame_path, first_frame_sha256, first_frame_size, last_frame_path, last_frame_sha256, last_frame_size, created_at)
-    VALUES ('art_mg1', ?, ?, ?, ?, 'video', 'generation', 'outputs/job_a/video.mp4', 'video.mp4', 'video/mp4', ?, ?, 1, 0,
-      'frames/job_a/first.png', ?, ?, 'frames/job_a/last.png', ?, ?, ?)`,
-  tree.organizationId, tree.workspaceId, tree.projectId, job(s, tree, 'completed'), video.size, video.sha256, first.sha256, first.size, last.sha256, last.size, T0);
-  const asset = put(s, 'assets/ab/abcdef');
-  s.db.run(`INSERT INTO assets (id, organization_id, workspace_id, project_id, kind, name, created_at, updated_at) VALUES ('ast_mg1', ?, ?, ?, 'image', 'a', ?, ?)`,
-    tree.organizationId, tree.workspaceId, tree.projectId, T0, T0);
-  s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
-    VALUES ('asv_mg1', 'ast_mg1', ?, ?, ?, 1, 'a.bin', 'application/octet-stream', ?, ?, 'assets/ab/abcdef', ?)`,
-  tree.organizationId, tree.workspaceId, tree.projectId, asset.size, asset.sha256, T0);
-  const out = put(s, 'outputs/job_c/image-1.png');
-  job(s, tree, 'completed', [{ path: 'outputs/job_c/image-1.png', sha256: out.sha256, fileSize: out.size }]);
-  const running = job(s, tree, 'running');
-  put(s, `outputs/${running}/partial.bin`);
-  put(s, `frames/${running}/f.png`);
-  // An export package with its manifest and archive.
-  const media = put(s, 'exports/exp_1/media/01.mp4');
-  const manifest = put(s, 'exports/exp_1/manifest.json', JSON.stringify({ files: [{ path: 'media/01.mp4', sha256: media.sha256, size: media.size }] }));
-  const tar = put(s, 'exports/exp_1.tar');
-  s.db.run(`INSERT INTO deliveries (id, organization_id, workspace_id, project_id, title, created_at, updated_at) VALUES ('dlv_mg1', ?, ?, ?, 'd', ?, ?)`,
-    tree.organizationId, tree.workspaceId, tree.projectId, T0, T0);
-  s.db.run(`INSERT INTO exports (id, organization_id, workspace_id, project_id, delivery_id, delivery_version, storage_path, archive_path, archive_sha256,
-      manifest_sha256, file_count, total_bytes, created_at) VALUES ('exp_1', ?, ?, ?, 'dlv_mg1', 1, 'exports/exp_1', 'exports/exp_1.tar', ?, ?, 2, 10, ?)`,
-  tree.organizationId, tree.workspaceId, tree.projectId, tar.sha256, manifest.sha256, T0);
-  put(s, 'outputs/job_x/unreferenced.bin');
-  put(s, 'tmp/upload-stray');
-  job(s, tree, 'completed', [{ path: 'outputs/job_gone/missing.png', sha256: sha('x'), fileSize: 1 }]);
-  return { s, tree, running };
-}
-
-async function keysOf(store: ObjectStore, prefix = ''): Promise<Map<string, string>> {
-  const found = new Map<string, string>();
-  for (const folder of prefix ? [prefix] : ['assets/', 'exports/', 'frames/', 'outputs/', 'tmp/', 'cache/']) {
-    for await (const o of store.list(folder)) found.set(o.key, sha(await store.readBytes(o.key)));
-  }
-  return found;
-}
-
 test('migrate copies every referenced object verified by SHA-256, leaves the source alone and resumes', async (t) => {
-  const { s, running } = await world(t);
+  const { s, running } = await storedWorld(t);
   const source = new LocalStore(s.config.storageDir);
   const target = new LocalStore(tempDir(t));
-  const expected = [
-    'assets/ab/abcdef', 'exports/exp_1.tar', 'exports/exp_1/manifest.json', 'exports/exp_1/media/01.mp4',
-    'frames/job_a/first.png', 'frames/job_a/last.png', `frames/${running}/f.png`,
-    'outputs/job_a/video.mp4', 'outputs/job_c/image-1.png', 'outputs/job_gone/missing.png', `outputs/${running}/partial.bin`,
-  ].sort();
+  const expected = worldKeys(running);
   const items = await migrationItems(s.db, source);
   assert.deepEqual(items.map((i) => i.key), expected);
   assert.equal(items.find((i) => i.key === 'exports/exp_1/media/01.mp4')!.sha256, sha('bytes of exports/exp_1/media/01.mp4\n'), 'the manifest\'s hash');
@@ -137,7 +66,7 @@ test('migrate copies every referenced object verified by SHA-256, leaves the sou
 });
 
 test('svc storage migrate --to local --to-storage-dir prints progress and a summary (--json too)', async (t) => {
-  const { s } = await world(t);
+  const { s } = await storedWorld(t);
   const sb = new Sandbox(t);
   const to = tempDir(t);
   const dirs = ['--data-dir', s.config.dataDir, '--storage-dir', s.config.storageDir];
