@@ -14,8 +14,7 @@ import { LocalStore } from '../../src/kernel/storage/local.ts';
 import { migrateStorage, migrationItems } from '../../src/system/storage-migrate.ts';
 
 test('migrate copies every referenced object verified by SHA-256, leaves the source alone and resumes', async (t) => {
-  const { s, running } = await storedWorld(t);
-  const source = new LocalStore(s.config.storageDir);
+  const { s, store: source, running } = await storedWorld(t);
   const target = new LocalStore(tempDir(t));
   const expected = worldKeys(running);
   const items = await migrationItems(s.db, source);
@@ -54,7 +53,7 @@ test('migrate copies every referenced object verified by SHA-256, leaves the sou
 
   // A corrupt copy at the target is replaced; a source that no longer matches its record is refused.
   fs.writeFileSync(path.join(target.root, 'outputs/job_a/video.mp4'), 'tampered');
-  fs.writeFileSync(path.join(s.config.storageDir, 'assets/ab/abcdef'), 'changed at the source');
+  await source.putBytes('assets/ab/abcdef', Buffer.from('changed at the source'));
   fs.rmSync(path.join(target.root, 'assets/ab/abcdef'));
   const fix = await migrateStorage(s.db, source, target);
   assert.equal(fix.copied, 1);
@@ -62,7 +61,7 @@ test('migrate copies every referenced object verified by SHA-256, leaves the sou
   assert.equal(sha(fs.readFileSync(path.join(target.root, 'outputs/job_a/video.mp4'))), before.get('outputs/job_a/video.mp4'));
   assert.ok(!fs.existsSync(path.join(target.root, 'assets/ab/abcdef')));
   assert.deepEqual(fs.readdirSync(path.join(target.root, 'tmp')), [], 'no temporary object left at the target');
-  await assert.rejects(migrateStorage(s.db, source, new LocalStore(s.config.storageDir)), /the target is the source/);
+  await assert.rejects(migrateStorage(s.db, source, source), /the target is the source/);
 });
 
 test('svc storage migrate --to local --to-storage-dir prints progress and a summary (--json too)', async (t) => {
