@@ -31,7 +31,9 @@ const preview = {
     const p = await withOperator(args, (ctx) => previewCleanup(ctx, q.olderThanDays));
     output(args, p, [
       ...p.candidates.map((c) => `${c.path}  ${c.bytes} bytes  modified ${c.modifiedAt}`),
-      `${p.count} candidate file(s), ${p.estimatedBytes} bytes, older than ${p.olderThanDays} day(s)`,
+      ...(p.incompleteUploads ?? []).map((u) => `${u.key}  incomplete upload ${u.uploadId}  begun ${u.initiatedAt}`),
+      `${p.count} candidate file(s), ${p.estimatedBytes} bytes, older than ${p.olderThanDays} day(s)`
+        + (p.incompleteUploads ? `; ${p.incompleteUploads.length} incomplete upload(s) to abort` : ''),
     ]);
   },
 };
@@ -48,6 +50,7 @@ const reclaim = {
     output(args, r, [
       ...r.deleted.map((d) => `deleted ${d.path} (${d.bytes} bytes)`),
       ...r.skipped.map((s) => `skipped ${s.path}: ${s.reason}`),
+      ...(r.abortedUploads ?? []).map((u) => `aborted the incomplete upload ${u.uploadId} of ${u.key}`),
       `deleted ${r.deleted.length} file(s), freed ${r.freedBytes} bytes; skipped ${r.skipped.length}; removed ${r.removedDirectories} empty director${r.removedDirectories === 1 ? 'y' : 'ies'}`,
     ]);
   },
