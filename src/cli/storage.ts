@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Argv } from 'yargs';
 import type { Config } from '../kernel/config.ts';
 import { LocalStore } from '../kernel/storage/local.ts';
+import { createStore } from '../kernel/storage/index.ts';
 import type { ObjectStore, StorageDriver } from '../kernel/storage/store.ts';
 import { parse } from '../kernel/validate.ts';
 import { record } from '../platform/audit/service.ts';
@@ -58,11 +59,21 @@ const reclaim = {
 
 interface MigrateArgs extends SharedArgs { to: StorageDriver; toStorageDir?: string }
 
-/** The store of the driver to move to (a local one at --to-storage-dir, by default SVC_STORAGE_DIR). */
+/** The store of the driver to move to: the SVC_S3_* bucket, or a local one at --to-storage-dir (by default SVC_STORAGE_DIR). */
 function targetStore(config: Config, args: MigrateArgs): ObjectStore {
-  if (args.to === 'local') return new LocalStore(args.toStorageDir ? path.resolve(args.toStorageDir) : config.storageDir);
+  if (args.to === 'local') return args.toStorageDir ? new LocalStore(path.resolve(args.toStorageDir)) : createStore(config, 'local');
   if (args.toStorageDir) throw new CliError('validation_failed', '--to-storage-dir goes with --to local only');
-  throw new CliError('validation_failed', 'the s3 driver is not available in this build');
+  try {
+    return createStore(config, 's3');
+  } catch (err) {
+    throw new CliError('validation_failed', `--to s3: ${(err as Error).message}`);
+  }
+}
+
+/** Closes a store's connections when its driver keeps any (s3), so the command can exit. */
+async function closeStore(store: ObjectStore): Promise<void> {
+  const closable = store as ObjectStore & { close?: () => Promise<void> };
+  if (typeof closable.close === 'function') await closable.close();
 }
 
 const migrateCmd = {
@@ -73,19 +84,25 @@ const migrateCmd = {
     .option('to-storage-dir', { type: 'string', requiresArg: true, describe: 'with --to local: the folder to copy to (default SVC_STORAGE_DIR)' }),
   handler: async (args: MigrateArgs) => {
     const s = await withOperator(args, async (ctx) => {
-      const summary = await migrateStorage(ctx.db, ctx.storage, targetStore(ctx.config, args), (step, done, total) => {
-        if (args.json || step.outcome === 'present') return;
-        process.stdout.write(`[${done}/${total}] ${step.outcome} ${step.key}${step.outcome === 'copied' ? ` (${step.bytes} bytes)` : step.reason ? `: ${step.reason}` : ''}\n`);
-      });
-      record(ctx, {
-        action: 'system.storage.migrated', targetType: 'storage', targetId: 'storage', organizationId: null, workspaceId: null, projectId: null,
-        metadata: {
-          from: summary.from, to: summary.to, objects: summary.objects, copied: summary.copied, present: summary.present, bytesCopied: summary.bytesCopied,
-          missingCount: summary.missing.length, failedCount: summary.failed.length,
-          missing: summary.missing.slice(0, AUDIT_PATHS_KEPT), failed: summary.failed.slice(0, AUDIT_PATHS_KEPT).map((f) => f.key),
-        },
-      });
-      return summary;
+      const target = targetStore(ctx.config, args);
+      try {
+        const summary = await migrateStorage(ctx.db, ctx.storage, target, (step, done, total) => {
+          if (args.json || step.outcome === 'present') return;
+          process.stdout.write(`[${done}/${total}] ${step.outcome} ${step.key}${step.outcome === 'copied' ? ` (${step.bytes} bytes)` : step.reason ? `: ${step.reason}` : ''}\n`);
+        });
+        record(ctx, {
+          action: 'system.storage.migrated', targetType: 'storage', targetId: 'storage', organizationId: null, workspaceId: null, projectId: null,
+          metadata: {
+            from: summary.from, to: summary.to, objects: summary.objects, copied: summary.copied, present: summary.present, bytesCopied: summary.bytesCopied,
+            missingCount: summary.missing.length, failedCount: summary.failed.length,
+            missing: summary.missing.slice(0, AUDIT_PATHS_KEPT), failed: summary.failed.slice(0, AUDIT_PATHS_KEPT).map((f) => f.key),
+          },
+        });
+        return summary;
+      } finally {
+        await closeStore(target);
+        await closeStore(ctx.storage);
+      }
     });
     output(args, s, [
       `${s.objects} object(s) from ${s.from.driver} ${s.from.location} to ${s.to.driver} ${s.to.location}: ${s.copied} copied (${s.bytesCopied} bytes), `
