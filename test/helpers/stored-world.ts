@@ -4,7 +4,7 @@
 // on whichever driver the server runs (objects written through its store).
 import crypto from 'node:crypto';
 import type { TestContext } from 'node:test';
-import { startTestServer, type TestServer } from './server.ts';
+import { startTestServer, type TestServer, type TestServerOptions } from './server.ts';
 import { member, type Tree } from './factories.ts';
 import { storageOf } from '../../src/kernel/storage/index.ts';
 import type { ObjectStore } from '../../src/kernel/storage/store.ts';
@@ -33,8 +33,8 @@ function job(s: TestServer, tree: Tree, status: string, files: Array<{ path: str
   return id;
 }
 
-export async function storedWorld(t: TestContext, env: Record<string, string> = {}): Promise<{ s: TestServer; store: ObjectStore; running: string }> {
-  const s = await startTestServer(t, env);
+export async function storedWorld(t: TestContext, env: Record<string, string> = {}, opts: TestServerOptions = {}): Promise<{ s: TestServer; store: ObjectStore; running: string }> {
+  const s = await startTestServer(t, env, opts);
   const store = storageOf(s.config);
   const { tree } = await member(s, 'org_owner');
   const video = await put(store, 'outputs/job_a/video.mp4');

@@ -65,7 +65,7 @@ test('migrate copies every referenced object verified by SHA-256, leaves the sou
 });
 
 test('svc storage migrate --to local --to-storage-dir prints progress and a summary (--json too)', async (t) => {
-  const { s } = await storedWorld(t);
+  const { s } = await storedWorld(t, {}, { storage: 'local' }); // the CLI runs on the local driver
   const sb = new Sandbox(t);
   const to = tempDir(t);
   const dirs = ['--data-dir', s.config.dataDir, '--storage-dir', s.config.storageDir];

@@ -28,7 +28,7 @@ function put(s: TestServer, rel: string, ageMs: number): void {
 const hex = () => randomBytes(12).toString('hex');
 
 test('a temporary file whose writer is gone or that is older than the longest write is a candidate whatever the retention', async (t) => {
-  const s = await startTestServer(t);
+  const s = await startTestServer(t, {}, { storage: 'local' });
   const longest = longestWriteMs(s.config);
   assert.equal(longest, Math.max(s.config.jobTimeoutMs, 300_000) + WRITE_MARGIN_MS, 'the job time-out (30 min by default) or the request time-out, plus the margin');
   const dead = spawnSync(process.execPath, ['-e', '']).pid;
@@ -74,7 +74,7 @@ test('a temporary file whose writer is gone or that is older than the longest wr
 });
 
 test('SVC_JOB_TIMEOUT_MS lengthens the longest write: a live writer\'s file stays until it is over', async (t) => {
-  const s = await startTestServer(t, { SVC_JOB_TIMEOUT_MS: String(4 * 3_600_000) });
+  const s = await startTestServer(t, { SVC_JOB_TIMEOUT_MS: String(4 * 3_600_000) }, { storage: 'local' });
   assert.equal(longestWriteMs(s.config), 5 * 3_600_000);
   const threeHours = `tmp/upload.${THIS_WRITER.host}.${process.pid}.${hex()}`;
   const sixHours = `tmp/upload.${THIS_WRITER.host}.${process.pid}.${hex()}`;
@@ -84,7 +84,7 @@ test('SVC_JOB_TIMEOUT_MS lengthens the longest write: a live writer\'s file stay
 });
 
 test('health names the storage driver and probes the store with a round trip; a failing store is degraded, not a 5xx', async (t) => {
-  const s = await startTestServer(t);
+  const s = await startTestServer(t, {}, { storage: 'local' });
   const token = await login(s, await makeUser(s, { systemAdmin: true }));
   const ok = await s.call('GET', '/api/system/health', { token });
   assert.ok(ok.status === 200 || ok.status === 503, ok.text);
