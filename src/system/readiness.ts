@@ -26,7 +26,7 @@ const MediaToolView = o.nullable(o.object({
 export type MediaToolReport = NonNullable<o.Out<typeof MediaToolView>>;
 
 const TargetView = o.object({
-  configured: o.bool('its PLATFORM_* variable is set (the value is never shown)'), active: o.constant(false, 'never active in this version'), env: o.text(),
+  configured: o.bool('its PLATFORM_* variable is set (the value is never shown)'), active: o.constant(false, 'a PLATFORM_* variable never activates anything; the storage driver in use is storage.provider (SVC_STORAGE_DRIVER)'), env: o.text(),
 });
 
 export const ReadinessView = o.named('Readiness', o.object({
