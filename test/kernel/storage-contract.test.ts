@@ -148,6 +148,18 @@ for (const d of DRIVERS) {
       await store.delete('d/never/there');
     });
 
+    test('deletePrefix removes a folder (and, locally, the folder itself) or every key under a name prefix', async (t) => {
+      const { store } = setup(t, d);
+      for (const k of ['p/a', 'p/b/c', 'p2/x', 'q']) await store.putBytes(k, Buffer.from(k));
+      await store.deletePrefix('p/');
+      assert.deepEqual(await keys(store.list('')), ['p2/x', 'q']);
+      if (store instanceof LocalStore) assert.equal(fs.existsSync(path.join(store.root, 'p')), false, 'no empty folder left');
+      await store.deletePrefix('p');
+      assert.deepEqual(await keys(store.list('')), ['q']);
+      await store.deletePrefix('nothing/');
+      await assert.rejects(store.deletePrefix(''), /refusing/);
+    });
+
     test('list under a prefix, in key order', async (t) => {
       const { store } = setup(t, d);
       for (const k of ['l/b', 'l/a', 'l/c/d', 'l2/x', 'm', 'l/c/a']) await store.putBytes(k, Buffer.from(k));

@@ -155,6 +155,16 @@ export class LocalStore implements ObjectStore {
     fs.rmSync(this.target(key), { force: true });
   }
 
+  async deletePrefix(prefix: string): Promise<void> {
+    if (prefix === '' || prefix === '/') throw new Error('deletePrefix: refusing to remove every object');
+    if (prefix.endsWith('/')) {
+      // A folder, with everything under it (a symbolic link inside is removed, never followed).
+      fs.rmSync(this.target(prefix.slice(0, -1)), { recursive: true, force: true });
+      return;
+    }
+    for await (const o of this.list(prefix)) await this.delete(o.key);
+  }
+
   async copy(from: string, to: string): Promise<void> {
     const src = this.resolve(from);
     const dest = this.target(to);

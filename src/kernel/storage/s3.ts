@@ -219,6 +219,14 @@ export class S3Store implements ObjectStore {
     await this.send('delete', key, (sdk) => new sdk.s3.DeleteObjectCommand({ Bucket: this.bucket, Key }));
   }
 
+  async deletePrefix(prefix: string): Promise<void> {
+    if (prefix === '' || prefix === '/') throw new Error('deletePrefix: refusing to remove every object');
+    // Listed first, then removed: deleting while paging through the listing could skip keys.
+    const keys: string[] = [];
+    for await (const o of this.list(prefix)) keys.push(o.key);
+    for (const key of keys) await this.delete(key);
+  }
+
   async copy(from: string, to: string): Promise<void> {
     this.full(to);
     const st = await this.stat(from);

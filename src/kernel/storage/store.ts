@@ -84,6 +84,11 @@ export interface ObjectStore {
   stat(key: string): Promise<StoredObject | null>;
   /** Removes the object; a missing one is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * Removes every object whose key starts with `prefix` (a folder: end it with '/'; the local driver
+   * then removes the folder too, so no empty folder is left behind). An empty prefix is refused.
+   */
+  deletePrefix(prefix: string): Promise<void>;
   /** Server-side copy (replacing what is at `to`). */
   copy(from: string, to: string): Promise<void>;
   /** Every object whose key starts with `prefix` (a folder: end it with '/'), in key order, symbolic links never followed. */
