@@ -8,7 +8,8 @@
 // `audio`, `loudness`, `true_peak`. When the file is missing or its bytes changed, `evidence` fails
 // and nothing else is measured (the measures would describe other bytes).
 import type { Ctx } from '../../directory/context.ts';
-import { verifyStored, type Verified } from '../../kernel/files.ts';
+import { verifyObject, type VerifiedObject } from '../../kernel/storage/verify.ts';
+import type { ObjectStore } from '../../kernel/storage/store.ts';
 import { detectComposite } from '../../media-tools/collage.ts';
 import { parseFrameRate } from '../../media-tools/compose.ts';
 import { measureContinuity, neighbourShots } from '../../generation/media/register.ts';
@@ -42,20 +43,20 @@ function judged(key: CheckKey, ok: boolean, measured: unknown, expected: unknown
   return { key, blocking: BLOCKING[key], result: ok ? 'pass' : BLOCKING[key] ? 'fail' : 'warn', measured, expected, message, timeCodeMs };
 }
 
-/** A stored file against its registered hash (and size); a missing path or hash is never intact. */
-async function fileState(storageDir: string, rel: string | null, sha256: string | null, size?: number): Promise<Verified> {
-  if (!rel || !sha256) return { state: 'missing', abs: null, sha256: null, size: null, fromCache: false };
-  return verifyStored(storageDir, rel, { sha256, size });
+/** A stored object against its registered hash (and size); a missing key or hash is never intact. */
+async function fileState(store: ObjectStore, key: string | null, sha256: string | null, size?: number): Promise<VerifiedObject> {
+  if (!key || !sha256) return { state: 'missing', sha256: null, size: null, fromCache: false };
+  return verifyObject(store, key, { sha256, size });
 }
 
-const present = (f: Verified) => f.state === 'ok' || f.state === 'changed';
+const present = (f: VerifiedObject) => f.state === 'ok' || f.state === 'changed';
 
 /** Evidence: the file is there with its registered bytes; a video's stored first and last frames too. */
 async function evidence(ctx: Ctx, a: ArtifactRow) {
-  const file = await fileState(ctx.config.storageDir, a.storage_path, a.content_sha256, a.file_size);
+  const file = await fileState(ctx.storage, a.storage_path, a.content_sha256, a.file_size);
   const isVideo = a.kind === 'video';
-  const first = isVideo ? await fileState(ctx.config.storageDir, a.first_frame_path, a.first_frame_sha256) : null;
-  const last = isVideo ? await fileState(ctx.config.storageDir, a.last_frame_path, a.last_frame_sha256) : null;
+  const first = isVideo ? await fileState(ctx.storage, a.first_frame_path, a.first_frame_sha256) : null;
+  const last = isVideo ? await fileState(ctx.storage, a.last_frame_path, a.last_frame_sha256) : null;
   const intact = file.state === 'ok';
   const firstOk = first?.state === 'ok';
   const lastOk = last?.state === 'ok';
@@ -71,7 +72,7 @@ async function evidence(ctx: Ctx, a: ArtifactRow) {
   };
   const check = judged('evidence', intact && framesOk, measured, { sha256: a.content_sha256, size: a.file_size },
     problems.length ? problems.join('; ') : 'file and frames match their registered SHA-256');
-  return { check, intact, abs: file.abs, first: firstOk ? first.abs : null, last: lastOk ? last.abs : null };
+  return { check, intact, first: firstOk ? a.first_frame_path : null, last: lastOk ? a.last_frame_path : null };
 }
 
 /** Width and height compared by cross-multiplication, 1% slack (odd sizes rounded by encoders). */
@@ -142,11 +143,12 @@ function stretchCheck(key: 'black' | 'frozen', stretches: Stretch[], minSeconds:
     stretches[0]?.startMs ?? null);
 }
 
-async function collageCheck(frames: Array<[string, string | null]>, signal?: AbortSignal): Promise<CheckDraft> {
+/** The collage check of stored pictures (keys), each read by ffmpeg from the store's media input (a path or a signed URL). */
+async function collageCheck(store: ObjectStore, frames: Array<[string, string | null]>, signal?: AbortSignal): Promise<CheckDraft> {
   const found: Record<string, string | null> = {};
-  for (const [name, file] of frames) {
-    if (!file) return judged('collage', false, { [name]: null }, { composite: null }, `the ${name} picture is missing: nothing to inspect`);
-    found[name] = (await detectComposite(file, { signal })).composite;
+  for (const [name, key] of frames) {
+    if (!key) return judged('collage', false, { [name]: null }, { composite: null }, `the ${name} picture is missing: nothing to inspect`);
+    found[name] = (await detectComposite(await store.mediaInput(key), { signal })).composite;
   }
   const bad = Object.entries(found).filter(([, c]) => c !== null);
   return judged('collage', bad.length === 0, found, { composite: null },
@@ -178,20 +180,20 @@ function continuityCheck(ctx: Ctx, a: ArtifactRow, spec: DeliverySpec): CheckDra
 /** Every check of one artifact. */
 export async function inspectArtifact(ctx: Ctx, a: ArtifactRow, spec: DeliverySpec, signal?: AbortSignal): Promise<CheckDraft[]> {
   const ev = await evidence(ctx, a);
-  if (!ev.intact || !ev.abs) return [ev.check];
+  if (!ev.intact) return [ev.check];
   const checks = [ev.check];
   if (a.kind === 'image') {
-    checks.push(await collageCheck([['picture', ev.abs]], signal));
+    checks.push(await collageCheck(ctx.storage, [['picture', a.storage_path]], signal));
     return checks;
   }
   if (a.kind !== 'video' && a.kind !== 'audio') return checks;
   const video = a.kind === 'video' && a.has_video === 1;
-  const m = await measureMedia(ev.abs, { video, audio: a.has_audio === 1, durationMs: a.duration_ms }, spec, signal);
+  const m = await measureMedia(await ctx.storage.mediaInput(a.storage_path), { video, audio: a.has_audio === 1, durationMs: a.duration_ms }, spec, signal);
   if (video) checks.push(...pictureChecks(a, spec), durationCheck(ctx, a, spec));
   checks.push(...soundChecks(a, m, spec));
   if (video) {
     checks.push(stretchCheck('black', m.black, spec.blackMinSeconds), stretchCheck('frozen', m.frozen, spec.freezeMinSeconds));
-    checks.push(await collageCheck([['first frame', ev.first], ['last frame', ev.last]], signal));
+    checks.push(await collageCheck(ctx.storage, [['first frame', ev.first], ['last frame', ev.last]], signal));
     const continuity = continuityCheck(ctx, a, spec);
     if (continuity) checks.push(continuity);
   }

@@ -16,7 +16,10 @@ export interface Measured {
 
 const MEASURE_TIMEOUT_MS = 5 * 60_000;
 
-/** The ffmpeg arguments of the pass (exported for the test of the log parser's input). */
+/** What ffmpeg opens: a signed URL as it is, a path through the file: protocol (a name is never taken for an option or protocol). */
+const inputOf = (file: string) => (/^https?:\/\//.test(file) ? file : `file:${file}`);
+
+/** The ffmpeg arguments of the pass (exported for the test of the log parser's input); `file` is a path or a signed URL. */
 export function measureArgs(file: string, streams: { video: boolean; audio: boolean }, spec: DeliverySpec): string[] {
   const graph: string[] = [];
   const maps: string[] = [];
@@ -29,7 +32,7 @@ export function measureArgs(file: string, streams: { video: boolean; audio: bool
     graph.push('[0:a:0]ebur128=peak=true:framelog=verbose[aq]');
     maps.push('-map', '[aq]');
   }
-  return ['-v', 'info', '-nostats', '-i', `file:${file}`, '-filter_complex', graph.join(';'), ...maps, '-f', 'null', '-'];
+  return ['-v', 'info', '-nostats', '-i', inputOf(file), '-filter_complex', graph.join(';'), ...maps, '-f', 'null', '-'];
 }
 
 /** Measures a video and/or audio file; nothing to measure (an image) answers empty results without a process. */
