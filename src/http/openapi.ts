@@ -104,6 +104,9 @@ function operation(r: Route) {
   if (m.auth !== 'none' && m.auth !== 'directory') params.push({ $ref: '#/components/parameters/SvcScope' });
   const responses: Record<string, unknown> = {};
   for (const status of successStatuses(m)) responses[String(status)] = success(m);
+  if (m.response?.redirect) {
+    responses['302'] = { description: m.response.redirect, headers: { Location: { description: 'where to fetch the answer', schema: { type: 'string', format: 'uri' } } } };
+  }
   if (m.body) {
     responses['400'] = errorResponse('invalid_json');
     responses['413'] = errorResponse('payload_too_large');

@@ -57,9 +57,10 @@ export interface RouteMeta<B = unknown, Q = unknown, R = unknown> {
    * (a file, CSV, HTML; several when the answer's type depends on the file or on Accept). `also`
    * lists other success statuses with the same body (e.g. 200 for an idempotent repeat of a 201). A
    * 204 has neither. `jsonType`: the media type of the `schema` body when it is a JSON type of its own
-   * (application/scim+json); default application/json.
+   * (application/scim+json); default application/json. `redirect`: the route may also answer 302
+   * with a Location (what it redirects to, and when).
    */
-  response?: { status?: number; also?: number[]; description: string; schema?: View<R>; type?: string | readonly string[]; jsonType?: string };
+  response?: { status?: number; also?: number[]; description: string; schema?: View<R>; type?: string | readonly string[]; jsonType?: string; redirect?: string };
 }
 
 export interface Reply<T = unknown> {
