@@ -8,7 +8,6 @@
 // artifact id; never the token). A link made with includeExport also opens the export package.
 import { featureEnabled } from '../../platform/flags/flags.ts';
 import { VerifiedFiles } from '../../kernel/files.ts';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { IncomingMessage } from 'node:http';
 import type { Reply } from '../../http/router.ts';
@@ -72,12 +71,12 @@ function exportOfLink(ctx: Ctx, access: ClientAccess): ExportRow | undefined {
 }
 
 /** The export package as the client manifest shows it: the archive and every file, each with its size, SHA-256 and href. */
-function clientExport(ctx: Ctx, row: ExportRow, token: string) {
-  const files = packageFiles(ctx.config.storageDir, row);
+async function clientExport(ctx: Ctx, row: ExportRow, token: string) {
+  const files = await packageFiles(ctx.storage, row);
   let archiveSize: number | null = null;
   try {
-    archiveSize = row.archive_path ? fs.statSync(path.join(ctx.config.storageDir, row.archive_path)).size : null;
-  } catch { /* missing: its download answers 410 */ }
+    archiveSize = row.archive_path ? (await ctx.storage.stat(row.archive_path))?.size ?? null : null;
+  } catch { /* an unsafe key: its download answers 410 */ }
   return {
     id: row.id, createdAt: row.created_at,
     archive: row.archive_path ? { name: `${row.id}.tar`, size: archiveSize, sha256: row.archive_sha256, href: withToken(CLIENT_EXPORT_ARCHIVE, token) } : null,
@@ -93,7 +92,7 @@ const CLIENT_EXPORT_FILE = '/api/client/delivery/export/file';
  * download path, and href: the path with the token), and `export` (the package, when the link
  * includes it and it was written; else null).
  */
-export function clientManifest(ctx: Ctx, access: ClientAccess, token: string): Out<typeof ClientManifestView> {
+export async function clientManifest(ctx: Ctx, access: ClientAccess, token: string): Promise<Out<typeof ClientManifestView>> {
   const { link, delivery: d } = access;
   ctx.db.tx(() => touchLink(ctx.db, link.id, ctx.now().toISOString(), false));
   const project = projectById(ctx.db, d.project_id)!;
@@ -108,7 +107,7 @@ export function clientManifest(ctx: Ctx, access: ClientAccess, token: string): O
         href: withToken(downloadPath(item.position), token),
       };
     }),
-    export: exp ? clientExport(ctx, exp, token) : null,
+    export: exp ? await clientExport(ctx, exp, token) : null,
   };
 }
 
@@ -121,7 +120,7 @@ export async function clientExportReply(ctx: Ctx, req: IncomingMessage, access: 
   if (access.link.allow_export !== 1) throw notFound('this delivery link does not include the export package');
   const row = exportOfLink(ctx, access);
   if (!row) throw notFound('no export package of this delivery has been written yet');
-  const d = await packageDownload(ctx.config.storageDir, row, packagePath);
+  const d = await packageDownload(ctx.storage, row, packagePath);
   return packageReply(ctx, req, row, d, { linkId: access.link.id, actorName: linkActorName(access.link) });
 }
 
@@ -141,7 +140,7 @@ export async function clientFile(ctx: Ctx, access: ClientAccess, position: strin
   const item = deliveryItems(ctx.db, access.delivery.id).find((i) => i.position === n);
   if (!item) throw notFound('the delivery has no file at that position');
   const artifact = artifactInProject(ctx.db, access.delivery.project_id, item.artifact_id);
-  const changed = await changedOnDisk(ctx.config.storageDir, artifact, item.artifact_sha256, verifiedDownloads);
+  const changed = await changedOnDisk(ctx.storage, artifact, item.artifact_sha256, verifiedDownloads);
   if (changed || !artifact) {
     throw new AppError(410, 'delivery_file_changed', `the approved file is no longer available: ${changed ?? 'missing'}`, { position: item.position });
   }

@@ -2,12 +2,13 @@
 // approved files, and the export package when the link includes it (src/finishing/client/access.ts).
 import type { IncomingMessage } from 'node:http';
 import { json, type Reply, type Router } from '../../http/router.ts';
-import { contentReply, fileResponse, isDownload } from '../../http/content.ts';
+import { fileResponse } from '../../http/content.ts';
 import { clientDeliveryPage, wantsHtml } from '../../http/static.ts';
 import { ARTIFACT_MEDIA_TYPES } from '../../media-tools/evidence.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { ClientFileQuery, ClientQuery } from '../delivery/schema.ts';
 import { ClientManifestView } from '../delivery/present.ts';
+import { deliveryReply, DOWNLOAD_REDIRECT } from '../delivery/serve.ts';
 import { PACKAGE_FILE_TYPES } from '../export/download.ts';
 import { accessOfToken, clientExportReply, clientFile, clientManifest, recordDownload } from './access.ts';
 
@@ -26,7 +27,7 @@ export function bindClientRoutes(router: Router): void {
     ...client,
     summary: 'Without an account: the approved delivery a link opens (token in ?token= or x-delivery-token). Content negotiation: a request whose Accept names text/html (a browser opening the link) gets the landing page (items, a player, download buttons; 401 page for a link that does not open); any other gets the JSON manifest: title, files with name, size, SHA-256, downloadPath and href (the path with the token), and export (the package, when the link includes it). 401 delivery_link_invalid for an unknown, revoked or expired token, and for every link while the client_delivery_links flag is off for the organization.',
     response: { description: 'the manifest (JSON), or the landing page (text/html) when Accept names text/html', schema: ClientManifestView, type: 'text/html' },
-  }, ({ ctx, req, query }) => {
+  }, async ({ ctx, req, query }) => {
     const token = tokenOf(req, query);
     if (wantsHtml(req.headers)) {
       try {
@@ -37,20 +38,19 @@ export function bindClientRoutes(router: Router): void {
       }
       return clientDeliveryPage(true);
     }
-    return json(200, clientManifest(ctx, accessOfToken(ctx, token), token!), { ...CLIENT_HEADERS, vary: 'accept', 'cache-control': 'no-store' });
+    return json(200, await clientManifest(ctx, accessOfToken(ctx, token), token!), { ...CLIENT_HEADERS, vary: 'accept', 'cache-control': 'no-store' });
   });
 
   r.get('/api/client/delivery/files/:position', {
     ...client,
     summary: 'Without an account: the approved file at a position (Range, ETag = SHA-256); 410 delivery_file_changed when its bytes no longer hash to the approved SHA-256 (hashed again whenever the file\'s stat changed); 401 as for the manifest; downloads are counted and audited.',
-    response: fileResponse(ARTIFACT_MEDIA_TYPES),
+    response: { ...fileResponse(ARTIFACT_MEDIA_TYPES), redirect: DOWNLOAD_REDIRECT },
   }, async ({ ctx, req, params, query }): Promise<Reply> => {
     const access = accessOfToken(ctx, tokenOf(req, query));
     const f = await clientFile(ctx, access, params.position);
-    const reply = contentReply(req, ctx.config.storageDir, {
+    const { reply, counts, range } = await deliveryReply(req, ctx.storage, {
       storage_path: f.artifact.storage_path, content_sha256: f.item.artifact_sha256, mime_type: f.artifact.mime_type, file_name: f.name,
     });
-    const { counts, range } = isDownload(req, reply);
     if (counts) recordDownload(ctx, access, f, range);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
   });
@@ -59,7 +59,7 @@ export function bindClientRoutes(router: Router): void {
   r.get('/api/client/delivery/export/archive', {
     ...exportFile, query: ClientQuery,
     summary: 'Without an account, for a link made with includeExport: the .tar of the delivery\'s export package (Content-Length, ETag = SHA-256, Range, 304). 401 as for the manifest; 404 when the link does not include the export, no package was written or it has no archive; 410 export_file_changed. Counted on the link and audited as export.downloaded.',
-    response: { description: 'the archive\'s bytes', type: 'application/x-tar' },
+    response: { description: 'the archive\'s bytes', type: 'application/x-tar', redirect: DOWNLOAD_REDIRECT },
   }, async ({ ctx, req, query }) => {
     const reply = await clientExportReply(ctx, req, accessOfToken(ctx, tokenOf(req, query)), null);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
@@ -68,7 +68,7 @@ export function bindClientRoutes(router: Router): void {
   r.get('/api/client/delivery/export/file', {
     ...exportFile, query: ClientFileQuery,
     summary: 'Without an account, for a link made with includeExport: one file of the export package by its manifest path (?path=). 401 as for the manifest; 404 as for the archive or for a path the manifest does not list; 410 export_file_changed. Counted and audited as the archive.',
-    response: { description: 'the file\'s bytes (Content-Type from its extension)', type: PACKAGE_FILE_TYPES },
+    response: { description: 'the file\'s bytes (Content-Type from its extension)', type: PACKAGE_FILE_TYPES, redirect: DOWNLOAD_REDIRECT },
   }, async ({ ctx, req, query }) => {
     const reply = await clientExportReply(ctx, req, accessOfToken(ctx, tokenOf(req, query)), query.path);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };

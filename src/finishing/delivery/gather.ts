@@ -4,7 +4,9 @@
 // failing blocking check and an approved review on that hash; the gaps name what is missing.
 import type { Db } from '../../db/db.ts';
 import { conflict, validationFailed } from '../../kernel/errors.ts';
-import { verifyStored, type StoredState, type VerifiedFiles } from '../../kernel/files.ts';
+import type { StoredState, VerifiedFiles } from '../../kernel/files.ts';
+import type { ObjectStore } from '../../kernel/storage/store.ts';
+import { verifyObject } from '../../kernel/storage/verify.ts';
 import { artifactInProject, newestCutOfEpisode, type ArtifactRow } from '../../generation/media/store.ts';
 import { episodeById, episodesOfProject } from '../../production/catalog/store.ts';
 import { qaVerdictOf, type QaVerdict } from '../qa/verdict.ts';
@@ -97,12 +99,13 @@ const DISK_REASONS: Record<Exclude<StoredState, 'ok'>, string> = {
 };
 
 /**
- * Why the file of an item no longer holds the approved bytes (missing, unsafe path, other hash), or
- * null. With `cache`, a file verified before and unchanged since (same stat) is not hashed again.
+ * Why the stored object of an item no longer holds the approved bytes (missing, unsafe key, other
+ * hash), or null. With `cache`, an object verified before and unchanged since (same version: stat on
+ * local, ETag and Last-Modified on s3) is not hashed again.
  */
-export async function changedOnDisk(storageDir: string, artifact: ArtifactRow | undefined, sha256: string, cache?: VerifiedFiles): Promise<string | null> {
+export async function changedOnDisk(store: ObjectStore, artifact: ArtifactRow | undefined, sha256: string, cache?: VerifiedFiles): Promise<string | null> {
   if (!artifact) return 'the artifact no longer exists';
-  const { state } = await verifyStored(storageDir, artifact.storage_path, { sha256 }, cache);
+  const { state } = await verifyObject(store, artifact.storage_path, { sha256 }, cache);
   return state === 'ok' ? null : DISK_REASONS[state];
 }
 

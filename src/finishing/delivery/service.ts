@@ -109,7 +109,7 @@ export async function approveDelivery(ctx: Ctx, id: string): Promise<DeliveryRow
   const items = deliveryItems(ctx.db, before.id);
   const diskGaps: Gap[] = [];
   for (const s of itemStates(ctx.db, before.project_id, items)) {
-    const reason = await changedOnDisk(ctx.config.storageDir, s.artifact, s.item.artifact_sha256);
+    const reason = await changedOnDisk(ctx.storage, s.artifact, s.item.artifact_sha256);
     if (reason && !s.gaps.some((g) => g.gap === 'artifact_changed')) diskGaps.push({ artifactId: s.item.artifact_id, position: s.item.position, gap: 'artifact_changed', reason });
   }
   return ctx.db.tx(() => {

@@ -4,18 +4,21 @@
 // with the export), and only while their bytes still hash to the SHA-256 the manifest (or the export
 // row, for the archive and the manifest) records: otherwise 410 export_file_changed, never other
 // bytes. A successful check is remembered until the file's stat changes, so a player's range
-// requests do not hash the whole file again. The answer is contentReply()'s (Content-Length, ETag =
-// the SHA-256, Range, If-None-Match); one audit record export.downloaded per download (isDownload()).
-import fs from 'node:fs';
+// requests do not hash the whole file again. The answer is deliveryReply()'s: on s3 a redirect to a
+// short-lived signed URL, on local the bytes (Content-Length, ETag = the SHA-256, Range,
+// If-None-Match); one audit record export.downloaded per download, counted before the redirect.
 import path from 'node:path';
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
-import { contentReply, isDownload, type StoredFile } from '../../http/content.ts';
-import { VerifiedFiles, verifyStored } from '../../kernel/files.ts';
+import type { StoredFile } from '../../http/content.ts';
+import { VerifiedFiles } from '../../kernel/files.ts';
+import type { ObjectStore } from '../../kernel/storage/store.ts';
+import { verifyObject } from '../../kernel/storage/verify.ts';
 import { AppError, notFound } from '../../kernel/errors.ts';
 import type { Reply } from '../../http/router.ts';
 import { sha256Hex } from '../../kernel/ids.ts';
+import { deliveryReply } from '../delivery/serve.ts';
 import { touchLink } from '../delivery/store.ts';
 import type { ExportRow } from './store.ts';
 
@@ -41,18 +44,18 @@ const verified = new VerifiedFiles(256);
 const changed = (exportId: string, file: string, why: string) =>
   new AppError(410, 'export_file_changed', `the export's ${file} is no longer available: ${why}`, { exportId, file });
 
-/** One file of a package: what contentReply() serves, and the package path it was asked by (or "archive"). */
+/** One file of a package: what deliveryReply() serves, and the package path it was asked by (or "archive"). */
 export interface PackageDownload { file: StoredFile; name: string; archive: boolean }
 
 export interface ListedFile { sha256: string; size?: number; role: string }
 
-/** The manifest's files (path -> SHA-256, size, role; manifest.json first), read from disk and checked against the recorded SHA-256; 410 otherwise. */
-function listedFiles(storageDir: string, row: ExportRow): Map<string, ListedFile> {
+/** The manifest's files (path -> SHA-256, size, role; manifest.json first), read from the store and checked against the recorded SHA-256; 410 otherwise. */
+async function listedFiles(store: ObjectStore, row: ExportRow): Promise<Map<string, ListedFile>> {
   let bytes: Buffer;
   try {
-    bytes = fs.readFileSync(path.join(storageDir, row.storage_path, 'manifest.json'));
+    bytes = await store.readBytes(`${row.storage_path}/manifest.json`);
   } catch {
-    throw changed(row.id, 'manifest.json', 'the package is no longer on disk');
+    throw changed(row.id, 'manifest.json', 'the package is no longer in storage');
   }
   if (sha256Hex(bytes) !== row.manifest_sha256) throw changed(row.id, 'manifest.json', 'its bytes no longer match the recorded SHA-256');
   const files = new Map<string, ListedFile>([['manifest.json', { sha256: row.manifest_sha256, size: bytes.length, role: 'manifest' }]]);
@@ -62,9 +65,9 @@ function listedFiles(storageDir: string, row: ExportRow): Map<string, ListedFile
 }
 
 /** The files of a package (as listedFiles()), or null when its manifest is gone or changed. */
-export function packageFiles(storageDir: string, row: ExportRow): Map<string, ListedFile> | null {
+export async function packageFiles(store: ObjectStore, row: ExportRow): Promise<Map<string, ListedFile> | null> {
   try {
-    return listedFiles(storageDir, row);
+    return await listedFiles(store, row);
   } catch (err) {
     if (err instanceof AppError) return null;
     throw err;
@@ -75,7 +78,7 @@ export function packageFiles(storageDir: string, row: ExportRow): Map<string, Li
  * The archive (`packagePath` null; 404 when the export was written without one) or a file the
  * package's manifest lists (404 for any other path), verified on disk (410 export_file_changed).
  */
-export async function packageDownload(storageDir: string, row: ExportRow, packagePath: string | null): Promise<PackageDownload> {
+export async function packageDownload(store: ObjectStore, row: ExportRow, packagePath: string | null): Promise<PackageDownload> {
   const name = packagePath ?? ARCHIVE;
   let rel: string;
   let expected: { sha256: string; size?: number };
@@ -84,28 +87,27 @@ export async function packageDownload(storageDir: string, row: ExportRow, packag
     rel = row.archive_path;
     expected = { sha256: row.archive_sha256 };
   } else {
-    const listed = listedFiles(storageDir, row).get(name);
+    const listed = (await listedFiles(store, row)).get(name);
     if (!listed) throw notFound('the export package has no file at that path (see the manifest\u2019s files)');
     rel = `${row.storage_path}/${name}`;
     expected = listed;
   }
-  const got = await verifyStored(storageDir, rel, expected, verified);
+  const got = await verifyObject(store, rel, expected, verified);
   if (got.state !== 'ok') throw changed(row.id, name, got.state === 'missing' ? 'it is missing' : 'its bytes no longer match the recorded SHA-256');
   const fileName = packagePath === null ? `${row.id}.tar` : path.posix.basename(name);
   return { name, archive: packagePath === null, file: { storage_path: rel, content_sha256: expected.sha256, mime_type: typeOf(rel), file_name: fileName } };
 }
 
 /**
- * The answer for a package download (the archive as an attachment, a file inline), with its one
- * audit record export.downloaded when it is a download (isDownload()): export id, delivery id, file,
- * SHA-256, range, and `via` (the delivery link's id for a client, whose download count it adds to;
- * never a token).
+ * The answer for a package download (the archive as an attachment, a file inline; a redirect to a
+ * signed URL on s3), with its one audit record export.downloaded when it is a download: export id,
+ * delivery id, file, SHA-256, range, and `via` (the delivery link's id for a client, whose download
+ * count it adds to; never a token).
  */
-export function packageReply(
+export async function packageReply(
   ctx: Ctx, req: IncomingMessage, row: ExportRow, d: PackageDownload, via: { linkId: string; actorName: string } | null,
-): Reply {
-  const reply = contentReply(req, ctx.config.storageDir, d.file, d.archive ? 'attachment' : 'inline');
-  const { counts, range } = isDownload(req, reply);
+): Promise<Reply> {
+  const { reply, counts, range } = await deliveryReply(req, ctx.storage, d.file, d.archive ? 'attachment' : 'inline');
   if (counts) ctx.db.tx(() => {
     if (via) touchLink(ctx.db, via.linkId, ctx.now().toISOString(), true);
     record(ctx, {

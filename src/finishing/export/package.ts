@@ -1,15 +1,13 @@
-// Writing an export package into a folder (a fresh one under storage/tmp/): the delivered files
-// copied into media/ and each video's real first and last frames into frames/, every copy hashed
-// and compared with the SHA-256 it was approved or registered with (409 export_source_missing /
-// export_source_changed otherwise); then shotlist.csv, timeline/<key>.otio and .edl,
-// subtitles/<key>.srt, and last manifest.json listing every other file with its size, SHA-256 and
-// the artifact it comes from.
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
+// Writing an export package into the store under a prefix (a fresh one under tmp/): the delivered
+// files copied server-side into media/ and each video's real first and last frames into frames/,
+// every copy read back, hashed and compared with the SHA-256 it was approved or registered with (409
+// export_source_missing / export_source_changed otherwise); then shotlist.csv, timeline/<key>.otio
+// and .edl, subtitles/<key>.srt, and last manifest.json listing every other file with its size,
+// SHA-256 and the artifact it comes from.
 import type { Db } from '../../db/db.ts';
 import { AppError, conflict } from '../../kernel/errors.ts';
-import { resolveStored, verifyStored } from '../../kernel/files.ts';
+import type { ObjectStore } from '../../kernel/storage/store.ts';
+import { verifyObject } from '../../kernel/storage/verify.ts';
 import { csvRow } from '../../kernel/export-stream.ts';
 import { dialogueOfShot } from '../../production/scripts/dialogue.ts';
 import { shotById } from '../../production/catalog/store.ts';
@@ -33,42 +31,44 @@ export interface PackageFacts { manifest: Record<string, unknown>; manifestSha25
 
 interface Source { storagePath: string; sha256: string; artifactId: string; position: number; what: string }
 
-/** Copies a stored file into the package and checks the copy's bytes (a changed file is never packaged). */
-async function copyVerified(storageDir: string, dir: string, rel: string, s: Source): Promise<{ size: number; sha256: string }> {
+/** Where a package is written: the store and the key prefix of its folder (ending in "/"). */
+export interface PackageTarget { store: ObjectStore; prefix: string }
+
+/** Copies a stored object into the package (server-side) and checks the copy's bytes (a changed file is never packaged). */
+async function copyVerified(to: PackageTarget, rel: string, s: Source): Promise<{ size: number; sha256: string }> {
   const details = { position: s.position, artifactId: s.artifactId, file: s.what };
-  let from: string;
+  const missing = () => conflict('export_source_missing', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} is not in storage`, details);
   try {
-    from = resolveStored(storageDir, s.storagePath);
+    if (!(await to.store.stat(s.storagePath))) throw missing();
+    await to.store.copy(s.storagePath, `${to.prefix}${rel}`);
   } catch (err) {
     if (!(err instanceof AppError)) throw err;
-    throw conflict('export_source_missing', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} is not on disk`, details);
+    throw missing();
   }
-  await fs.promises.copyFile(from, path.join(dir, rel), fs.constants.COPYFILE_EXCL);
-  // The copy is what is packaged: it is the one checked (the package folder is its root).
-  const got = await verifyStored(dir, rel, { sha256: s.sha256 });
+  // The copy is what is packaged: it is the one checked.
+  const got = await verifyObject(to.store, `${to.prefix}${rel}`, { sha256: s.sha256 });
   if (got.state !== 'ok') {
     throw conflict('export_source_changed', `item ${s.position}: the ${s.what} of artifact ${s.artifactId} no longer matches its SHA-256`, details);
   }
   return { size: got.size!, sha256: got.sha256! };
 }
 
-async function writeText(dir: string, rel: string, text: string): Promise<{ size: number; sha256: string }> {
-  const bytes = Buffer.from(text, 'utf8');
-  await fs.promises.writeFile(path.join(dir, rel), bytes, { flag: 'wx', flush: true });
-  return { size: bytes.length, sha256: crypto.createHash('sha256').update(bytes).digest('hex') };
+async function writeText(to: PackageTarget, rel: string, text: string): Promise<{ size: number; sha256: string }> {
+  const { size, sha256 } = await to.store.putBytes(`${to.prefix}${rel}`, Buffer.from(text, 'utf8'));
+  return { size, sha256 };
 }
 
-async function copyMedia(storageDir: string, dir: string, m: PackedMedia): Promise<PackageFile[]> {
+async function copyMedia(to: PackageTarget, m: PackedMedia): Promise<PackageFile[]> {
   const a = m.artifact;
   const base = { artifactId: a.id, position: m.item.position };
   const out: PackageFile[] = [];
-  const got = await copyVerified(storageDir, dir, m.path, { ...base, storagePath: a.storage_path, sha256: m.item.artifact_sha256, what: 'file' });
+  const got = await copyVerified(to, m.path, { ...base, storagePath: a.storage_path, sha256: m.item.artifact_sha256, what: 'file' });
   out.push({ path: m.path, role: 'media', ...got, artifactId: a.id, artifactSha256: m.item.artifact_sha256 });
   if (a.kind !== 'video') return out;
   for (const [which, p, sha] of [['first', a.first_frame_path, a.first_frame_sha256], ['last', a.last_frame_path, a.last_frame_sha256]] as const) {
     if (!p || !sha) continue;
     const rel = `frames/${m.stem}-${which}.png`;
-    const frame = await copyVerified(storageDir, dir, rel, { ...base, storagePath: p, sha256: sha, what: `${which} frame` });
+    const frame = await copyVerified(to, rel, { ...base, storagePath: p, sha256: sha, what: `${which} frame` });
     out.push({ path: rel, role: 'frame', ...frame, artifactId: a.id, artifactSha256: m.item.artifact_sha256 });
   }
   return out;
@@ -121,24 +121,26 @@ function cuesOf(db: Db, projectId: string, t: Timeline): Cue[] {
 
 export interface PackageMeta { exportId: string; createdAt: string; createdBy: string | null; delivery: Record<string, unknown>; project: Record<string, unknown> }
 
-/** Writes the whole package into `dir` (which must exist and be empty). Throws without cleaning up: the caller removes `dir`. */
-export async function writePackage(db: Db, storageDir: string, projectId: string, plan: ExportPlan, dir: string, meta: PackageMeta): Promise<PackageFacts> {
-  for (const sub of ['media', 'frames', 'timeline', 'subtitles']) fs.mkdirSync(path.join(dir, sub));
+/** The package's folders: always in its archive, even when empty. */
+export const PACKAGE_FOLDERS = ['media', 'frames', 'timeline', 'subtitles'] as const;
+
+/** Writes the whole package under `to.prefix` (where nothing is yet). Throws without cleaning up: the caller removes the prefix. */
+export async function writePackage(db: Db, to: PackageTarget, projectId: string, plan: ExportPlan, meta: PackageMeta): Promise<PackageFacts> {
   const files: PackageFile[] = [];
-  for (const m of plan.media) files.push(...(await copyMedia(storageDir, dir, m)));
-  files.push({ path: 'shotlist.csv', role: 'shotlist', ...(await writeText(dir, 'shotlist.csv', shotlistOf(db, projectId, plan))), artifactId: null, artifactSha256: null });
+  for (const m of plan.media) files.push(...(await copyMedia(to, m)));
+  files.push({ path: 'shotlist.csv', role: 'shotlist', ...(await writeText(to, 'shotlist.csv', shotlistOf(db, projectId, plan))), artifactId: null, artifactSha256: null });
   const timelines = [];
   for (const t of plan.timelines) {
     const cut = t.clips[0]?.sourceArtifactId ? t.clips[0].media : null;
     const source = { artifactId: cut?.artifactId ?? null, artifactSha256: cut?.sha256 ?? null };
     const rel = { otio: `timeline/${t.key}.otio`, edl: `timeline/${t.key}.edl`, subtitles: `subtitles/${t.key}.srt` };
     const svc = { exportId: meta.exportId, deliveryId: meta.delivery.id, episodeId: t.episodeId };
-    files.push({ path: rel.otio, role: 'timeline', ...(await writeText(dir, rel.otio, otioOf(t, svc))), ...source });
-    files.push({ path: rel.edl, role: 'edl', ...(await writeText(dir, rel.edl, edlOf(t))), ...source });
-    files.push({ path: rel.subtitles, role: 'subtitles', ...(await writeText(dir, rel.subtitles, srtOf(cuesOf(db, projectId, t)))), ...source });
+    files.push({ path: rel.otio, role: 'timeline', ...(await writeText(to, rel.otio, otioOf(t, svc))), ...source });
+    files.push({ path: rel.edl, role: 'edl', ...(await writeText(to, rel.edl, edlOf(t))), ...source });
+    files.push({ path: rel.subtitles, role: 'subtitles', ...(await writeText(to, rel.subtitles, srtOf(cuesOf(db, projectId, t)))), ...source });
     timelines.push({ key: t.key, title: t.title, episodeId: t.episodeId, frameRate: `${t.rate.num}/${t.rate.den}`, frames: totalFrames(t), clips: t.clips.length, ...rel });
   }
   const manifest = { format: 'svc-export', formatVersion: 1, ...meta, timelines, files };
-  const written = await writeText(dir, 'manifest.json', `${JSON.stringify(manifest, null, 2)}\n`);
+  const written = await writeText(to, 'manifest.json', `${JSON.stringify(manifest, null, 2)}\n`);
   return { manifest, manifestSha256: written.sha256, manifestSize: written.size, files };
 }

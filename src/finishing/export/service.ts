@@ -1,53 +1,88 @@
-// Export packages of approved deliveries. Writing: the package is built in storage/tmp/export-<id>/
-// (plan.ts decides, package.ts copies, checks and writes), optionally archived as
-// storage/tmp/export-<id>.tar, then renamed into storage/exports/<id>/ (and <id>.tar); only then is
-// the row recorded and audited, in one transaction that reads the delivery again (still approved, at
-// the same version). Any failure removes what was written, so storage/exports never holds a partial
-// package or an unrecorded archive. One package per delivery version: a repeat answers the recorded
-// one without rewriting it (asking for the archive adds the archive only, audited once).
-import fs from 'node:fs';
-import path from 'node:path';
+// Export packages of approved deliveries, in the store (ctx.storage). Writing: the package is built
+// under the temporary prefix tmp/export-<id>/ (plan.ts decides, package.ts copies media server-side,
+// checks every copy and writes the small files), optionally archived (the .tar streamed from the
+// store into the store's write(), hashed as it goes, under a temporary key), then moved into
+// exports/<id>/ object by object (copy, then the temporary object removed) and the archive placed
+// at exports/<id>.tar; only then is the row recorded and audited, in one transaction that reads the
+// delivery again (still approved, at the same version). Any failure removes what was written, so no
+// row ever names a partial package and no archive is left unrecorded. One package per delivery
+// version: a repeat answers the recorded one without rewriting it (asking for the archive adds the
+// archive only, audited once).
 import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
-import { AppError, conflict, notFound } from '../../kernel/errors.ts';
+import { conflict, notFound } from '../../kernel/errors.ts';
 import { pageWindow, type Infer } from '../../kernel/validate.ts';
 import { newId, sha256Hex } from '../../kernel/ids.ts';
-import { resolveStored } from '../../kernel/files.ts';
+import type { ObjectStore, PendingWrite } from '../../kernel/storage/store.ts';
 import { assertProjectWritable } from '../../directory/tenancy/guard.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import { deliveryInProject, deliveryItems, type DeliveryRow } from '../delivery/store.ts';
 import { planExport } from './plan.ts';
-import { writePackage } from './package.ts';
+import { PACKAGE_FOLDERS, writePackage } from './package.ts';
 import type { ExportListQuery, ExportWriteBody } from './schema.ts';
-import { writeTar, type TarEntry } from './tar.ts';
+import { tarBlocks, type TarEntry, type TarSource } from './tar.ts';
 import { exportInProject, exportOfVersion, exportsOfProject, insertExport, setExportArchive, type ExportRow } from './store.ts';
 
 export interface ExportView { row: ExportRow; manifest: unknown; manifestIntact: boolean; created: boolean }
 
-const rmQuiet = (p: string | null) => { if (p) fs.rmSync(p, { recursive: true, force: true }); };
-
-/** Every entry of a folder for the archive: folders before their contents, names sorted, under `root/`. */
-function entriesOf(dir: string, root: string): TarEntry[] {
-  const out: TarEntry[] = [{ name: root }];
-  for (const d of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    const abs = path.join(dir, d.name);
-    if (d.isDirectory()) out.push(...entriesOf(abs, `${root}/${d.name}`));
-    else if (d.isFile()) out.push({ name: `${root}/${d.name}`, file: abs });
-  }
+/** The package paths under a folder prefix (ending in "/"), in key order. */
+async function packagePaths(store: ObjectStore, prefix: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const o of store.list(prefix)) out.push(o.key.slice(prefix.length));
   return out;
 }
 
-/** The archive of a package folder, written under tmp/ (the caller renames it); deterministic: mtime is the export's time. */
-async function archiveInTmp(storageDir: string, folder: string, id: string, createdAt: string): Promise<{ tmp: string; sha256: string }> {
-  const tmp = path.join(storageDir, 'tmp', `export-${id}-${newId('tar')}.tar`);
-  try {
-    const { sha256 } = await writeTar(tmp, entriesOf(folder, id), Math.floor(Date.parse(createdAt) / 1000));
-    return { tmp, sha256 };
-  } catch (err) {
-    rmQuiet(tmp);
-    throw err;
+type Tree = Map<string, Tree | string>;
+
+/**
+ * Every entry of a package folder for the archive: folders before their contents, names sorted,
+ * under `root/`, the package's folders even when empty (as the package was always laid out).
+ */
+function entriesOf(prefix: string, paths: string[], root: string): TarEntry[] {
+  const tree: Tree = new Map(PACKAGE_FOLDERS.map((f) => [f, new Map()]));
+  for (const p of paths) {
+    const parts = p.split('/');
+    let node = tree;
+    for (const dir of parts.slice(0, -1)) {
+      let next = node.get(dir);
+      if (typeof next !== 'object') node.set(dir, (next = new Map()));
+      node = next;
+    }
+    node.set(parts.at(-1)!, `${prefix}${p}`);
   }
+  const walk = (node: Tree, name: string): TarEntry[] => [{ name }, ...[...node].sort(([a], [b]) => (a < b ? -1 : 1))
+    .flatMap(([n, v]) => (typeof v === 'string' ? [{ name: `${name}/${n}`, file: v }] : walk(v, `${name}/${n}`)))];
+  return walk(tree, root);
 }
+
+/**
+ * The archive of the package under `prefix`, streamed from the store into a write under a temporary
+ * key (the caller places it); deterministic: mtime is the export's time.
+ */
+async function archiveOf(store: ObjectStore, prefix: string, paths: string[], id: string, createdAt: string): Promise<PendingWrite> {
+  const open: TarSource = async (key) => {
+    const st = await store.stat(key);
+    if (!st) throw new Error(`tar: ${key} is gone`);
+    return { size: st.size, bytes: await store.read(key) };
+  };
+  return store.write(tarBlocks(entriesOf(prefix, paths, id), Math.floor(Date.parse(createdAt) / 1000), open));
+}
+
+/** Moves every object of a package from one folder prefix to another (copy, then the old object removed). */
+async function movePackage(store: ObjectStore, from: string, to: string, paths: string[]): Promise<void> {
+  for (const p of paths) {
+    await store.copy(`${from}${p}`, `${to}${p}`);
+    await store.delete(`${from}${p}`);
+  }
+  await store.deletePrefix(from);
+}
+
+/** Best-effort removal while failing: the original error is the one answered. */
+const quietly = async (work: Promise<unknown>) => {
+  try {
+    await work;
+  } catch { /* a cleanup candidate */ }
+};
 
 function approvedDelivery(ctx: Ctx, deliveryId: string): DeliveryRow {
   const d = deliveryInProject(ctx.db, ctx.scope.projectId!, deliveryId);
@@ -67,29 +102,29 @@ export async function writeExport(ctx: Ctx, body: Infer<typeof ExportWriteBody>)
   if (items.length === 0) throw conflict('delivery_empty', 'the delivery has no items to export', { deliveryId: delivery.id });
   const plan = planExport(ctx.db, projectId, items);
 
-  const storageDir = ctx.config.storageDir;
+  const store = ctx.storage;
   const id = newId('exp');
   const createdAt = ctx.now().toISOString();
   const project = projectById(ctx.db, projectId)!;
-  const tmpDir = path.join(storageDir, 'tmp', `export-${id}`);
+  const tmp = `tmp/export-${id}/`;
   const rel = { dir: `exports/${id}`, tar: body.archive ? `exports/${id}.tar` : null };
-  const finalDir = path.join(storageDir, rel.dir);
-  const finalTar = rel.tar ? path.join(storageDir, rel.tar) : null;
-  let tarTmp: string | null = null;
+  let archive: PendingWrite | null = null;
   let placed = false;
+  const removePlaced = async () => {
+    await quietly(store.deletePrefix(`${rel.dir}/`));
+    if (rel.tar) await quietly(store.delete(rel.tar));
+  };
   try {
-    fs.mkdirSync(tmpDir, { recursive: true });
-    const facts = await writePackage(ctx.db, storageDir, projectId, plan, tmpDir, {
+    const facts = await writePackage(ctx.db, { store, prefix: tmp }, projectId, plan, {
       exportId: id, createdAt, createdBy: ctx.actor.userId,
       delivery: { id: delivery.id, version: delivery.version, title: delivery.title, approvedAt: delivery.approved_at, approvedBy: delivery.approved_by },
       project: { id: project.id, name: project.name, organizationId: project.organization_id, workspaceId: project.workspace_id },
     });
-    const archive = finalTar ? await archiveInTmp(storageDir, tmpDir, id, createdAt) : null;
-    tarTmp = archive?.tmp ?? null;
-    fs.mkdirSync(path.join(storageDir, 'exports'), { recursive: true });
-    fs.renameSync(tmpDir, finalDir);
+    const paths = await packagePaths(store, tmp);
+    archive = rel.tar ? await archiveOf(store, tmp, paths, id, createdAt) : null;
     placed = true;
-    if (archive && finalTar) fs.renameSync(archive.tmp, finalTar);
+    await movePackage(store, tmp, `${rel.dir}/`, paths);
+    if (archive && rel.tar) await archive.place(rel.tar, { replace: true });
     const row: ExportRow = {
       id, organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: projectId,
       delivery_id: delivery.id, delivery_version: delivery.version, storage_path: rel.dir, archive_path: rel.tar,
@@ -117,66 +152,53 @@ export async function writeExport(ctx: Ctx, body: Infer<typeof ExportWriteBody>)
     });
     if (raced) {
       // Another request wrote this delivery version meanwhile: its package stands, this one goes.
-      rmQuiet(finalDir);
-      rmQuiet(finalTar);
+      await removePlaced();
       return { ...(await withArchive(ctx, raced, body.archive === true)), created: false };
     }
     return { row, manifest: facts.manifest, manifestIntact: true, created: true };
   } catch (err) {
-    rmQuiet(tmpDir);
-    rmQuiet(tarTmp);
-    if (placed) {
-      rmQuiet(finalDir);
-      rmQuiet(finalTar);
-    }
+    await quietly(store.deletePrefix(tmp));
+    if (archive) await quietly(archive.discard());
+    if (placed) await removePlaced();
     throw err;
   }
 }
 
 /**
  * The recorded export, first given its archive when asked for one it does not have yet. The archive
- * is renamed into exports/ inside the transaction that records it, only when this request records it
- * (two requests at once: one records and audits, the other drops its copy); any failure removes it.
+ * (deterministic: the same package and time give the same bytes) is placed at exports/<id>.tar, then
+ * recorded and audited only when this request records it (two requests at once: one records and
+ * audits, the other's identical bytes are the same object); when recording fails, it is removed.
  */
 async function withArchive(ctx: Ctx, row: ExportRow, wanted: boolean): Promise<Omit<ExportView, 'created'>> {
   if (!wanted || row.archive_path) return viewOf(ctx, row);
-  const storageDir = ctx.config.storageDir;
-  const folder = packageFolder(storageDir, row);
-  const archive = await archiveInTmp(storageDir, folder, row.id, row.created_at);
+  const store = ctx.storage;
+  const prefix = `${row.storage_path}/`;
+  const paths = await packagePaths(store, prefix);
+  if (paths.length === 0) throw conflict('export_missing', 'the export package is no longer in storage', { exportId: row.id });
+  const archive = await archiveOf(store, prefix, paths, row.id, row.created_at);
   const rel = `exports/${row.id}.tar`;
-  const finalTar = path.join(storageDir, rel);
-  let placed = false;
   try {
+    await archive.place(rel, { replace: true });
     ctx.db.tx(() => {
       assertProjectWritable(ctx.db, row.project_id);
       if (setExportArchive(ctx.db, row.id, rel, archive.sha256).changes === 0) return;
-      fs.renameSync(archive.tmp, finalTar);
-      placed = true;
       record(ctx, { action: 'export.archived', targetType: 'export', targetId: row.id, metadata: { deliveryId: row.delivery_id, archiveSha256: archive.sha256 } });
     });
   } catch (err) {
-    // Rolled back: nothing records this archive.
-    if (placed) rmQuiet(finalTar);
+    // Rolled back: unless another request recorded it meanwhile, nothing records this archive.
+    if (!exportInProject(ctx.db, row.project_id, row.id)?.archive_path) await quietly(store.delete(rel));
     throw err;
   } finally {
-    rmQuiet(archive.tmp);
+    await quietly(archive.discard());
   }
   return viewOf(ctx, exportInProject(ctx.db, row.project_id, row.id)!);
 }
 
-function packageFolder(storageDir: string, row: ExportRow): string {
-  try {
-    return resolveStored(storageDir, row.storage_path);
-  } catch (err) {
-    if (err instanceof AppError && err.status === 404) throw conflict('export_missing', 'the export package is no longer on disk', { exportId: row.id });
-    throw err;
-  }
-}
-
 /** The row with its manifest as stored, and whether the manifest still has the recorded SHA-256. */
-function viewOf(ctx: Ctx, row: ExportRow): Omit<ExportView, 'created'> {
+async function viewOf(ctx: Ctx, row: ExportRow): Promise<Omit<ExportView, 'created'>> {
   try {
-    const bytes = fs.readFileSync(path.join(packageFolder(ctx.config.storageDir, row), 'manifest.json'));
+    const bytes = await ctx.storage.readBytes(`${row.storage_path}/manifest.json`);
     const intact = sha256Hex(bytes) === row.manifest_sha256;
     return { row, manifest: JSON.parse(bytes.toString('utf8')), manifestIntact: intact };
   } catch {
@@ -191,7 +213,7 @@ export function exportRow(ctx: Ctx, exportId: string): ExportRow {
   return row;
 }
 
-export function getExport(ctx: Ctx, exportId: string): Omit<ExportView, 'created'> {
+export async function getExport(ctx: Ctx, exportId: string): Promise<Omit<ExportView, 'created'>> {
   return viewOf(ctx, exportRow(ctx, exportId));
 }
 

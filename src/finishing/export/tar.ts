@@ -1,14 +1,15 @@
 // A POSIX ustar archive writer (no dependency): for each entry a 512-byte header (name, or a prefix
 // and name for paths over 100 bytes; mode; size and mtime in octal; checksum; type '0' file or '5'
 // folder; magic "ustar\0" version "00"), then the file's bytes padded to 512; two zero blocks end
-// the archive. Written through one file handle while hashing, so the archive's SHA-256 comes free.
+// the archive. tarBlocks() yields the bytes (from local files or from the store), so the archive can
+// be streamed into a file (writeTar, hashing as it goes) or into the store's write(), which hashes too.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 
 export interface TarEntry {
   /** The path inside the archive ("a/b.txt"; folders end without "/"). */
   name: string;
-  /** Absolute path of the file to store; absent for a folder. */
+  /** The file to store (an absolute path, or a stored key when archiving from the store); absent for a folder. */
   file?: string;
 }
 
@@ -51,33 +52,50 @@ export function tarHeader(path: string, size: number, mtimeSeconds: number, fold
   return h;
 }
 
-/** Writes the archive to `out` (created, must not exist); answers its size and SHA-256. */
+/** What an entry's `file` names, opened for the archive: its size and its bytes. */
+export type TarSource = (file: string) => Promise<{ size: number; bytes: AsyncIterable<Buffer> }>;
+
+const localSource: TarSource = async (file) => ({
+  size: (await fs.promises.stat(file)).size,
+  bytes: fs.createReadStream(file, { highWaterMark: 1 << 20 }),
+});
+
+/**
+ * The archive's bytes, block by block: each entry's header, then its bytes (opened through `open`,
+ * a local file by default, a stored object for a package in the store) padded to 512, then the two
+ * zero blocks. Throws when a file's size changed while it was read.
+ */
+export async function* tarBlocks(entries: TarEntry[], mtimeSeconds: number, open: TarSource = localSource): AsyncGenerator<Buffer> {
+  for (const e of entries) {
+    if (!e.file) {
+      yield tarHeader(e.name, 0, mtimeSeconds, true);
+      continue;
+    }
+    const { size: length, bytes } = await open(e.file);
+    yield tarHeader(e.name, length, mtimeSeconds, false);
+    let copied = 0;
+    for await (const chunk of bytes) {
+      copied += chunk.length;
+      if (copied > length) break;
+      yield chunk;
+    }
+    if (copied !== length) throw new Error(`tar: ${e.name} changed while it was archived`);
+    if (length % BLOCK) yield Buffer.alloc(BLOCK - (length % BLOCK));
+  }
+  yield Buffer.alloc(BLOCK * 2);
+}
+
+/** Writes the archive of local files to `out` (created, must not exist); answers its size and SHA-256. */
 export async function writeTar(out: string, entries: TarEntry[], mtimeSeconds: number): Promise<{ size: number; sha256: string }> {
   const hash = crypto.createHash('sha256');
   let size = 0;
   const fh = await fs.promises.open(out, 'wx');
-  const put = async (b: Buffer) => {
-    hash.update(b);
-    size += b.length;
-    await fh.write(b);
-  };
   try {
-    for (const e of entries) {
-      if (!e.file) {
-        await put(tarHeader(e.name, 0, mtimeSeconds, true));
-        continue;
-      }
-      const length = (await fs.promises.stat(e.file)).size;
-      await put(tarHeader(e.name, length, mtimeSeconds, false));
-      let copied = 0;
-      for await (const chunk of fs.createReadStream(e.file, { highWaterMark: 1 << 20 })) {
-        copied += (chunk as Buffer).length;
-        await put(chunk as Buffer);
-      }
-      if (copied !== length) throw new Error(`tar: ${e.name} changed while it was archived`);
-      if (length % BLOCK) await put(Buffer.alloc(BLOCK - (length % BLOCK)));
+    for await (const b of tarBlocks(entries, mtimeSeconds)) {
+      hash.update(b);
+      size += b.length;
+      await fh.write(b);
     }
-    await put(Buffer.alloc(BLOCK * 2));
     await fh.sync();
   } finally {
     await fh.close();
