@@ -90,6 +90,16 @@ export function wantsHtml(headers: IncomingHttpHeaders): boolean {
 /** The client delivery page's policy: the console's, plus media from the service itself (its <video> and <audio>). */
 export const CLIENT_PAGE_POLICY = `${CONTENT_SECURITY_POLICY}; media-src 'self'`;
 
+/**
+ * The client page's policy when its files are answered by redirects to another origin (the signed
+ * URLs of an s3 store): pictures and media from that origin too.
+ */
+export function clientPagePolicy(mediaOrigins: readonly string[] = []): string {
+  if (mediaOrigins.length === 0) return CLIENT_PAGE_POLICY;
+  const more = mediaOrigins.join(' ');
+  return `${CONTENT_SECURITY_POLICY.replace("img-src 'self' data: blob:", `img-src 'self' data: blob: ${more}`)}; media-src 'self' ${more}`;
+}
+
 const INVALID_LINK_HTML = '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
   + '<meta name="referrer" content="no-referrer"><title>Link not valid · svc</title><link rel="stylesheet" href="/assets/app.css"></head>'
   + '<body><main id="main" class="client-delivery"><h1>This delivery link is not valid</h1>'
@@ -98,11 +108,12 @@ const INVALID_LINK_HTML = '<!doctype html>\n<html lang="en"><head><meta charset=
 /**
  * The page a client delivery link opens in a browser (web/client-delivery.html, which reads the
  * delivery with its own script), or, for a link that does not open (unknown, revoked, expired),
- * a 401 page saying so; both with the console's headers (its CSP plus media-src 'self'), no-store.
+ * a 401 page saying so; both with the console's headers (its CSP plus media-src 'self', and the
+ * origin of the store's signed URLs in `mediaOrigins`), no-store.
  */
-export function clientDeliveryPage(valid: boolean, webDir = WEB_DIR): Reply<never> {
+export function clientDeliveryPage(valid: boolean, webDir = WEB_DIR, mediaOrigins: readonly string[] = []): Reply<never> {
   const headers = {
-    ...SECURITY_HEADERS, 'content-security-policy': CLIENT_PAGE_POLICY,
+    ...SECURITY_HEADERS, 'content-security-policy': clientPagePolicy(mediaOrigins),
     'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', vary: 'accept',
   };
   const page = valid ? load(path.join(webDir, 'client-delivery.html')) : null;

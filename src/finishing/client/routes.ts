@@ -3,7 +3,8 @@
 import type { IncomingMessage } from 'node:http';
 import { json, type Reply, type Router } from '../../http/router.ts';
 import { fileResponse } from '../../http/content.ts';
-import { clientDeliveryPage, wantsHtml } from '../../http/static.ts';
+import { clientDeliveryPage, WEB_DIR, wantsHtml } from '../../http/static.ts';
+import type { ObjectStore } from '../../kernel/storage/store.ts';
 import { ARTIFACT_MEDIA_TYPES } from '../../media-tools/evidence.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { ClientFileQuery, ClientQuery } from '../delivery/schema.ts';
@@ -11,6 +12,12 @@ import { ClientManifestView } from '../delivery/present.ts';
 import { deliveryReply, DOWNLOAD_REDIRECT } from '../delivery/serve.ts';
 import { PACKAGE_FILE_TYPES } from '../export/download.ts';
 import { accessOfToken, clientExportReply, clientFile, clientManifest, recordDownload } from './access.ts';
+
+/** The origin the store's signed URLs point at (the files' redirects on s3), for the landing page's policy; none on local. */
+async function signedUrlOrigins(store: ObjectStore): Promise<string[]> {
+  const url = await store.signedUrl('exports/origin');
+  return url ? [new URL(url).origin] : [];
+}
 
 /** The token travels in the URL: never send it on as a Referer. */
 const CLIENT_HEADERS = { 'referrer-policy': 'no-referrer' };
@@ -36,7 +43,7 @@ export function bindClientRoutes(router: Router): void {
         if (err instanceof AppError && err.status === 401) return clientDeliveryPage(false);
         throw err;
       }
-      return clientDeliveryPage(true);
+      return clientDeliveryPage(true, WEB_DIR, await signedUrlOrigins(ctx.storage));
     }
     return json(200, await clientManifest(ctx, accessOfToken(ctx, token), token!), { ...CLIENT_HEADERS, vary: 'accept', 'cache-control': 'no-store' });
   });
