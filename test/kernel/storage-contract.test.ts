@@ -188,6 +188,18 @@ for (const d of DRIVERS) {
       await rejectsWith(store.copy('c/none', 'c/x'), 404, 'not_found');
     });
 
+    test('move: the bytes at the new key, nothing at the old one; replaces; a missing source is 404', async (t) => {
+      const { store } = setup(t, d);
+      await store.putBytes('mv/a', Buffer.from('moved'));
+      await store.putBytes('mv/b/deeper/c', Buffer.from('old'));
+      await store.move('mv/a', 'mv/b/deeper/c');
+      assert.equal((await store.readBytes('mv/b/deeper/c')).toString(), 'moved');
+      assert.equal(await store.stat('mv/a'), null);
+      await rejectsWith(store.move('mv/a', 'mv/x'), 404, 'not_found');
+      await rejectsWith(store.move('mv/b/deeper/c', '../x'), 422, 'unsafe_path');
+      assert.equal((await store.readBytes('mv/b/deeper/c')).toString(), 'moved', 'an unsafe target moves nothing');
+    });
+
     test('signed URLs: s3 answers the bytes with the disposition asked, refuses a tampered one; local has none', async (t) => {
       const { store } = setup(t, d);
       await store.putBytes('u/clip.txt', Buffer.from('signed bytes'));

@@ -68,12 +68,9 @@ async function archiveOf(store: ObjectStore, prefix: string, paths: string[], id
   return store.write(tarBlocks(entriesOf(prefix, paths, id), Math.floor(Date.parse(createdAt) / 1000), open));
 }
 
-/** Moves every object of a package from one folder prefix to another (copy, then the old object removed). */
+/** Moves every object of a package from one folder prefix to another (a rename locally; a server-side copy and delete on s3). */
 async function movePackage(store: ObjectStore, from: string, to: string, paths: string[]): Promise<void> {
-  for (const p of paths) {
-    await store.copy(`${from}${p}`, `${to}${p}`);
-    await store.delete(`${from}${p}`);
-  }
+  for (const p of paths) await store.move(`${from}${p}`, `${to}${p}`);
   await store.deletePrefix(from);
 }
 

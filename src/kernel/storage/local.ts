@@ -165,6 +165,13 @@ export class LocalStore implements ObjectStore {
     for await (const o of this.list(prefix)) await this.delete(o.key);
   }
 
+  async move(from: string, to: string): Promise<void> {
+    const src = this.resolve(from);
+    const dest = this.target(to);
+    fs.mkdirSync(path.dirname(dest), { recursive: true });
+    fs.renameSync(src, dest);
+  }
+
   async copy(from: string, to: string): Promise<void> {
     const src = this.resolve(from);
     const dest = this.target(to);

@@ -227,6 +227,11 @@ export class S3Store implements ObjectStore {
     for (const key of keys) await this.delete(key);
   }
 
+  async move(from: string, to: string): Promise<void> {
+    await this.copy(from, to);
+    await this.delete(from);
+  }
+
   async copy(from: string, to: string): Promise<void> {
     this.full(to);
     const st = await this.stat(from);

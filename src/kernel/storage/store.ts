@@ -91,6 +91,8 @@ export interface ObjectStore {
   deletePrefix(prefix: string): Promise<void>;
   /** Server-side copy (replacing what is at `to`). */
   copy(from: string, to: string): Promise<void>;
+  /** Moves an object to another key (replacing what is there): a rename locally, a server-side copy then delete on s3. */
+  move(from: string, to: string): Promise<void>;
   /** Every object whose key starts with `prefix` (a folder: end it with '/'), in key order, symbolic links never followed. */
   list(prefix: string): AsyncIterable<StoredObject>;
 
