@@ -1,18 +1,16 @@
-// Serving a stored file: real Content-Type and Content-Length, inline (or attachment) file name
-// (RFC 6266 with an RFC 5987 filename*), ETag "<sha256>", If-None-Match -> 304, a single Range -> 206
-// (416 when unsatisfiable; several ranges are answered with the whole file). isDownload() decides
-// which answers count as one download (for counters and audit records).
-import fs from 'node:fs';
+// Serving a stored object from the ObjectStore: real Content-Type and Content-Length, inline (or
+// attachment) file name (RFC 6266 with an RFC 5987 filename*), ETag "<sha256>", If-None-Match -> 304,
+// a single Range -> 206 read from the store (416 when unsatisfiable; several ranges are answered with
+// the whole file). isDownload() decides which answers count as one download (counters, audit records).
 import type { IncomingMessage } from 'node:http';
 import type { Reply } from './router.ts';
 import { AppError } from '../kernel/errors.ts';
-import { resolveStored } from '../kernel/files.ts';
 import type { ObjectStore } from '../kernel/storage/store.ts';
 
 /** What serving needs of a stored file (an asset version, a media artifact or one of its frames). */
 export interface StoredFile { storage_path: string; content_sha256: string; mime_type: string; file_name: string }
 
-/** The documented answer of a route that serves stored files with contentReply: the file's own media type (one of `types`), 206 for a range. */
+/** The documented answer of a route that serves stored files with storedReply: the file's own media type (one of `types`), 206 for a range. */
 export const fileResponse = (types: readonly string[]) =>
   ({ type: types, also: [206], description: 'the file, with its own media type (206: the requested range)' });
 
@@ -77,36 +75,8 @@ export async function storedReply(req: IncomingMessage, store: ObjectStore, v: S
   return { status, headers, raw: await store.read(v.storage_path, { start, end }) };
 }
 
-export function contentReply(req: IncomingMessage, storageDir: string, v: StoredFile, disposition: Disposition = 'inline'): Reply {
-  const file = resolveStored(storageDir, v.storage_path);
-  const etag = `"${v.content_sha256}"`;
-  const common: Record<string, string> = {
-    etag, 'cache-control': 'private, no-cache', 'accept-ranges': 'bytes',
-    'content-disposition': contentDisposition(v.file_name, disposition), 'content-type': v.mime_type,
-  };
-  const inm = req.headers['if-none-match'];
-  if (typeof inm === 'string' && etagMatches(inm, etag)) {
-    const { 'content-type': _type, 'content-disposition': _cd, ...rest } = common;
-    return { status: 304, headers: rest };
-  }
-  const size = fs.statSync(file).size;
-  const rangeHeader = req.headers.range;
-  const ifRange = req.headers['if-range'];
-  const range = typeof rangeHeader === 'string' && (ifRange === undefined || ifRange === etag) ? parseRange(rangeHeader, size) : null;
-  if (range === 'unsatisfiable') {
-    return { status: 416, headers: { 'content-range': `bytes */${size}`, 'accept-ranges': 'bytes', 'content-type': 'text/plain' }, raw: '' };
-  }
-  const [start, end] = range ?? [0, size - 1];
-  const length = size === 0 ? 0 : end - start + 1;
-  const headers: Record<string, string> = { ...common, 'content-length': String(length) };
-  if (range) headers['content-range'] = `bytes ${start}-${end}/${size}`;
-  const status = range ? 206 : 200;
-  if (req.method === 'HEAD' || length === 0) return { status, headers, raw: '' };
-  return { status, headers, raw: fs.createReadStream(file, { start, end, highWaterMark: 1 << 20 }) };
-}
-
 /**
- * Whether an answer of contentReply() is one download to count and audit: the whole file (200) or a
+ * Whether an answer of storedReply() is one download to count and audit: the whole file (200) or a
  * range from byte 0 (206 "bytes 0-"), never HEAD or 304, so a player's follow-up range requests do
  * not count again.
  */
