@@ -4,7 +4,7 @@
 // duration arithmetic: docs/media-evidence.md#composing-an-episode-cut
 import fs from 'node:fs';
 import path from 'node:path';
-import { BITEXACT, runFfmpeg } from './ffmpeg.ts';
+import { BITEXACT, inputArg, runFfmpeg } from './ffmpeg.ts';
 
 export interface ComposeInput {
   /** Absolute path of the shot's video. */
@@ -161,7 +161,7 @@ export function composeGraph(
 }
 
 /**
- * Joins `inputs` in order into an mp4 at `outAbs` (overwritten; the caller gives a temporary path
+ * Joins `inputs` (paths, or http(s) URLs) in order into an mp4 at `outAbs` (overwritten; the caller gives a temporary path
  * and renames it). Rejects with an Error for bad arguments and a MediaToolError when ffmpeg is
  * missing, fails, times out or is aborted.
  */
@@ -172,7 +172,7 @@ export async function composeVideos(inputs: ComposeInput[], target: ComposeTarge
   if (used.length === 0) throw new Error('compose inputs are together shorter than half a frame');
   const { graph, files } = composeGraph(inputs, target, rate, used);
   // Decoders one thread each: an episode may open dozens of inputs at once.
-  const inputArgs = files.flatMap((f) => ['-threads', '1', '-i', `file:${f}`]);
+  const inputArgs = files.flatMap((f) => ['-threads', '1', '-i', inputArg(f)]);
   let scriptDir: string | null = null;
   let graphArgs = ['-filter_complex', graph];
   if (graph.length > MAX_INLINE_GRAPH) {

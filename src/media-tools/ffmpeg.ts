@@ -162,8 +162,22 @@ function parseProbeJson<T>(stdout: Buffer): T {
   }
 }
 
+/**
+ * What ffmpeg/ffprobe should be given after `-i` for an input: an http(s) URL as it is (a signed URL
+ * of the object store), anything else as a local path through the file protocol (so a name with a
+ * colon is never taken for a protocol).
+ */
+export function inputArg(input: string): string {
+  return isUrl(input) ? input : `file:${input}`;
+}
+
+const isUrl = (input: string): boolean => /^https?:\/\//i.test(input);
+
+/** A URL (its query may carry a signature) never reaches an error message. */
+export const withoutUrls = (text: string): string => text.replace(/https?:\/\/[^\s'"]*/gi, '<url>');
+
 function lastLines(stderr: string): string {
-  return stderr.trim().split('\n').slice(-STDERR_LINES_IN_ERROR).join(' | ');
+  return withoutUrls(stderr.trim().split('\n').slice(-STDERR_LINES_IN_ERROR).join(' | '));
 }
 
 function run(name: ToolName, args: string[], opts: RunOptions): Promise<RunResult> {

@@ -1,7 +1,7 @@
 // One ffprobe of a stored file (`-show_streams -show_format -of json`) boiled down to what media
 // evidence needs: duration, frame rate, rotation, the first video and audio streams. Field choices:
 // docs/media-evidence.md#probe-fields
-import { MediaToolError, runFfprobe } from './ffmpeg.ts';
+import { inputArg, MediaToolError, runFfprobe } from './ffmpeg.ts';
 
 /** The file is not media ffmpeg can read (`media_unreadable`) or decode (`media_undecodable`). */
 export class MediaError extends Error {
@@ -79,13 +79,13 @@ const seconds = (text: string | undefined): number | null => {
 };
 
 /**
- * Probes `file` (an absolute path). ffprobe failing on the file is a MediaError
+ * Probes `file` (an absolute path, or an http(s) URL such as a store's signed URL). ffprobe failing on the file is a MediaError
  * (media_unreadable); a missing tool, a time-out or an abort stays a MediaToolError.
  */
 export async function probeMedia(file: string, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<Probe> {
   let json: RawProbe | null;
   try {
-    ({ json } = await runFfprobe<RawProbe>(['-v', 'error', '-show_streams', '-show_format', '-of', 'json', `file:${file}`], opts));
+    ({ json } = await runFfprobe<RawProbe>(['-v', 'error', '-show_streams', '-show_format', '-of', 'json', inputArg(file)], opts));
   } catch (err) {
     if (err instanceof MediaToolError && err.reason === 'failed') {
       throw new MediaError('media_unreadable', `ffprobe cannot read the file: ${err.message.replace(/file:\S*/g, '<file>')}`);
