@@ -1,11 +1,12 @@
 // Media evidence of one stored file: what it is (sniffed MIME refined by the probe), its size and
 // SHA-256, its geometry and timing, and for pictures the real first and last frames as PNGs under
-// storage/frames/ with their signatures. What each kind of file gets:
+// frames/ with their signatures. The file is read from an object store (ffmpeg and ffprobe open what
+// its mediaInput() gives: a path on local, a signed URL on s3); the frames are put back into it. What each kind of file gets:
 // docs/media-evidence.md#examining-a-stored-file
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import path from 'node:path';
-import { SNIFFED_TYPES, bareTypes, hashFile, readHead, resolveStored, sniffMime, storedTarget, type SniffedType } from '../kernel/files.ts';
+import { SNIFFED_TYPES, bareTypes, sniffMime, storedPathProblem, unsafePath, type SniffedType } from '../kernel/files.ts';
+import { readHeadOf } from '../kernel/storage/head.ts';
+import type { ObjectStore } from '../kernel/storage/store.ts';
+import { hashObject } from '../kernel/storage/verify.ts';
 import { decodeFirstAndLast, type Frame } from './frames.ts';
 import { encodePngAsync } from './png.ts';
 import { MediaError, probeMedia, type Probe } from './probe.ts';
@@ -38,8 +39,9 @@ export interface MediaEvidence {
 }
 
 export interface AnalyzeOptions {
-  storageDir: string;
-  /** The file, relative to storageDir (e.g. outputs/job_x/video-1.mp4). */
+  /** Where the file is, and where its frames go. */
+  store: ObjectStore;
+  /** The file's key (e.g. outputs/job_x/video-1.mp4). */
   relPath: string;
   /** Relative frame path prefix (e.g. frames/job_x/video-1): <prefix>-first.png, <prefix>-last.png. */
   framesPrefix: string;
@@ -87,31 +89,10 @@ function refineMime(sniffed: SniffedType, kind: MediaEvidence['kind'], probe: Pr
   return sniffed;
 }
 
-/** Writes frame files through storage/tmp; removes its temporary files when anything fails. */
-class FrameWriter {
-  private readonly tmpFiles = new Set<string>();
-  private readonly storageDir: string;
-  constructor(storageDir: string) {
-    this.storageDir = storageDir;
-  }
-
-  async write(rel: string, png: Buffer): Promise<FrameRecord> {
-    const dest = storedTarget(this.storageDir, rel, true);
-    const tmpDir = path.join(this.storageDir, 'tmp');
-    await fs.promises.mkdir(tmpDir, { recursive: true });
-    const tmp = path.join(tmpDir, `frame-${crypto.randomBytes(12).toString('hex')}.png`);
-    this.tmpFiles.add(tmp);
-    await fs.promises.writeFile(tmp, png, { flag: 'wx', flush: true });
-    await fs.promises.mkdir(path.dirname(dest), { recursive: true });
-    await fs.promises.rename(tmp, dest);
-    this.tmpFiles.delete(tmp);
-    return { path: rel, sha256: crypto.createHash('sha256').update(png).digest('hex'), size: png.length };
-  }
-
-  async cleanUp(): Promise<void> {
-    await Promise.all([...this.tmpFiles].map((f) => fs.promises.rm(f, { force: true })));
-    this.tmpFiles.clear();
-  }
+/** Puts a frame's PNG at its key (through the store's temporary key, so never half-written). */
+async function putFrame(store: ObjectStore, key: string, png: Buffer): Promise<FrameRecord> {
+  const { size, sha256 } = await store.putBytes(key, png);
+  return { path: key, sha256, size };
 }
 
 /** A decode failure of a file ffprobe could read is the file's fault, not the tool's. */
@@ -129,13 +110,17 @@ const framePng = (f: Frame) => encodePngAsync(f.rgb, f.width, f.height);
 
 /** The evidence of one stored file (see the top of this file). */
 export async function analyzeMedia(o: AnalyzeOptions): Promise<MediaEvidence> {
-  const file = resolveStored(o.storageDir, o.relPath);
-  for (const end of ['-first.png', '-last.png']) storedTarget(o.storageDir, o.framesPrefix + end, true);
+  const { store } = o;
+  const file = await store.mediaInput(o.relPath);
+  for (const end of ['-first.png', '-last.png']) {
+    const problem = storedPathProblem(o.framesPrefix + end, true);
+    if (problem) throw unsafePath(problem);
+  }
   const deadline = Date.now() + (o.timeoutMs ?? DEFAULT_TIMEOUT_MS);
   const left = () => Math.max(1, deadline - Date.now());
-  const head = await readHead(file);
+  const head = await readHeadOf(store, o.relPath);
   const sniffed = sniffMime(head);
-  const hashing = hashFile(file);
+  const hashing = hashObject(store, o.relPath);
   // Rejections of the hash are handled where it is awaited; this only avoids an unhandled one meanwhile.
   hashing.catch(() => {});
   const base = {
@@ -155,32 +140,26 @@ export async function analyzeMedia(o: AnalyzeOptions): Promise<MediaEvidence> {
     hasVideo: kind === 'video', hasAudio: kind !== 'image' && probe.audio !== null,
     rotation: probe.video?.rotation ?? 0,
   };
-  const writer = new FrameWriter(o.storageDir);
-  try {
-    if (kind === 'video' || kind === 'image') {
-      const decoded = await decode(file, { streamIndex: probe.video!.index, firstOnly: kind === 'image', signal: o.signal, timeoutMs: left() });
-      const { first, last } = decoded;
-      evidence.width = first.width;
-      evidence.height = first.height;
-      evidence.frameCount = kind === 'image' ? 1 : decoded.count;
-      evidence.frameRate = kind === 'video' ? probe.video!.frameRate : null;
-      evidence.firstSignature = signatureOf(first.rgb, first.width, first.height);
-      evidence.lastSignature = last === first ? evidence.firstSignature : signatureOf(last.rgb, last.width, last.height);
-      if (kind === 'video') {
-        const [firstPng, lastPng] = await Promise.all([framePng(first), framePng(last)]);
-        evidence.firstFrame = await writer.write(`${o.framesPrefix}-first.png`, firstPng);
-        evidence.lastFrame = await writer.write(`${o.framesPrefix}-last.png`, lastPng);
-      } else if (sniffed !== 'image/png') {
-        evidence.firstFrame = evidence.lastFrame = await writer.write(`${o.framesPrefix}-first.png`, await framePng(first));
-      }
+  if (kind === 'video' || kind === 'image') {
+    const decoded = await decode(file, { streamIndex: probe.video!.index, firstOnly: kind === 'image', signal: o.signal, timeoutMs: left() });
+    const { first, last } = decoded;
+    evidence.width = first.width;
+    evidence.height = first.height;
+    evidence.frameCount = kind === 'image' ? 1 : decoded.count;
+    evidence.frameRate = kind === 'video' ? probe.video!.frameRate : null;
+    evidence.firstSignature = signatureOf(first.rgb, first.width, first.height);
+    evidence.lastSignature = last === first ? evidence.firstSignature : signatureOf(last.rgb, last.width, last.height);
+    if (kind === 'video') {
+      const [firstPng, lastPng] = await Promise.all([framePng(first), framePng(last)]);
+      evidence.firstFrame = await putFrame(store, `${o.framesPrefix}-first.png`, firstPng);
+      evidence.lastFrame = await putFrame(store, `${o.framesPrefix}-last.png`, lastPng);
+    } else if (sniffed !== 'image/png') {
+      evidence.firstFrame = evidence.lastFrame = await putFrame(store, `${o.framesPrefix}-first.png`, await framePng(first));
     }
-    const { size, sha256 } = await hashing;
-    evidence.fileSize = size;
-    evidence.sha256 = sha256;
-    if (kind === 'image' && sniffed === 'image/png') evidence.firstFrame = evidence.lastFrame = { path: o.relPath, sha256, size };
-    return evidence;
-  } catch (err) {
-    await writer.cleanUp();
-    throw err;
   }
+  const { size, sha256 } = await hashing;
+  evidence.fileSize = size;
+  evidence.sha256 = sha256;
+  if (kind === 'image' && sniffed === 'image/png') evidence.firstFrame = evidence.lastFrame = { path: o.relPath, sha256, size };
+  return evidence;
 }

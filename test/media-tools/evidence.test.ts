@@ -10,6 +10,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { LocalStore } from '../../src/kernel/storage/local.ts';
 import { analyzeMedia, MediaError, type MediaEvidence } from '../../src/media-tools/evidence.ts';
 import { MediaToolError, runFfmpeg, runFfprobe } from '../../src/media-tools/ffmpeg.ts';
 import { encodePng } from '../../src/media-tools/png.ts';
@@ -27,7 +28,7 @@ const abs = (rel: string) => path.join(storage, rel);
 const ff = (args: string[]) => runFfmpeg(['-v', 'error', '-y', ...args], { timeoutMs: 60_000 });
 const sha = (file: string) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 const analyze = (relPath: string, framesPrefix = `frames/job_t/${path.basename(relPath)}`, extra: { signal?: AbortSignal } = {}) =>
-  analyzeMedia({ storageDir: storage, relPath, framesPrefix, ...extra });
+  analyzeMedia({ store: new LocalStore(storage), relPath, framesPrefix, ...extra });
 
 /** Red, green and blue segments of one second each, H.264 with B-frames forced (b-adapt=0). */
 async function rgbVideo(rel: string, size: string, rate: string, opts: { audio?: boolean } = {}): Promise<string> {

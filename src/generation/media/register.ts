@@ -10,7 +10,8 @@ import path from 'node:path';
 import type { Ctx } from '../../directory/context.ts';
 import { newId } from '../../kernel/ids.ts';
 import { AppError } from '../../kernel/errors.ts';
-import { readHead, resolveStored, sniffMime } from '../../kernel/files.ts';
+import { sniffMime } from '../../kernel/files.ts';
+import { readHeadOf } from '../../kernel/storage/head.ts';
 import { ConnectorError, type ContractInput, type OutputFile } from '../connectors/protocols/types.ts';
 import { shotById, shotsOfProject } from '../../production/catalog/store.ts';
 import { analyzeMedia, MediaError, type MediaEvidence } from '../../media-tools/evidence.ts';
@@ -64,23 +65,23 @@ export interface RegisteringJob {
 }
 
 export async function gatherEvidence(ctx: Ctx, job: RegisteringJob, files: OutputFile[], signal?: AbortSignal): Promise<PreparedArtifact[]> {
-  const storageDir = ctx.config.storageDir;
+  const store = ctx.storage;
   const prepared: PreparedArtifact[] = [];
   try {
     for (const file of files) {
       if (file.role === 'text') {
-        prepared.push({ file: { ...file, mimeType: sniffMime(await readHead(resolveStored(storageDir, file.path))) }, evidence: null });
+        prepared.push({ file: { ...file, mimeType: sniffMime(await readHeadOf(store, file.path)) }, evidence: null });
         continue;
       }
       const framesPrefix = `frames/${job.id}/${path.basename(file.path, path.extname(file.path))}`;
-      const evidence = await analyzeMedia({ storageDir, relPath: file.path, framesPrefix, signal, timeoutMs: ctx.config.jobTimeoutMs });
+      const evidence = await analyzeMedia({ store, relPath: file.path, framesPrefix, signal, timeoutMs: ctx.config.jobTimeoutMs });
       // A video job answered with an error page saved as video-1.mp4 has not produced a video.
       if (evidence.kind !== file.role) {
         throw new ConnectorError('media_unexpected_kind', `the ${file.role} output is ${evidence.kind === 'other' ? `not media (${evidence.mimeType})` : `an ${evidence.kind} file`}`, true);
       }
       // A generated video whose opening picture is a grid is a collage too ("a first frame used as an image").
       if (job.kind !== 'compose' && evidence.kind === 'video' && evidence.firstFrame) {
-        const verdict = await detectComposite(path.join(storageDir, evidence.firstFrame.path), { signal });
+        const verdict = await detectComposite(await store.mediaInput(evidence.firstFrame.path), { signal });
         if (verdict.composite) {
           throw new ConnectorError('image_composite_detected', `the video's first frame is a ${verdict.composite}; exactly one single picture is required`, false);
         }
