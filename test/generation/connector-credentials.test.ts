@@ -18,6 +18,7 @@ import { createLogger } from '../../src/kernel/log.ts';
 import { callConnector, probeConnector } from '../../src/generation/connectors/protocols/index.ts';
 import { credentialPolicy } from '../../src/kernel/credentials.ts';
 import { ConnectorError, type CallRequest, type ConnectorSpec } from '../../src/generation/connectors/protocols/types.ts';
+import { LocalStore } from '../../src/kernel/storage/local.ts';
 
 const BASE = '/api/platform/models';
 
@@ -197,7 +198,7 @@ test('the protocol layer itself refuses a forbidden variable before any byte is 
   const req: CallRequest = {
     connector, contract: { organization: { id: 'o', name: 'o' }, project: { id: 'p', name: 'p' }, episode: null, scene: null, shot: null, kind: 'chat', prompt: 'hi', negativePrompt: null, parameters: {}, inputs: [] } as unknown as CallRequest['contract'],
     execution: { jobId: 'job_1', attempt: 1, kind: 'chat', model: 'm', deadline: new Date(Date.now() + 60_000).toISOString() },
-    inputFiles: [], resumeRef: null, onRef: () => {}, signal: new AbortController().signal, storageDir: tempDir(t),
+    inputFiles: [], resumeRef: null, onRef: () => {}, signal: new AbortController().signal, storage: new LocalStore(tempDir(t)),
     maxOutputBytes: 1024, timeoutMs: 2000, env, credentials: policy,
   };
   await assert.rejects(callConnector(req), (e: ConnectorError) => {

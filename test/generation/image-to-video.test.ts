@@ -22,11 +22,12 @@ import { dryRun } from '../../src/generation/connectors/protocols/index.ts';
 import { connectorSpec } from '../../src/generation/connectors/present.ts';
 import { connectorById } from '../../src/generation/connectors/store.ts';
 import type { ConnectorSpec, ContractInput, ProductionContract } from '../../src/generation/connectors/protocols/types.ts';
-import { buildContract } from '../../src/generation/jobs/contract.ts';
+import { buildContract, stageInputs } from '../../src/generation/jobs/contract.ts';
 import { jobById } from '../../src/generation/jobs/store.ts';
 import { createJob, jobWorld, waitJob } from '../helpers/jobs.ts';
 import { credentialPolicy } from '../../src/kernel/credentials.ts';
 import { loadConfig } from '../../src/kernel/config.ts';
+import { storageOf } from '../../src/kernel/storage/index.ts';
 
 const CREDENTIALS = credentialPolicy(loadConfig({}, {}));
 
@@ -394,13 +395,14 @@ test('a video job depending on an image job with useDependencyOutputs starts on 
 
   // The contract the video job is called with, and the request its dry run shows.
   const row = jobById(s.db, video.id)!;
-  const { contract: c } = buildContract(s.db, null, row);
+  const { contract: c } = buildContract(s.db, row);
   assert.deepEqual(c.inputs, [{
     artifactId: still.id, jobId: image.id, fileName: 'image-1.png', mimeType: 'image/png', fileSize: still.fileSize, contentSha256: still.contentSha256,
   }]);
-  const { inputFiles } = buildContract(s.db, s.config.storageDir, row);
-  assert.equal(inputFiles.length, 1);
-  assert.equal(fs.readFileSync(inputFiles[0].path).length, still.fileSize);
+  const staged = await stageInputs(storageOf(s.config), buildContract(s.db, row).inputs);
+  t.after(() => staged.release());
+  assert.equal(staged.files.length, 1);
+  assert.equal(fs.readFileSync(staged.files[0].path).length, still.fileSize);
   const spec = connectorSpec(connectorById(s.db, row.organization_id, id)!);
   const shown = dryRun(spec, c, { ...execution, model: 'svc-video' }, CREDENTIALS);
   assert.equal(shown.contentType, 'multipart/form-data');

@@ -8,6 +8,7 @@ import type { TestContext } from 'node:test';
 import type { CallRequest, ConnectorSpec, Execution, ProductionContract } from '../../src/generation/connectors/protocols/types.ts';
 import { credentialPolicy } from '../../src/kernel/credentials.ts';
 import { loadConfig } from '../../src/kernel/config.ts';
+import { LocalStore } from '../../src/kernel/storage/local.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -75,7 +76,7 @@ export function request(c: ConnectorSpec, kind: string, storageDir: string, extr
       refs.push(ref);
     },
     signal: new AbortController().signal,
-    storageDir,
+    storage: new LocalStore(storageDir),
     maxOutputBytes: 50 * 1024 * 1024,
     timeoutMs: 5000,
     env: {},

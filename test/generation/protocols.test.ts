@@ -13,6 +13,7 @@ import { joinUrl } from '../../src/generation/connectors/protocols/urls.ts';
 import { fillWorkflow, placeholders, seedOf } from '../../src/generation/connectors/protocols/comfyui.ts';
 import { mimeFor, outputName, saveOutput } from '../../src/generation/connectors/protocols/outputs.ts';
 import { tmp, CREDENTIALS, connector, WORKFLOW, contract, execution, request } from './protocols-setup.ts';
+import { LocalStore } from '../../src/kernel/storage/local.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Pure pieces
@@ -123,30 +124,30 @@ test('saveOutput: hash and size, replacement by name, limit, traversal, web stre
   const dir = tmp(t);
   const bytes = crypto.randomBytes(300_000);
   const sha = crypto.hash('sha256', bytes, 'hex');
-  const a = await saveOutput({ storageDir: dir, jobId: 'job_x', name: 'image-1.png', role: 'image', mimeType: 'image/png', source: Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]), maxBytes: 1e6 });
+  const a = await saveOutput({ storage: new LocalStore(dir), jobId: 'job_x', name: 'image-1.png', role: 'image', mimeType: 'image/png', source: Readable.from([bytes.subarray(0, 1000), bytes.subarray(1000)]), maxBytes: 1e6 });
   assert.deepEqual(a, { path: 'outputs/job_x/image-1.png', role: 'image', mimeType: 'image/png', fileSize: bytes.length, sha256: sha });
   assert.equal(crypto.hash('sha256', fs.readFileSync(path.join(dir, a.path)), 'hex'), sha);
   // A later attempt replaces the file: one copy only.
-  const again = await saveOutput({ storageDir: dir, jobId: 'job_x', name: 'image-1.png', role: 'image', mimeType: 'image/png', source: Buffer.from('second'), maxBytes: 1e6 });
+  const again = await saveOutput({ storage: new LocalStore(dir), jobId: 'job_x', name: 'image-1.png', role: 'image', mimeType: 'image/png', source: Buffer.from('second'), maxBytes: 1e6 });
   assert.equal(again.fileSize, 6);
   assert.deepEqual(fs.readdirSync(path.join(dir, 'outputs/job_x')), ['image-1.png']);
   // A web ReadableStream.
-  const web = await saveOutput({ storageDir: dir, jobId: 'job_x', name: 'audio-1.wav', role: 'audio', mimeType: 'audio/wav', source: new Blob([bytes]).stream(), maxBytes: 1e6 });
+  const web = await saveOutput({ storage: new LocalStore(dir), jobId: 'job_x', name: 'audio-1.wav', role: 'audio', mimeType: 'audio/wav', source: new Blob([bytes]).stream(), maxBytes: 1e6 });
   assert.equal(web.sha256, sha);
   // Over the limit: nothing left behind, neither in outputs nor in tmp.
   await assert.rejects(
-    saveOutput({ storageDir: dir, jobId: 'job_x', name: 'video-1.mp4', role: 'video', mimeType: 'video/mp4', source: Readable.from([bytes, bytes]), maxBytes: 400_000 }),
+    saveOutput({ storage: new LocalStore(dir), jobId: 'job_x', name: 'video-1.mp4', role: 'video', mimeType: 'video/mp4', source: Readable.from([bytes, bytes]), maxBytes: 400_000 }),
     (e: ConnectorError) => e.code === 'output_too_large' && e.retryable === false,
   );
   await assert.rejects(
-    saveOutput({ storageDir: dir, jobId: 'job_x', name: 'video-1.mp4', role: 'video', mimeType: 'video/mp4', source: bytes, maxBytes: 1000 }),
+    saveOutput({ storage: new LocalStore(dir), jobId: 'job_x', name: 'video-1.mp4', role: 'video', mimeType: 'video/mp4', source: bytes, maxBytes: 1000 }),
     (e: ConnectorError) => e.code === 'output_too_large',
   );
   assert.ok(!fs.existsSync(path.join(dir, 'outputs/job_x/video-1.mp4')));
   assert.deepEqual(fs.readdirSync(path.join(dir, 'tmp')), []);
   for (const [jobId, name] of [['job_x', '../escape.png'], ['job_x', '..'], ['../x', 'a.png'], ['job_x', 'a/b.png'], ['job_x', '.hidden']]) {
     await assert.rejects(
-      saveOutput({ storageDir: dir, jobId, name, role: 'image', mimeType: 'image/png', source: Buffer.from('x'), maxBytes: 10 }),
+      saveOutput({ storage: new LocalStore(dir), jobId, name, role: 'image', mimeType: 'image/png', source: Buffer.from('x'), maxBytes: 10 }),
       (e: ConnectorError) => e.code === 'output_unsafe_name',
     );
   }

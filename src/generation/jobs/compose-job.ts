@@ -5,17 +5,18 @@
 // artifact named in `parameters.audioArtifactIds`, else its newest generated audio (a `tts` job bound
 // to the shot), none when `parameters.voiceLines` is false; a shot without one keeps its video's
 // audio. Every input is re-hashed before it is used, so the composition row's hashes are those of
-// the bytes actually joined.
-import crypto from 'node:crypto';
+// the bytes actually joined. ffmpeg reads the inputs through the object store (mediaInput: a path on
+// local, a signed URL on s3) and writes the cut to a local scratch file, then put into the store.
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
-import { validationFailed, type AppError } from '../../kernel/errors.ts';
-import { hashFile, resolveStored } from '../../kernel/files.ts';
+import { validationFailed } from '../../kernel/errors.ts';
+import { tempKey, type ObjectStore } from '../../kernel/storage/store.ts';
+import { verifyObject } from '../../kernel/storage/verify.ts';
 import { episodeById, shotsOfProject } from '../../production/catalog/store.ts';
 import { ConnectorError, type CallResult } from '../connectors/protocols/types.ts';
-import { outputPathOf } from '../connectors/protocols/outputs.ts';
+import { outputKeyOf } from '../connectors/protocols/outputs.ts';
 import type { JobRow } from './store.ts';
 import { composeTarget, composeVideos, parseFrameRate, type ComposeInput } from '../../media-tools/compose.ts';
 import { artifactInProject, chosenVideoOfShot, chosenVoiceOfShot, type ArtifactRow } from '../media/store.ts';
@@ -126,15 +127,18 @@ function chooseInputs(ctx: Ctx, job: JobRow, params: ComposeParameters): Chosen[
   return chosen;
 }
 
-/** Runs a compose job: the cut is written to tmp/ and renamed to outputs/<jobId>/episode-cut.mp4. */
+/**
+ * Runs a compose job: the cut is written to a local scratch file under the storage dir's tmp/, put
+ * into the store at outputs/<jobId>/episode-cut.mp4, and the scratch file removed on every path.
+ */
 export async function runCompose(ctx: Ctx, job: JobRow, params: ComposeParameters, signal: AbortSignal): Promise<{ result: CallResult; composition: CompositionDraft }> {
-  const storageDir = ctx.config.storageDir;
+  const store = ctx.storage;
   if (!job.episode_id || !episodeById(ctx.db, job.project_id, job.episode_id)) throw new ConnectorError('compose_no_episode', 'the episode no longer exists', false);
   const chosen = chooseInputs(ctx, job, params);
   const inputs: ComposeInput[] = [];
   for (const c of chosen) {
     const a = c.artifact;
-    const file = await verifiedFile(storageDir, c.shotId, a, 'video');
+    const file = await verifiedInput(store, c.shotId, a, 'video');
     const durationMs = videoDurationMs(a);
     if (!durationMs || !a.width || !a.height || !a.frame_rate) {
       throw new ConnectorError('compose_input_unusable', `the video of shot ${c.shotId} (${a.id}) has no duration, size or frame rate`, false);
@@ -142,22 +146,20 @@ export async function runCompose(ctx: Ctx, job: JobRow, params: ComposeParameter
     if (c.voice && c.voice.has_audio !== 1) {
       throw new ConnectorError('compose_input_unusable', `the voice line of shot ${c.shotId} (${c.voice.id}) has no audio stream`, false);
     }
-    const voicePath = c.voice ? await verifiedFile(storageDir, c.shotId, c.voice, 'voice line') : null;
+    const voicePath = c.voice ? await verifiedInput(store, c.shotId, c.voice, 'voice line') : null;
     inputs.push({ path: file, durationMs, width: a.width, height: a.height, frameRate: a.frame_rate, hasAudio: a.has_audio === 1, voicePath });
   }
   const target = composeTarget(inputs, params);
-  const { abs, rel } = outputPathOf(storageDir, job.id, CUT_NAME);
-  const tmp = path.join(storageDir, 'tmp', `compose-${crypto.randomBytes(12).toString('hex')}.mp4`);
-  fs.mkdirSync(path.dirname(tmp), { recursive: true });
-  fs.mkdirSync(path.dirname(abs), { recursive: true });
+  const key = outputKeyOf(job.id, CUT_NAME);
+  const scratch = path.join(ctx.config.storageDir, tempKey('compose', '.mp4'));
+  fs.mkdirSync(path.dirname(scratch), { recursive: true });
   try {
-    const made = await composeVideos(inputs, target, tmp, { signal, timeoutMs: ctx.config.jobTimeoutMs });
-    fs.renameSync(tmp, abs);
-    const { size, sha256 } = await hashFile(abs);
+    const made = await composeVideos(inputs, target, scratch, { signal, timeoutMs: ctx.config.jobTimeoutMs });
+    const { size, sha256 } = await store.putFile(key, scratch);
     return {
       result: {
         output: { episodeId: job.episode_id, shots: chosen.length, durationMs: made.durationMs, frames: made.frames },
-        files: [{ path: rel, role: 'video', mimeType: 'video/mp4', fileSize: size, sha256 }],
+        files: [{ path: key, role: 'video', mimeType: 'video/mp4', fileSize: size, sha256 }],
       },
       composition: {
         episodeId: job.episode_id, width: made.width, height: made.height, frameRate: made.frameRate, durationMs: made.durationMs,
@@ -169,26 +171,27 @@ export async function runCompose(ctx: Ctx, job: JobRow, params: ComposeParameter
       },
     };
   } catch (err) {
-    fs.rmSync(tmp, { force: true });
     if (err instanceof ConnectorError) throw err;
     // composeVideos refuses arguments it cannot join (sizes, rates, inputs shorter than a frame): no retry helps.
     throw mediaFailure(err) ?? new ConnectorError('compose_invalid', withoutPaths(err instanceof Error ? err.message : String(err)), false);
+  } finally {
+    fs.rmSync(scratch, { force: true });
   }
 }
 
-/** The absolute path of an input whose bytes still match the SHA-256 it was registered with. */
-async function verifiedFile(storageDir: string, shotId: string, a: ArtifactRow, what: 'video' | 'voice line'): Promise<string> {
-  let file: string;
-  try {
-    file = resolveStored(storageDir, a.storage_path);
-  } catch (err) {
-    const why = (err as AppError).code === 'unsafe_path' ? 'has an unsafe stored path' : 'is not on disk';
+/** What ffmpeg opens for an input whose bytes still match the SHA-256 it was registered with. */
+async function verifiedInput(store: ObjectStore, shotId: string, a: ArtifactRow, what: 'video' | 'voice line'): Promise<string> {
+  const { state } = await verifyObject(store, a.storage_path, { sha256: a.content_sha256 });
+  if (state === 'missing' || state === 'unsafe') {
+    const why = state === 'unsafe' ? 'has an unsafe stored path' : 'is not on disk';
     throw new ConnectorError('compose_input_missing', `the ${what} of shot ${shotId} (${a.id}) ${why}`, false);
   }
-  if ((await hashFile(file)).sha256 !== a.content_sha256) {
+  if (state === 'changed') {
     throw new ConnectorError('compose_input_corrupt', `the ${what} of shot ${shotId} (${a.id}) no longer matches its SHA-256`, false);
   }
-  return file;
+  // Unreadable now (the store failing): a later attempt may read it.
+  if (state !== 'ok') throw new ConnectorError('media_file_missing', `the ${what} of shot ${shotId} (${a.id}) cannot be read`, true);
+  return store.mediaInput(a.storage_path);
 }
 
 /**

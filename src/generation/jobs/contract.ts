@@ -2,7 +2,9 @@
 // episode, shot), its prompt, the story bible entries the shot refers to and the exact input asset
 // versions with their hashes, then (input.useDependencyOutputs) the media artifacts the job's
 // dependency registered. Built from the database at call time; input versions were fixed when the
-// job was created, dependency artifacts are whatever that job completed with.
+// job was created, dependency artifacts are whatever that job completed with. The input files
+// themselves reach the connector as local files staged from the object store (stageInputs), released
+// once the call is over.
 import path from 'node:path';
 import type { Db } from '../../db/db.ts';
 import type { ContractInput, ProductionContract } from '../connectors/protocols/types.ts';
@@ -10,7 +12,7 @@ import { organizationById, projectById } from '../../directory/tenancy/store.ts'
 import { episodeById, referencesOf, shotById } from '../../production/catalog/store.ts';
 import { currentRevision } from '../../production/scripts/store.ts';
 import type { BibleContent } from '../../production/scripts/content.ts';
-import { resolveStored } from '../../kernel/files.ts';
+import type { LocalCopy, ObjectStore } from '../../kernel/storage/store.ts';
 import type { JobRow } from './store.ts';
 
 /** What a job stores as its input (validated at creation). */
@@ -50,8 +52,11 @@ function bibleOf(db: Db, projectId: string, shotId: string): ProductionContract[
   });
 }
 
-/** storageDir null: the contract only, without resolving input files (dry runs). */
-export function buildContract(db: Db, storageDir: string | null, job: JobRow): { contract: ProductionContract; inputFiles: Array<{ path: string; fileName: string; mimeType: string }> } {
+/** An input file of a call: the key of its object, and what the connector is told of it. */
+export interface StoredInput { key: string; fileName: string; mimeType: string }
+
+/** The contract, and the stored input files in contract.inputs order (a dry run uses the contract only). */
+export function buildContract(db: Db, job: JobRow): { contract: ProductionContract; inputs: StoredInput[] } {
   const input = JSON.parse(job.input) as JobInput;
   const org = organizationById(db, job.organization_id)!;
   const project = projectById(db, job.project_id)!;
@@ -84,6 +89,32 @@ export function buildContract(db: Db, storageDir: string | null, job: JobRow): {
       inputs: sources.map((s) => s.input),
       parameters: input.parameters,
     },
-    inputFiles: storageDir === null ? [] : sources.map(({ input: i, storagePath }) => ({ path: resolveStored(storageDir, storagePath), fileName: i.fileName, mimeType: i.mimeType })),
+    inputs: sources.map(({ input: i, storagePath }) => ({ key: storagePath, fileName: i.fileName, mimeType: i.mimeType })),
   };
+}
+
+/** The call's input files staged as local files (the stored files themselves on local, copies under cache/ on s3). */
+export interface StagedInputs {
+  files: Array<{ path: string; fileName: string; mimeType: string }>;
+  /** Releases every local copy (idempotent). */
+  release(): Promise<void>;
+}
+
+/**
+ * Stages each input with the store's localCopy(): 404 not_found when an object is missing, 422
+ * unsafe_path for an unsafe key; what was staged before a failure is released.
+ */
+export async function stageInputs(store: ObjectStore, inputs: StoredInput[]): Promise<StagedInputs> {
+  const copies: LocalCopy[] = [];
+  const release = async () => {
+    const all = copies.splice(0);
+    await Promise.all(all.map((c) => c.release()));
+  };
+  try {
+    for (const i of inputs) copies.push(await store.localCopy(i.key));
+  } catch (err) {
+    await release();
+    throw err;
+  }
+  return { files: inputs.map((i, n) => ({ path: copies[n].path, fileName: i.fileName, mimeType: i.mimeType })), release };
 }

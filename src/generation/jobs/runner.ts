@@ -10,7 +10,7 @@ import { connectorSpec } from '../connectors/present.ts';
 import { credentialPolicy } from '../../kernel/credentials.ts';
 import { ConnectorError, type CallResult } from '../connectors/protocols/types.ts';
 import { AppError } from '../../kernel/errors.ts';
-import { buildContract, type JobInput } from './contract.ts';
+import { buildContract, stageInputs, type JobInput } from './contract.ts';
 import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleOutcome } from './settle.ts';
 import { gatherEvidence, inputProvenance } from '../media/register.ts';
 import { COMPOSE_KIND, runCompose } from './compose-job.ts';
@@ -48,17 +48,23 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
   const row = job.connector_id ? connectorById(base.db, job.organization_id, job.connector_id) : undefined;
   if (!row) throw new ConnectorError('connector_missing', 'the job has no usable connector', false);
   const connector = connectorSpec(row);
-  const { contract, inputFiles } = buildContract(base.db, config.storageDir, job);
+  const { contract, inputs: stored } = buildContract(base.db, job);
   const model = connector.protocol.models?.[job.kind] ?? null;
-  const result = await callConnector({
-    connector, contract, inputFiles,
-    execution: { jobId: job.id, attempt: job.attempt, kind: job.kind, model, deadline: new Date(base.now().getTime() + config.jobTimeoutMs).toISOString() },
-    resumeRef: job.external_ref,
-    onRef: (ref) => { setExternalRef(base.db, lease, ref); },
-    signal, storageDir: config.storageDir, maxOutputBytes: config.maxOutputBytes, timeoutMs: config.connectorTimeoutMs, env: process.env,
-    outputOrigins: config.connectorOutputOrigins ? config.connectorOutputOrigins.split(',') : [],
-    credentials: credentialPolicy(config),
-  });
+  const staged = await stageInputs(base.storage, stored);
+  let result: CallResult;
+  try {
+    result = await callConnector({
+      connector, contract, inputFiles: staged.files,
+      execution: { jobId: job.id, attempt: job.attempt, kind: job.kind, model, deadline: new Date(base.now().getTime() + config.jobTimeoutMs).toISOString() },
+      resumeRef: job.external_ref,
+      onRef: (ref) => { setExternalRef(base.db, lease, ref); },
+      signal, storage: base.storage, maxOutputBytes: config.maxOutputBytes, timeoutMs: config.connectorTimeoutMs, env: process.env,
+      outputOrigins: config.connectorOutputOrigins ? config.connectorOutputOrigins.split(',') : [],
+      credentials: credentialPolicy(config),
+    });
+  } finally {
+    await staged.release();
+  }
   const seed = input.parameters.seed;
   return {
     result,

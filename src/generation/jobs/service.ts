@@ -353,7 +353,7 @@ export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
   const { job } = prepareJob(ctx, input, { id: 'job_dry_run', clipsBefore: null, policy: false });
   const connector = connectorById(ctx.db, job.organization_id, job.connector_id!)!;
   const spec = connectorSpec(connector);
-  const { contract } = buildContract(ctx.db, null, job);
+  const { contract } = buildContract(ctx.db, job);
   try {
     return dryRun(spec, contract, {
       jobId: job.id, attempt: 1, kind: job.kind, model: spec.protocol.models?.[job.kind] ?? null,

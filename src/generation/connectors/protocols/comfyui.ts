@@ -272,14 +272,14 @@ export async function call(req: CallRequest, prep: Prepared, secret: string | nu
       secret,
       timeoutMs: req.timeoutMs,
       signal: req.signal,
-      storageDir: req.storageDir,
+      storage: req.storage,
       jobId: req.execution.jobId,
       role,
       index: ++counters[role],
       fileName: f.filename,
       maxBytes: req.maxOutputBytes,
     });
-    if (isImage) await rejectComposite(req.storageDir, file, req.signal);
+    if (isImage) await rejectComposite(req.storage, file, req.signal);
     saved.push(file);
   }
   return { output: { promptId: id, resumed }, files: saved };

@@ -137,7 +137,7 @@ export async function call(req: CallRequest, prep: Prepared, secret: string | nu
     }
     const index = ++counters[o.role];
     const file = await storeAnswered(req, secret, { role: o.role, index, url: o.url, base64: o.base64, declaredMime: o.mimeType });
-    if (isImage && o.role === 'image') await rejectComposite(req.storageDir, file, req.signal);
+    if (isImage && o.role === 'image') await rejectComposite(req.storage, file, req.signal);
     files.push(file);
   }
   const output: Record<string, unknown> = {};

@@ -179,7 +179,7 @@ async function image(req: CallRequest, prep: Prepared, secret: string | null): P
   const base64 = typeof item?.b64_json === 'string' && item.b64_json ? item.b64_json : null;
   if (url === null && base64 === null) throw badResponse('the image response item has neither url nor b64_json');
   const file = await storeAnswered(req, secret, { role: 'image', index: 1, url, base64, declaredMime: null, sniff: sniffImage });
-  await rejectComposite(req.storageDir, file, req.signal);
+  await rejectComposite(req.storage, file, req.signal);
   const output: Record<string, unknown> = { model: prep.model };
   if (typeof item.revised_prompt === 'string') output.revisedPrompt = item.revised_prompt;
   return { output, files: [file] };
@@ -264,7 +264,7 @@ async function video(req: CallRequest, prep: Prepared, secret: string | null): P
     secret,
     timeoutMs: req.timeoutMs,
     signal: req.signal,
-    storageDir: req.storageDir,
+    storage: req.storage,
     jobId: req.execution.jobId,
     role: 'video',
     index: 1,
@@ -294,7 +294,7 @@ async function tts(req: CallRequest, prep: Prepared, secret: string | null): Pro
   }
   const mime = mimeFor('audio', [resp.headers['content-type']]);
   const file = await saveOutput({
-    storageDir: req.storageDir,
+    storage: req.storage,
     jobId: req.execution.jobId,
     name: outputName('audio', 1, mime),
     role: 'audio',

@@ -1,26 +1,24 @@
 // Output files of generation jobs: a model's bytes (a response stream, a web stream, or a decoded
-// base64 Buffer) are streamed into storage/tmp/<random> while hashed (SHA-256) and counted, then
-// renamed to storage/outputs/<jobId>/<name>. The rename replaces a file of the same name left by an
-// earlier attempt, so a job never holds two copies of an output. Over `maxBytes` the transfer is
-// stopped and the temporary file removed (output_too_large, not retryable).
-import crypto from 'node:crypto';
-import fs from 'node:fs';
+// base64 Buffer) are streamed by the object store to a temporary key while hashed (SHA-256) and
+// counted, then placed at outputs/<jobId>/<name>. Placing replaces an object of the same name left by
+// an earlier attempt, so a job never holds two copies of an output. Over `maxBytes` the transfer is
+// stopped and the temporary object removed (output_too_large, not retryable).
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import type { TransformCallback } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { addAbortSignal, Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { ConnectorError } from './types.ts';
 import type { CallRequest, OutputFile } from './types.ts';
 import { joinUrl, originOf } from './urls.ts';
 import { connectorEgress, ensureOk, send } from './transport.ts';
 import { EgressRefused } from '../../../kernel/egress.ts';
+import type { ObjectStore, PendingWrite } from '../../../kernel/storage/store.ts';
 import { detectComposite, type CompositeKind } from '../../../media-tools/collage.ts';
 
 export type OutputRole = OutputFile['role'];
 
 export interface SaveOutputOptions {
-  storageDir: string;
+  /** Where outputs are stored. */
+  storage: ObjectStore;
   jobId: string;
   /** File name inside outputs/<jobId>/, e.g. 'image-1.png' (letters, digits, '.', '_', '-'). */
   name: string;
@@ -34,14 +32,11 @@ export interface SaveOutputOptions {
 const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const SAFE_JOB = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
-/** outputs/<jobId>/<name> as an absolute path, refusing anything that would leave storage/outputs. */
-export function outputPathOf(storageDir: string, jobId: string, name: string): { abs: string; rel: string } {
+/** The key outputs/<jobId>/<name>, refusing a job id or name that would leave outputs/<jobId>/. */
+export function outputKeyOf(jobId: string, name: string): string {
   if (!SAFE_JOB.test(jobId)) throw new ConnectorError('output_unsafe_name', 'the job id is not a safe directory name', false);
   if (!SAFE_NAME.test(name) || name.includes('..')) throw new ConnectorError('output_unsafe_name', 'the output file name is not safe', false);
-  const root = path.resolve(storageDir, 'outputs');
-  const abs = path.resolve(root, jobId, name);
-  if (!abs.startsWith(root + path.sep)) throw new ConnectorError('output_unsafe_name', 'the output path leaves storage/outputs', false);
-  return { abs, rel: `outputs/${jobId}/${name}` };
+  return `outputs/${jobId}/${name}`;
 }
 
 const tooLarge = (max: number) => new ConnectorError('output_too_large', `the output exceeds the largest accepted size (${max} bytes)`, false);
@@ -56,69 +51,31 @@ function writeError(err: unknown): ConnectorError {
   return new ConnectorError('output_write_failed', `could not store the output: ${String(e?.message ?? err).slice(0, 200)}`, true);
 }
 
-class HashCount extends Transform {
-  readonly hash = crypto.createHash('sha256');
-  size = 0;
-  readonly max: number;
-  constructor(max: number) {
-    super();
-    this.max = max;
-  }
-  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.size += chunk.length;
-    if (this.size > this.max) {
-      cb(tooLarge(this.max));
-      return;
-    }
-    this.hash.update(chunk);
-    cb(null, chunk);
-  }
-}
-
-/** Streams `source` to outputs/<jobId>/<name> through tmp/; returns the stored file record. */
+/** Streams `source` to outputs/<jobId>/<name> through a temporary key; returns the stored file record. */
 export async function saveOutput(opts: SaveOutputOptions): Promise<OutputFile> {
-  const { abs, rel } = outputPathOf(opts.storageDir, opts.jobId, opts.name);
-  const tmpDir = path.join(opts.storageDir, 'tmp');
-  const tmpPath = path.join(tmpDir, `output-${crypto.randomBytes(12).toString('hex')}`);
+  const key = outputKeyOf(opts.jobId, opts.name);
   if (opts.signal?.aborted) throw new ConnectorError('connector_aborted', 'the call was aborted', true);
-  fs.mkdirSync(tmpDir, { recursive: true });
-  fs.mkdirSync(path.dirname(abs), { recursive: true });
-
-  let size: number;
-  let sha256: string;
   const src = opts.source;
-  if (Buffer.isBuffer(src)) {
-    if (src.length > opts.maxBytes) throw tooLarge(opts.maxBytes);
-    try {
-      await fs.promises.writeFile(tmpPath, src, { flag: 'wx', signal: opts.signal });
-    } catch (err) {
-      fs.rmSync(tmpPath, { force: true });
-      throw writeError(err);
-    }
-    size = src.length;
-    sha256 = crypto.hash('sha256', src, 'hex');
-  } else {
-    const readable = src instanceof Readable ? src : Readable.fromWeb(src as WebReadableStream);
-    const counter = new HashCount(opts.maxBytes);
-    const out = fs.createWriteStream(tmpPath, { flags: 'wx', highWaterMark: 1 << 20 });
-    try {
-      await pipeline(readable, counter, out, opts.signal ? { signal: opts.signal } : {});
-    } catch (err) {
-      readable.destroy();
-      if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
-      fs.rmSync(tmpPath, { force: true });
-      throw writeError(err);
-    }
-    size = counter.size;
-    sha256 = counter.hash.digest('hex');
-  }
+  if (Buffer.isBuffer(src) && src.length > opts.maxBytes) throw tooLarge(opts.maxBytes);
+  const readable = Buffer.isBuffer(src) ? Readable.from([src]) : src instanceof Readable ? src : Readable.fromWeb(src as WebReadableStream);
+  // An abort destroys the source with an AbortError: the write fails and its temporary object goes.
+  if (opts.signal) addAbortSignal(opts.signal, readable);
+  let pending: PendingWrite;
   try {
-    fs.renameSync(tmpPath, abs);
+    pending = await opts.storage.write(readable, (total) => {
+      if (total > opts.maxBytes) throw tooLarge(opts.maxBytes);
+    });
   } catch (err) {
-    fs.rmSync(tmpPath, { force: true });
+    readable.destroy();
     throw writeError(err);
   }
-  return { path: rel, role: opts.role, mimeType: opts.mimeType, fileSize: size, sha256 };
+  try {
+    await pending.place(key, { replace: true });
+  } catch (err) {
+    await pending.discard().catch(() => {});
+    throw writeError(err);
+  }
+  return { path: key, role: opts.role, mimeType: opts.mimeType, fileSize: pending.size, sha256: pending.sha256 };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -208,7 +165,7 @@ export interface DownloadOptions {
   secret: string | null;
   timeoutMs: number;
   signal?: AbortSignal;
-  storageDir: string;
+  storage: ObjectStore;
   jobId: string;
   role: OutputRole;
   index: number;
@@ -254,7 +211,7 @@ export async function downloadOutput(o: DownloadOptions): Promise<OutputFile> {
   }
   const mime = mimeFor(o.role, [o.declaredMime, resp.headers['content-type']], o.fileName);
   return saveOutput({
-    storageDir: o.storageDir,
+    storage: o.storage,
     jobId: o.jobId,
     name: outputName(o.role, o.index, mime),
     role: o.role,
@@ -269,19 +226,18 @@ export async function downloadOutput(o: DownloadOptions): Promise<OutputFile> {
  * A saved image must be one single picture: a collage, split screen or contact sheet is deleted
  * and the call fails with image_composite_detected (not retryable).
  */
-export async function rejectComposite(storageDir: string, file: OutputFile, signal?: AbortSignal): Promise<void> {
-  const abs = path.join(storageDir, file.path);
+export async function rejectComposite(storage: ObjectStore, file: OutputFile, signal?: AbortSignal): Promise<void> {
   let composite: CompositeKind | null;
   try {
-    composite = (await detectComposite(abs, { signal })).composite;
+    composite = (await detectComposite(await storage.mediaInput(file.path), { signal })).composite;
   } catch (err) {
-    fs.rmSync(abs, { force: true });
+    await storage.delete(file.path);
     if (err instanceof ConnectorError) throw err;
     if ((err as Error)?.name === 'AbortError') throw new ConnectorError('connector_aborted', 'the call was aborted', true);
     throw new ConnectorError('image_check_failed', `could not check the image: ${String((err as Error)?.message ?? err).slice(0, 200)}`, false);
   }
   if (composite !== null) {
-    fs.rmSync(abs, { force: true });
+    await storage.delete(file.path);
     throw new ConnectorError('image_composite_detected', `the image is a ${composite}; exactly one single image is required`, false);
   }
 }
@@ -302,7 +258,7 @@ export async function storeAnswered(
   req: CallRequest, secret: string | null,
   f: { role: OutputRole; index: number; url: string | null; base64: string | null; declaredMime: string | null; sniff?: (b: Buffer) => string | null },
 ): Promise<OutputFile> {
-  const common = { storageDir: req.storageDir, jobId: req.execution.jobId, role: f.role, maxBytes: req.maxOutputBytes };
+  const common = { storage: req.storage, jobId: req.execution.jobId, role: f.role, maxBytes: req.maxOutputBytes };
   if (f.url !== null) {
     const url = joinUrl(req.connector.endpoint, f.url, false);
     return downloadOutput({

@@ -2,6 +2,7 @@
 // services, and the worker that runs jobs through them. Protocol code is pure I/O: it never touches
 // the database; everything it needs arrives in a CallRequest.
 import type { CredentialPolicy } from '../../../kernel/credentials.ts';
+import type { ObjectStore } from '../../../kernel/storage/store.ts';
 
 export const CONNECTOR_KINDS = ['http-json', 'openai-compatible', 'comfyui'] as const;
 export type ConnectorKind = (typeof CONNECTOR_KINDS)[number];
@@ -76,15 +77,18 @@ export interface CallRequest {
   connector: ConnectorSpec;
   contract: ProductionContract;
   execution: Execution;
-  /** Absolute paths of the input files, in contract.inputs order (asr uploads the first one). */
+  /**
+   * Local files holding the input objects' bytes, in contract.inputs order (asr uploads the first
+   * one): staged by the runner with the store's localCopy() and released after the call.
+   */
   inputFiles: Array<{ path: string; fileName: string; mimeType: string }>;
   /** External handle saved by an earlier attempt (ComfyUI prompt id, video id), or null. */
   resumeRef: string | null;
   /** Called as soon as an external handle is known, so that it survives a crash. */
   onRef(ref: string): void;
   signal: AbortSignal;
-  /** Storage root (absolute); outputs go to outputs/<jobId>/ through tmp/ with a rename. */
-  storageDir: string;
+  /** The object store; outputs go to outputs/<jobId>/ through a temporary key, placed when complete. */
+  storage: ObjectStore;
   /** Largest output file accepted. */
   maxOutputBytes: number;
   /** Time-out of each HTTP call. */
@@ -101,7 +105,7 @@ export interface CallRequest {
 }
 
 export interface OutputFile {
-  /** Relative to the storage root, e.g. "outputs/job_x/image-1.png". */
+  /** Its key in the object store (relative to the storage root), e.g. "outputs/job_x/image-1.png". */
   path: string;
   role: 'image' | 'video' | 'audio' | 'text';
   mimeType: string;
