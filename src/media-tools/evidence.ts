@@ -111,7 +111,9 @@ const framePng = (f: Frame) => encodePngAsync(f.rgb, f.width, f.height);
 /** The evidence of one stored file (see the top of this file). */
 export async function analyzeMedia(o: AnalyzeOptions): Promise<MediaEvidence> {
   const { store } = o;
-  const file = await store.mediaInput(o.relPath);
+  // Asked for again before each tool starts, so that a signed URL (s3) is fresh whenever it is opened.
+  const input = () => store.mediaInput(o.relPath);
+  await input();
   for (const end of ['-first.png', '-last.png']) {
     const problem = storedPathProblem(o.framesPrefix + end, true);
     if (problem) throw unsafePath(problem);
@@ -131,7 +133,7 @@ export async function analyzeMedia(o: AnalyzeOptions): Promise<MediaEvidence> {
     const { size, sha256 } = await hashing;
     return { kind: 'other', mimeType: sniffed, fileSize: size, sha256, ...base };
   }
-  const probe = await probeMedia(file, { signal: o.signal, timeoutMs: left() });
+  const probe = await probeMedia(await input(), { signal: o.signal, timeoutMs: left() });
   const kind = kindOf(sniffed, probe);
   const evidence: MediaEvidence = {
     ...base, kind, mimeType: refineMime(sniffed, kind, probe), fileSize: 0, sha256: '',
@@ -141,7 +143,7 @@ export async function analyzeMedia(o: AnalyzeOptions): Promise<MediaEvidence> {
     rotation: probe.video?.rotation ?? 0,
   };
   if (kind === 'video' || kind === 'image') {
-    const decoded = await decode(file, { streamIndex: probe.video!.index, firstOnly: kind === 'image', signal: o.signal, timeoutMs: left() });
+    const decoded = await decode(await input(), { streamIndex: probe.video!.index, firstOnly: kind === 'image', signal: o.signal, timeoutMs: left() });
     const { first, last } = decoded;
     evidence.width = first.width;
     evidence.height = first.height;

@@ -138,7 +138,7 @@ export async function runCompose(ctx: Ctx, job: JobRow, params: ComposeParameter
   const inputs: ComposeInput[] = [];
   for (const c of chosen) {
     const a = c.artifact;
-    const file = await verifiedInput(store, c.shotId, a, 'video');
+    await verify(store, c.shotId, a, 'video');
     const durationMs = videoDurationMs(a);
     if (!durationMs || !a.width || !a.height || !a.frame_rate) {
       throw new ConnectorError('compose_input_unusable', `the video of shot ${c.shotId} (${a.id}) has no duration, size or frame rate`, false);
@@ -146,8 +146,13 @@ export async function runCompose(ctx: Ctx, job: JobRow, params: ComposeParameter
     if (c.voice && c.voice.has_audio !== 1) {
       throw new ConnectorError('compose_input_unusable', `the voice line of shot ${c.shotId} (${c.voice.id}) has no audio stream`, false);
     }
-    const voicePath = c.voice ? await verifiedInput(store, c.shotId, c.voice, 'voice line') : null;
-    inputs.push({ path: file, durationMs, width: a.width, height: a.height, frameRate: a.frame_rate, hasAudio: a.has_audio === 1, voicePath });
+    if (c.voice) await verify(store, c.shotId, c.voice, 'voice line');
+    inputs.push({ path: a.storage_path, durationMs, width: a.width, height: a.height, frameRate: a.frame_rate, hasAudio: a.has_audio === 1, voicePath: c.voice?.storage_path ?? null });
+  }
+  // What ffmpeg opens, asked for once every input is verified: a signed URL (s3) is then as fresh as can be.
+  for (const i of inputs) {
+    i.path = await store.mediaInput(i.path);
+    if (i.voicePath) i.voicePath = await store.mediaInput(i.voicePath);
   }
   const target = composeTarget(inputs, params);
   const key = outputKeyOf(job.id, CUT_NAME);
@@ -179,8 +184,8 @@ export async function runCompose(ctx: Ctx, job: JobRow, params: ComposeParameter
   }
 }
 
-/** What ffmpeg opens for an input whose bytes still match the SHA-256 it was registered with. */
-async function verifiedInput(store: ObjectStore, shotId: string, a: ArtifactRow, what: 'video' | 'voice line'): Promise<string> {
+/** Checks that an input's bytes still match the SHA-256 it was registered with. */
+async function verify(store: ObjectStore, shotId: string, a: ArtifactRow, what: 'video' | 'voice line'): Promise<void> {
   const { state } = await verifyObject(store, a.storage_path, { sha256: a.content_sha256 });
   if (state === 'missing' || state === 'unsafe') {
     const why = state === 'unsafe' ? 'has an unsafe stored path' : 'is not on disk';
@@ -191,7 +196,6 @@ async function verifiedInput(store: ObjectStore, shotId: string, a: ArtifactRow,
   }
   // Unreadable now (the store failing): a later attempt may read it.
   if (state !== 'ok') throw new ConnectorError('media_file_missing', `the ${what} of shot ${shotId} (${a.id}) cannot be read`, true);
-  return store.mediaInput(a.storage_path);
 }
 
 /**
