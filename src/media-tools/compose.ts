@@ -4,10 +4,10 @@
 // duration arithmetic: docs/media-evidence.md#composing-an-episode-cut
 import fs from 'node:fs';
 import path from 'node:path';
-import { BITEXACT, inputArg, runFfmpeg } from './ffmpeg.ts';
+import { BITEXACT, inputArg, isUrl, runFfmpeg, withoutUrls } from './ffmpeg.ts';
 
 export interface ComposeInput {
-  /** Absolute path of the shot's video. */
+  /** Absolute path of the shot's video, or an http(s) URL (a store's signed URL). */
   path: string;
   durationMs: number;
   width: number;
@@ -15,7 +15,7 @@ export interface ComposeInput {
   /** As ffprobe prints it, e.g. "24000/1001". */
   frameRate: string;
   hasAudio: boolean;
-  /** Absolute path of the shot's voice line (any file with an audio stream), mixed over its segment. */
+  /** Absolute path (or http(s) URL) of the shot's voice line (any file with an audio stream), mixed over its segment. */
   voicePath?: string | null;
 }
 
@@ -107,11 +107,10 @@ function validate(inputs: ComposeInput[], target: ComposeTarget): { num: number;
   const rate = parseFrameRate(target.frameRate);
   if (!rate || rate.num / rate.den > MAX_FPS) throw new Error(`compose target frame rate "${target.frameRate}" is not a rate above 0 and up to ${MAX_FPS}`);
   inputs.forEach((input, i) => {
-    const what = `compose input ${i} (${input.path})`;
-    if (typeof input.path !== 'string' || !path.isAbsolute(input.path)) throw new Error(`${what}: path must be absolute`);
-    if (input.voicePath != null && (typeof input.voicePath !== 'string' || !path.isAbsolute(input.voicePath))) {
-      throw new Error(`${what}: voice line path must be absolute`);
-    }
+    const what = `compose input ${i} (${withoutUrls(String(input.path))})`;
+    const openable = (p: unknown) => typeof p === 'string' && (path.isAbsolute(p) || isUrl(p));
+    if (!openable(input.path)) throw new Error(`${what}: path must be absolute (or an http(s) URL)`);
+    if (input.voicePath != null && !openable(input.voicePath)) throw new Error(`${what}: voice line path must be absolute (or an http(s) URL)`);
     if (!Number.isFinite(input.durationMs) || input.durationMs <= 0) throw new Error(`${what}: duration ${input.durationMs} ms is not positive`);
     const side = (v: number) => Number.isInteger(v) && v >= 1 && v <= MAX_SIDE;
     if (!side(input.width) || !side(input.height)) throw new Error(`${what}: size ${input.width}x${input.height} is not valid`);

@@ -171,7 +171,8 @@ export function inputArg(input: string): string {
   return isUrl(input) ? input : `file:${input}`;
 }
 
-const isUrl = (input: string): boolean => /^https?:\/\//i.test(input);
+/** Whether an input is an http(s) URL (else a local path). */
+export const isUrl = (input: string): boolean => /^https?:\/\//i.test(input);
 
 /** A URL (its query may carry a signature) never reaches an error message. */
 export const withoutUrls = (text: string): string => text.replace(/https?:\/\/[^\s'"]*/gi, '<url>');

@@ -19,7 +19,7 @@ import { compareSignatures } from '../../media-tools/signature.ts';
 import type { QuotaContext } from '../../commercial/quotas/service.ts';
 import { storageQuotaWarnings } from '../../commercial/quotas/warnings.ts';
 import { detectComposite } from '../../media-tools/collage.ts';
-import { MediaToolError } from '../../media-tools/ffmpeg.ts';
+import { MediaToolError, withoutUrls } from '../../media-tools/ffmpeg.ts';
 import {
   chosenVideoOfShot, insertArtifact, insertComposition, insertContinuity, type ArtifactRow, type CompositionRow,
 } from './store.ts';
@@ -38,10 +38,10 @@ export interface CompositionDraft {
 
 /**
  * Server paths never reach a job's error (it is shown to project members, audited and notified):
- * an absolute path keeps only its last segment.
+ * an absolute path keeps only its last segment; a URL (a store's signed URL) is left out.
  */
 export const withoutPaths = (message: string): string =>
-  message.replace(/(?<![\w.])\/(?:[^\s:'"()/]+\/)+([^\s:'"()/]*)/g, '$1').slice(0, 500);
+  withoutUrls(message).replace(/(?<![\w.])\/(?:[^\s:'"()/]+\/)+([^\s:'"()/]*)/g, '$1').slice(0, 500);
 
 /**
  * A media failure as the job records it: a missing tool fails for good; an unreadable or vanished
