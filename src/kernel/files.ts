@@ -1,7 +1,7 @@
-// Asset files on disk: receiving a stream into storage/tmp while hashing and counting (limits
-// enforced as the bytes arrive), sniffing the MIME type from the first bytes, resolving stored
-// relative paths safely (inside the storage root, no "..", not absolute, realpath inside too), and
-// verifying a stored file against its recorded SHA-256 (verifyStored, optionally remembered).
+// Files on disk for the local driver (src/kernel/storage/local.ts): receiving a stream into a new
+// file while hashing and counting (limits enforced as the bytes arrive), resolving stored relative
+// paths safely (inside the storage root, no "..", not absolute, realpath inside too); and for every
+// driver: where an organization keeps a content hash, and the MIME type sniffed from the first bytes.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -47,27 +47,14 @@ export function assetPathOf(organizationId: string, sha256: string): string {
 /** assets/<first two hex digits>/<sha256>: where uploads went before files were kept per organization (shared by every organization then). */
 export const legacyAssetPathOf = (sha256: string): string => `assets/${sha256.slice(0, 2)}/${sha256}`;
 
-export const tmpPathIn = (storageDir: string): string =>
-  path.join(storageDir, 'tmp', `upload-${crypto.randomBytes(12).toString('hex')}`);
-
-export interface Received { tmpPath: string; size: number; sha256: string; head: Buffer }
-
-/**
- * Streams `source` into a new file under storage/tmp with backpressure, hashing as it goes.
- * `check(total)` runs on every chunk before it is written and throws to abort (413, 409). On any
- * failure the temporary file is removed and the error rethrown.
- */
-export async function receiveToTmp(storageDir: string, source: Readable | AsyncIterable<Buffer>, check: (total: number) => void): Promise<Received> {
-  const tmpPath = tmpPathIn(storageDir);
-  return { tmpPath, ...(await receiveInto(tmpPath, source, check)) };
-}
+export interface Received { size: number; sha256: string; head: Buffer }
 
 /**
  * Streams `source` into the new file `tmpPath` (which must not exist) with backpressure, hashing as it
  * goes. `check(total)` runs on every chunk before it is written and throws to abort (413, 409). On any
  * failure the file is removed and the error rethrown.
  */
-export async function receiveInto(tmpPath: string, source: Readable | AsyncIterable<Buffer>, check: (total: number) => void): Promise<Omit<Received, 'tmpPath'>> {
+export async function receiveInto(tmpPath: string, source: Readable | AsyncIterable<Buffer>, check: (total: number) => void): Promise<Received> {
   const hash = crypto.createHash('sha256');
   const headParts: Buffer[] = [];
   let headLen = 0;
@@ -154,85 +141,6 @@ export function resolveStored(storageDir: string, rel: string): string {
   const realRoot = fs.realpathSync(path.resolve(storageDir));
   if (!real.startsWith(realRoot + path.sep)) throw unsafePath('resolves outside the storage root');
   return real;
-}
-
-/** What a stored file holds against the SHA-256 (and size) it was recorded with. */
-export type StoredState = 'ok' | 'missing' | 'changed' | 'unsafe' | 'unreadable';
-
-export interface Verified {
-  state: StoredState;
-  /** The resolved path (null when missing or unsafe). */
-  abs: string | null;
-  /** What was measured (null when nothing could be read); on a cache hit, the recorded values. */
-  sha256: string | null;
-  size: number | null;
-  /** True when a remembered verification answered without hashing. */
-  fromCache: boolean;
-}
-
-/**
- * Successful verifications remembered by the file's identity (device, inode, size, mtime and ctime
- * in nanoseconds) and the expected hash, the oldest forgotten past `limit`: a file is hashed again
- * only once its stat changes (a write changes mtime and ctime; a replacement changes the inode).
- */
-export class VerifiedFiles {
-  private readonly seen = new Map<string, true>();
-  readonly limit: number;
-  constructor(limit = 256) {
-    this.limit = limit;
-  }
-
-  has(key: string): boolean {
-    if (!this.seen.delete(key)) return false;
-    this.seen.set(key, true);
-    return true;
-  }
-
-  add(key: string): void {
-    this.seen.delete(key);
-    this.seen.set(key, true);
-    while (this.seen.size > this.limit) this.seen.delete(this.seen.keys().next().value!);
-  }
-}
-
-async function identityOf(abs: string, expected: { sha256: string; size?: number }): Promise<{ key: string; size: number } | null> {
-  try {
-    const st = await fs.promises.stat(abs, { bigint: true });
-    return { key: [abs, expected.sha256, expected.size ?? '', st.dev, st.ino, st.size, st.mtimeNs, st.ctimeNs].join('\0'), size: Number(st.size) };
-  } catch {
-    return null;
-  }
-}
-
-/**
- * Hashes a stored file (a relative path under `root`, resolved as resolveStored does) and compares it
- * with its recorded SHA-256 and, when `expected.size` is given, its size: 'ok', 'changed', 'missing',
- * 'unsafe' (the path leaves the root) or 'unreadable'. With `cache`, an unchanged file verified before
- * is not hashed again.
- */
-export async function verifyStored(
-  root: string, rel: string, expected: { sha256: string; size?: number }, cache?: VerifiedFiles,
-): Promise<Verified> {
-  const none = { abs: null, sha256: null, size: null, fromCache: false };
-  let abs: string;
-  try {
-    abs = resolveStored(root, rel);
-  } catch (err) {
-    return { ...none, state: err instanceof AppError && err.status === 422 ? 'unsafe' : 'missing' };
-  }
-  const before = cache ? await identityOf(abs, expected) : null;
-  if (before && cache!.has(before.key)) return { state: 'ok', abs, sha256: expected.sha256, size: before.size, fromCache: true };
-  let got: { size: number; sha256: string };
-  try {
-    got = await hashFile(abs);
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    return { ...none, state: code === 'ENOENT' ? 'missing' : 'unreadable' };
-  }
-  const ok = got.sha256 === expected.sha256 && (expected.size === undefined || got.size === expected.size);
-  // Remembered only when the file did not change while it was read.
-  if (ok && before && (await identityOf(abs, expected))?.key === before.key) cache!.add(before.key);
-  return { state: ok ? 'ok' : 'changed', abs, sha256: got.sha256, size: got.size, fromCache: false };
 }
 
 /** The first SNIFF_BYTES bytes of a file (for sniffMime). */

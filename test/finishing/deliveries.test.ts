@@ -5,7 +5,7 @@
 // token only, are never listed or searchable, and answer 401 after revocation, expiry or withdrawal,
 // and while the client_delivery_links flag is off (a kill switch); a file that changed on disk is
 // 410 even when only its bytes changed (same size), whatever was verified before; access
-// (401/403/404), tenant-scoped lists, validation, and the archived-project rule. Also verifyStored
+// (401/403/404), tenant-scoped lists, validation, and the archived-project rule. Also verifyObject
 // and its cache of verified files.
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +14,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import os from 'node:os';
 import { changeLifecycle } from '../../src/production/projects/service.ts';
-import { VerifiedFiles, verifyStored } from '../../src/kernel/files.ts';
+import { LocalStore } from '../../src/kernel/storage/local.ts';
+import { VerifiedFiles, verifyObject } from '../../src/kernel/storage/verify.ts';
 import { login, makeUser, member } from '../helpers/factories.ts';
 import { connector, createJob, waitJob } from '../helpers/jobs.ts';
 import { episodeCut, mediaWorld, shotVideo, type MediaWorld } from '../helpers/media.ts';
@@ -358,7 +359,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
   });
 });
 
-test('verifyStored: ok, changed (same size), missing, unsafe; the cache answers an unchanged file and forgets the oldest past its limit', async (t) => {
+test('verifyObject: ok, changed (same size), missing, unsafe; the cache answers an unchanged file and forgets the oldest past its limit', async (t) => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-verify-'));
   t.after(() => fs.rmSync(root, { recursive: true, force: true }));
   const files = ['a', 'b', 'c'].map((n) => {
@@ -368,9 +369,11 @@ test('verifyStored: ok, changed (same size), missing, unsafe; the cache answers 
   });
   const [a, b, c] = files;
   const cache = new VerifiedFiles(2);
-  const check = (f: typeof a, size?: number) => verifyStored(root, f.rel, { sha256: f.sha256, size }, cache);
+  const store = new LocalStore(root);
+  const uncached = (rel: string, expected: { sha256: string; size?: number }) => verifyObject(store, rel, expected);
+  const check = (f: typeof a, size?: number) => verifyObject(store, f.rel, { sha256: f.sha256, size }, cache);
 
-  assert.deepEqual(await check(a, 4096), { state: 'ok', abs: fs.realpathSync(path.join(root, 'a')), sha256: a.sha256, size: 4096, fromCache: false });
+  assert.deepEqual(await check(a, 4096), { state: 'ok', sha256: a.sha256, size: 4096, fromCache: false });
   assert.deepEqual([(await check(a, 4096)).state, (await check(a, 4096)).fromCache], ['ok', true]);
   assert.equal((await check(a, 4095)).state, 'changed', 'another size is another file');
   assert.equal((await check(a)).fromCache, false, 'remembered per expected size');
@@ -389,8 +392,8 @@ test('verifyStored: ok, changed (same size), missing, unsafe; the cache answers 
   await check(c);
   assert.deepEqual([(await check(c)).fromCache, (await check(a)).fromCache], [true, false]);
 
-  assert.equal((await verifyStored(root, 'nope', { sha256: a.sha256 })).state, 'missing');
-  assert.equal((await verifyStored(root, '../etc/passwd', { sha256: a.sha256 })).state, 'unsafe');
+  assert.equal((await uncached('nope', { sha256: a.sha256 })).state, 'missing');
+  assert.equal((await uncached('../etc/passwd', { sha256: a.sha256 })).state, 'unsafe');
   fs.symlinkSync(path.dirname(root), path.join(root, 'out'));
-  assert.equal((await verifyStored(root, 'out', { sha256: a.sha256 })).state, 'unsafe', 'a link leading outside the root');
+  assert.equal((await uncached('out', { sha256: a.sha256 })).state, 'unsafe', 'a link leading outside the root');
 });

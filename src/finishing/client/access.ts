@@ -7,7 +7,7 @@
 // hash the whole file again. Each download that starts at byte 0 is counted and audited (link id,
 // artifact id; never the token). A link made with includeExport also opens the export package.
 import { featureEnabled } from '../../platform/flags/flags.ts';
-import { VerifiedFiles } from '../../kernel/files.ts';
+import { VerifiedFiles } from '../../kernel/storage/verify.ts';
 import path from 'node:path';
 import type { IncomingMessage } from 'node:http';
 import type { Reply } from '../../http/router.ts';

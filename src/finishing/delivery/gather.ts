@@ -4,7 +4,7 @@
 // failing blocking check and an approved review on that hash; the gaps name what is missing.
 import type { Db } from '../../db/db.ts';
 import { conflict, validationFailed } from '../../kernel/errors.ts';
-import type { StoredState, VerifiedFiles } from '../../kernel/files.ts';
+import type { StoredState, VerifiedFiles } from '../../kernel/storage/verify.ts';
 import type { ObjectStore } from '../../kernel/storage/store.ts';
 import { verifyObject } from '../../kernel/storage/verify.ts';
 import { artifactInProject, newestCutOfEpisode, type ArtifactRow } from '../../generation/media/store.ts';

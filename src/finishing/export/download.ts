@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import type { StoredFile } from '../../http/content.ts';
-import { VerifiedFiles } from '../../kernel/files.ts';
+import { VerifiedFiles } from '../../kernel/storage/verify.ts';
 import type { ObjectStore } from '../../kernel/storage/store.ts';
 import { verifyObject } from '../../kernel/storage/verify.ts';
 import { AppError, notFound } from '../../kernel/errors.ts';

@@ -5,8 +5,35 @@
 import crypto from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { AppError } from '../errors.ts';
-import type { StoredState, VerifiedFiles } from '../files.ts';
 import type { ObjectStore } from './store.ts';
+
+/** What a stored file holds against the SHA-256 (and size) it was recorded with. */
+export type StoredState = 'ok' | 'missing' | 'changed' | 'unsafe' | 'unreadable';
+
+/**
+ * Successful verifications remembered by the object's identity (its store, key and version: see
+ * StoredObject.version) and the expected hash, the oldest forgotten past `limit`: an object is hashed
+ * again only once its version changes.
+ */
+export class VerifiedFiles {
+  private readonly seen = new Map<string, true>();
+  readonly limit: number;
+  constructor(limit = 256) {
+    this.limit = limit;
+  }
+
+  has(key: string): boolean {
+    if (!this.seen.delete(key)) return false;
+    this.seen.set(key, true);
+    return true;
+  }
+
+  add(key: string): void {
+    this.seen.delete(key);
+    this.seen.set(key, true);
+    while (this.seen.size > this.limit) this.seen.delete(this.seen.keys().next().value!);
+  }
+}
 
 export interface VerifiedObject {
   state: StoredState;
