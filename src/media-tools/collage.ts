@@ -2,7 +2,7 @@
 // sheet or storyboard grid)? ffmpeg decodes a small frame; straight seams that cut it into aligned
 // panels, or a picture that repeats itself, make it a composite. The method, its thresholds
 // (collage/thresholds.ts) and its blind spots: docs/media-evidence.md#composite-detection
-import { inputArg, runFfmpeg, withoutUrls } from './ffmpeg.ts';
+import { inputArgs, runFfmpeg, withoutUrls } from './ffmpeg.ts';
 import { SIZE } from './collage/thresholds.ts';
 import { axis, type Line } from './collage/axis.ts';
 import { classify, type CompositeKind } from './collage/panels.ts';
@@ -22,7 +22,7 @@ export interface CompositeResult { composite: CompositeKind | null; seams: Seams
 /** Decodes the image (a path or an http(s) URL) and looks for panels; throws when ffmpeg cannot decode it. */
 export async function detectComposite(imagePath: string, opts: { signal?: AbortSignal } = {}): Promise<CompositeResult> {
   const { stdout } = await runFfmpeg([
-    '-v', 'error', '-i', inputArg(imagePath), '-frames:v', '1',
+    '-v', 'error', ...inputArgs(imagePath), '-frames:v', '1',
     '-vf', `scale=${SIZE}:${SIZE}:flags=area`, '-f', 'rawvideo', '-pix_fmt', 'rgb24', 'pipe:1',
   ], { signal: opts.signal, timeoutMs: 30_000 });
   if (stdout.length < SIZE * SIZE * 3) throw new Error(`could not decode ${withoutUrls(imagePath)} into an RGB frame`);

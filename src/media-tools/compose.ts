@@ -4,7 +4,7 @@
 // duration arithmetic: docs/media-evidence.md#composing-an-episode-cut
 import fs from 'node:fs';
 import path from 'node:path';
-import { BITEXACT, inputArg, isUrl, runFfmpeg, withoutUrls } from './ffmpeg.ts';
+import { BITEXACT, inputArgs, isUrl, runFfmpeg, withoutUrls } from './ffmpeg.ts';
 
 export interface ComposeInput {
   /** Absolute path of the shot's video, or an http(s) URL (a store's signed URL). */
@@ -171,7 +171,7 @@ export async function composeVideos(inputs: ComposeInput[], target: ComposeTarge
   if (used.length === 0) throw new Error('compose inputs are together shorter than half a frame');
   const { graph, files } = composeGraph(inputs, target, rate, used);
   // Decoders one thread each: an episode may open dozens of inputs at once.
-  const inputArgs = files.flatMap((f) => ['-threads', '1', '-i', inputArg(f)]);
+  const opened = files.flatMap((f) => ['-threads', '1', ...inputArgs(f)]);
   let scriptDir: string | null = null;
   let graphArgs = ['-filter_complex', graph];
   if (graph.length > MAX_INLINE_GRAPH) {
@@ -183,7 +183,7 @@ export async function composeVideos(inputs: ComposeInput[], target: ComposeTarge
   }
   try {
     await runFfmpeg([
-      '-v', 'error', '-nostats', ...inputArgs, ...graphArgs, '-filter_complex_threads', '1',
+      '-v', 'error', '-nostats', ...opened, ...graphArgs, '-filter_complex_threads', '1',
       '-map', '[v]', '-map', '[a]', '-vsync', 'passthrough',
       '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-threads', '2',
       '-c:a', 'aac', '-b:a', '160k', '-ar', String(AUDIO_RATE), '-ac', '2',

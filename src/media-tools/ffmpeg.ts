@@ -163,12 +163,22 @@ function parseProbeJson<T>(stdout: Buffer): T {
 }
 
 /**
- * What ffmpeg/ffprobe should be given after `-i` for an input: an http(s) URL as it is (a signed URL
- * of the object store), anything else as a local path through the file protocol (so a name with a
- * colon is never taken for a protocol).
+ * The only demuxers ffmpeg/ffprobe may use on a stored file: the containers the service stores (MP4 and
+ * QuickTime, Matroska and WebM, WAV, MP3, Ogg, FLAC, AAC) and still images. A tenant's file is never
+ * opened as a playlist or a list of other sources (HLS, DASH, concat...): read from a signed URL, such a
+ * file could make ffmpeg fetch any address it names (a request on the tenant's behalf outside the
+ * egress policy).
  */
-export function inputArg(input: string): string {
-  return isUrl(input) ? input : `file:${input}`;
+export const MEDIA_DEMUXERS = 'mov,mp4,m4a,3gp,3g2,mj2,matroska,webm,wav,mp3,ogg,flac,aac,image2,png_pipe,jpeg_pipe,webp_pipe,gif,gif_pipe';
+
+/**
+ * The arguments opening one stored input (put `-i` in front for ffmpeg; ffprobe takes them as they
+ * are): the demuxer allow-list, then an http(s) URL as it is (a signed URL of the object store), or
+ * anything else as a local path through the file protocol (so a name with a colon is never taken for
+ * a protocol).
+ */
+export function inputArgs(input: string, opts: { ffprobe?: boolean } = {}): string[] {
+  return ['-format_whitelist', MEDIA_DEMUXERS, ...(opts.ffprobe ? [] : ['-i']), isUrl(input) ? input : `file:${input}`];
 }
 
 /** Whether an input is an http(s) URL (else a local path). */

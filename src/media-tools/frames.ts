@@ -2,7 +2,7 @@
 // pipe as PPM rgb24, keeping only the first, the latest complete and the arriving frame (never the
 // whole video), and counting them. Why passthrough timing and PPM:
 // docs/media-evidence.md#first-and-last-frames
-import { inputArg, runFfmpeg } from './ffmpeg.ts';
+import { inputArgs, runFfmpeg } from './ffmpeg.ts';
 
 export interface Frame { rgb: Buffer; width: number; height: number }
 export interface DecodedFrames { first: Frame; last: Frame; count: number }
@@ -102,7 +102,7 @@ export interface DecodeOptions {
 export async function decodeFirstAndLast(file: string, opts: DecodeOptions = {}): Promise<DecodedFrames> {
   const frames = new PpmFrames();
   await runFfmpeg([
-    '-v', 'error', '-i', inputArg(file),
+    '-v', 'error', ...inputArgs(file),
     '-map', opts.streamIndex === undefined ? '0:v:0' : `0:${opts.streamIndex}`, '-an', '-sn', '-dn',
     ...(opts.firstOnly ? ['-frames:v', '1'] : []),
     '-vsync', 'passthrough', '-f', 'image2pipe', '-c:v', 'ppm', '-pix_fmt', 'rgb24', 'pipe:1',

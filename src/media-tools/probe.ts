@@ -1,7 +1,7 @@
 // One ffprobe of a stored file (`-show_streams -show_format -of json`) boiled down to what media
 // evidence needs: duration, frame rate, rotation, the first video and audio streams. Field choices:
 // docs/media-evidence.md#probe-fields
-import { inputArg, MediaToolError, runFfprobe } from './ffmpeg.ts';
+import { inputArgs, MediaToolError, runFfprobe } from './ffmpeg.ts';
 
 /** The file is not media ffmpeg can read (`media_unreadable`) or decode (`media_undecodable`). */
 export class MediaError extends Error {
@@ -78,6 +78,9 @@ const seconds = (text: string | undefined): number | null => {
   return text !== undefined && text !== '' && Number.isFinite(v) && v >= 0 ? Math.round(v * 1000) : null;
 };
 
+const notMedia = (format: string): string =>
+  TEXT_ART.has(format) ? `ffprobe reads the file only as text art (${format}): it is not media` : `ffprobe reads the file only as ${format}, not a media format the service stores: it is not media`;
+
 /**
  * Probes `file` (an absolute path, or an http(s) URL such as a store's signed URL). ffprobe failing on the file is a MediaError
  * (media_unreadable); a missing tool, a time-out or an abort stays a MediaToolError.
@@ -85,18 +88,19 @@ const seconds = (text: string | undefined): number | null => {
 export async function probeMedia(file: string, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<Probe> {
   let json: RawProbe | null;
   try {
-    ({ json } = await runFfprobe<RawProbe>(['-v', 'error', '-show_streams', '-show_format', '-of', 'json', inputArg(file)], opts));
+    ({ json } = await runFfprobe<RawProbe>(['-v', 'error', '-show_streams', '-show_format', '-of', 'json', ...inputArgs(file, { ffprobe: true })], opts));
   } catch (err) {
     if (err instanceof MediaToolError && err.reason === 'failed') {
+      // The demuxer allow-list (MEDIA_DEMUXERS) refused what ffprobe recognised: a playlist, text art...
+      const refused = /\[(\w+) @ [^\]]*\] Format not on whitelist/.exec(err.message)?.[1];
+      if (refused) throw new MediaError('media_unreadable', notMedia(refused));
       throw new MediaError('media_unreadable', `ffprobe cannot read the file: ${err.message.replace(/file:\S*/g, '<file>')}`);
     }
     throw err;
   }
   const streams = json?.streams ?? [];
   if (!json?.format || streams.length === 0) throw new MediaError('media_unreadable', 'ffprobe found no streams in the file');
-  if (TEXT_ART.has(json.format.format_name ?? '')) {
-    throw new MediaError('media_unreadable', `ffprobe reads the file only as text art (${json.format.format_name}): it is not media`);
-  }
+  if (TEXT_ART.has(json.format.format_name ?? '')) throw new MediaError('media_unreadable', notMedia(json.format.format_name!));
   const v = streams.find((s) => s.codec_type === 'video' && !s.disposition?.attached_pic);
   const a = streams.find((s) => s.codec_type === 'audio');
   const durations = streams.map((s) => seconds(s.duration)).filter((d): d is number => d !== null);

@@ -1,7 +1,8 @@
 // Media evidence when the store hands ffmpeg a URL (what the s3 driver's mediaInput gives: a signed
 // URL read with range requests) instead of a path: a store on a temporary folder whose mediaInput is
 // an HTTP URL with range support. The evidence is the same as from the file itself; a URL never
-// reaches an error message; the composite check of an image reads the URL too.
+// reaches an error message; the composite check of an image reads the URL too. A stored file that is
+// really a playlist (HLS) never makes ffmpeg fetch the addresses it names.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -13,6 +14,8 @@ import { LocalStore } from '../../src/kernel/storage/local.ts';
 import { detectComposite } from '../../src/media-tools/collage.ts';
 import { analyzeMedia, MediaError } from '../../src/media-tools/evidence.ts';
 import { runFfmpeg } from '../../src/media-tools/ffmpeg.ts';
+import { decodeFirstAndLast } from '../../src/media-tools/frames.ts';
+import { probeMedia } from '../../src/media-tools/probe.ts';
 
 let root: string;
 let server: http.Server;
@@ -84,4 +87,18 @@ test('an unreadable file behind a URL is a MediaError whose message names no URL
   const store = new UrlStore(root);
   assert.equal((await detectComposite(await store.mediaInput(png))).composite, null);
   await assert.rejects(detectComposite(`${base}/outputs/job_u/missing.png?X-Amz-Signature=secret`), (e: Error) => !/https?:\/\/|secret/.test(e.message));
+});
+
+test('a stored playlist read through its URL is refused before ffmpeg fetches any address it names', async () => {
+  const rel = 'outputs/job_u/video-2.mp4';
+  // An HLS playlist under a video's name: its segment is another address (here the same test server, so the fetch would be seen).
+  fs.writeFileSync(path.join(root, rel), `#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1,\n${base}/internal/secret.ts\n#EXT-X-ENDLIST\n`);
+  const store = new UrlStore(root);
+  requests.length = 0;
+  await assert.rejects(probeMedia(await store.mediaInput(rel)));
+  await assert.rejects(decodeFirstAndLast(await store.mediaInput(rel)));
+  // Sniffed as text, not media: the evidence step does not hand it to ffmpeg at all (whatever it answers).
+  await analyzeMedia({ store, relPath: rel, framesPrefix: 'frames/job_u/playlist' }).catch(() => null);
+  assert.ok(requests.some((r) => r.startsWith(`GET /${rel}`)), 'the playlist itself was read');
+  assert.deepEqual(requests.filter((r) => r.includes('/internal/')), [], 'no address named by the file was fetched');
 });

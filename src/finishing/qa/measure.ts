@@ -2,7 +2,7 @@
 // freezedetect, the sound through ebur128 (peak=true: integrated loudness and true peak), all to
 // the null muxer; the answers are read from ffmpeg's log. ffprobe's facts (size, rate, duration,
 // streams) are already on the artifact row, so they are not measured again.
-import { runFfmpeg } from '../../media-tools/ffmpeg.ts';
+import { inputArgs, runFfmpeg } from '../../media-tools/ffmpeg.ts';
 import type { DeliverySpec } from '../../production/projects/spec.ts';
 
 export interface Stretch { startMs: number; endMs: number; durationMs: number }
@@ -15,9 +15,6 @@ export interface Measured {
 }
 
 const MEASURE_TIMEOUT_MS = 5 * 60_000;
-
-/** What ffmpeg opens: a signed URL as it is, a path through the file: protocol (a name is never taken for an option or protocol). */
-const inputOf = (file: string) => (/^https?:\/\//.test(file) ? file : `file:${file}`);
 
 /** The ffmpeg arguments of the pass (exported for the test of the log parser's input); `file` is a path or a signed URL. */
 export function measureArgs(file: string, streams: { video: boolean; audio: boolean }, spec: DeliverySpec): string[] {
@@ -32,7 +29,7 @@ export function measureArgs(file: string, streams: { video: boolean; audio: bool
     graph.push('[0:a:0]ebur128=peak=true:framelog=verbose[aq]');
     maps.push('-map', '[aq]');
   }
-  return ['-v', 'info', '-nostats', '-i', inputOf(file), '-filter_complex', graph.join(';'), ...maps, '-f', 'null', '-'];
+  return ['-v', 'info', '-nostats', ...inputArgs(file), '-filter_complex', graph.join(';'), ...maps, '-f', 'null', '-'];
 }
 
 /** Measures a video and/or audio file; nothing to measure (an image) answers empty results without a process. */
