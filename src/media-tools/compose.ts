@@ -4,6 +4,7 @@
 // duration arithmetic: docs/media-evidence.md#composing-an-episode-cut
 import fs from 'node:fs';
 import path from 'node:path';
+import { tempKey } from '../kernel/storage/store.ts';
 import { BITEXACT, inputArgs, isUrl, runFfmpeg, withoutUrls } from './ffmpeg.ts';
 
 export interface ComposeInput {
@@ -175,8 +176,10 @@ export async function composeVideos(inputs: ComposeInput[], target: ComposeTarge
   let scriptDir: string | null = null;
   let graphArgs = ['-filter_complex', graph];
   if (graph.length > MAX_INLINE_GRAPH) {
-    // Beside the output (the caller's storage/tmp/): a crash leaves it where storage cleanup looks.
-    scriptDir = fs.mkdtempSync(path.join(path.dirname(outAbs), 'compose-graph-'));
+    // Beside the output (the caller's storage/tmp/), named after its writer: a crash leaves it where
+    // storage cleanup looks, a candidate once this process is gone.
+    scriptDir = path.join(path.dirname(outAbs), path.basename(tempKey('compose-graph')));
+    fs.mkdirSync(scriptDir);
     const script = path.join(scriptDir, 'graph.txt');
     fs.writeFileSync(script, graph);
     graphArgs = ['-filter_complex_script', script];
