@@ -1,21 +1,46 @@
-// The whole path from generation to the client, in one test, over HTTP with real media: the worker
+// The whole path from generation to the client, in one test, over HTTP with real media, run once on
+// each storage driver (local, and s3 against the test gateway: `npm run s3:start`): the worker
 // generates two shots' videos through the project's model server and composes the episode cut; QA
 // measures them; a reviewer comments at a time code on the cut and approves it; the delivery is refused
 // while a gap remains, then approved on the exact hashes; the export package's manifest matches every
-// file, its OTIO validates against the OpenTimelineIO schema and its EDL's events match the shots'
-// durations; a client link downloads the approved bytes with its token and answers 401 after revocation
-// and after expiry.
-import { test } from 'node:test';
+// stored file, its OTIO validates against the OpenTimelineIO schema and its EDL's events match the
+// shots' durations; a package file and a client link download the approved bytes (counted and audited
+// once each) and the link answers 401 after revocation and after expiry. What differs by driver: on
+// local a download streams through the service (200); on s3 it answers 302 (no-store) to a short-lived
+// signed URL at the bucket's endpoint, which the test follows. The package is read through the
+// server's own store (storageOf(config)), never the folder, so the same assertions hold on both.
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { login, makeUser, member } from '../helpers/factories.ts';
 import { episodeCut, mediaWorld, shotVideo } from '../helpers/media.ts';
-import { filesUnder, otioErrors, parseEdl, sha256, validOtio } from '../helpers/package.ts';
+import { otioErrors, parseEdl, sha256, validOtio } from '../helpers/package.ts';
+import { storageOf } from '../../src/kernel/storage/index.ts';
 
-test('generate, QA, review with a time-coded comment, approve, deliver, export, and the client link', async (t) => {
-  const w = await mediaWorld(t, { shots: 2 });
+/**
+ * The bytes of a download answer: 200 with the body on local; on s3 a 302 (no-store) to a signed URL
+ * at the bucket's endpoint that carries no link token, followed without credentials.
+ */
+async function downloadedBytes(driver: 'local' | 's3', res: Response, endpoint: string, token = ''): Promise<Buffer> {
+  if (driver === 'local') {
+    assert.equal(res.status, 200);
+    return Buffer.from(await res.arrayBuffer());
+  }
+  assert.equal(res.status, 302);
+  assert.equal(res.headers.get('cache-control'), 'no-store');
+  const location = res.headers.get('location')!;
+  assert.ok(location.startsWith(`${new URL(endpoint).origin}/`), location);
+  if (token) assert.ok(!location.includes(token), 'the link token never travels to the bucket');
+  await res.arrayBuffer();
+  const got = await fetch(location);
+  assert.equal(got.status, 200);
+  return Buffer.from(await got.arrayBuffer());
+}
+
+async function reviewPath(t: TestContext, driver: 'local' | 's3') {
+  const w = await mediaWorld(t, { shots: 2, storage: driver });
   const { s, token } = w;
+  const store = storageOf(s.config);
+  assert.equal(store.driver, driver);
   const call = (method: string, p: string, body?: unknown) => s.call(method, p, { token, body });
 
   // Generate: one video per shot (1 s and 2 s, portrait), then the episode cut.
@@ -63,24 +88,33 @@ test('generate, QA, review with a time-coded comment, approve, deliver, export, 
   assert.equal(approved.body.status, 'approved');
   assert.deepEqual(approved.body.items.map((i: { sha256: string }) => i.sha256), [cut.contentSha256]);
 
-  // Export: the manifest's hashes and sizes match the files on disk, the timelines parse.
+  // Export: the manifest's hashes and sizes match the stored objects, the timelines parse.
   const exp = await call('POST', '/api/exports/write', { deliveryId: delivery.body.id });
   assert.equal(exp.status, 201, exp.text);
-  const dir = path.join(s.config.storageDir, exp.body.path);
-  const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8'));
-  assert.deepEqual(manifest.files.map((f: { path: string }) => f.path).sort(), filesUnder(dir).filter((f) => f !== 'manifest.json'));
+  const dir = `${exp.body.path}/`;
+  const read = (p: string) => store.readBytes(dir + p);
+  const stored: string[] = [];
+  for await (const o of store.list(dir)) stored.push(o.key.slice(dir.length));
+  const manifest = JSON.parse((await read('manifest.json')).toString('utf8'));
+  assert.deepEqual(manifest.files.map((f: { path: string }) => f.path).sort(), stored.filter((f) => f !== 'manifest.json').sort());
   for (const f of manifest.files) {
-    const bytes = fs.readFileSync(path.join(dir, f.path));
+    const bytes = await read(f.path);
     assert.deepEqual([bytes.length, sha256(bytes)], [f.size, f.sha256], f.path);
   }
-  assert.equal(sha256(fs.readFileSync(path.join(dir, 'media/01-E01-cut.mp4'))), cut.contentSha256);
-  const otio = JSON.parse(fs.readFileSync(path.join(dir, 'timeline/E01.otio'), 'utf8'));
+  assert.equal(sha256(await read('media/01-E01-cut.mp4')), cut.contentSha256);
+  const otio = JSON.parse((await read('timeline/E01.otio')).toString('utf8'));
   assert.ok(validOtio(otio), otioErrors());
   const [num, den] = cut.composition.frameRate.split('/').map(Number);
-  const edl = parseEdl(fs.readFileSync(path.join(dir, 'timeline/E01.edl'), 'utf8'), Math.round(num / den));
+  const edl = parseEdl((await read('timeline/E01.edl')).toString('utf8'), Math.round(num / den));
   const shotFrames = [v1, v2].map((v) => Math.round((v.durationMs * num) / (1000 * den)));
   assert.deepEqual(edl.events.map((e) => e.recOut - e.recIn), shotFrames, 'one event per shot, as long as the shot');
   assert.deepEqual(edl.events.map((e) => e.recOut - e.recIn), cut.composition.inputs.map((i: { frames: number }) => i.frames));
+
+  // A package file downloaded with an account: the cut's approved bytes, audited once as export.downloaded.
+  const audits = (action: string) => s.db.all<{ metadata: string }>('SELECT metadata FROM audit_log WHERE action = ? ORDER BY seq', action).map((a) => JSON.parse(a.metadata));
+  const packaged = await fetch(`${s.url}/api/exports/${exp.body.id}/file?path=${encodeURIComponent('media/01-E01-cut.mp4')}`, { headers: { authorization: `Bearer ${token}` }, redirect: 'manual' });
+  assert.equal(sha256(await downloadedBytes(driver, packaged, s.config.s3Endpoint)), cut.contentSha256);
+  assert.deepEqual(audits('export.downloaded').map((m) => [m.file, m.sha256, m.linkId]), [['media/01-E01-cut.mp4', cut.contentSha256, null]]);
 
   // The client link: off by the organization's flag, then made; the token downloads the approved bytes.
   const admin = await login(s, await makeUser(s, { systemAdmin: true }));
@@ -93,9 +127,11 @@ test('generate, QA, review with a time-coded comment, approve, deliver, export, 
   assert.equal(link.status, 201, link.text);
   const files = await s.call('GET', `/api/client/delivery?token=${link.body.token}`);
   assert.equal(files.status, 200, files.text);
-  const download = await fetch(`${s.url}/api/client/delivery/files/1?token=${link.body.token}`);
-  assert.equal(download.status, 200);
-  assert.equal(sha256(Buffer.from(await download.arrayBuffer())), cut.contentSha256);
+  const download = await fetch(`${s.url}/api/client/delivery/files/1?token=${link.body.token}`, { redirect: 'manual' });
+  assert.equal(sha256(await downloadedBytes(driver, download, s.config.s3Endpoint, link.body.token)), cut.contentSha256);
+  const counted = s.db.get<{ n: number }>('SELECT download_count AS n FROM delivery_links WHERE id = ?', link.body.id)!.n;
+  assert.equal(counted, 1, 'the download is counted once');
+  assert.deepEqual(audits('delivery.downloaded').map((m) => [m.linkId, m.artifactId, m.sha256]), [[link.body.id, cut.id, cut.contentSha256]], 'and audited once');
   assert.equal((await s.call('GET', '/api/client/delivery/files/1')).status, 401, 'no token');
 
   const revoked = await call('POST', `/api/production/deliveries/${delivery.body.id}/links/${link.body.id}/revoke`);
@@ -103,7 +139,12 @@ test('generate, QA, review with a time-coded comment, approve, deliver, export, 
   assert.equal((await s.call('GET', `/api/client/delivery/files/1?token=${link.body.token}`)).status, 401, 'revoked');
 
   const second = await call('POST', `/api/production/deliveries/${delivery.body.id}/links`, { expiresInHours: 1 });
-  assert.equal((await s.call('GET', `/api/client/delivery/files/1?token=${second.body.token}`)).status, 200);
+  const served = driver === 'local' ? 200 : 302; // streamed by the service, or redirected to the bucket
+  assert.equal((await s.call('GET', `/api/client/delivery/files/1?token=${second.body.token}`)).status, served);
   s.db.run('UPDATE delivery_links SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), second.body.id);
   assert.equal((await s.call('GET', `/api/client/delivery/files/1?token=${second.body.token}`)).status, 401, 'expired');
-});
+}
+
+test('generate, QA, review with a time-coded comment, approve, deliver, export, and the client link', (t) => reviewPath(t, 'local'));
+
+test('on s3: generate, QA, review, approve, deliver, export, and the client link redirected to the bucket', (t) => reviewPath(t, 's3'));

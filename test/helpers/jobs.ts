@@ -86,8 +86,8 @@ export async function eventsHandled(s: TestServer): Promise<void> {
 export const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 
 /** A server with fast worker settings, the model server, an organization owner and a connector of theirs. */
-export async function jobWorld(t: TestContext, o: { env?: Record<string, string>; connector?: ConnectorOpts } = {}) {
-  const s = await startTestServer(t, { ...WORKER_ENV, ...o.env });
+export async function jobWorld(t: TestContext, o: { env?: Record<string, string>; connector?: ConnectorOpts; storage?: 'local' | 's3' } = {}) {
+  const s = await startTestServer(t, { ...WORKER_ENV, ...o.env }, { storage: o.storage });
   const m = await startModel(t);
   const owner = await member(s, 'org_owner');
   const id = await connector(s, owner.token, m.url, o.connector);

@@ -11,8 +11,8 @@ export interface MediaWorld extends Awaited<ReturnType<typeof jobWorld>> {
   shotIds: string[];
 }
 
-/** jobWorld plus an episode with `shots` shots (default 1) in the owner's project. */
-export async function mediaWorld(t: TestContext, o: { shots?: number; env?: Record<string, string>; connector?: ConnectorOpts } = {}): Promise<MediaWorld> {
+/** jobWorld plus an episode with `shots` shots (default 1) in the owner's project (`storage`: the media store's driver). */
+export async function mediaWorld(t: TestContext, o: { shots?: number; env?: Record<string, string>; connector?: ConnectorOpts; storage?: 'local' | 's3' } = {}): Promise<MediaWorld> {
   const w = await jobWorld(t, o);
   const first = firstShot(w.s, w.tree.projectId);
   const shotIds = [first.id];
