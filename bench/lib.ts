@@ -23,16 +23,45 @@ function cleanup(): void {
   for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
   dirs.clear();
 }
+const hooks = new Set<() => Promise<void>>();
+
+/**
+ * Runs (once each) the asynchronous clean-ups registered with onExit, such as emptying a bucket
+ * prefix; a script calls it in its own `finally`, the signal handlers call it before exiting.
+ * Failures are printed, never thrown; each hook gets at most 60 s.
+ */
+export async function runExitHooks(): Promise<void> {
+  const todo = [...hooks];
+  hooks.clear();
+  for (const h of todo) {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => { timer = setTimeout(() => { process.stderr.write('clean-up still running after 60 s; left\n'); resolve(); }, 60_000); });
+    await Promise.race([h().catch((err: unknown) => { process.stderr.write(`clean-up failed: ${(err as Error).message}\n`); }), limit]);
+    clearTimeout(timer);
+  }
+}
+
+/** Registers an asynchronous clean-up (run by runExitHooks, also on SIGINT/SIGTERM); returns it. */
+export function onExit(hook: () => Promise<void>): () => Promise<void> {
+  armCleanup();
+  hooks.add(hook);
+  return hook;
+}
+
 let armed = false;
-/** Installed with the first child or directory, so that merely importing this file adds no handlers. */
+/** Installed with the first child, directory or hook, so that merely importing this file adds no handlers. */
 function armCleanup(): void {
   if (armed) return;
   armed = true;
   process.on('exit', cleanup);
   for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     process.once(sig, () => {
-      cleanup();
-      process.exit(code);
+      // Servers first (they may hold what the hooks remove), then the hooks, then the folders.
+      for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      void runExitHooks().finally(() => {
+        cleanup();
+        process.exit(code);
+      });
     });
   }
 }
