@@ -30,16 +30,20 @@ const hooks = new Set<() => Promise<void>>();
  * prefix; a script calls it in its own `finally`, the signal handlers call it before exiting.
  * Failures are printed, never thrown; each hook gets at most 60 s.
  */
-export async function runExitHooks(): Promise<void> {
-  const todo = [...hooks];
-  hooks.clear();
-  for (const h of todo) {
-    let timer: NodeJS.Timeout | undefined;
-    const limit = new Promise<void>((resolve) => { timer = setTimeout(() => { process.stderr.write('clean-up still running after 60 s; left\n'); resolve(); }, 60_000); });
-    await Promise.race([h().catch((err: unknown) => { process.stderr.write(`clean-up failed: ${(err as Error).message}\n`); }), limit]);
-    clearTimeout(timer);
-  }
+export function runExitHooks(): Promise<void> {
+  // A second caller (the script's finally while a signal's clean-up runs) waits for the same run.
+  running ??= (async () => {
+    for (const h of [...hooks]) {
+      hooks.delete(h);
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise<void>((resolve) => { timer = setTimeout(() => { process.stderr.write('clean-up still running after 60 s; left\n'); resolve(); }, 60_000); });
+      await Promise.race([h().catch((err: unknown) => { process.stderr.write(`clean-up failed: ${(err as Error).message}\n`); }), limit]);
+      clearTimeout(timer);
+    }
+  })().finally(() => { running = null; });
+  return running;
 }
+let running: Promise<void> | null = null;
 
 /** Registers an asynchronous clean-up (run by runExitHooks, also on SIGINT/SIGTERM); returns it. */
 export function onExit(hook: () => Promise<void>): () => Promise<void> {

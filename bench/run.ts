@@ -26,8 +26,10 @@ printTable('Machine', [
 ]);
 
 let current: ChildProcess | null = null;
+let interrupted = false;
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   process.on(sig, () => {
+    interrupted = true; // no further script starts
     if (current) current.kill(sig); // the script cleans up its servers and temp dirs, then exits
     else process.exit(1);
   });
@@ -47,7 +49,7 @@ for (const script of scripts) {
   current = null;
   if (how !== 0) failed = true;
   summary.push([script, how === 0 ? 'ok' : `FAILED (${how})`, ((performance.now() - t0) / 1000).toFixed(1)]);
-  if (typeof how === 'string' && how.startsWith('SIG')) break;
+  if (interrupted || (typeof how === 'string' && how.startsWith('SIG'))) break;
 }
 printTable('Summary', summary);
 process.exitCode = failed ? 1 : 0;
