@@ -13,7 +13,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { runFfmpeg } from '../src/media-tools/ffmpeg.ts';
-import { login, num, printTable, runExitHooks, setupSvc, startSvc, svcCli, tempDir, type EnvOverrides } from './lib.ts';
+import { exitSignal, login, num, printTable, runExitHooks, setupSvc, startSvc, svcCli, tempDir, type EnvOverrides } from './lib.ts';
 import { benchBucket, LOCAL_ENV } from './s3.ts';
 
 const MiB = 1024 * 1024;
@@ -35,7 +35,7 @@ const clip = path.join(dir, 'clip.mov');
     '-f', 'lavfi', '-i', `aevalsrc=exprs=0.25*sin(2*PI*440*t)|0.25*sin(2*PI*440*t):s=${RATE}:d=${seconds}`,
     '-filter_complex', `[0:v][1:v]overlay=x='mod(t*300,${W - 240})':y='mod(t*500,${H - 240})'[v]`,
     '-map', '[v]', '-map', '2:a', '-c:v', 'rawvideo', '-pix_fmt', 'uyvy422', '-c:a', 'pcm_s16le', '-f', 'mov', clip,
-  ], { timeoutMs: 10 * 60_000 });
+  ], { timeoutMs: 10 * 60_000, signal: exitSignal() });
 }
 const clipSize = fs.statSync(clip).size;
 

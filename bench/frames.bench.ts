@@ -14,7 +14,7 @@ import type { ObjectStore } from '../src/kernel/storage/store.ts';
 import { analyzeMedia } from '../src/media-tools/evidence.ts';
 import { runFfmpeg } from '../src/media-tools/ffmpeg.ts';
 import { decodeFirstAndLast } from '../src/media-tools/frames.ts';
-import { num, printTable, runExitHooks, tempDir } from './lib.ts';
+import { exitSignal, num, printTable, runExitHooks, tempDir } from './lib.ts';
 import { benchBucket } from './s3.ts';
 
 const SECONDS = Number(process.env.BENCH_FRAMES_SECONDS ?? 60);
@@ -29,7 +29,7 @@ const video = path.join(dir, 'source.mp4');
 await runFfmpeg([
   '-v', 'error', '-y', '-f', 'lavfi', '-i', `testsrc2=s=${SIZE}:r=25:d=${SECONDS}`, '-f', 'lavfi', '-i', `sine=f=440:d=${SECONDS}`,
   '-c:v', 'libx264', '-preset', 'veryfast', '-pix_fmt', 'yuv420p', '-c:a', 'aac', video,
-], { timeoutMs: TIMEOUT_MS });
+], { timeoutMs: TIMEOUT_MS, signal: exitSignal() });
 const bytes = fs.statSync(video).size;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -46,9 +46,9 @@ async function timed<T>(fn: (run: number) => Promise<T>): Promise<{ seconds: num
   return { seconds: median(samples), last };
 }
 
-const decode = (input: string) => decodeFirstAndLast(input, { timeoutMs: TIMEOUT_MS });
+const decode = (input: string) => decodeFirstAndLast(input, { timeoutMs: TIMEOUT_MS, signal: exitSignal() });
 /** What registration does with a stored video (frames under frames/job_bench/run-N). */
-const register = (store: ObjectStore) => timed((run) => analyzeMedia({ store, relPath: KEY, framesPrefix: `frames/job_bench/run-${run}`, timeoutMs: TIMEOUT_MS }));
+const register = (store: ObjectStore) => timed((run) => analyzeMedia({ store, relPath: KEY, framesPrefix: `frames/job_bench/run-${run}`, timeoutMs: TIMEOUT_MS, signal: exitSignal() }));
 
 const rows: string[][] = [['driver', 'what', 'seconds', 'vs local file decode']];
 const notes: string[] = [];

@@ -52,6 +52,16 @@ export function onExit(hook: () => Promise<void>): () => Promise<void> {
   return hook;
 }
 
+const exiting = new AbortController();
+/**
+ * Aborted when the script is interrupted (SIGINT/SIGTERM): give it to the tools a script runs itself
+ * (runFfmpeg's `signal`), so that none outlives the script.
+ */
+export function exitSignal(): AbortSignal {
+  armCleanup();
+  return exiting.signal;
+}
+
 let armed = false;
 /** Installed with the first child, directory or hook, so that merely importing this file adds no handlers. */
 function armCleanup(): void {
@@ -60,7 +70,8 @@ function armCleanup(): void {
   process.on('exit', cleanup);
   for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
     process.once(sig, () => {
-      // Servers first (they may hold what the hooks remove), then the hooks, then the folders.
+      // Tools and servers first (they may hold what the hooks remove), then the hooks, then the folders.
+      exiting.abort();
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
       void runExitHooks().finally(() => {
         cleanup();
