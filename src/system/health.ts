@@ -167,9 +167,9 @@ export async function storageRoundTrip(store: ObjectStore): Promise<StorageHealt
     return { ...base, status: 'ok', latencyMs: ms(), message: `${store.driver} write, read back and delete` };
   } catch (err) {
     // The error's own text stays in no answer: a remote store's may quote its endpoint's reply.
-    const code = (err as { code?: unknown; name?: unknown }).code ?? (err as { name?: unknown }).name;
+    const reason = (err as { code?: unknown; name?: unknown }).code ?? (err as { name?: unknown }).name;
     await store.delete(key).catch(() => {}); // best effort; an ownerless tmp/ object is a cleanup candidate anyway
-    return { ...base, status: 'fail', latencyMs: ms(), message: `the ${step} of a small object failed${typeof code === 'string' && /^[A-Za-z_]{1,40}$/.test(code) ? ` (${code})` : ''}` };
+    return { ...base, status: 'fail', latencyMs: ms(), message: `the ${step} of a small object failed${typeof reason === 'string' && /^[A-Za-z_]{1,40}$/.test(reason) ? ` (${reason})` : ''}` };
   }
 }
 
