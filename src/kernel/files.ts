@@ -50,42 +50,51 @@ export const legacyAssetPathOf = (sha256: string): string => `assets/${sha256.sl
 export interface Received { size: number; sha256: string; head: Buffer }
 
 /**
+ * A pass-through stage for stream.pipeline that counts, hashes SHA-256 and keeps the first SNIFF_BYTES
+ * bytes of what flows through it; `check(total)` runs on every chunk before it goes on (throw to abort).
+ * `measured()` is the result once the pipeline is done. Used by every driver's write.
+ */
+export function measuring(check: (total: number) => void): { stage: (chunks: AsyncIterable<Buffer>) => AsyncGenerator<Buffer>; measured: () => Received } {
+  const hash = crypto.createHash('sha256');
+  const headParts: Buffer[] = [];
+  let headLen = 0;
+  let size = 0;
+  return {
+    async *stage(chunks) {
+      for await (const chunk of chunks) {
+        if (Math.floor(size / COLLECT_EVERY) !== Math.floor((size + chunk.length) / COLLECT_EVERY)) collectGarbage();
+        size += chunk.length;
+        check(size);
+        hash.update(chunk);
+        if (headLen < SNIFF_BYTES) {
+          const part = chunk.subarray(0, SNIFF_BYTES - headLen);
+          headParts.push(Buffer.from(part));
+          headLen += part.length;
+        }
+        yield chunk;
+      }
+    },
+    measured: () => ({ size, sha256: hash.digest('hex'), head: Buffer.concat(headParts, headLen) }),
+  };
+}
+
+/**
  * Streams `source` into the new file `tmpPath` (which must not exist) with backpressure, hashing as it
  * goes. `check(total)` runs on every chunk before it is written and throws to abort (413, 409). On any
  * failure the file is removed and the error rethrown.
  */
 export async function receiveInto(tmpPath: string, source: Readable | AsyncIterable<Buffer>, check: (total: number) => void): Promise<Received> {
-  const hash = crypto.createHash('sha256');
-  const headParts: Buffer[] = [];
-  let headLen = 0;
-  let size = 0;
+  const m = measuring(check);
   const out = fs.createWriteStream(tmpPath, { flags: 'wx', highWaterMark: 1 << 20, flush: true });
   try {
-    await pipeline(
-      source,
-      async function* (chunks: AsyncIterable<Buffer>) {
-        for await (const chunk of chunks) {
-          if (Math.floor(size / COLLECT_EVERY) !== Math.floor((size + chunk.length) / COLLECT_EVERY)) collectGarbage();
-          size += chunk.length;
-          check(size);
-          hash.update(chunk);
-          if (headLen < SNIFF_BYTES) {
-            const part = chunk.subarray(0, SNIFF_BYTES - headLen);
-            headParts.push(Buffer.from(part));
-            headLen += part.length;
-          }
-          yield chunk;
-        }
-      },
-      out,
-    );
+    await pipeline(source, m.stage, out);
   } catch (err) {
     // The stream may still be opening the file: remove it only once it is closed.
     if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
     fs.rmSync(tmpPath, { force: true });
     throw err;
   }
-  return { size, sha256: hash.digest('hex'), head: Buffer.concat(headParts, headLen) };
+  return m.measured();
 }
 
 /** Hash and size of a file, streamed. */

@@ -3,13 +3,12 @@
 // temporary key (a multipart upload, hashed SHA-256 on the way: the service's hash is the truth, S3
 // has no whole-object SHA-256 of a multipart upload) and are moved into place by a server-side copy.
 // Readers get byte ranges; ffmpeg gets a signed URL; tools that need a file get a staged copy.
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type * as ClientS3 from '@aws-sdk/client-s3';
-import { storedPathProblem, unsafePath, SNIFF_BYTES } from '../files.ts';
+import { measuring, storedPathProblem, unsafePath, SNIFF_BYTES } from '../files.ts';
 import { sha256Hex } from '../ids.ts';
 import { createClient, isMissing, missingObject, storageError, type S3Settings, type Sdk } from './s3-client.ts';
 import type { ByteRange, IncompleteUpload, LocalCopy, ObjectStore, PendingWrite, SignedUrlOptions, StoredObject, WriteCheck, Written } from './store.ts';
@@ -101,29 +100,14 @@ export class S3Store implements ObjectStore {
     const tmpKey = tempKey('upload');
     const Key = this.full(tmpKey);
     const { sdk, client } = await this.conn();
-    const hash = crypto.createHash('sha256');
-    const headParts: Buffer[] = [];
-    let headLen = 0;
-    let size = 0;
+    const m = measuring(check);
     const body = new PassThrough({ highWaterMark: this.tuning.partSize });
     const upload = new sdk.storage.Upload({
       client, params: { Bucket: this.bucket, Key, Body: body, ContentType: 'application/octet-stream' },
       partSize: this.tuning.partSize, queueSize: this.tuning.queueSize, leavePartsOnError: false,
     });
     // A failing source or check destroys `body`: the upload then fails, aborting its multipart upload.
-    const fed = pipeline(source, async function* (chunks: AsyncIterable<Buffer>) {
-      for await (const chunk of chunks) {
-        size += chunk.length;
-        check(size);
-        hash.update(chunk);
-        if (headLen < SNIFF_BYTES) {
-          const part = chunk.subarray(0, SNIFF_BYTES - headLen);
-          headParts.push(Buffer.from(part));
-          headLen += part.length;
-        }
-        yield chunk;
-      }
-    }, body);
+    const fed = pipeline(source, m.stage, body);
     const [feeding, uploading] = await Promise.allSettled([fed, upload.done()]);
     if (feeding.status === 'rejected' || uploading.status === 'rejected') {
       if (upload.uploadId) await client.send(new sdk.s3.AbortMultipartUploadCommand({ Bucket: this.bucket, Key, UploadId: upload.uploadId })).catch(() => {});
@@ -131,7 +115,7 @@ export class S3Store implements ObjectStore {
       if (feeding.status === 'rejected') throw feeding.reason;
       throw this.fail('upload', tmpKey, (uploading as PromiseRejectedResult).reason);
     }
-    return this.pending(tmpKey, { size, sha256: hash.digest('hex'), head: Buffer.concat(headParts, headLen) });
+    return this.pending(tmpKey, m.measured());
   }
 
   private pending(tmpKey: string, got: Written): PendingWrite {
