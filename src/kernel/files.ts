@@ -97,19 +97,6 @@ export async function receiveInto(tmpPath: string, source: Readable | AsyncItera
   return m.measured();
 }
 
-/** Hash and size of a file, streamed. */
-export async function hashFile(file: string): Promise<{ size: number; sha256: string }> {
-  const hash = crypto.createHash('sha256');
-  let size = 0;
-  await pipeline(fs.createReadStream(file, { highWaterMark: 1 << 20 }), async function (chunks: AsyncIterable<Buffer>) {
-    for await (const c of chunks) {
-      size += c.length;
-      hash.update(c);
-    }
-  });
-  return { size, sha256: hash.digest('hex') };
-}
-
 export const unsafePath = (reason: string) => new AppError(422, 'unsafe_path', `the stored file path is unsafe: ${reason}`);
 
 /**
@@ -150,18 +137,6 @@ export function resolveStored(storageDir: string, rel: string): string {
   const realRoot = fs.realpathSync(path.resolve(storageDir));
   if (!real.startsWith(realRoot + path.sep)) throw unsafePath('resolves outside the storage root');
   return real;
-}
-
-/** The first SNIFF_BYTES bytes of a file (for sniffMime). */
-export async function readHead(file: string): Promise<Buffer> {
-  const fh = await fs.promises.open(file, 'r');
-  try {
-    const buf = Buffer.alloc(SNIFF_BYTES);
-    const { bytesRead } = await fh.read(buf, 0, SNIFF_BYTES, 0);
-    return buf.subarray(0, bytesRead);
-  } finally {
-    await fh.close();
-  }
 }
 
 const ascii = (b: Buffer, at: number, s: string) => b.length >= at + s.length && b.toString('latin1', at, at + s.length) === s;

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { AppError } from '../errors.ts';
-import { hashFile, readHead, receiveInto, resolveStored, SNIFF_BYTES, storedTarget } from '../files.ts';
+import { receiveInto, resolveStored, SNIFF_BYTES, storedTarget } from '../files.ts';
 import { sha256Hex } from '../ids.ts';
 import type { ByteRange, IncompleteUpload, LocalCopy, ObjectStore, PendingWrite, StoredObject, WriteCheck, Written } from './store.ts';
 import { tempKey } from './store.ts';
@@ -77,34 +77,31 @@ export class LocalStore implements ObjectStore {
     };
   }
 
-  async putFile(key: string, file: string): Promise<Written> {
-    const got = await hashFile(file);
-    const head = await readHead(file);
+  /** Fills a new temporary file with `fill`, then renames it to `key` (replacing what is there); the temporary never stays. */
+  private async intoPlace<T>(key: string, kind: string, fill: (tmp: string) => Promise<T>): Promise<T> {
     const dest = this.target(key);
-    const tmp = this.target(tempKey('put'));
+    const tmp = this.target(tempKey(kind));
     fs.mkdirSync(path.dirname(tmp), { recursive: true });
     try {
-      await fs.promises.copyFile(file, tmp);
+      const got = await fill(tmp);
       fs.mkdirSync(path.dirname(dest), { recursive: true });
       fs.renameSync(tmp, dest);
+      return got;
     } finally {
       fs.rmSync(tmp, { force: true });
     }
-    return { ...got, head };
+  }
+
+  async putFile(key: string, file: string): Promise<Written> {
+    // One read of the file: counted, hashed and copied in the same pass.
+    return this.intoPlace(key, 'put', (tmp) => receiveInto(tmp, fs.createReadStream(file, { highWaterMark: 1 << 20 }), () => {}));
   }
 
   async putBytes(key: string, bytes: Buffer): Promise<Written> {
-    const dest = this.target(key);
-    const tmp = this.target(tempKey('put'));
-    fs.mkdirSync(path.dirname(tmp), { recursive: true });
-    try {
+    return this.intoPlace(key, 'put', async (tmp) => {
       fs.writeFileSync(tmp, bytes, { flag: 'wx', flush: true });
-      fs.mkdirSync(path.dirname(dest), { recursive: true });
-      fs.renameSync(tmp, dest);
-    } finally {
-      fs.rmSync(tmp, { force: true });
-    }
-    return { size: bytes.length, sha256: sha256Hex(bytes), head: Buffer.from(bytes.subarray(0, SNIFF_BYTES)) };
+      return { size: bytes.length, sha256: sha256Hex(bytes), head: Buffer.from(bytes.subarray(0, SNIFF_BYTES)) };
+    });
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable> {
@@ -174,16 +171,7 @@ export class LocalStore implements ObjectStore {
 
   async copy(from: string, to: string): Promise<void> {
     const src = this.resolve(from);
-    const dest = this.target(to);
-    const tmp = this.target(tempKey('copy'));
-    fs.mkdirSync(path.dirname(tmp), { recursive: true });
-    try {
-      await fs.promises.copyFile(src, tmp);
-      fs.mkdirSync(path.dirname(dest), { recursive: true });
-      fs.renameSync(tmp, dest);
-    } finally {
-      fs.rmSync(tmp, { force: true });
-    }
+    await this.intoPlace(to, 'copy', (tmp) => fs.promises.copyFile(src, tmp));
   }
 
   async *list(prefix: string): AsyncIterable<StoredObject> {
