@@ -22,9 +22,9 @@ const seedStarted = performance.now();
   const db = openDb(path.join(setup.dataDir, 'svc.db'), { synchronous: 'normal' });
   const actions = ['shot.rendered', 'script.edited', 'asset.verified', 'job.failed', 'delivery.approved', 'auth.login'];
   const t0 = Date.parse('2025-01-01T00:00:00Z');
-  db.tx(() => {
+  await db.tx(async () => {
     for (let i = 0; i < ROWS; i++) {
-      insertAudit(db, {
+      await insertAudit(db, {
         id: `aud_bench${String(i).padStart(8, '0')}`,
         created_at: new Date(t0 + i * 1000).toISOString(),
         actor_type: 'user', actor_user_id: setup.userId, actor_name: i % 50 === 0 ? '=formula, "quoted"' : 'Bench User',

@@ -33,18 +33,18 @@ async function seed(jobs: number): Promise<World> {
   const setup = setupSvc();
   const config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir }, {});
   const db = openDb(config.dbPath);
-  migrate(db);
+  await migrate(db);
   const ctx = createContext({ db, config, log: createLogger('warn') });
-  const org = createOrganization(ctx, { name: 'Bench Studio', ownerUserId: userByEmail(db, setup.email)!.id });
-  const ws = createWorkspace(ctx, org.id, { name: 'Dramas' });
-  const project = createProject(ctx, ws.id, { name: 'Night Train' });
+  const org = await createOrganization(ctx, { name: 'Bench Studio', ownerUserId: (await userByEmail(db, setup.email))!.id });
+  const ws = await createWorkspace(ctx, org.id, { name: 'Dramas' });
+  const project = await createProject(ctx, ws.id, { name: 'Night Train' });
   const scoped = withScope(ctx, { organizationId: org.id, workspaceId: ws.id, projectId: project.id });
   const connector = await registerConnector(scoped, {
     label: 'svc model-server', endpoint: model.url, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
     protocol: { models: { chat: 'svc-chat' } },
   });
-  db.tx(() => {
-    for (let i = 0; i < jobs; i++) createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` });
+  await db.tx(async () => {
+    for (let i = 0; i < jobs; i++) await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` });
   });
   db.close();
   return { setup, connectorId: connector.id, projectId: project.id };

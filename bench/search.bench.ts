@@ -39,17 +39,18 @@ const sprinkle = (words: string[], every: number) => (rand(every) === 0 ? ` ${pi
 const setup = setupSvc();
 const config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir }, { SVC_DB_SYNCHRONOUS: 'normal' });
 const db = openDb(config.dbPath, { synchronous: 'normal' });
-migrate(db);
+await migrate(db);
 const ctx = createContext({ db, config, log: createLogger('warn') });
-const org = createOrganization(ctx, { name: 'Bench Studio', ownerUserId: userByEmail(db, setup.email)!.id });
-const ws = createWorkspace(ctx, org.id, { name: 'Dramas' });
-const projects = Array.from({ length: PROJECTS }, (_, i) => createProject(ctx, ws.id, { name: `Series ${i}` }));
+const org = await createOrganization(ctx, { name: 'Bench Studio', ownerUserId: (await userByEmail(db, setup.email))!.id });
+const ws = await createWorkspace(ctx, org.id, { name: 'Dramas' });
+const projects: Awaited<ReturnType<typeof createProject>>[] = [];
+for (let i = 0; i < PROJECTS; i++) projects.push(await createProject(ctx, ws.id, { name: `Series ${i}` }));
 const t0 = performance.now();
-db.tx(() => {
+await db.tx(async () => {
   const now = new Date().toISOString();
   for (let i = 0; i < ITEMS; i++) {
     const p = projects[i % PROJECTS];
-    indexDocument(db, {
+    await indexDocument(db, {
       type: TYPES[i % TYPES.length], id: `bench_${i}`, organizationId: org.id, workspaceId: ws.id, projectId: p.id,
       title: `${phrase(EN, 3)}${sprinkle(FIXED_EN, 40)} ${phrase(ZH, 2)}${sprinkle(FIXED_ZH, 60)}`, subtitle: p.name,
       body: `${phrase(EN, 12)}${sprinkle(FIXED_EN, 20)} ${phrase(ZH, 8)}${sprinkle(FIXED_ZH, 30)}`, status: 'draft', updatedAt: now,

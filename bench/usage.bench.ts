@@ -8,6 +8,7 @@
 // - GET .../usage/export?format=csv of every event: events/s, MB/s and the server's RSS growth
 //   (VmRSS sampled; goal: constant memory, growth under 50 MB like the audit export).
 // - The 31-day usage trend: GET .../commercial (which holds it) p50/p95, and usageTrend() alone.
+import { mapSeq } from '../src/kernel/seq.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDb } from '../src/db/db.ts';
@@ -60,50 +61,50 @@ const start = end - 365 * 86_400_000;
 const workspaces: string[] = [];
 const projects: Array<{ id: string; workspace_id: string }> = [];
 const costCenterOf = new Map<string, string>();
-const row = (table: string, values: Record<string, string | null>) =>
-  db.run(`INSERT INTO ${table} (${Object.keys(values).join(', ')}) VALUES (${Object.keys(values).map(() => '?').join(', ')})`, ...Object.values(values));
-function workspace(organizationId: string, name: string, projectNames: string[]): void {
+const row = async (table: string, values: Record<string, string | null>) =>
+  await db.run(`INSERT INTO ${table} (${Object.keys(values).join(', ')}) VALUES (${Object.keys(values).map(() => '?').join(', ')})`, ...Object.values(values));
+async function workspace(organizationId: string, name: string, projectNames: string[]): Promise<void> {
   const ws = { id: newId('wsp'), organization_id: organizationId, name };
-  row('workspaces', { ...ws, created_at: created });
-  insertWorkspaceCommercial(db, ws, created);
+  await row('workspaces', { ...ws, created_at: created });
+  await insertWorkspaceCommercial(db, ws, created);
   costCenterOf.set(ws.id, `cc_${ws.id.slice(4)}`);
   if (organizationId === org.id) workspaces.push(ws.id);
   for (const p of projectNames) {
     const id = newId('prj');
-    row('projects', { id, organization_id: organizationId, workspace_id: ws.id, name: p, created_at: created, updated_at: created });
+    await row('projects', { id, organization_id: organizationId, workspace_id: ws.id, name: p, created_at: created, updated_at: created });
     projects.push({ id, workspace_id: ws.id });
   }
 }
-db.tx(() => {
-  db.run('UPDATE organizations SET time_zone = ? WHERE id = ?', TZ, org.id);
-  for (let i = 0; i < 6; i++) workspace(org.id, `Studio ${String.fromCharCode(65 + i)}`, Array.from({ length: 5 }, (_, j) => `Series ${i}-${j}`));
-  workspace(other.id, 'Elsewhere', ['Elsewhere pilot']);
+await db.tx(async () => {
+  await db.run('UPDATE organizations SET time_zone = ? WHERE id = ?', TZ, org.id);
+  for (let i = 0; i < 6; i++) await workspace(org.id, `Studio ${String.fromCharCode(65 + i)}`, Array.from({ length: 5 }, (_, j) => `Series ${i}-${j}`));
+  await workspace(other.id, 'Elsewhere', ['Elsewhere pilot']);
   for (let i = 0; i < 40; i++) {
     users.push(newId('usr'));
-    row('users', { id: users[i], email: `artist${i}@bench.test`, email_normalized: `artist${i}@bench.test`, name: `Artist ${i}`, created_at: created, updated_at: created });
+    await row('users', { id: users[i], email: `artist${i}@bench.test`, email_normalized: `artist${i}@bench.test`, name: `Artist ${i}`, created_at: created, updated_at: created });
   }
   for (const [code, name] of [['MKT', 'Marketing'], ['RND', 'Research'], ['PILOT', 'Pilots']]) {
     extraCostCenters.push(newId('cc'));
-    row('cost_centers', { id: extraCostCenters.at(-1)!, organization_id: org.id, workspace_id: null, code, name, created_at: created, updated_at: created });
+    await row('cost_centers', { id: extraCostCenters.at(-1)!, organization_id: org.id, workspace_id: null, code, name, created_at: created, updated_at: created });
   }
-  const insert = db.prepare(`INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_e4,
-      currency, cost_center_id, job_id, metadata, created_at, event_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'USD', ?, NULL, ?, ?, ?)`);
-  const add = (orgId: string, p: { id: string; workspace_id: string }, i: number, n: number, cc: string) => {
+  const insert = `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_e4,
+      currency, cost_center_id, job_id, metadata, created_at, event_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'USD', ?, NULL, ?, ?, ?)`;
+  const add = async (orgId: string, p: { id: string; workspace_id: string }, i: number, n: number, cc: string) => {
     let r = rand(100);
     const k = KINDS.find((x) => (r -= x[2]) < 0) ?? KINDS[0];
     const quantity = k[3]();
     const id = newId('use');
     const metadata = JSON.stringify({ connectorId: `con_${rand(8)}`, model: MODELS[rand(MODELS.length)], attempt: 1 + rand(2), jobId: newId('job') });
-    insert.run(id, orgId, p.workspace_id, p.id, users[rand(users.length)], k[0], k[1], quantity, Math.round(quantity * k[4] * 100),
+    await db.run(insert, id, orgId, p.workspace_id, p.id, users[rand(users.length)], k[0], k[1], quantity, Math.round(quantity * k[4] * 100),
       cc, metadata, new Date(start + Math.floor(((i + Math.random()) * (end - start)) / n)).toISOString(), `bench:${id}`);
   };
   const own = projects.slice(0, 30);
   for (let i = 0; i < EVENTS; i++) {
     const p = own[rand(own.length)];
-    add(org.id, p, i, EVENTS, rand(10) === 0 ? extraCostCenters[rand(3)] : costCenterOf.get(p.workspace_id)!);
+    await add(org.id, p, i, EVENTS, rand(10) === 0 ? extraCostCenters[rand(3)] : costCenterOf.get(p.workspace_id)!);
   }
   const elsewhere = projects[30];
-  for (let i = 0; i < OTHER_EVENTS; i++) add(other.id, elsewhere, i, OTHER_EVENTS, costCenterOf.get(elsewhere.workspace_id)!);
+  for (let i = 0; i < OTHER_EVENTS; i++) await add(other.id, elsewhere, i, OTHER_EVENTS, costCenterOf.get(elsewhere.workspace_id)!);
 });
 const seedSeconds = (performance.now() - t0) / 1000;
 const dbMB = fs.statSync(dbPath).size / MB;
@@ -116,7 +117,7 @@ const lastMonthFrom = localDate(lastMonth.start, TZ);
 const lastMonthTo = localDate(new Date(lastMonth.end.getTime() - 1), TZ);
 const yearFrom = localDate(new Date(start - 86_400_000), TZ);
 const p0 = projects[7];
-const cc0 = db.get<{ id: string; code: string }>('SELECT id, code FROM cost_centers WHERE workspace_id = ?', workspaces[2])!;
+const cc0 = (await db.get<{ id: string; code: string }>('SELECT id, code FROM cost_centers WHERE workspace_id = ?', workspaces[2]))!;
 const kindCc = `kind=image&costCenter=${cc0.code}`;
 
 interface Case { name: string; qs: string; filtered: boolean; window: string }
@@ -133,11 +134,11 @@ const cases: Case[] = [
   { name: 'query, whole year', qs: `query=kokoro&from=${yearFrom}`, filtered: false, window: 'year' },
 ];
 
-const median5 = (fn: () => unknown) => {
+const median5 = async (fn: () => Promise<unknown>) => {
   const times: number[] = [];
   for (let i = 0; i < 5; i++) {
     const s = performance.now();
-    fn();
+    await fn();
     times.push(performance.now() - s);
   }
   return percentile(times, 50);
@@ -147,7 +148,7 @@ const median5 = (fn: () => unknown) => {
  * Summary and facets alone, in this process on the same file (median of 5): the grouped pass over the
  * filtered set, and for a window without other filters also the loose index scans the server uses there.
  */
-function aggregationMs(c: Case): { grouped: number; loose: number | null } {
+async function aggregationMs(c: Case): Promise<{ grouped: number; loose: number | null }> {
   const q = new URLSearchParams(c.qs);
   const day = (d: string, after: boolean) => { const [y, m, dd] = d.split('-').map(Number); return startOfLocalDay(y, m, dd + (after ? 1 : 0), TZ).toISOString(); };
   const from = q.get('from') ? day(q.get('from')!, false) : thisMonth.start.toISOString();
@@ -155,13 +156,13 @@ function aggregationMs(c: Case): { grouped: number; loose: number | null } {
   const w = usageWhere({
     organizationId: org.id, from, to, projectId: q.get('projectId') ?? undefined, workspaceId: q.get('workspaceId') ?? undefined,
     userId: q.get('userId') ?? undefined, kind: q.get('kind') ?? undefined, costCenterId: q.get('costCenter') ? cc0.id : undefined,
-    query: q.get('query') ? resolveQuery(db, org.id, q.get('query')!) : undefined,
+    query: q.get('query') ? await resolveQuery(db, org.id, q.get('query')!) : undefined,
   });
   const onlyWindow = [...q.keys()].every((k) => k === 'from' || k === 'to' || k === 'page');
   const columns = Object.keys(FACET_INDEXES) as FacetColumn[];
   return {
-    grouped: median5(() => usageCombos(db, w)),
-    loose: onlyWindow ? median5(() => columns.map((col) => windowSums(db, org.id, col, from, to, 2000))) : null,
+    grouped: await median5(async () => await usageCombos(db, w)),
+    loose: onlyWindow ? await median5(async () => (await mapSeq(columns, async (col) => await windowSums(db, org.id, col, from, to, 2000)))) : null,
   };
 }
 
@@ -182,7 +183,7 @@ async function timed(url: string, headers: Record<string, string>, runs: number)
 
 // ---- measure -----------------------------------------------------------------------------------------
 // Summary and facets alone first, before the server starts (its idle keep-alive sockets would time out meanwhile).
-const aggregation = new Map(cases.map((c) => [c, aggregationMs(c)]));
+const aggregation = new Map((await mapSeq(cases, async (c) => [c, await aggregationMs(c)])));
 const svc = await startSvc(setup);
 const rows: string[][] = [['case', 'window', 'events in set', 'items', 'p50', 'p95', 'max', 'goal', 'grouped pass', 'index scans']];
 let worstFiltered = 0;
@@ -223,7 +224,7 @@ try {
   let days = 0;
   for (let i = 0; i < 20; i++) {
     const t = performance.now();
-    days = usageTrend(db, org.id, TZ, 'USD', new Date()).length;
+    days = (await usageTrend(db, org.id, TZ, 'USD', new Date())).length;
     trendTimes.push(performance.now() - t);
   }
   trendRows.push(`usageTrend() alone (31 local days of ${TZ}, ${days} days with events, ~${num(EVENTS / 365 * 31)} events): p50 ${num(percentile(trendTimes, 50), 1)} ms, p95 ${num(percentile(trendTimes, 95), 1)} ms`);

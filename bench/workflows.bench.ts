@@ -6,6 +6,7 @@
 // cost of that derivation. Goal: p95 under 50 ms for the lists. The server runs as a child process
 // with its worker off (the seeded statuses must not move); requests are sequential.
 // BENCH_WORKFLOW_RUNS (10000) changes the runs per project.
+import { forEachSeq } from '../src/kernel/seq.ts';
 import { openDb, type Db } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { loadConfig } from '../src/kernel/config.ts';
@@ -56,10 +57,10 @@ const INPUT = (prompt: string | null, parameters: Record<string, unknown>, input
 interface Seeded { id: string; status: RunStatus }
 
 /** One run in the given (to be derived) status: its 4 jobs chained by depends_on, 4 steps, 2 gates. */
-function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, createdMs: number): string {
+async function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, createdMs: number): Promise<string> {
   const runId = newId('wfr');
   const created = iso(createdMs);
-  insertRun(db, {
+  await insertRun(db, {
     id: runId, organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id, template_id: TEMPLATE_ID, template_version: 1,
     mode: 'queue', shot_id: null, episode_id: null, adapter_id: 'con_bench_local', priority: 0, approve_external: 0, created_by: userId, created_at: created,
   });
@@ -73,7 +74,7 @@ function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, creat
       gate.status = g.blocking ? (status === 'completed' ? 'passed' : status === 'failed' ? 'failed' : 'pending') : rand(4) ? 'passed' : 'pending';
       if (gate.status !== 'pending') Object.assign(gate, { decided_by: userId, decided_at: decided, note: gate.status === 'failed' ? 'continuity break at 00:02' : null });
     }
-    insertRunGate(db, gate);
+    await insertRunGate(db, gate);
   }
   // The step that stopped or is under way (0..3); steps before it completed.
   const at = rand(TEMPLATE.steps.length);
@@ -88,7 +89,7 @@ function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, creat
     }
   };
   let previous: string | null = null;
-  TEMPLATE.steps.forEach((step, i) => {
+  (await forEachSeq(TEMPLATE.steps, async (step, i) => {
     const jobId = newId('job');
     const js = jobStatus(i);
     const t = (minutes: number) => iso(createdMs + (i * 3 + minutes) * 60_000);
@@ -105,8 +106,8 @@ function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, creat
       started_at: js === 'queued' || js === 'blocked' ? null : t(1), finished_at: ['completed', 'failed', 'cancelled'].includes(js) ? t(2) : null,
       external_ref: null, attempt_started_at: js === 'queued' || js === 'blocked' ? null : t(1), episode_id: null,
     };
-    insertJob(db, job);
-    insertRunStep(db, {
+    await insertJob(db, job);
+    await insertRunStep(db, {
       run_id: runId, position: i + 1, step_key: step.key, label: step.label, job_kind: step.jobKind, shot_id: null, connector_id: connectorId, job_id: jobId,
       preview: JSON.stringify({
         kind: step.jobKind, connectorId, connectorLabel: compose ? null : 'Bench local', costMode: 'local', shotId: null, episodeId: null, prompt,
@@ -116,7 +117,7 @@ function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, creat
       blockers: JSON.stringify(i > 0 && step.dependsOnPrevious ? [{ code: 'waits_for_step', message: `waits for step "${TEMPLATE.steps[i - 1].key}"` }] : []),
     });
     previous = jobId;
-  });
+  }));
   return runId;
 }
 
@@ -124,30 +125,31 @@ function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus, creat
 const setup = setupSvc();
 const config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir }, { SVC_DB_SYNCHRONOUS: 'normal' });
 const db = openDb(config.dbPath, { synchronous: 'normal' });
-migrate(db);
-syncBuiltinTemplates(db, new Date().toISOString()); // what the server does at start: the runs reference version 1
+await migrate(db);
+await syncBuiltinTemplates(db, new Date().toISOString()); // what the server does at start: the runs reference version 1
 const ctx = createContext({ db, config, log: createLogger('warn') });
-const userId = userByEmail(db, setup.email)!.id;
-const org = createOrganization(ctx, { name: 'Bench Studio', ownerUserId: userId });
-const ws = createWorkspace(ctx, org.id, { name: 'Dramas' });
-const projects = Array.from({ length: PROJECTS }, (_, i) => createProject(ctx, ws.id, { name: `Series ${i}` }));
+const userId = (await userByEmail(db, setup.email))!.id;
+const org = await createOrganization(ctx, { name: 'Bench Studio', ownerUserId: userId });
+const ws = await createWorkspace(ctx, org.id, { name: 'Dramas' });
+const projects: Awaited<ReturnType<typeof createProject>>[] = [];
+for (let i = 0; i < PROJECTS; i++) projects.push(await createProject(ctx, ws.id, { name: `Series ${i}` }));
 const measured: Seeded[] = []; // in creation order (oldest first)
 const t0 = performance.now();
-db.tx(() => {
+await db.tx(async () => {
   // A run a minute, the projects interleaved, so that every project's runs span the same time.
   const base = Date.now() - RUNS * PROJECTS * 60_000;
   for (let i = 0; i < RUNS; i++) {
     for (let p = 0; p < PROJECTS; p++) {
       const status = pickStatus();
-      const id = seedRun(db, projects[p], userId, status, base + (i * PROJECTS + p) * 60_000);
+      const id = await seedRun(db, projects[p], userId, status, base + (i * PROJECTS + p) * 60_000);
       if (p === MEASURED) measured.push({ id, status });
     }
   }
 });
 const seedSeconds = (performance.now() - t0) / 1000;
-const totals = db.get<{ runs: number; steps: number; jobs: number; gates: number }>(
+const totals = (await db.get<{ runs: number; steps: number; jobs: number; gates: number }>(
   `SELECT (SELECT count(*) FROM workflow_runs) AS runs, (SELECT count(*) FROM workflow_run_steps) AS steps,
-     (SELECT count(*) FROM generation_jobs) AS jobs, (SELECT count(*) FROM workflow_run_gates) AS gates`)!;
+     (SELECT count(*) FROM generation_jobs) AS jobs, (SELECT count(*) FROM workflow_run_gates) AS gates`))!;
 db.close();
 
 const project = projects[MEASURED];

@@ -119,8 +119,8 @@ export function createApp({ config, db, log }: AppDeps): App {
   db.onHookError = (err) => log.error('after-commit hook failed', { err });
   bindRoutes(router, config);
 
-  /** Runs synchronously up to the handler; a Promise only when a body is read or the handler is async. */
-  function dispatch(req: IncomingMessage, res: ServerResponse, rid: string, setActor: (id: string) => void): Reply | Promise<Reply> {
+  /** Matches the route, authenticates, resolves the scope and checks access, then runs the handler. */
+  async function dispatch(req: IncomingMessage, res: ServerResponse, rid: string, setActor: (id: string) => void): Promise<Reply> {
     const raw = req.url ?? '/';
     const q = raw.indexOf('?');
     const path = q < 0 ? raw : raw.slice(0, q);
@@ -138,7 +138,7 @@ export function createApp({ config, db, log }: AppDeps): App {
     const meta = route.meta;
     db.syncCache();
     const sessionless = meta.auth === 'none' || meta.auth === 'directory';
-    const auth = sessionless ? null : authenticate(req, db, config, new Date());
+    const auth = sessionless ? null : await authenticate(req, db, config, new Date());
     if (!sessionless) {
       if (!auth) throw unauthenticated();
       setActor(auth.actor.userId ?? auth.actor.apiClient?.id ?? auth.actor.type);
@@ -153,29 +153,29 @@ export function createApp({ config, db, log }: AppDeps): App {
       db, config, log, actor: auth?.actor ?? ANONYMOUS, requestId: rid,
       ip: clientAddress(req, config), userAgent: req.headers['user-agent'] ?? null,
     };
-    let resolved: ReturnType<typeof resolveRequestScope> = { scope: NO_SCOPE, memberships: [] };
+    let resolved: Awaited<ReturnType<typeof resolveRequestScope>> = { scope: NO_SCOPE, memberships: [] };
     if (auth) {
       const asked = requestedScope(config, req, params);
       try {
-        resolved = resolveRequestScope(db, auth, asked);
+        resolved = await resolveRequestScope(db, auth, asked);
       } catch (err) {
         if (!(err instanceof AppError) || err.code !== 'scope_forbidden' || !asked) throw err;
         const code = meta.organizationRecords && params.organizationId ? 'organization_forbidden' : 'scope_forbidden';
-        auditScopeDenied(createContext(base), route.pattern, asked, code);
+        await auditScopeDenied(createContext(base), route.pattern, asked, code);
         throw code === 'scope_forbidden' ? err : forbidden(code, 'that organization\u2019s commercial records are not accessible to you');
       }
     }
     const ctx = createContext({ ...base, scope: resolved.scope, memberships: resolved.memberships });
     checkAccess(meta, ctx);
     if (meta.scope === 'project' && !meta.archivedOk && req.method !== 'GET' && req.method !== 'HEAD') {
-      assertProjectWritable(db, ctx.scope.projectId!);
+      await assertProjectWritable(db, ctx.scope.projectId!);
     }
     const query: unknown = meta.query ? parse(meta.query, Object.fromEntries(searchParams), true) : undefined;
     const run = (rawBody: unknown): Reply | Promise<Reply> => {
       const body: unknown = meta.body ? parse(meta.body, rawBody ?? {}) : undefined;
       return route.handler({ req, res, params, path, searchParams, body, query, ctx });
     };
-    return meta.body ? readJson(req, config.maxBodyBytes).then(run) : run(undefined);
+    return await (meta.body ? readJson(req, config.maxBodyBytes).then(run) : run(undefined));
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -184,8 +184,7 @@ export function createApp({ config, db, log }: AppDeps): App {
     let actorId: string | null = null;
     let reply: Reply;
     try {
-      const r = dispatch(req, res, rid, (id) => { actorId = id; });
-      reply = r instanceof Promise ? await r : r;
+      reply = await dispatch(req, res, rid, (id) => { actorId = id; });
     } catch (err) {
       reply = errorReply(err, req, rid, log);
     }

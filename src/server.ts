@@ -58,13 +58,13 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   credentialPolicy(config); // a malformed SVC_CONNECTOR_SECRET_PREFIX / _NAMES stops the start too
   prepareDirectories(config);
   const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
-  const m = migrate(db);
+  const m = await migrate(db);
   if (m.applied.length) log.info('database migrated', { from: m.from, to: m.to, applied: m.applied });
-  const builtins = syncBuiltinTemplates(db, new Date().toISOString());
+  const builtins = await syncBuiltinTemplates(db, new Date().toISOString());
   if (builtins.length) log.info('built-in workflow templates written', { templates: builtins });
   // News a crash (or a failing handler) left undelivered is handled before the first request.
   bindSubscribers();
-  const replayed = events.dispatchPending(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: 'startup' }));
+  const replayed = await events.dispatchPending(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: 'startup' }));
   if (replayed) log.info('pending events dispatched', { events: replayed });
   if (config.allowDevContext) {
     log.warn('SVC_ALLOW_DEV_CONTEXT=1: x-user-id and x-*-id headers act as credentials and scope. NEVER use this in production.');
@@ -123,7 +123,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
         // Manual runs are put back in the queue at once (their requests answer); the worker finishes its
         // running jobs or releases their leases while connections drain.
-        stopManualRuns(db, new Date().toISOString());
+        await stopManualRuns(db, new Date().toISOString());
         const workerStopped = worker.stop(WORKER_GRACE_MS);
         await done;
         clearInterval(sweep);

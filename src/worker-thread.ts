@@ -20,13 +20,16 @@ const send = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string, field
 const log: Logger = { debug: send('debug'), info: send('info'), warn: send('warn'), error: send('error'), flush() {} };
 bindSubscribers();
 const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
-const loop = startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }));
+const loop = await startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }));
 
 port.on('message', (m: ToWorker) => {
   switch (m.type) {
     case 'wake': loop.wake(); break;
     case 'abort': loop.abort(m.jobId); break;
-    case 'dispatch': port.postMessage({ type: 'dispatched', ref: m.ref, jobId: loop.dispatch(m.organizationId) }); break;
+    case 'dispatch':
+      // dispatch() answers null when the claim fails (it logs why): the caller always hears back.
+      void loop.dispatch(m.organizationId).then((jobId) => { port.postMessage({ type: 'dispatched', ref: m.ref, jobId }); });
+      break;
     case 'stop':
       void loop.stop(m.graceMs).finally(() => {
         db.close();

@@ -30,7 +30,7 @@ export async function withOperator<T>(args: SharedArgs, fn: (ctx: Ctx) => T | Pr
   const config = configFrom(args);
   const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
   try {
-    migrate(db);
+    await migrate(db);
     const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
     return await fn(createContext({ db, config, log }));
   } finally {

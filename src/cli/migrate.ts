@@ -8,11 +8,11 @@ export const migrateCommand = {
   command: 'migrate',
   describe: 'bring the database to this version\'s schema (serve does this too)',
   builder: (y: Argv) => sharedOptions(y),
-  handler: (args: SharedArgs) => {
+  handler: async (args: SharedArgs) => {
     const config = configFrom(args);
     const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
     try {
-      const r = migrate(db);
+      const r = await migrate(db);
       output(args, { database: config.dbPath, ...r },
         r.applied.length ? `migrated ${config.dbPath} from version ${r.from} to ${r.to} (${r.applied.join(', ')})` : `${config.dbPath} is at version ${r.to}; nothing to do`);
     } finally {

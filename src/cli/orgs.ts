@@ -18,10 +18,10 @@ const create = {
     .option('name', { type: 'string', demandOption: true, requiresArg: true })
     .option('owner', { type: 'string', demandOption: true, requiresArg: true, describe: 'e-mail address or id of the user who becomes org_owner (required: the operator is no member)' }),
   handler: async (args: CreateArgs) => {
-    const org = await withOperator(args, (ctx) => {
-      const owner = userById(ctx.db, args.owner) ?? userByEmail(ctx.db, args.owner);
+    const org = await withOperator(args, async (ctx) => {
+      const owner = await userById(ctx.db, args.owner) ?? await userByEmail(ctx.db, args.owner);
       if (!owner) throw validationFailed({ owner: `names no user: ${args.owner}` });
-      return createOrganization(ctx, parse(OrganizationBody, { name: args.name, ownerUserId: owner.id }));
+      return await createOrganization(ctx, parse(OrganizationBody, { name: args.name, ownerUserId: owner.id }));
     });
     output(args, presentOrganization(org), `created organization ${org.id} "${org.name}"`);
   },
@@ -32,7 +32,7 @@ const list = {
   describe: 'list every organization',
   builder: (y: Argv) => sharedOptions(y),
   handler: async (args: SharedArgs) => {
-    const orgs = (await withOperator(args, (ctx) => listOrganizations(ctx))).map(presentOrganization);
+    const orgs = (await withOperator(args, async (ctx) => await listOrganizations(ctx))).map(presentOrganization);
     output(args, { items: orgs, pagination: { page: 1, pageSize: orgs.length, total: orgs.length } },
       [...orgs.map((o) => `${o.id}  ${JSON.stringify(o.name)}  created ${o.createdAt}`), `${orgs.length} organizations`]);
   },

@@ -90,7 +90,7 @@ const migrateCmd = {
           if (args.json || step.outcome === 'present') return;
           process.stdout.write(`[${done}/${total}] ${step.outcome} ${step.key}${step.outcome === 'copied' ? ` (${step.bytes} bytes)` : step.reason ? `: ${step.reason}` : ''}\n`);
         });
-        record(ctx, {
+        await record(ctx, {
           action: 'system.storage.migrated', targetType: 'storage', targetId: 'storage', organizationId: null, workspaceId: null, projectId: null,
           metadata: {
             from: summary.from, to: summary.to, objects: summary.objects, copied: summary.copied, present: summary.present, bytesCopied: summary.bytesCopied,

@@ -23,32 +23,32 @@ const distinctFiles = (owner: 'workspace_id' | 'project_id' | null, where = '') 
 };
 
 /** Bytes the organization keeps in storage (uploaded assets and generated media): each distinct stored file counted once. */
-export function organizationStoredBytes(db: Db, organizationId: string): number {
-  return db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles(null)})`, organizationId)!.n;
+export async function organizationStoredBytes(db: Db, organizationId: string): Promise<number> {
+  return (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles(null)})`, organizationId))!.n;
 }
 
 /** Bytes each workspace of the organization stores (workspaces with files only): a file counted once per workspace, in every workspace that stores it. */
-export function storedBytesByWorkspace(db: Db, organizationId: string): Map<string, number> {
-  return new Map(db.all<{ w: string; n: number }>(
+export async function storedBytesByWorkspace(db: Db, organizationId: string): Promise<Map<string, number>> {
+  return new Map((await db.all<{ w: string; n: number }>(
     `SELECT workspace_id AS w, sum(size) AS n FROM (${distinctFiles('workspace_id')}) GROUP BY workspace_id`, organizationId,
-  ).map((r) => [r.w, r.n]));
+  )).map((r) => [r.w, r.n]));
 }
 
 /** Bytes one workspace stores: each distinct stored file of the workspace counted once. */
-export const workspaceStoredBytes = (db: Db, organizationId: string, workspaceId: string): number =>
-  db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('workspace_id', 'WHERE workspace_id = ?2')})`,
-    organizationId, workspaceId)!.n;
+export const workspaceStoredBytes = async (db: Db, organizationId: string, workspaceId: string): Promise<number> =>
+  (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('workspace_id', 'WHERE workspace_id = ?2')})`,
+    organizationId, workspaceId))!.n;
 
 /** Bytes one project stores: each distinct stored file of the project counted once. */
-export const projectStoredBytes = (db: Db, organizationId: string, projectId: string): number =>
-  db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('project_id', 'WHERE project_id = ?2')})`,
-    organizationId, projectId)!.n;
+export const projectStoredBytes = async (db: Db, organizationId: string, projectId: string): Promise<number> =>
+  (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('project_id', 'WHERE project_id = ?2')})`,
+    organizationId, projectId))!.n;
 
 /** Bytes and files each project of the organization stores, largest first. */
 export interface ProjectUsageRow { project_id: string; project_name: string; workspace_id: string; bytes: number; files: number }
 
-export function projectUsage(db: Db, organizationId: string): ProjectUsageRow[] {
-  return db.all<ProjectUsageRow>(
+export async function projectUsage(db: Db, organizationId: string): Promise<ProjectUsageRow[]> {
+  return await db.all<ProjectUsageRow>(
     `SELECT f.project_id, p.name AS project_name, p.workspace_id, sum(f.size) AS bytes, count(*) AS files
        FROM (${distinctFiles('project_id')}) f
        JOIN projects p ON p.id = f.project_id AND p.organization_id = ?1
@@ -70,8 +70,8 @@ export const clipEventsOf = (ws?: string) => (ws === undefined
 const OPEN_END = '9999-12-31T23:59:59.999Z';
 
 /** Recorded use: the organization's clip usage events from `monthStart` on (the billing PATCH bound). */
-export const activeVideoClipsThisMonth = (db: Db, organizationId: string, monthStart: string) =>
-  db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf()}`, organizationId, monthStart, OPEN_END)!.n;
+export const activeVideoClipsThisMonth = async (db: Db, organizationId: string, monthStart: string) =>
+  (await db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf()}`, organizationId, monthStart, OPEN_END))!.n;
 
 /** Video jobs not finished yet (partial index generation_jobs_pending_video): each becomes a clip when it completes. */
 const PENDING_VIDEO = `SELECT count(*) FROM generation_jobs INDEXED BY generation_jobs_pending_video
@@ -92,12 +92,12 @@ export interface ClipsTowardQuota {
  * its recorded and pending counts. One statement of index range counts: usage_events_org_kind,
  * usage_events_org_workspace_kind, generation_jobs_pending_video.
  */
-export function clipsTowardQuota(db: Db, organizationId: string, workspaceId: string | null, start: string, end: string): ClipsTowardQuota {
-  const r = db.get<{ org_recorded: number; org_pending: number; ws_recorded: number | null; ws_pending: number | null }>(
+export async function clipsTowardQuota(db: Db, organizationId: string, workspaceId: string | null, start: string, end: string): Promise<ClipsTowardQuota> {
+  const r = (await db.get<{ org_recorded: number; org_pending: number; ws_recorded: number | null; ws_pending: number | null }>(
     `SELECT (SELECT count(*) ${clipEventsOf()}) AS org_recorded, (${PENDING_VIDEO}) AS org_pending,
             CASE WHEN ?4 IS NULL THEN NULL ELSE (SELECT count(*) ${clipEventsOf('?4')}) END AS ws_recorded,
             CASE WHEN ?4 IS NULL THEN NULL ELSE (${PENDING_VIDEO} AND workspace_id = ?4) END AS ws_pending`,
-    organizationId, start, end, workspaceId)!;
+    organizationId, start, end, workspaceId))!;
   const ws = r.ws_recorded === null || r.ws_pending === null ? null : { recorded: r.ws_recorded, pending: r.ws_pending };
   return {
     organization: r.org_recorded + r.org_pending, workspace: ws && ws.recorded + ws.pending,

@@ -28,10 +28,10 @@ const BY_BUCKET = bucketSql(false);
 const BY_BUCKET_AND_UNIT = bucketSql(true);
 
 /** The organization's usage events per bucket (and unit name), up to `until` inclusive; buckets without events give no row. */
-export function usageByBucket(db: Db, organizationId: string, buckets: Bucket[], until: Date, byUnit = false): BucketRow[] {
+export async function usageByBucket(db: Db, organizationId: string, buckets: Bucket[], until: Date, byUnit = false): Promise<BucketRow[]> {
   const json = JSON.stringify(buckets.map((b) => [b.label, b.start.toISOString(), b.end.toISOString()]));
   // Integers as bigint: the cost sum may pass 2^53; the count is a number again (clips and units are REAL sums).
-  return db.allBig<BucketRow>(byUnit ? BY_BUCKET_AND_UNIT : BY_BUCKET, json, organizationId, until.toISOString())
+  return (await db.allBig<BucketRow>(byUnit ? BY_BUCKET_AND_UNIT : BY_BUCKET, json, organizationId, until.toISOString()))
     .map((r) => ({ ...r, events: Number(r.events) }));
 }
 
@@ -48,7 +48,7 @@ export type TrendDay = Out<typeof UsageTrendDayView>;
 export const roundUnits = (n: number): number => Math.round(n * 1e6) / 1e6;
 
 /** The window [localDaysBefore(now, 30), now]: one item a local day with events (units = summed quantity, cost rounded once). */
-export function usageTrend(db: Db, organizationId: string, timeZone: string, currency: string, now: Date): TrendDay[] {
-  return usageByBucket(db, organizationId, trendDays(now, timeZone), now)
+export async function usageTrend(db: Db, organizationId: string, timeZone: string, currency: string, now: Date): Promise<TrendDay[]> {
+  return (await usageByBucket(db, organizationId, trendDays(now, timeZone), now))
     .map((r) => ({ day: r.label, units: roundUnits(r.units), estimatedCost: formatE4Amount(r.e4, currency), events: r.events }));
 }

@@ -1,5 +1,16 @@
-// One DatabaseSync per thread: WAL, foreign keys, busy timeout, durable commits, a prepared
-// statement cache, and tx(fn) that nests as savepoints with after-commit hooks.
+// One DatabaseSync per thread behind an asynchronous API: WAL, foreign keys, busy timeout, durable
+// commits, a prepared statement cache, a read cache, and tx(fn) that nests as savepoints with
+// after-commit hooks.
+//
+// Isolation on one connection. A transaction's statements are bound to it through the async context
+// (AsyncLocalStorage): every statement issued while `fn` of `await db.tx(fn)` runs, however deep the
+// calls and awaits, runs inside that transaction. Any other statement (another request, the outbox
+// dispatcher, a timer) waits until the transaction ends: one connection has one transaction, so a
+// stranger's read never sees uncommitted rows and a stranger's write never joins (nor is rolled back
+// with) someone else's transaction. Transactions are queued first come, first served; statements
+// outside a transaction run at once when none is open. Transactions here do no I/O but SQL, so the
+// wait is the length of a few statements.
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -52,15 +63,34 @@ function paramKey(params: Param[]): string {
 }
 /* eslint-enable @typescript-eslint/no-base-to-string */
 
+/** An after-commit hook: it may be asynchronous (the transaction's caller waits for it). */
+export type Hook = () => void | Promise<void>;
+
+/** An open transaction (depth 1) or savepoint (depth > 1) of one Db, as seen by the async context. */
+interface Frame {
+  readonly db: Db;
+  readonly depth: number;
+  open: boolean;
+  /** The outermost transaction's hooks, in order of registration. */
+  readonly hooks: Hook[];
+  /** Serializes this frame's savepoints when branches of one transaction run concurrently. */
+  child: Promise<void>;
+}
+
+const frames = new AsyncLocalStorage<Frame>();
+
 export class Db {
-  readonly raw: DatabaseSync;
+  private readonly raw: DatabaseSync;
   readonly path: string;
   private readonly statements = new Map<string, StatementSync>();
-  private depth = 0;
-  private pending: Array<() => void> = [];
+  /** True while a transaction (or a statement that waited for one) owns the connection. */
+  private locked = false;
+  private readonly waiting: Array<() => void> = [];
   /** SQL -> parameter key -> frozen row(s). */
   private readonly cache = new Map<string, Map<string, unknown>>();
   private cached = 0;
+  /** Incremented by every invalidation: a value computed across an await is kept only if unchanged. */
+  private epoch = 0;
   private dataVersion = -1;
   private shm: Shm | null | undefined;
   /** Called with errors thrown by after-commit hooks (they must never undo a commit). */
@@ -81,8 +111,13 @@ export class Db {
       (text) => (text === null ? null : createHash('sha256').update(typeof text === 'string' ? text : String(text), 'utf8').digest('hex')));
   }
 
+  /** How many prepared statements are cached (statements are prepared once per SQL text). */
+  get preparedStatements(): number {
+    return this.statements.size;
+  }
+
   /** The cached statement of `sql`; with `bigInts`, a statement of its own that reads INTEGER values as bigint. */
-  prepare(sql: string, bigInts = false): StatementSync {
+  private prepare(sql: string, bigInts = false): StatementSync {
     const key = bigInts ? `\u0000bigint\u0000${sql}` : sql;
     let st = this.statements.get(key);
     if (!st) {
@@ -96,11 +131,40 @@ export class Db {
     return st;
   }
 
-  get<T = Row>(sql: string, ...params: Param[]): T | undefined {
+  /** The transaction of this Db the calling async context runs in, if any. */
+  private frame(): Frame | undefined {
+    const f = frames.getStore();
+    return f !== undefined && f.db === this && f.open ? f : undefined;
+  }
+
+  /** Resolves when the connection is this caller's: at once inside its transaction or when idle. */
+  private turn(): Promise<void> | undefined {
+    if (!this.locked || this.frame()) return undefined;
+    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => { this.release(); });
+  }
+
+  private acquire(): Promise<void> | undefined {
+    if (!this.locked) {
+      this.locked = true;
+      return undefined;
+    }
+    return new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  /** Hands the connection to the next in line (it stays locked), or frees it. */
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.locked = false;
+  }
+
+  async get<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
+    await this.turn();
     return this.prepare(sql).get(...params) as T | undefined;
   }
 
-  all<T = Row>(sql: string, ...params: Param[]): T[] {
+  async all<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    await this.turn();
     return this.prepare(sql).all(...params) as T[];
   }
 
@@ -108,21 +172,30 @@ export class Db {
    * all() with every INTEGER value read as bigint (REAL stays number): for money sums, which node:sqlite
    * refuses to read as a number above 2^53. Counts come back as bigint too.
    */
-  allBig<T = Row>(sql: string, ...params: Param[]): T[] {
+  async allBig<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    await this.turn();
     return this.prepare(sql, true).all(...params) as T[];
   }
 
-  run(sql: string, ...params: Param[]): { changes: number; lastInsertRowid: number | bigint } {
+  async run(sql: string, ...params: Param[]): Promise<{ changes: number; lastInsertRowid: number | bigint }> {
+    await this.turn();
     this.invalidate();
     const r = this.prepare(sql).run(...params);
     return { changes: Number(r.changes), lastInsertRowid: r.lastInsertRowid };
   }
 
-  iterate<T = Row>(sql: string, ...params: Param[]): IterableIterator<T> {
-    return this.prepare(sql).iterate(...params) as IterableIterator<T>;
+  /**
+   * The rows of `sql`, read one at a time as the caller asks (for large reads kept out of memory).
+   * Between rows other statements may run on the connection; a caller that needs one snapshot reads
+   * inside a transaction or uses a snapshot cursor (cursor.ts).
+   */
+  async *iterate<T = Row>(sql: string, ...params: Param[]): AsyncGenerator<T, void, undefined> {
+    await this.turn();
+    yield* this.prepare(sql).iterate(...params) as IterableIterator<T>;
   }
 
-  exec(sql: string): void {
+  async exec(sql: string): Promise<void> {
+    await this.turn();
     this.invalidate();
     this.raw.exec(sql);
   }
@@ -133,37 +206,39 @@ export class Db {
    * so does a commit by another connection or process, which syncCache() notices through
    * PRAGMA data_version: call it once at the start of each unit of work (each request).
    */
-  cachedGet<T = Row>(sql: string, ...params: Param[]): T | undefined {
-    if (this.depth > 0) return this.get<T>(sql, ...params);
+  async cachedGet<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
+    if (this.frame()) return await this.get<T>(sql, ...params);
     const bySql = this.cacheFor(sql);
     const key = paramKey(params);
     if (bySql.has(key)) return bySql.get(key) as T | undefined;
-    const row = this.get<T>(sql, ...params);
+    const row = await this.get<T>(sql, ...params);
     this.remember(bySql, key, row === undefined ? undefined : Object.freeze(row));
     return row;
   }
 
-  cachedAll<T = Row>(sql: string, ...params: Param[]): T[] {
-    if (this.depth > 0) return this.all<T>(sql, ...params);
+  async cachedAll<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    if (this.frame()) return await this.all<T>(sql, ...params);
     const bySql = this.cacheFor(sql);
     const key = paramKey(params);
     const hit = bySql.get(key) as T[] | undefined;
     if (hit) return hit;
-    const rows = Object.freeze(this.all<T>(sql, ...params).map((r) => Object.freeze(r))) as T[];
+    const rows = Object.freeze((await this.all<T>(sql, ...params)).map((r) => Object.freeze(r))) as T[];
     this.remember(bySql, key, rows);
     return rows;
   }
 
   /**
    * A value derived only from cached reads (e.g. a response body), kept until the read cache is
-   * emptied, i.e. until anything is written. `key` must name everything the value depends on.
+   * emptied, i.e. until anything is written. `key` must name everything the value depends on. A value
+   * whose computation saw the cache emptied (a write meanwhile) is returned but not kept.
    */
-  cachedDerived<T>(key: string, compute: () => T): T {
-    if (this.depth > 0) return compute();
+  async cachedDerived<T>(key: string, compute: () => Promise<T>): Promise<T> {
+    if (this.frame()) return await compute();
     const derived = this.cacheFor(DERIVED);
     if (derived.has(key)) return derived.get(key) as T;
-    const value = compute();
-    this.remember(derived, key, value);
+    const epoch = this.epoch;
+    const value = await compute();
+    if (epoch === this.epoch) this.remember(this.cacheFor(DERIVED), key, value);
     return value;
   }
 
@@ -190,6 +265,7 @@ export class Db {
       this.invalidate();
       return;
     }
+    if (this.locked) return; // a transaction is open: it empties the cache when it ends
     const v = Number((this.prepare('PRAGMA data_version').get() as { data_version: number }).data_version);
     if (v !== this.dataVersion) {
       this.dataVersion = v;
@@ -204,78 +280,102 @@ export class Db {
   }
 
   private invalidate(): void {
+    this.epoch++;
     if (this.cached === 0) return;
     for (const m of this.cache.values()) m.clear();
     this.cached = 0;
   }
 
+  /** True when the calling async context runs inside a transaction of this Db. */
   get inTransaction(): boolean {
-    return this.depth > 0;
+    return this.frame() !== undefined;
   }
 
   /**
-   * Runs fn in a transaction (BEGIN IMMEDIATE at the outside, SAVEPOINT when nested). fn must be
-   * synchronous: an await inside would let other requests interleave on this connection.
+   * Runs fn in a transaction: BEGIN IMMEDIATE at the outside, a SAVEPOINT when the caller already
+   * runs in one (an inner failure undoes only the inner work). Every statement fn issues, through any
+   * depth of calls and awaits, is bound to the transaction; statements from outside wait for its end.
+   * The returned promise settles after the commit and the after-commit hooks.
    */
-  tx<T>(fn: () => T): T {
-    const outer = this.depth === 0;
-    const sp = `sp${this.depth}`;
-    const hooksBefore = this.pending.length;
-    this.invalidate();
-    this.raw.exec(outer ? 'BEGIN IMMEDIATE' : `SAVEPOINT ${sp}`);
-    this.depth++;
+  async tx<T>(fn: (db: Db) => Promise<T> | T): Promise<T> {
+    const parent = this.frame();
+    if (parent) return await this.savepoint(parent, fn);
+    await this.acquire();
+    const frame: Frame = { db: this, depth: 1, open: true, hooks: [], child: Promise.resolve() };
     let result: T;
     try {
-      result = fn();
-      if (result instanceof Promise) {
-        throw new Error('db.tx(fn): fn returned a Promise; transactions must be synchronous');
-      }
-    } catch (err) {
-      this.depth--;
-      if (outer) {
+      this.invalidate();
+      this.raw.exec('BEGIN IMMEDIATE');
+      try {
+        result = await frames.run(frame, async () => await fn(this));
+      } catch (err) {
+        frame.open = false;
         this.raw.exec('ROLLBACK');
-        this.pending = [];
-      } else {
-        this.raw.exec(`ROLLBACK TO ${sp}`);
-        this.raw.exec(`RELEASE ${sp}`);
-        this.pending.length = hooksBefore;
+        throw err;
       }
-      throw err;
-    }
-    this.depth--;
-    this.invalidate();
-    if (outer) {
+      frame.open = false;
+      this.invalidate();
       try {
         this.raw.exec('COMMIT');
       } catch (err) {
         if (this.raw.isTransaction) this.raw.exec('ROLLBACK');
-        this.pending = [];
         throw err;
       }
-      this.flushHooks();
-    } else {
-      this.raw.exec(`RELEASE ${sp}`);
+    } finally {
+      frame.open = false;
+      this.release();
     }
+    await frames.exit(async () => await this.runHooks(frame.hooks));
     return result;
   }
 
-  /** Runs fn once the outermost transaction commits (at once outside a transaction). */
-  afterCommit(fn: () => void): void {
-    if (this.depth === 0) this.runHook(fn);
-    else this.pending.push(fn);
-  }
-
-  private flushHooks(): void {
-    const hooks = this.pending;
-    this.pending = [];
-    for (const h of hooks) this.runHook(h);
-  }
-
-  private runHook(fn: () => void): void {
+  private async savepoint<T>(parent: Frame, fn: (db: Db) => Promise<T> | T): Promise<T> {
+    const before = parent.child;
+    let done!: () => void;
+    parent.child = new Promise<void>((resolve) => { done = resolve; });
+    await before;
+    const sp = `sp${parent.depth}`;
+    const frame: Frame = { db: this, depth: parent.depth + 1, open: true, hooks: parent.hooks, child: Promise.resolve() };
+    const hooksBefore = frame.hooks.length;
     try {
-      fn();
-    } catch (err) {
-      this.onHookError(err);
+      this.invalidate();
+      this.raw.exec(`SAVEPOINT ${sp}`);
+      let result: T;
+      try {
+        result = await frames.run(frame, async () => await fn(this));
+      } catch (err) {
+        frame.open = false;
+        this.raw.exec(`ROLLBACK TO ${sp}`);
+        this.raw.exec(`RELEASE ${sp}`);
+        frame.hooks.length = hooksBefore;
+        throw err;
+      }
+      frame.open = false;
+      this.raw.exec(`RELEASE ${sp}`);
+      return result;
+    } finally {
+      frame.open = false;
+      done();
+    }
+  }
+
+  /**
+   * Runs fn once the outermost transaction commits (the transaction's caller waits for it), or at once
+   * outside a transaction. A hook's error is reported to onHookError, never to the committer.
+   */
+  async afterCommit(fn: Hook): Promise<void> {
+    const f = this.frame();
+    if (f) f.hooks.push(fn);
+    else await this.runHooks([fn]);
+  }
+
+  private async runHooks(hooks: Hook[]): Promise<void> {
+    for (const h of hooks) {
+      try {
+        await h();
+      } catch (err) {
+        this.onHookError(err);
+      }
     }
   }
 

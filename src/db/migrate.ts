@@ -25,16 +25,16 @@ export function currentSchemaVersion(): number {
   return Math.max(1, ...listMigrations().map((m) => m.version));
 }
 
-export function schemaVersionOf(db: Db): number {
-  return Number(db.get<{ user_version: number }>('PRAGMA user_version')!.user_version);
+export async function schemaVersionOf(db: Db): Promise<number> {
+  return Number((await db.get<{ user_version: number }>('PRAGMA user_version'))!.user_version);
 }
 
 export interface MigrationResult { from: number; to: number; applied: string[] }
 
 /** Brings the database to the current schema, or throws SchemaVersionError if it cannot. */
-export function migrate(db: Db): MigrationResult {
+export async function migrate(db: Db): Promise<MigrationResult> {
   const target = currentSchemaVersion();
-  const from = schemaVersionOf(db);
+  const from = await schemaVersionOf(db);
   if (from > target) {
     throw new SchemaVersionError(
       `database ${db.path} is at schema version ${from}, written by a newer version of svc; ` +
@@ -43,21 +43,21 @@ export function migrate(db: Db): MigrationResult {
   }
   if (from === target) return { from, to: target, applied: [] };
   if (from === 0) {
-    const tables = db.get<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'")!.n;
+    const tables = (await db.get<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table'"))!.n;
     if (tables > 0) {
       throw new SchemaVersionError(`database ${db.path} has tables but no svc schema version; refusing to touch it`);
     }
-    db.tx(() => {
-      db.exec(fs.readFileSync(SCHEMA_FILE, 'utf8'));
-      db.exec(`PRAGMA user_version = ${target}`);
+    await db.tx(async () => {
+      await db.exec(fs.readFileSync(SCHEMA_FILE, 'utf8'));
+      await db.exec(`PRAGMA user_version = ${target}`);
     });
     return { from, to: target, applied: ['schema.sql'] };
   }
   const applied: string[] = [];
   for (const m of listMigrations().filter((x) => x.version > from && x.version <= target)) {
-    db.tx(() => {
-      db.exec(fs.readFileSync(MIGRATIONS_DIR + m.file, 'utf8'));
-      db.exec(`PRAGMA user_version = ${m.version}`);
+    await db.tx(async () => {
+      await db.exec(fs.readFileSync(MIGRATIONS_DIR + m.file, 'utf8'));
+      await db.exec(`PRAGMA user_version = ${m.version}`);
     });
     applied.push(m.file);
   }

@@ -2,7 +2,7 @@
 // database, under which request id. HTTP builds it per request; the CLI, the worker and tests build
 // it with createContext().
 import os from 'node:os';
-import type { Db } from '../db/db.ts';
+import type { Db, Hook } from '../db/db.ts';
 import type { Config } from '../kernel/config.ts';
 import type { Logger } from '../kernel/log.ts';
 import { storageOf } from '../kernel/storage/index.ts';
@@ -52,9 +52,10 @@ export interface Ctx {
   readonly ip: string | null;
   readonly userAgent: string | null;
   now(): Date;
-  afterCommit(fn: () => void): void;
+  /** Runs fn after the current transaction commits (at once outside one); see Db.afterCommit. */
+  afterCommit(fn: Hook): Promise<void>;
   /** Upward news: recorded in the current transaction, dispatched to its subscribers after commit (events.ts). */
-  emit<N extends EventName>(event: N, payload: EventMap[N]): void;
+  emit<N extends EventName>(event: N, payload: EventMap[N]): Promise<void>;
 }
 
 /** The event bus of this thread: subscriptions are bound once at start (src/subscribers.ts). */
@@ -105,8 +106,8 @@ export function createContext(init: ContextInit): Ctx {
     ip: init.ip ?? null,
     userAgent: init.userAgent ?? null,
     now: init.now ?? (() => new Date()),
-    afterCommit: (fn) => init.db.afterCommit(fn),
-    emit(event, payload) { events.emit(this, event, payload); },
+    afterCommit: async (fn) => await init.db.afterCommit(fn),
+    async emit(event, payload) { return await events.emit(this, event, payload); },
   };
 }
 

@@ -12,12 +12,13 @@
 //
 // Each emitting wing declares its events by augmenting EventMap:
 //   declare module '../../directory/events.ts' { interface EventMap { 'media.registered': {...} } }
-import type { Db } from '../db/db.ts';
+import { mapSeq } from '../kernel/seq.ts';
+import type { Db, Hook } from '../db/db.ts';
 import type { Logger } from '../kernel/log.ts';
 import { newId } from '../kernel/ids.ts';
 
 /** What the bus needs of a context (Ctx has it all; context.ts makes the bus for Ctx). */
-export interface EventContext { readonly db: Db; readonly log: Logger; now(): Date; afterCommit(fn: () => void): void }
+export interface EventContext { readonly db: Db; readonly log: Logger; now(): Date; afterCommit(fn: Hook): Promise<void> }
 
 /** Event name -> payload; wings add their events by declaration merging (see above). */
 // eslint-disable-next-line @typescript-eslint/no-empty-object-type
@@ -30,7 +31,7 @@ interface EventRow {
   attempts: number; last_error: string | null; done_at: string | null;
 }
 
-type Handler<C, N extends EventName> = (ctx: C, payload: EventMap[N]) => void;
+type Handler<C, N extends EventName> = (ctx: C, payload: EventMap[N]) => void | Promise<void>;
 
 export interface EventBus<C extends EventContext> {
   /**
@@ -40,65 +41,65 @@ export interface EventBus<C extends EventContext> {
    */
   subscribe<N extends EventName>(event: N, subscriber: string, handler: Handler<C, N>, what?: string): void;
   /** Records the event for each subscriber in the current transaction; dispatches each after commit. */
-  emit<N extends EventName>(ctx: C, event: N, payload: EventMap[N]): void;
+  emit<N extends EventName>(ctx: C, event: N, payload: EventMap[N]): Promise<void>;
   /** Dispatches every pending row, oldest first (at server start: news a crash left undelivered). */
-  dispatchPending(ctx: C): number;
+  dispatchPending(ctx: C): Promise<number>;
 }
 
 export function createEventBus<C extends EventContext>(): EventBus<C> {
-  const subscriptions = new Map<string, Array<{ subscriber: string; what: string; handler: (ctx: C, payload: unknown) => void }>>();
+  const subscriptions = new Map<string, Array<{ subscriber: string; what: string; handler: (ctx: C, payload: unknown) => void | Promise<void> }>>();
 
   /** Runs a pending row's handler in a transaction that also marks it done; a failure is logged and kept. */
-  const dispatch = (ctx: C, id: string): void => {
-    const row = ctx.db.get<EventRow>('SELECT * FROM event_outbox WHERE id = ? AND done_at IS NULL', id);
+  const dispatch = async (ctx: C, id: string): Promise<void> => {
+    const row = await ctx.db.get<EventRow>('SELECT * FROM event_outbox WHERE id = ? AND done_at IS NULL', id);
     const sub = row && subscriptions.get(row.event)?.find((s) => s.subscriber === row.subscriber);
     if (!row || !sub) return;
     try {
-      ctx.db.tx(() => {
-        if (!ctx.db.get('SELECT 1 FROM event_outbox WHERE id = ? AND done_at IS NULL', id)) return;
-        sub.handler(ctx, JSON.parse(row.payload) as unknown);
-        ctx.db.run('UPDATE event_outbox SET done_at = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?', ctx.now().toISOString(), id);
+      await ctx.db.tx(async () => {
+        if (!await ctx.db.get('SELECT 1 FROM event_outbox WHERE id = ? AND done_at IS NULL', id)) return;
+        await sub.handler(ctx, JSON.parse(row.payload) as unknown);
+        await ctx.db.run('UPDATE event_outbox SET done_at = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?', ctx.now().toISOString(), id);
       });
     } catch (err) {
-      failed(ctx.db, ctx.log, row, sub.what, err);
+      await failed(ctx.db, ctx.log, row, sub.what, err);
     }
   };
 
   return {
     subscribe(event, subscriber, handler, what = `handling ${event} (${subscriber})`) {
       const list = (subscriptions.get(event) ?? []).filter((s) => s.subscriber !== subscriber);
-      list.push({ subscriber, what, handler: handler as (ctx: C, payload: unknown) => void });
+      list.push({ subscriber, what, handler: handler as (ctx: C, payload: unknown) => void | Promise<void> });
       subscriptions.set(event, list);
     },
-    emit(ctx, event, payload) {
+    async emit(ctx, event, payload) {
       const subs = subscriptions.get(event) ?? [];
       if (subs.length === 0) return;
       const at = ctx.now().toISOString();
       const json = JSON.stringify(payload);
-      const ids = subs.map((s) => {
+      const ids = (await mapSeq(subs, async (s) => {
         const id = newId('evt');
-        ctx.db.run('INSERT INTO event_outbox (id, event, subscriber, payload, created_at, attempts) VALUES (?, ?, ?, ?, ?, 0)',
+        await ctx.db.run('INSERT INTO event_outbox (id, event, subscriber, payload, created_at, attempts) VALUES (?, ?, ?, ?, ?, 0)',
           id, event, s.subscriber, json, at);
         return id;
-      });
-      ctx.afterCommit(() => { for (const id of ids) dispatch(ctx, id); });
+      }));
+      await ctx.afterCommit(async () => { for (const id of ids) await dispatch(ctx, id); });
     },
-    dispatchPending(ctx) {
-      const ids = ctx.db.all<{ id: string }>('SELECT id FROM event_outbox WHERE done_at IS NULL ORDER BY created_at, id').map((r) => r.id);
-      for (const id of ids) dispatch(ctx, id);
+    async dispatchPending(ctx) {
+      const ids = (await ctx.db.all<{ id: string }>('SELECT id FROM event_outbox WHERE done_at IS NULL ORDER BY created_at, id')).map((r) => r.id);
+      for (const id of ids) await dispatch(ctx, id);
       return ids.length;
     },
   };
 }
 
 /** Logs a handler's failure with the event's payload (ids and plain values) and keeps it on the row. */
-function failed(db: Db, log: Logger, row: EventRow, what: string, err: unknown): void {
+async function failed(db: Db, log: Logger, row: EventRow, what: string, err: unknown): Promise<void> {
   const message = err instanceof Error ? err.message : String(err);
   log.error(`${what} failed; the event stays pending`, {
     event: row.event, subscriber: row.subscriber, eventId: row.id, payload: JSON.parse(row.payload) as unknown, err,
   });
   try {
-    db.run('UPDATE event_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?', message.slice(0, 500), row.id);
+    await db.run('UPDATE event_outbox SET attempts = attempts + 1, last_error = ? WHERE id = ?', message.slice(0, 500), row.id);
   } catch (e) {
     log.error('recording an event failure failed', { eventId: row.id, err: e });
   }

@@ -72,12 +72,12 @@ function parseSelector(value: string): ScopeRequest {
  * either, the session's current scope, which falls back to the first visible one when access to it
  * was lost. An API client acts inside its binding (clientScope).
  */
-export function resolveRequestScope(db: Db, auth: Authenticated, asked: AskedScope | null): { scope: ScopeIds; memberships: MembershipRow[] } {
+export async function resolveRequestScope(db: Db, auth: Authenticated, asked: AskedScope | null): Promise<{ scope: ScopeIds; memberships: MembershipRow[] }> {
   const actor = auth.actor;
-  if (actor.apiClient) return { scope: clientScope(db, actor.apiClient, asked), memberships: [] };
-  const memberships = actor.userId ? membershipsOfUser(db, actor.userId) : [];
-  if (!asked) return { scope: sessionScope(db, actor, memberships, auth), memberships };
-  const scope = asked.via === 'path' ? resolveScope(db, actor, memberships, asked) : selectScope(db, actor, memberships, asked);
+  if (actor.apiClient) return { scope: await clientScope(db, actor.apiClient, asked), memberships: [] };
+  const memberships = actor.userId ? await membershipsOfUser(db, actor.userId) : [];
+  if (!asked) return { scope: await sessionScope(db, actor, memberships, auth), memberships };
+  const scope = asked.via === 'path' ? await resolveScope(db, actor, memberships, asked) : await selectScope(db, actor, memberships, asked);
   return { scope, memberships };
 }
 
@@ -87,22 +87,22 @@ export function resolveRequestScope(db: Db, auth: Authenticated, asked: AskedSco
  * binding; anything else (unknown, inconsistent, another project, or wider than the binding) is 403
  * scope_forbidden. Nothing is filled in below a named level.
  */
-function clientScope(db: Db, b: ApiClientBinding, asked: ScopeRequest | null): ScopeIds {
+async function clientScope(db: Db, b: ApiClientBinding, asked: ScopeRequest | null): Promise<ScopeIds> {
   if (!asked || (!asked.organizationId && !asked.workspaceId && !asked.projectId)) {
     return { organizationId: b.organizationId, workspaceId: b.workspaceId, projectId: b.projectId };
   }
   let scope: ScopeIds | null = null;
   if (asked.projectId) {
-    const p = projectById(db, asked.projectId);
+    const p = await projectById(db, asked.projectId);
     if (p && (!asked.workspaceId || asked.workspaceId === p.workspace_id) && (!asked.organizationId || asked.organizationId === p.organization_id)) {
       scope = { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id };
     }
   } else if (asked.workspaceId) {
-    const w = workspaceById(db, asked.workspaceId);
+    const w = await workspaceById(db, asked.workspaceId);
     if (w && (!asked.organizationId || asked.organizationId === w.organization_id)) {
       scope = { organizationId: w.organization_id, workspaceId: w.id, projectId: null };
     }
-  } else if (organizationById(db, asked.organizationId!)) {
+  } else if (await organizationById(db, asked.organizationId!)) {
     scope = { organizationId: asked.organizationId!, workspaceId: null, projectId: null };
   }
   if (!scope || !withinBinding(b, scope)) throw scopeForbidden('that scope is outside this API client\u2019s binding');
@@ -113,26 +113,26 @@ function clientScope(db: Db, b: ApiClientBinding, asked: ScopeRequest | null): S
  * A refused attempt to reach an organization, workspace or project the caller may not act in (named
  * in the path, by a scope selector or in PATCH /api/context): audited as access.denied.
  */
-export function auditScopeDenied(ctx: Ctx, route: string, asked: AskedScope, reason: string): void {
+export async function auditScopeDenied(ctx: Ctx, route: string, asked: AskedScope, reason: string): Promise<void> {
   const [targetType, targetId] = asked.projectId ? ['project', asked.projectId]
     : asked.workspaceId ? ['workspace', asked.workspaceId] : ['organization', asked.organizationId];
-  record(ctx, {
+  await record(ctx, {
     action: 'access.denied', targetType, targetId, result: 'denied',
     organizationId: asked.organizationId ?? null, workspaceId: asked.workspaceId ?? null, projectId: asked.projectId ?? null,
     metadata: { route, reason, via: asked.via },
   });
 }
 
-function sessionScope(db: Db, actor: Actor, ms: MembershipRow[], auth: Authenticated): ScopeIds {
+async function sessionScope(db: Db, actor: Actor, ms: MembershipRow[], auth: Authenticated): Promise<ScopeIds> {
   const s = auth.session;
   const stored: ScopeIds = s
     ? { organizationId: s.organization_id, workspaceId: s.workspace_id, projectId: s.project_id }
     : { organizationId: null, workspaceId: null, projectId: null };
   let scope = stored;
-  if (!scopeStillVisible(actor, ms, stored)) scope = firstScope(db, actor, ms);
-  else if (!stored.projectId) scope = fillScope(db, actor, ms, stored.organizationId ? stored : firstScope(db, actor, ms));
+  if (!scopeStillVisible(actor, ms, stored)) scope = await firstScope(db, actor, ms);
+  else if (!stored.projectId) scope = await fillScope(db, actor, ms, stored.organizationId ? stored : await firstScope(db, actor, ms));
   if (s && (scope.organizationId !== stored.organizationId || scope.workspaceId !== stored.workspaceId || scope.projectId !== stored.projectId)) {
-    setSessionScope(db, s.id, scope.organizationId, scope.workspaceId, scope.projectId);
+    await setSessionScope(db, s.id, scope.organizationId, scope.workspaceId, scope.projectId);
   }
   return scope;
 }

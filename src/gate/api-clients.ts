@@ -11,14 +11,14 @@ import { apiClientByTokenHash, touchApiClient } from '../directory/api-clients/s
 const TOUCH_INTERVAL_MS = 60_000;
 
 /** The client's actor for a token hash, undefined when it is no client token, or 401 when expired or revoked. */
-export function apiClientActorByToken(db: Db, tokenHash: string, now: Date): Actor | undefined {
-  const row = apiClientByTokenHash(db, tokenHash);
+export async function apiClientActorByToken(db: Db, tokenHash: string, now: Date): Promise<Actor | undefined> {
+  const row = await apiClientByTokenHash(db, tokenHash);
   if (!row) return undefined;
   if (row.status !== 'active' || row.token_expires_at <= now.toISOString()) {
     throw unauthenticated('the access token is invalid, expired or revoked; obtain a new one from POST /api/oauth/token');
   }
   if (!row.last_used_at || now.getTime() - Date.parse(row.last_used_at) >= TOUCH_INTERVAL_MS) {
-    touchApiClient(db, row.id, now.toISOString());
+    await touchApiClient(db, row.id, now.toISOString());
   }
   return apiClientActor(row);
 }

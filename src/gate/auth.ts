@@ -45,7 +45,7 @@ export function isAllowedOrigin(req: IncomingMessage, config: Config, origin: st
 }
 
 /** Returns the authenticated actor, null when the request carries no credential, or throws 401/403. */
-export function authenticate(req: IncomingMessage, db: Db, config: Config, now: Date): Authenticated | null {
+export async function authenticate(req: IncomingMessage, db: Db, config: Config, now: Date): Promise<Authenticated | null> {
   const authz = req.headers.authorization;
   let token: string | null;
   let viaCookie = false;
@@ -58,9 +58,9 @@ export function authenticate(req: IncomingMessage, db: Db, config: Config, now: 
     viaCookie = token !== null;
   }
   const tokenHash = token ? storedTokenHash(config, token) : null;
-  const s = tokenHash && !(config.allowDevContext && req.headers['x-user-id'] !== undefined) ? sessionByTokenHash(db, tokenHash) : undefined;
+  const s = tokenHash && !(config.allowDevContext && req.headers['x-user-id'] !== undefined) ? await sessionByTokenHash(db, tokenHash) : undefined;
   if (config.allowDevContext && typeof req.headers['x-user-id'] === 'string') {
-    const user = userById(db, req.headers['x-user-id']);
+    const user = await userById(db, req.headers['x-user-id']);
     if (!user || user.status !== 'active') throw unauthenticated('x-user-id names no active user');
     return {
       actor: { type: 'user', userId: user.id, name: user.name, email: user.email, isSystemAdmin: user.is_system_admin === 1, sessionId: null, sessionKind: null },
@@ -71,11 +71,11 @@ export function authenticate(req: IncomingMessage, db: Db, config: Config, now: 
   if (!tokenHash) return null;
   if (!s && !viaCookie) {
     // Not a session: an API client's access token (src/gate/api-clients.ts), never from a cookie.
-    const client = apiClientActorByToken(db, tokenHash, now);
+    const client = await apiClientActorByToken(db, tokenHash, now);
     if (client) return { actor: client, session: null, passwordChangeRequired: false };
   }
   const nowIso = now.toISOString();
-  const lifetimes = s ? sessionLifetimes(db, config) : null;
+  const lifetimes = s ? await sessionLifetimes(db, config) : null;
   const idleCutoff = now.getTime() - (lifetimes?.idleMinutes ?? 0) * 60_000;
   const absoluteCutoff = now.getTime() - (lifetimes?.absoluteHours ?? 0) * 3_600_000;
   if (!s || s.revoked_at || s.expires_at <= nowIso || Date.parse(s.last_seen_at) <= idleCutoff || Date.parse(s.created_at) <= absoluteCutoff
@@ -91,7 +91,7 @@ export function authenticate(req: IncomingMessage, db: Db, config: Config, now: 
       }
     }
   }
-  if (now.getTime() - Date.parse(s.last_seen_at) >= TOUCH_INTERVAL_MS) touchSession(db, s.id, nowIso);
+  if (now.getTime() - Date.parse(s.last_seen_at) >= TOUCH_INTERVAL_MS) await touchSession(db, s.id, nowIso);
   return {
     actor: {
       type: 'user', userId: s.user_id, name: s.user_name, email: s.user_email, isSystemAdmin: s.user_is_system_admin === 1,

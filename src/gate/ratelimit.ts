@@ -10,10 +10,11 @@
 // releases it (deletes it) or clears the key (deletes every row of the key), a refusal unrelated to the
 // guessed secret releases it. A reservation nobody settles (the process died) counts as a failure
 // until the window passes.
-// A synchronous check (a token lookup, a hash comparison) runs INSIDE that one write transaction
+// A quick check (a token lookup, a hash comparison: SQL and CPU only, no I/O) runs INSIDE that one write transaction
 // instead (checkAttempt): count, check and the failure's row are one step for every process, and a
 // success writes nothing (a few tens of microseconds instead of two durable commits).
 // Keys are stored as SHA-256, never in clear. Expired rows are pruned.
+import { mapSeq } from '../kernel/seq.ts';
 import type { Db } from '../db/db.ts';
 import { rateLimited } from '../kernel/errors.ts';
 import { sha256Hex } from '../kernel/ids.ts';
@@ -31,20 +32,20 @@ const lastPrune = new WeakMap<Db, number>();
 const keyHash = (key: string): string => sha256Hex(key);
 
 /** Seconds until the key has a free slot; 0 when it has one now. Inside the caller's transaction. */
-function waitFor(db: Db, slot: Slot, nowMs: number): number {
+async function waitFor(db: Db, slot: Slot, nowMs: number): Promise<number> {
   const { bucket, max, windowMs } = slot.limit;
   // The max-th most recent attempt in the window: while it is in the window, the key is full.
-  const row = db.get<{ at_ms: number }>(
+  const row = await db.get<{ at_ms: number }>(
     `SELECT at_ms FROM attempt_limits WHERE bucket = ? AND key_hash = ? AND at_ms > ?
       ORDER BY at_ms DESC, id DESC LIMIT 1 OFFSET ?`, bucket, keyHash(slot.key), nowMs - windowMs, max - 1);
   return row ? Math.max(1, Math.ceil((row.at_ms + windowMs - nowMs) / 1000)) : 0;
 }
 
-function prune(db: Db, nowMs: number): void {
+async function prune(db: Db, nowMs: number): Promise<void> {
   const last = lastPrune.get(db);
   if (last !== undefined && nowMs - last < PRUNE_EVERY_MS && nowMs >= last) return;
   lastPrune.set(db, nowMs);
-  db.run('DELETE FROM attempt_limits WHERE expires_at_ms <= ?', nowMs);
+  await db.run('DELETE FROM attempt_limits WHERE expires_at_ms <= ?', nowMs);
 }
 
 /** The rows of one reservation; settle it once the outcome is known. */
@@ -58,10 +59,10 @@ export class Reservation {
   }
 
   /** The attempt did not count (a success, or a refusal unrelated to the secret): its slots are freed. */
-  release(): void {
+  async release(): Promise<void> {
     if (this.rows.length === 0) return;
     const ids = this.rows.splice(0).map((r) => r.id);
-    this.db.run(`DELETE FROM attempt_limits WHERE id IN (${ids.map(() => '?').join(', ')})`, ...ids);
+    await this.db.run(`DELETE FROM attempt_limits WHERE id IN (${ids.map(() => '?').join(', ')})`, ...ids);
   }
 
   /**
@@ -69,10 +70,10 @@ export class Reservation {
    * the e-mail's count): every row of those slots' keys goes, and this reservation's other slots are
    * released.
    */
-  clear(...limits: AttemptLimit[]): void {
-    this.db.tx(() => {
-      clearKeys(this.db, this.rows.map((r) => r.slot), limits);
-      this.release();
+  async clear(...limits: AttemptLimit[]): Promise<void> {
+    await this.db.tx(async () => {
+      await clearKeys(this.db, this.rows.map((r) => r.slot), limits);
+      await this.release();
     });
   }
 
@@ -82,17 +83,17 @@ export class Reservation {
   }
 }
 
-function insertRows(db: Db, slots: Slot[], nowMs: number): Array<{ id: number; slot: Slot }> {
-  return slots.map((slot) => ({
+async function insertRows(db: Db, slots: Slot[], nowMs: number): Promise<Array<{ id: number; slot: Slot }>> {
+  return (await mapSeq(slots, async (slot) => ({
     slot,
-    id: Number(db.run('INSERT INTO attempt_limits (bucket, key_hash, at_ms, expires_at_ms) VALUES (?, ?, ?, ?)',
-      slot.limit.bucket, keyHash(slot.key), nowMs, nowMs + slot.limit.windowMs).lastInsertRowid),
-  }));
+    id: Number((await db.run('INSERT INTO attempt_limits (bucket, key_hash, at_ms, expires_at_ms) VALUES (?, ?, ?, ?)',
+      slot.limit.bucket, keyHash(slot.key), nowMs, nowMs + slot.limit.windowMs)).lastInsertRowid),
+  })));
 }
 
-function clearKeys(db: Db, slots: Slot[], limits: AttemptLimit[]): void {
+async function clearKeys(db: Db, slots: Slot[], limits: AttemptLimit[]): Promise<void> {
   for (const slot of slots) {
-    if (limits.includes(slot.limit)) db.run('DELETE FROM attempt_limits WHERE bucket = ? AND key_hash = ?', slot.limit.bucket, keyHash(slot.key));
+    if (limits.includes(slot.limit)) await db.run('DELETE FROM attempt_limits WHERE bucket = ? AND key_hash = ?', slot.limit.bucket, keyHash(slot.key));
   }
 }
 
@@ -101,56 +102,56 @@ function clearKeys(db: Db, slots: Slot[], limits: AttemptLimit[]): void {
  * any key is at its limit nothing is written: `onRefused` (e.g. an audit record) runs with the wait in
  * seconds and 429 rate_limited is thrown with Retry-After.
  */
-export function reserveAttempt(db: Db, slots: Slot[], nowMs: number, onRefused?: (retryAfterSeconds: number) => void): Reservation {
-  const outcome = db.tx((): Reservation | number => {
-    prune(db, nowMs);
-    const wait = Math.max(0, ...slots.map((s) => waitFor(db, s, nowMs)));
+export async function reserveAttempt(db: Db, slots: Slot[], nowMs: number, onRefused?: (retryAfterSeconds: number) => void | Promise<void>): Promise<Reservation> {
+  const outcome = await db.tx(async (): Promise<Reservation | number> => {
+    await prune(db, nowMs);
+    const wait = Math.max(0, ...(await mapSeq(slots, async (s) => await waitFor(db, s, nowMs))));
     if (wait > 0) return wait;
-    return new Reservation(db, insertRows(db, slots, nowMs));
+    return new Reservation(db, await insertRows(db, slots, nowMs));
   });
   if (typeof outcome === 'number') {
-    onRefused?.(outcome);
+    await onRefused?.(outcome);
     throw rateLimited(outcome);
   }
   return outcome;
 }
 
 /** Forgets every counted attempt of one key (a success that forgives earlier failures), in the caller's transaction if any. */
-export function clearAttempts(db: Db, limit: AttemptLimit, key: string): void {
-  clearKeys(db, [{ limit, key }], [limit]);
+export async function clearAttempts(db: Db, limit: AttemptLimit, key: string): Promise<void> {
+  await clearKeys(db, [{ limit, key }], [limit]);
 }
 
 export interface CheckOptions {
   /** Runs (e.g. an audit record) with the wait in seconds before 429 is thrown. */
-  onRefused?: (retryAfterSeconds: number) => void;
+  onRefused?: (retryAfterSeconds: number) => void | Promise<void>;
   /** Limits whose keys a success clears (e.g. the right client secret forgives the client id's failures). */
   clears?: AttemptLimit[];
 }
 
 /**
- * Runs a SYNCHRONOUS check of a guessable secret under the given limits, in one write transaction: at
+ * Runs a check of a guessable secret under the given limits, in one write transaction: at
  * any limit, 429 rate_limited (after onRefused) and the check does not run; a check that throws is a
  * failure: one row per limit is written and committed with whatever the check wrote (its audit
  * records), then its error is thrown; a check that returns is a success and writes nothing (but
  * `clears`). Nested in a caller's transaction it becomes part of it: call it outside one.
  */
-export function checkAttempt<T>(db: Db, slots: Slot[], nowMs: number, check: () => T, opts: CheckOptions = {}): T {
-  const outcome = db.tx((): { value: T } | { failed: unknown } | { wait: number } => {
-    const wait = Math.max(0, ...slots.map((s) => waitFor(db, s, nowMs)));
+export async function checkAttempt<T>(db: Db, slots: Slot[], nowMs: number, check: () => T | Promise<T>, opts: CheckOptions = {}): Promise<T> {
+  const outcome = await db.tx(async (): Promise<{ value: T } | { failed: unknown } | { wait: number }> => {
+    const wait = Math.max(0, ...(await mapSeq(slots, async (s) => await waitFor(db, s, nowMs))));
     if (wait > 0) return { wait };
     let value: T;
     try {
-      value = check();
+      value = await check();
     } catch (failed) {
-      prune(db, nowMs);
-      insertRows(db, slots, nowMs);
+      await prune(db, nowMs);
+      await insertRows(db, slots, nowMs);
       return { failed };
     }
-    if (opts.clears) clearKeys(db, slots, opts.clears);
+    if (opts.clears) await clearKeys(db, slots, opts.clears);
     return { value };
   });
   if ('wait' in outcome) {
-    opts.onRefused?.(outcome.wait);
+    await opts.onRefused?.(outcome.wait);
     throw rateLimited(outcome.wait);
   }
   if ('failed' in outcome) throw outcome.failed;

@@ -261,7 +261,7 @@ export function toolVersion(tool: Tool): Promise<string | null> {
   if (!pending) {
     pending = new Promise<string | null>((resolve) => {
       let out = '';
-      let child: ReturnType<typeof spawn>;
+      let child: Awaited<ReturnType<typeof spawn>>;
       try {
         child = spawn(tool.path, ['-version'], { stdio: ['ignore', 'pipe', 'ignore'], windowsHide: true, timeout: VERSION_TIMEOUT_MS });
       } catch {

@@ -46,9 +46,9 @@ export function backupFileName(at: Date): string {
 }
 
 /** The snapshots recorded in this database, newest first. */
-export function listBackups(ctx: Ctx): BackupRecord[] {
+export async function listBackups(ctx: Ctx): Promise<BackupRecord[]> {
   requireSystemAdmin(ctx);
-  return ctx.db.all<BackupRow>('SELECT * FROM system_backups ORDER BY created_at DESC, file_name DESC').map((r) => present(ctx, r));
+  return (await ctx.db.all<BackupRow>('SELECT * FROM system_backups ORDER BY created_at DESC, file_name DESC')).map((r) => present(ctx, r));
 }
 
 async function sha256OfFile(file: string): Promise<string> {
@@ -121,17 +121,17 @@ export async function createBackup(ctx: Ctx): Promise<BackupRecord> {
     created_by: ctx.actor.userId ?? ctx.actor.name, created_at: ctx.now().toISOString(),
   };
   let expired: string[] = [];
-  ctx.db.tx(() => {
-    ctx.db.run('INSERT INTO system_backups (id, file_name, size_bytes, sha256, integrity, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  await ctx.db.tx(async () => {
+    await ctx.db.run('INSERT INTO system_backups (id, file_name, size_bytes, sha256, integrity, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)',
       row.id, row.file_name, row.size_bytes, row.sha256, row.integrity, row.created_by, row.created_at);
-    record(ctx, {
+    await record(ctx, {
       action: 'system.database.backup_created', targetType: 'backup', targetId: row.id,
       organizationId: null, workspaceId: null, projectId: null,
       metadata: { fileName, sizeBytes, sha256 },
     });
-    const old = ctx.db.all<{ id: string; file_name: string }>(
+    const old = await ctx.db.all<{ id: string; file_name: string }>(
       'SELECT id, file_name FROM system_backups ORDER BY created_at DESC, file_name DESC LIMIT -1 OFFSET ?', ctx.config.backupRetention);
-    for (const o of old) ctx.db.run('DELETE FROM system_backups WHERE id = ?', o.id);
+    for (const o of old) await ctx.db.run('DELETE FROM system_backups WHERE id = ?', o.id);
     expired = old.map((o) => o.file_name);
   });
   for (const name of expired) {

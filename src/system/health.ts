@@ -58,13 +58,14 @@ export const HealthView = o.named('SystemHealth', o.object({
 }));
 export type Health = o.Out<typeof HealthView>;
 
-type Measure = () => { status: ProbeStatus; message: string; details?: Record<string, unknown> };
+type Measured = { status: ProbeStatus; message: string; details?: Record<string, unknown> };
+type Measure = () => Measured | Promise<Measured>;
 
-function probe(name: Probe['name'], measure: Measure): Probe {
+async function probe(name: Probe['name'], measure: Measure): Promise<Probe> {
   const started = performance.now();
-  let r: ReturnType<Measure>;
+  let r: Measured;
   try {
-    r = measure();
+    r = await measure();
   } catch (err) {
     r = { status: 'fail', message: `${name} probe failed: ${(err as Error).message}` };
   }
@@ -72,13 +73,13 @@ function probe(name: Probe['name'], measure: Measure): Probe {
 }
 
 function databaseProbe(ctx: Ctx): Measure {
-  return () => {
+  return async () => {
     const nonce = newToken(12);
     const at = ctx.now().toISOString();
-    ctx.db.tx(() => ctx.db.run(
+    await ctx.db.tx(async () => await ctx.db.run(
       'INSERT INTO system_health_probe (id, nonce, written_at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET nonce = excluded.nonce, written_at = excluded.written_at',
       nonce, at));
-    const back = ctx.db.get<{ nonce: string }>('SELECT nonce FROM system_health_probe WHERE id = 1');
+    const back = await ctx.db.get<{ nonce: string }>('SELECT nonce FROM system_health_probe WHERE id = 1');
     return back?.nonce === nonce
       ? { status: 'ok', message: 'write and read round trip' }
       : { status: 'fail', message: 'the value read back differs from the value written' };
@@ -86,8 +87,8 @@ function databaseProbe(ctx: Ctx): Measure {
 }
 
 function integrityProbe(ctx: Ctx): Measure {
-  return () => {
-    const last = ctx.db.get<{ created_at: string; file_name: string }>(
+  return async () => {
+    const last = await ctx.db.get<{ created_at: string; file_name: string }>(
       "SELECT created_at, file_name FROM system_backups WHERE integrity = 'ok' ORDER BY created_at DESC LIMIT 1");
     if (!last) return { status: 'warn', message: 'no integrity check has run yet: take a snapshot (svc backup)', details: { lastCheckedAt: null, ageHours: null } };
     const ageHours = Math.round(((ctx.now().getTime() - Date.parse(last.created_at)) / 3_600_000) * 10) / 10;
@@ -126,15 +127,15 @@ function diskProbe(ctx: Ctx): Measure {
   };
 }
 
-function workerProbes(ctx: Ctx): Probe[] {
-  let w: ReturnType<typeof workerStatus> | undefined;
-  const worker = probe('worker', () => {
-    w = workerStatus(ctx);
+async function workerProbes(ctx: Ctx): Promise<Probe[]> {
+  let w: Awaited<ReturnType<typeof workerStatus>> | undefined;
+  const worker = await probe('worker', async () => {
+    w = await workerStatus(ctx);
     const details = { workerId: w.workerId, health: w.healthStatus, heartbeatAt: w.heartbeatAt, heartbeatAgeMs: w.heartbeatAgeMs, staleThresholdMs: w.staleThresholdMs, running: w.runningCount };
     const status: ProbeStatus = w.healthStatus === 'ok' ? 'ok' : w.healthStatus === 'paused' ? 'warn' : 'fail';
     return { status, message: `worker ${w.healthStatus}, heartbeat ${w.heartbeatAt ?? 'never'}`, details };
   });
-  const queue = probe('queue', () => {
+  const queue = await probe('queue', () => {
     if (!w) throw new Error('the worker status could not be read');
     const details = { depth: w.queueDepth, alerts: w.queueAlerts };
     return w.queueAlerts.some((a) => a.code === 'oldest_waiting' || a.code === 'jobs_not_claimable')
@@ -176,8 +177,8 @@ export async function storageRoundTrip(store: ObjectStore): Promise<StorageHealt
 export async function systemHealth(ctx: Ctx): Promise<Health> {
   requireSystemAdmin(ctx);
   const probes = [
-    probe('database', databaseProbe(ctx)), probe('integrity', integrityProbe(ctx)), probe('wal', walProbe(ctx)), probe('disk', diskProbe(ctx)),
-    ...workerProbes(ctx),
+    await probe('database', databaseProbe(ctx)), await probe('integrity', integrityProbe(ctx)), await probe('wal', walProbe(ctx)), await probe('disk', diskProbe(ctx)),
+    ...await workerProbes(ctx),
   ];
   const storage = await storageRoundTrip(ctx.storage);
   if (storage.status === 'fail') ctx.log.warn('health: the storage round trip failed', { driver: storage.driver, message: storage.message });

@@ -1,5 +1,6 @@
 // The identity control plane, read in one place: the policy, the sign-in providers (password, OIDC
 // and SAML; secrets and certificates only ever as *Ref variable names), the SCIM directories, and counts.
+import { mapSeq } from '../kernel/seq.ts';
 import type { IncomingMessage } from 'node:http';
 import type { Ctx } from '../directory/context.ts';
 import { requireSystemAdmin } from '../kernel/errors.ts';
@@ -26,24 +27,24 @@ export const IdentityOverviewView = o.named('IdentityOverview', o.object({
   }),
 }, 'the identity control plane'));
 
-export function identityOverview(ctx: Ctx, req: IncomingMessage): o.Out<typeof IdentityOverviewView> {
+export async function identityOverview(ctx: Ctx, req: IncomingMessage): Promise<o.Out<typeof IdentityOverviewView>> {
   requireSystemAdmin(ctx);
   const { db } = ctx;
   const now = ctx.now().toISOString();
-  const users = db.get<{ total: number; active: number; suspended: number; admins: number; mfa: number; password: number }>(
+  const users = (await db.get<{ total: number; active: number; suspended: number; admins: number; mfa: number; password: number }>(
     `SELECT count(*) AS total, coalesce(sum(status = 'active'), 0) AS active, coalesce(sum(status = 'suspended'), 0) AS suspended,
             coalesce(sum(is_system_admin), 0) AS admins, coalesce(sum(mfa_enabled), 0) AS mfa, coalesce(sum(password_hash IS NOT NULL), 0) AS password
-       FROM users`)!;
-  const sessions = db.get<{ n: number }>('SELECT count(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > ?', now)!.n;
-  const directories = listDirectoriesOf(ctx, null);
+       FROM users`))!;
+  const sessions = (await db.get<{ n: number }>('SELECT count(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > ?', now))!.n;
+  const directories = await listDirectoriesOf(ctx, null);
   const origin = serviceOrigin(req, ctx.config);
-  const providers = listProviders(db);
-  const linked = identityCounts(db);
+  const providers = await listProviders(db);
+  const linked = await identityCounts(db);
   const show = (kind: 'oidc' | 'saml') => providers.filter((p) => p.kind === kind).map((p) => presentProvider(p, origin, ctx.config, linked.get(p.id) ?? 0));
   return {
-    policy: identityPolicy(ctx),
+    policy: await identityPolicy(ctx),
     providers: { password: { enabled: true }, oidc: show('oidc'), saml: show('saml') },
-    directories: directories.map((d) => presentDirectory(d, directoryUserCounts(db, d.id), origin)),
+    directories: (await mapSeq(directories, async (d) => presentDirectory(d, await directoryUserCounts(db, d.id), origin))),
     counts: {
       users: users.total, activeUsers: users.active, suspendedUsers: users.suspended, systemAdministrators: users.admins,
       usersWithMfa: users.mfa, usersWithPassword: users.password, activeSessions: sessions,

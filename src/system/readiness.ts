@@ -74,7 +74,7 @@ export async function readiness(ctx: Ctx, env: NodeJS.ProcessEnv = process.env):
   requireSystemAdmin(ctx);
   const { config } = ctx;
   const problems: string[] = [];
-  const sqliteVersion = ctx.db.get<{ v: string }>('SELECT sqlite_version() AS v')!.v;
+  const sqliteVersion = (await ctx.db.get<{ v: string }>('SELECT sqlite_version() AS v'))!.v;
   const storageWritable = writable(config.storageDir);
   const local = ctx.storage.driver === 'local';
   if (!storageWritable) problems.push(`${local ? 'storage root' : 'storage working folder'} ${config.storageDir} is missing or not writable`);

@@ -55,11 +55,11 @@ export function bindSystemRoutes(router: Router): void {
   r.get('/api/system/identity', {
     ...admin, summary: 'The identity control plane: { policy, providers: { password, oidc, saml } (secrets only as references), directories (SCIM, token hints only), counts }.',
     response: { description: 'the identity overview', schema: IdentityOverviewView },
-  }, ({ ctx, req }) => json(200, identityOverview(ctx, req)));
+  }, async ({ ctx, req }) => json(200, await identityOverview(ctx, req)));
   r.get('/api/system/backups', {
     ...admin, summary: 'Database snapshots recorded in this database, newest first: { items: [{ id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }] }.',
     response: { description: 'the snapshots', schema: o.object({ items: o.array(BackupView) }) },
-  }, ({ ctx }) => json(200, { items: listBackups(ctx) }));
+  }, async ({ ctx }) => json(200, { items: await listBackups(ctx) }));
   r.post('/api/system/backups', {
     ...admin, response: { status: 201, description: 'the snapshot record { id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }', schema: BackupView },
     summary: 'Takes a consistent snapshot of the database (VACUUM INTO DATA_DIR/backups/svc-<UTC YYYYMMDDTHHMMSSmmmZ>.db), checked with PRAGMA integrity_check (else 500 backup_failed, nothing kept) and hashed (SHA-256); keeps the newest SVC_BACKUP_RETENTION snapshots. Audited as system.database.backup_created.',

@@ -47,19 +47,19 @@ const RECORDED_SQL = `
 interface Folder { prefix: string; known: Map<string, { sha256: string; size: number | null }> }
 
 /** The keys and folders to move, read in one consistent snapshot of the database. */
-function referenced(db: Db): { items: Map<string, MigrationItem>; folders: Folder[]; manifests: Array<{ prefix: string; sha256: string }> } {
-  return db.tx(() => {
+async function referenced(db: Db): Promise<{ items: Map<string, MigrationItem>; folders: Folder[]; manifests: Array<{ prefix: string; sha256: string }> }> {
+  return await db.tx(async () => {
     const items = new Map<string, MigrationItem>();
-    for (const r of db.iterate<{ key: string | null; sha256: string | null; size: number | null }>(RECORDED_SQL)) {
+    for await (const r of db.iterate<{ key: string | null; sha256: string | null; size: number | null }>(RECORDED_SQL)) {
       if (typeof r.key !== 'string' || !r.key) continue;
       const had = items.get(r.key);
       if (!had || (had.sha256 === null && r.sha256)) items.set(r.key, { key: r.key, sha256: r.sha256 || null, size: typeof r.size === 'number' ? r.size : null });
     }
     const folders: Folder[] = [];
-    for (const { id } of db.all<{ id: string }>("SELECT id FROM generation_jobs WHERE status IN ('queued', 'running', 'blocked') ORDER BY id")) {
+    for (const { id } of await db.all<{ id: string }>("SELECT id FROM generation_jobs WHERE status IN ('queued', 'running', 'blocked') ORDER BY id")) {
       folders.push({ prefix: `outputs/${id}/`, known: new Map() }, { prefix: `frames/${id}/`, known: new Map() });
     }
-    const manifests = db.all<{ dir: string; sha256: string }>('SELECT storage_path AS dir, manifest_sha256 AS sha256 FROM exports ORDER BY id')
+    const manifests = (await db.all<{ dir: string; sha256: string }>('SELECT storage_path AS dir, manifest_sha256 AS sha256 FROM exports ORDER BY id'))
       .map((e) => ({ prefix: `${e.dir.replace(/\/+$/, '')}/`, sha256: e.sha256 }));
     return { items, folders, manifests };
   });
@@ -79,7 +79,7 @@ async function exportFolder(source: ObjectStore, prefix: string, manifestSha256:
 
 /** Every object to move, in key order. */
 export async function migrationItems(db: Db, source: ObjectStore): Promise<MigrationItem[]> {
-  const { items, folders, manifests } = referenced(db);
+  const { items, folders, manifests } = await referenced(db);
   for (const m of manifests) folders.push(await exportFolder(source, m.prefix, m.sha256));
   for (const f of folders) {
     for await (const obj of source.list(f.prefix)) {

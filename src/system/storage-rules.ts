@@ -98,12 +98,12 @@ const REFERENCED_SQL = `
 /** What a reclaim must keep: the referenced paths, and the folders of jobs that may still write files. */
 export interface Protection { paths: Set<string>; activeJobs: Set<string> }
 
-export function protectionOf(db: Db): Protection {
+export async function protectionOf(db: Db): Promise<Protection> {
   const paths = new Set<string>();
-  for (const r of db.iterate<{ p: string }>(REFERENCED_SQL)) paths.add(path.posix.normalize(r.p));
+  for await (const r of db.iterate<{ p: string }>(REFERENCED_SQL)) paths.add(path.posix.normalize(r.p));
   // outputs/<jobId>/ and frames/<jobId>/ of a job that is not finished are being (or will be) written
   // by it: a crashed attempt's files stay until the job ends (its retry writes the same names).
-  const activeJobs = new Set(db.all<{ id: string }>("SELECT id FROM generation_jobs WHERE status IN ('queued', 'running', 'blocked')").map((r) => r.id));
+  const activeJobs = new Set((await db.all<{ id: string }>("SELECT id FROM generation_jobs WHERE status IN ('queued', 'running', 'blocked')")).map((r) => r.id));
   return { paths, activeJobs };
 }
 

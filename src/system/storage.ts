@@ -73,7 +73,7 @@ const uploadView = (u: IncompleteUpload) => ({ key: u.key, uploadId: u.uploadId,
 /** The scan's candidates that nothing protects (references read once, after the scan). */
 async function candidatesOf(ctx: Ctx, sources: readonly Source[], rules: Rules): Promise<Found[]> {
   const found = await scan(sources, rules);
-  const keep = protectionOf(ctx.db);
+  const keep = await protectionOf(ctx.db);
   return found.filter((c) => !isProtected(keep, c.path));
 }
 
@@ -123,8 +123,8 @@ type Wanted = { path: string; found: Found | null };
 async function deleteObjects(ctx: Ctx, sources: readonly Source[], wanted: readonly Wanted[], rules: Rules, result: ReclaimResult): Promise<void> {
   for (let i = 0; i < wanted.length;) {
     let keep!: Protection;
-    ctx.db.tx(() => {
-      keep = protectionOf(ctx.db);
+    await ctx.db.tx(async () => {
+      keep = await protectionOf(ctx.db);
     });
     const started = performance.now();
     const batch: Array<{ path: string; source: number }> = [];
@@ -156,7 +156,7 @@ async function deleteObjects(ctx: Ctx, sources: readonly Source[], wanted: reado
       result.deleted.push({ path: w.path, bytes: seen.bytes });
       result.freedBytes += seen.bytes;
     }
-    const after = protectionOf(ctx.db);
+    const after = await protectionOf(ctx.db);
     for (const d of batch) {
       if (isProtected(after, d.path)) ctx.log.error('storage reclaim deleted an object that became referenced meanwhile', { path: d.path });
     }
@@ -208,7 +208,7 @@ export async function reclaimStorage(ctx: Ctx, input: ReclaimInput = {}): Promis
   await deleteObjects(ctx, sources, wanted, rules, result);
   const byReason: Record<string, number> = {};
   for (const s of result.skipped) byReason[s.reason] = (byReason[s.reason] ?? 0) + 1;
-  record(ctx, {
+  await record(ctx, {
     action: 'system.storage.reclaimed', targetType: 'storage', targetId: 'storage',
     organizationId: null, workspaceId: null, projectId: null,
     metadata: {

@@ -4,6 +4,7 @@
 // Scenes come from the shots' sceneId (one scene node per episode and sceneId); a shot without a
 // scene hangs from its episode. Assets a shot refers to are nodes too. Every node has a status;
 // edges are `contains`, `generated_by` or `references` (shot -> asset).
+import { forEachSeq, mapSeq } from '../kernel/seq.ts';
 import type { Ctx } from '../directory/context.ts';
 import { projectById } from '../directory/tenancy/store.ts';
 import {
@@ -23,23 +24,23 @@ export interface GraphEdge {
 
 const SHOT_ORDER = ['draft', 'ready', 'generating', 'review', 'approved'];
 
-export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode[]; edges: GraphEdge[] } {
+export async function productionGraph(ctx: Ctx): Promise<{ projectId: string; nodes: GraphNode[]; edges: GraphEdge[] }> {
   const projectId = ctx.scope.projectId!;
-  const project = projectById(ctx.db, projectId)!;
+  const project = (await projectById(ctx.db, projectId))!;
   const nodes: GraphNode[] = [];
   const edges: GraphEdge[] = [];
   const contains = (from: string, to: string) => edges.push({ from, to, kind: 'contains' });
-  for (const s of seriesOfProject(ctx.db, projectId)) nodes.push({ id: s.id, type: 'series', label: s.title, status: project.status, refId: s.id });
-  for (const s of seasonsOfProject(ctx.db, projectId)) {
+  for (const s of await seriesOfProject(ctx.db, projectId)) nodes.push({ id: s.id, type: 'series', label: s.title, status: project.status, refId: s.id });
+  for (const s of await seasonsOfProject(ctx.db, projectId)) {
     nodes.push({ id: s.id, type: 'season', label: s.title, status: s.status, refId: s.id });
     contains(s.series_id, s.id);
   }
-  for (const e of episodesOfProject(ctx.db, projectId)) {
+  for (const e of await episodesOfProject(ctx.db, projectId)) {
     nodes.push({ id: e.id, type: 'episode', label: e.title, status: e.status, refId: e.id });
     contains(e.season_id, e.id);
   }
   const scenes = new Map<string, GraphNode>();
-  const shots = shotsOfProject(ctx.db, projectId, null);
+  const shots = await shotsOfProject(ctx.db, projectId, null);
   for (const sh of shots) {
     let parent = sh.episode_id;
     if (sh.scene_id) {
@@ -59,9 +60,9 @@ export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode
     contains(parent, sh.id);
   }
   const assets = new Set<string>();
-  for (const ref of referencesOfProject(ctx.db, projectId)) {
+  for (const ref of await referencesOfProject(ctx.db, projectId)) {
     if (ref.kind !== 'asset') continue;
-    const a = assetInProject(ctx.db, projectId, ref.ref_id);
+    const a = await assetInProject(ctx.db, projectId, ref.ref_id);
     if (!a) continue;
     if (!assets.has(a.id)) {
       assets.add(a.id);
@@ -69,11 +70,11 @@ export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode
     }
     edges.push({ from: ref.shot_id, to: a.id, kind: 'references' });
   }
-  for (const j of jobsOfProjectShots(ctx.db, projectId)) {
+  for (const j of await jobsOfProjectShots(ctx.db, projectId)) {
     nodes.push({ id: j.id, type: 'job', label: j.kind, status: j.status, refId: j.id });
     edges.push({ from: j.shot_id!, to: j.id, kind: 'generated_by' });
   }
-  if (canSeeMedia(ctx)) edges.push(...continuityEdges(ctx, projectId, shots));
+  if (canSeeMedia(ctx)) edges.push(...await continuityEdges(ctx, projectId, shots));
   return { projectId, nodes, edges };
 }
 
@@ -82,21 +83,21 @@ export function productionGraph(ctx: Ctx): { projectId: string; nodes: GraphNode
  * when they were registered, or (after a reorder made them neighbours) measured now from the
  * stored frame signatures (`stored: false`).
  */
-function continuityEdges(ctx: Ctx, projectId: string, shots: ShotRow[]): GraphEdge[] {
+async function continuityEdges(ctx: Ctx, projectId: string, shots: ShotRow[]): Promise<GraphEdge[]> {
   const edges: GraphEdge[] = [];
-  const chosen = new Map(shots.map((s) => [s.id, chosenVideoOfShot(ctx.db, projectId, s.id)]));
-  shots.forEach((s, i) => {
+  const chosen = new Map((await mapSeq(shots, async (s) => [s.id, await chosenVideoOfShot(ctx.db, projectId, s.id)])));
+  (await forEachSeq(shots, async (s, i) => {
     const next = shots[i + 1];
     const from = chosen.get(s.id);
     const to = next && next.episode_id === s.episode_id ? chosen.get(next.id) : undefined;
     if (!from || !to) return;
-    const row = continuityBetween(ctx.db, projectId, from.id, to.id);
+    const row = await continuityBetween(ctx.db, projectId, from.id, to.id);
     const measured = row ? { score: row.score, metrics: JSON.parse(row.metrics) as Record<string, number> } : measureContinuity(from, to);
     if (!measured) return;
     edges.push({
       from: s.id, to: next.id, kind: 'continuity',
       continuity: { fromArtifactId: from.id, toArtifactId: to.id, score: measured.score, metrics: measured.metrics, stored: row !== undefined },
     });
-  });
+  }));
   return edges;
 }

@@ -2,6 +2,7 @@
 // latest media, the production graph, and the current user's work items. Same access as the
 // production reads (script:read; work items also task:view); media evidence only for qa:review or
 // delivery:view.
+import { mapSeq } from '../kernel/seq.ts';
 import { READ_ACCESS } from '../directory/tenancy/reads.ts';
 import { json, type Router } from '../http/router.ts';
 import * as o from '../kernel/view.ts';
@@ -20,22 +21,22 @@ export function bindViewRoutes(router: Router): void {
   const tags = ['production'];
   const read = { tags, scope: 'project', permission: READ_ACCESS.shot } as const;
 
-  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media artifacts (newest first, at most 10; empty without qa:review or delivery:view).', ...read, response: { description: 'the shot with its history and media', schema: ShotDetailView } }, ({ ctx, params }) => {
-    const s = getShot(ctx, params.shotId);
+  r.get('/api/production/shots/:shotId', { summary: 'A shot with its generation history (newest first) and latest media artifacts (newest first, at most 10; empty without qa:review or delivery:view).', ...read, response: { description: 'the shot with its history and media', schema: ShotDetailView } }, async ({ ctx, params }) => {
+    const s = await getShot(ctx, params.shotId);
     return json(200, {
-      ...presentShot(s, referencesOf(ctx.db, s.project_id, s.id)),
-      generationHistory: jobsOfShot(ctx.db, s.project_id, s.id).map(presentJob),
+      ...presentShot(s, await referencesOf(ctx.db, s.project_id, s.id)),
+      generationHistory: (await jobsOfShot(ctx.db, s.project_id, s.id)).map(presentJob),
       // Media evidence is for those who review or deliver it (qa:review, delivery:view).
       latestMedia: canSeeMedia(ctx)
-        ? artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 }).map((a) => presentArtifact(ctx.db, a))
+        ? (await mapSeq((await artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 })), async (a) => await presentArtifact(ctx.db, a)))
         : [],
     });
   });
 
   r.get('/api/production/graph', { summary: 'Nodes and edges series -> season -> episode -> scene -> shot -> job, with statuses.', ...read, response: { description: 'the graph', schema: ProductionGraphView } },
-    ({ ctx }) => json(200, productionGraph(ctx)));
+    async ({ ctx }) => json(200, await productionGraph(ctx)));
   r.get('/api/work-items', {
     summary: 'The current user\'s derived to-do list in the current project: assigned open tasks, failed jobs, shots without media.',
     tags, scope: 'project', permission: ['script:read', 'task:view'], response: { description: 'a page of work items, most urgent first', schema: o.page(WorkItemView) },
-  }, ({ ctx, searchParams }) => json(200, pageOf(searchParams, workItems(ctx), (i) => i)));
+  }, async ({ ctx, searchParams }) => json(200, pageOf(searchParams, await workItems(ctx), (i) => i)));
 }

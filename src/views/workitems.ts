@@ -22,18 +22,18 @@ export interface WorkItem {
 const PRIORITY = ['urgent', 'high', 'normal', 'low'];
 
 /** The shot's chosen video exists and its newest QA run at these bytes failed no blocking check. */
-function videoPassedQa(ctx: Ctx, projectId: string, shotId: string): boolean {
-  const video = chosenVideoOfShot(ctx.db, projectId, shotId);
-  const verdict = video ? qaVerdictOf(ctx.db, projectId, video.id, video.content_sha256) : null;
+async function videoPassedQa(ctx: Ctx, projectId: string, shotId: string): Promise<boolean> {
+  const video = await chosenVideoOfShot(ctx.db, projectId, shotId);
+  const verdict = video ? await qaVerdictOf(ctx.db, projectId, video.id, video.content_sha256) : null;
   return verdict !== null && verdict.failing.length === 0;
 }
 const KIND = ['task', 'failed_job', 'shot_without_media'];
 
-export function workItems(ctx: Ctx): WorkItem[] {
+export async function workItems(ctx: Ctx): Promise<WorkItem[]> {
   const projectId = ctx.scope.projectId!;
   const items: WorkItem[] = [];
   if (ctx.actor.userId) {
-    for (const t of openTasksOf(ctx.db, projectId, ctx.actor.userId)) {
+    for (const t of await openTasksOf(ctx.db, projectId, ctx.actor.userId)) {
       items.push({
         kind: 'task', id: t.id, title: t.title, status: t.status, priority: t.priority, dueAt: t.due_at, targetTab: 'tasks',
         link: t.linked_page && pageOfLink(t.linked_page) ? t.linked_page : consoleLinks.task({ id: t.id, projectId }),
@@ -41,7 +41,7 @@ export function workItems(ctx: Ctx): WorkItem[] {
     }
   }
   if (hasPermission(ctx.permissions, 'queue:manage') || hasPermission(ctx.permissions, 'job:create')) {
-    for (const j of failedJobsOfProject(ctx.db, projectId)) {
+    for (const j of await failedJobsOfProject(ctx.db, projectId)) {
       items.push({
         kind: 'failed_job', id: j.id, title: `Failed ${j.kind} job${j.error ? `: ${j.error.slice(0, 120)}` : ''}`, status: j.status,
         priority: 'high', dueAt: null, targetTab: 'queue', link: consoleLinks.job({ id: j.id, projectId }),
@@ -49,8 +49,8 @@ export function workItems(ctx: Ctx): WorkItem[] {
     }
   }
   if (hasPermission(ctx.permissions, 'job:create')) {
-    for (const s of shotsOfProject(ctx.db, projectId, null)) {
-      if (s.status === 'approved' || videoPassedQa(ctx, projectId, s.id)) continue;
+    for (const s of await shotsOfProject(ctx.db, projectId, null)) {
+      if (s.status === 'approved' || await videoPassedQa(ctx, projectId, s.id)) continue;
       items.push({ kind: 'shot_without_media', id: s.id, title: s.title, status: s.status, priority: 'normal', dueAt: null, targetTab: 'shots', link: consoleLinks.shot({ id: s.id, projectId }) });
     }
   }

@@ -15,8 +15,8 @@ const commercial = (orgId: string) => `/api/organizations/${orgId}/commercial`;
 const DAY = 86_400_000;
 
 /** Usage events have no write API (jobs record clips when they complete): seeded as the worker writes them. */
-function seedUsage(s: TestServer, tree: Pick<Tree, 'organizationId' | 'workspaceId'>, at: Date | string, o: { kind?: string; quantity?: number; e4?: number } = {}) {
-  s.db.run(
+async function seedUsage(s: TestServer, tree: Pick<Tree, 'organizationId' | 'workspaceId'>, at: Date | string, o: { kind?: string; quantity?: number; e4?: number } = {}) {
+  await s.db.run(
     `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_e4, currency,
        cost_center_id, job_id, metadata, created_at, event_key)
      VALUES (?, ?, ?, NULL, NULL, ?, ?, ?, ?, 'USD', (SELECT id FROM cost_centers WHERE workspace_id = ?), NULL, '{}', ?, ?)`,
@@ -25,17 +25,17 @@ function seedUsage(s: TestServer, tree: Pick<Tree, 'organizationId' | 'workspace
 }
 
 /** Everything a billing PATCH may write: the account, the organization's time zone, account events and audit records. */
-function snapshot(s: TestServer, orgId: string) {
+async function snapshot(s: TestServer, orgId: string) {
   return {
-    account: s.db.get('SELECT * FROM billing_accounts WHERE organization_id = ?', orgId),
-    timeZone: s.db.get('SELECT time_zone FROM organizations WHERE id = ?', orgId),
-    events: s.db.all('SELECT * FROM billing_account_events WHERE organization_id = ?', orgId),
-    audit: s.db.get('SELECT count(*) AS n FROM audit_log')!.n,
+    account: await s.db.get('SELECT * FROM billing_accounts WHERE organization_id = ?', orgId),
+    timeZone: await s.db.get('SELECT time_zone FROM organizations WHERE id = ?', orgId),
+    events: await s.db.all('SELECT * FROM billing_account_events WHERE organization_id = ?', orgId),
+    audit: (await s.db.get('SELECT count(*) AS n FROM audit_log'))!.n,
   };
 }
 
 async function owned(s: TestServer) {
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   return { tree, owner };
 }
@@ -55,7 +55,7 @@ test('PATCH billing: 401 without a session, 403 for admins, producers, members a
   const cross = await s.call('PATCH', path, { token: foreign.token, body });
   assert.equal(cross.status, 403);
   assert.equal(cross.body.error.code, 'organization_forbidden');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM billing_account_events')!.n, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM billing_account_events'))!.n, 0);
   const ok = await s.call('PATCH', path, { token: owner.token, body });
   assert.equal(ok.status, 200, ok.text);
   assert.equal(ok.body.planName, 'Studio Pro');
@@ -85,11 +85,11 @@ test('an accepted change answers the account, writes one account event and one a
   const { createdAt, updatedAt, ...shown } = r.body;
   assert.deepEqual(shown, expected);
   assert.ok(updatedAt > createdAt);
-  const row = s.db.get<any>('SELECT * FROM billing_accounts WHERE organization_id = ?', tree.organizationId)!;
+  const row = (await s.db.get<any>('SELECT * FROM billing_accounts WHERE organization_id = ?', tree.organizationId))!;
   assert.deepEqual([row.base_fee_minor, row.seat_unit_price_e4, row.storage_unit_price_e4, row.clip_unit_price_e4], [12_500, 30_000_000, 125_000, 1]);
   assert.equal((await s.call('GET', `/api/organizations/${tree.organizationId}`, { token: owner.token })).body.timeZone, 'Asia/Tokyo');
 
-  const events = s.db.all<any>('SELECT * FROM billing_account_events WHERE organization_id = ?', tree.organizationId);
+  const events = await s.db.all<any>('SELECT * FROM billing_account_events WHERE organization_id = ?', tree.organizationId);
   assert.equal(events.length, 1);
   const changed = ['planName', 'billingCycle', 'currency', 'baseFee', 'seatUnitPrice', 'storageUnitPrice', 'clipUnitPrice', 'seatLimit', 'storageGb',
     'monthlyClipQuota', 'quotaWarningPercent', 'localRunnerOnly', 'cloudConnectorsRequireApproval', 'invoicePrefix', 'timeZone'];
@@ -103,26 +103,26 @@ test('an accepted change answers the account, writes one account event and one a
   const { organizationId: _o, nextInvoiceNumber: _n, ...settings } = expected;
   assert.deepEqual(JSON.parse(events[0].after), settings);
   assert.equal(events[0].actor_user_id, owner.user.id);
-  const audits = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'billing.account.updated'");
+  const audits = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'billing.account.updated'");
   assert.equal(audits.length, 1);
   assert.equal(audits[0].organization_id, tree.organizationId);
   assert.deepEqual(JSON.parse(audits[0].metadata), { changed, before, after: settings });
 
   // The same values again, and an empty body: nothing changes, nothing is written.
-  const unchanged = snapshot(s, tree.organizationId);
+  const unchanged = await snapshot(s, tree.organizationId);
   for (const body of [{ baseFee: '12.500', seatLimit: 30, timeZone: 'Asia/Tokyo' }, {}]) {
     const again = await s.call('PATCH', path, { token: owner.token, body });
     assert.equal(again.status, 200, again.text);
     assert.equal(again.body.updatedAt, updatedAt);
   }
-  assert.deepEqual(snapshot(s, tree.organizationId), unchanged);
+  assert.deepEqual(await snapshot(s, tree.organizationId), unchanged);
 
   // A second change: one more event, only the changed field named.
   const second = await s.call('PATCH', path, { token: owner.token, body: { seatLimit: 31, planName: 'Studio Pro' } });
   assert.equal(second.status, 200);
-  const last = s.db.get<any>('SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, rowid DESC', tree.organizationId)!;
+  const last = (await s.db.get<any>('SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, rowid DESC', tree.organizationId))!;
   assert.deepEqual(JSON.parse(last.changed), ['seatLimit']);
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action = 'billing.account.updated'")!.n, 2);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action = 'billing.account.updated'"))!.n, 2);
 });
 
 test('each refused billing PATCH answers its code and changes nothing', async (t) => {
@@ -146,8 +146,8 @@ test('each refused billing PATCH answers its code and changes nothing', async (t
   assert.equal(up.status, 201, up.text);
   // Clips: three this month (UTC organization), one in the month before (not counted).
   const now = new Date();
-  for (let i = 0; i < 3; i++) seedUsage(s, tree, now);
-  seedUsage(s, tree, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1) - 1000));
+  for (let i = 0; i < 3; i++) await seedUsage(s, tree, now);
+  await seedUsage(s, tree, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1) - 1000));
   // A workspace's own limits within the plan, set through the quota API.
   const quotaId = `wq_${tree.workspaceId.slice(4)}`;
   const q = await s.call('PATCH', `/api/organizations/${orgId}/quotas/${quotaId}`, { token: owner.token, body: { monthlyClipQuota: 500, storageGb: 50 } });
@@ -169,13 +169,13 @@ test('each refused billing PATCH answers its code and changes nothing', async (t
     [{ seatUnitPrice: '-1' }, 422, 'validation_failed'],
     [{ baseFee: '1000000001' }, 422, 'validation_failed'],
   ];
-  const before = snapshot(s, orgId);
+  const before = await snapshot(s, orgId);
   for (const [body, status, code, details] of refusals) {
     const r = await s.call('PATCH', path, { token: owner.token, body });
     assert.equal(r.status, status, `${JSON.stringify(body)}: ${r.text}`);
     assert.equal(r.body.error.code, code);
     for (const [k, v] of Object.entries(details ?? {})) assert.deepEqual(r.body.error.details[k], v, `${code} ${k}`);
-    assert.deepEqual(snapshot(s, orgId), before, `${JSON.stringify(body)} changed nothing`);
+    assert.deepEqual(await snapshot(s, orgId), before, `${JSON.stringify(body)} changed nothing`);
   }
   const storage = await s.call('PATCH', path, { token: owner.token, body: { storageGb: 0 } });
   assert.ok(storage.body.error.details.minimum > 0 && storage.body.error.details.minimum * 2 ** 30 >= png.length);
@@ -190,7 +190,7 @@ test('each refused billing PATCH answers its code and changes nothing', async (t
     const r = await s.call('PATCH', path, { token: owner.token, body });
     assert.equal(r.status, 200, `${JSON.stringify(body)}: ${r.text}`);
   }
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM billing_account_events WHERE organization_id = ?', orgId)!.n, 3);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM billing_account_events WHERE organization_id = ?', orgId))!.n, 3);
 });
 
 test('changing the currency keeps amounts by value: one the new currency cannot hold (JPY: 0 decimals, prices 4) is 422; allowed until usage or an invoice exists', async (t) => {
@@ -198,11 +198,11 @@ test('changing the currency keeps amounts by value: one the new currency cannot 
   const { tree, owner } = await owned(s);
   const path = billing(tree.organizationId);
   assert.equal((await s.call('PATCH', path, { token: owner.token, body: { baseFee: '12.50', clipUnitPrice: '0.00125' } })).status, 200);
-  const before = snapshot(s, tree.organizationId);
+  const before = await snapshot(s, tree.organizationId);
   const r = await s.call('PATCH', path, { token: owner.token, body: { currency: 'JPY' } });
   assert.equal(r.status, 422);
   assert.deepEqual(Object.keys(r.body.error.details.fields).sort(), ['baseFee', 'clipUnitPrice']);
-  assert.deepEqual(snapshot(s, tree.organizationId), before);
+  assert.deepEqual(await snapshot(s, tree.organizationId), before);
   const eur = await s.call('PATCH', path, { token: owner.token, body: { currency: 'EUR' } });
   assert.equal(eur.status, 200, eur.text);
   assert.deepEqual([eur.body.currency, eur.body.baseFee, eur.body.clipUnitPrice], ['EUR', '12.50', '0.00125']);
@@ -212,12 +212,12 @@ test('changing the currency keeps amounts by value: one the new currency cannot 
   // An invoice (no usage yet) locks the currency too; its events join the billing history.
   const generated = await s.call('POST', `/api/organizations/${tree.organizationId}/invoices/generate`, { token: owner.token, body: {} });
   assert.equal(generated.status, 201, generated.text);
-  const locked = snapshot(s, tree.organizationId);
+  const locked = await snapshot(s, tree.organizationId);
   const refused = await s.call('PATCH', path, { token: owner.token, body: { currency: 'USD' } });
   assert.equal(refused.status, 409);
   assert.equal(refused.body.error.code, 'currency_locked');
   assert.deepEqual(refused.body.error.details, { requested: 'USD', current: 'JPY', usageEvents: false, invoices: true });
-  assert.deepEqual(snapshot(s, tree.organizationId), locked);
+  assert.deepEqual(await snapshot(s, tree.organizationId), locked);
   const history = (await s.call('GET', commercial(tree.organizationId), { token: owner.token })).body.billingHistory;
   assert.equal(history[0].kind, 'invoice');
   assert.equal(history[0].invoiceId, generated.body.id);
@@ -251,7 +251,7 @@ test('the commercial view\'s numbers on a small seeded set; the export adds ever
   const s = await startTestServer(t);
   const { tree, owner } = await owned(s);
   const orgId = tree.organizationId;
-  const other = makeWorkspace(s, orgId, 'B-side');
+  const other = await makeWorkspace(s, orgId, 'B-side');
   await member(s, 'writer', tree);
   const inv = await s.call('POST', `/api/organizations/${orgId}/invitations`, { token: owner.token, body: { email: 'c@example.test', role: 'org_member' } });
   assert.equal(inv.status, 201);
@@ -273,8 +273,8 @@ test('the commercial view\'s numbers on a small seeded set; the export adds ever
     { ws: tree.workspaceId, ms: now - 29 * DAY, kind: 'clip', quantity: 1, e4: 10_000 },
     { ws: tree.workspaceId, ms: now - 40 * DAY, kind: 'clip', quantity: 1, e4: 10_000 },
   ];
-  for (const e of seeded) seedUsage(s, { organizationId: orgId, workspaceId: e.ws }, new Date(e.ms), { kind: e.kind, quantity: e.quantity, e4: e.e4 });
-  seedUsage(s, makeTree(s), new Date(now - 1000), { e4: 99_999 }); // another organization's
+  for (const e of seeded) await seedUsage(s, { organizationId: orgId, workspaceId: e.ws }, new Date(e.ms), { kind: e.kind, quantity: e.quantity, e4: e.e4 });
+  await seedUsage(s, await makeTree(s), new Date(now - 1000), { e4: 99_999 }); // another organization's
 
   const r = await s.call('GET', commercial(orgId), { token: owner.token });
   assert.equal(r.status, 200, r.text);
@@ -341,7 +341,7 @@ test('the commercial view\'s numbers on a small seeded set; the export adds ever
 
 test('the trend buckets by the organization\'s local day across DST changes, omits empty days and keeps to [30 days before today, now]', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const ny = 'America/New_York';
   // Autumn: 2026-11-01 06:00Z turns 02:00 EDT back to 01:00 EST (a 25-hour Nov 1).
   for (const at of [
@@ -355,8 +355,8 @@ test('the trend buckets by the organization\'s local day across DST changes, omi
     '2026-11-02T05:00:00.000Z', // Nov 2 00:00 EST
     '2026-11-15T12:00:00.000Z', // now
     '2026-11-15T12:00:00.001Z', // after now
-  ]) seedUsage(s, tree, at, { e4: 5000 });
-  const autumn = usageTrend(s.db, tree.organizationId, ny, 'USD', new Date('2026-11-15T12:00:00Z'));
+  ]) await seedUsage(s, tree, at, { e4: 5000 });
+  const autumn = await usageTrend(s.db, tree.organizationId, ny, 'USD', new Date('2026-11-15T12:00:00Z'));
   assert.deepEqual(autumn, [
     { day: '2026-10-16', units: 1, estimatedCost: '0.01', events: 1 },
     { day: '2026-10-31', units: 1, estimatedCost: '0.01', events: 1 },
@@ -365,20 +365,20 @@ test('the trend buckets by the organization\'s local day across DST changes, omi
     { day: '2026-11-15', units: 1, estimatedCost: '0.01', events: 1 },
   ]);
   // The same instants in UTC fall on other days.
-  assert.deepEqual(usageTrend(s.db, tree.organizationId, 'UTC', 'USD', new Date('2026-11-15T12:00:00Z')).map((d) => [d.day, d.events]),
+  assert.deepEqual((await usageTrend(s.db, tree.organizationId, 'UTC', 'USD', new Date('2026-11-15T12:00:00Z'))).map((d) => [d.day, d.events]),
     [['2026-10-16', 2], ['2026-11-01', 4], ['2026-11-02', 2], ['2026-11-15', 1]]);
 
   // Spring: 2026-03-08 07:00Z jumps 02:00 EST to 03:00 EDT (a 23-hour Mar 8).
-  const spring = makeTree(s);
+  const spring = await makeTree(s);
   for (const at of ['2026-03-08T04:59:59.999Z', '2026-03-08T05:00:00.000Z', '2026-03-08T07:30:00.000Z', '2026-03-09T03:59:59.999Z', '2026-03-09T04:00:00.000Z']) {
-    seedUsage(s, spring, at, { e4: 12_500 });
+    await seedUsage(s, spring, at, { e4: 12_500 });
   }
-  assert.deepEqual(usageTrend(s.db, spring.organizationId, ny, 'USD', new Date('2026-03-20T15:00:00Z')), [
+  assert.deepEqual(await usageTrend(s.db, spring.organizationId, ny, 'USD', new Date('2026-03-20T15:00:00Z')), [
     { day: '2026-03-07', units: 1, estimatedCost: '0.01', events: 1 },
     { day: '2026-03-08', units: 3, estimatedCost: '0.04', events: 3 },
     { day: '2026-03-09', units: 1, estimatedCost: '0.01', events: 1 },
   ]);
-  assert.deepEqual(usageTrend(s.db, spring.organizationId, ny, 'USD', new Date('2026-05-01T00:00:00Z')), [], 'no events in the window: an empty trend');
+  assert.deepEqual(await usageTrend(s.db, spring.organizationId, ny, 'USD', new Date('2026-05-01T00:00:00Z')), [], 'no events in the window: an empty trend');
 });
 
 test('money sums above 2^53 (e4) are read as BigInt: the commercial view, its export, the trend and an invoice answer exact amounts, not 500', async (t) => {
@@ -390,13 +390,13 @@ test('money sums above 2^53 (e4) are read as BigInt: the commercial view, its ex
   const cc = `cc_${tree.workspaceId.slice(4)}`;
   assert.equal((await s.call('PATCH', `/api/organizations/${orgId}/cost-centers/${cc}`, { token: owner.token, body: { budget: '1000000000.00' } })).status, 200);
   const at = new Date(Date.now() - 1000).toISOString();
-  s.db.run(
+  await s.db.run(
     `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 9100)
      INSERT INTO usage_events (id, organization_id, workspace_id, kind, unit, quantity, unit_price_e4, estimated_cost_e4, currency, cost_center_id,
        metadata, created_at, event_key)
      SELECT 'use_big_' || i, ?1, ?2, 'clip', 'clip', 1, 1000000000000, 1000000000000, 'USD', ?3, '{}', ?4, 'big:' || i FROM n`,
     orgId, tree.workspaceId, cc, at);
-  const e4 = s.db.allBig<{ n: bigint }>('SELECT sum(estimated_cost_e4) AS n FROM usage_events WHERE organization_id = ?', orgId)[0].n;
+  const e4 = (await s.db.allBig<{ n: bigint }>('SELECT sum(estimated_cost_e4) AS n FROM usage_events WHERE organization_id = ?', orgId))[0].n;
   assert.equal(e4, 9_100_000_000_000_000n);
   assert.ok(e4 > BigInt(Number.MAX_SAFE_INTEGER));
   const amount = '9100000000.00'; // 9.1 x 10^15 e4 = 9.1 x 10^11 cents
@@ -426,7 +426,7 @@ test('money sums above 2^53 (e4) are read as BigInt: the commercial view, its ex
   const fee = await s.call('POST', `/api/organizations/${kwdOrg}/invoices/generate`, { token: kwd.owner.token, body: {} });
   assert.equal(fee.status, 201, fee.text);
   assert.deepEqual([fee.body.lines[0].kind, fee.body.lines[0].unitPrice, fee.body.lines[0].amount], ['base_fee', '1000000000.000', '1000000000.000']);
-  assert.equal(s.db.allBig<{ p: bigint }>('SELECT unit_price_e4 AS p FROM invoice_lines WHERE invoice_id = ? AND position = 1', fee.body.id)[0].p, 10n ** 16n);
+  assert.equal((await s.db.allBig<{ p: bigint }>('SELECT unit_price_e4 AS p FROM invoice_lines WHERE invoice_id = ? AND position = 1', fee.body.id))[0].p, 10n ** 16n);
   const listed = await s.call('GET', `/api/organizations/${kwdOrg}/invoices/export`, { token: kwd.owner.token });
   assert.equal(listed.status, 200);
   assert.equal(JSON.parse(listed.text)[0].lines[0].unitPrice, '1000000000.000');

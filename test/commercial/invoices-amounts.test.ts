@@ -11,20 +11,20 @@ test('USD: tax once on the unrounded sum: three lines whose taxes each round up 
   const { s, tree, owner, generate } = await setup(t);
   const org = tree.organizationId;
   const w1 = tree.workspaceId;
-  const w2 = makeWorkspace(s, org).id;
+  const w2 = (await makeWorkspace(s, org)).id;
   await setBilling(s, owner.token, org, { currency: 'USD', baseFee: '49.00', seatUnitPrice: '0', storageUnitPrice: '0' });
   // W1 clips: 7 x USD 0.0143 (14,300 e4) = 100,100 e4 = 10.01 cents -> line 10 cents; the first at the period's start (inclusive)
-  addUsage(s, org, w1, { costE4: 14_300, at: '2026-03-01T00:00:00.000Z' });
-  addUsage(s, org, w1, { costE4: 14_300, at: '2026-03-10T12:00:00.000Z' }, 6);
+  await addUsage(s, org, w1, { costE4: 14_300, at: '2026-03-01T00:00:00.000Z' });
+  await addUsage(s, org, w1, { costE4: 14_300, at: '2026-03-10T12:00:00.000Z' }, 6);
   // W2 clips: 3 x USD 0.0333 (33,300 e4) = 99,900 e4 = 9.99 cents -> 10 cents
-  addUsage(s, org, w2, { costE4: 33_300, at: '2026-03-31T23:59:59.999Z' }, 3);
+  await addUsage(s, org, w2, { costE4: 33_300, at: '2026-03-31T23:59:59.999Z' }, 3);
   // W1 voice: 40 seconds for 100,000 e4 (2,500 e4 = 0.25 cents = USD 0.0025 a second) = 10 cents exactly
-  addUsage(s, org, w1, { kind: 'voice', unit: 'second', quantity: 40, costE4: 100_000, at: '2026-03-05T00:00:00.000Z' });
+  await addUsage(s, org, w1, { kind: 'voice', unit: 'second', quantity: 40, costE4: 100_000, at: '2026-03-05T00:00:00.000Z' });
   // outside: before the start, at the end (exclusive), and another organization's usage in the period
-  addUsage(s, org, w1, { costE4: 9_990_000, at: '2026-02-28T23:59:59.999Z' });
-  addUsage(s, org, w1, { costE4: 9_990_000, at: '2026-04-01T00:00:00.000Z' });
-  const elsewhere = makeTree(s);
-  addUsage(s, elsewhere.organizationId, elsewhere.workspaceId, { costE4: 9_990_000, at: '2026-03-15T00:00:00.000Z' });
+  await addUsage(s, org, w1, { costE4: 9_990_000, at: '2026-02-28T23:59:59.999Z' });
+  await addUsage(s, org, w1, { costE4: 9_990_000, at: '2026-04-01T00:00:00.000Z' });
+  const elsewhere = await makeTree(s);
+  await addUsage(s, elsewhere.organizationId, elsewhere.workspaceId, { costE4: 9_990_000, at: '2026-03-15T00:00:00.000Z' });
 
   const r = await generate({ periodStart: '2026-03-01', periodEnd: '2026-04-01', taxRate: '0.07', dueDays: 14 });
   assert.equal(r.status, 201, r.text);
@@ -64,7 +64,7 @@ test('JPY: no decimals; a half yen rounds up once per line; storage priced per G
   const { s, tree, owner, generate } = await setup(t);
   const org = tree.organizationId;
   const w1 = tree.workspaceId;
-  const w2 = makeWorkspace(s, org).id;
+  const w2 = (await makeWorkspace(s, org)).id;
   await member(s, 'org_admin', tree);
   await member(s, 'org_member', tree);
   // base fee JPY 10,000; a seat JPY 1,500 (15,000,000 e4); storage JPY 1,000,000 a GiB (10^10 e4)
@@ -76,9 +76,9 @@ test('JPY: no decimals; a half yen rounds up once per line; storage priced per G
   });
   assert.equal(up.status, 201, up.text);
   // W1 clips: 3 x JPY 12.5 (125,000 e4) = 37.5 yen -> 38
-  addUsage(s, org, w1, { costE4: 125_000, at: '2026-05-20T10:00:00.000Z', currency: 'JPY' }, 3);
+  await addUsage(s, org, w1, { costE4: 125_000, at: '2026-05-20T10:00:00.000Z', currency: 'JPY' }, 3);
   // an event recorded in another currency is not billed in yen; the snapshot names it
-  addUsage(s, org, w1, { costE4: 125_000, at: '2026-05-20T10:00:00.000Z', currency: 'USD' });
+  await addUsage(s, org, w1, { costE4: 125_000, at: '2026-05-20T10:00:00.000Z', currency: 'USD' });
 
   const inv = (await generate({ periodStart: '2026-05-01', periodEnd: '2026-06-01', taxRate: '0.1' })).body;
   assert.equal(inv.currency, 'JPY');
@@ -108,16 +108,16 @@ test('KWD: three decimals; the subtotal is the sum of rounded lines and the tax 
   const { s, tree, owner, generate } = await setup(t);
   const org = tree.organizationId;
   const w1 = tree.workspaceId;
-  const w2 = makeWorkspace(s, org).id;
+  const w2 = (await makeWorkspace(s, org)).id;
   await member(s, 'org_admin', tree);
   // a seat KWD 1.2345 = 1,234.5 fils = 12,345,000 e4
   await setBilling(s, owner.token, org, { currency: 'KWD', seatUnitPrice: '1.2345' });
   // W1 clips: 4 x 2.6 fils (26,000 e4) = 10.4 fils -> 10
-  addUsage(s, org, w1, { costE4: 26_000, at: '2026-01-02T00:00:00.000Z', currency: 'KWD' }, 4);
+  await addUsage(s, org, w1, { costE4: 26_000, at: '2026-01-02T00:00:00.000Z', currency: 'KWD' }, 4);
   // W2 clips: 2 x 5.2 fils (52,000 e4) = 10.4 fils -> 10
-  addUsage(s, org, w2, { costE4: 52_000, at: '2026-01-03T00:00:00.000Z', currency: 'KWD' }, 2);
+  await addUsage(s, org, w2, { costE4: 52_000, at: '2026-01-03T00:00:00.000Z', currency: 'KWD' }, 2);
   // W1 voice: 13 seconds at 0.8 fils (8,000 e4) = 104,000 e4 = 10.4 fils -> 10
-  addUsage(s, org, w1, { kind: 'voice', unit: 'second', quantity: 13, costE4: 104_000, at: '2026-01-04T00:00:00.000Z', currency: 'KWD' });
+  await addUsage(s, org, w1, { kind: 'voice', unit: 'second', quantity: 13, costE4: 104_000, at: '2026-01-04T00:00:00.000Z', currency: 'KWD' });
 
   const inv = (await generate({ periodStart: '2026-01-01', periodEnd: '2026-02-01', taxRate: '0.05' })).body;
   const seats = lineOf(inv, 'seats');
@@ -139,9 +139,9 @@ test('storage lines: a file stored by two projects of one workspace is billed on
   const { s, tree, owner, generate } = await setup(t);
   const org = tree.organizationId;
   const w1 = tree.workspaceId;
-  const p2 = makeProject(s, w1).id;
-  const w2 = makeWorkspace(s, org).id;
-  const p3 = makeProject(s, w2).id;
+  const p2 = (await makeProject(s, w1)).id;
+  const w2 = (await makeWorkspace(s, org)).id;
+  const p3 = (await makeProject(s, w2)).id;
   await setBilling(s, owner.token, org, { storageUnitPrice: '1000' }); // USD 1,000 a GiB
   const content = Buffer.alloc(1024, 9);
   const uploadInto = async (projectId: string) => {
@@ -156,7 +156,7 @@ test('storage lines: a file stored by two projects of one workspace is billed on
   await uploadInto(tree.projectId);
   await uploadInto(p2); // the same bytes in another project of the same workspace: one stored file
   await uploadInto(p3); // and in another workspace
-  const paths = s.db.all<{ project_id: string; storage_path: string }>('SELECT project_id, storage_path FROM asset_versions WHERE organization_id = ?', org);
+  const paths = await s.db.all<{ project_id: string; storage_path: string }>('SELECT project_id, storage_path FROM asset_versions WHERE organization_id = ?', org);
   assert.equal(paths.length, 3);
   assert.equal(new Set(paths.map((p) => p.storage_path)).size, 1, 'content-addressed: one path');
 
@@ -179,9 +179,9 @@ test('usage lines multiply out: quantity x the unit price the events were record
   const w1 = tree.workspaceId;
   await setBilling(s, owner.token, org, { seatUnitPrice: '0' });
   // 0.7 seconds at USD 0.012345 a second (12,345 e4): 8,641.5 e4, recorded rounded as 8,642. Twice.
-  addUsage(s, org, w1, { kind: 'voice', unit: 'second', quantity: 0.7, unitPriceE4: 12_345, costE4: 8_642, at: '2026-02-10T00:00:00.000Z' }, 2);
+  await addUsage(s, org, w1, { kind: 'voice', unit: 'second', quantity: 0.7, unitPriceE4: 12_345, costE4: 8_642, at: '2026-02-10T00:00:00.000Z' }, 2);
   // The same kind at another recorded price is its own line.
-  addUsage(s, org, w1, { kind: 'voice', unit: 'second', quantity: 3, unitPriceE4: 3_333, costE4: 9_999, at: '2026-02-11T00:00:00.000Z' });
+  await addUsage(s, org, w1, { kind: 'voice', unit: 'second', quantity: 3, unitPriceE4: 3_333, costE4: 9_999, at: '2026-02-11T00:00:00.000Z' });
   const inv = (await generate({ periodStart: '2026-02-01', periodEnd: '2026-03-01' })).body;
   const voice = inv.lines.filter((l: any) => l.unit === 'second');
   // Lines by recorded unit price: 3 x USD 0.003333 = 0.009999; 1.4 x 0.012345 = 0.017283 (cost / quantity would have
@@ -210,7 +210,7 @@ test('a completed video job records its clip at the account\'s clip price (unit_
     const job = await createJob(s, token, { kind: 'video', connectorId: id, prompt: `clip ${i}` });
     await waitJob(s, token, job.id, ['completed']);
   }
-  const events = s.db.all<{ unit_price_e4: number; estimated_cost_e4: number; quantity: number }>(
+  const events = await s.db.all<{ unit_price_e4: number; estimated_cost_e4: number; quantity: number }>(
     "SELECT unit_price_e4, estimated_cost_e4, quantity FROM usage_events WHERE organization_id = ? AND kind = 'clip'", org);
   assert.deepEqual(events.map((e) => ({ ...e })), [1, 2].map(() => ({ unit_price_e4: 14_300, estimated_cost_e4: 14_300, quantity: 1 })));
   const r = await s.call('POST', `${base(org)}/generate`, { token, body: {} });

@@ -51,7 +51,7 @@ test('every status transition: the five allowed ones, 409 invalid_transition for
       }
     }
   }
-  const audited = s.db.all<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'invoice.status_changed' AND organization_id = ?", tree.organizationId);
+  const audited = await s.db.all<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'invoice.status_changed' AND organization_id = ?", tree.organizationId);
   // 5 allowed attempts + the moves that set up the 25 invoices (issued 5 x 1, paid, overdue and void 5 x 2 each)
   assert.equal(audited.length, 5 + 5 + 30);
   assert.ok(audited.some((a) => { const m = JSON.parse(a.metadata); return m.from === 'overdue' && m.to === 'paid' && /^INV-\d{6}$/.test(m.number); }));
@@ -64,7 +64,7 @@ test('numbers: prefix + 6 digits per organization, taken at issue, gap-free with
   const ctx = await setup(t);
   const { s, tree, setStatus } = ctx;
   const a = tree.organizationId;
-  const other = makeTree(s);
+  const other = await makeTree(s);
   const b = other.organizationId;
   const bOwner = await member(s, 'org_owner', other);
   await setBilling(s, bOwner.token, b, { invoicePrefix: 'ACME-' });
@@ -85,10 +85,10 @@ test('numbers: prefix + 6 digits per organization, taken at issue, gap-free with
   const refused = await setStatus(a3, 'issued');
   assert.equal(refused.status, 409); // a refused move takes no number
   assert.equal(await issue(a, a2), 'INV-000004');
-  const numbers = (org: string) => s.db.all<{ number: string }>('SELECT number FROM invoices WHERE organization_id = ? AND number IS NOT NULL ORDER BY number', org).map((r) => r.number);
-  assert.deepEqual(numbers(a), ['INV-000001', 'INV-000002', 'INV-000003', 'INV-000004']);
-  assert.deepEqual(numbers(b), ['ACME-000001', 'ACME-000002']);
-  assert.equal(s.db.get<{ n: number }>('SELECT next_invoice_number AS n FROM billing_accounts WHERE organization_id = ?', a)!.n, 5);
+  const numbers = async (org: string) => (await s.db.all<{ number: string }>('SELECT number FROM invoices WHERE organization_id = ? AND number IS NOT NULL ORDER BY number', org)).map((r) => r.number);
+  assert.deepEqual(await numbers(a), ['INV-000001', 'INV-000002', 'INV-000003', 'INV-000004']);
+  assert.deepEqual(await numbers(b), ['ACME-000001', 'ACME-000002']);
+  assert.equal((await s.db.get<{ n: number }>('SELECT next_invoice_number AS n FROM billing_accounts WHERE organization_id = ?', a))!.n, 5);
   // concurrent issuing of two drafts still gives two consecutive numbers
   const [c1, c2] = [await invoiceIn(ctx, 'draft'), await invoiceIn(ctx, 'draft')];
   const both = await Promise.all([setStatus(c1, 'issued'), setStatus(c2, 'issued')]);
@@ -142,13 +142,13 @@ test('periods never overlap: 409 invoice_period_overlap naming the invoice; bill
   const { s, tree, owner, generate, setStatus } = await setup(t);
   const org = tree.organizationId;
   await setBilling(s, owner.token, org, { baseFee: '10.00' });
-  const count = () => s.db.get<{ n: number }>('SELECT count(*) AS n FROM invoices WHERE organization_id = ?', org)!.n;
+  const count = async () => (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM invoices WHERE organization_id = ?', org))!.n;
   const nov = await generate({ periodStart: '2026-11-01', periodEnd: '2026-12-01' }); // UTC organization
   assert.equal(nov.status, 201, nov.text);
   const novRef = { id: nov.body.id, number: null, status: 'draft', periodStart: '2026-11-01T00:00:00.000Z', periodEnd: '2026-12-01T00:00:00.000Z' };
 
   // The review's repro, step by step: another zone or cycle would draw periods across November. Both are refused.
-  const account = s.db.get('SELECT * FROM billing_accounts WHERE organization_id = ?', org);
+  const account = await s.db.get('SELECT * FROM billing_accounts WHERE organization_id = ?', org);
   for (const [body, code, requested, current] of [
     [{ timeZone: 'Pacific/Kiritimati' }, 'time_zone_locked', 'Pacific/Kiritimati', 'UTC'],
     [{ billingCycle: 'annual' }, 'billing_cycle_locked', 'annual', 'monthly'],
@@ -159,8 +159,8 @@ test('periods never overlap: 409 invoice_period_overlap naming the invoice; bill
     assert.equal(r.body.error.code, code);
     assert.deepEqual(r.body.error.details, { requested, current, invoice: novRef });
   }
-  assert.deepEqual(s.db.get('SELECT * FROM billing_accounts WHERE organization_id = ?', org), account, 'the refused PATCHes changed nothing');
-  assert.equal(s.db.get<any>('SELECT time_zone FROM organizations WHERE id = ?', org)!.time_zone, 'UTC');
+  assert.deepEqual(await s.db.get('SELECT * FROM billing_accounts WHERE organization_id = ?', org), account, 'the refused PATCHes changed nothing');
+  assert.equal((await s.db.get<any>('SELECT time_zone FROM organizations WHERE id = ?', org))!.time_zone, 'UTC');
   assert.equal((await s.call('PATCH', `/api/organizations/${org}/billing`, { token: owner.token, body: { planName: 'Other', timeZone: 'UTC' } })).status, 200,
     'the same zone is no change');
 
@@ -180,8 +180,8 @@ test('periods never overlap: 409 invoice_period_overlap naming the invoice; bill
     assert.ok(r.body.error.details.periodStart && r.body.error.details.periodEnd);
     assert.match(r.body.error.message, /overlaps invoice ivc_/);
   }
-  assert.equal(count(), 1, 'the refusals wrote nothing');
-  assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'invoice.generated' AND organization_id = ?", org)!.n, 1);
+  assert.equal(await count(), 1, 'the refusals wrote nothing');
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'invoice.generated' AND organization_id = ?", org))!.n, 1);
   // Half-open periods: the month before ends where November starts.
   const oct = await generate({ periodStart: '2026-10-01', periodEnd: '2026-11-01' });
   assert.equal(oct.status, 201, oct.text);
@@ -206,7 +206,7 @@ test('periods never overlap: 409 invoice_period_overlap naming the invoice; bill
   // The unique key still holds a void invoice's exact period: a repeat returns it (200), void.
   const voided = await generate({ periodStart: '2026-10-01T00:00:00Z', periodEnd: '2026-11-01T00:00:00Z' });
   assert.deepEqual([voided.status, voided.body.id, voided.body.status], [200, oct.body.id, 'void']);
-  assert.equal(count(), 3);
+  assert.equal(await count(), 3);
 });
 
 test('invoices are immutable in the database: a direct SQL rewrite of a line, the snapshot, an amount or the number aborts; deleting too', async (t) => {
@@ -227,7 +227,7 @@ test('invoices are immutable in the database: a direct SQL rewrite of a line, th
     ['UPDATE invoices SET number = NULL WHERE id = ?', /an invoice number is given once/],
     ['DELETE FROM invoices WHERE id = ?', /invoices are never deleted/],
   ] as const) {
-    assert.throws(() => s.db.run(sql, inv.id), message, sql);
+    await assert.rejects(async () => await s.db.run(sql, inv.id), message, sql);
   }
   const after = (await s.call('GET', `${base(org)}/${inv.id}`, { token: owner.token })).body;
   assert.deepEqual(after, before);

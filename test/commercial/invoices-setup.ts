@@ -17,10 +17,10 @@ export async function setBilling(s: TestServer, token: string, organizationId: s
 interface Usage { kind?: string; unit?: string; quantity?: number; costE4: number; unitPriceE4?: number; at: string; currency?: string }
 
 /** Usage events as the jobs write them: on the workspace's cost center, with a unique key and their unit price (default cost / quantity). */
-export function addUsage(s: TestServer, organizationId: string, workspaceId: string, u: Usage, times = 1): void {
+export async function addUsage(s: TestServer, organizationId: string, workspaceId: string, u: Usage, times = 1): Promise<void> {
   for (let i = 0; i < times; i++) {
     const id = newId('use');
-    s.db.run(
+    await s.db.run(
       `INSERT INTO usage_events (id, organization_id, workspace_id, kind, unit, quantity, unit_price_e4, estimated_cost_e4, currency, cost_center_id,
          metadata, created_at, event_key)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT id FROM cost_centers WHERE workspace_id = ?), '{}', ?, ?)`,
@@ -33,7 +33,7 @@ export const base = (orgId: string) => `/api/organizations/${orgId}/invoices`;
 
 export async function setup(t: any) {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const generate = (body: Record<string, unknown> = {}, token = owner.token, orgId = tree.organizationId) =>
     s.call('POST', `${base(orgId)}/generate`, { token, body });

@@ -39,10 +39,10 @@ test('access: 401 without a session, 403 permission_denied for ordinary members 
 
 test('another organization\'s invoice under this organization\'s path is 403 organization_forbidden (audited); an unknown id is 404', async (t) => {
   const { s, tree, generate } = await setup(t);
-  const other = makeOrg(s);
+  const other = await makeOrg(s);
   const both = await makeUser(s);
-  grant(s, both.id, 'organization', tree.organizationId, 'org_owner');
-  grant(s, both.id, 'organization', other.id, 'org_owner');
+  await grant(s, both.id, 'organization', tree.organizationId, 'org_owner');
+  await grant(s, both.id, 'organization', other.id, 'org_owner');
   const token = await login(s, both);
   const theirs = (await generate({ periodStart: '2026-01-01', periodEnd: '2026-02-01' }, token, other.id)).body;
   for (const [method, path, body] of [
@@ -56,7 +56,7 @@ test('another organization\'s invoice under this organization\'s path is 403 org
   const own = await s.call('GET', `${base(other.id)}/${theirs.id}`, { token });
   assert.equal(own.status, 200);
   assert.equal(own.body.status, 'draft'); // the refused status change did nothing
-  const denied = s.db.all<{ organization_id: string; metadata: string }>(
+  const denied = await s.db.all<{ organization_id: string; metadata: string }>(
     "SELECT organization_id, metadata FROM audit_log WHERE action = 'access.denied' AND target_type = 'invoice' AND target_id = ?", theirs.id);
   assert.equal(denied.length, 2);
   assert.ok(denied.every((d) => d.organization_id === other.id && JSON.parse(d.metadata).reason === 'organization_forbidden'));
@@ -85,12 +85,12 @@ test('one invoice per organization and period: a repeat, also two concurrent req
   assert.deepEqual([x.status, y.status].sort(), [200, 201]);
   assert.equal(x.body.id, y.body.id);
   assert.deepEqual(x.body, y.body);
-  const count = (period: string) => s.db.get<{ n: number }>('SELECT count(*) AS n FROM invoices WHERE organization_id = ? AND period_start = ?', org, period)!.n;
-  assert.equal(count('2026-06-01T00:00:00.000Z'), 1);
-  assert.equal(count('2026-08-01T00:00:00.000Z'), 1);
+  const count = async (period: string) => (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM invoices WHERE organization_id = ? AND period_start = ?', org, period))!.n;
+  assert.equal(await count('2026-06-01T00:00:00.000Z'), 1);
+  assert.equal(await count('2026-08-01T00:00:00.000Z'), 1);
   const generated = await s.call('GET', '/api/audit?action=invoice.generated', { token: owner.token });
   assert.equal(generated.body.auditLog.length, 2);
-  assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM invoice_events WHERE organization_id = ? AND action = 'generated'", org)!.n, 2);
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM invoice_events WHERE organization_id = ? AND action = 'generated'", org))!.n, 2);
 });
 
 test('the unique key decides under real concurrency: another connection inserting the period while this one waits makes generate answer its invoice', async (t) => {
@@ -116,8 +116,8 @@ test('the unique key decides under real concurrency: another connection insertin
   assert.deepEqual(await exited, [0, null]);
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.id, 'ivc_other_writer');
-  assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM invoices WHERE organization_id = ? AND period_start = '2026-10-01T00:00:00.000Z'", org)!.n, 1);
-  assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'invoice.generated' AND organization_id = ?", org)!.n, 0);
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM invoices WHERE organization_id = ? AND period_start = '2026-10-01T00:00:00.000Z'", org))!.n, 1);
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'invoice.generated' AND organization_id = ?", org))!.n, 0);
 });
 
 test('periods: the default is the billing cycle\'s current period in the organization\'s time zone; dates are local midnights', async (t) => {
@@ -164,6 +164,6 @@ test('generation input: paired bounds, order, one year at most, tax rate and due
     assert.equal(r.body.error.code, 'validation_failed');
     assert.deepEqual(Object.keys(r.body.error.details.fields).sort(), fields, JSON.stringify(body));
   }
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM invoices WHERE organization_id = ?', tree.organizationId)!.n, 0);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM invoices WHERE organization_id = ?', tree.organizationId))!.n, 0);
   assert.equal((await generate({ taxRate: '1', dueDays: 0 })).status, 201);
 });

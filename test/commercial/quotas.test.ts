@@ -19,8 +19,8 @@ const quotaIdOf = (workspaceId: string) => `wq_${workspaceId.slice(4)}`;
 const costCenterIdOf = (workspaceId: string) => `cc_${workspaceId.slice(4)}`;
 const png = (size: number) => Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), crypto.randomBytes(size - 8)]);
 
-const quotaRow = (s: TestServer, id: string) => s.db.get('SELECT monthly_clip_quota, storage_gb, updated_at FROM workspace_quotas WHERE id = ?', id);
-const audits = (s: TestServer, action: string) => s.db.all<{ metadata: string; organization_id: string }>('SELECT * FROM audit_log WHERE action = ? ORDER BY created_at', action);
+const quotaRow = async (s: TestServer, id: string) => await s.db.get('SELECT monthly_clip_quota, storage_gb, updated_at FROM workspace_quotas WHERE id = ?', id);
+const audits = async (s: TestServer, action: string) => await s.db.all<{ metadata: string; organization_id: string }>('SELECT * FROM audit_log WHERE action = ? ORDER BY created_at', action);
 
 function patchQuota(s: TestServer, token: string | undefined, orgId: string, quotaId: string, body: unknown) {
   return s.call('PATCH', `/api/organizations/${orgId}/quotas/${quotaId}`, { token, body });
@@ -43,7 +43,7 @@ async function quotaNotifications(s: TestServer, token: string) {
 
 test('quota PATCH: 401, 403 for members and another organization, 404 for another organization\u2019s quota id', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const plain = await member(s, 'org_member', tree);
   const producer = await member(s, 'producer', tree);
@@ -61,15 +61,15 @@ test('quota PATCH: 401, 403 for members and another organization, 404 for anothe
   const foreign = await patchQuota(s, other.token, other.tree.organizationId, quotaId, body);
   assert.equal(foreign.status, 404, 'another organization\u2019s quota id under the caller\u2019s organization');
   assert.equal((await patchQuota(s, owner.token, tree.organizationId, 'wq_nothing', body)).status, 404);
-  assert.equal(quotaRow(s, quotaId)!.monthly_clip_quota, null, 'nothing changed');
-  assert.equal(audits(s, 'quota.updated').length, 0);
+  assert.equal((await quotaRow(s, quotaId))!.monthly_clip_quota, null, 'nothing changed');
+  assert.equal((await audits(s, 'quota.updated')).length, 0);
   const admin = await member(s, 'org_admin', tree);
   assert.equal((await patchQuota(s, admin.token, tree.organizationId, quotaId, body)).status, 200, 'an organization admin holds quota:manage');
 });
 
 test('quota PATCH: above the plan and below usage are refused with their codes and change nothing; success, nulls, audit', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const producer = await member(s, 'producer', tree);
   const quotaId = quotaIdOf(tree.workspaceId);
@@ -80,7 +80,7 @@ test('quota PATCH: above the plan and below usage are refused with their codes a
   assert.deepEqual(set.body, {
     id: quotaId, workspaceId: tree.workspaceId, workspaceName: set.body.workspaceName, monthlyClipQuota: 40, storageGb: 2.5, usedClips: 0, usedStorageBytes: 0,
   });
-  const before = quotaRow(s, quotaId);
+  const before = await quotaRow(s, quotaId);
 
   const refusals: Array<[unknown, string, Record<string, unknown>]> = [
     [{ monthlyClipQuota: 1001 }, 'quota_above_plan', { field: 'monthlyClipQuota', planLimit: 1000, requested: 1001 }],
@@ -89,7 +89,7 @@ test('quota PATCH: above the plan and below usage are refused with their codes a
   ];
   const up = await uploadTo(s, producer.token, png(5000));
   assert.equal(up.r.status, 201, up.r.text);
-  s.db.run(`INSERT INTO usage_events (id, organization_id, workspace_id, project_id, kind, unit, quantity, estimated_cost_e4, currency, created_at, event_key)
+  await s.db.run(`INSERT INTO usage_events (id, organization_id, workspace_id, project_id, kind, unit, quantity, estimated_cost_e4, currency, created_at, event_key)
     VALUES ('use_t1', ?, ?, ?, 'clip', 'clip', 1, 0, 'USD', ?, 'clip:t1'), ('use_t2', ?, ?, ?, 'clip', 'clip', 1, 0, 'USD', ?, 'clip:t2')`,
   orgId, tree.workspaceId, tree.projectId, new Date().toISOString(), orgId, tree.workspaceId, tree.projectId, new Date().toISOString());
   refusals.push(
@@ -102,9 +102,9 @@ test('quota PATCH: above the plan and below usage are refused with their codes a
     assert.equal(r.status, 409, `${JSON.stringify(body)}: ${r.text}`);
     assert.equal(r.body.error.code, code);
     for (const [k, v] of Object.entries(details)) assert.equal(r.body.error.details[k], v, `${JSON.stringify(body)} details.${k}`);
-    assert.deepEqual(quotaRow(s, quotaId), before, 'nothing changes on refusal');
+    assert.deepEqual(await quotaRow(s, quotaId), before, 'nothing changes on refusal');
   }
-  assert.equal(audits(s, 'quota.updated').length, 1);
+  assert.equal((await audits(s, 'quota.updated')).length, 1);
 
   const bad = await patchQuota(s, owner.token, orgId, quotaId, { monthlyClipQuota: -1, storageGb: 'big' });
   assert.equal(bad.status, 422);
@@ -122,7 +122,7 @@ test('quota PATCH: above the plan and below usage are refused with their codes a
   assert.equal(cleared.body.storageGb, 5000 / GIB, 'an absent field stays');
   const none = await patchQuota(s, owner.token, orgId, quotaId, { storageGb: null });
   assert.deepEqual([none.body.monthlyClipQuota, none.body.storageGb], [null, null]);
-  const log = audits(s, 'quota.updated');
+  const log = await audits(s, 'quota.updated');
   assert.equal(log.length, 4);
   assert.equal(log[0].organization_id, orgId);
   assert.deepEqual(JSON.parse(log[0].metadata), { before: { monthlyClipQuota: null, storageGb: null }, after: { monthlyClipQuota: 40, storageGb: 2.5 } });
@@ -131,7 +131,7 @@ test('quota PATCH: above the plan and below usage are refused with their codes a
 
 test('cost center PATCH: billing:manage only (owners), budget per billing period, name, 422, another organization', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const admin = await member(s, 'org_admin', tree);
   const plain = await member(s, 'org_member', tree);
@@ -150,9 +150,9 @@ test('cost center PATCH: billing:manage only (owners), budget per billing period
     const r = await s.call('PATCH', url, { token: owner.token, body });
     assert.equal(r.status, 422, `${JSON.stringify(body)}: ${r.text}`);
   }
-  assert.equal(s.db.get<{ b: number | null }>('SELECT budget_minor AS b FROM cost_centers WHERE id = ?', id)!.b, null);
+  assert.equal((await s.db.get<{ b: number | null }>('SELECT budget_minor AS b FROM cost_centers WHERE id = ?', id))!.b, null);
 
-  s.db.run(`INSERT INTO usage_events (id, organization_id, workspace_id, project_id, kind, unit, quantity, estimated_cost_e4, currency, cost_center_id, created_at, event_key)
+  await s.db.run(`INSERT INTO usage_events (id, organization_id, workspace_id, project_id, kind, unit, quantity, estimated_cost_e4, currency, cost_center_id, created_at, event_key)
     VALUES ('use_c1', ?, ?, ?, 'clip', 'clip', 1, 1255000, 'USD', ?, ?, 'clip:c1')`, tree.organizationId, tree.workspaceId, tree.projectId, id, new Date().toISOString());
   const r = await s.call('PATCH', url, { token: owner.token, body: { budget: '250.5', name: 'Feature film' } });
   assert.equal(r.status, 200, r.text);
@@ -163,9 +163,9 @@ test('cost center PATCH: billing:manage only (owners), budget per billing period
   assert.equal(cleared.body.budget, null);
   assert.equal(cleared.body.budgetUsedRatio, null);
   assert.equal(cleared.body.name, 'Feature film');
-  const log = audits(s, 'cost_center.updated');
+  const log = await audits(s, 'cost_center.updated');
   assert.equal(log.length, 2);
-  assert.deepEqual(JSON.parse(log[0].metadata).before, { name: s.db.get<{ name: string }>('SELECT name FROM workspaces WHERE id = ?', tree.workspaceId)!.name, budget: null, currency: 'USD' });
+  assert.deepEqual(JSON.parse(log[0].metadata).before, { name: (await s.db.get<{ name: string }>('SELECT name FROM workspaces WHERE id = ?', tree.workspaceId))!.name, budget: null, currency: 'USD' });
   assert.deepEqual(JSON.parse(log[0].metadata).after, { name: 'Feature film', budget: '250.50', currency: 'USD' });
 });
 
@@ -209,7 +209,7 @@ test('video jobs not finished yet (queued, blocked) count against the workspace 
     assert.deepEqual(r.body.error.details, { used: 2, quota: 2, scope: 'workspace' });
   }
   assert.match((await video('again')).body.error.message, /with video jobs not finished yet, reached the workspace's own monthly clip quota of 2/);
-  assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE kind = 'video'")!.n, 2, 'nothing written by a refusal');
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE kind = 'video'"))!.n, 2, 'nothing written by a refusal');
 
   // The quota PATCH bound is recorded use: no clip is recorded yet, so 0 is accepted; 2 again.
   const zero = await patchQuota(s, token, orgId, quotaId, { monthlyClipQuota: 0 });
@@ -249,7 +249,7 @@ test('video jobs not finished yet (queued, blocked) count against the workspace 
 
 test('an upload is refused by the workspace\u2019s own storage quota (409 storage_quota_exceeded) and nothing is kept; a warning at 80 %', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const producer = await member(s, 'producer', tree);
   const set = await patchQuota(s, owner.token, tree.organizationId, quotaIdOf(tree.workspaceId), { storageGb: 4096 / GIB });
@@ -259,13 +259,13 @@ test('an upload is refused by the workspace\u2019s own storage quota (409 storag
   const warned = await quotaNotifications(s, owner.token);
   assert.deepEqual(warned.map((n) => n.type), ['quota.warning'], 'one warning: 3300 of 4096 bytes is 80.6 %');
   assert.match(warned[0].subject, /storage quota at 80 %/);
-  const versions = s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions')!.n;
+  const versions = (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions'))!.n;
   const second = await uploadTo(s, producer.token, png(1000));
   assert.equal(second.r.status, 409, second.r.text);
   assert.equal(second.r.body.error.code, 'storage_quota_exceeded');
   assert.match(second.r.body.error.message, /storage quota of workspace/);
   assert.deepEqual(second.r.body.error.details, { scope: 'workspace', workspaceId: tree.workspaceId, usedBytes: 3300, limitBytes: 4096, requestedBytes: 1000 });
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions')!.n, versions, 'nothing registered');
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions'))!.n, versions, 'nothing registered');
   // Streamed without Content-Length: refused while receiving (409, or a reset after the answer), nothing kept.
   const streamed = await s.call('POST', '/api/assets', { token: producer.token, body: { kind: 'image', name: 'streamed' } });
   let answer: { status: number; code?: string } | { error: string };
@@ -279,18 +279,18 @@ test('an upload is refused by the workspace\u2019s own storage quota (409 storag
     answer = { error: String(err) };
   }
   if ('status' in answer) assert.deepEqual(answer, { status: 409, code: 'storage_quota_exceeded' });
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions')!.n, versions, 'nothing registered from the stream');
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions'))!.n, versions, 'nothing registered from the stream');
   assert.deepEqual(fs.readdirSync(path.join(s.config.storageDir, 'tmp')), [], 'nothing left in storage/tmp');
   const again = await uploadTo(s, producer.token, png(796));
   assert.equal(again.r.status, 201, 'what fits exactly is stored');
   assert.deepEqual((await quotaNotifications(s, owner.token)).map((n) => n.type).sort(), ['quota.reached', 'quota.warning']);
-  const usage = s.db.get<{ n: number }>('SELECT count(*) AS n FROM quota_warnings WHERE metric = ?', 'storage')!.n;
+  const usage = (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM quota_warnings WHERE metric = ?', 'storage'))!.n;
   assert.equal(usage, 2);
 });
 
 test('a copy of a file the workspace (or organization) already stores fits its quota; other uploads over it are refused, before reading when they cannot be a copy', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const producer = await member(s, 'producer', tree);
   const quotaId = quotaIdOf(tree.workspaceId);
@@ -321,7 +321,7 @@ test('a copy of a file the workspace (or organization) already stores fits its q
   const over = (await uploadTo(s, producer.token, png(2000))).r;
   assert.equal(over.status, 409, over.text);
   assert.deepEqual(over.body.error.details, { usedBytes: 3008, limitBytes: 5000, requestedBytes: 2000 });
-  assert.equal(s.db.get<{ n: number }>('SELECT count(DISTINCT storage_path) AS n FROM asset_versions')!.n, 1, 'one stored file');
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(DISTINCT storage_path) AS n FROM asset_versions'))!.n, 1, 'one stored file');
 });
 
 test('storage warnings: generated media warn too, once per threshold and quota value (no period), counting files added on other connections', async (t) => {
@@ -357,7 +357,7 @@ test('storage warnings: generated media warn too, once per threshold and quota v
   assert.equal((await types()).length, 2);
   await complete();
   assert.deepEqual(await types(), ['quota.warning', 'quota.reached', 'quota.warning']);
-  const rows = s.db.all<{ workspace_id: string; period: string; threshold: number; used: number; quota: number }>(
+  const rows = await s.db.all<{ workspace_id: string; period: string; threshold: number; used: number; quota: number }>(
     "SELECT workspace_id, period, threshold, used, quota FROM quota_warnings WHERE metric = 'storage' ORDER BY quota, threshold");
   assert.deepEqual(rows.map((r) => ({ ...r })), [
     { workspace_id: tree.workspaceId, period: '', threshold: 80, used: 4 * v, quota: limit },
@@ -401,7 +401,7 @@ test('quota warnings: completing video jobs across 80 % and 100 % notifies once 
   await complete(1);
   assert.equal((await types()).length, 3, '9 of 10: nothing new');
   const month = (await s.call('GET', `/api/organizations/${tree.organizationId}/commercial`, { token })).body.usageThisMonth.month as string;
-  const rows = s.db.all<{ workspace_id: string; period: string; threshold: number; used: number; quota: number }>(
+  const rows = await s.db.all<{ workspace_id: string; period: string; threshold: number; used: number; quota: number }>(
     'SELECT workspace_id, period, threshold, used, quota FROM quota_warnings WHERE organization_id = ? ORDER BY quota, threshold', tree.organizationId);
   assert.deepEqual(rows.map((r) => ({ ...r })), [
     { workspace_id: tree.workspaceId, period: month, threshold: 80, used: 4, quota: 5 },

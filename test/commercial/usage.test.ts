@@ -14,8 +14,8 @@ type Row = Record<string, any>;
 interface Ev { id: string; at: string; ws: string | null; project: string | null; user: string | null; kind: string; unit: string; quantity: number; e4: number; cc?: string; metadata?: unknown }
 
 /** One usage event written with SQL; its cost center is the given one or the workspace's own row. */
-function ev(s: TestServer, org: string, e: Ev): string {
-  s.db.run(
+async function ev(s: TestServer, org: string, e: Ev): Promise<string> {
+  await s.db.run(
     `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, estimated_cost_e4, currency,
        cost_center_id, metadata, created_at, event_key)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'USD', coalesce(?, (SELECT id FROM cost_centers WHERE workspace_id = ?)), ?, ?, ?)`,
@@ -23,7 +23,7 @@ function ev(s: TestServer, org: string, e: Ev): string {
   return e.id;
 }
 
-const ccOf = (s: TestServer, ws: string) => s.db.get<{ id: string; code: string; name: string }>('SELECT id, code, name FROM cost_centers WHERE workspace_id = ?', ws)!;
+const ccOf = async (s: TestServer, ws: string) => (await s.db.get<{ id: string; code: string; name: string }>('SELECT id, code, name FROM cost_centers WHERE workspace_id = ?', ws))!;
 const ids = (items: Row[]) => items.map((i) => i.id);
 const MARCH = 'from=2025-03-01&to=2025-03-31';
 const NOTE = 'a, "quoted"\nline';
@@ -33,26 +33,26 @@ async function world(t: TestContext) {
   const owner = await member(s, 'org_owner');
   const A: Tree = owner.tree;
   const org = A.organizationId;
-  const ws2 = makeWorkspace(s, org, 'Beta, "Studio"\nEast');
-  const p2 = makeProject(s, ws2.id, 'Night Train');
+  const ws2 = await makeWorkspace(s, org, 'Beta, "Studio"\nEast');
+  const p2 = await makeProject(s, ws2.id, 'Night Train');
   const producer = await member(s, 'producer', A);
   const u1 = owner.user.id;
   const u2 = producer.user.id;
-  const cc1 = ccOf(s, A.workspaceId);
-  const cc2 = ccOf(s, ws2.id);
+  const cc1 = await ccOf(s, A.workspaceId);
+  const cc2 = await ccOf(s, ws2.id);
   const e = [
-    ev(s, org, { id: 'use_e1', at: '2025-03-01T10:00:00.000Z', ws: A.workspaceId, project: A.projectId, user: u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500, metadata: { connectorId: 'con_a' } }),
-    ev(s, org, { id: 'use_e2', at: '2025-03-02T10:00:00.000Z', ws: A.workspaceId, project: A.projectId, user: u2, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 }),
-    ev(s, org, { id: 'use_e3', at: '2025-03-03T10:00:00.000Z', ws: ws2.id, project: p2.id, user: u1, kind: 'voice', unit: 'second', quantity: 30.5, e4: 305_000, metadata: { note: NOTE } }),
-    ev(s, org, { id: 'use_e4', at: '2025-03-04T10:00:00.000Z', ws: ws2.id, project: p2.id, user: u2, kind: 'image', unit: 'image', quantity: 2, e4: 45_000 }),
-    ev(s, org, { id: 'use_e5', at: '2025-03-05T10:00:00.000Z', ws: ws2.id, project: p2.id, user: u2, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500, cc: cc1.id }),
-    ev(s, org, { id: 'use_e6', at: '2025-04-01T00:00:00.000Z', ws: A.workspaceId, project: A.projectId, user: u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 }),
+    await ev(s, org, { id: 'use_e1', at: '2025-03-01T10:00:00.000Z', ws: A.workspaceId, project: A.projectId, user: u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500, metadata: { connectorId: 'con_a' } }),
+    await ev(s, org, { id: 'use_e2', at: '2025-03-02T10:00:00.000Z', ws: A.workspaceId, project: A.projectId, user: u2, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 }),
+    await ev(s, org, { id: 'use_e3', at: '2025-03-03T10:00:00.000Z', ws: ws2.id, project: p2.id, user: u1, kind: 'voice', unit: 'second', quantity: 30.5, e4: 305_000, metadata: { note: NOTE } }),
+    await ev(s, org, { id: 'use_e4', at: '2025-03-04T10:00:00.000Z', ws: ws2.id, project: p2.id, user: u2, kind: 'image', unit: 'image', quantity: 2, e4: 45_000 }),
+    await ev(s, org, { id: 'use_e5', at: '2025-03-05T10:00:00.000Z', ws: ws2.id, project: p2.id, user: u2, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500, cc: cc1.id }),
+    await ev(s, org, { id: 'use_e6', at: '2025-04-01T00:00:00.000Z', ws: A.workspaceId, project: A.projectId, user: u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 }),
   ];
   // Another organization with events of the same month that every filter would match.
   const ownerB = await member(s, 'org_owner');
   const B = ownerB.tree;
-  ev(s, B.organizationId, { id: 'use_b1', at: '2025-03-03T10:00:00.000Z', ws: B.workspaceId, project: B.projectId, user: u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 99_990_000, metadata: { connectorId: 'con_a', note: 'Night Train Beta' } });
-  ev(s, B.organizationId, { id: 'use_b2', at: '2025-03-04T10:00:00.000Z', ws: B.workspaceId, project: B.projectId, user: u2, kind: 'voice', unit: 'second', quantity: 7, e4: 1 });
+  await ev(s, B.organizationId, { id: 'use_b1', at: '2025-03-03T10:00:00.000Z', ws: B.workspaceId, project: B.projectId, user: u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 99_990_000, metadata: { connectorId: 'con_a', note: 'Night Train Beta' } });
+  await ev(s, B.organizationId, { id: 'use_b2', at: '2025-03-04T10:00:00.000Z', ws: B.workspaceId, project: B.projectId, user: u2, kind: 'voice', unit: 'second', quantity: 7, e4: 1 });
   return { s, owner, producer, ownerB, A, B, org, ws2: ws2.id, p2: p2.id, u1, u2, cc1, cc2, e };
 }
 
@@ -107,8 +107,8 @@ test('summary, facets and items of a small seeded set, checked by hand; tenant s
       { unit: 'second', events: 1, quantity: 30.5, estimatedCost: '0.31' },
     ],
   });
-  const wsName = w.s.db.get<{ name: string }>('SELECT name FROM workspaces WHERE id = ?', w.A.workspaceId)!.name;
-  const pName = w.s.db.get<{ name: string }>('SELECT name FROM projects WHERE id = ?', w.A.projectId)!.name;
+  const wsName = (await w.s.db.get<{ name: string }>('SELECT name FROM workspaces WHERE id = ?', w.A.workspaceId))!.name;
+  const pName = (await w.s.db.get<{ name: string }>('SELECT name FROM projects WHERE id = ?', w.A.projectId))!.name;
   assert.deepEqual(b.facets, {
     kind: [{ value: 'clip', count: 3 }, { value: 'image', count: 1 }, { value: 'voice', count: 1 }],
     unit: [{ value: 'clip', count: 3 }, { value: 'image', count: 1 }, { value: 'second', count: 1 }],
@@ -133,7 +133,7 @@ test('summary, facets and items of a small seeded set, checked by hand; tenant s
   assert.deepEqual(other.body.facets.workspace.map((f: Row) => f.value), [w.B.workspaceId]);
   assert.equal(other.body.summary.estimatedCost, '99.99');
   // Filters naming another organization's rows match nothing.
-  for (const qs of [`workspaceId=${w.B.workspaceId}`, `projectId=${w.B.projectId}`, `costCenter=${ccOf(w.s, w.B.workspaceId).id}`]) {
+  for (const qs of [`workspaceId=${w.B.workspaceId}`, `projectId=${w.B.projectId}`, `costCenter=${(await ccOf(w.s, w.B.workspaceId)).id}`]) {
     const x = await w.s.call('GET', `/api/organizations/${w.org}/usage?${MARCH}&${qs}`, { token: w.owner.token });
     assert.deepEqual([x.body.items, x.body.summary.events, x.body.facets.kind], [[], 0, []], qs);
   }
@@ -189,8 +189,8 @@ test('every filter, the query term, paging and the window', async (t) => {
   }
   // Without from and to: this local month only.
   const now = new Date(Date.now() - 1000).toISOString();
-  ev(w.s, w.org, { id: 'use_now', at: now, ws: w.A.workspaceId, project: w.A.projectId, user: w.u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 1 });
-  ev(w.s, w.org, { id: 'use_old', at: new Date(Date.now() - 40 * 86_400_000).toISOString(), ws: w.A.workspaceId, project: null, user: null, kind: 'clip', unit: 'clip', quantity: 1, e4: 1 });
+  await ev(w.s, w.org, { id: 'use_now', at: now, ws: w.A.workspaceId, project: w.A.projectId, user: w.u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 1 });
+  await ev(w.s, w.org, { id: 'use_old', at: new Date(Date.now() - 40 * 86_400_000).toISOString(), ws: w.A.workspaceId, project: null, user: null, kind: 'clip', unit: 'clip', quantity: 1, e4: 1 });
   const current = await list('');
   assert.deepEqual(ids(current.items), ['use_now']);
   assert.equal(current.window.from, `${now.slice(0, 7)}-01T00:00:00.000Z`);
@@ -201,10 +201,10 @@ test('local days of the organization\'s time zone, across both DST changes', asy
   const w = await world(t);
   const patch = await w.s.call('PATCH', `/api/organizations/${w.org}/billing`, { token: w.owner.token, body: { timeZone: 'America/New_York' } });
   assert.equal(patch.status, 200, patch.text);
-  const at = (id: string, iso: string) => ev(w.s, w.org, { id, at: iso, ws: w.A.workspaceId, project: w.A.projectId, user: w.u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 1 });
+  const at = async (id: string, iso: string) => await ev(w.s, w.org, { id, at: iso, ws: w.A.workspaceId, project: w.A.projectId, user: w.u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 1 });
   // 2025-03-09 lasts 23 hours in New York (05:00Z to 04:00Z next day); 2025-11-02 lasts 25 (04:00Z to 05:00Z next day).
-  at('use_d1', '2025-03-09T04:59:59.999Z'); at('use_d2', '2025-03-09T05:00:00.000Z'); at('use_d3', '2025-03-10T03:59:59.999Z'); at('use_d4', '2025-03-10T04:00:00.000Z');
-  at('use_f1', '2025-11-02T03:59:59.999Z'); at('use_f2', '2025-11-02T04:00:00.000Z'); at('use_f3', '2025-11-03T04:59:59.999Z'); at('use_f4', '2025-11-03T05:00:00.000Z');
+  await at('use_d1', '2025-03-09T04:59:59.999Z'); await at('use_d2', '2025-03-09T05:00:00.000Z'); await at('use_d3', '2025-03-10T03:59:59.999Z'); await at('use_d4', '2025-03-10T04:00:00.000Z');
+  await at('use_f1', '2025-11-02T03:59:59.999Z'); await at('use_f2', '2025-11-02T04:00:00.000Z'); await at('use_f3', '2025-11-03T04:59:59.999Z'); await at('use_f4', '2025-11-03T05:00:00.000Z');
   const list = (qs: string) => w.s.call('GET', `/api/organizations/${w.org}/usage?${qs}`, { token: w.owner.token });
   const spring = await list('from=2025-03-09&to=2025-03-09');
   assert.deepEqual(ids(spring.body.items), ['use_d3', 'use_d2']);
@@ -270,10 +270,10 @@ test('GET /api/usage: this month of the session\'s project, workspace or organiz
   const w = await world(t);
   const { s, org } = w;
   const now = new Date(Date.now() - 1000).toISOString();
-  ev(s, org, { id: 'use_m1', at: now, ws: w.A.workspaceId, project: w.A.projectId, user: w.u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 });
-  ev(s, org, { id: 'use_m2', at: now, ws: w.A.workspaceId, project: w.A.projectId, user: w.u2, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 });
-  ev(s, org, { id: 'use_m3', at: now, ws: w.ws2, project: w.p2, user: w.u2, kind: 'voice', unit: 'second', quantity: 12.25, e4: 122_500 });
-  ev(s, w.B.organizationId, { id: 'use_mb', at: now, ws: w.B.workspaceId, project: w.B.projectId, user: w.u2, kind: 'clip', unit: 'clip', quantity: 1, e4: 1 });
+  await ev(s, org, { id: 'use_m1', at: now, ws: w.A.workspaceId, project: w.A.projectId, user: w.u1, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 });
+  await ev(s, org, { id: 'use_m2', at: now, ws: w.A.workspaceId, project: w.A.projectId, user: w.u2, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 });
+  await ev(s, org, { id: 'use_m3', at: now, ws: w.ws2, project: w.p2, user: w.u2, kind: 'voice', unit: 'second', quantity: 12.25, e4: 122_500 });
+  await ev(s, w.B.organizationId, { id: 'use_mb', at: now, ws: w.B.workspaceId, project: w.B.projectId, user: w.u2, kind: 'clip', unit: 'clip', quantity: 1, e4: 1 });
   const moved = await s.call('PATCH', '/api/context', { token: w.owner.token, body: { organizationId: org, workspaceId: w.A.workspaceId, projectId: w.A.projectId } });
   assert.equal(moved.status, 200, moved.text);
   const get = (token: string, qs = '') => s.call('GET', `/api/usage${qs}`, { token });
@@ -304,7 +304,7 @@ test('GET /api/usage: this month of the session\'s project, workspace or organiz
   assert.equal((await get(w.owner.token, '?level=planet')).status, 422);
   // A session whose organization has no workspace yet: organization level only.
   const lone = await makeUser(s);
-  makeOrg(s, { ownerUserId: lone.id });
+  await makeOrg(s, { ownerUserId: lone.id });
   const loneToken = await login(s, lone);
   assert.equal((await get(loneToken)).body.scope.level, 'organization');
   const noProject = await get(loneToken, '?level=project');
@@ -322,10 +322,10 @@ test('GET /api/billing: the account as a read view and this period\'s estimated 
   assert.equal(patch.status, 200, patch.text);
   const now = new Date(Date.now() - 1000).toISOString();
   for (const id of ['use_c1', 'use_c2', 'use_c3']) {
-    ev(s, org, { id, at: now, ws: owner.tree.workspaceId, project: owner.tree.projectId, user: owner.user.id, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 });
+    await ev(s, org, { id, at: now, ws: owner.tree.workspaceId, project: owner.tree.projectId, user: owner.user.id, kind: 'clip', unit: 'clip', quantity: 1, e4: 12_500 });
   }
-  const other = makeTree(s);
-  ev(s, other.organizationId, { id: 'use_x', at: now, ws: other.workspaceId, project: other.projectId, user: null, kind: 'clip', unit: 'clip', quantity: 1, e4: 5_000_000 });
+  const other = await makeTree(s);
+  await ev(s, other.organizationId, { id: 'use_x', at: now, ws: other.workspaceId, project: other.projectId, user: null, kind: 'clip', unit: 'clip', quantity: 1, e4: 5_000_000 });
   for (const token of [owner.token, producer.token]) {
     const r = await s.call('GET', '/api/billing', { token });
     assert.equal(r.status, 200, r.text);
@@ -356,21 +356,21 @@ test('GET /api/billing: the account as a read view and this period\'s estimated 
 
 test('recordUsageEvent stores the same event once and takes the workspace\'s cost center', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const event = {
     organizationId: tree.organizationId, workspaceId: tree.workspaceId, projectId: tree.projectId, kind: 'voice', unit: 'second', quantity: 4.5,
     unitPriceE4: 10_000, currency: 'USD', at: '2025-03-01T00:00:00.000Z', eventKey: 'voice:take-7', metadata: { take: 7 },
   };
-  assert.equal(recordUsageEvent(s.db, event), true);
-  assert.equal(recordUsageEvent(s.db, { ...event, quantity: 9 }), false, 'the same key again: nothing stored');
-  const rows = s.db.all<Row>('SELECT * FROM usage_events WHERE organization_id = ?', tree.organizationId);
+  assert.equal(await recordUsageEvent(s.db, event), true);
+  assert.equal(await recordUsageEvent(s.db, { ...event, quantity: 9 }), false, 'the same key again: nothing stored');
+  const rows = await s.db.all<Row>('SELECT * FROM usage_events WHERE organization_id = ?', tree.organizationId);
   assert.equal(rows.length, 1);
-  assert.deepEqual([rows[0].quantity, rows[0].cost_center_id, rows[0].event_key, rows[0].metadata], [4.5, ccOf(s, tree.workspaceId).id, 'voice:take-7', '{"take":7}']);
-  assert.deepEqual([s.db.get<{ p: number }>('SELECT unit_price_e4 AS p FROM usage_events WHERE id = ?', rows[0].id)!.p], [10_000]);
-  assert.equal(s.db.get<{ e: number }>('SELECT estimated_cost_e4 AS e FROM usage_events WHERE id = ?', rows[0].id)!.e, 45_000, '4.5 x 10,000');
-  assert.equal(recordUsageEvent(s.db, { ...event, eventKey: 'voice:take-8' }), true);
-  const other = makeTree(s);
-  assert.equal(recordUsageEvent(s.db, { ...event, organizationId: other.organizationId, workspaceId: other.workspaceId, projectId: other.projectId }), true,
+  assert.deepEqual([rows[0].quantity, rows[0].cost_center_id, rows[0].event_key, rows[0].metadata], [4.5, (await ccOf(s, tree.workspaceId)).id, 'voice:take-7', '{"take":7}']);
+  assert.deepEqual([(await s.db.get<{ p: number }>('SELECT unit_price_e4 AS p FROM usage_events WHERE id = ?', rows[0].id))!.p], [10_000]);
+  assert.equal((await s.db.get<{ e: number }>('SELECT estimated_cost_e4 AS e FROM usage_events WHERE id = ?', rows[0].id))!.e, 45_000, '4.5 x 10,000');
+  assert.equal(await recordUsageEvent(s.db, { ...event, eventKey: 'voice:take-8' }), true);
+  const other = await makeTree(s);
+  assert.equal(await recordUsageEvent(s.db, { ...event, organizationId: other.organizationId, workspaceId: other.workspaceId, projectId: other.projectId }), true,
     'keys are unique per organization');
-  assert.equal(s.db.get<Row>('SELECT count(*) AS n FROM usage_events')!.n, 3);
+  assert.equal((await s.db.get<Row>('SELECT count(*) AS n FROM usage_events'))!.n, 3);
 });

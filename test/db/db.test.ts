@@ -1,4 +1,5 @@
 // The database layer: pragmas, nested transactions with after-commit hooks, migrations, append-only audit.
+import { mapSeq } from '../../src/kernel/seq.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -11,160 +12,207 @@ import { createContext } from '../../src/directory/context.ts';
 import { loadConfig } from '../../src/kernel/config.ts';
 import { createLogger } from '../../src/kernel/log.ts';
 
-function fresh(t: any, opts = {}) {
+async function fresh(t: any, opts = {}) {
   const db = openDb(path.join(tempDir(t), 'svc.db'), opts);
   t.after(() => db.close());
-  migrate(db);
+  await migrate(db);
   return db;
 }
 
-test('opens with WAL, foreign keys, a busy timeout and durable commits by default', (t) => {
-  const db = fresh(t);
-  assert.equal(db.get<any>('PRAGMA journal_mode')!.journal_mode, 'wal');
-  assert.equal(db.get<any>('PRAGMA foreign_keys')!.foreign_keys, 1);
-  assert.equal(db.get<any>('PRAGMA synchronous')!.synchronous, 2, 'FULL');
-  assert.equal(db.get<any>('PRAGMA busy_timeout')!.timeout, 5000);
-  const normal = fresh(t, { synchronous: 'normal' });
-  assert.equal(normal.get<any>('PRAGMA synchronous')!.synchronous, 1, 'NORMAL');
-  assert.throws(() => db.run("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ('w', 'missing', 'n', 'now')"), /FOREIGN KEY/);
+test('opens with WAL, foreign keys, a busy timeout and durable commits by default', async (t) => {
+  const db = await fresh(t);
+  assert.equal((await db.get<any>('PRAGMA journal_mode'))!.journal_mode, 'wal');
+  assert.equal((await db.get<any>('PRAGMA foreign_keys'))!.foreign_keys, 1);
+  assert.equal((await db.get<any>('PRAGMA synchronous'))!.synchronous, 2, 'FULL');
+  assert.equal((await db.get<any>('PRAGMA busy_timeout'))!.timeout, 5000);
+  const normal = await fresh(t, { synchronous: 'normal' });
+  assert.equal((await normal.get<any>('PRAGMA synchronous'))!.synchronous, 1, 'NORMAL');
+  await assert.rejects(async () => await db.run("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ('w', 'missing', 'n', 'now')"), /FOREIGN KEY/);
 });
 
-test('prepared statements are cached by their SQL', (t) => {
-  const db = fresh(t);
-  assert.equal(db.prepare('SELECT 1 AS x'), db.prepare('SELECT 1 AS x'));
-  assert.notEqual(db.prepare('SELECT 1 AS x'), db.prepare('SELECT 2 AS x'));
+test('prepared statements are cached by their SQL', async (t) => {
+  const db = await fresh(t);
+  const before = db.preparedStatements;
+  await db.get('SELECT 1 AS x');
+  await db.get('SELECT 1 AS x');
+  assert.equal(db.preparedStatements, before + 1, 'the same SQL is prepared once');
+  await db.get('SELECT 2 AS x');
+  assert.equal(db.preparedStatements, before + 2, 'another SQL text is another statement');
 });
 
-test('tx nests as savepoints: an inner failure undoes only the inner work', (t) => {
-  const db = fresh(t);
-  const insert = (id: string) => db.run("INSERT INTO organizations (id, name, created_at) VALUES (?, 'n', 'now')", id);
-  const ids = () => db.all<{ id: string }>('SELECT id FROM organizations ORDER BY id').map((r) => r.id);
-  db.tx(() => {
-    insert('a');
-    assert.throws(() => db.tx(() => { insert('b'); throw new Error('inner'); }), /inner/);
-    db.tx(() => insert('c'));
+test('tx nests as savepoints: an inner failure undoes only the inner work', async (t) => {
+  const db = await fresh(t);
+  const insert = async (id: string) => await db.run("INSERT INTO organizations (id, name, created_at) VALUES (?, 'n', 'now')", id);
+  const ids = async () => (await db.all<{ id: string }>('SELECT id FROM organizations ORDER BY id')).map((r) => r.id);
+  await db.tx(async () => {
+    await insert('a');
+    await assert.rejects(async () => await db.tx(async () => { await insert('b'); throw new Error('inner'); }), /inner/);
+    await db.tx(async () => await insert('c'));
   });
-  assert.deepEqual(ids(), ['a', 'c']);
-  assert.throws(() => db.tx(() => { insert('d'); db.tx(() => insert('e')); throw new Error('outer'); }), /outer/);
-  assert.deepEqual(ids(), ['a', 'c']);
+  assert.deepEqual(await ids(), ['a', 'c']);
+  await assert.rejects(async () => await db.tx(async () => { await insert('d'); await db.tx(async () => await insert('e')); throw new Error('outer'); }), /outer/);
+  assert.deepEqual(await ids(), ['a', 'c']);
   assert.equal(db.inTransaction, false);
 });
 
-test('after-commit hooks run once after the outermost commit and never after a rollback', (t) => {
-  const db = fresh(t);
+test('after-commit hooks run once after the outermost commit and never after a rollback', async (t) => {
+  const db = await fresh(t);
   const seen: string[] = [];
-  db.tx(() => {
-    db.afterCommit(() => seen.push('outer'));
-    db.tx(() => db.afterCommit(() => seen.push('inner')));
-    assert.throws(() => db.tx(() => { db.afterCommit(() => seen.push('rolled back')); throw new Error('x'); }));
+  await db.tx(async () => {
+    await db.afterCommit(() => { seen.push('outer'); });
+    await db.tx(async () => await db.afterCommit(() => { seen.push('inner'); }));
+    await assert.rejects(async () => await db.tx(async () => { await db.afterCommit(() => { seen.push('rolled back'); }); throw new Error('x'); }));
     assert.deepEqual(seen, [], 'nothing before commit');
   });
   assert.deepEqual(seen, ['outer', 'inner']);
-  assert.throws(() => db.tx(() => { db.afterCommit(() => seen.push('never')); throw new Error('y'); }));
-  db.afterCommit(() => seen.push('now'));
+  await assert.rejects(async () => await db.tx(async () => { await db.afterCommit(() => { seen.push('never'); }); throw new Error('y'); }));
+  await db.afterCommit(() => { seen.push('now'); });
   assert.deepEqual(seen, ['outer', 'inner', 'now']);
   const errors: unknown[] = [];
   db.onHookError = (e) => errors.push(e);
-  db.tx(() => db.afterCommit(() => { throw new Error('hook failed'); }));
+  await db.tx(async () => await db.afterCommit(() => { throw new Error('hook failed'); }));
   assert.equal(errors.length, 1, 'a failing hook is reported, the commit stands');
 });
 
-test('a transaction function must be synchronous', (t) => {
-  const db = fresh(t);
-  assert.throws(() => db.tx((async () => {})), /synchronous/);
-  assert.equal(db.inTransaction, false);
+test('a transaction\'s statements are bound to it; a stranger\'s read and write wait for its end', async (t) => {
+  const db = await fresh(t);
+  const names = async () => (await db.all<{ id: string }>('SELECT id FROM organizations ORDER BY id')).map((r) => r.id);
+  const insert = async (id: string) => await db.run("INSERT INTO organizations (id, name, created_at) VALUES (?, 'n', 'now')", id);
+  let release!: () => void;
+  const paused = new Promise<void>((resolve) => { release = resolve; });
+  let inside!: () => void;
+  const opened = new Promise<void>((resolve) => { inside = resolve; });
+  const events: string[] = [];
+  // A transaction that writes, then waits (as a request would on I/O), then fails: rolled back.
+  const failing = db.tx(async () => {
+    await insert('uncommitted');
+    inside();
+    await paused;
+    assert.deepEqual(await names(), ['uncommitted'], 'its own statements see its rows, however deep the awaits');
+    events.push('tx ends');
+    throw new Error('rolled back');
+  });
+  await opened;
+  assert.equal(db.inTransaction, false, 'outside the transaction\'s async context');
+  const read = names().then((r) => { events.push('read'); return r; });
+  const write = insert('stranger').then(() => { events.push('write'); });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual(events, [], 'neither runs while the transaction is open');
+  release();
+  await assert.rejects(failing, /rolled back/);
+  assert.deepEqual(await read, [], 'the read never saw the uncommitted row');
+  await write;
+  assert.deepEqual([events[0], [...events.slice(1)].sort()], ['tx ends', ['read', 'write']], 'both ran after the transaction ended');
+  assert.deepEqual(await names(), ['stranger'], 'the stranger\'s write did not join the transaction (not rolled back with it)');
 });
 
-test('migrate applies schema.sql once and records the version', (t) => {
+test('concurrent transactions run one after the other, each with its own statements', async (t) => {
+  const db = await fresh(t);
+  const log: string[] = [];
+  const work = async (id: string) => await db.tx(async () => {
+    log.push(`begin ${id}`);
+    await db.run("INSERT INTO organizations (id, name, created_at) VALUES (?, 'n', 'now')", id);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const n = (await db.get<{ n: number }>('SELECT count(*) AS n FROM organizations'))!.n;
+    log.push(`end ${id} ${n}`);
+    if (id === 'b') throw new Error('b fails');
+  });
+  const results = await Promise.allSettled([work('a'), work('b'), work('c')]);
+  assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  assert.deepEqual(log, ['begin a', 'end a 1', 'begin b', 'end b 2', 'begin c', 'end c 2']);
+  assert.deepEqual((await db.all<{ id: string }>('SELECT id FROM organizations ORDER BY id')).map((r) => r.id), ['a', 'c']);
+});
+
+test('migrate applies schema.sql once and records the version', async (t) => {
   const db = openDb(path.join(tempDir(t), 'svc.db'));
   t.after(() => db.close());
-  const first = migrate(db);
+  const first = await migrate(db);
   assert.deepEqual(first, { from: 0, to: currentSchemaVersion(), applied: ['schema.sql'] });
-  assert.equal(db.get<any>('PRAGMA user_version')!.user_version, currentSchemaVersion());
-  assert.deepEqual(migrate(db).applied, []);
+  assert.equal((await db.get<any>('PRAGMA user_version'))!.user_version, currentSchemaVersion());
+  assert.deepEqual((await migrate(db)).applied, []);
 });
 
 /** Every table's columns and every index and trigger, in a comparable form. */
-function shape(db: ReturnType<typeof openDb>) {
-  const objects = db.all<{ type: string; name: string; tbl_name: string }>(
+async function shape(db: Awaited<ReturnType<typeof openDb>>) {
+  const objects = await db.all<{ type: string; name: string; tbl_name: string }>(
     "SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name");
-  return objects.map((o) => ({
+  return (await mapSeq(objects, async (o) => ({
     ...o,
-    columns: o.type === 'table' ? db.all<{ name: string; type: string; notnull: number; dflt_value: unknown; pk: number }>(`PRAGMA table_info(${o.name})`)
+    columns: o.type === 'table' ? (await db.all<{ name: string; type: string; notnull: number; dflt_value: unknown; pk: number }>(`PRAGMA table_info(${o.name})`))
       .map((c) => `${c.name} ${c.type} ${c.notnull} ${String(c.dflt_value)} ${c.pk}`) : [],
-  }));
+  })));
 }
 
-test('a version 1 database (the first release) migrates to exactly the current schema, keeping its rows', (t) => {
+test('a version 1 database (the first release) migrates to exactly the current schema, keeping its rows', async (t) => {
   const db = openDb(path.join(tempDir(t), 'svc.db'));
   t.after(() => db.close());
-  db.exec(fs.readFileSync(new URL('../fixtures/schema-v1.sql', import.meta.url), 'utf8'));
-  db.exec('PRAGMA user_version = 1');
-  db.run("INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Old studio', '2026-01-01T00:00:00.000Z')");
-  const result = migrate(db);
+  await db.exec(fs.readFileSync(new URL('../fixtures/schema-v1.sql', import.meta.url), 'utf8'));
+  await db.exec('PRAGMA user_version = 1');
+  await db.run("INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Old studio', '2026-01-01T00:00:00.000Z')");
+  const result = await migrate(db);
   assert.deepEqual(result, { from: 1, to: currentSchemaVersion(), applied: ['0002-generation.sql', '0003-identity.sql', '0004-media.sql', '0005-workflows.sql', '0006-commercial.sql', '0007-system.sql', '0008-review.sql', '0009-operations.sql', '0010-sso.sql', '0011-attempt-limits.sql', '0012-delivery-link-export.sql', '0013-qa-gate-decisions.sql', '0014-event-outbox.sql'] });
-  assert.equal(db.get<{ name: string }>("SELECT name FROM organizations WHERE id = 'org_1'")!.name, 'Old studio');
-  assert.deepEqual(shape(db), shape(fresh(t)));
+  assert.equal((await db.get<{ name: string }>("SELECT name FROM organizations WHERE id = 'org_1'"))!.name, 'Old studio');
+  assert.deepEqual(await shape(db), await shape(await fresh(t)));
 });
 
-test('a database written by a newer version is refused with a clear message', (t) => {
-  const db = fresh(t);
-  db.exec(`PRAGMA user_version = ${currentSchemaVersion() + 1}`);
-  assert.throws(() => migrate(db), (e: unknown) => e instanceof SchemaVersionError && /newer version of svc/.test(e.message));
+test('a database written by a newer version is refused with a clear message', async (t) => {
+  const db = await fresh(t);
+  await db.exec(`PRAGMA user_version = ${currentSchemaVersion() + 1}`);
+  await assert.rejects(async () => await migrate(db), (e: unknown) => e instanceof SchemaVersionError && /newer version of svc/.test(e.message));
 });
 
-test('a database with foreign tables and no version is left alone', (t) => {
+test('a database with foreign tables and no version is left alone', async (t) => {
   const db = openDb(path.join(tempDir(t), 'other.db'));
   t.after(() => db.close());
-  db.exec('CREATE TABLE something (x)');
-  assert.throws(() => migrate(db), /no svc schema version/);
+  await db.exec('CREATE TABLE something (x)');
+  await assert.rejects(async () => await migrate(db), /no svc schema version/);
 });
 
-test('the audit log is append-only', (t) => {
-  const db = fresh(t);
-  record(createContext({ db, config: loadConfig({}, {}), log: createLogger('silent') }), { action: 'x' });
-  assert.throws(() => db.run("INSERT INTO audit_log (id, created_at, actor_type, action, result) VALUES ('aud_2', 'now', 'system', 'x', 'success')"), /NOT NULL/, 'a row outside the chain is refused');
-  assert.throws(() => db.run("UPDATE audit_log SET action = 'y'"), /append-only/);
-  assert.throws(() => db.run('DELETE FROM audit_log'), /append-only/);
-  assert.equal(db.get<any>('SELECT action FROM audit_log')!.action, 'x');
+test('the audit log is append-only', async (t) => {
+  const db = await fresh(t);
+  await record(createContext({ db, config: loadConfig({}, {}), log: createLogger('silent') }), { action: 'x' });
+  await assert.rejects(async () => await db.run("INSERT INTO audit_log (id, created_at, actor_type, action, result) VALUES ('aud_2', 'now', 'system', 'x', 'success')"), /NOT NULL/, 'a row outside the chain is refused');
+  await assert.rejects(async () => await db.run("UPDATE audit_log SET action = 'y'"), /append-only/);
+  await assert.rejects(async () => await db.run('DELETE FROM audit_log'), /append-only/);
+  assert.equal((await db.get<any>('SELECT action FROM audit_log'))!.action, 'x');
 });
 
-test('the read cache sees this connection\'s writes at once and other connections\' commits after syncCache', (t) => {
+test('the read cache sees this connection\'s writes at once and other connections\' commits after syncCache', async (t) => {
   const dir = tempDir(t);
   const a = openDb(path.join(dir, 'svc.db'));
   t.after(() => a.close());
-  migrate(a);
+  await migrate(a);
   const b = openDb(path.join(dir, 'svc.db'));
   t.after(() => b.close());
-  const name = (db = a) => db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o')?.name;
+  const name = async (db = a) => (await db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o'))?.name;
   a.syncCache();
-  assert.equal(name(), undefined);
-  a.run("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'one', 'now')");
-  assert.equal(name(), 'one', 'own write empties the cache');
-  b.run("UPDATE organizations SET name = 'two' WHERE id = 'o'");
-  assert.equal(name(), 'one', 'another connection\'s commit is not seen before syncCache');
+  assert.equal(await name(), undefined);
+  await a.run("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'one', 'now')");
+  assert.equal(await name(), 'one', 'own write empties the cache');
+  await b.run("UPDATE organizations SET name = 'two' WHERE id = 'o'");
+  assert.equal(await name(), 'one', 'another connection\'s commit is not seen before syncCache');
   a.syncCache();
-  assert.equal(name(), 'two');
+  assert.equal(await name(), 'two');
   a.syncCache();
-  assert.equal(name(), 'two', 'a quiet database keeps its cache');
+  assert.equal(await name(), 'two', 'a quiet database keeps its cache');
   // Inside a transaction the cache is bypassed, and a rollback leaves nothing behind.
-  assert.throws(() => a.tx(() => {
-    a.run("UPDATE organizations SET name = 'three' WHERE id = 'o'");
-    assert.equal(name(), 'three', 'reads its own uncommitted write');
+  await assert.rejects(async () => await a.tx(async () => {
+    await a.run("UPDATE organizations SET name = 'three' WHERE id = 'o'");
+    assert.equal(await name(), 'three', 'reads its own uncommitted write');
     throw new Error('roll back');
   }));
-  assert.equal(name(), 'two');
-  const rows = a.cachedAll<{ id: string }>('SELECT id FROM organizations');
+  assert.equal(await name(), 'two');
+  const rows = await a.cachedAll<{ id: string }>('SELECT id FROM organizations');
   assert.ok(Object.isFrozen(rows) && Object.isFrozen(rows[0]), 'cached rows are shared, so frozen');
 });
 
-test('the read cache also works without a WAL shared-memory file (PRAGMA data_version)', (t) => {
+test('the read cache also works without a WAL shared-memory file (PRAGMA data_version)', async (t) => {
   const db = openDb(':memory:');
   t.after(() => db.close());
-  migrate(db);
+  await migrate(db);
   db.syncCache();
-  db.run("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'one', 'now')");
-  assert.equal(db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o')?.name, 'one');
+  await db.run("INSERT INTO organizations (id, name, created_at) VALUES ('o', 'one', 'now')");
+  assert.equal((await db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o'))?.name, 'one');
   db.syncCache();
-  assert.equal(db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o')?.name, 'one');
+  assert.equal((await db.cachedGet<{ name: string }>('SELECT name FROM organizations WHERE id = ?', 'o'))?.name, 'one');
 });

@@ -34,7 +34,7 @@ test('with SVC_SESSION_SECRET set the database holds the HMAC of each live token
   const s = await startTestServer(t, { SVC_SESSION_SECRET: SECRET_A });
   const admin = await makeUser(s, { systemAdmin: true });
   const token = await login(s, admin);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const c = await client(s, token, tree.organizationId);
   const issued = await c.exchange();
   assert.equal(issued.status, 200, issued.text);
@@ -42,11 +42,11 @@ test('with SVC_SESSION_SECRET set the database holds the HMAC of each live token
   assert.equal((await context(s, token)).status, 200, 'the session authenticates');
   assert.notEqual((await context(s, access)).status, 401, 'the access token authenticates');
 
-  const sessions = s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions').map((r) => r.token_hash);
-  const tokens = s.db.all<{ token_hash: string }>('SELECT token_hash FROM api_client_tokens').map((r) => r.token_hash);
+  const sessions = (await s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions')).map((r) => r.token_hash);
+  const tokens = (await s.db.all<{ token_hash: string }>('SELECT token_hash FROM api_client_tokens')).map((r) => r.token_hash);
   assert.deepEqual(sessions, [hmac(Buffer.from(SECRET_A, 'hex'), token)], 'the session token under HMAC-SHA-256 with the configured key');
   assert.deepEqual(tokens, [hmac(Buffer.from(SECRET_A, 'hex'), access)]);
-  const dump = JSON.stringify([s.db.all('SELECT * FROM sessions'), s.db.all('SELECT * FROM api_client_tokens'), s.db.all('SELECT * FROM audit_log')]);
+  const dump = JSON.stringify([await s.db.all('SELECT * FROM sessions'), await s.db.all('SELECT * FROM api_client_tokens'), await s.db.all('SELECT * FROM audit_log')]);
   for (const live of [token, access]) {
     assert.ok(!dump.includes(sha256(live)), 'no plain SHA-256 of a live token');
     assert.ok(!dump.includes(live));
@@ -60,7 +60,7 @@ test('a token stored under another secret, or as plain SHA-256, does not authent
   const a = await startTestServer(t, { SVC_SESSION_SECRET: SECRET_A }, dirs);
   const admin = await makeUser(a, { systemAdmin: true });
   const token = await login(a, admin);
-  const c = await client(a, token, makeTree(a).organizationId);
+  const c = await client(a, token, (await makeTree(a)).organizationId);
   const access = (await c.exchange()).body.access_token as string;
   assert.equal((await context(a, token)).status, 200);
 
@@ -79,14 +79,14 @@ test('a token stored under another secret, or as plain SHA-256, does not authent
   // A row as stored before this change (plain SHA-256) is no credential.
   const old = crypto.randomBytes(32).toString('base64url');
   const at = new Date().toISOString();
-  b.db.run(
+  await b.db.run(
     `INSERT INTO sessions (id, token_hash, user_id, kind, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, 'bearer', ?, ?, ?)`,
     newId('ses'), sha256(old), admin.id, at, at, new Date(Date.now() + 3_600_000).toISOString(),
   );
   assert.equal((await context(b, old)).status, 401);
   // The same row under the current key is one (the refusal above is the hash, nothing else).
   const current = crypto.randomBytes(32).toString('base64url');
-  b.db.run(
+  await b.db.run(
     `INSERT INTO sessions (id, token_hash, user_id, kind, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, 'bearer', ?, ?, ?)`,
     newId('ses'), tokenHash(b.config, current), admin.id, at, at, new Date(Date.now() + 3_600_000).toISOString(),
   );

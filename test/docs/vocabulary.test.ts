@@ -71,12 +71,12 @@ test('"connector" names the model service: no other "adapter" in the OpenAPI doc
   assert.equal(run.status, 201, run.text);
   assert.equal(run.body.connectorId, reg.body.id);
   assert.equal(run.body.adapterId, run.body.connectorId);
-  const audit = s.db.get<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'workflow.instantiated' AND target_id = ?", run.body.id)!;
+  const audit = (await s.db.get<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'workflow.instantiated' AND target_id = ?", run.body.id))!;
   assert.equal(JSON.parse(audit.metadata).connectorId, reg.body.id);
   assert.ok(!('adapter' in JSON.parse(audit.metadata)));
 
   // A connector registered before the con_ prefix keeps its mdl_ id, which works everywhere.
-  s.db.run("INSERT INTO model_connectors SELECT 'mdl_06h1legacy0connector', organization_id, 'Legacy', endpoint, kind, capability, cost_mode, auth_env, protocol, status, approved_by, approved_at, last_probe_at, last_probe_ok, last_probe_latency_ms, last_probe_status, last_probe_error, created_by, created_at, updated_at FROM model_connectors WHERE id = ?", reg.body.id);
+  await s.db.run("INSERT INTO model_connectors SELECT 'mdl_06h1legacy0connector', organization_id, 'Legacy', endpoint, kind, capability, cost_mode, auth_env, protocol, status, approved_by, approved_at, last_probe_at, last_probe_ok, last_probe_latency_ms, last_probe_status, last_probe_error, created_by, created_at, updated_at FROM model_connectors WHERE id = ?", reg.body.id);
   const legacy = await s.call('GET', '/api/platform/models/mdl_06h1legacy0connector', { token });
   assert.equal(legacy.status, 200, legacy.text);
   assert.equal(legacy.body.label, 'Legacy');

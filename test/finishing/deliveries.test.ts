@@ -48,8 +48,8 @@ async function download(w: W, p: string, headers: Record<string, string> = {}) {
   return { res, body: Buffer.from(await res.arrayBuffer()) };
 }
 
-const auditOf = (w: W, action: string, targetId: string) =>
-  w.s.db.all<{ metadata: string; actor_type: string; actor_user_id: string | null }>(
+const auditOf = async (w: W, action: string, targetId: string) =>
+  await w.s.db.all<{ metadata: string; actor_type: string; actor_user_id: string | null }>(
     'SELECT metadata, actor_type, actor_user_id FROM audit_log WHERE action = ? AND target_id = ? ORDER BY seq', action, targetId);
 
 test('deliveries over real media: gaps, approval on exact hashes, client links, access and the archived project', async (t) => {
@@ -119,7 +119,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     const changed = await api(w, 'POST', `${BASE}/${d.id}/approve`);
     assert.deepEqual(gapsOf(changed), [[cut.id, 'artifact_changed']]);
     fs.writeFileSync(cutFile, cutBytes);
-    assert.equal(auditOf(w, 'delivery.approved', d.id).length, 0, 'refusals write nothing');
+    assert.equal((await auditOf(w, 'delivery.approved', d.id)).length, 0, 'refusals write nothing');
 
     const ok = await api(w, 'POST', `${BASE}/${d.id}/approve`);
     assert.equal(ok.status, 200, ok.text);
@@ -127,7 +127,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     assert.ok(Date.parse(ok.body.approvedAt));
     assert.deepEqual(ok.body.items[0].approvedOn, { qaRunId: passed.id, reviewId });
     assert.equal(ok.body.items[0].review.approved, true);
-    const audited = auditOf(w, 'delivery.approved', d.id);
+    const audited = await auditOf(w, 'delivery.approved', d.id);
     assert.equal(audited.length, 1);
     assert.deepEqual(JSON.parse(audited[0].metadata).items, [{ artifactId: cut.id, sha256: sha256(cutBytes), qaRunId: passed.id, reviewId }]);
     // Producers (delivery:approve) are told; a reviewer (delivery:view only) is not.
@@ -186,11 +186,11 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     for (const text of [listed.text, (await api(w, 'GET', `${BASE}/${deliveryId}`)).text]) {
       assert.ok(!text.includes(token) && !text.includes(secretHash) && !text.includes('token'), 'no token or hash is listed');
     }
-    const downloads = auditOf(w, 'delivery.downloaded', deliveryId);
+    const downloads = await auditOf(w, 'delivery.downloaded', deliveryId);
     assert.equal(downloads.length, 1);
     assert.deepEqual(JSON.parse(downloads[0].metadata), { linkId: link.body.id, artifactId: cut.id, position: 1, sha256: sha256(cutBytes), range: null });
     assert.deepEqual([downloads[0].actor_type, downloads[0].actor_user_id], ['anonymous', null]);
-    const leaked = w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM audit_log WHERE metadata LIKE ?', `%${token.slice(4, 24)}%`)!.n;
+    const leaked = (await w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM audit_log WHERE metadata LIKE ?', `%${token.slice(4, 24)}%`))!.n;
     assert.equal(leaked, 0);
     assert.ok(!w.s.logs.some((l) => l.includes(token.slice(4))), 'request logs drop the token');
     for (const q of [token, token.slice(4, 20)]) {
@@ -249,7 +249,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     assert.equal(soon.body.label, null);
     assert.ok(Math.abs(Date.parse(soon.body.expiresAt) - Date.now() - 168 * 3_600_000) < 60_000, 'default 168 hours');
     assert.equal((await w.s.call('GET', `/api/client/delivery/files/1?token=${soon.body.token}`)).status, 200);
-    w.s.db.run('UPDATE delivery_links SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), soon.body.id);
+    await w.s.db.run('UPDATE delivery_links SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), soon.body.id);
     assert.deepEqual(await w.s.call('GET', `/api/client/delivery?token=${soon.body.token}`).then((r) => [r.status, r.body]), [401, unknown.body]);
     assert.equal((await api(w, 'GET', `${BASE}/${deliveryId}/links`)).body.items[0].status, 'expired');
 
@@ -259,13 +259,13 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     }
     const draft = await api(w, 'POST', BASE, { title: 'Draft', artifactIds: [video.id] });
     assert.equal((await api(w, 'POST', `${BASE}/${draft.body.id}/links`, {})).body.error.code, 'delivery_not_approved');
-    const linkCount = w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM delivery_links')!.n;
+    const linkCount = (await w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM delivery_links'))!.n;
     assert.equal(linkCount, 2, 'refused links are not written');
   });
 
   await t.test('validation, access, tenancy and the archived project', async () => {
-    const count = () => w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM deliveries')!.n;
-    const before = count();
+    const count = async () => (await w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM deliveries'))!.n;
+    const before = await count();
     const invalid: Array<[unknown, string[]]> = [
       [{}, ['title']],
       [{ title: '' }, ['title']],
@@ -281,7 +281,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
       assert.deepEqual(Object.keys(r.body.error.details.fields).sort(), fields.sort(), JSON.stringify(body));
     }
     assert.equal((await api(w, 'PATCH', `${BASE}/${deliveryId}`, {})).status, 422);
-    assert.equal(count(), before, 'nothing half-written');
+    assert.equal(await count(), before, 'nothing half-written');
 
     // Another organization: its own world of media; neither sees the other's deliveries.
     const other = await member(w.s, 'org_owner');
@@ -330,7 +330,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     assert.equal((await api(w, 'POST', `${BASE}/${deliveryId}/links/dll_nope/revoke`)).status, 404);
 
     assert.equal((await w.s.call('GET', `${BASE}/${deliveryId}`, { token: producer.token })).status, 200);
-    const audits = w.s.db.all<{ action: string }>('SELECT action FROM audit_log WHERE target_id = ? ORDER BY seq', deliveryId).map((a) => a.action);
+    const audits = (await w.s.db.all<{ action: string }>('SELECT action FROM audit_log WHERE target_id = ? ORDER BY seq', deliveryId)).map((a) => a.action);
     assert.deepEqual(audits.filter((a) => a !== 'delivery.downloaded'),
       ['delivery.created', 'delivery.approved', 'delivery.link_created', 'delivery.link_revoked', 'delivery.link_created']);
 
@@ -339,7 +339,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     const live = await api(w, 'POST', `${BASE}/${deliveryId}/links`, { label: 'before archiving' });
     const leaked = await api(w, 'POST', `${BASE}/${deliveryId}/links`, { label: 'to cut off' });
     assert.deepEqual([live.status, leaked.status], [201, 201]);
-    changeLifecycle(w.s.operator(), w.tree.projectId, 'archive');
+    await changeLifecycle(w.s.operator(), w.tree.projectId, 'archive');
     for (const [method, p, body, need] of routes) {
       const r = await api(w, method, p, body);
       if (need === 'view' || p.endsWith('/revoke')) assert.equal(r.status, 200, `${method} ${p} stays allowed: ${r.text}`);
@@ -349,7 +349,7 @@ test('deliveries over real media: gaps, approval on exact hashes, client links, 
     assert.deepEqual([cutOff.status, cutOff.body.status], [200, 'revoked'], cutOff.text);
     assert.equal((await w.s.call('GET', `/api/client/delivery?token=${leaked.body.token}`)).status, 401);
     assert.equal((await w.s.call('GET', `/api/client/delivery/files/1?token=${live.body.token}`)).status, 200);
-    changeLifecycle(w.s.operator(), w.tree.projectId, 'restore');
+    await changeLifecycle(w.s.operator(), w.tree.projectId, 'restore');
 
     // Withdrawal is final and closes the links.
     const withdrawn = await api(w, 'POST', `${BASE}/${deliveryId}/withdraw`, { note: 'superseded' });

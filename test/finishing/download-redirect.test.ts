@@ -30,18 +30,18 @@ test('on s3, downloads are counted and audited once, then redirected to a signed
   const key = 'outputs/job_fixture/take-1.bin';
   await ctx.storage.putBytes(key, bytes);
   const connectorId = (await registerConnector(ctx, { label: 'fixture model', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image'], costMode: 'local' })).id;
-  const job = createJob(ctx, { kind: 'image', connectorId, prompt: 'fixture' });
-  s.db.run("UPDATE generation_jobs SET status = 'completed', output = '{}' WHERE id = ?", job.id);
+  const job = await createJob(ctx, { kind: 'image', connectorId, prompt: 'fixture' });
+  await s.db.run("UPDATE generation_jobs SET status = 'completed', output = '{}' WHERE id = ?", job.id);
   const at = new Date().toISOString();
   const ids = [tree.organizationId, tree.workspaceId, tree.projectId];
-  s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
+  await s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
       file_size, content_sha256, has_video, has_audio, created_at) VALUES ('art_fx', ?, ?, ?, ?, 'other', 'generation', ?, 'take-1.bin', 'application/octet-stream', ?, ?, 0, 0, ?)`,
   ...ids, job.id, key, bytes.length, sha, at);
-  s.db.run(`INSERT INTO deliveries (id, organization_id, workspace_id, project_id, title, status, created_at, updated_at, approved_at)
+  await s.db.run(`INSERT INTO deliveries (id, organization_id, workspace_id, project_id, title, status, created_at, updated_at, approved_at)
     VALUES ('dlv_fx', ?, ?, ?, 'fixture delivery', 'approved', ?, ?, ?)`, ...ids, at, at, at);
-  s.db.run("INSERT INTO delivery_items (delivery_id, position, artifact_id, artifact_sha256) VALUES ('dlv_fx', 1, 'art_fx', ?)", sha);
+  await s.db.run("INSERT INTO delivery_items (delivery_id, position, artifact_id, artifact_sha256) VALUES ('dlv_fx', 1, 'art_fx', ?)", sha);
   const token = crypto.randomBytes(24).toString('base64url');
-  s.db.run(`INSERT INTO delivery_links (id, delivery_id, organization_id, token_hash, expires_at, created_at, allow_export)
+  await s.db.run(`INSERT INTO delivery_links (id, delivery_id, organization_id, token_hash, expires_at, created_at, allow_export)
     VALUES ('dll_fx', 'dlv_fx', ?, ?, '2999-01-01T00:00:00.000Z', ?, 1)`, tree.organizationId, sha256(Buffer.from(token)), at);
   const written = await writeExport(ctx, { deliveryId: 'dlv_fx', archive: true });
   const exp = written.row;
@@ -49,8 +49,8 @@ test('on s3, downloads are counted and audited once, then redirected to a signed
   assert.equal(packaged.sha256, sha);
 
   const get = (p: string, headers: Record<string, string> = {}, method = 'GET') => fetch(s.url + p, { method, headers, redirect: 'manual' });
-  const count = () => s.db.get<{ n: number }>("SELECT download_count AS n FROM delivery_links WHERE id = 'dll_fx'")!.n;
-  const audits = (action: string) => s.db.all<{ metadata: string }>('SELECT metadata FROM audit_log WHERE action = ? ORDER BY seq', action).map((a) => JSON.parse(a.metadata));
+  const count = async () => (await s.db.get<{ n: number }>("SELECT download_count AS n FROM delivery_links WHERE id = 'dll_fx'"))!.n;
+  const audits = async (action: string) => (await s.db.all<{ metadata: string }>('SELECT metadata FROM audit_log WHERE action = ? ORDER BY seq', action)).map((a) => JSON.parse(a.metadata));
   const follow = async (res: Response, headers: Record<string, string> = {}) => {
     assert.equal(res.status, 302);
     assert.equal(res.headers.get('cache-control'), 'no-store');
@@ -74,18 +74,18 @@ test('on s3, downloads are counted and audited once, then redirected to a signed
   assert.equal(sha256(whole.body), sha);
   assert.equal(whole.got.headers.get('content-disposition'), contentDisposition('01-other.bin', 'inline'));
   assert.equal(whole.got.headers.get('content-type'), 'application/octet-stream');
-  assert.equal(count(), 1);
-  assert.deepEqual(audits('delivery.downloaded').map((m) => [m.linkId, m.artifactId, m.sha256, m.range]), [['dll_fx', 'art_fx', sha, null]]);
+  assert.equal(await count(), 1);
+  assert.deepEqual((await audits('delivery.downloaded')).map((m) => [m.linkId, m.artifactId, m.sha256, m.range]), [['dll_fx', 'art_fx', sha, null]]);
 
   // A later range is redirected (the URL answers 206) and not counted; a range from byte 0 counts.
   const part = await follow(await get(file, { range: 'bytes=100-199' }), { range: 'bytes=100-199' });
   assert.equal(part.got.status, 206);
   assert.ok(part.body.equals(bytes.subarray(100, 200)));
-  assert.equal(count(), 1);
+  assert.equal(await count(), 1);
   const start = await get(file, { range: 'bytes=0-99' });
   assert.equal(start.status, 302);
-  assert.equal(count(), 2);
-  assert.deepEqual(audits('delivery.downloaded').at(-1)!.range, `bytes 0-99/${bytes.length}`);
+  assert.equal(await count(), 2);
+  assert.deepEqual((await audits('delivery.downloaded')).at(-1)!.range, `bytes 0-99/${bytes.length}`);
 
   // HEAD, 304 and 416 are the service's own answers: never redirected, never counted.
   const head = await get(file, {}, 'HEAD');
@@ -93,19 +93,19 @@ test('on s3, downloads are counted and audited once, then redirected to a signed
   assert.equal((await get(file, { 'if-none-match': `"${sha}"` })).status, 304);
   const beyond = await get(file, { range: `bytes=${bytes.length}-` });
   assert.deepEqual([beyond.status, beyond.headers.get('content-range')], [416, `bytes */${bytes.length}`]);
-  assert.equal(count(), 2);
-  assert.equal(audits('delivery.downloaded').length, 2);
+  assert.equal(await count(), 2);
+  assert.equal((await audits('delivery.downloaded')).length, 2);
 
   // The export's archive (with an account): the URL serves the archive with its recorded SHA-256, as an attachment.
   const archive = await follow(await get(`/api/exports/${exp.id}/archive`, { authorization: `Bearer ${owner.token}` }));
   assert.equal(archive.got.status, 200);
   assert.equal(sha256(archive.body), exp.archive_sha256);
   assert.equal(archive.got.headers.get('content-disposition'), contentDisposition(`${exp.id}.tar`, 'attachment'));
-  assert.deepEqual(audits('export.downloaded').map((m) => [m.file, m.sha256, m.linkId]), [['archive', exp.archive_sha256, null]]);
+  assert.deepEqual((await audits('export.downloaded')).map((m) => [m.file, m.sha256, m.linkId]), [['archive', exp.archive_sha256, null]]);
 
   // A package file through the link: counted on the link and audited once; the URL serves the packaged copy.
   const media = await follow(await get(`/api/client/delivery/export/file?token=${token}&path=${encodeURIComponent(packaged.path)}`));
   assert.equal(sha256(media.body), sha);
-  assert.equal(count(), 3);
-  assert.deepEqual(audits('export.downloaded').map((m) => [m.file, m.linkId]), [['archive', null], [packaged.path, 'dll_fx']]);
+  assert.equal(await count(), 3);
+  assert.deepEqual((await audits('export.downloaded')).map((m) => [m.file, m.linkId]), [['archive', null], [packaged.path, 'dll_fx']]);
 });

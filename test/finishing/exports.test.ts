@@ -29,10 +29,10 @@ import { timecode, type Timeline } from '../../src/finishing/export/timeline.ts'
  * schema 8), only to prove that its id is 404 here; every delivery of this project is made and
  * approved through HTTP (approvedDelivery).
  */
-function foreignDelivery(s: MediaWorld['s'], tree: Tree): string {
+async function foreignDelivery(s: MediaWorld['s'], tree: Tree): Promise<string> {
   const id = `dlv_fixture_${crypto.randomBytes(6).toString('hex')}`;
   const at = new Date().toISOString();
-  s.db.run(
+  await s.db.run(
     `INSERT INTO deliveries (id, organization_id, workspace_id, project_id, title, status, version, created_at, updated_at, approved_at)
      VALUES (?, ?, ?, ?, 'Theirs', 'approved', 1, ?, ?, ?)`, id, tree.organizationId, tree.workspaceId, tree.projectId, at, at, at);
   return id;
@@ -135,7 +135,7 @@ test('export packages of approved deliveries', async (t) => {
     assert.deepEqual(m.timelines.map((x: any) => [x.key, x.frameRate, x.clips, x.otio, x.edl, x.subtitles]), [
       ['E01', cut.composition.frameRate, 2, 'timeline/E01.otio', 'timeline/E01.edl', 'subtitles/E01.srt'],
     ]);
-    const audit = s.db.all<{ action: string; metadata: string }>("SELECT action, metadata FROM audit_log WHERE target_id = ?", r.body.id);
+    const audit = await s.db.all<{ action: string; metadata: string }>("SELECT action, metadata FROM audit_log WHERE target_id = ?", r.body.id);
     assert.deepEqual(audit.map((a) => a.action), ['export.written']);
     assert.equal(JSON.parse(audit[0].metadata).manifestSha256, r.body.manifestSha256);
     assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
@@ -167,12 +167,12 @@ test('export packages of approved deliveries', async (t) => {
     assert.equal(validOtio({ ...otio, tracks: { ...otio.tracks, children: [{ ...v1, children: [{ ...v1.children[0], active_media_reference: 'X' }] }] } }), false);
   });
 
-  await t.test("the EDL's events match the shots' durations in the composition, at the cut's rate", () => {
+  await t.test("the EDL's events match the shots' durations in the composition, at the cut's rate", async () => {
     const dir = path.join(s.config.storageDir, cutExport.path);
     const [num, den] = cut.composition.frameRate.split('/').map(Number);
     const edl = parseEdl(fs.readFileSync(path.join(dir, 'timeline/E01.edl'), 'utf8'), Math.round(num / den));
     assert.equal(edl.fcm, 'NON-DROP FRAME');
-    const episode = s.db.get<{ title: string }>('SELECT title FROM episodes WHERE id = ?', w.episodeId)!;
+    const episode = (await s.db.get<{ title: string }>('SELECT title FROM episodes WHERE id = ?', w.episodeId))!;
     assert.equal(edl.title, `E01 ${episode.title} (cut)`);
     assert.equal(edl.events.length, cut.composition.inputs.length);
     let at = 0;
@@ -228,8 +228,8 @@ test('export packages of approved deliveries', async (t) => {
     for (const f of filesUnder(dir)) assert.ok(listed.includes(`${cutExport.id}/${f}`), f);
     const member = execFileSync('tar', ['-xOf', tar, `${cutExport.id}/media/01-E01-cut.mp4`], { maxBuffer: 64 << 20 });
     assert.equal(sha256(member), cut.contentSha256);
-    assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM exports WHERE delivery_id = ?", cutDelivery)!.n, 1);
-    assert.deepEqual(s.db.all<{ action: string }>('SELECT action FROM audit_log WHERE target_id = ? ORDER BY created_at', cutExport.id).map((a) => a.action),
+    assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM exports WHERE delivery_id = ?", cutDelivery))!.n, 1);
+    assert.deepEqual((await s.db.all<{ action: string }>('SELECT action FROM audit_log WHERE target_id = ? ORDER BY created_at', cutExport.id)).map((a) => a.action),
       ['export.written', 'export.archived']);
   });
 
@@ -277,7 +277,7 @@ test('export packages of approved deliveries', async (t) => {
     }
     assert.deepEqual(fs.readdirSync(exportsDir).sort(), before);
     assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
-    assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id IN (?, ?)', missing, changed)!.n, 0);
+    assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id IN (?, ?)', missing, changed))!.n, 0);
     // Once the bytes are back, the same delivery exports.
     assert.equal((await s.call('POST', '/api/exports/write', { token, body: { deliveryId: changed } })).status, 201);
   });
@@ -292,7 +292,7 @@ test('export packages of approved deliveries', async (t) => {
       assert.equal(bad.status, 422, bad.text);
       assert.ok(field in bad.body.error.details.fields, bad.text);
     }
-    assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id = ?', draft)!.n, 0);
+    assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id = ?', draft))!.n, 0);
   });
 
   await t.test('access: 401 without a session, 403 without the permission, 404 for another tenant; lists are tenant-scoped', async () => {
@@ -309,8 +309,8 @@ test('export packages of approved deliveries', async (t) => {
 
     // Another organization, with an export of its own (a row, for the listing).
     const other = await member(s, 'org_owner');
-    const theirs = foreignDelivery(s, other.tree);
-    s.db.run(
+    const theirs = await foreignDelivery(s, other.tree);
+    await s.db.run(
       `INSERT INTO exports (id, organization_id, workspace_id, project_id, delivery_id, delivery_version, storage_path, manifest_sha256, file_count, total_bytes, created_at)
        VALUES ('exp_fixture_other', ?, ?, ?, ?, 1, 'exports/exp_fixture_other', ?, 1, 1, ?)`,
       other.tree.organizationId, other.tree.workspaceId, other.tree.projectId, theirs, '0'.repeat(64), new Date().toISOString());
@@ -320,7 +320,7 @@ test('export packages of approved deliveries', async (t) => {
     assert.equal((await s.call('POST', '/api/exports/write', { token: other.token, body: { deliveryId: cutDelivery } })).status, 404);
     const mine = await s.call('GET', '/api/exports', { token });
     assert.equal(mine.status, 200, mine.text);
-    const ownIds = s.db.all<{ id: string }>('SELECT id FROM exports WHERE project_id = ? ORDER BY created_at DESC, id DESC', w.tree.projectId).map((x) => x.id);
+    const ownIds = (await s.db.all<{ id: string }>('SELECT id FROM exports WHERE project_id = ? ORDER BY created_at DESC, id DESC', w.tree.projectId)).map((x) => x.id);
     assert.deepEqual(mine.body.items.map((e: any) => e.id), ownIds);
     assert.equal(mine.body.pagination.total, ownIds.length);
     const theirList = await s.call('GET', '/api/exports', { token: other.token });
@@ -336,10 +336,11 @@ test('export packages of approved deliveries', async (t) => {
     const id = await approvedDelivery([video1.id, video2.id]);
     // The package folder appears in tmp/ only after the delivery was found approved: withdraw it then.
     let withdrawn = false;
+    let withdrawing: Promise<unknown> = Promise.resolve();
     const watcher = fs.watch(tmpDir, (_event, name) => {
       if (withdrawn || !name?.startsWith('export-exp_') || name.endsWith('.tar')) return;
       withdrawn = true;
-      withdrawDelivery(withScope(s.operator(), w.tree), id, 'pulled while exporting');
+      withdrawing = withdrawDelivery(withScope(s.operator(), w.tree), id, 'pulled while exporting');
     });
     try {
       const r = await s.call('POST', '/api/exports/write', { token, body: { deliveryId: id } });
@@ -347,10 +348,11 @@ test('export packages of approved deliveries', async (t) => {
       assert.deepEqual([r.status, r.body.error.code, r.body.error.details.status], [409, 'delivery_not_approved', 'withdrawn'], r.text);
     } finally {
       watcher.close();
+      await withdrawing;
     }
     assert.deepEqual(fs.readdirSync(exportsDir).sort(), before);
     assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
-    assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id = ?', id)!.n, 0);
+    assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id = ?', id))!.n, 0);
   });
 
   await t.test('adding the archive: a failed transaction leaves no archive; two requests at once record and audit it once', async () => {
@@ -359,28 +361,28 @@ test('export packages of approved deliveries', async (t) => {
     assert.equal(first.status, 201, first.text);
     const exportId = first.body.id;
     const tar = path.join(exportsDir, `${exportId}.tar`);
-    const archivedAudits = () => s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'export.archived' AND target_id = ?", exportId)!.n;
+    const archivedAudits = async () => (await s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'export.archived' AND target_id = ?", exportId))!.n;
 
     // FIXTURE - a trigger refusing the audit record makes the recording transaction fail after the
     // archive was moved into exports/ (a real database error; the trigger is dropped right after).
-    s.db.raw.exec(`CREATE TRIGGER test_refuse_archive_audit BEFORE INSERT ON audit_log WHEN NEW.action = 'export.archived'
+    await s.db.exec(`CREATE TRIGGER test_refuse_archive_audit BEFORE INSERT ON audit_log WHEN NEW.action = 'export.archived'
       BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
     try {
       const failed = await s.call('POST', '/api/exports/write', { token, body: { deliveryId: id, archive: true } });
       assert.equal(failed.status, 500, failed.text);
     } finally {
-      s.db.raw.exec('DROP TRIGGER test_refuse_archive_audit');
+      await s.db.exec('DROP TRIGGER test_refuse_archive_audit');
     }
     assert.equal(fs.existsSync(tar), false, 'no unrecorded archive in exports/');
     assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
-    assert.deepEqual({ ...s.db.get<Record<string, unknown>>('SELECT archive_path, archive_sha256 FROM exports WHERE id = ?', exportId) }, { archive_path: null, archive_sha256: null });
-    assert.equal(archivedAudits(), 0);
+    assert.deepEqual({ ...await s.db.get<Record<string, unknown>>('SELECT archive_path, archive_sha256 FROM exports WHERE id = ?', exportId) }, { archive_path: null, archive_sha256: null });
+    assert.equal(await archivedAudits(), 0);
 
     const both = await Promise.all([0, 1].map(() => s.call('POST', '/api/exports/write', { token, body: { deliveryId: id, archive: true } })));
     assert.deepEqual(both.map((r) => [r.status, r.body.id, r.body.archive?.path]), [[200, exportId, `exports/${exportId}.tar`], [200, exportId, `exports/${exportId}.tar`]]);
     assert.equal(both[0].body.archive.sha256, both[1].body.archive.sha256);
     assert.equal(sha256(fs.readFileSync(tar)), both[0].body.archive.sha256);
-    assert.equal(archivedAudits(), 1, 'audited once');
+    assert.equal(await archivedAudits(), 1, 'audited once');
     assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);
   });
 
@@ -393,7 +395,7 @@ test('export packages of approved deliveries', async (t) => {
       const res = await fetch(s.url + p, { headers: { ...headers, ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) } });
       return { res, bytes: Buffer.from(await res.arrayBuffer()) };
     };
-    const downloads = () => s.db.all<{ metadata: string; actor_user_id: string | null }>(
+    const downloads = async () => await s.db.all<{ metadata: string; actor_user_id: string | null }>(
       "SELECT metadata, actor_user_id FROM audit_log WHERE action = 'export.downloaded' AND target_id = ? ORDER BY seq", cutExport.id);
 
     const whole = await get(`${base}/archive`);
@@ -430,14 +432,14 @@ test('export packages of approved deliveries', async (t) => {
     }
 
     // One audit record per download: the whole file or a range from byte 0, never a later range, 304 or HEAD.
-    const counted = downloads();
+    const counted = await downloads();
     assert.equal(counted.length, 3 + cutExport.manifest.files.length, 'archive, media, manifest and every listed file');
     assert.deepEqual(JSON.parse(counted[0].metadata), { deliveryId: cutDelivery, file: 'archive', sha256: sha256(tarBytes), range: null, linkId: null });
     assert.equal(counted[0].actor_user_id, w.user.id);
     assert.deepEqual(JSON.parse(counted[1].metadata).file, 'media/01-E01-cut.mp4');
     assert.equal((await fetch(s.url + `${base}/archive`, { method: 'HEAD', headers: { authorization: `Bearer ${token}` } })).status, 200);
     assert.equal((await get(`${base}/archive`, { range: 'bytes=0-99' })).res.status, 206);
-    assert.equal(downloads().length, counted.length + 1, 'HEAD is not a download; a range from byte 0 is');
+    assert.equal((await downloads()).length, counted.length + 1, 'HEAD is not a download; a range from byte 0 is');
 
     // Only what the manifest lists; a changed file is never served.
     for (const p of ['media/nope.mp4', '../../../etc/passwd', 'media', `../${cutExport.id}.tar`, 'archive']) {
@@ -472,7 +474,7 @@ test('export packages of approved deliveries', async (t) => {
       assert.equal((await s.call('GET', p, { token: other.token })).status, 404, p);
       assert.equal((await get(p, {}, reviewer.token)).res.status, 200, p);
     }
-    const secrets = s.db.all<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'export.downloaded'").map((a) => a.metadata).join('\n');
+    const secrets = (await s.db.all<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'export.downloaded'")).map((a) => a.metadata).join('\n');
     assert.ok(!secrets.includes(token) && !secrets.includes(s.config.storageDir), 'no token or absolute path in the audit records');
   });
 
@@ -484,7 +486,7 @@ test('export packages of approved deliveries', async (t) => {
     assert.deepEqual([r.status, r.body.error.code], [409, 'project_archived']);
     assert.equal((await s.call('GET', '/api/exports', { token })).status, 200);
     assert.equal((await s.call('GET', `/api/exports/${cutExport.id}`, { token })).status, 200);
-    assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id = ?', fresh)!.n, 0);
+    assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM exports WHERE delivery_id = ?', fresh))!.n, 0);
   });
 });
 

@@ -24,8 +24,8 @@ import { parseMeasureLog } from '../../src/finishing/qa/measure.ts';
 const SIZE = '180x320';
 const SPEC = { width: 180, height: 320 };
 
-const audits = (s: TestServer, action: string, targetId?: string) =>
-  s.db.all<{ target_id: string; metadata: string }>(
+const audits = async (s: TestServer, action: string, targetId?: string) =>
+  await s.db.all<{ target_id: string; metadata: string }>(
     'SELECT target_id, metadata FROM audit_log WHERE action = ? AND (?2 IS NULL OR target_id = ?2) ORDER BY seq', action, targetId ?? null);
 
 async function qa(w: MediaWorld, body: Record<string, unknown>, token = w.token) {
@@ -122,15 +122,15 @@ test('QA measures real values: a black stretch at its time code, a silent track,
 
   // qaVerdictOf: the newest run that checked exactly these bytes.
   const pid = w.tree.projectId;
-  assert.deepEqual(qaVerdictOf(w.s.db, pid, black.id, black.contentSha256), { runId: r1.id, result: 'fail', failing: ['black'], checkedAt: r1.createdAt });
-  const frozenVerdict = qaVerdictOf(w.s.db, pid, frozen.id, frozen.contentSha256)!;
+  assert.deepEqual(await qaVerdictOf(w.s.db, pid, black.id, black.contentSha256), { runId: r1.id, result: 'fail', failing: ['black'], checkedAt: r1.createdAt });
+  const frozenVerdict = (await qaVerdictOf(w.s.db, pid, frozen.id, frozen.contentSha256))!;
   assert.deepEqual([frozenVerdict.result, frozenVerdict.failing], ['warn', []]);
-  assert.equal(qaVerdictOf(w.s.db, pid, black.id, good.contentSha256), null, 'another hash has no verdict');
-  assert.equal(qaVerdictOf(w.s.db, 'prj_other', black.id, black.contentSha256), null, 'another project has no verdict');
+  assert.equal(await qaVerdictOf(w.s.db, pid, black.id, good.contentSha256), null, 'another hash has no verdict');
+  assert.equal(await qaVerdictOf(w.s.db, 'prj_other', black.id, black.contentSha256), null, 'another project has no verdict');
   // The shot's newest video is now the frozen clip: a shot run checks it, and a newer run wins.
   const r5 = await qa(w, { shotId: w.shotIds[0] });
   assert.deepEqual(r5.artifacts.map((a: any) => a.artifactId), [frozen.id]);
-  assert.equal(qaVerdictOf(w.s.db, pid, frozen.id, frozen.contentSha256)!.runId, r5.id);
+  assert.equal((await qaVerdictOf(w.s.db, pid, frozen.id, frozen.contentSha256))!.runId, r5.id);
   // The fault is validated like the others.
   const wrong = await fetch(`${w.m.url}/control`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ videoDefect: 'purple' }) });
   assert.equal(wrong.status, 422);
@@ -156,14 +156,14 @@ test('QA measures real values: a black stretch at its time code, a silent track,
   assert.ok(most >= 1 && most <= 2, `${most} ffmpeg processes at once`);
 
   // A run whose client went away stops measuring and writes nothing (499).
-  const runsBefore = w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs')!.n;
+  const runsBefore = (await w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs'))!.n;
   const scoped = withScope(w.s.operator(), w.tree);
   const leaving = new AbortController();
   const stopped = runQa(scoped, { artifactIds: [black.id, frozen.id, loud.id] }, leaving.signal);
   setTimeout(() => leaving.abort(), 20);
   await assert.rejects(stopped, (err: any) => err.status === 499 && err.code === 'client_closed_request');
   await assert.rejects(runQa(scoped, { artifactIds: [good.id] }, AbortSignal.abort()), (err: any) => err.status === 499);
-  assert.equal(w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs')!.n, runsBefore);
+  assert.equal((await w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs'))!.n, runsBefore);
   // closedSignal: aborts when the client closes the connection before the answer, not after a sent answer.
   const signals: AbortSignal[] = [];
   const server = http.createServer((req, res) => {
@@ -195,12 +195,12 @@ test('QA measures real values: a black stretch at its time code, a silent track,
   const gone = checksOf(r6, silent.id);
   assert.deepEqual([gone.evidence.result, gone.evidence.measured.fileExists], ['fail', false]);
   assert.equal(r6.artifacts[0].sha256, good.contentSha256, 'checks name the registered hash');
-  assert.deepEqual(qaVerdictOf(w.s.db, pid, good.id, good.contentSha256)!.failing, ['evidence']);
+  assert.deepEqual((await qaVerdictOf(w.s.db, pid, good.id, good.contentSha256))!.failing, ['evidence']);
 
   // Stored: one run row and all its checks, audited with the target and result.
-  const stored = w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_checks WHERE run_id = ?', r1.id)!.n;
+  const stored = (await w.s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_checks WHERE run_id = ?', r1.id))!.n;
   assert.equal(stored, r1.artifacts[0].checks.length);
-  const audit = audits(w.s, 'qa.run_completed', r1.id);
+  const audit = await audits(w.s, 'qa.run_completed', r1.id);
   assert.equal(audit.length, 1);
   assert.deepEqual(JSON.parse(audit[0].metadata).target, { kind: 'artifacts', id: null });
 });
@@ -241,7 +241,7 @@ test('QA runs: access, validation before measuring, newest-first list with filte
   const after = await s.call('GET', `/api/workflows/runs/${wfRun.id}`, { token });
   assert.equal(after.body.status, 'completed');
   assert.deepEqual(after.body.gates.map((g: any) => [g.key, g.blocking, g.status]), [['picture_qa', true, 'passed'], ['notes', false, 'pending']]);
-  const gateAudit = audits(s, 'workflow.gate_decided', wfRun.id).map((a) => JSON.parse(a.metadata));
+  const gateAudit = (await audits(s, 'workflow.gate_decided', wfRun.id)).map((a) => JSON.parse(a.metadata));
   assert.deepEqual(gateAudit.map((m) => [m.gate, m.to, m.qaRunId]), [['picture_qa', 'passed', r2.id]]);
   // The second shot's clip has a continuity measure with the first shot's.
   const clip = (await s.call('GET', `/api/production/media-artifacts?jobId=${wfRun.steps[0].jobId}`, { token })).body.items[0];
@@ -271,7 +271,7 @@ test('QA runs: access, validation before measuring, newest-first list with filte
   assert.equal(decidedRun.gates.find((g: any) => g.key === 'notes').status, 'pending', 'its non-blocking gate still waits for a person');
 
   // Validation: exactly one target, ids of this project, an existing artifact set; nothing is written.
-  const runsBefore = s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs')!.n;
+  const runsBefore = (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs'))!.n;
   const bad = async (body: unknown, field: string) => {
     const r = await s.call('POST', '/api/production/qa/run', { token, body });
     assert.equal(r.status, 422, r.text);
@@ -279,7 +279,7 @@ test('QA runs: access, validation before measuring, newest-first list with filte
     assert.ok(field in r.body.error.details.fields, `${field} in ${r.text}`);
   };
   const stranger = await member(s, 'org_owner');
-  const foreignShot = s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', stranger.tree.projectId)!;
+  const foreignShot = (await s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', stranger.tree.projectId))!;
   await bad({}, 'body');
   await bad({ shotId: w.shotIds[0], episodeId: w.episodeId }, 'body');
   await bad({ project: false }, 'project');
@@ -289,7 +289,7 @@ test('QA runs: access, validation before measuring, newest-first list with filte
   await bad({ shotId: foreignShot.id }, 'shotId');
   await bad({ episodeId: 'ep_nope' }, 'episodeId');
   await bad({ shotId: w.shotIds[0], extra: 1 }, 'extra');
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs')!.n, runsBefore);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM qa_runs'))!.n, runsBefore);
 
   // Access: no credential 401; a writer (no qa:review) 403; a reviewer may run; a viewer (delivery:view) reads only.
   assert.equal((await s.call('POST', '/api/production/qa/run', { body: { project: true } })).status, 401);
@@ -346,7 +346,7 @@ test('the delivery spec: documented defaults, validated full replacement, audit,
   // A replacement: fields left out go back to their defaults.
   const again = await s.call('PUT', '/api/production/delivery-spec', { token: producer.token, body: { width: 720, height: 1280 } });
   assert.deepEqual([again.body.frameRate, again.body.truePeakMaxDbtp], [null, -1]);
-  const audit = audits(s, 'qa.delivery_spec_updated', producer.tree.projectId).map((a) => JSON.parse(a.metadata));
+  const audit = (await audits(s, 'qa.delivery_spec_updated', producer.tree.projectId)).map((a) => JSON.parse(a.metadata));
   assert.deepEqual(audit.map((m) => m.changed), [['width', 'height', 'frameRate', 'truePeakMaxDbtp'], ['frameRate', 'truePeakMaxDbtp']]);
 
   // Bad input: 422 naming every field, nothing stored.
@@ -452,10 +452,10 @@ test('QA re-decides the gates QA decided (fail, pass, fail again; audited), neve
   assert.deepEqual(again.gatesDecided.map((g: any) => [g.workflowRunId, g.status, g.runStatus]), [[first, 'failed', 'failed']]);
   assert.equal(await shotStatus(), 'ready');
   assert.deepEqual(await toGenerate(), [shotId]);
-  const decisions = audits(s, 'workflow.gate_decided', first).map((a) => JSON.parse(a.metadata));
+  const decisions = (await audits(s, 'workflow.gate_decided', first)).map((a) => JSON.parse(a.metadata));
   assert.deepEqual(decisions.map((m) => [m.from, m.to, m.qaRunId, m.previousQaRunId]),
     [['pending', 'failed', failing.id, undefined], ['failed', 'passed', passing.id, failing.id], ['passed', 'failed', again.id, passing.id]]);
-  const moves = audits(s, 'shot.status_changed', shotId).map((a) => JSON.parse(a.metadata));
+  const moves = (await audits(s, 'shot.status_changed', shotId)).map((a) => JSON.parse(a.metadata));
   assert.deepEqual(moves.map((m) => [m.changes.status.from, m.changes.status.to, m.reason]),
     [['draft', 'generating', 'video_job_created'], ['generating', 'review', 'qa_passed'], ['review', 'ready', 'qa_failed']]);
 

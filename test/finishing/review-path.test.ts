@@ -111,10 +111,10 @@ async function reviewPath(t: TestContext, driver: 'local' | 's3') {
   assert.deepEqual(edl.events.map((e) => e.recOut - e.recIn), cut.composition.inputs.map((i: { frames: number }) => i.frames));
 
   // A package file downloaded with an account: the cut's approved bytes, audited once as export.downloaded.
-  const audits = (action: string) => s.db.all<{ metadata: string }>('SELECT metadata FROM audit_log WHERE action = ? ORDER BY seq', action).map((a) => JSON.parse(a.metadata));
+  const audits = async (action: string) => (await s.db.all<{ metadata: string }>('SELECT metadata FROM audit_log WHERE action = ? ORDER BY seq', action)).map((a) => JSON.parse(a.metadata));
   const packaged = await fetch(`${s.url}/api/exports/${exp.body.id}/file?path=${encodeURIComponent('media/01-E01-cut.mp4')}`, { headers: { authorization: `Bearer ${token}` }, redirect: 'manual' });
   assert.equal(sha256(await downloadedBytes(driver, packaged, s.config.s3Endpoint)), cut.contentSha256);
-  assert.deepEqual(audits('export.downloaded').map((m) => [m.file, m.sha256, m.linkId]), [['media/01-E01-cut.mp4', cut.contentSha256, null]]);
+  assert.deepEqual((await audits('export.downloaded')).map((m) => [m.file, m.sha256, m.linkId]), [['media/01-E01-cut.mp4', cut.contentSha256, null]]);
 
   // The client link: off by the organization's flag, then made; the token downloads the approved bytes.
   const admin = await login(s, await makeUser(s, { systemAdmin: true }));
@@ -129,9 +129,9 @@ async function reviewPath(t: TestContext, driver: 'local' | 's3') {
   assert.equal(files.status, 200, files.text);
   const download = await fetch(`${s.url}/api/client/delivery/files/1?token=${link.body.token}`, { redirect: 'manual' });
   assert.equal(sha256(await downloadedBytes(driver, download, s.config.s3Endpoint, link.body.token)), cut.contentSha256);
-  const counted = s.db.get<{ n: number }>('SELECT download_count AS n FROM delivery_links WHERE id = ?', link.body.id)!.n;
+  const counted = (await s.db.get<{ n: number }>('SELECT download_count AS n FROM delivery_links WHERE id = ?', link.body.id))!.n;
   assert.equal(counted, 1, 'the download is counted once');
-  assert.deepEqual(audits('delivery.downloaded').map((m) => [m.linkId, m.artifactId, m.sha256]), [[link.body.id, cut.id, cut.contentSha256]], 'and audited once');
+  assert.deepEqual((await audits('delivery.downloaded')).map((m) => [m.linkId, m.artifactId, m.sha256]), [[link.body.id, cut.id, cut.contentSha256]], 'and audited once');
   assert.equal((await s.call('GET', '/api/client/delivery/files/1')).status, 401, 'no token');
 
   const revoked = await call('POST', `/api/production/deliveries/${delivery.body.id}/links/${link.body.id}/revoke`);
@@ -141,7 +141,7 @@ async function reviewPath(t: TestContext, driver: 'local' | 's3') {
   const second = await call('POST', `/api/production/deliveries/${delivery.body.id}/links`, { expiresInHours: 1 });
   const served = driver === 'local' ? 200 : 302; // streamed by the service, or redirected to the bucket
   assert.equal((await s.call('GET', `/api/client/delivery/files/1?token=${second.body.token}`)).status, served);
-  s.db.run('UPDATE delivery_links SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), second.body.id);
+  await s.db.run('UPDATE delivery_links SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), second.body.id);
   assert.equal((await s.call('GET', `/api/client/delivery/files/1?token=${second.body.token}`)).status, 401, 'expired');
 }
 

@@ -16,8 +16,8 @@ import { AppError } from '../../src/kernel/errors.ts';
 
 const VIDEO = { seconds: 1, size: '180x320' };
 
-const auditOf = (s: TestServer, reviewId: string) =>
-  s.db.all<{ action: string; actor_user_id: string | null; metadata: string }>(
+const auditOf = async (s: TestServer, reviewId: string) =>
+  await s.db.all<{ action: string; actor_user_id: string | null; metadata: string }>(
     "SELECT action, actor_user_id, metadata FROM audit_log WHERE target_type = 'review' AND target_id = ? ORDER BY seq", reviewId);
 
 async function inbox(s: TestServer, token: string, type: string) {
@@ -26,7 +26,7 @@ async function inbox(s: TestServer, token: string, type: string) {
   return r.body.items.filter((n: { type: string }) => n.type === type);
 }
 
-const rowCount = (s: TestServer, table: string) => s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)!.n;
+const rowCount = async (s: TestServer, table: string) => (await s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`))!.n;
 
 test('a shot video review: time-coded comments, decisions on the exact hash, verdict, notifications, audit; a new video re-opens it', async (t) => {
   const w = await mediaWorld(t);
@@ -68,7 +68,7 @@ test('a shot video review: time-coded comments, decisions on the exact hash, ver
   assert.equal(both.status, 201, both.text);
 
   // Bad places are 422 naming the field, and write nothing.
-  const comments = rowCount(s, 'review_comments');
+  const comments = await rowCount(s, 'review_comments');
   for (const [body, field] of [
     [{ body: 'too late', timeCodeMs: video.durationMs }, 'timeCodeMs'],
     [{ body: 'too late', timeCodeMs: 5000 }, 'timeCodeMs'],
@@ -88,23 +88,23 @@ test('a shot video review: time-coded comments, decisions on the exact hash, ver
     assert.equal(r.body.error.code, 'validation_failed');
     assert.ok(r.body.error.details.fields[field], `${JSON.stringify(body)} names ${field}: ${r.text}`);
   }
-  assert.equal(rowCount(s, 'review_comments'), comments);
+  assert.equal(await rowCount(s, 'review_comments'), comments);
 
   // Decisions: request changes, then approve, each on the artifact's SHA-256; the requester is told.
   const changes = await s.call('POST', `${path}/decisions`, { token: reviewer.token, body: { decision: 'request_changes', note: 'fix the horizon' } });
   assert.equal(changes.status, 201, changes.text);
   assert.deepEqual([changes.body.review.status, changes.body.decision.artifactSha256], ['changes_requested', video.contentSha256]);
-  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, video.id, video.contentSha256)!.approved, false);
+  assert.equal((await reviewVerdictOf(s.db, w.tree.projectId, video.id, video.contentSha256))!.approved, false);
   const approve = await s.call('POST', `${path}/decisions`, { token: artDirector.token, body: { decision: 'approve' } });
   assert.equal(approve.status, 201, approve.text);
   assert.equal(approve.body.review.status, 'approved');
-  const verdict = reviewVerdictOf(s.db, w.tree.projectId, video.id, video.contentSha256)!;
+  const verdict = (await reviewVerdictOf(s.db, w.tree.projectId, video.id, video.contentSha256))!;
   assert.deepEqual([verdict.reviewId, verdict.status, verdict.approved, verdict.decidedBy, verdict.decidedAt],
     [rv.id, 'approved', true, artDirector.user.id, approve.body.decision.createdAt]);
-  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, video.id, '0'.repeat(64))!.approved, false, 'other bytes are not approved');
+  assert.equal((await reviewVerdictOf(s.db, w.tree.projectId, video.id, '0'.repeat(64)))!.approved, false, 'other bytes are not approved');
   const decided = await inbox(s, owner, 'review.decided');
   assert.deepEqual(decided.map((n: { subject: string }) => n.subject).sort(), [`Approved: ${rv.title}`, `Changes requested: ${rv.title}`]);
-  assert.throws(() => s.db.run("UPDATE review_decisions SET decision = 'approve' WHERE review_id = ?", rv.id), /immutable/);
+  await assert.rejects(async () => await s.db.run("UPDATE review_decisions SET decision = 'approve' WHERE review_id = ?", rv.id), /immutable/);
 
   const detail = await s.call('GET', path, { token: reviewer.token });
   assert.equal(detail.status, 200);
@@ -133,7 +133,7 @@ test('a shot video review: time-coded comments, decisions on the exact hash, ver
     const r = await s.call('POST', p, { token: reviewer.token, body });
     assert.deepEqual([r.status, r.body.error.code], [409, 'review_withdrawn'], p);
   }
-  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, voice.id, voice.contentSha256)!.approved, false);
+  assert.equal((await reviewVerdictOf(s.db, w.tree.projectId, voice.id, voice.contentSha256))!.approved, false);
 
   // A new video of the shot re-opens the review on the new bytes; the last deciders are told.
   const video2 = await shotVideo(w, shotId, 'a lighthouse at dusk, level horizon', VIDEO);
@@ -141,8 +141,8 @@ test('a shot video review: time-coded comments, decisions on the exact hash, ver
   assert.deepEqual([reopened.status, reopened.reopenCount, reopened.artifactId, reopened.artifactSha256],
     ['reopened', 1, video2.id, video2.contentSha256]);
   assert.ok(reopened.comments.every((c: { onCurrentArtifact: boolean; artifactId: string }) => !c.onCurrentArtifact && c.artifactId === video.id));
-  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, video.id, video.contentSha256), null, 'the old video is under no review now');
-  const v2 = reviewVerdictOf(s.db, w.tree.projectId, video2.id, video2.contentSha256)!;
+  assert.equal(await reviewVerdictOf(s.db, w.tree.projectId, video.id, video.contentSha256), null, 'the old video is under no review now');
+  const v2 = (await reviewVerdictOf(s.db, w.tree.projectId, video2.id, video2.contentSha256))!;
   assert.deepEqual([v2.reviewId, v2.status, v2.approved], [rv.id, 'reopened', false]);
   for (const u of [reviewer, artDirector]) assert.equal((await inbox(s, u.token, 'review.reopened')).length, 1, 'a decider on the old video is told');
   assert.equal((await inbox(s, owner, 'review.reopened')).length, 0, 'the requester had decisions from others: the deciders are told');
@@ -151,10 +151,10 @@ test('a shot video review: time-coded comments, decisions on the exact hash, ver
   assert.deepEqual([superseded.status, superseded.body.error.code, superseded.body.error.details.currentArtifactId], [409, 'artifact_superseded', video2.id]);
   const approve2 = await s.call('POST', `${path}/decisions`, { token: reviewer.token, body: { decision: 'approve' } });
   assert.equal(approve2.body.decision.artifactSha256, video2.contentSha256);
-  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, video2.id, video2.contentSha256)!.approved, true);
+  assert.equal((await reviewVerdictOf(s.db, w.tree.projectId, video2.id, video2.contentSha256))!.approved, true);
 
   // The trail: every write audited against the review, the re-open by the worker with both hashes.
-  const trail = auditOf(s, rv.id);
+  const trail = await auditOf(s, rv.id);
   assert.deepEqual(trail.map((a) => a.action), [
     'review.requested', 'review.commented', 'review.commented', 'review.commented', 'review.decided', 'review.decided', 'review.reopened', 'review.decided',
   ]);
@@ -162,7 +162,7 @@ test('a shot video review: time-coded comments, decisions on the exact hash, ver
   assert.deepEqual([reopenMeta.from, reopenMeta.fromArtifactId, reopenMeta.fromSha256, reopenMeta.toArtifactId, reopenMeta.toSha256, reopenMeta.reopenCount],
     ['approved', video.id, video.contentSha256, video2.id, video2.contentSha256, 1]);
   assert.deepEqual(JSON.parse(trail[1].metadata).timeCodeMs, 500);
-  assert.deepEqual(auditOf(s, audioReview.id).map((a) => a.action), ['review.requested', 'review.commented', 'review.withdrawn']);
+  assert.deepEqual((await auditOf(s, audioReview.id)).map((a) => a.action), ['review.requested', 'review.commented', 'review.withdrawn']);
 });
 
 test('a cut review follows the new cut; access, tenancy, list filters, create validation and the archived project', async (t) => {
@@ -185,11 +185,11 @@ test('a cut review follows the new cut; access, tenancy, list filters, create va
   // Create: unknown, another organization's and unreviewable artifacts are 422; nothing is written.
   const stranger = await member(s, 'org_owner');
   const strangerConnector = await connector(s, stranger.token, w.m.url);
-  const theirShot = firstShot(s, stranger.tree.projectId);
+  const theirShot = await firstShot(s, stranger.tree.projectId);
   const theirVideo = await artifactOf(w, { kind: 'video', connectorId: strangerConnector, shotId: theirShot.id, prompt: 'a green field', parameters: VIDEO }, stranger.token);
   const theirReview = (await s.call('POST', '/api/production/reviews', { token: stranger.token, body: { artifactId: theirVideo.id } })).body;
   const loose = await artifactOf(w, { kind: 'image', connectorId: w.id, prompt: 'a loose sketch' });
-  const reviews = rowCount(s, 'reviews');
+  const reviews = await rowCount(s, 'reviews');
   for (const [body, field] of [
     [{ artifactId: 'art_missing' }, 'artifactId'], [{ artifactId: theirVideo.id }, 'artifactId'], [{ artifactId: loose.id }, 'artifactId'],
     [{}, 'artifactId'], [{ artifactId: video.id, title: '' }, 'title'], [{ artifactId: video.id, extra: 1 }, 'extra'],
@@ -198,7 +198,7 @@ test('a cut review follows the new cut; access, tenancy, list filters, create va
     assert.equal(r.status, 422, `${JSON.stringify(body)}: ${r.text}`);
     assert.ok(r.body.error.details.fields[field], r.text);
   }
-  assert.equal(rowCount(s, 'reviews'), reviews);
+  assert.equal(await rowCount(s, 'reviews'), reviews);
   const badDecision = await s.call('POST', `${path}/decisions`, { token: owner, body: { decision: 'maybe' } });
   assert.deepEqual([badDecision.status, Object.keys(badDecision.body.error.details.fields)], [422, ['decision']]);
 
@@ -237,8 +237,8 @@ test('a cut review follows the new cut; access, tenancy, list filters, create va
   assert.equal((await s.call('GET', '/api/production/reviews/rev_missing', { token: owner })).status, 404);
   const ok = await s.call('POST', `${path}/decisions`, { token: producer.token, body: { decision: 'approve' } });
   assert.equal(ok.status, 201, ok.text);
-  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, cut.id, cut.contentSha256)!.approved, true);
-  assert.equal(reviewVerdictOf(s.db, stranger.tree.projectId, cut.id, cut.contentSha256), null, 'the verdict is read in the project only');
+  assert.equal((await reviewVerdictOf(s.db, w.tree.projectId, cut.id, cut.contentSha256))!.approved, true);
+  assert.equal(await reviewVerdictOf(s.db, stranger.tree.projectId, cut.id, cut.contentSha256), null, 'the verdict is read in the project only');
 
   // A new cut of the episode moves the cut review (not the shot review) and re-opens it; the decider is told.
   const cut2 = await episodeCut(w);
@@ -246,17 +246,17 @@ test('a cut review follows the new cut; access, tenancy, list filters, create va
   assert.deepEqual([moved.status, moved.artifactId, moved.artifactSha256, moved.reopenCount], ['reopened', cut2.id, cut2.contentSha256, 1]);
   assert.equal((await s.call('GET', `/api/production/reviews/${shotReview.id}`, { token: owner })).body.status, 'open');
   assert.equal((await inbox(s, producer.token, 'review.reopened')).length, 1);
-  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, cut.id, cut.contentSha256), null);
+  assert.equal(await reviewVerdictOf(s.db, w.tree.projectId, cut.id, cut.contentSha256), null);
 
   // Archived: every write is 409 project_archived and writes nothing; reads stay 200.
   const archive = await s.call('POST', `/api/projects/${w.tree.projectId}/lifecycle`, { token: owner, body: { action: 'archive' } });
   assert.equal(archive.status, 200, archive.text);
-  const before = [rowCount(s, 'reviews'), rowCount(s, 'review_comments'), rowCount(s, 'review_decisions')];
+  const before = [await rowCount(s, 'reviews'), await rowCount(s, 'review_comments'), await rowCount(s, 'review_decisions')];
   for (const [method, p, body] of calls.filter(([m]) => m === 'POST')) {
     const r = await s.call(method, p, { token: owner, body });
     assert.deepEqual([r.status, r.body.error.code], [409, 'project_archived'], `${method} ${p}`);
   }
-  assert.deepEqual([rowCount(s, 'reviews'), rowCount(s, 'review_comments'), rowCount(s, 'review_decisions')], before);
+  assert.deepEqual([await rowCount(s, 'reviews'), await rowCount(s, 'review_comments'), await rowCount(s, 'review_decisions')], before);
   assert.equal((await s.call('GET', path, { token: owner })).status, 200);
   assert.equal((await list(owner)).pagination.total, 2);
 });
@@ -311,13 +311,13 @@ test('a re-open that fails is logged and skipped: the job completes on its first
   const rv = (await s.call('POST', '/api/production/reviews', { token: owner, body: { artifactId: video.id } })).body;
   const path = `/api/production/reviews/${rv.id}`;
   // A database state that makes the re-open throw (no project module is replaced): reviews refuse updates.
-  s.db.run("CREATE TRIGGER reviews_frozen BEFORE UPDATE ON reviews BEGIN SELECT RAISE(ABORT, 'reviews are frozen'); END");
+  await s.db.run("CREATE TRIGGER reviews_frozen BEFORE UPDATE ON reviews BEGIN SELECT RAISE(ABORT, 'reviews are frozen'); END");
   const video2 = await shotVideo(w, shotId, 'a harbour at dawn, calmer water', VIDEO);
-  const job = s.db.get<{ status: string; attempt: number; error: string | null }>('SELECT status, attempt, error FROM generation_jobs WHERE id = ?', video2.jobId)!;
+  const job = (await s.db.get<{ status: string; attempt: number; error: string | null }>('SELECT status, attempt, error FROM generation_jobs WHERE id = ?', video2.jobId))!;
   assert.deepEqual([job.status, job.attempt, job.error], ['completed', 1, null], 'the job is neither failed nor retried');
   const kept = (await s.call('GET', path, { token: owner })).body;
   assert.deepEqual([kept.status, kept.artifactId, kept.reopenCount], ['open', video.id, 0]);
-  assert.deepEqual(auditOf(s, rv.id).map((a) => a.action), ['review.requested'], 'nothing of the failed re-open is left');
+  assert.deepEqual((await auditOf(s, rv.id)).map((a) => a.action), ['review.requested'], 'nothing of the failed re-open is left');
   let logged: string | undefined;
   for (let i = 0; i < 50 && !logged; i++) {
     logged = s.logs.find((l) => l.includes('re-opening reviews failed') && l.includes(video2.jobId));
@@ -327,10 +327,10 @@ test('a re-open that fails is logged and skipped: the job completes on its first
   assert.match(logged, /"level":"error"/);
   assert.match(logged, /reviews are frozen/);
   // The delivery side sees the gap: the new video is under no review, so it is not approved.
-  assert.equal(reviewVerdictOf(s.db, w.tree.projectId, video2.id, video2.contentSha256), null);
+  assert.equal(await reviewVerdictOf(s.db, w.tree.projectId, video2.id, video2.contentSha256), null);
 
   // Once updates work again, the next new video re-opens the review as usual.
-  s.db.run('DROP TRIGGER reviews_frozen');
+  await s.db.run('DROP TRIGGER reviews_frozen');
   const video3 = await shotVideo(w, shotId, 'a harbour at dawn, gulls', VIDEO);
   const moved = (await s.call('GET', path, { token: owner })).body;
   assert.deepEqual([moved.status, moved.artifactId, moved.reopenCount], ['reopened', video3.id, 1]);

@@ -30,7 +30,7 @@ function assertLimited(answers: Answer[], evaluated: number, max: number, what: 
 }
 
 const burst = (n: number, send: (i: number) => Promise<Answer>) => Promise.all(Array.from({ length: n }, (_, i) => send(i)));
-const count = (s: TestServer, sql: string, ...params: string[]) => s.db.get<{ n: number }>(sql, ...params)!.n;
+const count = async (s: TestServer, sql: string, ...params: string[]) => (await s.db.get<{ n: number }>(sql, ...params))!.n;
 /** A higher scrypt cost than the tests' default, so that concurrent checks overlap as in production. */
 const SLOW = { SVC_SCRYPT_LOG_N: '13' };
 const wrongLogin = (s: TestServer, email: string) => s.call('POST', '/api/auth/login', { body: { email, password: 'wrong password!' } });
@@ -39,7 +39,7 @@ test('40 concurrent wrong passwords for one e-mail: at most the limit (10) are c
   const s = await startTestServer(t, { ...SLOW, SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
   const u = await makeUser(s);
   assertLimited(await burst(40, () => wrongLogin(s, u.email)), 401, 10, 'per e-mail');
-  assert.equal(count(s, "SELECT count(*) AS n FROM audit_log WHERE action = 'auth.login' AND result = 'failure'"), 10, 'ten evaluations audited');
+  assert.equal(await count(s, "SELECT count(*) AS n FROM audit_log WHERE action = 'auth.login' AND result = 'failure'"), 10, 'ten evaluations audited');
   assert.equal((await s.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password } })).status, 429);
   // An unknown e-mail gets the same answers (no oracle of which addresses have accounts).
   assertLimited(await burst(15, () => wrongLogin(s, 'nobody@example.test')), 401, 10, 'unknown e-mail');
@@ -88,7 +88,7 @@ test('MFA: a concurrent burst of wrong codes locks the challenge after exactly 5
   const wrong = ['000000', '111111', '222222', '333333', '444444', '555555'].find((c) => !near.has(c))!;
   const codes = await burst(12, () => s.call('POST', '/api/auth/login/mfa', { body: { challengeToken: challenge.body.challengeToken, code: wrong } }));
   assert.ok(codes.every((a) => a.status === 401), JSON.stringify(tally(codes)));
-  assert.equal(count(s, "SELECT count(*) AS n FROM audit_log WHERE action = 'auth.mfa.code_rejected'"), 5, 'five codes evaluated');
+  assert.equal(await count(s, "SELECT count(*) AS n FROM audit_log WHERE action = 'auth.mfa.code_rejected'"), 5, 'five codes evaluated');
   assert.equal(codes.filter((a) => a.body.error.code === 'mfa_code_invalid').length, 4);
 
   const disable = await burst(30, () => s.call('POST', '/api/auth/mfa/disable', { headers, body: { password: 'not the password' } }));
@@ -119,9 +119,9 @@ test('MFA: wrong codes count per user over all challenges, in the database: a bu
   const answers = await burst(6, (i) => redeem(i % 2 ? a : b, second, wrong));
   assertLimited(answers, 401, 1, 'a new challenge buys no new guesses');
   assert.equal((await redeem(b, second, totpAt(setup.body.secret, now))).status, 429, 'over the limit even the right code waits');
-  assert.ok(count(a, "SELECT count(*) AS n FROM audit_log WHERE action = 'auth.mfa.challenge_refused' AND metadata LIKE '%rate_limited%'") >= 5);
+  assert.ok(await count(a, "SELECT count(*) AS n FROM audit_log WHERE action = 'auth.mfa.challenge_refused' AND metadata LIKE '%rate_limited%'") >= 5);
   // Once the window has passed (rows removed here), two more wrong codes, then an accepted code clears them all.
-  a.db.run("DELETE FROM attempt_limits WHERE bucket = 'mfa_code'");
+  await a.db.run("DELETE FROM attempt_limits WHERE bucket = 'mfa_code'");
   for (let i = 0; i < 2; i++) assert.equal((await redeem(b, second, wrong)).status, 401);
   assert.equal((await redeem(b, second, totpAt(setup.body.secret, now))).status, 200, 'the right code signs in');
   const third = await challenge();
@@ -133,7 +133,7 @@ test('SSO ticket redemption: wrong tickets count against the address, then 429 w
   const s = await startTestServer(t, perAddress4);
   const redeem = () => s.call('POST', '/api/auth/sso/redeem', { body: { ticket: 'not-a-ticket-0123456789' } });
   assertLimited(await burst(10, redeem), 401, 4, 'SSO redeem');
-  assert.equal(count(s, "SELECT count(*) AS n FROM audit_log WHERE metadata LIKE '%invalid_ticket%'"), 4, 'refusals past the limit are not audited');
+  assert.equal(await count(s, "SELECT count(*) AS n FROM audit_log WHERE metadata LIKE '%invalid_ticket%'"), 4, 'refusals past the limit are not audited');
 
 });
 
@@ -162,7 +162,7 @@ test('OAuth client-credentials exchange: a burst of wrong secrets split over two
   const env = { SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000', SVC_LOGIN_MAX_FAILURES_PER_EMAIL: '5' };
   const a = await startTestServer(t, env, { dataDir });
   const b = await startTestServer(t, env, { dataDir });
-  const tree = makeTree(a);
+  const tree = await makeTree(a);
   const admin = await login(a, await makeUser(a, { systemAdmin: true }));
   const created = await a.call('POST', '/api/system/api-clients', { token: admin, body: { name: 'ci', organizationId: tree.organizationId, permissions: ['script:read'] } });
   assert.equal(created.status, 201, created.text);
@@ -200,37 +200,37 @@ test('two servers on one database file share the counts (a burst split over both
   assert.equal((await wrongLogin(a, other.email)).status, 429);
 });
 
-test('the limiter: keys stored as SHA-256 only, all-or-none reservations, released slots free, expired rows pruned', (t) => {
+test('the limiter: keys stored as SHA-256 only, all-or-none reservations, released slots free, expired rows pruned', async (t) => {
   const db = openDb(path.join(tempDir(t), 'svc.db'));
   t.after(() => db.close());
-  migrate(db);
+  await migrate(db);
   const small: AttemptLimit = { bucket: 'test_small', max: 2, windowMs: 60_000 };
   const big: AttemptLimit = { bucket: 'test_big', max: 5, windowMs: 1_000 };
   const t0 = 1_000_000_000_000;
-  reserveAttempt(db, [{ limit: small, key: 'alice@example.test' }, { limit: big, key: '192.0.2.1' }], t0).fail();
-  const rows = db.all<{ key_hash: string }>('SELECT key_hash FROM attempt_limits');
+  (await reserveAttempt(db, [{ limit: small, key: 'alice@example.test' }, { limit: big, key: '192.0.2.1' }], t0)).fail();
+  const rows = await db.all<{ key_hash: string }>('SELECT key_hash FROM attempt_limits');
   assert.equal(rows.length, 2);
   assert.ok(rows.every((r) => /^[0-9a-f]{64}$/.test(r.key_hash)), 'no key in clear');
-  const released = reserveAttempt(db, [{ limit: small, key: 'alice@example.test' }], t0 + 1);
-  released.release();
-  reserveAttempt(db, [{ limit: small, key: 'alice@example.test' }], t0 + 2).fail();
+  const released = await reserveAttempt(db, [{ limit: small, key: 'alice@example.test' }], t0 + 1);
+  await released.release();
+  (await reserveAttempt(db, [{ limit: small, key: 'alice@example.test' }], t0 + 2)).fail();
   let refusedWith = 0;
-  assert.throws(() => reserveAttempt(db, [{ limit: big, key: '192.0.2.1' }, { limit: small, key: 'alice@example.test' }], t0 + 3, (w) => { refusedWith = w; }),
+  await assert.rejects(async () => await reserveAttempt(db, [{ limit: big, key: '192.0.2.1' }, { limit: small, key: 'alice@example.test' }], t0 + 3, (w) => { refusedWith = w; }),
     (e: any) => e.status === 429 && e.code === 'rate_limited');
   assert.equal(refusedWith, 60, 'Retry-After: until the oldest counted attempt leaves the window');
-  assert.equal(db.get<{ n: number }>("SELECT count(*) AS n FROM attempt_limits WHERE bucket = 'test_big'")!.n, 1, 'all or none: nothing reserved on refusal');
+  assert.equal((await db.get<{ n: number }>("SELECT count(*) AS n FROM attempt_limits WHERE bucket = 'test_big'"))!.n, 1, 'all or none: nothing reserved on refusal');
   // A synchronous check: success writes nothing; a failure is counted and its error thrown; at the limit it does not run.
   const tok: AttemptLimit = { bucket: 'test_token', max: 2, windowMs: 60_000 };
-  const rowsOf = (bucket: string) => db.get<{ n: number }>('SELECT count(*) AS n FROM attempt_limits WHERE bucket = ?', bucket)!.n;
-  assert.equal(checkAttempt(db, [{ limit: tok, key: 'k' }], t0, () => 'ok'), 'ok');
-  assert.equal(rowsOf('test_token'), 0, 'a success writes nothing');
-  for (let i = 0; i < 2; i++) assert.throws(() => checkAttempt(db, [{ limit: tok, key: 'k' }], t0, () => { throw new Error('wrong token'); }), /wrong token/);
-  assert.equal(rowsOf('test_token'), 2);
+  const rowsOf = async (bucket: string) => (await db.get<{ n: number }>('SELECT count(*) AS n FROM attempt_limits WHERE bucket = ?', bucket))!.n;
+  assert.equal(await checkAttempt(db, [{ limit: tok, key: 'k' }], t0, () => 'ok'), 'ok');
+  assert.equal(await rowsOf('test_token'), 0, 'a success writes nothing');
+  for (let i = 0; i < 2; i++) await assert.rejects(async () => await checkAttempt(db, [{ limit: tok, key: 'k' }], t0, () => { throw new Error('wrong token'); }), /wrong token/);
+  assert.equal(await rowsOf('test_token'), 2);
   let ran = false;
-  assert.throws(() => checkAttempt(db, [{ limit: tok, key: 'k' }], t0, () => { ran = true; }), (e: any) => e.status === 429);
+  await assert.rejects(async () => await checkAttempt(db, [{ limit: tok, key: 'k' }], t0, () => { ran = true; }), (e: any) => e.status === 429);
   assert.equal(ran, false, 'at the limit the check does not run');
-  checkAttempt(db, [{ limit: tok, key: 'other' }], t0, () => 'ok', { clears: [tok] });
+  await checkAttempt(db, [{ limit: tok, key: 'other' }], t0, () => 'ok', { clears: [tok] });
   // A minute and more later every row has expired: the next reservation prunes them.
-  reserveAttempt(db, [{ limit: big, key: '192.0.2.9' }], t0 + 120_000);
-  assert.equal(db.get<{ n: number }>('SELECT count(*) AS n FROM attempt_limits')!.n, 1, 'only the new row is left');
+  await reserveAttempt(db, [{ limit: big, key: '192.0.2.9' }], t0 + 120_000);
+  assert.equal((await db.get<{ n: number }>('SELECT count(*) AS n FROM attempt_limits'))!.n, 1, 'only the new row is left');
 });

@@ -83,8 +83,8 @@ test('registration and PATCH refuse every variable the operator did not designat
     assert.deepEqual(Object.keys(r.body.error.details.fields), ['authEnv'], name);
     assert.match(r.body.error.details.fields.authEnv, why, name);
   }
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM model_connectors')!.n, 0);
-  assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action LIKE 'model.connector.%'")!.n, 0);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM model_connectors'))!.n, 0);
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action LIKE 'model.connector.%'"))!.n, 0);
 
   const name = `SVC_CONNECTOR_SECRET_T${crypto.randomBytes(4).toString('hex').toUpperCase()}`;
   const ok = await register(body(m.url, name));
@@ -94,7 +94,7 @@ test('registration and PATCH refuse every variable the operator did not designat
     assert.equal(p.status, 422, p.text);
     assert.ok('authEnv' in p.body.error.details.fields);
   }
-  assert.equal(s.db.get<{ auth_env: string }>('SELECT auth_env FROM model_connectors WHERE id = ?', ok.body.id)!.auth_env, name, 'unchanged');
+  assert.equal((await s.db.get<{ auth_env: string }>('SELECT auth_env FROM model_connectors WHERE id = ?', ok.body.id))!.auth_env, name, 'unchanged');
 });
 
 test('authConfigured is reported only for designated names: the presence of PATH or a key setting is never told', async (t) => {
@@ -106,7 +106,7 @@ test('authConfigured is reported only for designated names: the presence of PATH
   const c = await s.call('POST', `${BASE}/register`, { token: admin.token, body: body(m.url, designated) });
   assert.equal(c.body.authConfigured, true);
   // A connector stored before the rule, naming PATH (set in every process).
-  s.db.run('UPDATE model_connectors SET auth_env = ? WHERE id = ?', 'PATH', c.body.id);
+  await s.db.run('UPDATE model_connectors SET auth_env = ? WHERE id = ?', 'PATH', c.body.id);
   const got = await s.call('GET', `${BASE}/${c.body.id}`, { token: admin.token });
   assert.equal(got.body.authEnv, 'PATH');
   assert.equal(got.body.authConfigured, false);
@@ -124,7 +124,7 @@ test('a connector stored with a forbidden name sends nothing: the probe and ever
   assert.equal(ready.body.status, 'ready', ready.text);
   assert.equal(m.seen.length, 1);
   // The row as a connector registered before this change could hold it.
-  s.db.run('UPDATE model_connectors SET auth_env = ? WHERE id = ?', 'PATH', c.body.id);
+  await s.db.run('UPDATE model_connectors SET auth_env = ? WHERE id = ?', 'PATH', c.body.id);
 
   const probe = await s.call('POST', `${BASE}/${c.body.id}/probe`, { token: admin.token });
   assert.equal(probe.status, 200, probe.text);
@@ -132,7 +132,7 @@ test('a connector stored with a forbidden name sends nothing: the probe and ever
   assert.match(probe.body.probe.error, /authEnv PATH .*designated.*the call was not made/);
   assert.equal(m.seen.length, 1, 'the probe sent nothing');
 
-  s.db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", c.body.id);
+  await s.db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", c.body.id);
   // The dry run shows what the call would do: refuse, rather than list an authorization header.
   const dry = await s.call('POST', '/api/adapters/dry-run', { token: admin.token, body: { kind: 'chat', connectorId: c.body.id, prompt: 'hello' } });
   assert.equal(dry.status, 422, dry.text);
@@ -171,7 +171,7 @@ test('a name listed in SVC_CONNECTOR_SECRET_NAMES (or under a changed prefix) is
 test('a sign-in provider\'s variable is never a connector credential, and a provider may not name a designated variable', async (t) => {
   const s = await startTestServer(t);
   const sys = await login(s, await makeUser(s, { systemAdmin: true }));
-  const org = makeOrg(s);
+  const org = await makeOrg(s);
   const provider = (ref: string) => s.call('POST', '/api/system/identity/providers', {
     token: sys, body: { kind: 'oidc', name: 'Corp', organizationId: org.id, config: { issuer: 'https://login.example.test', clientId: 'c', clientSecretRef: ref } },
   });
@@ -181,7 +181,7 @@ test('a sign-in provider\'s variable is never a connector credential, and a prov
   // A provider created before the rule (or while the name was not designated) keeps its variable to itself.
   const created = await provider('CORP_IDP_SECRET');
   assert.equal(created.status, 201, created.text);
-  s.db.run("UPDATE identity_providers SET config = json_set(config, '$.clientSecretRef', 'SVC_CONNECTOR_SECRET_IDP') WHERE id = ?", created.body.id);
+  await s.db.run("UPDATE identity_providers SET config = json_set(config, '$.clientSecretRef', 'SVC_CONNECTOR_SECRET_IDP') WHERE id = ?", created.body.id);
   const admin = await member(s, 'org_admin');
   const r = await s.call('POST', `${BASE}/register`, { token: admin.token, body: body('http://127.0.0.1:9', 'SVC_CONNECTOR_SECRET_IDP') });
   assert.equal(r.status, 422, r.text);

@@ -40,8 +40,8 @@ async function setup(t: any) {
   return { s, owner, tree: owner.tree, register, api };
 }
 
-const audit = (s: TestServer, targetId: string) =>
-  s.db.all<any>("SELECT * FROM audit_log WHERE target_type = 'model_connector' AND target_id = ? ORDER BY seq", targetId);
+const audit = async (s: TestServer, targetId: string) =>
+  await s.db.all<any>("SELECT * FROM audit_log WHERE target_type = 'model_connector' AND target_id = ? ORDER BY seq", targetId);
 
 test('every platform route: 401 without a session, 403 for producers, editors and org members, 404 across organizations, 200 for the owner and a system administrator', async (t) => {
   const { s, owner, tree, register } = await setup(t);
@@ -93,7 +93,7 @@ test('every platform route: 401 without a session, 403 for producers, editors an
     }
   }
   // The owner acted first, the administrator second: both approvals are on record.
-  assert.equal(audit(s, id).filter((a) => a.action === 'model.connector.approved').length, 2);
+  assert.equal((await audit(s, id)).filter((a) => a.action === 'model.connector.approved').length, 2);
   assert.deepEqual((await s.call('GET', BASE, { token: outsider.token })).body.items, [], 'the other organization sees none of them');
 });
 
@@ -159,8 +159,8 @@ test('register validation: every bad field is 422 validation_failed naming it, a
     assert.match(r.body.error.details.fields.authEnv, /NAME of the environment variable/);
     assert.ok(!r.text.includes(secret), 'the value is not echoed');
   }
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM model_connectors')!.n, 0);
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action LIKE 'model.connector.%'")!.n, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM model_connectors'))!.n, 0);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action LIKE 'model.connector.%'"))!.n, 0);
   const ok = await register(connector({ kind: 'comfyui', capability: ['image', 'video'], endpoint: 'http://127.0.0.1:8188/', protocol: { workflow: { 3: { class_type: 'KSampler' } }, routes: { video: '/prompt' } } }));
   assert.equal(ok.status, 201, ok.text);
   assert.equal(ok.body.endpoint, 'http://127.0.0.1:8188', 'trailing slash dropped');
@@ -197,14 +197,14 @@ test('probes: the model server makes local connectors of each kind ready; a clos
   assert.equal(r.body.probe.ok, false);
   assert.equal(r.body.probe.httpStatus, null);
   assert.ok(r.body.probe.error, 'the error is recorded');
-  const row = s.db.get<any>('SELECT * FROM model_connectors WHERE id = ?', dead.id);
+  const row = await s.db.get<any>('SELECT * FROM model_connectors WHERE id = ?', dead.id);
   assert.equal(row.status, 'unreachable');
   assert.equal(row.last_probe_ok, 0);
   assert.equal(row.last_probe_error, r.body.probe.error);
   // A recovered endpoint is ready again after the next probe.
   assert.equal((await api('PATCH', `/${dead.id}`, { endpoint: m.url })).body.status, 'pending');
   assert.equal((await api('POST', `/${dead.id}/probe`)).body.status, 'ready');
-  const probes = audit(s, dead.id).filter((a) => a.action === 'model.connector.probed');
+  const probes = (await audit(s, dead.id)).filter((a) => a.action === 'model.connector.probed');
   assert.deepEqual(probes.map((a) => a.result), ['failure', 'success']);
   assert.equal(JSON.parse(probes[0].metadata).ok, false);
 });
@@ -229,7 +229,7 @@ test('rule 2: a cloud connector awaits approval through probes; a producer canno
   assert.equal(approved.body.approvedBy, admin.user.id);
   assert.ok(Date.parse(approved.body.approvedAt));
   assert.equal((await api('POST', `/${c.id}/probe`)).body.status, 'ready');
-  const rec = audit(s, c.id).find((a) => a.action === 'model.connector.approved');
+  const rec = (await audit(s, c.id)).find((a) => a.action === 'model.connector.approved');
   assert.equal(rec.actor_user_id, admin.user.id);
   assert.equal(JSON.parse(rec.metadata).note, 'budget signed off for Q3');
   assert.equal(rec.organization_id, tree.organizationId);
@@ -248,8 +248,8 @@ test('local_runner_only: registering, changing to, approving or enabling a mixed
   const disabledCloud = (await register(connector({ costMode: 'mixed' }))).body;
   await api('POST', `/${disabledCloud.id}/disable`);
   const local = (await register(connector())).body;
-  s.db.run('UPDATE billing_accounts SET local_runner_only = 1 WHERE organization_id = ?', tree.organizationId);
-  const before = s.db.get<any>('SELECT count(*) AS n FROM model_connectors')!.n;
+  await s.db.run('UPDATE billing_accounts SET local_runner_only = 1 WHERE organization_id = ?', tree.organizationId);
+  const before = (await s.db.get<any>('SELECT count(*) AS n FROM model_connectors'))!.n;
   const attempts: Array<[string, string, unknown?]> = [
     ['POST', '/register', connector({ costMode: 'cloud' })],
     ['POST', '/register', connector({ costMode: 'mixed' })],
@@ -262,7 +262,7 @@ test('local_runner_only: registering, changing to, approving or enabling a mixed
     assert.equal(r.status, 409, `${method} ${path}: ${r.text}`);
     assert.equal(r.body.error.code, 'local_runner_only');
   }
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM model_connectors')!.n, before, 'nothing registered');
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM model_connectors'))!.n, before, 'nothing registered');
   assert.equal((await api('GET', `/${local.id}`)).body.costMode, 'local');
   assert.equal((await api('GET', `/${cloud.id}`)).body.approvedAt, null);
   assert.equal((await api('GET', `/${disabledCloud.id}`)).body.status, 'disabled');
@@ -299,11 +299,11 @@ test('authEnv is a name: authConfigured follows the environment and the credenti
   assert.equal(cleared.body.authConfigured, false);
   for (const text of texts) assert.ok(!text.includes(secret), `an answer holds the credential: ${text.slice(0, 200)}`);
   for (const line of s.logs) assert.ok(!line.includes(secret), `a log line holds the credential: ${line}`);
-  const rows = s.db.all<any>('SELECT metadata FROM audit_log');
+  const rows = await s.db.all<any>('SELECT metadata FROM audit_log');
   assert.ok(rows.length > 0);
   for (const r of rows) assert.ok(!r.metadata.includes(secret));
-  assert.ok(!JSON.stringify(s.db.all('SELECT * FROM model_connectors')).includes(secret), 'never stored');
-  assert.equal(JSON.parse(audit(s, c.id)[0].metadata).authEnv, name, 'the audit names the variable');
+  assert.ok(!JSON.stringify(await s.db.all('SELECT * FROM model_connectors')).includes(secret), 'never stored');
+  assert.equal(JSON.parse((await audit(s, c.id))[0].metadata).authEnv, name, 'the audit names the variable');
 });
 
 test('PATCH: reachability fields send a ready connector back to pending, a label keeps it ready, costMode moves the approval; disable and enable', async (t) => {
@@ -352,14 +352,14 @@ test('PATCH: reachability fields send a ready connector back to pending, a label
   await api('POST', `/${cloudOne.id}/disable`);
   assert.equal((await api('POST', `/${cloudOne.id}/enable`)).body.status, 'pending', 'approved: pending');
   // The trail, from the audit log.
-  const actions = audit(s, c.id).map((a) => a.action);
+  const actions = (await audit(s, c.id)).map((a) => a.action);
   for (const action of ['registered', 'updated', 'probed', 'approved', 'disabled', 'enabled']) {
     assert.ok(actions.includes(`model.connector.${action}`), action);
   }
   assert.equal(actions.filter((a) => a === 'model.connector.disabled').length, 1, 'a repeated disable writes nothing');
-  const update = audit(s, c.id).find((a) => a.action === 'model.connector.updated' && JSON.parse(a.metadata).changes.endpoint);
+  const update = (await audit(s, c.id)).find((a) => a.action === 'model.connector.updated' && JSON.parse(a.metadata).changes.endpoint);
   assert.deepEqual(JSON.parse(update.metadata).changes.endpoint, { changed: true }, 'endpoints stay out of the audit');
-  assert.ok(!JSON.stringify(audit(s, c.id)).includes(`${m.port}/v1`));
+  assert.ok(!JSON.stringify(await audit(s, c.id)).includes(`${m.port}/v1`));
 });
 
 test('connectors are never searchable: neither label nor endpoint', async (t) => {
@@ -372,5 +372,5 @@ test('connectors are never searchable: neither label nor endpoint', async (t) =>
     assert.deepEqual(r.body, [], q);
     assert.ok(!r.text.includes('47821') && !r.text.includes(c.body.id));
   }
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM search_documents WHERE body LIKE '%47821%' OR title LIKE '%Zephyrine%' OR target_id = ?", c.body.id)!.n, 0);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM search_documents WHERE body LIKE '%47821%' OR title LIKE '%Zephyrine%' OR target_id = ?", c.body.id))!.n, 0);
 });

@@ -394,16 +394,16 @@ test('a video job depending on an image job with useDependencyOutputs starts on 
   assert.equal(clip.kind, 'video');
 
   // The contract the video job is called with, and the request its dry run shows.
-  const row = jobById(s.db, video.id)!;
-  const { contract: c } = buildContract(s.db, row);
+  const row = (await jobById(s.db, video.id))!;
+  const { contract: c } = await buildContract(s.db, row);
   assert.deepEqual(c.inputs, [{
     artifactId: still.id, jobId: image.id, fileName: 'image-1.png', mimeType: 'image/png', fileSize: still.fileSize, contentSha256: still.contentSha256,
   }]);
-  const staged = await stageInputs(storageOf(s.config), buildContract(s.db, row).inputs);
+  const staged = await stageInputs(storageOf(s.config), (await buildContract(s.db, row)).inputs);
   t.after(() => staged.release());
   assert.equal(staged.files.length, 1);
   assert.equal(fs.readFileSync(staged.files[0].path).length, still.fileSize);
-  const spec = connectorSpec(connectorById(s.db, row.organization_id, id)!);
+  const spec = connectorSpec((await connectorById(s.db, row.organization_id, id))!);
   const shown = dryRun(spec, c, { ...execution, model: 'svc-video' }, CREDENTIALS);
   assert.equal(shown.contentType, 'multipart/form-data');
   assert.deepEqual((shown.body as any).input_reference, { fileName: 'image-1.png', mimeType: 'image/png', fileSize: still.fileSize });

@@ -38,7 +38,7 @@ test('image -> video chain on a local connector completes; files are stored with
     assert.equal(crypto.createHash('sha256').update(bytes).digest('hex'), files[0].sha256);
     assert.match(files[0].path, new RegExp(`^outputs/${job.id}/`));
   }
-  const usage = s.db.all<{ kind: string; job_id: string; organization_id: string; project_id: string }>('SELECT * FROM usage_events');
+  const usage = await s.db.all<{ kind: string; job_id: string; organization_id: string; project_id: string }>('SELECT * FROM usage_events');
   assert.deepEqual(usage.map((u) => [u.kind, u.job_id, u.organization_id, u.project_id]), [['clip', video.id, tree.organizationId, tree.projectId]]);
   const list = await s.call('GET', '/api/jobs?status=completed&kind=video', { token });
   assert.deepEqual(list.body.items.map((j: { id: string }) => j.id), [video.id]);
@@ -68,7 +68,7 @@ test('a cloud connector\u2019s job stays queued under the worker and runs only t
   const again = await s.call('POST', `/api/jobs/${job.id}/run`, { token, body: { approveExternal: true } });
   assert.equal(again.body.idempotent, true);
   assert.deepEqual(again.body.result, run.body.job.output);
-  const audit = s.db.all<{ actor_user_id: string; metadata: string }>("SELECT * FROM audit_log WHERE action = 'job.external_run_approved'");
+  const audit = await s.db.all<{ actor_user_id: string; metadata: string }>("SELECT * FROM audit_log WHERE action = 'job.external_run_approved'");
   assert.equal(audit.length, 1);
   assert.equal(audit[0].actor_user_id, user.id);
   assert.equal(JSON.parse(audit[0].metadata).costMode, 'cloud');
@@ -79,7 +79,7 @@ test('claim condition, connector status: pending, unreachable and disabled conne
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   await sleep(300);
   assert.equal((await waitJob(s, token, job.id, ['queued'])).attempt, 0, 'pending: not claimed');
-  s.db.run("UPDATE model_connectors SET status = 'unreachable' WHERE id = ?", id);
+  await s.db.run("UPDATE model_connectors SET status = 'unreachable' WHERE id = ?", id);
   await sleep(300);
   assert.equal((await waitJob(s, token, job.id, ['queued'])).attempt, 0, 'unreachable: not claimed');
   assert.equal((await s.call('POST', `/api/platform/models/${id}/disable`, { token })).status, 200);
@@ -123,8 +123,8 @@ test('claim condition, concurrency slot: never more running jobs than SVC_WORKER
   for (let i = 0; i < 7; i++) jobs.push(await createJob(s, token, { kind: 'chat', connectorId: id, prompt: `line ${i}` }));
   let most = 0;
   for (;;) {
-    most = Math.max(most, s.db.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status = 'running'")!.n);
-    if (s.db.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status <> 'completed'")!.n === 0) break;
+    most = Math.max(most, (await s.db.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status = 'running'"))!.n);
+    if ((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status <> 'completed'"))!.n === 0) break;
     await sleep(5);
   }
   assert.equal(most, 2, 'two at a time, never more');
@@ -148,10 +148,10 @@ test('fails twice then succeeds: completed at attempt 3 with two audited failure
   assert.equal(done.attempt, 3);
   assert.deepEqual(done.attempts.map((a: { outcome: string }) => a.outcome), ['retry', 'retry', 'completed']);
   assert.match(done.attempts[0].error, /503/);
-  const failures = s.db.all<{ result: string; metadata: string }>("SELECT * FROM audit_log WHERE action = 'job.attempt_failed' AND target_id = ?", job.id);
+  const failures = await s.db.all<{ result: string; metadata: string }>("SELECT * FROM audit_log WHERE action = 'job.attempt_failed' AND target_id = ?", job.id);
   assert.equal(failures.length, 2);
   assert.ok(failures.every((f) => f.result === 'failure'));
-  const inbox = s.db.all<{ category: string; type: string }>('SELECT * FROM notifications WHERE user_id = ?', user.id);
+  const inbox = await s.db.all<{ category: string; type: string }>('SELECT * FROM notifications WHERE user_id = ?', user.id);
   assert.ok(inbox.some((n) => n.category === 'generation_jobs' && n.type === 'job.attempt_failed'), JSON.stringify(inbox));
 });
 
@@ -167,7 +167,7 @@ test('failing always: failed at max_attempts; its dependents become blocked, and
   assert.deepEqual(failed.attempts.map((a: { outcome: string }) => a.outcome), ['retry', 'failed']);
   await waitJob(s, token, child.id, ['blocked']);
   await waitJob(s, token, grandchild.id, ['blocked']);
-  assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'job.failed' AND target_id = ?", job.id)!.n, 1);
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'job.failed' AND target_id = ?", job.id))!.n, 1);
   await m.control({ reset: true });
   const retried = await s.call('POST', `/api/jobs/${job.id}/retry`, { token, body: {} });
   assert.equal(retried.status, 200, retried.text);
@@ -272,7 +272,7 @@ test('job creation validates kind, shot, dependency and inputs before writing an
   const other = await member(s, 'org_owner');
   const chatOnly = await connector(s, owner.token, m.url, { capability: ['chat'], probe: false });
   const otherJob = await createJob(s, other.token, { kind: 'chat', connectorId: await connector(s, other.token, m.url, { probe: false }) });
-  const before = s.db.get<{ n: number }>('SELECT count(*) AS n FROM generation_jobs')!.n;
+  const before = (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM generation_jobs'))!.n;
   const cases: Array<[Record<string, unknown>, string]> = [
     [{ kind: 'image', connectorId: chatOnly }, 'kind'],
     [{ kind: 'chat', connectorId: chatOnly, shotId: 'sht_nope' }, 'shotId'],
@@ -287,7 +287,7 @@ test('job creation validates kind, shot, dependency and inputs before writing an
     assert.equal(r.status, 422, `${JSON.stringify(body)}: ${r.text}`);
     assert.ok(field in r.body.error.details.fields, `${field} in ${r.text}`);
   }
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM generation_jobs')!.n, before);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM generation_jobs'))!.n, before);
 });
 
 test('cancel, retry and priority; a cancelled running call is aborted and its result never lands', async (t) => {
@@ -312,7 +312,7 @@ test('cancel, retry and priority; a cancelled running call is aborted and its re
   assert.equal(r.body.status, 'queued');
   await waitJob(s, token, child.id, ['completed']);
   assert.equal((await s.call('POST', `/api/jobs/${child.id}/retry`, { token, body: {} })).body.error.code, 'job_not_retryable');
-  const audit = s.db.all<{ action: string }>("SELECT action FROM audit_log WHERE action IN ('job.cancelled', 'job.retried', 'job.priority_changed') ORDER BY seq");
+  const audit = await s.db.all<{ action: string }>("SELECT action FROM audit_log WHERE action IN ('job.cancelled', 'job.retried', 'job.priority_changed') ORDER BY seq");
   assert.deepEqual(audit.map((a) => a.action), ['job.cancelled', 'job.priority_changed', 'job.retried']);
 });
 
@@ -332,7 +332,7 @@ test('dry run shows the exact request with header names only; the credential is 
   assert.equal(dry.body.body.n, 1);
   assert.equal(dry.body.body.prompt.includes('a blue door'), true);
   assert.ok(dry.body.headers.includes('authorization'));
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM generation_jobs')!.n, 0, 'a dry run stores nothing');
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM generation_jobs'))!.n, 0, 'a dry run stores nothing');
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   await waitJob(s, token, job.id, ['completed']);
   delete process.env.SVC_CONNECTOR_SECRET_TEST_MODEL_KEY;
@@ -341,7 +341,7 @@ test('dry run shows the exact request with header names only; the credential is 
   assert.equal(failed.attempt, 1, 'a missing credential is not retried');
   assert.match(failed.error, /SVC_CONNECTOR_SECRET_TEST_MODEL_KEY/);
   s.log.flush();
-  const everything = [dry.text, JSON.stringify(failed), ...s.logs, JSON.stringify(s.db.all('SELECT * FROM audit_log')), JSON.stringify(s.db.all('SELECT * FROM generation_jobs'))].join('\n');
+  const everything = [dry.text, JSON.stringify(failed), ...s.logs, JSON.stringify(await s.db.all('SELECT * FROM audit_log')), JSON.stringify(await s.db.all('SELECT * FROM generation_jobs'))].join('\n');
   assert.equal(everything.includes(secret), false);
 });
 
@@ -349,11 +349,11 @@ test('clip quota: video creation is refused with 409 clip_quota_exceeded once th
   const s = await startTestServer(t, WORKER_ENV);
   const m = await startModel(t);
   const { token, tree } = await member(s, 'org_owner');
-  s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1, clip_unit_price_e4 = 2500000 WHERE organization_id = ?', tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1, clip_unit_price_e4 = 2500000 WHERE organization_id = ?', tree.organizationId);
   const id = await connector(s, token, m.url);
   const first = await createJob(s, token, { kind: 'video', connectorId: id });
   await waitJob(s, token, first.id, ['completed']);
-  const event = s.db.get<{ estimated_cost_e4: number; currency: string }>('SELECT * FROM usage_events WHERE job_id = ?', first.id)!;
+  const event = (await s.db.get<{ estimated_cost_e4: number; currency: string }>('SELECT * FROM usage_events WHERE job_id = ?', first.id))!;
   assert.equal(event.estimated_cost_e4, 2500000);
   const second = await s.call('POST', '/api/jobs', { token, body: { kind: 'video', connectorId: id, prompt: 'again' } });
   assert.equal(second.status, 409);
@@ -390,8 +390,8 @@ test('admin queue and batch: administrators only, scoped to their organization, 
   const r = await s.call('POST', '/api/admin/queue/batch', { token: owner.token, body: { action: 'retry', ids: [jobs[0].id, jobs[1].id] } });
   assert.deepEqual(r.body.results.map((x: { status: string }) => x.status), ['queued', 'queued']);
   assert.equal((await s.call('POST', '/api/admin/queue/batch', { token: owner.token, body: { action: 'retry' } })).status, 422);
-  assert.equal(s.db.get<{ status: string }>('SELECT status FROM generation_jobs WHERE id = ?', otherJob.id)!.status, 'queued');
-  grant(s, producer.user.id, 'organization', owner.tree.organizationId, 'org_admin');
+  assert.equal((await s.db.get<{ status: string }>('SELECT status FROM generation_jobs WHERE id = ?', otherJob.id))!.status, 'queued');
+  await grant(s, producer.user.id, 'organization', owner.tree.organizationId, 'org_admin');
   assert.equal((await s.call('GET', '/api/admin/queue', { token: producer.token })).status, 200);
 });
 

@@ -32,12 +32,12 @@ async function bytes(s: TestServer, token: string, p: string, headers: Record<st
   return { res, body: Buffer.from(await res.arrayBuffer()) };
 }
 
-const starterShot = (s: TestServer, projectId: string) =>
-  s.db.get<{ id: string; episode_id: string }>('SELECT id, episode_id FROM shots WHERE project_id = ? ORDER BY position', projectId)!;
+const starterShot = async (s: TestServer, projectId: string) =>
+  (await s.db.get<{ id: string; episode_id: string }>('SELECT id, episode_id FROM shots WHERE project_id = ? ORDER BY position', projectId))!;
 
 test('a video job registers its artifact with evidence, provenance and real frames; content and frames are served exactly', async (t) => {
   const { s, token, tree, id } = await jobWorld(t);
-  const shot = starterShot(s, tree.projectId);
+  const shot = await starterShot(s, tree.projectId);
   const job = await createJob(s, token, { kind: 'video', connectorId: id, shotId: shot.id, prompt: 'a red door opens', parameters: { seconds: 1, seed: 7, size: '320x180' } });
   const done = await waitJob(s, token, job.id, ['completed', 'failed'], 30_000);
   assert.equal(done.status, 'completed', done.error);
@@ -144,18 +144,18 @@ test('image and speech artifacts: an image is its own frame, audio has none; acc
     ['/etc/hostname', 422], ['../data/svc.db', 422], ['outputs/../../data/svc.db', 422], ['outputs/escape/secret.txt', 422],
     [`outputs/${image.id}/not-yet-written.png`, 404],
   ] as const) {
-    s.db.run('UPDATE media_artifacts SET storage_path = ? WHERE id = ?', stored, img.id);
+    await s.db.run('UPDATE media_artifacts SET storage_path = ? WHERE id = ?', stored, img.id);
     const r = await s.call('GET', img.contentUrl, { token });
     assert.equal(r.status, status, `${stored}: ${r.text}`);
     if (status === 422) assert.equal(r.body.error.code, 'unsafe_path');
   }
-  s.db.run('UPDATE media_artifacts SET first_frame_path = ? WHERE id = ?', '../../etc/passwd', img.id);
+  await s.db.run('UPDATE media_artifacts SET first_frame_path = ? WHERE id = ?', '../../etc/passwd', img.id);
   assert.equal((await s.call('GET', `${img.contentUrl}?frame=first`, { token })).status, 422);
 });
 
 test('an episode cut joins the shots\u2019 videos in shot order with the summed duration; continuity between shots is in the graph', async (t) => {
   const { s, token, tree, id } = await jobWorld(t);
-  const first = starterShot(s, tree.projectId);
+  const first = await starterShot(s, tree.projectId);
   const shots = [first.id];
   for (const title of ['Second', 'Third']) {
     const r = await s.call('POST', '/api/production/shots', { token, body: { episodeId: first.episode_id, title } });
@@ -193,7 +193,7 @@ test('an episode cut joins the shots\u2019 videos in shot order with the summed 
   assert.ok(Math.abs(cut.durationMs - sum) <= 1000 / 24, `cut ${cut.durationMs} ms, inputs ${sum} ms`);
   assert.deepEqual(cut.composition.inputs.map((i: { shotId: string; artifactId: string; contentSha256: string }) => [i.shotId, i.artifactId, i.contentSha256]),
     artifacts.map((a, i) => [shots[i], a.id, a.contentSha256]));
-  const row = s.db.get<{ storage_path: string; inputs: string }>('SELECT * FROM media_compositions WHERE artifact_id = ?', cut.id)!;
+  const row = (await s.db.get<{ storage_path: string; inputs: string }>('SELECT * FROM media_compositions WHERE artifact_id = ?', cut.id))!;
   assert.equal(row.storage_path, cut.path);
 
   // The joins: the cut's frames on each side of a join are the inputs' last and first frames.
@@ -242,13 +242,13 @@ test('an episode cut joins the shots\u2019 videos in shot order with the summed 
 
 test('a compose job of an episode whose shot has no video fails at once, naming the shot', async (t) => {
   const { s, m, token, tree, id } = await jobWorld(t);
-  const first = starterShot(s, tree.projectId);
+  const first = await starterShot(s, tree.projectId);
   const compose = await s.call('POST', '/api/jobs', { token, body: { kind: 'compose', episodeId: first.episode_id, maxAttempts: 3 } });
   const done = await waitJob(s, token, compose.body.id, ['completed', 'failed']);
   assert.equal(done.status, 'failed');
   assert.equal(done.attempt, 1);
   assert.match(done.error, /^compose_missing_video: no video for shot\(s\) S1/);
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM media_artifacts')!.n, 0);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM media_artifacts'))!.n, 0);
   // The episode a compose job names cannot be removed from under it.
   const removal = await s.call('DELETE', `/api/production/episodes/${first.episode_id}`, { token });
   assert.equal(removal.status, 409, removal.text);
@@ -264,7 +264,7 @@ test('a compose job of an episode whose shot has no video fails at once, naming 
   await s.call('POST', `/api/jobs/${slow.id}/cancel`, { token });
   // A producer's /run of a compose job needs no connector.
   const producer = await makeUser(s);
-  grant(s, producer.id, 'workspace', tree.workspaceId, 'producer');
+  await grant(s, producer.id, 'workspace', tree.workspaceId, 'producer');
   const ptoken = await login(s, producer);
   const run = await s.call('POST', `/api/jobs/${done.id}/run`, { token: ptoken, body: {} });
   assert.equal(run.status, 200, run.text);
@@ -284,6 +284,6 @@ test('without ffprobe a media step fails the job with media_tools_missing (no re
   assert.equal(done.status, 'failed');
   assert.equal(done.attempt, 1, 'not retried');
   assert.match(done.error, /^media_tools_missing: ffprobe at .*no-such-ffprobe \(from SVC_FFPROBE_PATH\) could not be started/);
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM media_artifacts')!.n, 0);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM media_artifacts'))!.n, 0);
   assert.equal((await s.call('GET', '/api/health')).status, 200);
 });

@@ -44,7 +44,7 @@ function differenceRms(a: Int16Array, b: Int16Array, fromS: number, toS: number)
 
 test('the episode cut carries each shot\u2019s voice line over its segment, named with its hash in the composition', async (t) => {
   const { s, token, tree, id } = await jobWorld(t);
-  const first = s.db.get<{ id: string; episode_id: string }>('SELECT id, episode_id FROM shots WHERE project_id = ? ORDER BY position', tree.projectId)!;
+  const first = (await s.db.get<{ id: string; episode_id: string }>('SELECT id, episode_id FROM shots WHERE project_id = ? ORDER BY position', tree.projectId))!;
   const episodeId = first.episode_id;
   const added = await s.call('POST', '/api/production/shots', { token, body: { episodeId, title: 'Second' } });
   assert.equal(added.status, 201, added.text);
@@ -69,7 +69,7 @@ test('the episode cut carries each shot\u2019s voice line over its segment, name
   assert.equal(voiced.job.status, 'completed', voiced.job.error);
   assert.deepEqual(voiced.inputs.map((i) => [i.shotId, i.artifactId, i.audioArtifactId, i.audioPath, i.audioContentSha256]),
     [[shots[0], videos[0].id, short.id, short.path, short.contentSha256], [shots[1], videos[1].id, long.id, long.path, long.contentSha256]]);
-  const row = s.db.get<{ inputs: string }>('SELECT inputs FROM media_compositions WHERE artifact_id = ?', voiced.cut.id)!;
+  const row = (await s.db.get<{ inputs: string }>('SELECT inputs FROM media_compositions WHERE artifact_id = ?', voiced.cut.id))!;
   assert.deepEqual(JSON.parse(row.inputs), voiced.inputs);
   // Same pictures and length: a voice line never lengthens its segment (the long one is cut at the end).
   assert.deepEqual([voiced.cut.frameCount, voiced.cut.durationMs], [plain.cut.frameCount, plain.cut.durationMs]);
@@ -91,7 +91,7 @@ test('the episode cut carries each shot\u2019s voice line over its segment, name
   assert.deepEqual(provenance.provenance.parameters, { audioArtifactIds: [older.id] });
 
   // Refused at creation: a video, another episode's line, two lines for one shot, a non-boolean, a contradiction.
-  const seasonId = s.db.get<{ season_id: string }>('SELECT season_id FROM episodes WHERE id = ?', episodeId)!.season_id;
+  const seasonId = (await s.db.get<{ season_id: string }>('SELECT season_id FROM episodes WHERE id = ?', episodeId))!.season_id;
   const otherEpisode = await s.call('POST', `/api/production/seasons/${seasonId}/episodes`, { token, body: { title: 'Elsewhere' } });
   const otherShot = await s.call('POST', '/api/production/shots', { token, body: { episodeId: otherEpisode.body.id, title: 'Away' } });
   const foreign = await artifactOf(s, token, { kind: 'tts', connectorId: id, shotId: otherShot.body.id, prompt: 'Not in this episode.' });

@@ -37,7 +37,7 @@ test('ComfyUI placeholders carry seconds, fps and frames (numbers when exact)', 
 test('a job bound to a shot takes the shot\'s format unless it sets it; every protocol carries it', async (t) => {
   const w = await jobWorld(t);
   const { s, token } = w;
-  const shot = firstShot(s, w.tree.projectId);
+  const shot = await firstShot(s, w.tree.projectId);
   const patch = async (body: Record<string, unknown>) => assert.equal((await s.call('PATCH', `/api/production/shots/${shot.id}`, { token, body })).status, 200);
   const dry = async (body: Record<string, unknown>, connectorId = w.id) => {
     const r = await s.call('POST', '/api/adapters/dry-run', { token, body: { connectorId, shotId: shot.id, prompt: 'a sunlit yellow door', ...body } });
@@ -65,7 +65,7 @@ test('a job bound to a shot takes the shot\'s format unless it sets it; every pr
   await patch({ durationTargetMs: 1000 });
   const job = await s.call('POST', '/api/jobs', { token, body: { kind: 'video', connectorId: w.id, shotId: shot.id, prompt: 'a sunlit yellow door' } });
   assert.equal(job.status, 201, job.text);
-  assert.deepEqual(JSON.parse(s.db.get<{ input: string }>('SELECT input FROM generation_jobs WHERE id = ?', job.body.id)!.input).parameters,
+  assert.deepEqual(JSON.parse((await s.db.get<{ input: string }>('SELECT input FROM generation_jobs WHERE id = ?', job.body.id))!.input).parameters,
     { width: 720, height: 1280, seconds: 1 });
   const hj = await connector(s, token, `${w.m.url}/generate`, { kind: 'http-json', label: 'http-json model server' });
   assert.deepEqual((await dry({ kind: 'video' }, hj)).contract.parameters, { width: 720, height: 1280, seconds: 1 });

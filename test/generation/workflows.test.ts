@@ -48,8 +48,8 @@ test('the same templateKey at three levels merges workspace over organization ov
   assert.deepEqual(entry[0].shadowed.map((x: any) => [x.scope, x.id]), [['organization', org.id], ['global', 'wft_builtin_shot_to_cut']]);
 
   // A producer of another workspace of the same organization sees the organization's, not this workspace's.
-  const otherWs = makeWorkspace(s, owner.tree.organizationId);
-  const otherProject = makeProject(s, otherWs.id);
+  const otherWs = await makeWorkspace(s, owner.tree.organizationId);
+  const otherProject = await makeProject(s, otherWs.id);
   const producer = await member(s, 'producer', { organizationId: owner.tree.organizationId, workspaceId: otherWs.id, projectId: otherProject.id });
   assert.equal(byKey(await list(s, producer.token), 'shot-to-episode-cut')[0].id, org.id);
   // Another organization sees the built-in only.
@@ -116,7 +116,7 @@ test('templates: 33 steps refused with the limit named, built-ins read-only, eve
   assert.deepEqual([v1.status, v1.body.version, v1.body.name, v1.body.steps.length, v1.body.currentVersion], [200, 1, 'T', 32, 2]);
   assert.deepEqual(v1.body.versions.map((v: any) => v.version), [2, 1]);
   assert.equal((await s.call('GET', `/api/workflows/templates/${ok.id}?version=9`, { token: owner.token })).status, 404);
-  assert.throws(() => s.db.run("UPDATE workflow_template_versions SET name = 'x' WHERE template_id = ?", ok.id), /immutable/);
+  await assert.rejects(async () => await s.db.run("UPDATE workflow_template_versions SET name = 'x' WHERE template_id = ?", ok.id), /immutable/);
 
   // draft -> active -> archived -> active; archived -> draft and active -> draft are refused.
   const go = (status: string) => s.call('PATCH', `/api/workflows/templates/${ok.id}`, { token: owner.token, body: { status } });
@@ -131,8 +131,8 @@ test('templates: 33 steps refused with the limit named, built-ins read-only, eve
   assert.deepEqual(audit.body.auditLog.map((a: any) => a.action).sort(), ['workflow_template.created', ...Array(4).fill('workflow_template.updated')]);
 });
 
-const starterShot = (s: TestServer, projectId: string) =>
-  s.db.get<{ id: string; episode_id: string }>('SELECT id, episode_id FROM shots WHERE project_id = ? ORDER BY position', projectId)!;
+const starterShot = async (s: TestServer, projectId: string) =>
+  (await s.db.get<{ id: string; episode_id: string }>('SELECT id, episode_id FROM shots WHERE project_id = ? ORDER BY position', projectId))!;
 
 async function instantiate(s: TestServer, token: string, templateId: string, body: Record<string, unknown>, status = 201) {
   const r = await s.call('POST', `/api/workflows/templates/${templateId}/instantiate`, { token, body });
@@ -148,7 +148,7 @@ async function jobsOf(s: TestServer, token: string) {
 
 test('instantiate: a plan creates no job; queue creates one job a step, chained; shot, adapter and approval rules', async (t) => {
   const { s, token, tree, id } = await jobWorld(t, { env: { SVC_WORKER_ENABLED: '0' } });
-  const shot = starterShot(s, tree.projectId);
+  const shot = await starterShot(s, tree.projectId);
 
   const plan = await instantiate(s, token, 'wft_builtin_shot_to_cut', { mode: 'plan', shotId: shot.id });
   assert.deepEqual([plan.status, plan.mode, plan.templateVersion, plan.episodeId, plan.currentStep], ['planned', 'plan', 1, shot.episode_id, null]);
@@ -168,7 +168,7 @@ test('instantiate: a plan creates no job; queue creates one job a step, chained;
   // Input errors are 422 in either mode and write nothing.
   const noShot = await instantiate(s, token, 'wft_builtin_shot_to_cut', { mode: 'queue' }, 422);
   assert.match(noShot.error.details.fields.shotId, /shot_image/);
-  const elsewhere = starterShot(s, makeProject(s, tree.workspaceId).id);
+  const elsewhere = await starterShot(s, (await makeProject(s, tree.workspaceId)).id);
   const foreign = await instantiate(s, token, 'wft_builtin_shot_to_cut', { mode: 'queue', shotId: elsewhere.id }, 422);
   assert.ok(foreign.error.details.fields.shotId);
   const chatOnly = await connector(s, token, 'http://127.0.0.1:9', { capability: ['chat'], probe: false, label: 'Chat only' });
@@ -226,11 +226,11 @@ test('instantiate: a plan creates no job; queue creates one job a step, chained;
   const reread = (await s.call('GET', `/api/workflows/runs/${approved.id}`, { token })).body;
   assert.deepEqual(reread.steps[0].blockers.map((b: any) => b.code), ['connector_not_ready', 'runs_by_person']);
   // A local-runner-only organization: the plan names it, the queue refuses it.
-  s.db.run('UPDATE billing_accounts SET local_runner_only = 1 WHERE organization_id = ?', tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET local_runner_only = 1 WHERE organization_id = ?', tree.organizationId);
   const localPlan = await instantiate(s, token, 'wft_builtin_shot_to_cut', { mode: 'plan', shotId: shot.id, adapter: cloud });
   assert.ok(localPlan.steps[0].blockers.some((b: any) => b.code === 'local_runner_only'));
   assert.equal((await instantiate(s, token, 'wft_builtin_shot_to_cut', { mode: 'queue', shotId: shot.id, adapter: cloud, approveExternal: true }, 409)).error.code, 'local_runner_only');
-  s.db.run('UPDATE billing_accounts SET local_runner_only = 0 WHERE organization_id = ?', tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET local_runner_only = 0 WHERE organization_id = ?', tree.organizationId);
 
   // A prompt that renders longer than a job prompt may be is refused before anything is written.
   await s.call('PATCH', `/api/production/shots/${shot.id}`, { token, body: { prompt: 'x'.repeat(15_000) } });
@@ -254,7 +254,7 @@ test('instantiate: a plan creates no job; queue creates one job a step, chained;
 
 test('workflow access: 401 without a session, 403 without the permission, another tenant\u2019s template or run 404, lists tenant-scoped', async (t) => {
   const { s, token, tree } = await jobWorld(t, { env: { SVC_WORKER_ENABLED: '0' } });
-  const shot = starterShot(s, tree.projectId);
+  const shot = await starterShot(s, tree.projectId);
   const tpl = await make(s, token, { templateKey: 'ours', steps: [step('still', 'image', { requiresShot: true })] });
   const run = await instantiate(s, token, tpl.id, { mode: 'queue', shotId: shot.id });
   const routes: Route[] = [
@@ -290,10 +290,10 @@ test('workflow access: 401 without a session, 403 without the permission, anothe
   assert.equal((await s.call('PATCH', `/api/workflows/templates/${orgTpl.id}`, { token: admin.token, body: { name: 'z' } })).body.version, 2);
 
   // Another workspace of the organization does not see this workspace's template; another project not this run.
-  const otherWs = makeWorkspace(s, tree.organizationId);
-  const neighbour = await member(s, 'producer', { organizationId: tree.organizationId, workspaceId: otherWs.id, projectId: makeProject(s, otherWs.id).id });
+  const otherWs = await makeWorkspace(s, tree.organizationId);
+  const neighbour = await member(s, 'producer', { organizationId: tree.organizationId, workspaceId: otherWs.id, projectId: (await makeProject(s, otherWs.id)).id });
   await runScenarios(s, matrix(routes.filter(([, p]) => p.includes(tpl.id)), [{ as: 'other workspace', token: neighbour.token, status: 404 }]));
-  const sibling = await member(s, 'project_editor', { ...tree, projectId: makeProject(s, tree.workspaceId).id });
+  const sibling = await member(s, 'project_editor', { ...tree, projectId: (await makeProject(s, tree.workspaceId)).id });
   assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token: sibling.token })).status, 404);
   assert.deepEqual((await s.call('GET', '/api/workflows/runs', { token: sibling.token })).body.items, []);
 
@@ -305,7 +305,7 @@ test('workflow access: 401 without a session, 403 without the permission, anothe
   assert.equal((await list(s, stranger.token)).some((x) => x.organizationId === tree.organizationId), false);
   assert.deepEqual((await s.call('GET', '/api/workflows/runs', { token: stranger.token })).body.items, []);
   await connector(s, stranger.token, 'http://127.0.0.1:9', { probe: false });
-  const theirs = await instantiate(s, stranger.token, 'wft_builtin_voice_over', { mode: 'plan', shotId: starterShot(s, stranger.tree.projectId).id });
+  const theirs = await instantiate(s, stranger.token, 'wft_builtin_voice_over', { mode: 'plan', shotId: (await starterShot(s, stranger.tree.projectId)).id });
   assert.equal((await s.call('GET', `/api/workflows/runs/${theirs.id}`, { token })).status, 404);
   const mine = await s.call('GET', '/api/workflows/runs', { token });
   assert.ok(mine.body.items.length >= 2);
@@ -331,7 +331,7 @@ test('a run follows its jobs: a failing middle step blocks it and the later step
   const clips = await startModel(t);
   await connector(s, token, clips.url, { capability: ['video'], label: 'Clips' });
   await clips.control({ failNext: 3, failStatus: 500 });
-  const shot = starterShot(s, tree.projectId);
+  const shot = await starterShot(s, tree.projectId);
   const tpl = await make(s, token, {
     templateKey: 'three', steps: [...STEPS, step('voice', 'tts', { requiresShot: true, prompt: '{{shot.title}} says hello' })],
   });
@@ -362,7 +362,7 @@ test('a run follows its jobs: a failing middle step blocks it and the later step
 
 test('the built-in shot-to-episode-cut run against the model server produces the episode cut, then waits for QA', async (t) => {
   const { s, token, tree } = await jobWorld(t);
-  const shot = starterShot(s, tree.projectId);
+  const shot = await starterShot(s, tree.projectId);
   const patched = await s.call('PATCH', `/api/production/shots/${shot.id}`, { token, body: { prompt: 'a lighthouse at dusk, slow push in', description: 'The keeper looks out.' } });
   assert.equal(patched.status, 200, patched.text);
   const run = await instantiate(s, token, 'wft_builtin_shot_to_cut', { mode: 'queue', shotId: shot.id });
@@ -415,7 +415,7 @@ test('the built-in shot-to-episode-cut run against the model server produces the
 
 test('the built-in voice-over pass records the shot\u2019s dialogue and transcribes that recording', async (t) => {
   const { s, token, tree } = await jobWorld(t);
-  const shot = starterShot(s, tree.projectId);
+  const shot = await starterShot(s, tree.projectId);
   await s.call('PATCH', `/api/production/shots/${shot.id}`, { token, body: { sceneId: 'sc_dock' } });
   const script = await s.call('PUT', `/api/production/script/episodes/${shot.episode_id}`, {
     token,
@@ -438,26 +438,26 @@ test('the built-in voice-over pass records the shot\u2019s dialogue and transcri
 
 test('a writer (script:read) queues a run, under the same clip quota, local-runner-only and external-cost rules; other tenants and members without the read permissions cannot', async (t) => {
   const { s, token, tree } = await jobWorld(t, { env: { SVC_WORKER_ENABLED: '0' } });
-  const shot = starterShot(s, tree.projectId);
+  const shot = await starterShot(s, tree.projectId);
   const tpl = await make(s, token, { templateKey: 'writer-run', steps: STEPS });
   const writer = await member(s, 'writer', tree);
   const run = await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id });
   assert.deepEqual([run.mode, run.status, run.steps.length], ['queue', 'queued', 2]);
-  const jobs = s.db.all<any>('SELECT id, kind, status, created_by, depends_on FROM generation_jobs WHERE project_id = ? ORDER BY rowid', tree.projectId);
+  const jobs = await s.db.all<any>('SELECT id, kind, status, created_by, depends_on FROM generation_jobs WHERE project_id = ? ORDER BY rowid', tree.projectId);
   assert.deepEqual(jobs.map((j) => [j.kind, j.created_by]), [['image', writer.user.id], ['video', writer.user.id]]);
-  assert.equal(s.db.all("SELECT * FROM audit_log WHERE action = 'workflow.instantiated' AND actor_user_id = ?", writer.user.id).length, 1);
+  assert.equal((await s.db.all("SELECT * FROM audit_log WHERE action = 'workflow.instantiated' AND actor_user_id = ?", writer.user.id)).length, 1);
   assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token: writer.token })).status, 200);
 
   // The clip quota still applies: the video step is over a quota of one clip (the first run's video is unfinished).
-  s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1 WHERE organization_id = ?', tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1 WHERE organization_id = ?', tree.organizationId);
   assert.equal((await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id }, 409)).error.code, 'clip_quota_exceeded');
-  s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1000 WHERE organization_id = ?', tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET monthly_clip_quota = 1000 WHERE organization_id = ?', tree.organizationId);
   // A cloud adapter needs approveExternal, and none in a local-runner-only organization.
   const cloud = await connector(s, token, 'http://127.0.0.1:9', { costMode: 'cloud', probe: false, label: 'Cloud' });
   assert.equal((await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id, adapter: cloud }, 409)).error.code, 'external_approval_required');
-  s.db.run('UPDATE billing_accounts SET local_runner_only = 1 WHERE organization_id = ?', tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET local_runner_only = 1 WHERE organization_id = ?', tree.organizationId);
   assert.equal((await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id, adapter: cloud, approveExternal: true }, 409)).error.code, 'local_runner_only');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM generation_jobs WHERE project_id = ?', tree.projectId).n, 2, 'refusals write nothing');
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM generation_jobs WHERE project_id = ?', tree.projectId)).n, 2, 'refusals write nothing');
 
   // No read permission: 403; another organization's writer: the template does not exist for it.
   const bare = await member(s, 'org_member', tree);

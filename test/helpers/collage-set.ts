@@ -46,7 +46,7 @@ function rng(seed: number): { int(n: number): number; pick<T>(a: readonly T[]): 
   };
   return { int: (n) => Math.floor(next() * n), pick: (a) => a[Math.floor(next() * a.length)], real: (lo, hi) => lo + next() * (hi - lo) };
 }
-type Rng = ReturnType<typeof rng>;
+type Rng = Awaited<ReturnType<typeof rng>>;
 
 const hex = (r: Rng) => '0x' + Array.from({ length: 3 }, () => r.int(256).toString(16).padStart(2, '0')).join('');
 const rgbOf = (c: string) => [1, 3, 5].map((i) => parseInt(c.slice(1 + i, 3 + i), 16));

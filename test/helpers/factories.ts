@@ -26,38 +26,39 @@ export async function login(s: TestServer, u: { email: string; password: string 
   return r.body.token;
 }
 
-export function makeOrg(s: TestServer, o: { name?: string; ownerUserId?: string } = {}) {
-  return createOrganization(s.operator(), { name: o.name ?? `Org ${unique()}`, ownerUserId: o.ownerUserId });
+export async function makeOrg(s: TestServer, o: { name?: string; ownerUserId?: string } = {}) {
+  return await createOrganization(s.operator(), { name: o.name ?? `Org ${unique()}`, ownerUserId: o.ownerUserId });
 }
 
-export function makeWorkspace(s: TestServer, organizationId?: string, name?: string) {
-  return createWorkspace(s.operator(), organizationId ?? makeOrg(s).id, { name: name ?? `Workspace ${unique()}` });
+export async function makeWorkspace(s: TestServer, organizationId?: string, name?: string) {
+  return await createWorkspace(s.operator(), organizationId ?? (await makeOrg(s)).id, { name: name ?? `Workspace ${unique()}` });
 }
 
-export function makeProject(s: TestServer, workspaceId?: string, name?: string) {
-  return createProject(s.operator(), workspaceId ?? makeWorkspace(s).id, { name: name ?? `Project ${unique()}` });
+export async function makeProject(s: TestServer, workspaceId?: string, name?: string) {
+  return await createProject(s.operator(), workspaceId ?? (await makeWorkspace(s)).id, { name: name ?? `Project ${unique()}` });
 }
 
-export function grant(s: TestServer, userId: string, level: Level, scopeId: string, role: Role) {
-  return grantRole(s.operator(), { userId, level, scopeId, role });
+export async function grant(s: TestServer, userId: string, level: Level, scopeId: string, role: Role) {
+  return await grantRole(s.operator(), { userId, level, scopeId, role });
 }
 
 export interface Tree { organizationId: string; workspaceId: string; projectId: string }
 
 /** An organization with one workspace and one project. */
-export function makeTree(s: TestServer): Tree {
-  const org = makeOrg(s);
-  const ws = makeWorkspace(s, org.id);
-  const p = makeProject(s, ws.id);
+export async function makeTree(s: TestServer): Promise<Tree> {
+  const org = await makeOrg(s);
+  const ws = await makeWorkspace(s, org.id);
+  const p = await makeProject(s, ws.id);
   return { organizationId: org.id, workspaceId: ws.id, projectId: p.id };
 }
 
 /** A user holding `role` at its level of `tree` (a new tree when none is given), logged in. */
-export async function member(s: TestServer, role: Role, tree: Tree = makeTree(s)) {
+export async function member(s: TestServer, role: Role, given?: Tree) {
+  const tree = given ?? await makeTree(s);
   const user = await makeUser(s);
   const level = ROLE_LEVEL[role];
   const scopeId = level === 'organization' ? tree.organizationId : level === 'workspace' ? tree.workspaceId : tree.projectId;
-  grant(s, user.id, level, scopeId, role);
+  await grant(s, user.id, level, scopeId, role);
   const token = await login(s, user);
   return { user, token, tree };
 }

@@ -78,7 +78,7 @@ export async function waitJob(s: TestServer, token: string, id: string, statuses
  */
 export async function eventsHandled(s: TestServer): Promise<void> {
   const until = Date.now() + 5_000;
-  while (s.db.get<{ n: number }>('SELECT count(*) AS n FROM event_outbox WHERE done_at IS NULL AND attempts = 0')!.n > 0 && Date.now() < until) {
+  while ((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM event_outbox WHERE done_at IS NULL AND attempts = 0'))!.n > 0 && Date.now() < until) {
     await new Promise((res) => setTimeout(res, 5));
   }
 }

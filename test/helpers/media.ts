@@ -14,7 +14,7 @@ export interface MediaWorld extends Awaited<ReturnType<typeof jobWorld>> {
 /** jobWorld plus an episode with `shots` shots (default 1) in the owner's project (`storage`: the media store's driver). */
 export async function mediaWorld(t: TestContext, o: { shots?: number; env?: Record<string, string>; connector?: ConnectorOpts; storage?: 'local' | 's3' } = {}): Promise<MediaWorld> {
   const w = await jobWorld(t, o);
-  const first = firstShot(w.s, w.tree.projectId);
+  const first = await firstShot(w.s, w.tree.projectId);
   const shotIds = [first.id];
   for (let i = 1; i < (o.shots ?? 1); i++) {
     const r = await w.s.call('POST', '/api/production/shots', { token: w.token, body: { episodeId: first.episode_id, title: `Shot ${i + 1}` } });
@@ -24,8 +24,8 @@ export async function mediaWorld(t: TestContext, o: { shots?: number; env?: Reco
   return { ...w, episodeId: first.episode_id, shotIds };
 }
 
-export const firstShot = (s: TestServer, projectId: string) =>
-  s.db.get<{ id: string; episode_id: string }>('SELECT id, episode_id FROM shots WHERE project_id = ? ORDER BY position', projectId)!;
+export const firstShot = async (s: TestServer, projectId: string) =>
+  (await s.db.get<{ id: string; episode_id: string }>('SELECT id, episode_id FROM shots WHERE project_id = ? ORDER BY position', projectId))!;
 
 /** Runs one job to completion and answers its first artifact (as GET /api/production/media-artifacts shows it). */
 export async function artifactOf(w: MediaWorld, body: Record<string, unknown>, token = w.token) {

@@ -60,7 +60,7 @@ function assertClientClosed(s: TestServer, lines: any[], requestId: string): voi
 
 async function setup(t: any) {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const producer = await member(s, 'producer', tree);
   const asset = await s.call('POST', '/api/assets', { token: producer.token, body: { kind: 'image', name: 'upload target' } });
   assert.equal(asset.status, 201, asset.text);
@@ -68,7 +68,7 @@ async function setup(t: any) {
   return { s, tree, producer, auth, assetId: asset.body.id as string };
 }
 
-const versionCount = (s: TestServer) => s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions')!.n;
+const versionCount = async (s: TestServer) => (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions'))!.n;
 const assetFiles = (s: TestServer) => fs.readdirSync(path.join(s.config.storageDir, 'assets'), { recursive: true })
   .filter((f) => fs.statSync(path.join(s.config.storageDir, 'assets', String(f))).isFile());
 
@@ -91,7 +91,7 @@ test('an asset upload dropped mid-body (Content-Length, chunked, multipart) is a
     assertClientClosed(s, await linesOf(s, c.requestId), c.requestId);
     await until('the temporary file to be removed', () => tmpFiles(s).length === 0);
   }
-  assert.equal(versionCount(s), 0, 'no version registered');
+  assert.equal(await versionCount(s), 0, 'no version registered');
   assert.deepEqual(assetFiles(s), [], 'nothing under storage/assets');
   // The server is fine and the same upload, complete, works.
   const ok = await s.call('POST', `${uploadPath}?fileName=big.bin`, { headers: { ...auth, 'content-type': 'application/octet-stream' }, raw: bytes });
@@ -100,12 +100,12 @@ test('an asset upload dropped mid-body (Content-Length, chunked, multipart) is a
 
 test('a JSON body dropped mid-way is a 499 at info and changes nothing; a thrown bug is still a 500 at error level', async (t) => {
   const { s, tree, auth } = await setup(t);
-  const before = s.db.get<{ n: number }>('SELECT count(*) AS n FROM assets WHERE project_id = ?', tree.projectId)!.n;
+  const before = (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM assets WHERE project_id = ?', tree.projectId))!.n;
   await abortMidBody(s, {
     requestId: 'abort-json', path: '/api/assets', headers: { ...auth, 'content-type': 'application/json' }, first: Buffer.from('{"kind":"image","na'), contentLength: 4096,
   }, () => true);
   assertClientClosed(s, await linesOf(s, 'abort-json'), 'abort-json');
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM assets WHERE project_id = ?', tree.projectId)!.n, before);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM assets WHERE project_id = ?', tree.projectId))!.n, before);
   // Reading a body that is complete, then failing, is not a client abort.
   s.app.router.post('/api/test/abort-boom', { summary: 'test only', auth: 'none' }, async ({ req }) => {
     for await (const _ of req) { /* read it all */ }

@@ -150,7 +150,7 @@ interface World { s: TestServer; tree: Tree; admin: { token: string }; ids: Reco
 
 async function provisionAdmin(s: TestServer, tree: Tree): Promise<string> {
   const u = await makeUser(s, { systemAdmin: true });
-  grant(s, u.id, 'organization', tree.organizationId, 'org_owner');
+  await grant(s, u.id, 'organization', tree.organizationId, 'org_owner');
   const token = await login(s, u);
   const r = await s.call('PATCH', '/api/context', { token, body: { projectId: tree.projectId } });
   assert.equal(r.status, 200, r.text);
@@ -160,7 +160,7 @@ async function provisionAdmin(s: TestServer, tree: Tree): Promise<string> {
 async function makeWorld(t: test.TestContext): Promise<World> {
   // the fuzz's wrong logins must not lock the test's own logins out by address
   const s = await startTestServer(t, { SVC_WORKER_POLL_MS: '60000', SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '100000' });
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const token = await provisionAdmin(s, tree);
   const ids: Record<string, string> = { organizationId: tree.organizationId, workspaceId: tree.workspaceId, projectId: tree.projectId };
   const make = async (name: string, method: string, path: string, body: unknown, pick: (b: any) => string | undefined = (b) => b.id) => {
@@ -173,10 +173,10 @@ async function makeWorld(t: test.TestContext): Promise<World> {
   };
   // a member who is not the administrator: the fuzz's userId and sessionId, so that it does not lock itself out
   const other = await makeUser(s);
-  grant(s, other.id, 'project', tree.projectId, 'project_editor');
+  await grant(s, other.id, 'project', tree.projectId, 'project_editor');
   ids.userId = other.id;
   await login(s, other);
-  ids.sessionId = s.db.get<{ id: string }>('SELECT id FROM sessions WHERE user_id = ? LIMIT 1', other.id)!.id;
+  ids.sessionId = (await s.db.get<{ id: string }>('SELECT id FROM sessions WHERE user_id = ? LIMIT 1', other.id))!.id;
   await make('connectorId', 'POST', '/api/platform/models/register', {
     label: 'Local', endpoint: 'http://127.0.0.1:9', kind: 'openai-compatible', capability: ['image', 'video', 'tts', 'chat', 'prompt'], costMode: 'local',
     protocol: { models: { image: 'm', video: 'm', tts: 'm', chat: 'm' } },

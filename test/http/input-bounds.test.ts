@@ -21,9 +21,9 @@ const deepArrayText = (levels: number) => '['.repeat(levels) + ']'.repeat(levels
 
 async function world(t: test.TestContext) {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const admin = await makeUser(s, { systemAdmin: true });
-  grant(s, admin.id, 'organization', tree.organizationId, 'org_owner');
+  await grant(s, admin.id, 'organization', tree.organizationId, 'org_owner');
   const token = await login(s, admin);
   const ctx = await s.call('PATCH', '/api/context', { token, body: { projectId: tree.projectId } });
   assert.equal(ctx.status, 200, ctx.text);

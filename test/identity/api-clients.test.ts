@@ -13,12 +13,12 @@ import { createApiClient } from '../../src/identity/api-clients/service.ts';
 import { AppError } from '../../src/kernel/errors.ts';
 
 const BASE = '/api/system/api-clients';
-const pilotOf = (s: TestServer, projectId: string) => s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', projectId)!.id;
+const pilotOf = async (s: TestServer, projectId: string) => (await s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', projectId))!.id;
 const SCENE = { id: 's1', heading: 'INT. STUDIO - DAY', location: 'Studio', timeOfDay: 'day', lines: [{ id: 'l1', kind: 'action', text: 'A client writes.' }] };
 
 async function setup(t: any) {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const admin = await makeUser(s, { systemAdmin: true });
   const adminToken = await login(s, admin);
   const producer = await member(s, 'producer', tree);
@@ -71,7 +71,7 @@ test('every API client route: 401 without a session, 403 for non-administrators 
 
 test('create refuses unknown, system and too-wide permissions (422 naming them) and bindings outside the organization', async (t) => {
   const { s, tree, adminToken, create } = await setup(t);
-  const other = makeTree(s);
+  const other = await makeTree(s);
   const unknown = await create({ name: 'U', organizationId: tree.organizationId, permissions: ['script:read', 'script:burn'] });
   assert.equal(unknown.status, 422, unknown.text);
   assert.equal(unknown.body.error.code, 'validation_failed');
@@ -98,7 +98,7 @@ test('create refuses unknown, system and too-wide permissions (422 naming them) 
     assert.equal(r.status, 422, JSON.stringify(binding));
     assert.ok(r.body.error.details.fields[field], `${field}: ${r.text}`);
   }
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM api_clients')!.n, 0, 'nothing created');
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM api_clients'))!.n, 0, 'nothing created');
 
   // A project binding fills in the workspace; permissions come back in canonical order, once each.
   const ok = await create({ name: 'P', organizationId: tree.organizationId, projectId: tree.projectId, permissions: ['script:edit', 'script:read', 'script:read'] });
@@ -109,23 +109,23 @@ test('create refuses unknown, system and too-wide permissions (422 naming them) 
   // No wider than the creator: a holder of system:settings:* who is a writer in the workspace may not grant billing:manage.
   const writer = await member(s, 'writer', tree);
   const base = createContext({
-    db: s.db, config: s.config, log: s.log, memberships: membershipsOfUser(s.db, writer.user.id),
+    db: s.db, config: s.config, log: s.log, memberships: await membershipsOfUser(s.db, writer.user.id),
     actor: { type: 'user', userId: writer.user.id, name: writer.user.name, email: writer.user.email, isSystemAdmin: false, sessionId: null, sessionKind: null },
   });
   const ctx = { ...base, permissions: ['system:settings:*' as const] };
   const input = { name: 'W', organizationId: tree.organizationId, workspaceId: tree.workspaceId, permissions: ['script:read', 'script:edit', 'billing:manage', 'queue:manage'] };
-  assert.throws(() => createApiClient(ctx, input), (e: unknown) => {
+  await assert.rejects(async () => await createApiClient(ctx, input), (e: unknown) => {
     assert.ok(e instanceof AppError);
     assert.equal(e.status, 422);
     assert.deepEqual(e.details!.notAllowed, ['billing:manage', 'queue:manage']);
     return true;
   });
   // at the organization level the writer's workspace role does not count
-  assert.throws(() => createApiClient(ctx, { ...input, workspaceId: null, permissions: ['script:read'] }), /script:read/);
-  const mine = createApiClient(ctx, { ...input, permissions: ['script:edit', 'script:read'] });
+  await assert.rejects(async () => await createApiClient(ctx, { ...input, workspaceId: null, permissions: ['script:read'] }), /script:read/);
+  const mine = await createApiClient(ctx, { ...input, permissions: ['script:edit', 'script:read'] });
   assert.equal(mine.client.created_by, writer.user.id);
   // without system:settings:* the same user may not create clients at all
-  assert.throws(() => createApiClient(base, { ...input, permissions: ['script:read'] }), (e: unknown) => e instanceof AppError && e.status === 403);
+  await assert.rejects(async () => await createApiClient(base, { ...input, permissions: ['script:read'] }), (e: unknown) => e instanceof AppError && e.status === 403);
 });
 
 test('the client secret is shown once and stored hashed; list and detail show only its hint and lastUsedAt', async (t) => {
@@ -135,7 +135,7 @@ test('the client secret is shown once and stored hashed; list and detail show on
   assert.equal(made.client.secretHint, `\u2026${made.secret.slice(-4)}`);
   assert.equal(made.client.lastUsedAt, null);
   assert.equal(made.client.tokenUrl, '/api/oauth/token');
-  const row = s.db.get<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE id = ?', made.id)!;
+  const row = (await s.db.get<{ secret_hash: string }>('SELECT secret_hash FROM api_clients WHERE id = ?', made.id))!;
   assert.notEqual(row.secret_hash, made.secret);
   assert.equal(row.secret_hash.length, 64);
   const list = await s.call('GET', `${BASE}?organizationId=${tree.organizationId}&status=active`, { token: adminToken });
@@ -150,7 +150,7 @@ test('the client secret is shown once and stored hashed; list and detail show on
   assert.equal(list.body.pagination.total, 1);
   assert.equal(one.body.secretHint, made.client.secretHint);
   assert.equal((await s.call('GET', `${BASE}?status=revoked`, { token: adminToken })).body.items.length, 0);
-  assert.equal((await s.call('GET', `${BASE}?organizationId=${makeTree(s).organizationId}`, { token: adminToken })).body.items.length, 0);
+  assert.equal((await s.call('GET', `${BASE}?organizationId=${(await makeTree(s)).organizationId}`, { token: adminToken })).body.items.length, 0);
 });
 
 test('token endpoint: client credentials in JSON, form or HTTP Basic; wrong credentials 401 invalid_client in the contract error body', async (t) => {
@@ -170,11 +170,11 @@ test('token endpoint: client credentials in JSON, form or HTTP Basic; wrong cred
   });
   assert.equal(form.status, 200, form.text);
   assert.notEqual(asJson.body.access_token, viaBasic.body.access_token);
-  const stored = s.db.all<{ token_hash: string }>('SELECT token_hash FROM api_client_tokens WHERE client_id = ?', made.id).map((r) => r.token_hash);
+  const stored = (await s.db.all<{ token_hash: string }>('SELECT token_hash FROM api_client_tokens WHERE client_id = ?', made.id)).map((r) => r.token_hash);
   assert.equal(stored.length, 3);
   assert.ok(!stored.includes(asJson.body.access_token), 'only hashes stored');
   for (const token of [asJson.body.access_token, viaBasic.body.access_token, form.body.access_token]) {
-    assert.equal((await s.call('GET', `/api/production/script/episodes/${pilotOf(s, tree.projectId)}`, { token })).status, 200);
+    assert.equal((await s.call('GET', `/api/production/script/episodes/${await pilotOf(s, tree.projectId)}`, { token })).status, 200);
   }
 
   const wrong = await s.call('POST', '/api/oauth/token', { body: { grant_type: 'client_credentials', client_id: made.id, client_secret: `${made.secret}x` } });
@@ -196,15 +196,15 @@ test('token endpoint: client credentials in JSON, form or HTTP Basic; wrong cred
   assert.equal(both.status, 400);
 
   // an expired token is no credential
-  s.db.run('UPDATE api_client_tokens SET expires_at = ? WHERE client_id = ?', '2000-01-01T00:00:00.000Z', made.id);
-  const expired = await s.call('GET', `/api/production/script/episodes/${pilotOf(s, tree.projectId)}`, { token: asJson.body.access_token });
+  await s.db.run('UPDATE api_client_tokens SET expires_at = ? WHERE client_id = ?', '2000-01-01T00:00:00.000Z', made.id);
+  const expired = await s.call('GET', `/api/production/script/episodes/${await pilotOf(s, tree.projectId)}`, { token: asJson.body.access_token });
   assert.equal(expired.status, 401);
   assert.equal(expired.body.error.code, 'unauthenticated');
 });
 
 test('acceptance: a script:read client bound to a project reads scripts, gets 403 on writes and on other scopes; after revocation its token and secret are 401', async (t) => {
   const { s, tree, adminToken, producer } = await setup(t);
-  const episodeId = pilotOf(s, tree.projectId);
+  const episodeId = await pilotOf(s, tree.projectId);
   const script = `/api/production/script/episodes/${episodeId}`;
   assert.equal((await s.call('PUT', script, { token: producer.token, body: { baseRevision: 0, scenes: [SCENE] } })).status, 200);
   const made = await newClient(s, adminToken, { name: 'Reader', organizationId: tree.organizationId, projectId: tree.projectId, permissions: ['script:read'] });
@@ -226,7 +226,7 @@ test('acceptance: a script:read client bound to a project reads scripts, gets 40
 
   // another project's data: its episode is 404 here, naming the project is 403
   const otherProject = (await s.call('POST', `/api/workspaces/${tree.workspaceId}/projects`, { token: producer.token, body: { name: 'Other' } })).body;
-  const foreign = `/api/production/script/episodes/${pilotOf(s, otherProject.id)}`;
+  const foreign = `/api/production/script/episodes/${await pilotOf(s, otherProject.id)}`;
   assert.equal((await s.call('GET', foreign, { token })).status, 404);
   const outsideBinding: Array<Record<string, string>> = [{ 'svc-scope': `project=${otherProject.id}` }, { 'svc-scope': `workspace=${tree.workspaceId}` }, { 'svc-scope': `organization=${tree.organizationId}` }];
   for (const headers of outsideBinding) {
@@ -250,7 +250,7 @@ test('acceptance: a script:read client bound to a project reads scripts, gets 40
 
   const revoked = await s.call('POST', `${BASE}/${made.id}/revoke`, { token: adminToken });
   assert.equal(revoked.status, 200);
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM api_client_tokens WHERE client_id = ?', made.id)!.n, 0);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM api_client_tokens WHERE client_id = ?', made.id))!.n, 0);
   const after = await s.call('GET', script, { token });
   assert.equal(after.status, 401);
   assert.equal(after.body.error.code, 'unauthenticated');
@@ -261,10 +261,10 @@ test('acceptance: a script:read client bound to a project reads scripts, gets 40
 
 test('an organization-bound client names a workspace or project with Svc-Scope, only inside its organization', async (t) => {
   const { s, tree, adminToken } = await setup(t);
-  const other: Tree = makeTree(s);
+  const other: Tree = await makeTree(s);
   const made = await newClient(s, adminToken, { organizationId: tree.organizationId, permissions: ['script:read'] });
   const token = await tokenOf(s, made.id, made.secret);
-  const script = `/api/production/script/episodes/${pilotOf(s, tree.projectId)}`;
+  const script = `/api/production/script/episodes/${await pilotOf(s, tree.projectId)}`;
   const noProject = await s.call('GET', script, { token });
   assert.equal(noProject.status, 403);
   assert.equal(noProject.body.error.code, 'scope_forbidden');
@@ -286,18 +286,18 @@ test('an organization-bound client names a workspace or project with Svc-Scope, 
 
 test('rotation: the old secret and old tokens are 401 at once, the new secret works; last use is recorded; audit rows name the client and hold no secret', async (t) => {
   const { s, tree, adminToken } = await setup(t);
-  const script = `/api/production/script/episodes/${pilotOf(s, tree.projectId)}`;
+  const script = `/api/production/script/episodes/${await pilotOf(s, tree.projectId)}`;
   const made = await newClient(s, adminToken, { name: 'Writer bot', organizationId: tree.organizationId, projectId: tree.projectId, permissions: ['script:read', 'script:edit'] });
   const oldToken = await tokenOf(s, made.id, made.secret);
-  const lastUsed = () => s.db.get<{ last_used_at: string | null }>('SELECT last_used_at FROM api_clients WHERE id = ?', made.id)!.last_used_at;
-  assert.ok(lastUsed(), 'the token exchange counts as use');
+  const lastUsed = async () => (await s.db.get<{ last_used_at: string | null }>('SELECT last_used_at FROM api_clients WHERE id = ?', made.id))!.last_used_at;
+  assert.ok(await lastUsed(), 'the token exchange counts as use');
   // a request after more than a minute writes last use again
-  s.db.run('UPDATE api_clients SET last_used_at = ? WHERE id = ?', '2000-01-01T00:00:00.000Z', made.id);
+  await s.db.run('UPDATE api_clients SET last_used_at = ? WHERE id = ?', '2000-01-01T00:00:00.000Z', made.id);
   const saved = await s.call('PUT', script, { token: oldToken, body: { baseRevision: 0, scenes: [SCENE] } });
   assert.equal(saved.status, 200, saved.text);
-  assert.ok(lastUsed()! > '2000-01-01T00:00:00.000Z');
+  assert.ok((await lastUsed())! > '2000-01-01T00:00:00.000Z');
   const detail = await s.call('GET', `${BASE}/${made.id}`, { token: adminToken });
-  assert.equal(detail.body.lastUsedAt, lastUsed());
+  assert.equal(detail.body.lastUsedAt, await lastUsed());
 
   const rotated = await s.call('POST', `${BASE}/${made.id}/rotate`, { token: adminToken });
   assert.equal(rotated.status, 200);
@@ -310,11 +310,11 @@ test('rotation: the old secret and old tokens are 401 at once, the new secret wo
   assert.equal(oldSecret.status, 401, 'old secret');
   const newToken = await tokenOf(s, made.id, newSecret);
   assert.equal((await s.call('GET', script, { token: newToken })).status, 200);
-  const outside = await s.call('GET', '/api/production/bible', { token: newToken, headers: { 'svc-scope': `project=${makeTree(s).projectId}` } });
+  const outside = await s.call('GET', '/api/production/bible', { token: newToken, headers: { 'svc-scope': `project=${(await makeTree(s)).projectId}` } });
   assert.equal(outside.status, 403, 'audited as access.denied');
   await s.call('POST', `${BASE}/${made.id}/revoke`, { token: adminToken });
 
-  const rows = s.db.all<Record<string, string | null>>('SELECT * FROM audit_log WHERE target_id = ? OR actor_name LIKE ? ORDER BY seq', made.id, `%${made.id}%`);
+  const rows = await s.db.all<Record<string, string | null>>('SELECT * FROM audit_log WHERE target_id = ? OR actor_name LIKE ? ORDER BY seq', made.id, `%${made.id}%`);
   const actions = rows.map((r) => r.action);
   for (const a of ['api_client.created', 'api_client.token_issued', 'script.saved', 'api_client.rotated', 'api_client.token_refused', 'api_client.revoked', 'access.denied']) {
     assert.ok(actions.includes(a), `${a} in ${actions.join(', ')}`);
@@ -330,15 +330,15 @@ test('rotation: the old secret and old tokens are 401 at once, the new secret wo
   assert.equal(created.organization_id, tree.organizationId);
   assert.equal(created.project_id, tree.projectId);
   assert.deepEqual(JSON.parse(created.metadata!).permissions, ['script:read', 'script:edit']);
-  const everything = JSON.stringify(s.db.all('SELECT * FROM audit_log'));
+  const everything = JSON.stringify(await s.db.all('SELECT * FROM audit_log'));
   for (const secret of [made.secret, newSecret, oldToken, newToken]) assert.ok(!everything.includes(secret), 'no secret or token in the audit log');
-  const hashes = s.db.all<{ token_hash: string }>('SELECT token_hash FROM api_client_tokens').map((r) => r.token_hash);
+  const hashes = (await s.db.all<{ token_hash: string }>('SELECT token_hash FROM api_client_tokens')).map((r) => r.token_hash);
   for (const h of hashes) assert.ok(!everything.includes(h));
 });
 
 test('token endpoint: failed exchanges are limited per client id like logins (429 with Retry-After, even for the right secret, until the window passes); answers are no-store', async (t) => {
   const s = await startTestServer(t, { SVC_LOGIN_MAX_FAILURES_PER_EMAIL: '3', SVC_LOGIN_MAX_FAILURES_PER_ADDRESS: '1000' });
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const adminToken = await login(s, await makeUser(s, { systemAdmin: true }));
   const a = await newClient(s, adminToken, { organizationId: tree.organizationId, permissions: ['script:read'] });
   const b = await newClient(s, adminToken, { organizationId: tree.organizationId, permissions: ['script:read'] });
@@ -351,6 +351,6 @@ test('token endpoint: failed exchanges are limited per client id like logins (42
   assert.deepEqual([limited.status, limited.body.error.code], [429, 'rate_limited']);
   assert.ok(Number(limited.headers.get('retry-after')) > 0);
   assert.equal((await exchange(b.id, b.secret)).status, 200, 'another client is not limited');
-  const refused = s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'api_client.token_refused' AND target_id = ?", a.id)!.n;
+  const refused = (await s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'api_client.token_refused' AND target_id = ?", a.id))!.n;
   assert.equal(refused, 3, 'limited attempts write no audit rows');
 });

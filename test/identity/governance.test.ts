@@ -8,10 +8,10 @@ import { grant, login, makeOrg, makeTree, makeUser, member } from '../helpers/fa
 import { updateUser } from '../../src/identity/users/governance.ts';
 import { AppError } from '../../src/kernel/errors.ts';
 
-const audit = (s: TestServer, action: string, targetId?: string) =>
-  s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action).filter((a) => !targetId || a.target_id === targetId);
+const audit = async (s: TestServer, action: string, targetId?: string) =>
+  (await s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action)).filter((a) => !targetId || a.target_id === targetId);
 
-const userRow = (s: TestServer, id: string) => s.db.get<any>('SELECT * FROM users WHERE id = ?', id);
+const userRow = async (s: TestServer, id: string) => await s.db.get<any>('SELECT * FROM users WHERE id = ?', id);
 
 async function systemAdmin(s: TestServer) {
   const user = await makeUser(s, { systemAdmin: true });
@@ -26,7 +26,7 @@ test('every governance route: 401 without a token, 403 for an org_owner, success
   const owner = await member(s, 'org_owner');
   const admin = await systemAdmin(s);
   const target = await makeUser(s);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const u = `/api/system/users/${target.id}`;
   const routes: Array<[string, string, unknown, number]> = [
     ['GET', '/api/system/users', undefined, 200],
@@ -46,8 +46,8 @@ test('every governance route: 401 without a token, 403 for an org_owner, success
     assert.equal(denied.status, 403, `${method} ${path}: ${denied.text}`);
     assert.equal(denied.body.error.code, 'permission_denied');
   }
-  assert.equal(userRow(s, target.id).password_must_change, 0, 'the refused calls changed nothing');
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM users WHERE email = 'made@example.test'").n, 0);
+  assert.equal((await userRow(s, target.id)).password_must_change, 0, 'the refused calls changed nothing');
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM users WHERE email = 'made@example.test'")).n, 0);
   for (const [method, path, body, status] of routes) {
     const r = await s.call(method, path, { token: admin.token, body });
     assert.equal(r.status, status, `${method} ${path}: ${r.text}`);
@@ -98,10 +98,10 @@ test('GET /api/system/users filters by query and status, clamps limit, shows mem
   assert.deepEqual(ids(await list('?limit=2&page=2')), ids(all).slice(2, 4));
 
   // Memberships with names, and only live sessions counted.
-  const tree = makeTree(s);
-  grant(s, alice.id, 'project', tree.projectId, 'project_editor');
+  const tree = await makeTree(s);
+  await grant(s, alice.id, 'project', tree.projectId, 'project_editor');
   const tokens = [await login(s, alice), await login(s, alice), await login(s, alice)];
-  s.db.run('UPDATE sessions SET last_seen_at = ? WHERE token_hash = (SELECT token_hash FROM sessions WHERE user_id = ? ORDER BY created_at LIMIT 1)',
+  await s.db.run('UPDATE sessions SET last_seen_at = ? WHERE token_hash = (SELECT token_hash FROM sessions WHERE user_id = ? ORDER BY created_at LIMIT 1)',
     new Date(Date.now() - (s.config.sessionIdleMinutes + 1) * 60_000).toISOString(), alice.id);
   assert.equal(await contextStatus(s, tokens[2]), 200);
   const [item] = (await list('?query=alice')).items;
@@ -154,10 +154,10 @@ test('POST /api/system/users creates an account with a one-time password; audite
   assert.equal(withPassword.status, 422, 'the administrator never chooses the password');
   assert.equal(withPassword.body.error.details.fields.password, 'is not a known field');
 
-  const rows = audit(s, 'user.created', user.id);
+  const rows = await audit(s, 'user.created', user.id);
   assert.equal(rows.length, 1);
   assert.equal(rows[0].actor_user_id, admin.user.id);
-  assert.doesNotMatch(JSON.stringify(s.db.all('SELECT * FROM audit_log')), new RegExp(initialPassword));
+  assert.doesNotMatch(JSON.stringify(await s.db.all('SELECT * FROM audit_log')), new RegExp(initialPassword));
 });
 
 test('suspension revokes every session at once; reactivation lets the user log in again', async (t) => {
@@ -176,7 +176,7 @@ test('suspension revokes every session at once; reactivation lets the user log i
   const refused = await s.call('POST', '/api/auth/login', { body: { email: m.user.email, password: m.user.password } });
   assert.equal(refused.status, 403);
   assert.equal(refused.body.error.code, 'account_suspended');
-  const rows = audit(s, 'user.suspended', m.user.id);
+  const rows = await audit(s, 'user.suspended', m.user.id);
   assert.equal(rows.length, 1);
   assert.equal(JSON.parse(rows[0].metadata).sessionsRevoked, 2);
   assert.equal(rows[0].actor_user_id, admin.user.id);
@@ -190,31 +190,31 @@ test('suspension revokes every session at once; reactivation lets the user log i
   assert.equal(back.status, 200, back.text);
   assert.equal(back.body.status, 'active');
   assert.equal(await contextStatus(s, await login(s, m.user)), 200);
-  assert.equal(audit(s, 'user.activated', m.user.id).length, 1);
+  assert.equal((await audit(s, 'user.activated', m.user.id)).length, 1);
 });
 
 test('refused with 409 and nothing changed: cannot_suspend_self, last_system_admin, only_organization_owner', async (t) => {
   const s = await startTestServer(t);
   const admin = await systemAdmin(s);
   const path = (id: string) => `/api/system/users/${id}`;
-  const auditCount = () => s.db.get<any>('SELECT count(*) AS n FROM audit_log').n;
+  const auditCount = async () => (await s.db.get<any>('SELECT count(*) AS n FROM audit_log')).n;
 
-  let before = auditCount();
+  let before = await auditCount();
   const self = await s.call('PATCH', path(admin.user.id), { token: admin.token, body: { status: 'suspended' } });
   assert.equal(self.status, 409);
   assert.equal(self.body.error.code, 'cannot_suspend_self');
   const demoteSelf = await s.call('PATCH', path(admin.user.id), { token: admin.token, body: { isSystemAdmin: false } });
   assert.equal(demoteSelf.status, 409);
   assert.equal(demoteSelf.body.error.code, 'last_system_admin');
-  assert.equal(userRow(s, admin.user.id).status, 'active');
-  assert.equal(userRow(s, admin.user.id).is_system_admin, 1);
+  assert.equal((await userRow(s, admin.user.id)).status, 'active');
+  assert.equal((await userRow(s, admin.user.id)).is_system_admin, 1);
   assert.equal(await contextStatus(s, admin.token), 200, 'sessions untouched');
-  assert.equal(auditCount(), before, 'nothing audited as done');
+  assert.equal(await auditCount(), before, 'nothing audited as done');
 
   // The local operator (no user of its own) may not suspend the last system administrator either.
-  assert.throws(() => updateUser(s.operator(), admin.user.id, { status: 'suspended' }),
+  await assert.rejects(async () => await updateUser(s.operator(), admin.user.id, { status: 'suspended' }),
     (err: unknown) => err instanceof AppError && err.status === 409 && err.code === 'last_system_admin');
-  assert.equal(userRow(s, admin.user.id).status, 'active');
+  assert.equal((await userRow(s, admin.user.id)).status, 'active');
 
   // A second administrator: now one of them may be suspended, or lose the identity.
   const other = await systemAdmin(s);
@@ -227,20 +227,20 @@ test('refused with 409 and nothing changed: cannot_suspend_self, last_system_adm
 
   // The only active owner of an organization.
   const owner = await member(s, 'org_owner');
-  const org2 = makeOrg(s, { ownerUserId: owner.user.id });
-  before = auditCount();
+  const org2 = await makeOrg(s, { ownerUserId: owner.user.id });
+  before = await auditCount();
   const only = await s.call('PATCH', path(owner.user.id), { token: other.token, body: { status: 'suspended' } });
   assert.equal(only.status, 409);
   assert.equal(only.body.error.code, 'only_organization_owner');
   assert.deepEqual(only.body.error.details.organizationIds.sort(), [owner.tree.organizationId, org2.id].sort());
-  assert.equal(userRow(s, owner.user.id).status, 'active');
+  assert.equal((await userRow(s, owner.user.id)).status, 'active');
   assert.equal(await contextStatus(s, owner.token), 200);
-  assert.equal(auditCount(), before);
+  assert.equal(await auditCount(), before);
 
   // A suspended co-owner does not count; an active one does.
   const coOwner = await makeUser(s);
-  grant(s, coOwner.id, 'organization', owner.tree.organizationId, 'org_owner');
-  grant(s, coOwner.id, 'organization', org2.id, 'org_owner');
+  await grant(s, coOwner.id, 'organization', owner.tree.organizationId, 'org_owner');
+  await grant(s, coOwner.id, 'organization', org2.id, 'org_owner');
   assert.equal((await s.call('PATCH', path(coOwner.id), { token: other.token, body: { status: 'suspended' } })).status, 200);
   assert.equal((await s.call('PATCH', path(owner.user.id), { token: other.token, body: { status: 'suspended' } })).body.error.code, 'only_organization_owner');
   assert.equal((await s.call('PATCH', path(coOwner.id), { token: other.token, body: { status: 'active' } })).status, 200);
@@ -258,14 +258,14 @@ test('granting and removing the system administrator identity is audited; remova
   assert.equal(granted.status, 200, granted.text);
   assert.equal(granted.body.isSystemAdmin, true);
   assert.equal((await s.call('GET', '/api/system/users', { token: m.token })).status, 200, 'effective on the live session');
-  assert.equal(audit(s, 'user.system_admin_granted', m.user.id).length, 1);
+  assert.equal((await audit(s, 'user.system_admin_granted', m.user.id)).length, 1);
 
   const removed = await s.call('PATCH', `/api/system/users/${m.user.id}`, { token: admin.token, body: { isSystemAdmin: false } });
   assert.equal(removed.status, 200, removed.text);
   assert.equal(removed.body.isSystemAdmin, false);
   assert.equal(removed.body.activeSessions, 0);
   assert.equal(await contextStatus(s, m.token), 401);
-  const rows = audit(s, 'user.system_admin_removed', m.user.id);
+  const rows = await audit(s, 'user.system_admin_removed', m.user.id);
   assert.equal(rows.length, 1);
   assert.equal(JSON.parse(rows[0].metadata).sessionsRevoked, 1);
   assert.equal((await s.call('GET', '/api/system/users', { token: await login(s, m.user) })).status, 403);
@@ -295,25 +295,25 @@ test('reset-password: a working one-time password that must be changed; old toke
   assert.equal(changed.status, 200, changed.text);
   assert.equal(await contextStatus(s, changed.body.token), 200);
 
-  const rows = audit(s, 'user.password_reset', m.user.id);
+  const rows = await audit(s, 'user.password_reset', m.user.id);
   assert.equal(rows.length, 1);
   assert.equal(rows[0].actor_user_id, admin.user.id);
   assert.equal(JSON.parse(rows[0].metadata).sessionsRevoked, 1);
-  assert.doesNotMatch(JSON.stringify(s.db.all('SELECT * FROM audit_log')), new RegExp(initial), 'no audit row holds the password');
+  assert.doesNotMatch(JSON.stringify(await s.db.all('SELECT * FROM audit_log')), new RegExp(initial), 'no audit row holds the password');
 });
 
 test('reset-mfa turns MFA off and revokes sessions; revoke-sessions answers how many', async (t) => {
   const s = await startTestServer(t);
   const admin = await systemAdmin(s);
   const m = await member(s, 'reviewer');
-  s.db.run('UPDATE users SET mfa_enabled = 1 WHERE id = ?', m.user.id);
+  await s.db.run('UPDATE users SET mfa_enabled = 1 WHERE id = ?', m.user.id);
   assert.equal((await s.call('GET', `/api/system/users/${m.user.id}`, { token: admin.token })).body.mfaEnabled, true);
   const r = await s.call('POST', `/api/system/users/${m.user.id}/reset-mfa`, { token: admin.token });
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.mfaEnabled, false);
-  assert.equal(userRow(s, m.user.id).mfa_enabled, 0);
+  assert.equal((await userRow(s, m.user.id)).mfa_enabled, 0);
   assert.equal(await contextStatus(s, m.token), 401);
-  const mfaRows = audit(s, 'user.mfa_reset', m.user.id);
+  const mfaRows = await audit(s, 'user.mfa_reset', m.user.id);
   assert.equal(mfaRows.length, 1);
   assert.deepEqual(JSON.parse(mfaRows[0].metadata), { wasEnabled: true, sessionsRevoked: 1 });
 
@@ -322,7 +322,7 @@ test('reset-mfa turns MFA off and revokes sessions; revoke-sessions answers how 
   assert.equal(revoked.status, 200, revoked.text);
   assert.deepEqual(revoked.body, { revoked: 2 });
   for (const token of tokens) assert.equal(await contextStatus(s, token), 401);
-  const rows = audit(s, 'user.sessions_revoked', m.user.id);
+  const rows = await audit(s, 'user.sessions_revoked', m.user.id);
   assert.equal(rows.length, 1);
   assert.equal(JSON.parse(rows[0].metadata).count, 2);
   assert.deepEqual((await s.call('POST', `/api/system/users/${m.user.id}/revoke-sessions`, { token: admin.token })).body, { revoked: 0 });
@@ -331,10 +331,10 @@ test('reset-mfa turns MFA off and revokes sessions; revoke-sessions answers how 
 test('POST /api/system/users/:id/memberships checks role level, scope, seats and owners; creates implied memberships', async (t) => {
   const s = await startTestServer(t);
   const admin = await systemAdmin(s);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const u = await makeUser(s);
   const grantVia = (userId: string, body: unknown) => s.call('POST', `/api/system/users/${userId}/memberships`, { token: admin.token, body });
-  const membershipCount = (userId: string) => s.db.get<any>('SELECT count(*) AS n FROM memberships WHERE user_id = ?', userId).n;
+  const membershipCount = async (userId: string) => (await s.db.get<any>('SELECT count(*) AS n FROM memberships WHERE user_id = ?', userId)).n;
 
   const wrongLevel = await grantVia(u.id, { level: 'workspace', scopeId: tree.workspaceId, role: 'org_owner' });
   assert.equal(wrongLevel.status, 422);
@@ -345,7 +345,7 @@ test('POST /api/system/users/:id/memberships checks role level, scope, seats and
   assert.equal(noScope.status, 422);
   assert.equal(noScope.body.error.details.fields.scopeId, 'names no project');
   assert.equal((await grantVia('usr_nobody', { level: 'project', scopeId: tree.projectId, role: 'project_viewer' })).status, 404);
-  assert.equal(membershipCount(u.id), 0);
+  assert.equal(await membershipCount(u.id), 0);
 
   const r = await grantVia(u.id, { level: 'project', scopeId: tree.projectId, role: 'project_editor' });
   assert.equal(r.status, 201, r.text);
@@ -358,17 +358,17 @@ test('POST /api/system/users/:id/memberships checks role level, scope, seats and
   assert.ok(r.body.organizationName && r.body.workspaceName && r.body.projectName);
   const detail = (await s.call('GET', `/api/system/users/${u.id}`, { token: admin.token })).body;
   assert.deepEqual(detail.memberships.map((m: any) => [m.level, m.role]), [['organization', 'org_member'], ['workspace', 'project_guest'], ['project', 'project_editor']]);
-  const created = audit(s, 'membership.created', u.id);
+  const created = await audit(s, 'membership.created', u.id);
   assert.equal(created.length, 3);
   assert.ok(created.every((a) => a.actor_user_id === admin.user.id && a.organization_id === tree.organizationId));
 
   // Seats: u holds one; a limit of 1 leaves none for a newcomer, but u may get more roles there.
-  s.db.run('UPDATE billing_accounts SET seat_limit = ? WHERE organization_id = ?', 1, tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET seat_limit = ? WHERE organization_id = ?', 1, tree.organizationId);
   const v = await makeUser(s);
   const full = await grantVia(v.id, { level: 'workspace', scopeId: tree.workspaceId, role: 'writer' });
   assert.equal(full.status, 409, full.text);
   assert.equal(full.body.error.code, 'seat_limit_reached');
-  assert.equal(membershipCount(v.id), 0, 'nothing written');
+  assert.equal(await membershipCount(v.id), 0, 'nothing written');
   const more = await grantVia(u.id, { level: 'workspace', scopeId: tree.workspaceId, role: 'writer' });
   assert.equal(more.status, 201, more.text);
   assert.equal(more.body.accessMode, 'full');
@@ -379,13 +379,13 @@ test('POST /api/system/users/:id/memberships checks role level, scope, seats and
   const back = await s.call('PATCH', `/api/system/users/${u.id}`, { token: admin.token, body: { status: 'active' } });
   assert.equal(back.status, 409);
   assert.equal(back.body.error.code, 'seat_limit_reached');
-  assert.equal(userRow(s, u.id).status, 'suspended');
+  assert.equal((await userRow(s, u.id)).status, 'suspended');
 
   // The only owner cannot be demoted through a grant.
   const owner = await makeUser(s);
-  const org = makeOrg(s, { ownerUserId: owner.id });
+  const org = await makeOrg(s, { ownerUserId: owner.id });
   const demote = await grantVia(owner.id, { level: 'organization', scopeId: org.id, role: 'org_admin' });
   assert.equal(demote.status, 409);
   assert.equal(demote.body.error.code, 'last_owner');
-  assert.equal(s.db.get<any>("SELECT role FROM memberships WHERE user_id = ? AND level = 'organization'", owner.id).role, 'org_owner');
+  assert.equal((await s.db.get<any>("SELECT role FROM memberships WHERE user_id = ? AND level = 'organization'", owner.id)).role, 'org_owner');
 });

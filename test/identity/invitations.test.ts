@@ -1,5 +1,6 @@
 // Invitations exactly as the reference: one-time token, hash at rest, resend, revoke, expiry, role
 // rules per level, conflicts, seats, registration and acceptance, project-only guests.
+import { mapSeq } from '../../src/kernel/seq.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
@@ -7,7 +8,7 @@ import { login, makeProject, makeTree, makeUser, member } from '../helpers/facto
 
 async function setup(t: any, env: Record<string, string> = {}) {
   const s = await startTestServer(t, env);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const admin = await member(s, 'org_admin', tree);
   const invite = (body: Record<string, unknown>, token = admin.token) =>
     s.call('POST', `/api/organizations/${tree.organizationId}/invitations`, { token, body });
@@ -15,9 +16,9 @@ async function setup(t: any, env: Record<string, string> = {}) {
 }
 
 /** Every text value stored anywhere in the database. */
-function databaseText(s: TestServer): string {
-  const tables = s.db.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
-  return tables.map((x) => JSON.stringify(s.db.all(`SELECT * FROM ${x.name}`))).join('\n');
+async function databaseText(s: TestServer): Promise<string> {
+  const tables = await s.db.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
+  return (await mapSeq(tables, async (x) => JSON.stringify(await s.db.all(`SELECT * FROM ${x.name}`)))).join('\n');
 }
 
 test('an invitation answers its token and acceptUrl once; the database keeps only a hash and a hint', async (t) => {
@@ -31,7 +32,7 @@ test('an invitation answers its token and acceptUrl once; the database keeps onl
   assert.equal(r.body.invitation.tokenHint, `…${token.slice(-4)}`);
   const days = (Date.parse(r.body.invitation.expiresAt) - Date.now()) / 86_400_000;
   assert.ok(days > 6.99 && days <= 7, `7-day expiry, got ${days}`);
-  assert.ok(!databaseText(s).includes(token), 'no token at rest');
+  assert.ok(!(await databaseText(s)).includes(token), 'no token at rest');
   s.log.flush();
   assert.ok(!s.logs.join('\n').includes(token), 'no token in the log');
   const list = await s.call('GET', `/api/organizations/${tree.organizationId}/invitations`, { token: admin.token });
@@ -47,8 +48,8 @@ test('an invitation answers its token and acceptUrl once; the database keeps onl
 
 test('role rules per level: organization, workspace, workspace + project; never an owner', async (t) => {
   const { s, tree, invite } = await setup(t);
-  const other = makeTree(s);
-  const p2 = makeProject(s, tree.workspaceId);
+  const other = await makeTree(s);
+  const p2 = await makeProject(s, tree.workspaceId);
   const cases: Array<[Record<string, unknown>, string, boolean]> = [
     [{}, 'org_member', true], [{}, 'org_admin', true], [{}, 'org_owner', false], [{}, 'producer', false], [{}, 'project_viewer', false],
     [{ workspaceId: tree.workspaceId }, 'producer', true], [{ workspaceId: tree.workspaceId }, 'writer', true],
@@ -97,7 +98,7 @@ test('conflicts: a second pending invitation, an e-mail that is already a member
 
 test('resend gives a new token and the old link 404 invitation_not_found; revoke reports revoked and releases the seat', async (t) => {
   const { s, tree, admin, invite } = await setup(t);
-  s.db.run('UPDATE billing_accounts SET seat_limit = 2 WHERE organization_id = ?', tree.organizationId); // admin + one
+  await s.db.run('UPDATE billing_accounts SET seat_limit = 2 WHERE organization_id = ?', tree.organizationId); // admin + one
   const first = await invite({ email: 'a@example.test', role: 'org_member' });
   const full = await invite({ email: 'b@example.test', role: 'org_member' });
   assert.equal(full.status, 409);
@@ -115,28 +116,28 @@ test('resend gives a new token and the old link 404 invitation_not_found; revoke
   const revoked = await s.call('POST', `${base}/revoke`, { token: admin.token });
   assert.equal(revoked.status, 200);
   assert.equal(revoked.body.status, 'revoked');
-  assert.equal(s.db.get<any>('SELECT token_hash FROM invitations WHERE id = ?', id)!.token_hash, null, 'hash cleared');
+  assert.equal((await s.db.get<any>('SELECT token_hash FROM invitations WHERE id = ?', id))!.token_hash, null, 'hash cleared');
   assert.equal((await s.call('GET', `/api/invitations/preview?token=${resent.body.inviteToken}`)).status, 404);
   assert.equal((await invite({ email: 'b@example.test', role: 'org_member' })).status, 201, 'the seat is free again');
   assert.equal((await s.call('POST', `${base}/resend`, { token: admin.token })).body.error.code, 'invitation_not_pending');
   assert.equal((await s.call('POST', `/api/organizations/${tree.organizationId}/invitations/inv_nope/revoke`, { token: admin.token })).status, 404);
-  const actions = s.db.all<any>("SELECT action FROM audit_log WHERE target_id = ? ORDER BY seq", id).map((a) => a.action);
+  const actions = (await s.db.all<any>("SELECT action FROM audit_log WHERE target_id = ? ORDER BY seq", id)).map((a) => a.action);
   assert.deepEqual(actions, ['invitation.created', 'invitation.resent', 'invitation.revoked']);
 });
 
 test('an expired invitation holds no seat, cannot be used, and can be renewed', async (t) => {
   const { s, tree, admin, invite } = await setup(t);
-  s.db.run('UPDATE billing_accounts SET seat_limit = 2 WHERE organization_id = ?', tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET seat_limit = 2 WHERE organization_id = ?', tree.organizationId);
   const r = await invite({ email: 'late@example.test', role: 'org_member' });
-  s.db.run('UPDATE invitations SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), r.body.invitation.id);
+  await s.db.run('UPDATE invitations SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), r.body.invitation.id);
   const preview = await s.call('GET', `/api/invitations/preview?token=${r.body.inviteToken}`);
   assert.equal(preview.status, 410);
   assert.equal(preview.body.error.code, 'invitation_expired');
   const reg = await s.call('POST', '/api/auth/register', { body: { token: r.body.inviteToken, email: 'late@example.test', name: 'Late', password: 'a long enough password' } });
   assert.equal(reg.status, 410);
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM users WHERE email_normalized = 'late@example.test'")!.n, 0);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM users WHERE email_normalized = 'late@example.test'"))!.n, 0);
   assert.equal((await invite({ email: 'other@example.test', role: 'org_member' })).status, 201, 'the expired one holds no seat');
-  s.db.run("UPDATE invitations SET status = 'revoked' WHERE email_normalized = 'other@example.test'");
+  await s.db.run("UPDATE invitations SET status = 'revoked' WHERE email_normalized = 'other@example.test'");
   const renewed = await s.call('POST', `/api/organizations/${tree.organizationId}/invitations/${r.body.invitation.id}/resend`, { token: admin.token });
   assert.equal(renewed.status, 200);
   assert.equal(renewed.body.invitation.status, 'pending');
@@ -152,7 +153,7 @@ test('register re-checks token and e-mail, creates the account and its membershi
   assert.equal(wrongEmail.body.error.code, 'invitation_email_mismatch');
   const weak = await s.call('POST', '/api/auth/register', { body: { ...body, password: 'short' } });
   assert.equal(weak.status, 422);
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM users WHERE email_normalized = 'writer@example.test'")!.n, 0, 'nothing half-written');
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM users WHERE email_normalized = 'writer@example.test'"))!.n, 0, 'nothing half-written');
   const ok = await s.call('POST', '/api/auth/register', { body: { ...body, email: 'Writer@Example.test' } });
   assert.equal(ok.status, 201, ok.text);
   const ctx = await s.call('GET', '/api/context', { token: ok.body.token });
@@ -161,7 +162,7 @@ test('register re-checks token and e-mail, creates the account and its membershi
   const again = await s.call('POST', '/api/auth/register', { body });
   assert.equal(again.status, 404);
   assert.equal(again.body.error.code, 'invitation_not_found');
-  const inv = s.db.get<any>('SELECT * FROM invitations WHERE id = ?', r.body.invitation.id)!;
+  const inv = (await s.db.get<any>('SELECT * FROM invitations WHERE id = ?', r.body.invitation.id))!;
   assert.equal(inv.status, 'accepted');
   assert.equal(inv.token_hash, null);
 });
@@ -187,12 +188,12 @@ test('an existing account accepts with its session; the e-mail must be its own',
 
 test('a project-level invitation makes a project-only guest who sees no other project of the workspace', async (t) => {
   const { s, tree, invite } = await setup(t);
-  const hidden = makeProject(s, tree.workspaceId, 'Hidden');
+  const hidden = await makeProject(s, tree.workspaceId, 'Hidden');
   const r = await invite({ email: 'guest@example.test', role: 'project_viewer', workspaceId: tree.workspaceId, projectId: tree.projectId });
   const reg = await s.call('POST', '/api/auth/register', { body: { token: r.body.inviteToken, email: 'guest@example.test', name: 'Guest', password: 'a long enough password' } });
   assert.equal(reg.status, 201, reg.text);
   const token = reg.body.token;
-  const rows = s.db.all<any>('SELECT level, role, access_mode FROM memberships WHERE user_id = ? ORDER BY level', reg.body.user.id);
+  const rows = await s.db.all<any>('SELECT level, role, access_mode FROM memberships WHERE user_id = ? ORDER BY level', reg.body.user.id);
   assert.deepEqual(rows.map((m) => [m.level, m.role, m.access_mode]),
     [['organization', 'org_member', 'full'], ['project', 'project_viewer', 'full'], ['workspace', 'project_guest', 'project-only']]);
   const list = await s.call('GET', `/api/workspaces/${tree.workspaceId}/projects`, { token });

@@ -19,7 +19,7 @@ test('GET /api/organizations/:id: members see it with their role and seats; othe
 
 test('member lists show role, level, status and last login, and stay inside their scope', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const writer = await member(s, 'writer', tree);
   const viewer = await member(s, 'project_viewer', tree);
@@ -47,7 +47,7 @@ test('member lists show role, level, status and last login, and stay inside thei
 
 test('owners and admins set roles; producers cannot; only owners touch ownership; the last owner stays', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const admin = await member(s, 'org_admin', tree);
   const writer = await member(s, 'writer', tree);
@@ -80,18 +80,18 @@ test('owners and admins set roles; producers cannot; only owners touch ownership
   assert.equal((await s.call('DELETE', orgPath(owner.user.id), { token: owner.token })).status, 409);
   assert.equal((await s.call('PUT', orgPath(admin.user.id), { token: owner.token, body: { role: 'org_owner' } })).status, 200);
   assert.equal((await s.call('PUT', orgPath(owner.user.id), { token: owner.token, body: { role: 'org_admin' } })).status, 200, 'with a second owner the first may step down');
-  const audit = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'membership.role_changed' AND organization_id = ?", tree.organizationId);
+  const audit = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'membership.role_changed' AND organization_id = ?", tree.organizationId);
   assert.ok(audit.length >= 3);
 });
 
 test('removing members: from a workspace, a project (and its guest row), the organization; other tenants are refused and audited', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const admin = await member(s, 'org_admin', tree);
   const writer = await member(s, 'writer', tree);
   const viewer = await member(s, 'project_viewer', tree);
   assert.equal((await s.call('DELETE', `/api/projects/${tree.projectId}/members/${viewer.user.id}`, { token: admin.token })).status, 204);
-  const rows = s.db.all<any>('SELECT level, role FROM memberships WHERE user_id = ? ORDER BY level', viewer.user.id);
+  const rows = await s.db.all<any>('SELECT level, role FROM memberships WHERE user_id = ? ORDER BY level', viewer.user.id);
   assert.deepEqual(rows.map((r) => [r.level, r.role]), [['organization', 'org_member']], 'the project_guest workspace row went with the last project role');
   assert.equal((await s.call('GET', `/api/projects/${tree.projectId}`, { token: viewer.token })).status, 403);
   assert.equal((await s.call('DELETE', `/api/workspaces/${tree.workspaceId}/members/${writer.user.id}`, { token: admin.token })).status, 204);
@@ -99,23 +99,23 @@ test('removing members: from a workspace, a project (and its guest row), the org
   assert.equal((await s.call('DELETE', `/api/organizations/${tree.organizationId}/members/${writer.user.id}`, { token: admin.token })).status, 204);
   assert.equal((await s.call('GET', `/api/organizations/${tree.organizationId}`, { token: writer.token })).status, 403);
   assert.equal((await s.call('DELETE', `/api/organizations/${tree.organizationId}/members/${writer.user.id}`, { token: admin.token })).status, 404);
-  assert.equal(s.db.all("SELECT * FROM audit_log WHERE action = 'membership.removed'").length, 3);
+  assert.equal((await s.db.all("SELECT * FROM audit_log WHERE action = 'membership.removed'")).length, 3);
 
   const foreignAdmin = await member(s, 'org_admin');
   const victim = await makeUser(s);
-  grant(s, victim.id, 'workspace', tree.workspaceId, 'writer');
+  await grant(s, victim.id, 'workspace', tree.workspaceId, 'writer');
   const cross = await s.call('DELETE', `/api/organizations/${tree.organizationId}/members/${victim.id}`, { token: foreignAdmin.token });
   assert.equal(cross.status, 403);
   assert.equal(cross.body.error.code, 'scope_forbidden');
-  const denied = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'access.denied' AND actor_user_id = ?", foreignAdmin.user.id);
+  const denied = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'access.denied' AND actor_user_id = ?", foreignAdmin.user.id);
   assert.equal(denied.length, 1);
   assert.equal(denied[0].target_id, tree.organizationId);
-  assert.equal(s.db.all('SELECT * FROM memberships WHERE user_id = ?', victim.id).length, 2, 'nothing removed');
+  assert.equal((await s.db.all('SELECT * FROM memberships WHERE user_id = ?', victim.id)).length, 2, 'nothing removed');
   // A second project keeps the guest row alive.
-  const p2 = makeProject(s, tree.workspaceId);
+  const p2 = await makeProject(s, tree.workspaceId);
   const guest = await makeUser(s);
-  grant(s, guest.id, 'project', tree.projectId, 'project_editor');
-  grant(s, guest.id, 'project', p2.id, 'project_viewer');
+  await grant(s, guest.id, 'project', tree.projectId, 'project_editor');
+  await grant(s, guest.id, 'project', p2.id, 'project_viewer');
   assert.equal((await s.call('DELETE', `/api/projects/${tree.projectId}/members/${guest.id}`, { token: admin.token })).status, 204);
   const guestToken = await login(s, guest);
   const ctx = await s.call('GET', '/api/context', { token: guestToken });
@@ -125,14 +125,14 @@ test('removing members: from a workspace, a project (and its guest row), the org
 
 test('granting a role below an inactive organization membership reactivates it', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const u = await makeUser(s);
-  grant(s, u.id, 'workspace', tree.workspaceId, 'writer');
-  s.db.run("UPDATE memberships SET status = 'inactive' WHERE user_id = ?", u.id);
+  await grant(s, u.id, 'workspace', tree.workspaceId, 'writer');
+  await s.db.run("UPDATE memberships SET status = 'inactive' WHERE user_id = ?", u.id);
   const token = await login(s, u);
   assert.equal((await s.call('GET', `/api/workspaces/${tree.workspaceId}/projects`, { token })).status, 403);
-  grant(s, u.id, 'project', tree.projectId, 'project_editor');
-  const rows = s.db.all<any>('SELECT level, role, status FROM memberships WHERE user_id = ? ORDER BY level', u.id);
+  await grant(s, u.id, 'project', tree.projectId, 'project_editor');
+  const rows = await s.db.all<any>('SELECT level, role, status FROM memberships WHERE user_id = ? ORDER BY level', u.id);
   assert.deepEqual(rows.map((r) => [r.level, r.role, r.status]),
     [['organization', 'org_member', 'active'], ['project', 'project_editor', 'active'], ['workspace', 'writer', 'active']]);
   assert.equal((await s.call('GET', `/api/projects/${tree.projectId}`, { token })).status, 200);
@@ -140,8 +140,8 @@ test('granting a role below an inactive organization membership reactivates it',
 
 test('a project-only guest lists only the members of its own projects; last logins are shown to administrators only', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const p2 = makeProject(s, tree.workspaceId);
+  const tree = await makeTree(s);
+  const p2 = await makeProject(s, tree.workspaceId);
   const owner = await member(s, 'org_owner', tree);
   const writer = await member(s, 'writer', tree);
   const guest = await member(s, 'project_viewer', tree);

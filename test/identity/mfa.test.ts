@@ -27,7 +27,7 @@ function base32Decode(s: string): Buffer {
   }
   return Buffer.from(out);
 }
-const audit = (s: TestServer, action: string) => s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action);
+const audit = async (s: TestServer, action: string) => await s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action);
 const meta = (row: any) => JSON.parse(row.metadata);
 
 /**
@@ -139,7 +139,7 @@ test('the five management routes need a browser session: Bearer is 403 browser_s
   const noOrigin = await s.call('POST', '/api/auth/mfa/setup', { headers: { cookie: browser.jar } });
   assert.equal(noOrigin.status, 403);
   assert.equal(noOrigin.body.error.code, 'origin_forbidden');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM mfa_factors')!.n, 0, 'nothing was set up');
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM mfa_factors'))!.n, 0, 'nothing was set up');
   const doc = (await s.call('GET', '/api/openapi.json')).body;
   assert.deepEqual(doc.paths['/api/auth/mfa/setup'].post.security, [{ cookieSession: [] }]);
   assert.equal(doc.paths['/api/auth/mfa/setup'].post['x-access'].session, 'browser');
@@ -177,12 +177,12 @@ test('set-up and enable from the browser, then login answers a challenge that a 
   const status = (await browser.call('GET', '/api/auth/mfa')).body;
   assert.equal(status.enabled, true);
   assert.equal(status.recoveryCodesLeft, 10);
-  assert.equal(s.db.get<any>('SELECT mfa_enabled FROM users WHERE id = ?', u.id)!.mfa_enabled, 1);
+  assert.equal((await s.db.get<any>('SELECT mfa_enabled FROM users WHERE id = ?', u.id))!.mfa_enabled, 1);
   assert.equal((await browser.call('POST', '/api/auth/mfa/setup')).body.error.code, 'mfa_already_enabled');
-  const stored = JSON.stringify(s.db.all('SELECT * FROM mfa_recovery_codes'));
+  const stored = JSON.stringify(await s.db.all('SELECT * FROM mfa_recovery_codes'));
   for (const c of codes) assert.ok(!stored.includes(c) && !stored.includes(c.replaceAll('-', '')), 'recovery codes are stored hashed');
 
-  const sessionsBefore = s.db.get<any>('SELECT count(*) AS n FROM sessions')!.n;
+  const sessionsBefore = (await s.db.get<any>('SELECT count(*) AS n FROM sessions'))!.n;
   const r = await s.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password } });
   assert.equal(r.status, 200);
   assert.deepEqual(Object.keys(r.body).sort(), ['challengeToken', 'expiresAt', 'mfaRequired']);
@@ -190,8 +190,8 @@ test('set-up and enable from the browser, then login answers a challenge that a 
   assert.equal(r.headers.get('set-cookie'), null);
   const ttl = Date.parse(r.body.expiresAt) - Date.now();
   assert.ok(ttl > 4 * 60_000 && ttl <= 5 * 60_000, 'valid five minutes');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sessions')!.n, sessionsBefore, 'no session before the second factor');
-  const row = s.db.get<any>('SELECT * FROM mfa_challenges WHERE user_id = ?', u.id)!;
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM sessions'))!.n, sessionsBefore, 'no session before the second factor');
+  const row = (await s.db.get<any>('SELECT * FROM mfa_challenges WHERE user_id = ?', u.id))!;
   assert.equal(row.token_hash, sha256Hex(r.body.challengeToken), 'stored as SHA-256');
 
   // The enabling code's step is spent: the next step's code (one step ahead) signs in.
@@ -210,14 +210,14 @@ test('set-up and enable from the browser, then login answers a challenge that a 
   const again = browserOf(s, viaBrowser);
   assert.equal((await again.call('GET', '/api/auth/session')).body.via, 'browser');
 
-  assert.equal(audit(s, 'auth.mfa.setup_started').length, 1);
-  assert.equal(audit(s, 'auth.mfa.enabled').length, 1);
-  assert.equal(audit(s, 'auth.mfa.challenge_issued').length, 2);
-  assert.equal(audit(s, 'auth.mfa.verified').length, 1);
-  assert.equal(audit(s, 'auth.mfa.recovery_code_used').length, 1);
-  assert.deepEqual(audit(s, 'auth.login').filter((a) => a.result === 'success').map((a) => meta(a).mfa), [undefined, undefined, 'totp', 'recovery_code']);
+  assert.equal((await audit(s, 'auth.mfa.setup_started')).length, 1);
+  assert.equal((await audit(s, 'auth.mfa.enabled')).length, 1);
+  assert.equal((await audit(s, 'auth.mfa.challenge_issued')).length, 2);
+  assert.equal((await audit(s, 'auth.mfa.verified')).length, 1);
+  assert.equal((await audit(s, 'auth.mfa.recovery_code_used')).length, 1);
+  assert.deepEqual((await audit(s, 'auth.login')).filter((a) => a.result === 'success').map((a) => meta(a).mfa), [undefined, undefined, 'totp', 'recovery_code']);
   s.log.flush();
-  const all = JSON.stringify(s.db.all('SELECT * FROM audit_log')) + s.logs.join('\n');
+  const all = JSON.stringify(await s.db.all('SELECT * FROM audit_log')) + s.logs.join('\n');
   for (const secretThing of [secret, r.body.challengeToken, codes[0], code(secret, base, 1)]) {
     assert.ok(!all.includes(secretThing), 'no secret, token or code in the audit log or the service log');
   }
@@ -242,8 +242,8 @@ test('five consecutive wrong codes lock the challenge: even the right code fails
   assert.equal(right.body.error.code, 'mfa_challenge_locked');
   const recovery = await redeem(s, token, e.recoveryCodes[0]);
   assert.equal(recovery.body.error.code, 'mfa_challenge_locked', 'a recovery code does not unlock it either');
-  assert.equal(audit(s, 'auth.mfa.code_rejected').length, 5);
-  assert.equal(audit(s, 'auth.mfa.challenge_locked').length, 1);
+  assert.equal((await audit(s, 'auth.mfa.code_rejected')).length, 5);
+  assert.equal((await audit(s, 'auth.mfa.challenge_locked')).length, 1);
   assert.equal((await e.browser.call('GET', '/api/auth/mfa')).body.recoveryCodesLeft, 10, 'nothing was spent');
   // A new login gets a new challenge.
   const fresh = await redeem(s, await challenge(s, e.user), code(e.secret, e.base));
@@ -259,7 +259,7 @@ test('an accepted code is refused when replayed in its time step; one step of dr
   const replay = await redeem(s, replayToken, current);
   assert.equal(replay.status, 401);
   assert.equal(replay.body.error.code, 'mfa_code_invalid');
-  assert.equal(meta(audit(s, 'auth.mfa.code_rejected').at(-1)).reason, 'replayed');
+  assert.equal(meta((await audit(s, 'auth.mfa.code_rejected')).at(-1)).reason, 'replayed');
   assert.equal((await redeem(s, replayToken, code(e.secret, e.base, -1))).status, 401, 'an earlier step is refused too');
 
   // Drift, on a fresh factor (nothing used yet): set-up, enable with one step behind, sign in one step ahead.
@@ -279,11 +279,11 @@ test('an expired challenge is refused, even with the right code', async (t) => {
   const s = await startTestServer(t);
   const e = await enrolled(s);
   const token = await challenge(s, e.user);
-  s.db.run('UPDATE mfa_challenges SET expires_at = ? WHERE token_hash = ?', new Date(Date.now() - 1000).toISOString(), sha256Hex(token));
+  await s.db.run('UPDATE mfa_challenges SET expires_at = ? WHERE token_hash = ?', new Date(Date.now() - 1000).toISOString(), sha256Hex(token));
   const r = await redeem(s, token, code(e.secret, e.base));
   assert.equal(r.status, 401);
   assert.equal(r.body.error.code, 'mfa_challenge_expired');
-  assert.equal(meta(audit(s, 'auth.mfa.challenge_refused').at(-1)).reason, 'expired');
+  assert.equal(meta((await audit(s, 'auth.mfa.challenge_refused')).at(-1)).reason, 'expired');
   assert.equal((await redeem(s, 'x'.repeat(43), code(e.secret, e.base))).body.error.code, 'mfa_challenge_invalid', 'unknown token');
   assert.equal((await redeem(s, await challenge(s, e.user), code(e.secret, e.base))).status, 200, 'the code was not spent');
 });
@@ -298,7 +298,7 @@ test('a recovery code works once, in any case and with or without dashes', async
   assert.equal(second.status, 401);
   assert.equal(second.body.error.code, 'mfa_code_invalid');
   assert.equal((await e.browser.call('GET', '/api/auth/mfa')).body.recoveryCodesLeft, 9);
-  assert.equal(meta(audit(s, 'auth.mfa.recovery_code_used')[0]).recoveryCodesLeft, 9);
+  assert.equal(meta((await audit(s, 'auth.mfa.recovery_code_used'))[0]).recoveryCodesLeft, 9);
 });
 
 test('the secret is encrypted at rest: not in the database files; a flipped ciphertext byte makes the right code fail', async (t) => {
@@ -315,15 +315,15 @@ test('the secret is encrypted at rest: not in the database files; a flipped ciph
     assert.equal(bytes.indexOf(Buffer.from(e.secret.toLowerCase(), 'ascii')), -1);
     assert.equal(bytes.indexOf(raw), -1, 'nor do its raw bytes');
   }
-  const row = s.db.get<any>('SELECT secret_enc, key_id FROM mfa_factors WHERE user_id = ?', e.user.id)!;
+  const row = (await s.db.get<any>('SELECT secret_enc, key_id FROM mfa_factors WHERE user_id = ?', e.user.id))!;
   assert.equal(row.key_id, parseMfaKey('cd'.repeat(32)).id);
   const flipped = Buffer.from(row.secret_enc);
   flipped[20] ^= 0x01;
-  s.db.run('UPDATE mfa_factors SET secret_enc = ? WHERE user_id = ?', flipped, e.user.id);
+  await s.db.run('UPDATE mfa_factors SET secret_enc = ? WHERE user_id = ?', flipped, e.user.id);
   const r = await redeem(s, await challenge(s, e.user), code(e.secret, e.base));
   assert.equal(r.status, 401, 'fails closed');
   assert.equal(r.body.error.code, 'mfa_code_invalid');
-  assert.equal(meta(audit(s, 'auth.mfa.code_rejected').at(-1)).reason, 'secret_unreadable');
+  assert.equal(meta((await audit(s, 'auth.mfa.code_rejected')).at(-1)).reason, 'secret_unreadable');
   s.log.flush();
   assert.ok(s.logs.some((l) => l.includes('TOTP secret does not decrypt')));
   assert.equal((await redeem(s, await challenge(s, e.user), e.recoveryCodes[0])).status, 200, 'recovery codes do not depend on the key');
@@ -348,8 +348,8 @@ test('disable needs the password or a current code; cancel forgets a pending set
   const off = await b.call('POST', '/api/auth/mfa/disable', { password: e.user.password });
   assert.equal(off.status, 200, off.text);
   assert.equal(off.body.enabled, false);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ?', e.user.id)!.n, 0);
-  assert.equal(s.db.get<any>('SELECT mfa_enabled FROM users WHERE id = ?', e.user.id)!.mfa_enabled, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ?', e.user.id))!.n, 0);
+  assert.equal((await s.db.get<any>('SELECT mfa_enabled FROM users WHERE id = ?', e.user.id))!.mfa_enabled, 0);
   assert.ok((await s.call('POST', '/api/auth/login', { body: { email: e.user.email, password: e.user.password } })).body.token, 'login is one step again');
   assert.equal((await b.call('POST', '/api/auth/mfa/disable', { password: e.user.password })).body.error.code, 'mfa_not_enabled');
 
@@ -359,15 +359,15 @@ test('disable needs the password or a current code; cancel forgets a pending set
   assert.equal((await b.call('POST', '/api/auth/mfa/enable', { code: code(secret, base) })).status, 200);
   assert.equal((await b.call('POST', '/api/auth/mfa/disable', { code: code(secret, base) })).status, 422, 'the enabling code is spent');
   assert.equal((await b.call('POST', '/api/auth/mfa/disable', { code: code(secret, base, 1) })).status, 200);
-  assert.deepEqual(audit(s, 'auth.mfa.disabled').map((a) => meta(a).via), ['password', 'totp']);
+  assert.deepEqual((await audit(s, 'auth.mfa.disabled')).map((a) => meta(a).via), ['password', 'totp']);
 
   // Cancel: a pending set-up is forgotten.
   await b.call('POST', '/api/auth/mfa/setup');
   const cancelled = await b.call('POST', '/api/auth/mfa/setup/cancel');
   assert.equal(cancelled.status, 200);
   assert.equal(cancelled.body.pendingSetup, false);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM mfa_factors WHERE user_id = ?', e.user.id)!.n, 0);
-  assert.equal(audit(s, 'auth.mfa.setup_cancelled').length, 1);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM mfa_factors WHERE user_id = ?', e.user.id))!.n, 0);
+  assert.equal((await audit(s, 'auth.mfa.setup_cancelled')).length, 1);
 });
 
 test('governance reset-mfa deletes the factor and the recovery codes', async (t) => {
@@ -378,8 +378,8 @@ test('governance reset-mfa deletes the factor and the recovery codes', async (t)
   const r = await s.call('POST', `/api/system/users/${e.user.id}/reset-mfa`, { token: adminToken });
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.mfaEnabled, false);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM mfa_factors WHERE user_id = ?', e.user.id)!.n, 0);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ?', e.user.id)!.n, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM mfa_factors WHERE user_id = ?', e.user.id))!.n, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ?', e.user.id))!.n, 0);
   assert.ok((await s.call('POST', '/api/auth/login', { body: { email: e.user.email, password: e.user.password } })).body.token);
 });
 
@@ -410,7 +410,7 @@ test('identity policy routes: 401 without a session, 403 for a non-administrator
   assert.equal(patched.body.passwordMinLength, 14);
   assert.deepEqual(patched.body.effective, { sessionIdleMinutes: 30, sessionAbsoluteHours: 168 });
   assert.equal(patched.body.updatedBy, admin.id);
-  const rows = audit(s, 'system.identity.policy_updated');
+  const rows = await audit(s, 'system.identity.policy_updated');
   assert.equal(rows.length, 1);
   assert.equal(rows[0].actor_user_id, admin.id);
   assert.equal(meta(rows[0]).before.passwordMinLength, 12);
@@ -450,12 +450,12 @@ test('the policy is enforced: password rules, session lifetimes, MFA required ->
   const v = await makeUser(s);
   const idle = await login(s, v);
   const old = await login(s, v);
-  const idleSince = () => s.db.run('UPDATE sessions SET last_seen_at = ? WHERE token_hash = ?', new Date(Date.now() - 10 * 60_000).toISOString(), tokenHash(s.config, idle));
-  idleSince();
-  s.db.run('UPDATE sessions SET created_at = ? WHERE token_hash = ?', new Date(Date.now() - 2 * 3_600_000).toISOString(), tokenHash(s.config, old));
+  const idleSince = async () => await s.db.run('UPDATE sessions SET last_seen_at = ? WHERE token_hash = ?', new Date(Date.now() - 10 * 60_000).toISOString(), tokenHash(s.config, idle));
+  await idleSince();
+  await s.db.run('UPDATE sessions SET created_at = ? WHERE token_hash = ?', new Date(Date.now() - 2 * 3_600_000).toISOString(), tokenHash(s.config, old));
   assert.equal((await s.call('GET', '/api/context', { token: idle })).status, 200, 'the defaults keep both');
   assert.equal((await s.call('GET', '/api/context', { token: old })).status, 200);
-  idleSince();
+  await idleSince();
   await patch({ sessionIdleMinutes: 5, sessionAbsoluteHours: 1 });
   assert.equal((await s.call('GET', '/api/context', { token: idle })).status, 401, 'idle longer than the policy allows');
   assert.equal((await s.call('GET', '/api/context', { token: old })).status, 401, 'older than the policy allows');
@@ -465,9 +465,9 @@ test('the policy is enforced: password rules, session lifetimes, MFA required ->
   await patch({ sessionIdleMinutes: null, sessionAbsoluteHours: null });
 
   // MFA required for one organization: its member enrolls at login; others are not asked.
-  const org = makeOrg(s);
+  const org = await makeOrg(s);
   const w = await makeUser(s);
-  grant(s, w.id, 'organization', org.id, 'org_member');
+  await grant(s, w.id, 'organization', org.id, 'org_member');
   const outsider = await makeUser(s);
   const policy = await patch({ mfaRequiredOrganizations: [org.id, org.id] });
   assert.deepEqual(policy.mfaRequiredOrganizations, [org.id]);
@@ -475,7 +475,7 @@ test('the policy is enforced: password rules, session lifetimes, MFA required ->
   const r = await s.call('POST', '/api/auth/login', { body: { email: w.email, password: w.password } });
   assert.equal(r.status, 200);
   assert.deepEqual(Object.keys(r.body).sort(), ['challengeToken', 'expiresAt', 'mfaEnrollmentRequired']);
-  assert.equal(audit(s, 'auth.mfa.enrollment_required').length, 1);
+  assert.equal((await audit(s, 'auth.mfa.enrollment_required')).length, 1);
   assert.equal((await redeem(s, r.body.challengeToken, '123456')).body.error.code, 'mfa_challenge_invalid', 'not a login challenge');
   const noSetup = await s.call('POST', '/api/auth/mfa/enroll/confirm', { body: { challengeToken: r.body.challengeToken, code: '123456' } });
   assert.equal(noSetup.body.error.code, 'mfa_setup_required');
@@ -492,8 +492,8 @@ test('the policy is enforced: password rules, session lifetimes, MFA required ->
   assert.equal(done.body.recoveryCodes.length, 10);
   assert.deepEqual(done.body.user, { id: w.id, email: w.email, name: w.name });
   assert.equal((await s.call('GET', '/api/context', { token: done.body.token })).status, 200);
-  assert.equal(s.db.get<any>('SELECT mfa_enabled FROM users WHERE id = ?', w.id)!.mfa_enabled, 1);
-  assert.equal(meta(audit(s, 'auth.mfa.enabled')[0]).via, 'enrollment');
+  assert.equal((await s.db.get<any>('SELECT mfa_enabled FROM users WHERE id = ?', w.id))!.mfa_enabled, 1);
+  assert.equal(meta((await audit(s, 'auth.mfa.enabled'))[0]).via, 'enrollment');
   // From now on the user logs in with a code, and cannot turn MFA off while the policy requires it.
   const token = await challenge(s, w, { origin: s.url });
   const browser = browserOf(s, await redeem(s, token, done.body.recoveryCodes[0], { origin: s.url }));
@@ -522,7 +522,7 @@ test('registration into an organization that requires MFA answers an enrollment 
   assert.equal(reg.body.mfaEnrollmentRequired, true);
   assert.equal(reg.body.token, undefined);
   assert.equal(reg.body.user.email, 'new@example.test');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sessions WHERE user_id = ?', reg.body.user.id)!.n, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM sessions WHERE user_id = ?', reg.body.user.id))!.n, 0);
   const setup = await s.call('POST', '/api/auth/mfa/enroll/setup', { body: { challengeToken: reg.body.challengeToken } });
   const base = await steadyNow();
   const done = await s.call('POST', '/api/auth/mfa/enroll/confirm', { body: { challengeToken: reg.body.challengeToken, code: code(setup.body.secret, base) } });

@@ -35,8 +35,8 @@ function scim(s: TestServer, dir: Pick<Dir, 'id' | 'token'>, method: string, pat
   return s.call(method, `/scim/v2.0/${dir.id}${path}`, { token: dir.token, body, headers: body === undefined ? {} : { 'content-type': 'application/scim+json' } });
 }
 
-const memberships = (s: TestServer, userId: string) =>
-  s.db.all<any>('SELECT level, role, status, organization_id, workspace_id FROM memberships WHERE user_id = ? ORDER BY level, created_at', userId)
+const memberships = async (s: TestServer, userId: string) =>
+  (await s.db.all<any>('SELECT level, role, status, organization_id, workspace_id FROM memberships WHERE user_id = ? ORDER BY level, created_at', userId))
     .map((m) => `${m.organization_id}/${m.level}/${m.role}/${m.status}`);
 
 const contextStatus = async (s: TestServer, token: string) => (await s.call('GET', '/api/context', { token })).status;
@@ -44,7 +44,7 @@ const contextStatus = async (s: TestServer, token: string) => (await s.call('GET
 /** Gives an account a known password (a fixture: SCIM accounts have none anybody knows). */
 async function withPassword(s: TestServer, userId: string, email: string) {
   const password = 'provisioned user password 42';
-  setPassword(s.db, userId, await hashPassword(password, 10), false, new Date().toISOString());
+  await setPassword(s.db, userId, await hashPassword(password, 10), false, new Date().toISOString());
   return { email, password };
 }
 
@@ -60,7 +60,7 @@ function assertScimError(r: { status: number; headers: Headers; body: any }, sta
 async function world(t: Parameters<typeof startTestServer>[0], dirBody: Record<string, unknown> = {}) {
   const s = await startTestServer(t);
   const adminToken = await systemAdminToken(s);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const dir = await makeDirectory(s, adminToken, { organizationId: tree.organizationId, defaultRole: 'writer', defaultWorkspaceId: tree.workspaceId, ...dirBody });
   return { s, adminToken, tree, dir };
 }
@@ -83,7 +83,7 @@ test('directory routes: 401 without a session, 403 for an org owner, a system ad
     assert.equal(denied.status, 403, `${method} ${path}`);
     assert.equal(denied.body.error.code, 'permission_denied');
   }
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM scim_directories').n, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM scim_directories')).n, 0);
 
   const created = await s.call('POST', base, { token: adminToken, body: { name: 'Okta', organizationId: org } });
   assert.equal(created.status, 201, created.text);
@@ -106,8 +106,8 @@ test('directory routes: 401 without a session, 403 for an org owner, a system ad
   assert.equal(one.status, 200);
   assert.equal((await s.call('GET', `${base}/dir_nothing`, { token: adminToken })).status, 404);
 
-  const ws = makeWorkspace(s, org);
-  const foreignWs = makeWorkspace(s);
+  const ws = await makeWorkspace(s, org);
+  const foreignWs = await makeWorkspace(s);
   const invalid: Array<[Record<string, unknown>, string]> = [
     [{ name: 'x', organizationId: 'org_nothing' }, 'organizationId'],
     [{ name: 'x', organizationId: org, defaultRole: 'writer' }, 'defaultWorkspaceId'],
@@ -137,14 +137,14 @@ test('directory routes: 401 without a session, 403 for an org owner, a system ad
   assert.equal(rotated.body.directory.tokenHint, `…${rotated.body.token.slice(-4)}`);
   assert.ok(rotated.body.directory.tokenRotatedAt);
 
-  const audit = s.db.all<any>("SELECT action, metadata, organization_id FROM audit_log WHERE action LIKE 'system.identity.directory_%' ORDER BY seq");
+  const audit = await s.db.all<any>("SELECT action, metadata, organization_id FROM audit_log WHERE action LIKE 'system.identity.directory_%' ORDER BY seq");
   assert.deepEqual(audit.map((a) => a.action), [
     'system.identity.directory_created', 'system.identity.directory_updated', 'system.identity.directory_updated', 'system.identity.directory_token_rotated',
   ]);
   assert.ok(audit.every((a) => a.organization_id === org));
-  const stored = JSON.stringify(s.db.all('SELECT * FROM scim_directories'));
+  const stored = JSON.stringify(await s.db.all('SELECT * FROM scim_directories'));
   const answers = [list.text, one.text, patched.text, back.text].join('\n');
-  const everything = [JSON.stringify(s.db.all('SELECT * FROM audit_log')), s.logs.join('\n'), stored, answers].join('\n');
+  const everything = [JSON.stringify(await s.db.all('SELECT * FROM audit_log')), s.logs.join('\n'), stored, answers].join('\n');
   for (const secret of [token, rotated.body.token]) {
     assert.ok(!everything.includes(secret), 'no token in the database, the audit log, the log or list/GET answers');
     assert.ok(!everything.includes(secret.slice(5, 25)), 'not even a part of it');
@@ -153,7 +153,7 @@ test('directory routes: 401 without a session, 403 for an org owner, a system ad
 
 test('Okta replay: lookup by userName, create, deactivate with a replace without path (memberships inactive, session revoked), reactivate, PUT', async (t) => {
   const { s, dir, tree } = await world(t);
-  const other = makeTree(s);
+  const other = await makeTree(s);
   const userName = 'Test.User@okta.local';
   const lookup = await scim(s, dir, 'GET', `/Users?filter=${encodeURIComponent('userName eq "test.user@okta.local"')}&startIndex=1&count=100`);
   assert.equal(lookup.status, 200, lookup.text);
@@ -174,7 +174,7 @@ test('Okta replay: lookup by userName, create, deactivate with a replace without
   assert.deepEqual(u.name, { givenName: 'Test', familyName: 'User' });
   assert.deepEqual(u.emails, [{ value: 'test.user@okta.local', type: 'work', primary: true }]);
   // A provisioned account has no password (Okta's is ignored): it signs in by SSO or after a reset.
-  assert.equal(s.db.get<{ password_hash: string | null }>('SELECT password_hash FROM users WHERE id = ?', u.id)!.password_hash, null);
+  assert.equal((await s.db.get<{ password_hash: string | null }>('SELECT password_hash FROM users WHERE id = ?', u.id))!.password_hash, null);
   const denied = await s.call('POST', '/api/auth/login', { body: { email: 'test.user@okta.local', password: 'okta-sent-password-1mz050nq' } });
   assert.equal(denied.status, 401);
   assert.equal(u.active, true);
@@ -184,11 +184,11 @@ test('Okta replay: lookup by userName, create, deactivate with a replace without
   assert.ok(u.meta.created && u.meta.lastModified);
   assert.ok(!created.text.includes('okta-sent-password'));
 
-  const account = s.db.get<any>('SELECT * FROM users WHERE id = ?', u.id);
+  const account = await s.db.get<any>('SELECT * FROM users WHERE id = ?', u.id);
   assert.equal(account.email, 'test.user@okta.local');
   assert.equal(account.name, 'Test User');
-  assert.deepEqual(memberships(s, u.id), [`${tree.organizationId}/organization/org_member/active`, `${tree.organizationId}/workspace/writer/active`]);
-  assert.ok(!memberships(s, u.id).some((m) => m.startsWith(other.organizationId)), 'only the bound organization');
+  assert.deepEqual(await memberships(s, u.id), [`${tree.organizationId}/organization/org_member/active`, `${tree.organizationId}/workspace/writer/active`]);
+  assert.ok(!(await memberships(s, u.id)).some((m) => m.startsWith(other.organizationId)), 'only the bound organization');
 
   const found = await scim(s, dir, 'GET', `/Users?filter=${encodeURIComponent('userName eq "TEST.USER@OKTA.LOCAL"')}&startIndex=1&count=100`);
   assert.equal(found.body.totalResults, 1, 'userName compares without regard to case');
@@ -201,13 +201,13 @@ test('Okta replay: lookup by userName, create, deactivate with a replace without
   assert.equal(deactivated.status, 200, deactivated.text);
   assert.equal(deactivated.body.active, false);
   assert.equal(await contextStatus(s, session), 401, 'the session is revoked at once');
-  assert.deepEqual(memberships(s, u.id), [`${tree.organizationId}/organization/org_member/inactive`, `${tree.organizationId}/workspace/writer/inactive`]);
+  assert.deepEqual(await memberships(s, u.id), [`${tree.organizationId}/organization/org_member/inactive`, `${tree.organizationId}/workspace/writer/inactive`]);
   const fresh = await login(s, { email: 'test.user@okta.local', password: 'provisioned user password 42' });
   assert.equal((await s.call('GET', '/api/context', { token: fresh })).body.organization, null, 'a new login reaches no organization');
 
   const reactivated = await scim(s, dir, 'PATCH', `/Users/${u.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: true } }] });
   assert.equal(reactivated.body.active, true);
-  assert.deepEqual(memberships(s, u.id), [`${tree.organizationId}/organization/org_member/active`, `${tree.organizationId}/workspace/writer/active`]);
+  assert.deepEqual(await memberships(s, u.id), [`${tree.organizationId}/organization/org_member/active`, `${tree.organizationId}/workspace/writer/active`]);
   const again = await login(s, { email: 'test.user@okta.local', password: 'provisioned user password 42' });
   assert.equal((await s.call('GET', '/api/context', { token: again })).body.organization.id, tree.organizationId);
 
@@ -220,13 +220,13 @@ test('Okta replay: lookup by userName, create, deactivate with a replace without
   assert.equal(put.body.displayName, undefined, 'PUT clears what it leaves out');
   assert.equal(put.body.externalId, undefined);
   assert.equal(put.body.active, true);
-  const renamed = s.db.get<any>('SELECT email, name FROM users WHERE id = ?', u.id);
+  const renamed = await s.db.get<any>('SELECT email, name FROM users WHERE id = ?', u.id);
   assert.deepEqual({ ...renamed }, { email: 'another.user@okta.local', name: 'Another User' }, 'an account the directory created follows it');
 
-  const actions = s.db.all<any>("SELECT action, actor_type, actor_name, organization_id FROM audit_log WHERE action LIKE 'scim.%' ORDER BY seq");
+  const actions = await s.db.all<any>("SELECT action, actor_type, actor_name, organization_id FROM audit_log WHERE action LIKE 'scim.%' ORDER BY seq");
   assert.deepEqual(actions.map((a) => a.action), ['scim.user_created', 'scim.user_deactivated', 'scim.user_reactivated', 'scim.user_updated']);
   assert.ok(actions.every((a) => a.actor_type === 'system' && a.actor_name.includes(dir.id) && a.organization_id === tree.organizationId));
-  const everything = JSON.stringify(s.db.all('SELECT * FROM audit_log')) + s.logs.join('\n');
+  const everything = JSON.stringify(await s.db.all('SELECT * FROM audit_log')) + s.logs.join('\n');
   assert.ok(!everything.includes(dir.token) && !everything.includes('okta-sent-password'));
 });
 
@@ -248,8 +248,8 @@ test('Microsoft Entra ID replay: externalId, "Replace" with "False"/"True", valu
   assert.equal(created.status, 201, created.text);
   const id = created.body.id;
   assert.equal(id, existing.id, 'linked to the account with that e-mail address');
-  assert.deepEqual(memberships(s, id), [`${tree.organizationId}/organization/org_member/active`]);
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action = 'scim.user_linked'").n, 1);
+  assert.deepEqual(await memberships(s, id), [`${tree.organizationId}/organization/org_member/active`]);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action = 'scim.user_linked'")).n, 1);
 
   const byExternal = await scim(s, dir, 'GET', `/Users?filter=${encodeURIComponent('externalId eq "0a21f0f2-8d2a-4f8e-bf98-7363c4aed4ef"')}`);
   assert.deepEqual(byExternal.body.Resources.map((r: any) => r.id), [id]);
@@ -258,10 +258,10 @@ test('Microsoft Entra ID replay: externalId, "Replace" with "False"/"True", valu
   assert.equal(off.status, 200, off.text);
   assert.equal(off.body.active, false);
   assert.equal(await contextStatus(s, session), 401);
-  assert.deepEqual(memberships(s, id), [`${tree.organizationId}/organization/org_member/inactive`]);
+  assert.deepEqual(await memberships(s, id), [`${tree.organizationId}/organization/org_member/inactive`]);
   const on = await scim(s, dir, 'PATCH', `/Users/${id}`, { Operations: [{ op: 'Replace', path: 'active', value: 'True' }] });
   assert.equal(on.body.active, true);
-  assert.deepEqual(memberships(s, id), [`${tree.organizationId}/organization/org_member/active`]);
+  assert.deepEqual(await memberships(s, id), [`${tree.organizationId}/organization/org_member/active`]);
 
   const patched = await scim(s, dir, 'PATCH', `/Users/${id}`, {
     schemas: [PATCH_OP],
@@ -283,7 +283,7 @@ test('Microsoft Entra ID replay: externalId, "Replace" with "False"/"True", valu
   assert.deepEqual(patched.body.name, { givenName: 'Alicia', familyName: 'Liddell-Hart', formatted: 'Alice Liddell' });
   assert.equal(patched.body.displayName, 'Alicia L.');
   assert.equal(patched.body.title, undefined, 'attributes the service does not keep are ignored');
-  assert.deepEqual({ ...s.db.get<any>('SELECT email, name FROM users WHERE id = ?', id) }, { email: 'alice@contoso.example', name: 'Alice Original' },
+  assert.deepEqual({ ...await s.db.get<any>('SELECT email, name FROM users WHERE id = ?', id) }, { email: 'alice@contoso.example', name: 'Alice Original' },
     'a linked account keeps its own address and name');
   const removed = await scim(s, dir, 'PATCH', `/Users/${id}`, { Operations: [{ op: 'Remove', path: 'emails[type eq "home"]' }, { op: 'remove', path: 'displayName' }] });
   assert.deepEqual(removed.body.emails.map((e: any) => e.type), ['work']);
@@ -293,21 +293,21 @@ test('Microsoft Entra ID replay: externalId, "Replace" with "False"/"True", valu
   const del = await scim(s, dir, 'DELETE', `/Users/${id}`);
   assert.equal(del.status, 204);
   assert.equal(await contextStatus(s, session2), 401);
-  assert.deepEqual(memberships(s, id), [`${tree.organizationId}/organization/org_member/inactive`]);
+  assert.deepEqual(await memberships(s, id), [`${tree.organizationId}/organization/org_member/inactive`]);
   assertScimError(await scim(s, dir, 'DELETE', `/Users/${id}`), 404);
   assertScimError(await scim(s, dir, 'GET', `/Users/${id}`), 404);
   assert.equal((await scim(s, dir, 'GET', '/Users')).body.totalResults, 0);
-  assert.ok(s.db.get('SELECT id FROM users WHERE id = ?', id), 'the account itself stays');
+  assert.ok(await s.db.get('SELECT id FROM users WHERE id = ?', id), 'the account itself stays');
 
   // Provisioned again after the DELETE: linked again, its memberships restored.
   const back = await scim(s, dir, 'POST', '/Users', { schemas: [USER], userName: 'alice@contoso.example', emails: [{ value: 'alice@contoso.example', type: 'work', primary: true }] });
   assert.equal(back.status, 201, back.text);
-  assert.deepEqual(memberships(s, id), [`${tree.organizationId}/organization/org_member/active`]);
+  assert.deepEqual(await memberships(s, id), [`${tree.organizationId}/organization/org_member/active`]);
 });
 
 test('a directory reaches only its own users and organization: foreign tokens, foreign users, sessions, other directories of the organization, disabled directories', async (t) => {
   const { s, adminToken, dir: a, tree } = await world(t, { defaultRole: 'org_member', defaultWorkspaceId: null });
-  const orgB = makeOrg(s);
+  const orgB = await makeOrg(s);
   const b = await makeDirectory(s, adminToken, { organizationId: orgB.id });
   const userA = (await scim(s, a, 'POST', '/Users', { userName: 'ann@a.example', emails: [{ value: 'ann@a.example' }] })).body;
   const userB = (await scim(s, b, 'POST', '/Users', { userName: 'bob@b.example', emails: [{ value: 'bob@b.example' }] })).body;
@@ -324,7 +324,7 @@ test('a directory reaches only its own users and organization: foreign tokens, f
   ] as const) {
     assertScimError(await scim(s, { id: a.id, token: b.token }, method, path, body), 401);
   }
-  const denied = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'access.denied' AND target_type = 'scim_directory'");
+  const denied = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'access.denied' AND target_type = 'scim_directory'");
   assert.equal(denied.length, 5);
   assert.equal(denied[0].organization_id, tree.organizationId);
   assert.equal(JSON.parse(denied[0].metadata).tokenDirectoryId, b.id);
@@ -335,13 +335,13 @@ test('a directory reaches only its own users and organization: foreign tokens, f
   ] as const) {
     assertScimError(await scim(s, a, method, `/Users/${userB.id}`, body), 404);
   }
-  assert.deepEqual(memberships(s, userB.id), [`${orgB.id}/organization/org_member/active`], 'B\u2019s user untouched');
+  assert.deepEqual(await memberships(s, userB.id), [`${orgB.id}/organization/org_member/active`], 'B\u2019s user untouched');
 
   // The same person provisioned by B too: a second organization, deactivated there alone.
   const annInB = await scim(s, b, 'POST', '/Users', { userName: 'ann.b', emails: [{ value: 'ann@a.example', primary: true }] });
   assert.equal(annInB.body.id, userA.id);
   await scim(s, b, 'PATCH', `/Users/${userA.id}`, { Operations: [{ op: 'replace', path: 'active', value: false }] });
-  assert.deepEqual(memberships(s, userA.id).sort(), [`${orgB.id}/organization/org_member/inactive`, `${tree.organizationId}/organization/org_member/active`].sort());
+  assert.deepEqual((await memberships(s, userA.id)).sort(), [`${orgB.id}/organization/org_member/inactive`, `${tree.organizationId}/organization/org_member/active`].sort());
   assert.equal((await scim(s, a, 'GET', `/Users/${userA.id}`)).body.active, true);
   // ... but a second directory of the same organization cannot take it over.
   const a2 = await makeDirectory(s, adminToken, { organizationId: tree.organizationId });
@@ -353,7 +353,7 @@ test('a directory reaches only its own users and organization: foreign tokens, f
   const linkedOwner = await scim(s, a, 'POST', '/Users', { userName: 'owner@a.example' });
   assert.equal(linkedOwner.status, 201, linkedOwner.text);
   assertScimError(await scim(s, a, 'PATCH', `/Users/${owner.id}`, { Operations: [{ op: 'replace', path: 'active', value: false }] }), 409);
-  assert.deepEqual(memberships(s, owner.id), [`${tree.organizationId}/organization/org_owner/active`], 'kept its role, nothing changed');
+  assert.deepEqual(await memberships(s, owner.id), [`${tree.organizationId}/organization/org_owner/active`], 'kept its role, nothing changed');
 
   const disabled = await s.call('PATCH', `${base}/${a.id}`, { token: adminToken, body: { status: 'disabled' } });
   assert.equal(disabled.body.status, 'disabled');
@@ -368,7 +368,7 @@ test('token rotation: the old token is 401 at once, the new one works', async (t
   const r = await s.call('POST', `${base}/${dir.id}/rotate-token`, { token: adminToken });
   assertScimError(await scim(s, dir, 'GET', '/Users'), 401);
   assert.equal((await scim(s, { id: dir.id, token: r.body.token }, 'GET', '/Users')).status, 200);
-  const everything = JSON.stringify(s.db.all('SELECT * FROM audit_log')) + s.logs.join('\n');
+  const everything = JSON.stringify(await s.db.all('SELECT * FROM audit_log')) + s.logs.join('\n');
   assert.ok(!everything.includes(dir.token) && !everything.includes(r.body.token));
 });
 
@@ -427,9 +427,9 @@ test('paging with startIndex and count, filters, uniqueness and the SCIM error a
   // Provisioned inactive: an account without memberships; activation grants the directory's defaults.
   const dormant = await scim(s, dir, 'POST', '/Users', { userName: 'dormant@page.example', active: false });
   assert.equal(dormant.body.active, false);
-  assert.deepEqual(memberships(s, dormant.body.id), []);
+  assert.deepEqual(await memberships(s, dormant.body.id), []);
   await scim(s, dir, 'PATCH', `/Users/${dormant.body.id}`, { Operations: [{ op: 'replace', path: 'active', value: true }] });
-  assert.deepEqual(memberships(s, dormant.body.id).map((m) => m.split('/').slice(1).join('/')), ['organization/org_member/active', 'workspace/writer/active']);
+  assert.deepEqual((await memberships(s, dormant.body.id)).map((m) => m.split('/').slice(1).join('/')), ['organization/org_member/active', 'workspace/writer/active']);
 });
 
 test('discovery: ServiceProviderConfig, ResourceTypes and Schemas', async (t) => {
@@ -485,7 +485,7 @@ test('every request under /scim answers in SCIM\u2019s error shape: Groups, Bulk
   const big = await raw('POST', '/Users', { raw: JSON.stringify({ userName: 'x'.repeat(s.config.maxBodyBytes) }), headers: { 'content-type': 'application/scim+json' } });
   assertScimError(big, 413);
   assertScimError(await raw('GET', '/Users', { token: undefined, headers: { authorization: 'Basic dXNlcjpwYXNz' } }), 401);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM scim_users').n, 0, 'nothing was provisioned');
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM scim_users')).n, 0, 'nothing was provisioned');
   // Discovery says the same: User alone, no bulk.
   assert.deepEqual((await scim(s, dir, 'GET', '/ResourceTypes')).body.Resources.map((r: any) => r.name), ['User']);
   assert.equal((await scim(s, dir, 'GET', '/ServiceProviderConfig')).body.bulk.supported, false);
@@ -583,15 +583,15 @@ test('a directory never signs a person out of other organizations, and never pro
   const token = await login(s, elsewhere.user);
   const linked = await scim(s, dir, 'POST', '/Users', { schemas: [USER], userName: elsewhere.user.email, active: true });
   assert.equal(linked.status, 201, linked.text);
-  assert.ok(memberships(s, elsewhere.user.id).includes(`${tree.organizationId}/organization/org_member/active`));
+  assert.ok((await memberships(s, elsewhere.user.id)).includes(`${tree.organizationId}/organization/org_member/active`));
   const off = await scim(s, dir, 'PATCH', `/Users/${linked.body.id}`, { schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'], Operations: [{ op: 'replace', path: 'active', value: false }] });
   assert.equal(off.status, 200, off.text);
-  assert.ok(memberships(s, elsewhere.user.id).includes(`${tree.organizationId}/organization/org_member/inactive`));
+  assert.ok((await memberships(s, elsewhere.user.id)).includes(`${tree.organizationId}/organization/org_member/inactive`));
   assert.equal(await contextStatus(s, token), 200, 'the session in the other organization lives on');
-  assert.ok(memberships(s, elsewhere.user.id).includes(`${elsewhere.tree.organizationId}/organization/org_owner/active`));
+  assert.ok((await memberships(s, elsewhere.user.id)).includes(`${elsewhere.tree.organizationId}/organization/org_owner/active`));
 
   const admin = await makeUser(s, { systemAdmin: true });
   const refused = await scim(s, dir, 'POST', '/Users', { schemas: [USER], userName: admin.email, active: true });
   assertScimError(refused, 409, 'uniqueness');
-  assert.deepEqual(memberships(s, admin.id), []);
+  assert.deepEqual(await memberships(s, admin.id), []);
 });

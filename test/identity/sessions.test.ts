@@ -1,13 +1,14 @@
 // Login, logout, sessions, password change, rate limits, browser cookie sessions.
 import { test } from 'node:test';
+import type { Db } from '../../src/db/db.ts';
 import assert from 'node:assert/strict';
 import { startTestServer } from '../helpers/server.ts';
 import { login, makeUser } from '../helpers/factories.ts';
 import { setUserStatus, createUser } from '../../src/identity/users/service.ts';
 import { tokenHash } from '../../src/directory/sessions/token-hash.ts';
 
-const auditRows = (s: { db: any }, action: string) =>
-  s.db.all('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action) as any[];
+const auditRows = async (s: { db: Db }, action: string) =>
+  await s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action);
 
 test('login answers the contract shape and stores only the SHA-256 of the token', async (t) => {
   const s = await startTestServer(t);
@@ -18,12 +19,12 @@ test('login answers the contract shape and stores only the SHA-256 of the token'
   assert.ok(Date.parse(r.body.expiresAt) > Date.now());
   assert.deepEqual(r.body.user, { id: u.id, email: u.email, name: u.name });
   assert.equal(r.headers.get('set-cookie'), null, 'no cookie for a non-browser client');
-  const rows = s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions');
+  const rows = await s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions');
   assert.deepEqual(rows.map((x) => x.token_hash), [tokenHash(s.config, r.body.token)]);
-  const dump = JSON.stringify(s.db.all('SELECT * FROM sessions')) + JSON.stringify(s.db.all('SELECT * FROM audit_log'));
+  const dump = JSON.stringify(await s.db.all('SELECT * FROM sessions')) + JSON.stringify(await s.db.all('SELECT * FROM audit_log'));
   assert.ok(!dump.includes(r.body.token));
   assert.ok(!dump.includes(u.password));
-  const ok = auditRows(s, 'auth.login').filter((a) => a.result === 'success');
+  const ok = (await auditRows(s, 'auth.login')).filter((a) => a.result === 'success');
   assert.equal(ok.length, 1);
   assert.equal(ok[0].actor_user_id, u.id);
 });
@@ -37,7 +38,7 @@ test('unknown e-mail and wrong password get the same 401 invalid_credentials, bo
   assert.equal(unknown.status, 401);
   assert.deepEqual(wrong.body, unknown.body);
   assert.equal(wrong.body.error.code, 'invalid_credentials');
-  const failures = auditRows(s, 'auth.login').filter((a) => a.result === 'failure');
+  const failures = (await auditRows(s, 'auth.login')).filter((a) => a.result === 'failure');
   assert.deepEqual(failures.map((a) => JSON.parse(a.metadata).reason), ['wrong_password', 'unknown_email']);
   assert.ok(!JSON.stringify(failures).includes('not the password'));
 });
@@ -47,14 +48,14 @@ test('a suspended account is 403 account_suspended with the right password, 401 
   const u = await makeUser(s);
   const token = await login(s, u);
   assert.equal((await s.call('GET', '/api/context', { token })).status, 200);
-  setUserStatus(s.operator(), u.id, 'suspended');
+  await setUserStatus(s.operator(), u.id, 'suspended');
   assert.equal((await s.call('GET', '/api/context', { token })).status, 401);
   const right = await s.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password } });
   assert.equal(right.status, 403);
   assert.equal(right.body.error.code, 'account_suspended');
   const wrong = await s.call('POST', '/api/auth/login', { body: { email: u.email, password: 'wrong wrong wrong' } });
   assert.equal(wrong.status, 401);
-  setUserStatus(s.operator(), u.id, 'active');
+  await setUserStatus(s.operator(), u.id, 'active');
   assert.equal((await s.call('GET', '/api/context', { token })).status, 401, 'reactivation does not revive revoked sessions');
   assert.equal((await s.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password } })).status, 200);
 });
@@ -69,7 +70,7 @@ test('logout makes the token 401 at once and clears the cookie', async (t) => {
   assert.match(out.headers.get('set-cookie')!, /svc_session=;.*Max-Age=0/);
   assert.equal((await s.call('GET', '/api/auth/session', { token })).status, 401);
   assert.equal((await s.call('GET', '/api/auth/session', { token: other })).status, 200, 'other sessions live on');
-  assert.equal(auditRows(s, 'auth.logout').length, 1);
+  assert.equal((await auditRows(s, 'auth.logout')).length, 1);
 });
 
 test('password change checks the current password and the rules, then revokes every old token', async (t) => {
@@ -94,7 +95,7 @@ test('password change checks the current password and the rules, then revokes ev
   assert.equal((await s.call('GET', '/api/context', { token: ok.body.token })).status, 200, 'the fresh session works');
   assert.equal((await s.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password } })).status, 401);
   assert.equal((await s.call('POST', '/api/auth/login', { body: { email: u.email, password: 'a brand new password' } })).status, 200);
-  const changed = auditRows(s, 'auth.password.changed');
+  const changed = await auditRows(s, 'auth.password.changed');
   assert.equal(changed.length, 1);
   assert.equal(JSON.parse(changed[0].metadata).sessionsRevoked, 2);
 });
@@ -138,8 +139,8 @@ test('sessions expire when idle and at their absolute expiry', async (t) => {
   const idle = await login(s, u);
   const old = await login(s, u);
   // Move time for these sessions by editing their stored times.
-  s.db.run('UPDATE sessions SET last_seen_at = ? WHERE token_hash = ?', new Date(Date.now() - 31 * 60_000).toISOString(), tokenHash(s.config, idle));
-  s.db.run('UPDATE sessions SET expires_at = ? WHERE token_hash = ?', new Date(Date.now() - 1000).toISOString(), tokenHash(s.config, old));
+  await s.db.run('UPDATE sessions SET last_seen_at = ? WHERE token_hash = ?', new Date(Date.now() - 31 * 60_000).toISOString(), tokenHash(s.config, idle));
+  await s.db.run('UPDATE sessions SET expires_at = ? WHERE token_hash = ?', new Date(Date.now() - 1000).toISOString(), tokenHash(s.config, old));
   assert.equal((await s.call('GET', '/api/context', { token: idle })).status, 401);
   assert.equal((await s.call('GET', '/api/context', { token: old })).status, 401);
   const fresh = await login(s, u);
@@ -163,7 +164,7 @@ test('failed logins are limited per e-mail and per client address with 429 and R
   }
   const byAddress = await s.call('POST', '/api/auth/login', { body: { email: 'fresh@example.test', password: 'wrong password!' } });
   assert.equal(byAddress.status, 429);
-  assert.ok(auditRows(s, 'auth.login').some((a) => a.result === 'denied' && JSON.parse(a.metadata).reason === 'rate_limited'));
+  assert.ok((await auditRows(s, 'auth.login')).some((a) => a.result === 'denied' && JSON.parse(a.metadata).reason === 'rate_limited'));
 });
 
 test('a successful login clears the e-mail\'s failure count', async (t) => {
@@ -223,10 +224,10 @@ test('a one-time initial password must be changed before anything but /api/auth/
 test('hashes made with weaker parameters are upgraded at the next login', async (t) => {
   const s = await startTestServer(t, { SVC_SCRYPT_LOG_N: '10' });
   const u = await makeUser(s);
-  assert.match(s.db.get<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = ?', u.id)!.password_hash, /^\$scrypt\$ln=10,r=8,p=1\$/);
+  assert.match((await s.db.get<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = ?', u.id))!.password_hash, /^\$scrypt\$ln=10,r=8,p=1\$/);
   const stronger = await startTestServer(t, { SVC_SCRYPT_LOG_N: '11' });
   const v = await makeUser(stronger);
-  stronger.db.run('UPDATE users SET password_hash = ? WHERE id = ?', s.db.get<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = ?', u.id)!.password_hash, v.id);
+  await stronger.db.run('UPDATE users SET password_hash = ? WHERE id = ?', (await s.db.get<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = ?', u.id))!.password_hash, v.id);
   assert.equal((await stronger.call('POST', '/api/auth/login', { body: { email: v.email, password: u.password } })).status, 200);
-  assert.match(stronger.db.get<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = ?', v.id)!.password_hash, /^\$scrypt\$ln=11,/);
+  assert.match((await stronger.db.get<{ password_hash: string }>('SELECT password_hash FROM users WHERE id = ?', v.id))!.password_hash, /^\$scrypt\$ln=11,/);
 });

@@ -15,64 +15,64 @@ test('flow states: stored hashed and encrypted, taken once (deleted), refused wh
   const ctx = s.operator();
   const handle = `state-${crypto.randomBytes(16).toString('hex')}`;
   const payload = { nonce: 'n-123', verifier: 'v-456', returnTo: '/projects/1' };
-  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle, payload, ttlMs: FLOW_TTL_MS });
-  const stored = s.db.get<any>('SELECT * FROM sso_states')!;
+  await saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle, payload, ttlMs: FLOW_TTL_MS });
+  const stored = (await s.db.get<any>('SELECT * FROM sso_states'))!;
   assert.equal(stored.handle_hash, crypto.hash('sha256', handle, 'hex'));
   for (const secret of [handle, 'n-123', 'v-456', '/projects/1']) assert.ok(!JSON.stringify(stored).includes(secret), `${secret} is not stored in clear`);
   assert.equal(Date.parse(stored.expires_at) - Date.parse(stored.created_at), 10 * 60_000);
 
-  assert.equal(takeFlowState(ctx, 'saml', handle), null, 'another kind does not take it');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 1, 'nor deletes it');
-  assert.deepEqual(takeFlowState(ctx, 'oidc', handle), { providerId: p.id, payload });
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 0, 'a taken state is deleted at once');
-  assert.equal(takeFlowState(ctx, 'oidc', handle), null, 'single use');
-  assert.equal(takeFlowState(ctx, 'oidc', 'never-issued'), null);
-  assert.equal(takeFlowState(ctx, 'oidc', ''), null);
+  assert.equal(await takeFlowState(ctx, 'saml', handle), null, 'another kind does not take it');
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM sso_states'))!.n, 1, 'nor deletes it');
+  assert.deepEqual(await takeFlowState(ctx, 'oidc', handle), { providerId: p.id, payload });
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM sso_states'))!.n, 0, 'a taken state is deleted at once');
+  assert.equal(await takeFlowState(ctx, 'oidc', handle), null, 'single use');
+  assert.equal(await takeFlowState(ctx, 'oidc', 'never-issued'), null);
+  assert.equal(await takeFlowState(ctx, 'oidc', ''), null);
 
   const late = `late-${crypto.randomBytes(8).toString('hex')}`;
-  saveFlowState(ctx, { providerId: p.id, kind: 'saml', handle: late, payload: { relayState: 'r' }, ttlMs: FLOW_TTL_MS });
-  assert.equal(takeFlowState(ctxAt(s, Date.now() + FLOW_TTL_MS + 1000), 'saml', late), null, 'expired');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 0, 'an expired state met at take is deleted too');
+  await saveFlowState(ctx, { providerId: p.id, kind: 'saml', handle: late, payload: { relayState: 'r' }, ttlMs: FLOW_TTL_MS });
+  assert.equal(await takeFlowState(ctxAt(s, Date.now() + FLOW_TTL_MS + 1000), 'saml', late), null, 'expired');
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM sso_states'))!.n, 0, 'an expired state met at take is deleted too');
 
   // Every save forgets the states already expired (not a day later); unexpired ones stay.
-  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'fresh', payload: {}, ttlMs: FLOW_TTL_MS });
-  saveFlowState(ctxAt(s, Date.now() - FLOW_TTL_MS - 1000), { providerId: p.id, kind: 'oidc', handle: 'stale', payload: {}, ttlMs: FLOW_TTL_MS });
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 2, 'the stale state is still there before the next save');
-  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'next', payload: {}, ttlMs: FLOW_TTL_MS });
-  assert.deepEqual(s.db.all<any>('SELECT handle_hash FROM sso_states ORDER BY handle_hash').map((r) => r.handle_hash),
+  await saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'fresh', payload: {}, ttlMs: FLOW_TTL_MS });
+  await saveFlowState(ctxAt(s, Date.now() - FLOW_TTL_MS - 1000), { providerId: p.id, kind: 'oidc', handle: 'stale', payload: {}, ttlMs: FLOW_TTL_MS });
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM sso_states'))!.n, 2, 'the stale state is still there before the next save');
+  await saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'next', payload: {}, ttlMs: FLOW_TTL_MS });
+  assert.deepEqual((await s.db.all<any>('SELECT handle_hash FROM sso_states ORDER BY handle_hash')).map((r) => r.handle_hash),
     ['fresh', 'next'].map((h) => crypto.hash('sha256', h, 'hex')).sort(), 'the expired state was deleted by the save');
-  assert.equal(takeFlowState(ctx, 'oidc', 'stale'), null);
-  assert.deepEqual(takeFlowState(ctx, 'oidc', 'fresh')?.payload, {});
-  assert.deepEqual(takeFlowState(ctx, 'oidc', 'next')?.payload, {});
+  assert.equal(await takeFlowState(ctx, 'oidc', 'stale'), null);
+  assert.deepEqual((await takeFlowState(ctx, 'oidc', 'fresh'))?.payload, {});
+  assert.deepEqual((await takeFlowState(ctx, 'oidc', 'next'))?.payload, {});
 
   // The provider id and the kind are additional data too: a row re-pointed at another provider, or
   // relabelled as another kind, does not decrypt (and is used up).
   const q = await create(s, admin, oidcBody(org.id, {}, { name: 'Other OIDC' }));
-  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'moved', payload: { who: 'moved' }, ttlMs: FLOW_TTL_MS });
-  s.db.run('UPDATE sso_states SET provider_id = ? WHERE handle_hash = ?', q.id, crypto.hash('sha256', 'moved', 'hex'));
-  assert.equal(takeFlowState(ctx, 'oidc', 'moved'), null, 'provider id changed on the row');
-  assert.equal(takeFlowState(ctx, 'oidc', 'moved'), null, 'and it is gone');
-  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'relabelled', payload: { who: 'relabelled' }, ttlMs: FLOW_TTL_MS });
-  s.db.run("UPDATE sso_states SET kind = 'saml' WHERE handle_hash = ?", crypto.hash('sha256', 'relabelled', 'hex'));
-  assert.equal(takeFlowState(ctx, 'saml', 'relabelled'), null, 'kind changed on the row');
+  await saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'moved', payload: { who: 'moved' }, ttlMs: FLOW_TTL_MS });
+  await s.db.run('UPDATE sso_states SET provider_id = ? WHERE handle_hash = ?', q.id, crypto.hash('sha256', 'moved', 'hex'));
+  assert.equal(await takeFlowState(ctx, 'oidc', 'moved'), null, 'provider id changed on the row');
+  assert.equal(await takeFlowState(ctx, 'oidc', 'moved'), null, 'and it is gone');
+  await saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: 'relabelled', payload: { who: 'relabelled' }, ttlMs: FLOW_TTL_MS });
+  await s.db.run("UPDATE sso_states SET kind = 'saml' WHERE handle_hash = ?", crypto.hash('sha256', 'relabelled', 'hex'));
+  assert.equal(await takeFlowState(ctx, 'saml', 'relabelled'), null, 'kind changed on the row');
   // Unchanged, the same provider's state is taken as usual (the refusals above are the binding, not the key).
-  saveFlowState(ctx, { providerId: q.id, kind: 'oidc', handle: 'kept', payload: { who: 'kept' }, ttlMs: FLOW_TTL_MS });
-  assert.deepEqual(takeFlowState(ctx, 'oidc', 'kept'), { providerId: q.id, payload: { who: 'kept' } });
+  await saveFlowState(ctx, { providerId: q.id, kind: 'oidc', handle: 'kept', payload: { who: 'kept' }, ttlMs: FLOW_TTL_MS });
+  assert.deepEqual(await takeFlowState(ctx, 'oidc', 'kept'), { providerId: q.id, payload: { who: 'kept' } });
 
   // A payload moved to another row (the handle hash is its additional data) does not decrypt.
   const a = 'handle-a', b = 'handle-b';
-  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: a, payload: { who: 'a' }, ttlMs: FLOW_TTL_MS });
-  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: b, payload: { who: 'b' }, ttlMs: FLOW_TTL_MS });
-  s.db.run('UPDATE sso_states SET payload = (SELECT payload FROM sso_states WHERE handle_hash = ?) WHERE handle_hash = ?',
+  await saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: a, payload: { who: 'a' }, ttlMs: FLOW_TTL_MS });
+  await saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: b, payload: { who: 'b' }, ttlMs: FLOW_TTL_MS });
+  await s.db.run('UPDATE sso_states SET payload = (SELECT payload FROM sso_states WHERE handle_hash = ?) WHERE handle_hash = ?',
     crypto.hash('sha256', a, 'hex'), crypto.hash('sha256', b, 'hex'));
-  assert.equal(takeFlowState(ctx, 'oidc', b), null);
-  assert.deepEqual(takeFlowState(ctx, 'oidc', a)?.payload, { who: 'a' });
+  assert.equal(await takeFlowState(ctx, 'oidc', b), null);
+  assert.deepEqual((await takeFlowState(ctx, 'oidc', a))?.payload, { who: 'a' });
 
   // Under another SVC_OIDC_STORAGE_KEY nothing decrypts.
   const c = 'handle-c';
-  saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: c, payload: { who: 'c' }, ttlMs: FLOW_TTL_MS });
+  await saveFlowState(ctx, { providerId: p.id, kind: 'oidc', handle: c, payload: { who: 'c' }, ttlMs: FLOW_TTL_MS });
   const otherKey = createContext({ db: s.db, config: { ...s.config, oidcStorageKey: 'ef'.repeat(32) }, log: s.log });
-  assert.equal(takeFlowState(otherKey, 'oidc', c), null);
+  assert.equal(await takeFlowState(otherKey, 'oidc', c), null);
 });
 
 test('the SSO storage key shares the MFA key parsing but is its own key: ciphertexts do not cross', () => {
@@ -113,7 +113,7 @@ test('start redirects to the provider with a one-time state; the public list sho
   const location = new URL(start.headers.get('location')!);
   assert.equal(`${location.origin}${location.pathname}`, `${issuer}/auth`);
   assert.equal(location.searchParams.get('code_challenge_method'), 'S256');
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM sso_states WHERE kind = 'oidc'")!.n, 1);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM sso_states WHERE kind = 'oidc'"))!.n, 1);
   assert.ok(!start.headers.get('location')!.includes(SECRET_VALUE));
 
   const overview = await s.call('GET', '/api/system/identity', { token: admin });

@@ -28,8 +28,8 @@ const SECRET_REF = 'TEST_OIDC_CLIENT_SECRET';
 const FAKE_SECRET_REF = 'TEST_OIDC_FAKE_SECRET';
 const CLIENT_ID = 'svc-test-client';
 
-const count = (s: TestServer, sql: string, ...p: string[]) => (s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${sql}`, ...p)!).n;
-const failures = (s: TestServer) => s.db.all<any>("SELECT * FROM audit_log WHERE action = 'auth.sso.failed' ORDER BY seq");
+const count = async (s: TestServer, sql: string, ...p: string[]) => ((await s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${sql}`, ...p))!).n;
+const failures = async (s: TestServer) => await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'auth.sso.failed' ORDER BY seq");
 
 test('OIDC single sign-on against oidc-provider and a scripted provider', async (t) => {
   const secret = randomBytes(24).toString('base64url');
@@ -52,8 +52,8 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
 
   const admin = await makeUser(s, { systemAdmin: true });
   const adminToken = await login(s, admin);
-  const org = makeOrg(s);
-  const ws = makeWorkspace(s, org.id);
+  const org = await makeOrg(s);
+  const ws = await makeWorkspace(s, org.id);
 
   const peer: OidcPeer = await startOidcPeer({
     redirectUri: `${s.url}/api/auth/sso/callback`, clientId: CLIENT_ID, clientSecret: secret,
@@ -126,17 +126,17 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
   };
   /** A refusal: its status and code, one more auth.sso.failed record, and no ticket and no session made. */
   const refused = async (status: number, code: string | RegExp, act: () => Promise<{ status: number; body: string }>) => {
-    const before = { failed: failures(s).length, tickets: count(s, 'sso_tickets'), sessions: count(s, 'sessions') };
+    const before = { failed: (await failures(s)).length, tickets: await count(s, 'sso_tickets'), sessions: await count(s, 'sessions') };
     const r = await act();
     assert.equal(r.status, status, r.body);
     const errCode = JSON.parse(r.body).error.code;
     if (typeof code === 'string') assert.equal(errCode, code, r.body);
     else assert.match(errCode, code);
-    const after = failures(s);
+    const after = await failures(s);
     assert.equal(after.length, before.failed + 1, 'audited as auth.sso.failed');
     assert.equal(after.at(-1).result, 'failure');
-    assert.equal(count(s, 'sso_tickets'), before.tickets, 'no ticket issued');
-    assert.equal(count(s, 'sessions'), before.sessions, 'no session started');
+    assert.equal(await count(s, 'sso_tickets'), before.tickets, 'no ticket issued');
+    assert.equal(await count(s, 'sessions'), before.sessions, 'no session started');
     return { body: JSON.parse(r.body), audit: JSON.parse(after.at(-1).metadata) };
   };
   const getRaw = async (b: Browser, url: string) => { const r = await b.fetch(url); return { status: r.status, body: r.body }; };
@@ -159,7 +159,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     assert.match(p.get('state')!, /^[A-Za-z0-9_-]{43}$/);
     assert.match(p.get('nonce')!, /^[A-Za-z0-9_-]{43}$/);
     // The state is stored only as its hash, the rest encrypted.
-    const row = s.db.get<any>('SELECT * FROM sso_states WHERE handle_hash = ?', sha256Hex(p.get('state')!));
+    const row = await s.db.get<any>('SELECT * FROM sso_states WHERE handle_hash = ?', sha256Hex(p.get('state')!));
     assert.ok(row, 'flow state stored by the hash of the state');
     assert.equal(row.provider_id, providerId);
     for (const v of [p.get('state')!, p.get('nonce')!, '/projects/p1', flowCookie, sha256Hex(flowCookie)]) assert.ok(!JSON.stringify(row).includes(v));
@@ -180,25 +180,25 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     assert.ok(r.body.token, 'a Bearer session');
     assert.deepEqual(r.headers.getSetCookie(), ['svc_sso_flow=; Path=/api/auth/sso; HttpOnly; SameSite=Lax; Max-Age=0'], 'redeem clears the flow cookie');
     assert.equal(b.cookie(SERVICE_HOST, 'svc_sso_flow'), undefined);
-    assert.equal(s.db.get<any>('SELECT browser_hash FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket)).browser_hash, sha256Hex(flowCookie),
+    assert.equal((await s.db.get<any>('SELECT browser_hash FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket))).browser_hash, sha256Hex(flowCookie),
       'the ticket is bound to the flow cookie (its hash only)');
     assert.equal(r.body.returnTo, '/projects/p1?tab=shots', 'returnTo comes back');
     const me = await call('GET', '/api/auth/session', { token: r.body.token });
     assert.equal(me.status, 200, me.text);
 
-    const user = s.db.get<any>("SELECT * FROM users WHERE email_normalized = 'alice@sso.example.test'");
+    const user = await s.db.get<any>("SELECT * FROM users WHERE email_normalized = 'alice@sso.example.test'");
     assert.ok(user, 'user created');
     assert.equal(user.name, 'Alice Peer');
     assert.equal(user.password_hash, null, 'no password');
     assert.equal(me.body.user?.id ?? me.body.userId, user.id);
-    const ms = s.db.all<any>("SELECT level, scope_id, role, status FROM memberships WHERE user_id = ? ORDER BY level", user.id);
+    const ms = await s.db.all<any>("SELECT level, scope_id, role, status FROM memberships WHERE user_id = ? ORDER BY level", user.id);
     assert.deepEqual(ms.map((m) => [m.level, m.scope_id, m.role, m.status]), [
       ['organization', org.id, 'org_member', 'active'],
       ['workspace', ws.id, 'producer', 'active'],
     ]);
-    const identity = s.db.get<any>('SELECT * FROM sso_identities WHERE provider_id = ? AND subject = ?', providerId, 'alice');
+    const identity = await s.db.get<any>('SELECT * FROM sso_identities WHERE provider_id = ? AND subject = ?', providerId, 'alice');
     assert.equal(identity.user_id, user.id);
-    const verified = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'auth.sso.verified' AND target_id = ?", user.id);
+    const verified = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'auth.sso.verified' AND target_id = ?", user.id);
     assert.equal(verified.length, 1, 'auth.sso.verified audited');
     const vm = JSON.parse(verified[0].metadata);
     assert.equal(vm.providerId, providerId);
@@ -206,24 +206,24 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     assert.equal(verified[0].organization_id, org.id);
 
     // Replay of the ticket: 401, no second session.
-    const sessions = count(s, 'sessions');
+    const sessions = await count(s, 'sessions');
     const again = await redeem({ ticket, b });
     assert.equal(again.status, 401, again.text);
     assert.equal(again.body.error.code, 'invalid_ticket');
-    assert.equal(count(s, 'sessions'), sessions);
+    assert.equal(await count(s, 'sessions'), sessions);
   });
 
   await t.test('a second sign-in finds the same account (by provider subject); an existing account is linked by e-mail', async () => {
-    const alice = s.db.get<any>("SELECT id FROM users WHERE email_normalized = 'alice@sso.example.test'")!;
+    const alice = (await s.db.get<any>("SELECT id FROM users WHERE email_normalized = 'alice@sso.example.test'"))!;
     const r1 = await redeem(await signIn('alice'));
     assert.equal(r1.status, 200, r1.text);
     assert.equal(r1.body.returnTo ?? null, null);
-    assert.equal(count(s, "users WHERE email_normalized = 'alice@sso.example.test'"), 1);
-    assert.equal(count(s, 'memberships WHERE user_id = ?', alice.id), 2, 'no duplicate membership');
+    assert.equal(await count(s, "users WHERE email_normalized = 'alice@sso.example.test'"), 1);
+    assert.equal(await count(s, 'memberships WHERE user_id = ?', alice.id), 2, 'no duplicate membership');
 
     // Linked by e-mail: an active member of the provider's organization only, the address verified (email_verified: true).
     const bob = await makeUser(s, { email: 'bob@sso.example.test' });
-    grant(s, bob.id, 'organization', org.id, 'org_member');
+    await grant(s, bob.id, 'organization', org.id, 'org_member');
     const r2 = await redeem(await signIn('bob'));
     assert.equal(r2.status, 200, r2.text);
     const me = await call('GET', '/api/auth/session', { token: r2.body.token });
@@ -234,13 +234,13 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     const on = await call('PATCH', '/api/system/identity/policy', { token: adminToken, body: { mfaRequired: true } });
     assert.equal(on.status, 200, on.text);
     try {
-      const sessions = count(s, 'sessions');
+      const sessions = await count(s, 'sessions');
       const r = await redeem(await signIn('carol'));
       assert.equal(r.status, 200, r.text);
       assert.equal(r.body.mfaEnrollmentRequired, true, r.text);
       assert.ok(r.body.challengeToken);
       assert.equal(r.body.token, undefined, 'no session');
-      assert.equal(count(s, 'sessions'), sessions);
+      assert.equal(await count(s, 'sessions'), sessions);
     } finally {
       const off = await call('PATCH', '/api/system/identity/policy', { token: adminToken, body: { mfaRequired: false } });
       assert.equal(off.status, 200, off.text);
@@ -249,11 +249,11 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
 
   await t.test('an expired ticket is 401 (60 seconds; the clock is moved by ageing the row)', async () => {
     const { ticket, b } = await signIn('alice');
-    const row = s.db.get<any>('SELECT * FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket));
+    const row = await s.db.get<any>('SELECT * FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket));
     assert.ok(row, 'only the hash of the ticket is stored');
     const ttl = Date.parse(row.expires_at) - Date.parse(row.created_at);
     assert.equal(ttl, 60_000);
-    s.db.run('UPDATE sso_tickets SET expires_at = ? WHERE ticket_hash = ?', new Date(Date.now() - 1000).toISOString(), sha256Hex(ticket));
+    await s.db.run('UPDATE sso_tickets SET expires_at = ? WHERE ticket_hash = ?', new Date(Date.now() - 1000).toISOString(), sha256Hex(ticket));
     const r = await redeem({ ticket, b });
     assert.equal(r.status, 401, r.text);
     assert.equal(r.body.error.code, 'invalid_ticket');
@@ -319,7 +319,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     const b = browser('erin');
     const callbackUrl = await atPeer(b, await start(b, providerId));
     await refused(401, 'email_not_verified', () => getRaw(b, callbackUrl));
-    assert.equal(count(s, "users WHERE email_normalized = 'erin@sso.example.test'"), 0);
+    assert.equal(await count(s, "users WHERE email_normalized = 'erin@sso.example.test'"), 0);
   });
 
   // ---- The scripted provider: tokens a real provider never mints. ----
@@ -422,11 +422,11 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     const pid = await createProvider({
       kind: 'oidc', name: 'Liar', organizationId: org.id, config: { issuer: liar.issuer, clientId: CLIENT_ID, clientSecretRef: FAKE_SECRET_REF },
     });
-    const states = count(s, 'sso_states');
+    const states = await count(s, 'sso_states');
     const r = await call('GET', `/api/auth/sso/start?providerId=${pid}`);
     assert.equal(r.status, 502, r.text);
     assert.equal(r.body.error.code, 'sso_provider_unavailable');
-    assert.equal(count(s, 'sso_states'), states);
+    assert.equal(await count(s, 'sso_states'), states);
   });
 
   await t.test('login CSRF: a callback without the flow cookie or with another flow\'s cookie is 401 sso_browser_mismatch, and the state is used up all the same', async () => {
@@ -460,7 +460,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
   await t.test('login CSRF through the landing page: a ticket redeemed by another client (no flow cookie, or another flow\'s) is 401 sso_browser_mismatch and used up; its browser then gets 401 invalid_ticket', async () => {
     // The attacker finished a sign-in in their own browser and hands the ticket (#ticket=...) to the victim.
     const attacker = await signIn('alice');
-    const sessions = count(s, 'sessions');
+    const sessions = await count(s, 'sessions');
     const noCookie = await refused(401, 'sso_browser_mismatch', async () => {
       const r = await redeem({ ticket: attacker.ticket, b: null });
       return { status: r.status, body: r.text };
@@ -468,7 +468,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     assert.equal(noCookie.audit.providerId, providerId);
     assert.match(noCookie.audit.reason, /did not start this sign-in/);
     assert.equal(noCookie.body.token, undefined);
-    const row = s.db.get<any>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(attacker.ticket));
+    const row = await s.db.get<any>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(attacker.ticket));
     assert.ok(row.used_at, 'the ticket is used up');
     const late = await redeem(attacker);
     assert.equal(late.status, 401, late.text);
@@ -487,23 +487,23 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     const again = await redeem(other);
     assert.equal(again.status, 401, again.text);
     assert.equal(again.body.error.code, 'invalid_ticket');
-    assert.equal(count(s, 'sessions'), sessions, 'no session for anyone');
+    assert.equal(await count(s, 'sessions'), sessions, 'no session for anyone');
   });
 
   await t.test('scripted provider: email_verified goes to the account rules; an existing member is linked only when it is true', async () => {
     const person = await makeUser(s, { email: 'linked-member@sso.example.test' });
-    grant(s, person.id, 'organization', org.id, 'org_member');
+    await grant(s, person.id, 'organization', org.id, 'org_member');
     const identity = { sub: 'scripted-link', email: person.email };
     for (const over of [{}, { email_verified: 'true' }]) { // absent, and not a boolean: null
       const f = await fakeFlow();
       const r = await refused(401, 'sso_link_refused', async () => deliver(f, await sign(claims(f.nonce, { ...identity, ...over }))));
       assert.match(r.audit.reason, /verified/, JSON.stringify(over));
     }
-    assert.equal(count(s, 'sso_identities WHERE provider_id = ? AND subject = ?', fakeProviderId, 'scripted-link'), 0);
+    assert.equal(await count(s, 'sso_identities WHERE provider_id = ? AND subject = ?', fakeProviderId, 'scripted-link'), 0);
     const g = await fakeFlow();
     const ok = await deliver(g, await sign(claims(g.nonce, { ...identity, email_verified: true })));
     assert.equal(ok.status, 302, ok.body);
-    const linked = s.db.get<any>('SELECT user_id FROM sso_identities WHERE provider_id = ? AND subject = ?', fakeProviderId, 'scripted-link');
+    const linked = await s.db.get<any>('SELECT user_id FROM sso_identities WHERE provider_id = ? AND subject = ?', fakeProviderId, 'scripted-link');
     assert.equal(linked?.user_id, person.id, 'linked to the existing account');
   });
 
@@ -513,12 +513,12 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     const pid = await createProvider({
       kind: 'oidc', name: 'Plain token endpoint', organizationId: org.id, config: { issuer: plain.issuer, clientId: CLIENT_ID, clientSecretRef: FAKE_SECRET_REF },
     });
-    const states = count(s, 'sso_states');
+    const states = await count(s, 'sso_states');
     const r = await call('GET', `/api/auth/sso/start?providerId=${pid}`);
     assert.equal(r.status, 502, r.text);
     assert.equal(r.body.error.code, 'sso_provider_unavailable');
     assert.equal(r.headers.get('set-cookie'), null);
-    assert.equal(count(s, 'sso_states'), states);
+    assert.equal(await count(s, 'sso_states'), states);
     s.log.flush();
     assert.ok(s.logs.some((l) => l.includes('oidc discovery failed') && l.includes('discovery token_endpoint must use https')), 'refused for the token endpoint\'s scheme');
   });
@@ -535,7 +535,7 @@ test('OIDC single sign-on against oidc-provider and a scripted provider', async 
     }
     for (const b of browsers) for (const seen of b.seen) texts.push([`browser ${seen.url}`, `${seen.url}\n${JSON.stringify(seen.headers)}\n${seen.body}`]);
     for (const line of s.logs) texts.push(['log', line]);
-    for (const row of s.db.all<any>('SELECT * FROM audit_log')) texts.push(['audit', JSON.stringify(row)]);
+    for (const row of await s.db.all<any>('SELECT * FROM audit_log')) texts.push(['audit', JSON.stringify(row)]);
     assert.ok(texts.length > 50);
     const secrets: [string, string][] = [
       ...sessionTokens.map((v) => ['session token', v] as [string, string]),

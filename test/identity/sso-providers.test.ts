@@ -58,7 +58,7 @@ test('create, read, list and patch OIDC and SAML providers: config holds variabl
 
   // A stored probe result is cleared by a config change (it no longer describes the provider).
   const detail = JSON.stringify({ discoveryUrl: 'https://login.example.test/.well-known/openid-configuration', clientSecretRef: SECRET_REF, clientSecretSet: true, problems: [] });
-  s.db.run("UPDATE identity_providers SET probed_at = '2024-01-01T00:00:00.000Z', probe_status = 'ok', probe_detail = ? WHERE id = ?", detail, o.id);
+  await s.db.run("UPDATE identity_providers SET probed_at = '2024-01-01T00:00:00.000Z', probe_status = 'ok', probe_detail = ? WHERE id = ?", detail, o.id);
   const renamed = await s.call('PATCH', `${base}/${o.id}`, { token: admin, body: { name: 'Renamed', status: 'disabled' } });
   assert.equal(renamed.status, 200, renamed.text);
   assert.equal(renamed.body.probe.status, 'ok');
@@ -76,17 +76,17 @@ test('create, read, list and patch OIDC and SAML providers: config holds variabl
   assert.equal((await s.call('PATCH', `${base}/${o.id}`, { token: admin, body: { kind: 'saml' } })).status, 422);
   assert.equal((await s.call('PATCH', `${base}/${o.id}`, { token: admin, body: {} })).status, 422);
 
-  assert.deepEqual(audits(s, 'identity_provider.created').map((a) => [a.target_id, a.organization_id]), [[o.id, org.id], [sm.id, org.id]]);
-  const updated = audits(s, 'identity_provider.updated');
+  assert.deepEqual((await audits(s, 'identity_provider.created')).map((a) => [a.target_id, a.organization_id]), [[o.id, org.id], [sm.id, org.id]]);
+  const updated = await audits(s, 'identity_provider.updated');
   assert.deepEqual(updated.map((a) => Object.keys(a.metadata.changes).sort().join(',')), ['name,status', 'config', 'defaultRole,workspaceId']);
   assert.equal(updated[1].metadata.changes.config.to.clientSecretRef, SECRET_REF);
-  const everything = JSON.stringify(s.db.all('SELECT * FROM identity_providers')) + JSON.stringify(s.db.all('SELECT metadata FROM audit_log'));
+  const everything = JSON.stringify(await s.db.all('SELECT * FROM identity_providers')) + JSON.stringify(await s.db.all('SELECT metadata FROM audit_log'));
   assert.ok(!everything.includes(SECRET_VALUE), 'no secret value is stored or audited');
 });
 
 test('provider input is validated strictly: 422 naming the field', async (t) => {
   const { s, admin, org, ws } = await world(t);
-  const other = makeWorkspace(s);
+  const other = await makeWorkspace(s);
   const cases: Array<[string, unknown, string]> = [
     ['issuer over plain http', oidcBody(org.id, { issuer: 'http://login.example.test' }), 'config.issuer'],
     ['issuer not a URL', oidcBody(org.id, { issuer: 'login.example.test' }), 'config.issuer'],
@@ -126,8 +126,8 @@ test('provider input is validated strictly: 422 naming the field', async (t) => 
   const bad = await s.call('PATCH', `${base}/${p.id}`, { token: admin, body: { config: { issuer: 'http://evil.example.test' } } });
   assert.equal(bad.status, 422);
   assert.ok('config.issuer' in bad.body.error.details.fields);
-  assert.equal(row(s, p.id).config.includes('evil'), false, 'a refused patch changes nothing');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM identity_providers')!.n, 2);
+  assert.equal((await row(s, p.id)).config.includes('evil'), false, 'a refused patch changes nothing');
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM identity_providers'))!.n, 2);
 });
 
 test('probe OIDC: discovery and JWKS from a loopback provider; wrong issuer, no keys, a cleartext token endpoint, unreachable provider and unset secret variable fail the probe', async (t) => {
@@ -152,7 +152,7 @@ test('probe OIDC: discovery and JWKS from a loopback provider; wrong issuer, no 
   assert.equal(ok.r.body.detail.pkceS256, true);
   assert.equal(ok.r.body.detail.clientSecretSet, true);
   assert.equal(ok.r.body.provider.probe.status, 'ok');
-  const stored = row(s, ok.p.id);
+  const stored = await row(s, ok.p.id);
   assert.equal(stored.probe_status, 'ok');
   assert.ok(stored.probed_at);
   assert.equal(JSON.parse(stored.probe_detail!).keys, 1);
@@ -181,7 +181,7 @@ test('probe OIDC: discovery and JWKS from a loopback provider; wrong issuer, no 
   assert.equal(noSecret.r.body.detail.clientSecretSet, false);
   assert.deepEqual(noSecret.r.body.detail.problems, [`the environment variable ${UNSET_REF} is not set`]);
 
-  const probed = audits(s, 'identity_provider.probed');
+  const probed = await audits(s, 'identity_provider.probed');
   assert.deepEqual(probed.map((a) => [a.target_id, a.result, a.metadata.status]), [
     [ok.p.id, 'success', 'ok'], [wrongIssuer.p.id, 'failure', 'failed'], [noKeys.p.id, 'failure', 'failed'],
     [plain.p.id, 'failure', 'failed'], [unreachable.p.id, 'failure', 'failed'], [noSecret.p.id, 'failure', 'failed'],
@@ -222,8 +222,8 @@ test('probe SAML: the certificate the variable names (subject, validity, SHA-256
   assert.equal(r.body.detail.validTo, new Date(x509.validTo).toISOString());
   for (const chunk of [pemBody.slice(0, 64), pemBody.slice(200, 264), 'BEGIN CERTIFICATE']) {
     assert.ok(!r.text.includes(chunk), 'the answer never carries the certificate');
-    assert.ok(!JSON.stringify(s.db.all('SELECT * FROM identity_providers')).includes(chunk), 'nor does the provider row');
-    assert.ok(!JSON.stringify(s.db.all('SELECT metadata FROM audit_log')).includes(chunk), 'nor the audit log');
+    assert.ok(!JSON.stringify(await s.db.all('SELECT * FROM identity_providers')).includes(chunk), 'nor does the provider row');
+    assert.ok(!JSON.stringify(await s.db.all('SELECT metadata FROM audit_log')).includes(chunk), 'nor the audit log');
   }
 
   // The validity window is checked against the service's clock.
@@ -232,7 +232,7 @@ test('probe SAML: the certificate the variable names (subject, validity, SHA-256
   assert.match(later.result.detail.problems.join('\n'), /certificate expired/);
   const earlier = await probeProvider(ctxAt(s, Date.now() - 86_400_000), p.id);
   assert.match(earlier.result.detail.problems.join('\n'), /not valid before/);
-  assert.equal(row(s, p.id).probe_status, 'failed', 'the latest probe is stored');
+  assert.equal((await row(s, p.id)).probe_status, 'failed', 'the latest probe is stored');
 
   for (const [ref, problem] of [
     [UNSET_REF, `the environment variable ${UNSET_REF} is not set`],
@@ -247,14 +247,14 @@ test('probe SAML: the certificate the variable names (subject, validity, SHA-256
   }
 });
 
-test('readRef: the value of the named variable; unset is 409 sso_not_configured naming the variable', () => {
+test('readRef: the value of the named variable; unset is 409 sso_not_configured naming the variable', async () => {
   assert.equal(readRef(SECRET_REF), SECRET_VALUE);
-  expectAppError(() => readRef(UNSET_REF), 409, 'sso_not_configured');
+  await expectAppError(() => readRef(UNSET_REF), 409, 'sso_not_configured');
   try {
     readRef(UNSET_REF);
   } catch (err) {
     assert.match((err as AppError).message, new RegExp(UNSET_REF));
     assert.deepEqual((err as AppError).details, { variable: UNSET_REF });
   }
-  expectAppError(() => readRef('lower_case'), 409, 'sso_not_configured');
+  await expectAppError(() => readRef('lower_case'), 409, 'sso_not_configured');
 });

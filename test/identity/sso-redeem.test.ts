@@ -22,7 +22,7 @@ test('redeem: a user with TOTP enabled gets an MFA challenge, not a session; a c
   const { s, admin, org } = await world(t);
   const p = await create(s, admin, samlBody(org.id));
   const person = await makeUser(s);
-  grant(s, person.id, 'organization', org.id, 'org_member');
+  await grant(s, person.id, 'organization', org.id, 'org_member');
   // TOTP enabled the way a person does it: a browser session, set-up, a code of the authenticator.
   const signedIn = await s.call('POST', '/api/auth/login', { body: { email: person.email, password: person.password }, headers: { origin: s.url } });
   assert.equal(signedIn.status, 200, signedIn.text);
@@ -33,24 +33,24 @@ test('redeem: a user with TOTP enabled gets an MFA challenge, not a session; a c
   const base = await steadyNow();
   const enabled = await browser('/api/auth/mfa/enable', { code: totpAt(setup.body.secret, base - TOTP_CONFIG.period) });
   assert.equal(enabled.status, 200, enabled.text);
-  const sessions = () => s.db.get<any>('SELECT count(*) AS n FROM sessions WHERE user_id = ?', person.id)!.n;
-  const sessionsBefore = sessions();
+  const sessions = async () => (await s.db.get<any>('SELECT count(*) AS n FROM sessions WHERE user_id = ?', person.id))!.n;
+  const sessionsBefore = await sessions();
 
-  const url = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'totp-person', email: person.email, name: null }, '/after-mfa', FLOW.hash);
+  const url = await finishSso(s.operator(), fakeReq, await row(s, p.id), { subject: 'totp-person', email: person.email, name: null }, '/after-mfa', FLOW.hash);
   const r = await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(url) }, headers: { cookie: FLOW.cookie } });
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(Object.keys(r.body).sort(), ['challengeToken', 'expiresAt', 'mfaRequired', 'returnTo']);
   assert.equal(r.body.mfaRequired, true);
   assert.equal(r.body.returnTo, '/after-mfa');
-  assert.equal(sessions(), sessionsBefore, 'no session before the second factor');
+  assert.equal(await sessions(), sessionsBefore, 'no session before the second factor');
   assert.equal((await s.call('POST', '/api/auth/sso/redeem', { body: { ticket: ticketOf(url) }, headers: { cookie: FLOW.cookie } })).status, 401, 'the ticket is used up by the challenge');
 
   const done = await s.call('POST', '/api/auth/login/mfa', { body: { challengeToken: r.body.challengeToken, code: totpAt(setup.body.secret, base) } });
   assert.equal(done.status, 200, done.text);
   assert.equal(typeof done.body.token, 'string');
   assert.equal(done.body.user.id, person.id);
-  assert.equal(sessions(), sessionsBefore + 1);
-  const login = audits(s, 'auth.login').at(-1)!;
+  assert.equal(await sessions(), sessionsBefore + 1);
+  const login = (await audits(s, 'auth.login')).at(-1)!;
   assert.deepEqual([login.metadata.method, login.metadata.mfa, login.actor_user_id], ['saml', 'totp', person.id]);
 });
 
@@ -60,7 +60,7 @@ test('redeem: a session in the bound organization with returnTo; replay, expiry 
   const redeem = (ticket: string, headers: Record<string, string> = {}, kind?: string) =>
     s.call('POST', '/api/auth/sso/redeem', { body: { ticket, ...(kind ? { kind } : {}) }, headers: { cookie: FLOW.cookie, ...headers } });
 
-  const url = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: 'alice@example.test', name: 'Alice' }, '/projects?tab=recent', FLOW.hash);
+  const url = await finishSso(s.operator(), fakeReq, await row(s, p.id), { subject: 'alice', email: 'alice@example.test', name: 'Alice' }, '/projects?tab=recent', FLOW.hash);
   const r = await redeem(ticketOf(url));
   assert.equal(r.status, 200, r.text);
   assert.equal(typeof r.body.token, 'string');
@@ -70,7 +70,7 @@ test('redeem: a session in the bound organization with returnTo; replay, expiry 
   const context = await s.call('GET', '/api/context', { token: r.body.token });
   assert.equal(context.status, 200);
   assert.equal(context.body.organization.id, org.id);
-  const login = audits(s, 'auth.login').at(-1)!;
+  const login = (await audits(s, 'auth.login')).at(-1)!;
   assert.deepEqual([login.metadata.method, login.metadata.providerId, login.actor_user_id], ['oidc', p.id, r.body.user.id]);
 
   const replay = await redeem(ticketOf(url));
@@ -78,11 +78,11 @@ test('redeem: a session in the bound organization with returnTo; replay, expiry 
   assert.equal(replay.body.error.code, 'invalid_ticket');
   assert.equal((await redeem('never-issued')).status, 401);
 
-  const stale = finishSso(ctxAt(s, Date.now() - TICKET_TTL_MS - 1000), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, null, FLOW.hash);
+  const stale = await finishSso(ctxAt(s, Date.now() - TICKET_TTL_MS - 1000), fakeReq, await row(s, p.id), { subject: 'alice', email: null, name: null }, null, FLOW.hash);
   assert.equal((await redeem(ticketOf(stale))).status, 401, 'a ticket older than 60 s');
 
   // A browser session only for the front end (its Origin), with the HttpOnly cookie.
-  const t1 = ticketOf(finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, null, FLOW.hash));
+  const t1 = ticketOf(await finishSso(s.operator(), fakeReq, await row(s, p.id), { subject: 'alice', email: null, name: null }, null, FLOW.hash));
   const notBrowser = await redeem(t1, {}, 'browser');
   assert.equal(notBrowser.status, 422, 'refused before the ticket is used');
   const browser = await redeem(t1, { origin: FRONTEND }, 'browser');
@@ -94,25 +94,25 @@ test('redeem: a session in the bound organization with returnTo; replay, expiry 
   assert.equal(browser.body.returnTo, null);
 
   // A user suspended between the provider's answer and the redemption.
-  const bobUrl = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'bob', email: 'bob@example.test', name: null }, null, FLOW.hash);
-  const bob = s.db.get<any>("SELECT id FROM users WHERE email_normalized = 'bob@example.test'")!;
-  setUserStatus(s.operator(), bob.id, 'suspended');
+  const bobUrl = await finishSso(s.operator(), fakeReq, await row(s, p.id), { subject: 'bob', email: 'bob@example.test', name: null }, null, FLOW.hash);
+  const bob = (await s.db.get<any>("SELECT id FROM users WHERE email_normalized = 'bob@example.test'"))!;
+  await setUserStatus(s.operator(), bob.id, 'suspended');
   const suspended = await redeem(ticketOf(bobUrl));
   assert.equal(suspended.status, 403);
   assert.equal(suspended.body.error.code, 'account_suspended');
 
   // With MFA required by the policy: no session, an enrollment challenge.
   assert.equal((await s.call('PATCH', '/api/system/identity/policy', { token: admin, body: { mfaRequired: true } })).status, 200);
-  const mfaUrl = finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: null, name: null }, '/secure', FLOW.hash);
+  const mfaUrl = await finishSso(s.operator(), fakeReq, await row(s, p.id), { subject: 'alice', email: null, name: null }, '/secure', FLOW.hash);
   const challenged = await redeem(ticketOf(mfaUrl));
   assert.equal(challenged.status, 200, challenged.text);
   assert.deepEqual(Object.keys(challenged.body).sort(), ['challengeToken', 'expiresAt', 'mfaEnrollmentRequired', 'returnTo']);
   assert.equal(challenged.body.returnTo, '/secure');
   assert.equal((await redeem(ticketOf(mfaUrl))).status, 401, 'the ticket is used up by the challenge');
 
-  const failures = audits(s, 'auth.sso.failed').map((a) => a.metadata.code);
+  const failures = (await audits(s, 'auth.sso.failed')).map((a) => a.metadata.code);
   assert.deepEqual(failures, ['invalid_ticket', 'invalid_ticket', 'invalid_ticket', 'account_suspended', 'invalid_ticket']);
-  const everything = JSON.stringify(s.db.all('SELECT metadata FROM audit_log')) + s.logs.join('\n');
+  const everything = JSON.stringify(await s.db.all('SELECT metadata FROM audit_log')) + s.logs.join('\n');
   for (const secret of [r.body.token, ticketOf(url), browser.body.token]) assert.ok(!everything.includes(secret), 'no token or ticket in the audit log or the server log');
 });
 
@@ -121,36 +121,36 @@ test('redeem is bound to the browser of the flow: without its flow cookie, or wi
   const p = await create(s, admin, oidcBody(org.id));
   const redeem = (ticket: string, cookie?: string) =>
     s.call('POST', '/api/auth/sso/redeem', { body: { ticket }, headers: cookie ? { cookie } : {} });
-  const issue = (browserHash: string | null) =>
-    ticketOf(finishSso(s.operator(), fakeReq, row(s, p.id), { subject: 'alice', email: 'alice@example.test', name: null }, null, browserHash));
-  const used = (ticket: string) => s.db.get<any>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', crypto.hash('sha256', ticket, 'hex'))!.used_at;
+  const issue = async (browserHash: string | null) =>
+    ticketOf(await finishSso(s.operator(), fakeReq, await row(s, p.id), { subject: 'alice', email: 'alice@example.test', name: null }, null, browserHash));
+  const used = async (ticket: string) => (await s.db.get<any>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', crypto.hash('sha256', ticket, 'hex')))!.used_at;
   const otherFlow = `svc_sso_flow=${crypto.randomBytes(32).toString('base64url')}`;
 
   for (const cookie of [undefined, otherFlow, `svc_sso_flow=${FLOW.hash}`, `other=${FLOW_VALUE}`]) {
-    const ticket = issue(FLOW.hash);
+    const ticket = await issue(FLOW.hash);
     const r = await redeem(ticket, cookie);
     assert.equal(r.status, 401, `${cookie}: ${r.text}`);
     assert.equal(r.body.error.code, 'sso_browser_mismatch');
     assert.equal(r.body.token, undefined);
     assert.equal(r.headers.get('set-cookie'), null, 'another browser\'s flow cookie is left alone');
-    assert.ok(used(ticket), 'the ticket is used up');
+    assert.ok(await used(ticket), 'the ticket is used up');
     const late = await redeem(ticket, FLOW.cookie);
     assert.equal(late.status, 401, late.text);
     assert.equal(late.body.error.code, 'invalid_ticket', 'single use: its own browser cannot redeem it afterwards');
   }
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM sessions s JOIN users u ON u.id = s.user_id WHERE u.email_normalized = 'alice@example.test'")!.n, 0);
-  const failed = audits(s, 'auth.sso.failed');
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM sessions s JOIN users u ON u.id = s.user_id WHERE u.email_normalized = 'alice@example.test'"))!.n, 0);
+  const failed = await audits(s, 'auth.sso.failed');
   assert.deepEqual(failed.map((a) => a.metadata.code), Array.from({ length: 4 }, () => ['sso_browser_mismatch', 'invalid_ticket']).flat());
   assert.equal(failed[0].target_id, p.id);
   assert.match(failed[0].metadata.reason, /did not start this sign-in/);
   assert.ok(!JSON.stringify(failed).includes(FLOW_VALUE) && !JSON.stringify(failed).includes(FLOW.hash), 'neither the cookie nor its hash is audited');
 
   // The right cookie among others (and a second copy from another path) is found.
-  const ok = await redeem(issue(FLOW.hash), `svc_sso_flow=stale; ${FLOW.cookie}; other=1`);
+  const ok = await redeem(await issue(FLOW.hash), `svc_sso_flow=stale; ${FLOW.cookie}; other=1`);
   assert.equal(ok.status, 200, ok.text);
   assert.deepEqual(ok.headers.getSetCookie(), [CLEAR_FLOW]);
   // A ticket bound to no browser (browser_hash null) is redeemed without a cookie, and no cookie is touched.
-  const unbound = await redeem(issue(null));
+  const unbound = await redeem(await issue(null));
   assert.equal(unbound.status, 200, unbound.text);
   assert.equal(unbound.headers.get('set-cookie'), null);
 });
@@ -177,5 +177,5 @@ test('returnTo: only a relative path of the front end', async (t) => {
   assert.equal((await s.call('GET', '/api/auth/sso/start?providerId=idp_unknown')).status, 404);
   await s.call('PATCH', `${base}/${p.id}`, { token: admin, body: { status: 'disabled' } });
   assert.equal((await s.call('GET', `/api/auth/sso/start?providerId=${p.id}`)).status, 404, 'a disabled provider cannot be started');
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM sso_states')!.n, 0, 'no flow state for a refused start');
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM sso_states'))!.n, 0, 'no flow state for a refused start');
 });

@@ -28,7 +28,7 @@ test('negative: unsigned, tampered, comment / PI NameIDs, attacker KeyInfo and w
     const commented = f.signed.replace('>admin@x.com.evil.com</saml:NameID>', '>admin@x.com<!---->.evil.com</saml:NameID>');
     assert.notEqual(commented, f.signed);
     await refused(e, () => postAcs(e, commented, f.pending.relayState), 401, /comments and processing instructions/);
-    assert.equal(e.s.db.get('SELECT 1 AS x FROM sso_identities WHERE subject LIKE ?', 'admin@x.com%'), undefined);
+    assert.equal(await e.s.db.get('SELECT 1 AS x FROM sso_identities WHERE subject LIKE ?', 'admin@x.com%'), undefined);
   });
 
   await t.test('NameID with a processing instruction', async () => {
@@ -155,7 +155,7 @@ test('negative: responses the samlify IdP signs but that are not for this SP, th
     });
     assert.equal(r.status, 400);
     assert.equal(r.body.error.code, 'sso_provider_unknown');
-    assert.equal(failures(e).at(-1)!.metadata.code, 'sso_provider_unknown');
+    assert.equal((await failures(e)).at(-1)!.metadata.code, 'sso_provider_unknown');
   });
 });
 

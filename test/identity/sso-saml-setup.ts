@@ -85,8 +85,8 @@ export async function setup(t: TestContext, o: { publicUrl?: boolean | string; e
   t.after(() => peer.close());
   const admin = await makeUser(s, { systemAdmin: true });
   const token = await login(s, admin);
-  const org = makeOrg(s);
-  const ws = makeWorkspace(s, org.id);
+  const org = await makeOrg(s);
+  const ws = await makeWorkspace(s, org.id);
   const created = await s.call('POST', '/api/system/identity/providers', {
     token,
     body: {
@@ -137,7 +137,7 @@ export const ticketOf = (location: string) => {
   return decodeURIComponent(m[1]);
 };
 
-export const count = (s: TestServer, table: string) => s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`)!.n;
+export const count = async (s: TestServer, table: string) => (await s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table}`))!.n;
 
 /** POSTs `xml` (base64) to the ACS with the relay state (from `browser`, e.browser by default). */
 export function postAcs(e: Env, xml: string, relayState: string | null, raw = false, browser = e.browser) {
@@ -148,14 +148,14 @@ export function postAcs(e: Env, xml: string, relayState: string | null, raw = fa
 
 /** Asserts a refusal that fails closed: the status, no redirect, no ticket, no session, and an auth.sso.failed record with the reason. */
 export async function refused(e: Env, send: () => Promise<Seen & { body: any }>, status: 400 | 401, reason: RegExp) {
-  const before = { tickets: count(e.s, 'sso_tickets'), sessions: count(e.s, 'sessions'), failed: failures(e).length };
+  const before = { tickets: await count(e.s, 'sso_tickets'), sessions: await count(e.s, 'sessions'), failed: (await failures(e)).length };
   const r = await send();
   assert.equal(r.status, status, r.text);
   assert.equal(r.headers.location, undefined);
   assert.doesNotMatch(r.text, /ticket=/);
-  assert.equal(count(e.s, 'sso_tickets'), before.tickets, 'no ticket issued');
-  assert.equal(count(e.s, 'sessions'), before.sessions, 'no session');
-  const audited = failures(e);
+  assert.equal(await count(e.s, 'sso_tickets'), before.tickets, 'no ticket issued');
+  assert.equal(await count(e.s, 'sessions'), before.sessions, 'no session');
+  const audited = await failures(e);
   assert.equal(audited.length, before.failed + 1, 'audited once');
   const last = audited.at(-1)!;
   assert.equal(last.result, 'failure');
@@ -165,13 +165,13 @@ export async function refused(e: Env, send: () => Promise<Seen & { body: any }>,
   return r;
 }
 
-export function failures(e: Env) {
-  return e.s.db.all<{ result: string; metadata: string }>("SELECT result, metadata FROM audit_log WHERE action = 'auth.sso.failed' ORDER BY seq")
+export async function failures(e: Env) {
+  return (await e.s.db.all<{ result: string; metadata: string }>("SELECT result, metadata FROM audit_log WHERE action = 'auth.sso.failed' ORDER BY seq"))
     .map((a) => ({ result: a.result, metadata: JSON.parse(a.metadata) }));
 }
 
 /** A pending request of the service (its ID and relay state; started in `browser`) and a response answering it, signed or not. */
-export async function forge(e: Env, o: { user?: IdpUser; values?: (v: ReturnType<typeof responseValues>) => void; browser?: Browser } = {}) {
+export async function forge(e: Env, o: { user?: IdpUser; values?: (v: Awaited<ReturnType<typeof responseValues>>) => void; browser?: Browser } = {}) {
   const pending = await start(e, undefined, o.browser);
   const user = o.user ?? person();
   const values = responseValues({ idpEntityId: IDP_ENTITY, spEntityId: SP_ENTITY, acsUrl: e.acsUrl, inResponseTo: pending.id, user });

@@ -37,21 +37,21 @@ test('SAML sign-in end to end against the samlify IdP: AuthnRequest, relay state
   assert.equal(acs.headers['set-cookie'], undefined);
   const flowCookie = e.browser.flowCookie;
   assert.ok(flowCookie, 'kept: redeem requires it');
-  assert.equal(e.s.db.get<{ browser_hash: string }>('SELECT browser_hash FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket))!.browser_hash,
+  assert.equal((await e.s.db.get<{ browser_hash: string }>('SELECT browser_hash FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket)))!.browser_hash,
     sha256Hex(flowCookie), 'the ticket is bound to the flow cookie (its hash only)');
 
   // The account and memberships in the bound organization and workspace.
-  const account = e.s.db.get<{ id: string; name: string; password_hash: string | null }>('SELECT * FROM users WHERE email = ?', user.email)!;
+  const account = (await e.s.db.get<{ id: string; name: string; password_hash: string | null }>('SELECT * FROM users WHERE email = ?', user.email))!;
   assert.ok(account);
   assert.equal(account.name, user.name);
   assert.equal(account.password_hash, null);
-  const memberships = e.s.db.all<{ level: string; scope_id: string; role: string }>('SELECT level, scope_id, role FROM memberships WHERE user_id = ? ORDER BY level', account.id)
+  const memberships = (await e.s.db.all<{ level: string; scope_id: string; role: string }>('SELECT level, scope_id, role FROM memberships WHERE user_id = ? ORDER BY level', account.id))
     .map((m) => ({ ...m }));
   assert.deepEqual(memberships, [
     { level: 'organization', scope_id: e.organizationId, role: 'org_member' },
     { level: 'workspace', scope_id: e.workspaceId, role: 'writer' },
   ]);
-  const identity = e.s.db.get<{ subject: string; user_id: string }>('SELECT subject, user_id FROM sso_identities WHERE provider_id = ?', e.providerId)!;
+  const identity = (await e.s.db.get<{ subject: string; user_id: string }>('SELECT subject, user_id FROM sso_identities WHERE provider_id = ?', e.providerId))!;
   assert.deepEqual({ ...identity }, { subject: user.nameId, user_id: account.id });
 
   // Redeem: a session, and the return path given at start.
@@ -69,13 +69,13 @@ test('SAML sign-in end to end against the samlify IdP: AuthnRequest, relay state
   assert.equal(again.body.error.code, 'invalid_ticket');
 
   // The audit names provider, subject and user, and no secret.
-  const verified = e.s.db.get<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'auth.sso.verified'")!;
+  const verified = (await e.s.db.get<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'auth.sso.verified'"))!;
   assert.deepEqual(JSON.parse(verified.metadata).subject, user.nameId);
 
   // A second sign-in of the same person finds the same account by the NameID.
   const second = await viaIdp(e, user);
   assert.equal(second.acs.status, 302, second.acs.text);
-  assert.equal(count(e.s, 'users'), 2);
+  assert.equal(await count(e.s, 'users'), 2);
   const r2 = await e.browser.go('POST', `${PUBLIC_URL}/api/auth/sso/redeem`, { json: { ticket: ticketOf(second.acs.headers.location) } });
   assert.equal(r2.body.user.id, account.id);
   assert.equal(r2.body.returnTo, null);
@@ -90,7 +90,7 @@ test('SAML sign-in end to end against the samlify IdP: AuthnRequest, relay state
     ...ours.map((x) => `${x.url}\n${JSON.stringify(x.headers)}\n${x.text}`),
     ...e.browser.seen.map((x) => x.url),
     ...e.s.logs,
-    ...e.s.db.all<{ row: string }>("SELECT json_array(action, target_id, metadata, actor_name) AS row FROM audit_log").map((a) => a.row),
+    ...(await e.s.db.all<{ row: string }>("SELECT json_array(action, target_id, metadata, actor_name) AS row FROM audit_log")).map((a) => a.row),
   ];
   for (const h of haystacks) {
     for (const tk of tokens) assert.ok(!h.includes(tk), 'no session token');
@@ -123,12 +123,12 @@ test('SP metadata names the entity id and the HTTP-POST assertion consumer; unkn
 
 test('login CSRF: an ACS post without the flow cookie, or with another flow\'s, is 401 sso_browser_mismatch; the request is used up all the same', async (t) => {
   const e = await setup(t);
-  const code = () => failures(e).at(-1)!.metadata.code;
+  const code = async () => (await failures(e)).at(-1)!.metadata.code;
   // A genuine response for a request started in e.browser, posted by a browser without any flow cookie.
   const stranger = new Browser(e.s);
   const f = await forge(e);
   await refused(e, () => postAcs(e, f.signed, f.pending.relayState, false, stranger), 401, /browser that did not start this sign-in/);
-  assert.equal(code(), 'sso_browser_mismatch');
+  assert.equal(await code(), 'sso_browser_mismatch');
   // Single use either way: the browser of the flow, posting the same response, finds the request gone.
   await refused(e, () => postAcs(e, f.signed, f.pending.relayState), 401, /InResponseTo/);
 
@@ -138,7 +138,7 @@ test('login CSRF: an ACS post without the flow cookie, or with another flow\'s, 
   const h = await forge(e, { browser: other });
   assert.notEqual(other.flowCookie, e.browser.flowCookie);
   await refused(e, () => postAcs(e, g.signed, g.pending.relayState, false, other), 401, /browser that did not start this sign-in/);
-  assert.equal(code(), 'sso_browser_mismatch');
+  assert.equal(await code(), 'sso_browser_mismatch');
   await refused(e, () => postAcs(e, g.signed, g.pending.relayState), 401, /InResponseTo/);
   // The refusal left `other`'s own flow alone: H completes there, and redeeming its ticket there clears the cookie.
   assert.ok(other.flowCookie);
@@ -162,8 +162,8 @@ test('login CSRF through the landing page: a ticket redeemed by another browser 
   const r = await refused(e, () => redeem(victim, ticket), 401, MISMATCH);
   assert.equal(r.body.error.code, 'sso_browser_mismatch');
   assert.equal(r.body.token, undefined);
-  assert.equal(failures(e).at(-1)!.metadata.code, 'sso_browser_mismatch');
-  assert.ok(e.s.db.get<{ used_at: string | null }>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket))!.used_at, 'used up');
+  assert.equal((await failures(e)).at(-1)!.metadata.code, 'sso_browser_mismatch');
+  assert.ok((await e.s.db.get<{ used_at: string | null }>('SELECT used_at FROM sso_tickets WHERE ticket_hash = ?', sha256Hex(ticket)))!.used_at, 'used up');
   const late = await redeem(e.browser, ticket);
   assert.equal(late.status, 401, late.text);
   assert.equal(late.body.error.code, 'invalid_ticket', 'single use: its own browser cannot redeem it afterwards');
@@ -177,7 +177,7 @@ test('login CSRF through the landing page: a ticket redeemed by another browser 
   assert.equal(r2.headers['set-cookie'], undefined);
   assert.equal(victim.flowCookie, victimCookie);
   assert.equal((await redeem(e.browser, ticketOf(second.acs.headers.location))).body.error.code, 'invalid_ticket');
-  assert.equal(count(e.s, 'sessions'), 1, 'no session but the administrator\'s');
+  assert.equal(await count(e.s, 'sessions'), 1, 'no session but the administrator\'s');
 });
 
 test('over https the SAML flow cookie is SameSite=None and Secure (the IdP\'s POST to the ACS is cross-site)', async (t) => {
@@ -195,7 +195,7 @@ test('sign-in starts are limited per client address: over 30 a minute, 429 with 
     const r = await from('198.51.100.7');
     assert.equal(r.status, 302, `start ${i + 1}: ${r.text}`);
   }
-  const states = count(e.s, 'sso_states');
+  const states = await count(e.s, 'sso_states');
   const over = await from('198.51.100.7');
   assert.equal(over.status, 429, over.text);
   assert.equal(over.body.error.code, 'rate_limited');
@@ -205,10 +205,10 @@ test('sign-in starts are limited per client address: over 30 a minute, 429 with 
   assert.equal(over.headers.location, undefined);
   // Any start from that address counts, an unknown provider included (429, not 404).
   assert.equal((await from('198.51.100.7', 'idp_nope')).status, 429);
-  assert.equal(count(e.s, 'sso_states'), states, 'nothing stored');
+  assert.equal(await count(e.s, 'sso_states'), states, 'nothing stored');
   // Another address is not limited.
   assert.equal((await from('198.51.100.8')).status, 302);
-  assert.equal(count(e.s, 'sso_states'), states + 1);
+  assert.equal(await count(e.s, 'sso_states'), states + 1);
 });
 
 test('a request made for one SAML provider, answered at another provider\'s ACS, fails closed and is used up', async (t) => {

@@ -24,8 +24,8 @@ export async function world(t: Parameters<typeof startTestServer>[0]) {
   const s = await startTestServer(t, { SVC_FRONTEND_ORIGIN: FRONTEND });
   const adminUser = await makeUser(s, { systemAdmin: true });
   const admin = await login(s, adminUser);
-  const org = makeOrg(s);
-  const ws = makeWorkspace(s, org.id);
+  const org = await makeOrg(s);
+  const ws = await makeWorkspace(s, org.id);
   return { s, admin, adminUser, org, ws };
 }
 
@@ -46,19 +46,19 @@ export async function create(s: TestServer, token: string, body: unknown) {
   return r.body;
 }
 
-export const row = (s: TestServer, id: string): ProviderRow => providerById(s.db, id)!;
+export const row = async (s: TestServer, id: string): Promise<ProviderRow> => (await providerById(s.db, id))!;
 export const fakeReq = { headers: { host: 'svc.test' }, socket: {} } as unknown as IncomingMessage;
 export const ctxAt = (s: TestServer, at: number): Ctx => createContext({ db: s.db, config: s.config, log: s.log, now: () => new Date(at) });
-export const audits = (s: TestServer, action: string) =>
-  s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action).map((a) => ({ ...a, metadata: JSON.parse(a.metadata) }));
+export const audits = async (s: TestServer, action: string) =>
+  (await s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action)).map((a) => ({ ...a, metadata: JSON.parse(a.metadata) }));
 export const ticketOf = (url: string) => decodeURIComponent(new URL(url).hash.replace(/^#ticket=/, ''));
 /** A browser's flow cookie as GET /api/auth/sso/start sets it, and its hash that finishSso binds the ticket to. */
 export const FLOW_VALUE = crypto.randomBytes(32).toString('base64url');
 export const FLOW = { cookie: `svc_sso_flow=${FLOW_VALUE}`, hash: crypto.hash('sha256', FLOW_VALUE, 'hex') };
 export const CLEAR_FLOW = 'svc_sso_flow=; Path=/api/auth/sso; HttpOnly; SameSite=Lax; Max-Age=0';
 
-export function expectAppError(fn: () => unknown, status: number, code: string) {
-  assert.throws(fn, (err: unknown) => err instanceof AppError && err.status === status && err.code === code);
+export async function expectAppError(fn: () => unknown, status: number, code: string) {
+  await assert.rejects(async () => await fn(), (err: unknown) => err instanceof AppError && err.status === status && err.code === code);
 }
 
 /** A loopback OpenID provider's discovery document and key set (the documents only). */

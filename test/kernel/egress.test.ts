@@ -104,13 +104,13 @@ const connector = (over: Record<string, unknown> = {}) => ({
   label: 'Model', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['chat', 'image'], costMode: 'local', ...over,
 });
 
-const count = (s: TestServer) => s.db.get<{ n: number }>('SELECT count(*) AS n FROM model_connectors')!.n;
+const count = async (s: TestServer) => (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM model_connectors'))!.n;
 
 /** A connector row written directly, as one stored before the egress policy existed (ready: the worker takes local ones). */
-function storeConnector(s: TestServer, tree: Tree, o: { endpoint: string; costMode?: string; kind?: string; capability?: string[]; status?: string }): string {
+async function storeConnector(s: TestServer, tree: Tree, o: { endpoint: string; costMode?: string; kind?: string; capability?: string[]; status?: string }): Promise<string> {
   const id = `mdl_${crypto.randomBytes(8).toString('hex')}`;
   const now = new Date().toISOString();
-  s.db.run(`INSERT INTO model_connectors (id, organization_id, label, endpoint, kind, capability, cost_mode, auth_env, protocol, status, created_at, updated_at)
+  await s.db.run(`INSERT INTO model_connectors (id, organization_id, label, endpoint, kind, capability, cost_mode, auth_env, protocol, status, created_at, updated_at)
     VALUES (?, ?, 'stored before', ?, ?, ?, ?, NULL, '{}', ?, ?, ?)`,
   id, tree.organizationId, o.endpoint, o.kind ?? 'http-json', JSON.stringify(o.capability ?? ['chat', 'image']), o.costMode ?? 'local', o.status ?? 'ready', now, now);
   return id;
@@ -148,7 +148,7 @@ test('register and PATCH: every spelling of a link-local, metadata or reserved e
   }
   // A zone id is not part of a URL at all.
   assert.equal((await register(connector({ endpoint: 'http://[fe80::1%25eth0]/' }))).status, 422);
-  assert.equal(count(s), 0);
+  assert.equal(await count(s), 0);
 
   // Loopback, private and (for cloud) public endpoints stay allowed.
   for (const [endpoint, costMode] of [['http://127.0.0.1:9', 'local'], ['http://localhost:9/v1', 'local'], ['http://10.1.2.3:8188', 'local'], ['http://100.101.102.103:8188', 'local'], ['http://[::1]:9', 'local'], ['http://203.0.113.9/v1', 'cloud'], ['https://api.example.test/v1', 'cloud']]) {
@@ -161,7 +161,7 @@ test('register and PATCH: every spelling of a link-local, metadata or reserved e
     assert.equal(r.status, 422, `${endpoint}: ${r.text}`);
     assert.ok(r.body.error.details.fields.endpoint, endpoint);
   }
-  assert.equal(s.db.get<any>('SELECT endpoint FROM model_connectors WHERE id = ?', ok.id).endpoint, 'http://127.0.0.1:9/generate');
+  assert.equal((await s.db.get<any>('SELECT endpoint FROM model_connectors WHERE id = ?', ok.id)).endpoint, 'http://127.0.0.1:9/generate');
 });
 
 test('costMode local means loopback or private: a public endpoint registered or changed as local is 422 naming costMode; mixed and cloud may be public', async (t) => {
@@ -172,7 +172,7 @@ test('costMode local means loopback or private: a public endpoint registered or 
     assert.match(r.body.error.details.fields.costMode, /public address.*loopback or private/);
     assert.equal(r.body.error.details.fields.endpoint, undefined);
   }
-  assert.equal(count(s), 0);
+  assert.equal(await count(s), 0);
   const cloud = await register(connector({ endpoint: 'http://203.0.113.9:8000/v1', costMode: 'cloud' }));
   assert.equal(cloud.status, 201, cloud.text);
   const toLocal = await s.call('PATCH', `${BASE}/${cloud.body.id}`, { token: owner.token, body: { costMode: 'local' } });
@@ -185,7 +185,7 @@ test('costMode local means loopback or private: a public endpoint registered or 
   const both = await s.call('PATCH', `${BASE}/${local.id}`, { token: owner.token, body: { endpoint: 'http://203.0.113.9:8000', costMode: 'mixed' } });
   assert.equal(both.status, 200, both.text);
   assert.equal(both.body.status, 'awaiting_approval');
-  assert.deepEqual(s.db.all<any>('SELECT cost_mode FROM model_connectors ORDER BY created_at').map((r) => r.cost_mode).sort(), ['cloud', 'mixed']);
+  assert.deepEqual((await s.db.all<any>('SELECT cost_mode FROM model_connectors ORDER BY created_at')).map((r) => r.cost_mode).sort(), ['cloud', 'mixed']);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -194,7 +194,7 @@ test('costMode local means loopback or private: a public endpoint registered or 
 test('a connector stored before the rule with a refused endpoint is refused at probe and job time, before any connection', async (t) => {
   const { s, tree, token } = await setup(t);
   for (const endpoint of ['http://169.254.169.254:9/generate', 'http://2852039166:9/generate', 'http://[::ffff:169.254.169.254]:9/generate', 'http://[fd00:ec2::254]:9/']) {
-    const id = storeConnector(s, tree, { endpoint, status: 'pending' });
+    const id = await storeConnector(s, tree, { endpoint, status: 'pending' });
     const r = await s.call('POST', `${BASE}/${id}/probe`, { token });
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.probe.ok, false, endpoint);
@@ -203,7 +203,7 @@ test('a connector stored before the rule with a refused endpoint is refused at p
     assert.equal(r.body.status, 'unreachable');
   }
   // A job on a ready one fails at once: not retryable, with the refusal as its error.
-  const id = storeConnector(s, tree, { endpoint: 'http://0xa9fea9fe:9/generate' });
+  const id = await storeConnector(s, tree, { endpoint: 'http://0xa9fea9fe:9/generate' });
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   const done = await waitJob(s, token, job.id, ['failed', 'completed']);
   assert.equal(done.status, 'failed');
@@ -213,11 +213,11 @@ test('a connector stored before the rule with a refused endpoint is refused at p
 
 test('a local connector whose endpoint is public (stored before the rule) never runs: probe and job refused by the egress policy', async (t) => {
   const { s, tree, token } = await setup(t);
-  const id = storeConnector(s, tree, { endpoint: 'http://203.0.113.9:9/generate', costMode: 'local', status: 'pending' });
+  const id = await storeConnector(s, tree, { endpoint: 'http://203.0.113.9:9/generate', costMode: 'local', status: 'pending' });
   const r = await s.call('POST', `${BASE}/${id}/probe`, { token });
   assert.equal(r.body.probe.ok, false);
   assert.match(r.body.probe.error, /destination refused: 203\.0\.113\.9 is public and the connector is local/);
-  s.db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", id);
+  await s.db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", id);
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
   const done = await waitJob(s, token, job.id, ['failed', 'completed']);
   assert.equal(done.status, 'failed');
@@ -246,7 +246,7 @@ test('a model answer naming another local port (an internal service) fails the j
   }
   assert.deepEqual(internal.hits, [], 'the internal service was never called');
   assert.deepEqual(filesHolding(s.config.storageDir, SECRET_PAGE), []);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM media_artifacts')!.n, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM media_artifacts'))!.n, 0);
 
   // The connector's own origin (relative or absolute URL) is downloaded as before.
   const honest = await lyingModel(t, (own) => ['/files/a.txt', `${own}/files/b.txt`]);
@@ -295,7 +295,7 @@ async function discovery(t: TestContext, o: { jwks?: (own: string) => string; au
 test('identity providers: a metadata issuer is 422; discovery, key set and sign-in refuse link-local and metadata destinations', async (t) => {
   const s = await startTestServer(t);
   const admin = await login(s, await makeUser(s, { systemAdmin: true }));
-  const org = makeOrg(s);
+  const org = await makeOrg(s);
   process.env.EGRESS_TEST_CLIENT_SECRET = 'egress-test-secret';
   const body = (issuer: string) => ({ kind: 'oidc', name: 'IdP', organizationId: org.id, config: { issuer, clientId: 'svc', clientSecretRef: 'EGRESS_TEST_CLIENT_SECRET' } });
   for (const issuer of ['https://169.254.169.254', 'https://[::ffff:a9fe:a9fe]', 'https://2852039166/realms/x', 'https://[fd00:ec2::254]']) {
@@ -306,7 +306,7 @@ test('identity providers: a metadata issuer is 422; discovery, key set and sign-
   // Stored before the rule: the probe refuses the discovery URL without connecting.
   const created = await s.call('POST', '/api/system/identity/providers', { token: admin, body: body('https://login.example.test') });
   assert.equal(created.status, 201, created.text);
-  s.db.run("UPDATE identity_providers SET config = json_set(config, '$.issuer', 'https://169.254.169.254') WHERE id = ?", created.body.id);
+  await s.db.run("UPDATE identity_providers SET config = json_set(config, '$.issuer', 'https://169.254.169.254') WHERE id = ?", created.body.id);
   const started = Date.now();
   const probed = await s.call('POST', `/api/system/identity/providers/${created.body.id}/probe`, { token: admin });
   assert.equal(probed.status, 200, probed.text);

@@ -205,16 +205,16 @@ test('localDate near midnight, and zone names', () => {
   assert.equal(isTimeZone('Mars/Olympus_Mons'), false);
 });
 
-test('above 2^53: Db.allBig reads integer sums as bigint (get() refuses them), and the money functions stay exact', () => {
+test('above 2^53: Db.allBig reads integer sums as bigint (get() refuses them), and the money functions stay exact', async () => {
   const db = openDb(':memory:');
   try {
-    db.exec('CREATE TABLE u (e4 INTEGER NOT NULL, q REAL NOT NULL)');
+    await db.exec('CREATE TABLE u (e4 INTEGER NOT NULL, q REAL NOT NULL)');
     // Two events at 2^52 e4: their sum is 2^53 + 2, past the last integer a number holds exactly.
-    for (const v of [2n ** 52n, 2n ** 52n + 2n]) db.run('INSERT INTO u VALUES (?, 1)', v);
-    assert.throws(() => db.get('SELECT sum(e4) AS e4 FROM u'), /too large/);
-    const [row] = db.allBig<{ e4: bigint; n: bigint; q: number }>('SELECT sum(e4) AS e4, count(*) AS n, total(q) AS q FROM u');
+    for (const v of [2n ** 52n, 2n ** 52n + 2n]) await db.run('INSERT INTO u VALUES (?, 1)', v);
+    await assert.rejects(async () => await db.get('SELECT sum(e4) AS e4 FROM u'), /too large/);
+    const [row] = await db.allBig<{ e4: bigint; n: bigint; q: number }>('SELECT sum(e4) AS e4, count(*) AS n, total(q) AS q FROM u');
     assert.deepEqual({ ...row }, { e4: 2n ** 53n + 2n, n: 2n, q: 2 }); // REAL stays a number
-    assert.equal(db.get<{ n: number }>('SELECT count(*) AS n FROM u')!.n, 2, 'the same SQL through get() keeps numbers (a statement of its own)');
+    assert.equal((await db.get<{ n: number }>('SELECT count(*) AS n FROM u'))!.n, 2, 'the same SQL through get() keeps numbers (a statement of its own)');
   } finally {
     db.close();
   }

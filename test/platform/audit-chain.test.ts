@@ -47,7 +47,7 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
   const s = await startTestServer(t);
   const w = await world(s);
   // Awkward content the canonical text must survive, and appends from another process in between.
-  seed(s, { organizationId: w.A.organizationId, action: 'odd.text', actorName: 'N\u0000ul\nl 🎬 "q" \\ \u2028', metadata: { k: '\u0001\u007f' } });
+  await seed(s, { organizationId: w.A.organizationId, action: 'odd.text', actorName: 'N\u0000ul\nl 🎬 "q" \\ \u2028', metadata: { k: '\u0001\u007f' } });
   const cli = await svc(s, ['orgs', 'create', '--name', 'From the CLI', '--owner', w.ownerA.user.email, '--json']);
   assert.equal(cli.code, 0, cli.stderr);
   await login(s, w.ownerA.user);
@@ -55,7 +55,7 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
   const ok = await svc(s, ['audit', 'verify', '--json']);
   assert.equal(ok.code, 0, ok.stderr);
   const report = JSON.parse(ok.stdout);
-  const rows = s.db.all<Row>('SELECT seq, id, prev_hash, hash FROM audit_log ORDER BY seq');
+  const rows = await s.db.all<Row>('SELECT seq, id, prev_hash, hash FROM audit_log ORDER BY seq');
   assert.deepEqual(report, { ok: true, rows: rows.length, headSeq: rows.at(-1)!.seq, headHash: rows.at(-1)!.hash, broken: null });
   assert.equal(rows[0].prev_hash, '0'.repeat(64), 'the first row chains to the genesis value');
   for (let i = 1; i < rows.length; i++) assert.equal(rows[i].prev_hash, rows[i - 1].hash, `seq ${rows[i].seq} links to the row before`);
@@ -64,7 +64,7 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
   assert.match(text.stdout, new RegExp(`^audit log intact: ${rows.length} rows; head seq ${rows.at(-1)!.seq} hash [0-9a-f]{64}\\n$`));
 
   // The database refuses edits while its triggers are there.
-  assert.throws(() => s.db.run("UPDATE audit_log SET action = 'x' WHERE seq = 1"), /append-only/);
+  await assert.rejects(async () => await s.db.run("UPDATE audit_log SET action = 'x' WHERE seq = 1"), /append-only/);
 
   // Edited content: that row's own hash no longer matches.
   const victim = rows[Math.floor(rows.length / 2)];
@@ -99,8 +99,8 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
 test('hash chain: removing the last rows or a row in the middle is reported', async (t) => {
   const s = await startTestServer(t);
   await member(s, 'org_owner');
-  for (let i = 0; i < 5; i++) seed(s, { action: 'test.row', metadata: { i } });
-  const rows = s.db.all<Row>('SELECT seq, id FROM audit_log ORDER BY seq');
+  for (let i = 0; i < 5; i++) await seed(s, { action: 'test.row', metadata: { i } });
+  const rows = await s.db.all<Row>('SELECT seq, id FROM audit_log ORDER BY seq');
   const last = rows.at(-1)!;
   tamper(s, t, 'DROP TRIGGER audit_log_no_delete', `DELETE FROM audit_log WHERE seq = ${last.seq}`);
   const truncated = await svc(s, ['audit', 'verify', '--json']);

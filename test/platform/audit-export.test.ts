@@ -45,7 +45,7 @@ test('CSV export: attachment, header row, RFC 4180 quoting, formula guard, the l
   const s = await startTestServer(t);
   const w = await world(s);
   const A = w.A.organizationId;
-  const tricky = seed(s, {
+  const tricky = await seed(s, {
     organizationId: A, action: '-tricky', targetType: '@target', targetId: '+1+2', actorUserId: w.ownerA.user.id,
     actorName: '=HYPERLINK("http://x","y")', metadata: { text: 'comma, "quote"\r\nnew line', formula: '=1+1', unicode: 'Zoë 🎬' },
   });
@@ -76,7 +76,7 @@ test('CSV export: attachment, header row, RFC 4180 quoting, formula guard, the l
   assert.equal(row.hash, listedRow.hash);
   assert.equal(Number(row.seq), listedRow.seq);
 
-  const exported = s.db.all<Row>("SELECT * FROM audit_log WHERE action = 'audit.exported'");
+  const exported = await s.db.all<Row>("SELECT * FROM audit_log WHERE action = 'audit.exported'");
   assert.equal(exported.length, 1);
   assert.equal(exported[0].id, records[0].id);
   assert.equal(exported[0].actor_user_id, w.ownerA.user.id);
@@ -88,7 +88,7 @@ test('CSV export: attachment, header row, RFC 4180 quoting, formula guard, the l
   assert.equal(filtered.status, 200);
   const page = await s.call('GET', '/api/audit?result=denied&query=hay&pageSize=3&page=2', { token: w.producer.token });
   assert.deepEqual(parseCsv(filtered.text).slice(1).map((c) => c[1]), ids(page.body.auditLog));
-  const last = s.db.get<Row>("SELECT * FROM audit_log WHERE action = 'audit.exported' ORDER BY seq DESC LIMIT 1")!;
+  const last = (await s.db.get<Row>("SELECT * FROM audit_log WHERE action = 'audit.exported' ORDER BY seq DESC LIMIT 1"))!;
   assert.deepEqual(JSON.parse(last.metadata), { format: 'csv', filters: { query: 'hay', result: 'denied' }, scope: 'workspace', page: 2, pageSize: 3 });
   assert.equal(last.actor_user_id, w.producer.user.id);
 });
@@ -97,7 +97,7 @@ test('JSON export is a streamed array of the records as the list shows them; an 
   const s = await startTestServer(t);
   const w = await world(s);
   // A record larger than the export's 64 KiB chunks goes out on its own.
-  seed(s, { organizationId: w.A.organizationId, workspaceId: w.A.workspaceId, action: 'shot.rendered', metadata: { big: 'é'.repeat(70_000) } });
+  await seed(s, { organizationId: w.A.organizationId, workspaceId: w.A.workspaceId, action: 'shot.rendered', metadata: { big: 'é'.repeat(70_000) } });
   const listed = await listAll(s, w.producer.token, '&action=shot.rendered');
   const r = await s.call('GET', '/api/audit/export?action=shot.rendered', { token: w.producer.token });
   assert.equal(r.status, 200);
@@ -118,8 +118,8 @@ test('an export reads its own snapshot on its own connection: writes go on meanw
   const owner = await member(s, 'org_owner');
   const org = owner.tree.organizationId;
   const ROWS = 20_000;
-  s.db.tx(() => {
-    for (let i = 0; i < ROWS; i++) seed(s, { organizationId: org, action: 'bulk.row', targetId: `t_${i}`, metadata: { i, pad: 'x'.repeat(200) } });
+  await s.db.tx(async () => {
+    for (let i = 0; i < ROWS; i++) await seed(s, { organizationId: org, action: 'bulk.row', targetId: `t_${i}`, metadata: { i, pad: 'x'.repeat(200) } });
   });
   const checkpointBusy = () => {
     const db = new DatabaseSync(path.join(s.config.dataDir, 'svc.db'));
@@ -148,7 +148,7 @@ test('an export reads its own snapshot on its own connection: writes go on meanw
   const slow = await startSlow();
   const ws = await s.call('POST', `/api/organizations/${org}/workspaces`, { token: owner.token, body: { name: 'During the export' } });
   assert.equal(ws.status, 201, ws.text);
-  const late = seed(s, { organizationId: org, action: 'bulk.row', targetId: 'late' });
+  const late = await seed(s, { organizationId: org, action: 'bulk.row', targetId: 'late' });
   const chunks: Uint8Array[] = [slow.first];
   for (let c = await slow.reader.read(); !c.done; c = await slow.reader.read()) chunks.push(c.value);
   const table = parseCsv(Buffer.concat(chunks).toString('utf8'));

@@ -10,13 +10,13 @@ interface Seed extends AuditEntry { at?: string }
 
 /** One audit row written through the service's append path (the operator's context, or the given actor). */
 const OPERATOR = operatorActor();
-export function seed(s: TestServer, e: Seed): string {
+export async function seed(s: TestServer, e: Seed): Promise<string> {
   const ctx = createContext({ db: s.db, config: s.config, log: s.log, actor: OPERATOR, now: () => new Date(e.at ?? Date.now()) });
-  return record(ctx, { organizationId: null, workspaceId: null, projectId: null, ...e });
+  return await record(ctx, { organizationId: null, workspaceId: null, projectId: null, ...e });
 }
 
 export type Row = Record<string, any>;
-export const allRows = (s: TestServer): Row[] => s.db.all<Row>('SELECT * FROM audit_log ORDER BY seq DESC');
+export const allRows = async (s: TestServer): Promise<Row[]> => await s.db.all<Row>('SELECT * FROM audit_log ORDER BY seq DESC');
 
 /** Every page of GET /api/audit with `qs`, and the first page's body. */
 export async function listAll(s: TestServer, token: string, qs = ''): Promise<{ rows: Row[]; first: Row }> {
@@ -52,10 +52,10 @@ interface World {
  * every level: system (no organization), organization, workspace and project, in both organizations.
  */
 export async function world(s: TestServer): Promise<World> {
-  const base = makeTree(s);
-  const ws2 = makeWorkspace(s, base.organizationId).id;
-  const A = { ...base, ws2, p2: makeProject(s, ws2).id, p1b: makeProject(s, base.workspaceId).id };
-  const B = makeTree(s);
+  const base = await makeTree(s);
+  const ws2 = (await makeWorkspace(s, base.organizationId)).id;
+  const A = { ...base, ws2, p2: (await makeProject(s, ws2)).id, p1b: (await makeProject(s, base.workspaceId)).id };
+  const B = await makeTree(s);
   const adminUser = await makeUser(s, { systemAdmin: true });
   const w: World = {
     A, B, admin: { id: adminUser.id, token: await login(s, adminUser) },
@@ -79,7 +79,7 @@ export async function world(s: TestServer): Promise<World> {
   const actors = [w.ownerA.user, w.producer.user, w.ownerB.user];
   for (let i = 0; i < 90; i++) {
     const actor = actors[i % 3];
-    seed(s, {
+    await seed(s, {
       ...scopes[i % scopes.length], action: actions[i % 4], targetType: targets[(i >> 1) % 4], targetId: `t_${i % 7}`,
       result: results[i % 4], actorUserId: actor.id, actorName: actor.name, metadata: { i, note: i % 5 === 0 ? 'needle 100%' : 'hay' },
     });

@@ -1,6 +1,7 @@
 // The audit log over real HTTP: what each role kind sees of a log seeded over several organizations,
 // filters that cross the caller's scope, facets, inclusive dates, and the detail's related and
 // account-security events. The export and the hash chain have their own files beside this one.
+import { mapSeq } from '../../src/kernel/seq.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer } from '../helpers/server.ts';
@@ -10,7 +11,7 @@ import { seed, type Row, allRows, listAll, ids, world } from './audit-setup.ts';
 test('each role kind sees exactly its audit scope over a log of several organizations', async (t) => {
   const s = await startTestServer(t);
   const w = await world(s);
-  const all = allRows(s);
+  const all = await allRows(s);
   const A = w.A.organizationId;
   const cases = [
     { who: 'system administrator', token: w.admin.token, visible: (_r: Row) => true,
@@ -74,11 +75,11 @@ test('a filter crossing the caller\'s organization, workspace or project is 403 
       assert.equal(r.body.error.code, 'scope_forbidden', `${who} ${p}`);
     }
   }
-  const denied = s.db.all<Row>("SELECT * FROM audit_log WHERE action = 'access.denied' AND target_type = 'audit_log'");
+  const denied = await s.db.all<Row>("SELECT * FROM audit_log WHERE action = 'access.denied' AND target_type = 'audit_log'");
   assert.equal(denied.length, refused.length * 2);
-  assert.equal(s.db.get<Row>("SELECT count(*) AS n FROM audit_log WHERE action = 'audit.exported'")!.n, 0, 'a refused export exports nothing');
+  assert.equal((await s.db.get<Row>("SELECT count(*) AS n FROM audit_log WHERE action = 'audit.exported'"))!.n, 0, 'a refused export exports nothing');
 
-  const all = allRows(s);
+  const all = await allRows(s);
   const allowed: Array<[string, string, string, (r: Row) => boolean]> = [
     ['producer', w.producer.token, `organizationId=${A.organizationId}`,
       (r) => r.organization_id === A.organizationId && (r.workspace_id === A.workspaceId || r.workspace_id === null)],
@@ -101,7 +102,7 @@ test('facets count exactly the filtered records; filters, substring query and pa
   const s = await startTestServer(t);
   const w = await world(s);
   const A = w.A.organizationId;
-  const all = allRows(s);
+  const all = await allRows(s);
   const cases: Array<[string, string, (r: Row) => boolean]> = [
     ['owner, no filter', '', (r) => r.organization_id === A],
     ['owner, failures', '&result=failure', (r) => r.organization_id === A && r.result === 'failure'],
@@ -133,13 +134,13 @@ test('facets count exactly the filtered records; filters, substring query and pa
     if (producerFacet) assert.deepEqual({ type: producerFacet.type, name: producerFacet.name }, { type: 'user', name: w.producer.user.name });
   }
   // The LIKE wildcards of the query are literal: '100%' does not match '100' followed by anything else.
-  seed(s, { organizationId: A, action: 'wild.card', metadata: { note: 'needle 1000' } });
+  await seed(s, { organizationId: A, action: 'wild.card', metadata: { note: 'needle 1000' } });
   const literal = await s.call('GET', '/api/audit?action=wild.card&query=needle%20100%25', { token: w.ownerA.token });
   assert.equal(literal.body.pagination.total, 0);
 
   // Paging: default 50, clamped to 1..200, newest first, presented in camelCase with parsed metadata.
   const first = await s.call('GET', '/api/audit', { token: w.admin.token });
-  assert.deepEqual(first.body.pagination, { page: 1, pageSize: 50, total: allRows(s).length });
+  assert.deepEqual(first.body.pagination, { page: 1, pageSize: 50, total: (await allRows(s)).length });
   assert.equal(first.body.auditLog.length, 50);
   assert.ok(first.body.auditLog[0].seq > first.body.auditLog[49].seq);
   assert.equal((await s.call('GET', '/api/audit?pageSize=999', { token: w.admin.token })).body.pagination.pageSize, 200);
@@ -162,7 +163,7 @@ test('from and to are inclusive UTC days', async (t) => {
   const owner = await member(s, 'org_owner');
   const org = owner.tree.organizationId;
   const at = ['2024-03-09T23:59:59.999Z', '2024-03-10T00:00:00.000Z', '2024-03-10T12:00:00.000Z', '2024-03-10T23:59:59.999Z', '2024-03-11T00:00:00.000Z'];
-  const seeded = at.map((when) => seed(s, { organizationId: org, action: 'test.dated', targetId: when, at: when }));
+  const seeded = (await mapSeq(at, async (when) => await seed(s, { organizationId: org, action: 'test.dated', targetId: when, at: when })));
   const got = async (qs: string) => {
     const r = await s.call('GET', `/api/audit?action=test.dated${qs}`, { token: owner.token });
     assert.equal(r.status, 200, r.text);
@@ -189,25 +190,25 @@ test('detail: related records of the same target and the user\'s account-securit
   const { A, B } = w;
   const u = w.producer.user;
   const inA1 = { organizationId: A.organizationId, workspaceId: A.workspaceId, projectId: A.projectId };
-  const main = seed(s, { ...inA1, action: 'shot.approved', targetType: 'shot', targetId: 'shot_rel', actorUserId: u.id, actorName: u.name });
+  const main = await seed(s, { ...inA1, action: 'shot.approved', targetType: 'shot', targetId: 'shot_rel', actorUserId: u.id, actorName: u.name });
   const sameTarget = [
-    seed(s, { ...inA1, action: 'shot.rendered', targetType: 'shot', targetId: 'shot_rel' }),
-    seed(s, { organizationId: A.organizationId, workspaceId: A.workspaceId, action: 'shot.moved', targetType: 'shot', targetId: 'shot_rel' }),
-    seed(s, { organizationId: A.organizationId, workspaceId: A.ws2, projectId: A.p2, action: 'shot.rendered', targetType: 'shot', targetId: 'shot_rel' }),
-    seed(s, { organizationId: B.organizationId, action: 'shot.rendered', targetType: 'shot', targetId: 'shot_rel' }),
+    await seed(s, { ...inA1, action: 'shot.rendered', targetType: 'shot', targetId: 'shot_rel' }),
+    await seed(s, { organizationId: A.organizationId, workspaceId: A.workspaceId, action: 'shot.moved', targetType: 'shot', targetId: 'shot_rel' }),
+    await seed(s, { organizationId: A.organizationId, workspaceId: A.ws2, projectId: A.p2, action: 'shot.rendered', targetType: 'shot', targetId: 'shot_rel' }),
+    await seed(s, { organizationId: B.organizationId, action: 'shot.rendered', targetType: 'shot', targetId: 'shot_rel' }),
   ];
-  seed(s, { ...inA1, action: 'shot.rendered', targetType: 'asset', targetId: 'shot_rel' }); // another target type: not related
+  await seed(s, { ...inA1, action: 'shot.rendered', targetType: 'asset', targetId: 'shot_rel' }); // another target type: not related
   const security = [
-    seed(s, { action: 'auth.login', targetType: 'session', targetId: 'ses_x', actorUserId: u.id, actorName: u.name }),
-    seed(s, { ...inA1, action: 'auth.logout', targetType: 'session', targetId: 'ses_x', actorUserId: u.id, actorName: u.name }),
-    seed(s, { organizationId: A.organizationId, action: 'user.password_reset', targetType: 'user', targetId: u.id }),
-    seed(s, { organizationId: B.organizationId, action: 'auth.password.changed', targetType: 'user', targetId: u.id, actorUserId: u.id }),
-    seed(s, { ...inA1, action: 'script.edited', targetType: 'script', targetId: 's1', actorUserId: u.id }), // not a security event
+    await seed(s, { action: 'auth.login', targetType: 'session', targetId: 'ses_x', actorUserId: u.id, actorName: u.name }),
+    await seed(s, { ...inA1, action: 'auth.logout', targetType: 'session', targetId: 'ses_x', actorUserId: u.id, actorName: u.name }),
+    await seed(s, { organizationId: A.organizationId, action: 'user.password_reset', targetType: 'user', targetId: u.id }),
+    await seed(s, { organizationId: B.organizationId, action: 'auth.password.changed', targetType: 'user', targetId: u.id, actorUserId: u.id }),
+    await seed(s, { ...inA1, action: 'script.edited', targetType: 'script', targetId: 's1', actorUserId: u.id }), // not a security event
   ];
-  const db = (sql: string, ...p: string[]) => s.db.all<Row>(sql, ...p);
-  const rowsById = new Map(db('SELECT * FROM audit_log').map((r) => [r.id, r]));
+  const db = async (sql: string, ...p: string[]) => await s.db.all<Row>(sql, ...p);
+  const rowsById = new Map((await db('SELECT * FROM audit_log')).map((r) => [r.id, r]));
   const expectRelated = (visible: (r: Row) => boolean) => [...sameTarget].reverse().filter((id) => visible(rowsById.get(id)!));
-  const securityAll = db(`SELECT * FROM audit_log WHERE (actor_user_id = ? OR (target_type = 'user' AND target_id = ?))
+  const securityAll = await db(`SELECT * FROM audit_log WHERE (actor_user_id = ? OR (target_type = 'user' AND target_id = ?))
     AND (action LIKE 'auth.%' OR action LIKE 'user.%') ORDER BY seq DESC`, u.id, u.id);
   assert.ok(security.slice(0, 4).every((id) => securityAll.some((r) => r.id === id)));
   const views: Array<[string, string, (r: Row) => boolean]> = [
@@ -229,7 +230,7 @@ test('detail: related records of the same target and the user\'s account-securit
   assert.ok(ids(producerView.securityEvents).includes(security[1]) && ids(producerView.securityEvents).includes(security[2]));
   assert.ok(!ids(producerView.securityEvents).includes(security[0]) && !ids(producerView.securityEvents).includes(security[3]));
   // A failed login of a known e-mail has no actor: its account is the target user.
-  const failed = seed(s, { action: 'auth.login', targetType: 'user', targetId: u.id, result: 'failure', actorUserId: null, actorName: 'anonymous' });
+  const failed = await seed(s, { action: 'auth.login', targetType: 'user', targetId: u.id, result: 'failure', actorUserId: null, actorName: 'anonymous' });
   const failedView = await s.call('GET', `/api/audit/${failed}`, { token: w.admin.token });
   assert.ok(ids(failedView.body.securityEvents).includes(security[0]));
 
@@ -254,9 +255,9 @@ test('targetType/targetId naming an organization, workspace, project or user out
   // A writer of A's second workspace: a member of A (its organization-level records are the
   // producer's too); a former member of A, with no membership left but a record in A.
   const ws2Writer = await makeUser(s);
-  grant(s, ws2Writer.id, 'workspace', A.ws2, 'writer');
+  await grant(s, ws2Writer.id, 'workspace', A.ws2, 'writer');
   const former = await makeUser(s);
-  const formerRecord = seed(s, { organizationId: A.organizationId, action: 'shot.rendered', actorUserId: former.id, actorName: former.name });
+  const formerRecord = await seed(s, { organizationId: A.organizationId, action: 'shot.rendered', actorUserId: former.id, actorName: former.name });
   // A member of B only, who never acted in A (the seeded owner of B did, in A's records).
   const writerB = (await member(s, 'writer', B)).user;
   const refused: Array<[string, string, string]> = [
@@ -281,14 +282,14 @@ test('targetType/targetId naming an organization, workspace, project or user out
       assert.equal(r.body.error.code, 'scope_forbidden', `${who} ${p}`);
     }
   }
-  const denied = s.db.all<Row>("SELECT * FROM audit_log WHERE action = 'access.denied' AND target_type = 'audit_log' ORDER BY seq");
+  const denied = await s.db.all<Row>("SELECT * FROM audit_log WHERE action = 'access.denied' AND target_type = 'audit_log' ORDER BY seq");
   assert.equal(denied.length, refused.length * 2, 'every refusal is audited');
   assert.ok(denied.every((d) => d.result === 'denied' && JSON.parse(d.metadata).reason === 'scope_forbidden'));
   assert.deepEqual(JSON.parse(denied[0].metadata).filters, { targetType: 'organization', targetId: B.organizationId });
-  assert.equal(s.db.get<Row>("SELECT count(*) AS n FROM audit_log WHERE action = 'audit.exported'")!.n, 0, 'a refused export exports nothing');
+  assert.equal((await s.db.get<Row>("SELECT count(*) AS n FROM audit_log WHERE action = 'audit.exported'"))!.n, 0, 'a refused export exports nothing');
 
   // Inside the reach the same filters narrow as before.
-  const all = allRows(s);
+  const all = await allRows(s);
   const allowed: Array<[string, string, string, (r: Row) => boolean]> = [
     ['org_owner', w.ownerA.token, `targetType=organization&targetId=${A.organizationId}`, (r) => r.target_type === 'organization' && r.target_id === A.organizationId],
     ['org_owner', w.ownerA.token, `actorUserId=${w.producer.user.id}`, (r) => r.organization_id === A.organizationId && r.actor_user_id === w.producer.user.id],

@@ -10,14 +10,14 @@ const event = (tree: Partial<Tree> & { organizationId: string }, o: Partial<Noti
   category: 'system_notices', type: 'test.event', subject: 'Hello', ...tree, ...o,
 });
 
-const send = (s: TestServer, e: NotificationEvent) => notify(s.operator(), e);
-const inboxCount = (s: TestServer, userId: string) => s.db.get<{ n: number }>('SELECT count(*) AS n FROM notifications WHERE user_id = ?', userId)!.n;
+const send = async (s: TestServer, e: NotificationEvent) => await notify(s.operator(), e);
+const inboxCount = async (s: TestServer, userId: string) => (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM notifications WHERE user_id = ?', userId))!.n;
 
 test('limit is clamped to 1..200 (default 50); unreadOnly=1 narrows the list but not unreadCount', async (t) => {
   const s = await startTestServer(t);
   const writer = await member(s, 'writer');
   for (let i = 0; i < 205; i++) {
-    assert.equal(send(s, event(writer.tree, { subject: `n${i}`, recipients: [writer.user.id] })), 1);
+    assert.equal(await send(s, event(writer.tree, { subject: `n${i}`, recipients: [writer.user.id] })), 1);
   }
   const get = (q: string) => s.call('GET', `/api/notifications${q}`, { token: writer.token });
   const dflt = await get('');
@@ -62,42 +62,42 @@ test('limit is clamped to 1..200 (default 50); unreadOnly=1 narrows the list but
 
 test('another user\u2019s, another organization\u2019s or an invisible workspace\u2019s notification is 404; read-all touches only the visible ones', async (t) => {
   const s = await startTestServer(t);
-  const treeA = makeTree(s);
-  const treeB = makeTree(s);
+  const treeA = await makeTree(s);
+  const treeB = await makeTree(s);
   const w1 = await member(s, 'writer', treeA);
   const w2 = await member(s, 'writer', treeA);
-  grant(s, w1.user.id, 'workspace', treeB.workspaceId, 'writer');
-  const wsA2 = makeWorkspace(s, treeA.organizationId);
-  grant(s, w1.user.id, 'workspace', wsA2.id, 'writer');
+  await grant(s, w1.user.id, 'workspace', treeB.workspaceId, 'writer');
+  const wsA2 = await makeWorkspace(s, treeA.organizationId);
+  await grant(s, w1.user.id, 'workspace', wsA2.id, 'writer');
   const only = (userId: string) => ({ recipients: [userId] });
 
-  send(s, event(treeA, { subject: 'mine', ...only(w1.user.id) }));
-  send(s, event(treeA, { subject: 'mine too', ...only(w1.user.id) }));
-  send(s, event({ organizationId: treeA.organizationId }, { subject: 'org-level', ...only(w1.user.id) }));
-  send(s, event(treeA, { subject: 'theirs', ...only(w2.user.id) }));
-  send(s, event(treeB, { subject: 'other org', ...only(w1.user.id) }));
-  send(s, event({ organizationId: treeA.organizationId, workspaceId: wsA2.id }, { subject: 'lost workspace', ...only(w1.user.id) }));
+  await send(s, event(treeA, { subject: 'mine', ...only(w1.user.id) }));
+  await send(s, event(treeA, { subject: 'mine too', ...only(w1.user.id) }));
+  await send(s, event({ organizationId: treeA.organizationId }, { subject: 'org-level', ...only(w1.user.id) }));
+  await send(s, event(treeA, { subject: 'theirs', ...only(w2.user.id) }));
+  await send(s, event(treeB, { subject: 'other org', ...only(w1.user.id) }));
+  await send(s, event({ organizationId: treeA.organizationId, workspaceId: wsA2.id }, { subject: 'lost workspace', ...only(w1.user.id) }));
   // w1 loses the second workspace: its notification is no longer visible.
-  s.db.run("DELETE FROM memberships WHERE user_id = ? AND workspace_id = ? AND level = 'workspace'", w1.user.id, wsA2.id);
+  await s.db.run("DELETE FROM memberships WHERE user_id = ? AND workspace_id = ? AND level = 'workspace'", w1.user.id, wsA2.id);
 
-  const idOf = (subject: string) => s.db.get<{ id: string }>('SELECT id FROM notifications WHERE subject = ?', subject)!.id;
+  const idOf = async (subject: string) => (await s.db.get<{ id: string }>('SELECT id FROM notifications WHERE subject = ?', subject))!.id;
   const list = await s.call('GET', '/api/notifications', { token: w1.token });
   assert.equal(list.status, 200, list.text);
   assert.deepEqual(list.body.items.map((x: any) => x.subject).sort(), ['mine', 'mine too', 'org-level']);
   assert.equal(list.body.unreadCount, 3);
 
   for (const subject of ['theirs', 'other org', 'lost workspace']) {
-    const r = await s.call('PATCH', `/api/notifications/${idOf(subject)}`, { token: w1.token, body: { read: true } });
+    const r = await s.call('PATCH', `/api/notifications/${await idOf(subject)}`, { token: w1.token, body: { read: true } });
     assert.equal(r.status, 404, subject);
     assert.equal(r.body.error.code, 'not_found');
   }
   assert.equal((await s.call('PATCH', '/api/notifications/ntf_unknown', { token: w1.token, body: { read: true } })).status, 404);
-  assert.equal((await s.call('PATCH', `/api/notifications/${idOf('mine')}`, { token: w1.token, body: { read: true } })).status, 200);
+  assert.equal((await s.call('PATCH', `/api/notifications/${await idOf('mine')}`, { token: w1.token, body: { read: true } })).status, 200);
 
   const all = await s.call('POST', '/api/notifications/read-all', { token: w1.token });
   assert.equal(all.status, 200, all.text);
   assert.deepEqual(all.body, { updated: 2 });
-  const unreadLeft = s.db.all<{ subject: string }>('SELECT subject FROM notifications WHERE read_at IS NULL ORDER BY subject').map((r) => r.subject);
+  const unreadLeft = (await s.db.all<{ subject: string }>('SELECT subject FROM notifications WHERE read_at IS NULL ORDER BY subject')).map((r) => r.subject);
   assert.deepEqual(unreadLeft, ['lost workspace', 'other org', 'theirs'], 'other users, organizations and invisible workspaces untouched');
   assert.equal((await s.call('GET', '/api/notifications', { token: w2.token })).body.unreadCount, 1);
 
@@ -105,31 +105,31 @@ test('another user\u2019s, another organization\u2019s or an invisible workspace
   assert.equal((await s.call('PATCH', '/api/context', { token: w1.token, body: { organizationId: treeB.organizationId } })).status, 200);
   const inB = await s.call('GET', '/api/notifications', { token: w1.token });
   assert.deepEqual(inB.body.items.map((x: any) => x.subject), ['other org']);
-  assert.equal((await s.call('PATCH', `/api/notifications/${idOf('mine too')}`, { token: w1.token, body: { read: false } })).status, 404);
+  assert.equal((await s.call('PATCH', `/api/notifications/${await idOf('mine too')}`, { token: w1.token, body: { read: false } })).status, 404);
   assert.deepEqual((await s.call('POST', '/api/notifications/read-all', { token: w1.token })).body, { updated: 1 });
 });
 
 test('project-only guests see organization-level notifications and those of their own projects only', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const other = makeProject(s, tree.workspaceId);
+  const tree = await makeTree(s);
+  const other = await makeProject(s, tree.workspaceId);
   const guest = await member(s, 'project_viewer', tree);
-  assert.equal(send(s, event({ organizationId: tree.organizationId, workspaceId: tree.workspaceId, projectId: other.id }, { recipients: [guest.user.id] })), 0,
+  assert.equal(await send(s, event({ organizationId: tree.organizationId, workspaceId: tree.workspaceId, projectId: other.id }, { recipients: [guest.user.id] })), 0,
     'an explicit recipient who cannot see the project gets nothing');
-  assert.equal(send(s, event(tree, { subject: 'own project', recipients: [guest.user.id] })), 1);
-  assert.equal(send(s, event({ organizationId: tree.organizationId }, { subject: 'organization', recipients: [guest.user.id] })), 1);
+  assert.equal(await send(s, event(tree, { subject: 'own project', recipients: [guest.user.id] })), 1);
+  assert.equal(await send(s, event({ organizationId: tree.organizationId }, { subject: 'organization', recipients: [guest.user.id] })), 1);
   // A row written while the guest could see a project stays hidden once the role is gone.
-  const p3 = makeProject(s, tree.workspaceId);
-  grant(s, guest.user.id, 'project', p3.id, 'project_viewer');
-  assert.equal(send(s, event({ organizationId: tree.organizationId, workspaceId: tree.workspaceId, projectId: p3.id }, { subject: 'p3', recipients: [guest.user.id] })), 1);
-  s.db.run("DELETE FROM memberships WHERE user_id = ? AND project_id = ? AND level = 'project'", guest.user.id, p3.id);
+  const p3 = await makeProject(s, tree.workspaceId);
+  await grant(s, guest.user.id, 'project', p3.id, 'project_viewer');
+  assert.equal(await send(s, event({ organizationId: tree.organizationId, workspaceId: tree.workspaceId, projectId: p3.id }, { subject: 'p3', recipients: [guest.user.id] })), 1);
+  await s.db.run("DELETE FROM memberships WHERE user_id = ? AND project_id = ? AND level = 'project'", guest.user.id, p3.id);
   const list = await s.call('GET', '/api/notifications', { token: guest.token });
   assert.deepEqual(list.body.items.map((x: any) => x.subject).sort(), ['organization', 'own project']);
 });
 
 test('default recipients follow the category\u2019s rule in the event\u2019s scope', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const owner = await member(s, 'org_owner', tree);
   const admin = await member(s, 'org_admin', tree);
   const producer = await member(s, 'producer', tree);
@@ -138,36 +138,36 @@ test('default recipients follow the category\u2019s rule in the event\u2019s sco
   const editor = await member(s, 'project_editor', tree);
   const viewer = await member(s, 'project_viewer', tree);
   const plain = await member(s, 'org_member', tree);
-  const elsewhere = await member(s, 'producer', { ...tree, workspaceId: makeWorkspace(s, tree.organizationId).id });
+  const elsewhere = await member(s, 'producer', { ...tree, workspaceId: (await makeWorkspace(s, tree.organizationId)).id });
   const stranger = await member(s, 'org_owner');
   const suspended = await member(s, 'producer', tree);
-  s.db.run("UPDATE users SET status = 'suspended' WHERE id = ?", suspended.user.id);
+  await s.db.run("UPDATE users SET status = 'suspended' WHERE id = ?", suspended.user.id);
   const names = new Map([owner, admin, producer, writer, reviewer, editor, viewer, plain, elsewhere, stranger, suspended].map((m, i) =>
     [m.user.id, ['owner', 'admin', 'producer', 'writer', 'reviewer', 'editor', 'viewer', 'plain', 'elsewhere', 'stranger', 'suspended'][i]]));
-  const got = (e: NotificationEvent) => {
-    const before = s.db.get<{ n: number }>('SELECT count(*) AS n FROM notifications')!.n;
-    send(s, { ...e, subject: `${e.category}-${before}` });
-    return s.db.all<{ user_id: string }>('SELECT user_id FROM notifications WHERE subject = ?', `${e.category}-${before}`)
+  const got = async (e: NotificationEvent) => {
+    const before = (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM notifications'))!.n;
+    await send(s, { ...e, subject: `${e.category}-${before}` });
+    return (await s.db.all<{ user_id: string }>('SELECT user_id FROM notifications WHERE subject = ?', `${e.category}-${before}`))
       .map((r) => names.get(r.user_id)).sort();
   };
-  assert.deepEqual(got(event(tree, { category: 'generation_jobs' })), ['admin', 'owner', 'producer']);
-  assert.deepEqual(got(event(tree, { category: 'review' })), ['admin', 'editor', 'owner', 'producer', 'reviewer']);
-  assert.deepEqual(got(event(tree, { category: 'delivery' })), ['admin', 'owner', 'producer']);
-  assert.deepEqual(got(event(tree, { category: 'collaboration_tasks' })), ['admin', 'editor', 'owner', 'producer']);
-  assert.deepEqual(got(event({ organizationId: tree.organizationId }, { category: 'organization_access' })), ['admin', 'owner']);
-  assert.deepEqual(got(event({ organizationId: tree.organizationId, workspaceId: tree.workspaceId }, { category: 'usage_quota' })), ['admin', 'owner']);
-  assert.deepEqual(got(event(tree, { category: 'system_notices' })), ['admin', 'editor', 'owner', 'producer', 'reviewer', 'viewer', 'writer']);
-  assert.deepEqual(got(event({ organizationId: tree.organizationId }, { category: 'system_notices' })),
+  assert.deepEqual(await got(event(tree, { category: 'generation_jobs' })), ['admin', 'owner', 'producer']);
+  assert.deepEqual(await got(event(tree, { category: 'review' })), ['admin', 'editor', 'owner', 'producer', 'reviewer']);
+  assert.deepEqual(await got(event(tree, { category: 'delivery' })), ['admin', 'owner', 'producer']);
+  assert.deepEqual(await got(event(tree, { category: 'collaboration_tasks' })), ['admin', 'editor', 'owner', 'producer']);
+  assert.deepEqual(await got(event({ organizationId: tree.organizationId }, { category: 'organization_access' })), ['admin', 'owner']);
+  assert.deepEqual(await got(event({ organizationId: tree.organizationId, workspaceId: tree.workspaceId }, { category: 'usage_quota' })), ['admin', 'owner']);
+  assert.deepEqual(await got(event(tree, { category: 'system_notices' })), ['admin', 'editor', 'owner', 'producer', 'reviewer', 'viewer', 'writer']);
+  assert.deepEqual(await got(event({ organizationId: tree.organizationId }, { category: 'system_notices' })),
     ['admin', 'editor', 'elsewhere', 'owner', 'plain', 'producer', 'reviewer', 'viewer', 'writer']);
-  assert.deepEqual(got(event(tree, { category: 'generation_jobs', recipients: [writer.user.id, stranger.user.id, suspended.user.id, writer.user.id] })), ['writer'],
+  assert.deepEqual(await got(event(tree, { category: 'generation_jobs', recipients: [writer.user.id, stranger.user.id, suspended.user.id, writer.user.id] })), ['writer'],
     'explicit recipients replace the rule; outsiders and suspended users are dropped; duplicates once');
-  assert.throws(() => send(s, event(tree, { category: 'nope' as never })), /unknown category/);
-  assert.throws(() => send(s, { ...event(tree), organizationId: stranger.tree.organizationId }), /not in the event/);
+  await assert.rejects(async () => await send(s, event(tree, { category: 'nope' as never })), /unknown category/);
+  await assert.rejects(async () => await send(s, { ...event(tree), organizationId: stranger.tree.organizationId }), /not in the event/);
 });
 
 test('a disabled category writes nothing for that user; re-enabling does not back-fill', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const writer = await member(s, 'writer', tree);
   const producer = await member(s, 'producer', tree);
   const prefs = await s.call('GET', '/api/notification-preferences', { token: writer.token });
@@ -184,14 +184,14 @@ test('a disabled category writes nothing for that user; re-enabling does not bac
   assert.equal(after.body.items.filter((p: any) => !p.enabled).length, 1);
 
   const both = { category: 'collaboration_tasks' as const, recipients: [writer.user.id, producer.user.id] };
-  assert.equal(send(s, event(tree, { ...both, subject: 'while off' })), 1, 'only the producer');
-  assert.equal(inboxCount(s, writer.user.id), 0, 'no row at all for the writer');
-  assert.equal(send(s, event(tree, { category: 'review', recipients: [writer.user.id] })), 1, 'other categories still arrive');
+  assert.equal(await send(s, event(tree, { ...both, subject: 'while off' })), 1, 'only the producer');
+  assert.equal(await inboxCount(s, writer.user.id), 0, 'no row at all for the writer');
+  assert.equal(await send(s, event(tree, { category: 'review', recipients: [writer.user.id] })), 1, 'other categories still arrive');
 
   assert.equal((await s.call('PATCH', '/api/notification-preferences/collaboration_tasks', { token: writer.token, body: { enabled: true } })).status, 200);
   const inbox = await s.call('GET', '/api/notifications', { token: writer.token });
   assert.deepEqual(inbox.body.items.map((x: any) => x.category), ['review'], 'nothing back-filled');
-  assert.equal(send(s, event(tree, { ...both, subject: 'after' })), 2);
+  assert.equal(await send(s, event(tree, { ...both, subject: 'after' })), 2);
   assert.deepEqual((await s.call('GET', '/api/notifications', { token: writer.token })).body.items.map((x: any) => x.subject), ['after', 'Hello']);
 
   const unknown = await s.call('PATCH', '/api/notification-preferences/nope', { token: writer.token, body: { enabled: false } });
@@ -199,11 +199,11 @@ test('a disabled category writes nothing for that user; re-enabling does not bac
   assert.equal(unknown.body.error.code, 'not_found');
   assert.equal((await s.call('PATCH', '/api/notification-preferences/review', { token: writer.token, body: { enabled: 'no' } })).status, 422);
   // Preferences are per organization.
-  const treeB = makeTree(s);
-  grant(s, writer.user.id, 'workspace', treeB.workspaceId, 'writer');
+  const treeB = await makeTree(s);
+  await grant(s, writer.user.id, 'workspace', treeB.workspaceId, 'writer');
   await s.call('PATCH', '/api/notification-preferences/review', { token: writer.token, body: { enabled: false } });
-  assert.equal(send(s, event(treeB, { category: 'review', recipients: [writer.user.id] })), 1);
-  assert.equal(s.db.all("SELECT * FROM audit_log WHERE action = 'notification.preference_changed' AND actor_user_id = ?", writer.user.id).length, 3);
+  assert.equal(await send(s, event(treeB, { category: 'review', recipients: [writer.user.id] })), 1);
+  assert.equal((await s.db.all("SELECT * FROM audit_log WHERE action = 'notification.preference_changed' AND actor_user_id = ?", writer.user.id)).length, 3);
 });
 
 test('every notification route: 401 without a session, 403 without an organization in scope or without the system administrator identity', async (t) => {

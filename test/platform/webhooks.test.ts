@@ -54,24 +54,24 @@ function verify(secret: string, r: Received): boolean {
   });
 }
 
-async function until<T>(what: string, fn: () => T | undefined | null | false, timeoutMs = 15_000): Promise<T> {
+async function until<T>(what: string, fn: () => T | undefined | null | false | Promise<T | undefined | null | false>, timeoutMs = 15_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const v = fn();
+    const v = await fn();
     if (v) return v;
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
 
-const deliveriesOf = (db: Db, channelId: string) =>
-  db.all<any>('SELECT * FROM notification_outbox WHERE channel_id = ? ORDER BY created_at, rowid', channelId);
+const deliveriesOf = async (db: Db, channelId: string) =>
+  await db.all<any>('SELECT * FROM notification_outbox WHERE channel_id = ? ORDER BY created_at, rowid', channelId);
 
 async function setup(t: TestContext, env: Record<string, string> = {}) {
   const s = await startTestServer(t, env);
   const admin = await makeUser(s, { systemAdmin: true });
   const token = await login(s, admin);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const createChannel = (body: Record<string, unknown>) =>
     s.call('POST', '/api/system/notifications/channels', { token, body: { organizationId: tree.organizationId, ...body } });
   const testEvent = async (channelId: string) => {
@@ -99,11 +99,11 @@ test('a real receiver verifies the Standard Webhooks signature; the secret is sh
   const shown = await s.call('GET', `/api/system/notifications/channels/${ch.id}`, { token });
   assert.equal(shown.status, 200);
   assert.ok(!shown.text.includes(secret) && !shown.text.includes('secretEncrypted'));
-  const row = s.db.get<any>('SELECT * FROM notification_channels WHERE id = ?', ch.id);
+  const row = await s.db.get<any>('SELECT * FROM notification_channels WHERE id = ?', ch.id);
   assert.ok(row.secret_encrypted.startsWith('v1:') && !row.secret_encrypted.includes(secret.slice(6, 20)));
 
-  assert.equal(notify(s.operator(), taskEvent(tree, 'Record temp VO')), 0);
-  notify(s.operator(), { ...taskEvent(tree), category: 'review', type: 'review.requested' });
+  assert.equal(await notify(s.operator(), taskEvent(tree, 'Record temp VO')), 0);
+  await notify(s.operator(), { ...taskEvent(tree), category: 'review', type: 'review.requested' });
   await until('the delivery', () => rx.got.length === 1);
   const r = rx.got[0];
   assert.ok(verify(secret, r), 'signature verifies with the secret shown at creation');
@@ -116,9 +116,9 @@ test('a real receiver verifies the Standard Webhooks signature; the secret is sh
   assert.equal(body.data.subject, 'Record temp VO');
   assert.equal(body.data.category, 'collaboration_tasks');
   assert.equal(body.data.projectId, tree.projectId);
-  const d = await until('delivered', () => deliveriesOf(s.db, ch.id).find((x) => x.status === 'delivered'));
+  const d = await until('delivered', async () => (await deliveriesOf(s.db, ch.id)).find((x) => x.status === 'delivered'));
   assert.equal(d.id, r.headers['webhook-id']);
-  assert.equal(deliveriesOf(s.db, ch.id).length, 1, 'the review event is not in the channel\u2019s categories');
+  assert.equal((await deliveriesOf(s.db, ch.id)).length, 1, 'the review event is not in the channel\u2019s categories');
 
   const list = await s.call('GET', `/api/system/notifications/channels/${ch.id}/deliveries`, { token });
   assert.equal(list.status, 200);
@@ -126,7 +126,7 @@ test('a real receiver verifies the Standard Webhooks signature; the secret is sh
   assert.equal(list.body.items[0].attempts, 1);
   assert.equal(list.body.items[0].lastStatusCode, 204);
   assert.equal(list.body.pagination.total, 1);
-  const audits = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'notification.delivery_attempt' AND target_id = ?", d.id);
+  const audits = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'notification.delivery_attempt' AND target_id = ?", d.id);
   assert.equal(audits.length, 1);
   assert.equal(audits[0].result, 'success');
   assert.equal(audits[0].organization_id, tree.organizationId);
@@ -143,8 +143,8 @@ test('a real receiver verifies the Standard Webhooks signature; the secret is sh
   s.log.flush();
   const everything = [
     s.logs.join('\n'),
-    JSON.stringify(s.db.all('SELECT * FROM audit_log')),
-    JSON.stringify(s.db.all('SELECT * FROM notification_outbox')),
+    JSON.stringify(await s.db.all('SELECT * FROM audit_log')),
+    JSON.stringify(await s.db.all('SELECT * FROM notification_outbox')),
     (await s.call('GET', `/api/system/notifications/channels/${ch.id}/deliveries`, { token })).text,
     (await s.call('GET', '/api/system/notifications', { token })).text,
   ].join('\n');
@@ -160,17 +160,17 @@ test('a receiver that fails twice then succeeds gets the event exactly once, wit
   const rx = await receiver(t, (i) => (i < 2 ? 500 : 200));
   const created = await createChannel({ kind: 'webhook', url: `${rx.url}/flaky` });
   const ch = created.body.channel;
-  notify(s.operator(), taskEvent(tree));
-  await until('the first failed attempt', () => deliveriesOf(s.db, ch.id)[0]?.attempts >= 1);
+  await notify(s.operator(), taskEvent(tree));
+  await until('the first failed attempt', async () => (await deliveriesOf(s.db, ch.id))[0]?.attempts >= 1);
   await s.close();
   assert.equal(rx.got.length, 1, 'stopped after the first failure');
 
   const config = loadConfig({ port: 0, host: '127.0.0.1', dataDir: s.config.dataDir, storageDir: s.config.storageDir }, { ...TEST_ENV, ...env });
   const again = await startServer(config, createLogger('silent'));
   t.after(() => again.close());
-  const row = deliveriesOf(again.db, ch.id)[0];
+  const row = (await deliveriesOf(again.db, ch.id))[0];
   assert.equal(row.status, 'pending', 'the restart kept the outbox row');
-  const done = await until('delivery after the restart', () => deliveriesOf(again.db, ch.id).find((x) => x.status === 'delivered'));
+  const done = await until('delivery after the restart', async () => (await deliveriesOf(again.db, ch.id)).find((x) => x.status === 'delivered'));
   await new Promise((r) => setTimeout(r, 1200));
   const ok = rx.got.filter((_, i) => i >= 2);
   assert.equal(ok.length, 1, 'received successfully exactly once');
@@ -180,7 +180,7 @@ test('a receiver that fails twice then succeeds gets the event exactly once, wit
   assert.equal(done.last_status_code, 200);
   const secondStamp = Number(rx.got[1].headers['webhook-timestamp']);
   assert.ok(secondStamp >= Number(rx.got[0].headers['webhook-timestamp']));
-  const audits = again.db.all<any>("SELECT result, metadata FROM audit_log WHERE action = 'notification.delivery_attempt' AND target_id = ? ORDER BY created_at", done.id);
+  const audits = await again.db.all<any>("SELECT result, metadata FROM audit_log WHERE action = 'notification.delivery_attempt' AND target_id = ? ORDER BY created_at", done.id);
   assert.deepEqual(audits.map((a) => a.result), ['failure', 'failure', 'success']);
   assert.deepEqual(audits.map((a) => JSON.parse(a.metadata).statusCode), [500, 500, 200]);
   assert.deepEqual(audits.map((a) => JSON.parse(a.metadata).outcome), ['pending', 'pending', 'delivered']);
@@ -214,7 +214,7 @@ test('destinations: public without an allow-list entry, link-local and metadata 
   const attempt = async (host: string) => {
     const ch = (await createChannel({ kind: 'webhook', url: `http://${host}:${rx.port}/` })).body.channel;
     const id = await testEvent(ch.id);
-    return until(`an attempt to ${host}`, () => s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', id));
+    return until(`an attempt to ${host}`, async () => await s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', id));
   };
   const pub = await attempt('public.test');
   assert.match(pub.last_error, /203\.0\.113\.10 is public and not in the organization's allow-list/);
@@ -224,7 +224,7 @@ test('destinations: public without an allow-list entry, link-local and metadata 
   }
   assert.match((await attempt('missing.test')).last_error, /could not resolve missing\.test/);
   assert.equal(rx.got.length, 0, 'nothing reached the receiver');
-  const denied = s.db.all<any>("SELECT metadata FROM audit_log WHERE action = 'notification.delivery_attempt' AND result = 'denied'");
+  const denied = await s.db.all<any>("SELECT metadata FROM audit_log WHERE action = 'notification.delivery_attempt' AND result = 'denied'");
   assert.equal(denied.length, 4);
 
   // An allow-list entry opens the public address (the attempt now connects and fails on the network, not on policy).
@@ -237,10 +237,10 @@ test('destinations: public without an allow-list entry, link-local and metadata 
   const opened = await attempt('public.test');
   assert.doesNotMatch(opened.last_error, /destination refused/);
   // Another organization's allow-list does not count.
-  const otherOrg = makeTree(s);
+  const otherOrg = await makeTree(s);
   const foreign = await s.call('POST', '/api/system/notifications/channels', { token, body: { organizationId: otherOrg.organizationId, kind: 'webhook', url: `http://public.test:${rx.port}/` } });
   const fid = await testEvent(foreign.body.channel.id);
-  const f = await until('foreign attempt', () => s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', fid));
+  const f = await until('foreign attempt', async () => await s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', fid));
   assert.match(f.last_error, /not in the organization's allow-list/);
   assert.equal((await s.call('DELETE', `/api/system/notifications/allow-list/${entry.body.id}`, { token })).status, 204);
   assert.match((await attempt('public.test')).last_error, /not in the organization's allow-list/);
@@ -263,16 +263,16 @@ test('the connection goes to the address that was checked: a resolver answering 
   };
   const ch = (await createChannel({ kind: 'webhook', url: `http://rebind.test:${rx.port}/in` })).body.channel;
   const first = await testEvent(ch.id);
-  const d1 = await until('first attempt', () => s.db.get<any>("SELECT * FROM notification_outbox WHERE id = ? AND status != 'pending'", first));
+  const d1 = await until('first attempt', async () => await s.db.get<any>("SELECT * FROM notification_outbox WHERE id = ? AND status != 'pending'", first));
   assert.equal(d1.status, 'delivered', d1.last_error);
   assert.equal(calls, 1, 'resolved once for the attempt: the connection did not look the name up again');
   assert.equal(rx.got.length, 1, 'the request reached the checked address');
   assert.equal(rx.got[0].headers.host, `rebind.test:${rx.port}`);
-  const audit = s.db.get<any>("SELECT metadata FROM audit_log WHERE action = 'notification.delivery_attempt' AND target_id = ?", first);
+  const audit = await s.db.get<any>("SELECT metadata FROM audit_log WHERE action = 'notification.delivery_attempt' AND target_id = ?", first);
   assert.equal(JSON.parse(audit.metadata).address, '127.0.0.1');
   // The next attempt resolves again, gets the metadata address and is refused before connecting.
   const second = await testEvent(ch.id);
-  const d2 = await until('second attempt', () => s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', second));
+  const d2 = await until('second attempt', async () => await s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', second));
   assert.match(d2.last_error, /169\.254\.169\.254 is a link-local/);
   assert.equal(calls, 2);
   assert.equal(rx.got.length, 1);
@@ -284,7 +284,7 @@ test('redirects are not followed and timeouts fail the attempt; disabled channel
   const redirecting = await receiver(t, () => ({ status: 302, headers: { location: `${target.url}/elsewhere` } }));
   const ch = (await createChannel({ kind: 'webhook', url: `${redirecting.url}/` })).body.channel;
   const id = await testEvent(ch.id);
-  const d = await until('redirect attempt', () => s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', id));
+  const d = await until('redirect attempt', async () => await s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', id));
   assert.equal(d.status, 'pending');
   assert.equal(d.last_status_code, 302);
   assert.match(d.last_error, /redirect not followed/);
@@ -296,14 +296,14 @@ test('redirects are not followed and timeouts fail the attempt; disabled channel
   deliveryLoopOf(s.db)!.options.timeoutMs = 300;
   const slow = (await createChannel({ kind: 'webhook', url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/` })).body.channel;
   const sid = await testEvent(slow.id);
-  const sd = await until('timeout attempt', () => s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', sid));
+  const sd = await until('timeout attempt', async () => await s.db.get<any>('SELECT * FROM notification_outbox WHERE id = ? AND attempts >= 1', sid));
   assert.match(sd.last_error, /timed out after 300 ms/);
 
   // Pending retries of a channel that is then disabled fail without being sent.
   const off = await s.call('PATCH', `/api/system/notifications/channels/${ch.id}`, { token, body: { enabled: false } });
   assert.equal(off.status, 200, off.text);
   assert.equal(off.body.enabled, false);
-  const failed = await until('disabled channel', () => s.db.get<any>("SELECT * FROM notification_outbox WHERE id = ? AND status = 'failed'", id));
+  const failed = await until('disabled channel', async () => await s.db.get<any>("SELECT * FROM notification_outbox WHERE id = ? AND status = 'failed'", id));
   assert.equal(failed.last_error, 'channel disabled');
   assert.equal((await s.call('POST', `/api/system/notifications/channels/${ch.id}/test`, { token })).status, 409);
 });
@@ -317,8 +317,8 @@ test('a log channel appends JSON lines under the data directory; channel routes 
   const off = await createChannel({ kind: 'webhook', url: 'http://127.0.0.1:9/', enabled: false });
   assert.equal(off.status, 201);
   const writer = await member(s, 'writer', tree);
-  assert.equal(notify(s.operator(), taskEvent(tree, 'first')), 0);
-  notify(s.operator(), { category: 'system_notices', type: 'notice.maintenance', organizationId: tree.organizationId, subject: 'second', recipients: [writer.user.id] });
+  assert.equal(await notify(s.operator(), taskEvent(tree, 'first')), 0);
+  await notify(s.operator(), { category: 'system_notices', type: 'notice.maintenance', organizationId: tree.organizationId, subject: 'second', recipients: [writer.user.id] });
   const file = path.join(s.config.dataDir, 'notifications', `${tree.organizationId}.jsonl`);
   const lines = await until('two log lines', () => {
     const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
@@ -327,7 +327,7 @@ test('a log channel appends JSON lines under the data directory; channel routes 
   });
   assert.deepEqual(lines.map((l) => [l.type, l.data.subject, l.channelId]).sort(),
     [['notice.maintenance', 'second', log.body.channel.id], ['task.assigned', 'first', log.body.channel.id]]);
-  assert.equal(deliveriesOf(s.db, off.body.channel.id).length, 0, 'a disabled channel gets no deliveries');
+  assert.equal((await deliveriesOf(s.db, off.body.channel.id)).length, 0, 'a disabled channel gets no deliveries');
 
   const overview = await s.call('GET', `/api/system/notifications?organizationId=${tree.organizationId}`, { token });
   assert.equal(overview.status, 200);
@@ -344,7 +344,7 @@ test('a log channel appends JSON lines under the data directory; channel routes 
   assert.equal((await s.call('DELETE', `/api/system/notifications/channels/${log.body.channel.id}`, { token })).status, 204);
   assert.equal((await s.call('GET', `/api/system/notifications/channels/${log.body.channel.id}`, { token })).status, 404);
   assert.equal((await s.call('GET', `/api/system/notifications/channels/${log.body.channel.id}/deliveries`, { token })).status, 404);
-  const actions = s.db.all<any>("SELECT action FROM audit_log WHERE action LIKE 'notification.channel_%' ORDER BY created_at").map((r) => r.action);
+  const actions = (await s.db.all<any>("SELECT action FROM audit_log WHERE action LIKE 'notification.channel_%' ORDER BY created_at")).map((r) => r.action);
   assert.deepEqual(actions, ['notification.channel_created', 'notification.channel_created', 'notification.channel_updated', 'notification.channel_deleted']);
 });
 
@@ -353,10 +353,10 @@ test('notify writes in the caller\u2019s transaction: a rollback leaves neither 
   const writer = await member(s, 'writer', tree);
   const ch = (await createChannel({ kind: 'log' })).body.channel;
   const ctx = s.operator();
-  assert.throws(() => ctx.db.tx(() => {
-    assert.equal(notify(ctx, { category: 'system_notices', type: 'x.y', organizationId: tree.organizationId, subject: 's', recipients: [writer.user.id] }), 1);
+  await assert.rejects(async () => await ctx.db.tx(async () => {
+    assert.equal(await notify(ctx, { category: 'system_notices', type: 'x.y', organizationId: tree.organizationId, subject: 's', recipients: [writer.user.id] }), 1);
     throw new Error('caller fails');
   }), /caller fails/);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM notifications').n, 0);
-  assert.equal(deliveriesOf(s.db, ch.id).length, 0);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM notifications')).n, 0);
+  assert.equal((await deliveriesOf(s.db, ch.id)).length, 0);
 });

@@ -15,7 +15,7 @@ const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a
 const SHA = crypto.createHash('sha256').update(PNG).digest('hex');
 
 async function organization(s: TestServer) {
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const producer = await member(s, 'producer', tree);
   return { tree, token: producer.token };
 }
@@ -48,7 +48,7 @@ test('a second organization uploading the same bytes is not told they exist: ded
   assert.notEqual(firstA.storagePath, fromB.storagePath, 'stored as the organization\'s own file');
   assert.equal(firstA.storagePath, `assets/${a.tree.organizationId}/${SHA.slice(0, 2)}/${SHA}`);
   assert.equal(fromB.storagePath, `assets/${b.tree.organizationId}/${SHA.slice(0, 2)}/${SHA}`);
-  const audited = s.db.get<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'asset.version_uploaded' AND organization_id = ?", a.tree.organizationId)!;
+  const audited = (await s.db.get<{ metadata: string }>("SELECT metadata FROM audit_log WHERE action = 'asset.version_uploaded' AND organization_id = ?", a.tree.organizationId))!;
   assert.equal(JSON.parse(audited.metadata).deduplicated, false);
   // The organization's own second copy is deduplicated against its first, and costs nothing more.
   const secondA = await upload(s, a.token, await newAsset(s, a.token, 'a copy'));
@@ -96,13 +96,13 @@ test('one organization\'s damaged, lost or reclaimed file never breaks another o
 });
 
 /** A version as uploads stored it before files were kept per organization: at the shared assets/<xx>/<sha256>. */
-function legacyVersion(s: TestServer, tree: Tree, id: string): string {
+async function legacyVersion(s: TestServer, tree: Tree, id: string): Promise<string> {
   const rel = `assets/${SHA.slice(0, 2)}/${SHA}`;
   fs.mkdirSync(path.join(s.config.storageDir, path.dirname(rel)), { recursive: true });
   fs.writeFileSync(path.join(s.config.storageDir, rel), PNG);
-  s.db.run(`INSERT INTO assets (id, organization_id, workspace_id, project_id, kind, name, current_version_id, created_at, updated_at)
+  await s.db.run(`INSERT INTO assets (id, organization_id, workspace_id, project_id, kind, name, current_version_id, created_at, updated_at)
     VALUES (?, ?, ?, ?, 'image', 'legacy', ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`, `ast_${id}`, tree.organizationId, tree.workspaceId, tree.projectId, `asv_${id}`);
-  s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
+  await s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
     VALUES (?, ?, ?, ?, ?, 1, 'legacy.png', 'image/png', ?, ?, ?, '2026-01-01T00:00:00.000Z')`,
   `asv_${id}`, `ast_${id}`, tree.organizationId, tree.workspaceId, tree.projectId, PNG.length, SHA, rel);
   return rel;
@@ -112,7 +112,7 @@ test('a file stored at the shared path before keeps serving the organization tha
   const s = await startTestServer(t);
   const a = await organization(s);
   const c = await organization(s);
-  const legacy = legacyVersion(s, a.tree, 'legacy_a');
+  const legacy = await legacyVersion(s, a.tree, 'legacy_a');
   // A already stores the bytes (at the old path): the same content is deduplicated there, counted once.
   const copyA = await upload(s, a.token, await newAsset(s, a.token, 'a copy'));
   assert.deepEqual([copyA.deduplicated, copyA.storagePath], [true, legacy]);

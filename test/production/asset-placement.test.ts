@@ -16,7 +16,7 @@ const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a
 
 async function setup(t: any) {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const producer = await member(s, 'producer', tree);
   const asset = async (name: string) => {
     const r = await s.call('POST', '/api/assets', { token: producer.token, body: { kind: 'image', name } });
@@ -40,28 +40,28 @@ async function keysUnder(s: TestServer, prefix: string): Promise<string[]> {
   return keys;
 }
 
-const failRegistrations = (s: TestServer) => {
-  s.db.run("CREATE TEMP TRIGGER fail_version BEFORE INSERT ON asset_versions BEGIN SELECT RAISE(ABORT, 'registration refused by the test'); END");
-  return () => s.db.run('DROP TRIGGER fail_version');
+const failRegistrations = async (s: TestServer) => {
+  await s.db.run("CREATE TEMP TRIGGER fail_version BEFORE INSERT ON asset_versions BEGIN SELECT RAISE(ABORT, 'registration refused by the test'); END");
+  return async () => await s.db.run('DROP TRIGGER fail_version');
 };
 
 test('a failed registration leaves no placed object, no temporary and no version; a reused object stays', async (t) => {
   const { s, asset, upload, content } = await setup(t);
   const a = await asset('one');
-  const allow = failRegistrations(s);
+  const allow = await failRegistrations(s);
   const failed = await upload(a, PNG);
   assert.equal(failed.status, 500, failed.text);
   assert.deepEqual(await keysUnder(s, 'assets/'), [], 'the object placed for it is removed');
   assert.deepEqual(await keysUnder(s, 'tmp/'), [], 'no temporary left');
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions')!.n, 0);
-  allow();
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions'))!.n, 0);
+  await allow();
 
   const first = await upload(a, PNG);
   assert.equal(first.status, 201, first.text);
   const b = await asset('two');
-  const disallow = failRegistrations(s);
+  const disallow = await failRegistrations(s);
   assert.equal((await upload(b, PNG)).status, 500);
-  disallow();
+  await disallow();
   assert.deepEqual(await keysUnder(s, 'assets/'), [first.body.storagePath], 'the object other versions use is kept');
   assert.deepEqual(await keysUnder(s, 'tmp/'), []);
   const served = await content(a, first.body.id);
@@ -77,10 +77,10 @@ test('a failed upload of the right bytes over a corrupt version still repairs th
   const bytes = await store.readBytes(v.storagePath);
   bytes[10] ^= 0xff;
   await store.putBytes(v.storagePath, bytes);
-  const allow = failRegistrations(s);
-  s.db.run("UPDATE asset_versions SET status = 'corrupt' WHERE id = ?", v.id);
+  const allow = await failRegistrations(s);
+  await s.db.run("UPDATE asset_versions SET status = 'corrupt' WHERE id = ?", v.id);
   assert.equal((await upload(a, PNG)).status, 500);
-  allow();
+  await allow();
   assert.ok((await store.readBytes(v.storagePath)).equals(PNG), 'the object now holds the right bytes; the corrupt version still names it');
   assert.deepEqual(await keysUnder(s, 'tmp/'), []);
 });
@@ -113,7 +113,7 @@ test('an upload that reused an object puts its own bytes back when a failing upl
   const reused = await placeAt(store, reusing, key, false);
   assert.deepEqual([placedFirst.placed, reused.placed], [true, false]);
   // The first registration fails before the second one commits: its object is removed...
-  await placedFirst.undo(() => false);
+  await placedFirst.undo(async () => false);
   assert.equal(await store.stat(key), null);
   // ...and the second one, committed, settles by placing its own bytes.
   await reused.settle(log);
@@ -127,7 +127,7 @@ test('an upload that reused an object puts its own bytes back when a failing upl
   const again = await store.write(Readable.from([PNG]));
   const replaced = await placeAt(store, again, key, true);
   assert.equal(replaced.placed, true, 'a corrupt version\'s object is replaced');
-  await replaced.undo(() => true);
+  await replaced.undo(async () => true);
   assert.ok((await store.readBytes(key)).equals(PNG));
 });
 

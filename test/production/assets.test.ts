@@ -20,7 +20,7 @@ const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a
 
 async function setup(t: any, env: Record<string, string> = {}) {
   const s = await startTestServer(t, env);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const producer = await member(s, 'producer', tree);
   return { s, tree, producer };
 }
@@ -58,7 +58,7 @@ function filesUnder(dir: string): string[] {
 }
 
 const storageFiles = (s: TestServer) => [...filesUnder(path.join(s.config.storageDir, 'assets')), ...filesUnder(path.join(s.config.storageDir, 'tmp'))];
-const versionCount = (s: TestServer) => s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions')!.n;
+const versionCount = async (s: TestServer) => (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions'))!.n;
 
 test('asset routes: 401 without a session, 403 without the kind\'s permission, 404 across projects, success with it', async (t) => {
   const { s, tree, producer } = await setup(t);
@@ -116,7 +116,7 @@ test('asset routes: 401 without a session, 403 without the kind\'s permission, 4
   assert.equal((await upload(s, art.token, image.id, PNG)).body.error.code, 'asset_archived');
   assert.equal((await s.call('GET', '/api/assets', { token: art.token })).body.items.length, 1);
   assert.equal((await s.call('GET', '/api/assets?includeArchived=1', { token: art.token })).body.items.length, 2);
-  const actions = s.db.all<any>("SELECT action FROM audit_log WHERE target_type = 'asset' AND target_id = ? ORDER BY seq", image.id).map((r) => r.action);
+  const actions = (await s.db.all<any>("SELECT action FROM audit_log WHERE target_type = 'asset' AND target_id = ? ORDER BY seq", image.id)).map((r) => r.action);
   assert.deepEqual(actions, ['asset.created', 'asset.version_uploaded', 'asset.updated', 'asset.archived']);
 });
 
@@ -250,8 +250,8 @@ test('verify detects a byte flipped on disk, marks the version corrupt and audit
   assert.equal(bad.status, 200);
   assert.deepEqual([bad.body.ok, bad.body.reason, bad.body.status, bad.body.expectedSha256], [false, 'hash_mismatch', 'corrupt', v1.contentSha256]);
   assert.notEqual(bad.body.actualSha256, v1.contentSha256);
-  assert.equal(s.db.get<any>('SELECT status FROM asset_versions WHERE id = ?', restored.body.id)!.status, 'corrupt');
-  const audits = s.db.all<any>("SELECT result, metadata FROM audit_log WHERE action = 'asset.verified' AND target_id = ? ORDER BY seq", a.id);
+  assert.equal((await s.db.get<any>('SELECT status FROM asset_versions WHERE id = ?', restored.body.id))!.status, 'corrupt');
+  const audits = await s.db.all<any>("SELECT result, metadata FROM audit_log WHERE action = 'asset.verified' AND target_id = ? ORDER BY seq", a.id);
   assert.deepEqual(audits.map((x) => x.result), ['success', 'failure']);
   assert.equal(JSON.parse(audits[1].metadata).reason, 'hash_mismatch');
   assert.equal((await s.call('POST', `/api/assets/${a.id}/versions/${restored.body.id}/restore`, { token: producer.token })).body.error.code, 'version_corrupt');
@@ -287,7 +287,7 @@ test('identical content in the same project is stored once', async (t) => {
 test('uploads over the storage quota are refused (409 storage_quota_exceeded) with nothing left in storage/ or the database', async (t) => {
   const { s, tree, producer } = await setup(t);
   const a = await createAsset(s, producer.token);
-  s.db.run('UPDATE billing_accounts SET storage_gb = ? WHERE organization_id = ?', 4096 / 1024 ** 3, tree.organizationId);
+  await s.db.run('UPDATE billing_accounts SET storage_gb = ? WHERE organization_id = ?', 4096 / 1024 ** 3, tree.organizationId);
   const fits = await upload(s, producer.token, a.id, Buffer.alloc(3000, 1));
   assert.equal(fits.status, 201, fits.text);
   const known = await upload(s, producer.token, a.id, Buffer.alloc(2000, 2));
@@ -302,7 +302,7 @@ test('uploads over the storage quota are refused (409 storage_quota_exceeded) wi
     assert.equal(streamed.body.error.code, 'storage_quota_exceeded');
   }
   await new Promise((r) => setTimeout(r, 100));
-  assert.equal(versionCount(s), 1);
+  assert.equal(await versionCount(s), 1);
   assert.equal(storageFiles(s).length, 1, 'only the first file');
   const usage = await s.call('GET', '/api/usage/storage', { token: producer.token });
   assert.deepEqual([usage.body.usedBytes, usage.body.limitBytes, usage.body.remainingBytes], [3000, 4096, 1096]);
@@ -320,7 +320,7 @@ test('an upload over SVC_MAX_UPLOAD_BYTES is 413 payload_too_large, known length
   if ('status' in streamed) assert.equal(streamed.status, 413);
   assert.equal((await upload(s, producer.token, a.id, Buffer.alloc(10_000))).status, 201, 'exactly the maximum is fine');
   await new Promise((r) => setTimeout(r, 100));
-  assert.equal(versionCount(s), 1);
+  assert.equal(await versionCount(s), 1);
   assert.equal(storageFiles(s).length, 1);
 });
 
@@ -333,13 +333,13 @@ test('unsafe stored paths are 422, registered files missing on disk 404', async 
   fs.symlinkSync(outside, path.join(s.config.storageDir, 'assets', 'link'));
   const content = () => s.call('GET', `/api/assets/${a.id}/content`, { token: producer.token });
   for (const unsafe of ['../../etc/passwd', '/etc/passwd', 'assets/../../x', outside, 'assets/link']) {
-    s.db.run('UPDATE asset_versions SET storage_path = ? WHERE id = ?', unsafe, v.id);
+    await s.db.run('UPDATE asset_versions SET storage_path = ? WHERE id = ?', unsafe, v.id);
     const r = await content();
     assert.equal(r.status, 422, `${unsafe}: ${r.text}`);
     assert.equal(r.body.error.code, 'unsafe_path');
     assert.ok(!r.text.includes(s.config.storageDir), 'no absolute path in the answer');
   }
-  s.db.run('UPDATE asset_versions SET storage_path = ? WHERE id = ?', 'assets/00/not-there', v.id);
+  await s.db.run('UPDATE asset_versions SET storage_path = ? WHERE id = ?', 'assets/00/not-there', v.id);
   assert.equal((await content()).status, 404);
 });
 
@@ -347,7 +347,7 @@ test('on an archived project asset writes are 409 project_archived; reads stay',
   const { s, tree, producer } = await setup(t);
   const a = await createAsset(s, producer.token);
   await upload(s, producer.token, a.id, PNG);
-  changeLifecycle(s.operator(), tree.projectId, 'archive');
+  await changeLifecycle(s.operator(), tree.projectId, 'archive');
   for (const r of [
     await upload(s, producer.token, a.id, PNG),
     await s.call('POST', '/api/assets', { token: producer.token, body: { kind: 'image', name: 'x' } }),
@@ -365,8 +365,8 @@ test('GET /api/usage/storage splits by visible project and lists the largest fil
   const a = await createAsset(s, producer.token);
   await upload(s, producer.token, a.id, Buffer.alloc(500, 1), { fileName: 'small.bin' });
   await upload(s, producer.token, a.id, Buffer.alloc(1500, 2), { fileName: 'large.bin' });
-  const second = makeTree(s);
-  s.db.run('UPDATE projects SET workspace_id = ? WHERE id = ?', tree.workspaceId, second.projectId);
+  const second = await makeTree(s);
+  await s.db.run('UPDATE projects SET workspace_id = ? WHERE id = ?', tree.workspaceId, second.projectId);
   const owner = await member(s, 'org_owner', tree);
   const guest = await member(s, 'project_viewer', tree);
   const usage = await s.call('GET', '/api/usage/storage', { token: owner.token });

@@ -9,29 +9,29 @@ import { createTask } from '../../src/production/tasks/service.ts';
 import { withScope } from '../../src/directory/context.ts';
 
 let jobCounter = 0;
-function addJob(s: TestServer, tree: Tree, shotId: string | null, status: string, createdAt = '2026-01-01T00:00:00.000Z', error: string | null = null): string {
+async function addJob(s: TestServer, tree: Tree, shotId: string | null, status: string, createdAt = '2026-01-01T00:00:00.000Z', error: string | null = null): Promise<string> {
   const id = `job_t${++jobCounter}`;
-  s.db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, shot_id, kind, status, error, created_at, updated_at)
+  await s.db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, shot_id, kind, status, error, created_at, updated_at)
     VALUES (?, ?, ?, ?, ?, 'image', ?, ?, ?, ?)`, id, tree.organizationId, tree.workspaceId, tree.projectId, shotId, status, error, createdAt, createdAt);
   return id;
 }
 
-const starter = (s: TestServer, table: string, projectId: string) =>
-  s.db.get<{ id: string }>(`SELECT id FROM ${table} WHERE project_id = ? ORDER BY position`, projectId)!.id;
+const starter = async (s: TestServer, table: string, projectId: string) =>
+  (await s.db.get<{ id: string }>(`SELECT id FROM ${table} WHERE project_id = ? ORDER BY position`, projectId))!.id;
 
 async function setup(t: any) {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const producer = await member(s, 'producer', tree);
   const api = (method: string, path: string, body?: unknown, token = producer.token) => s.call(method, path, { token, ...(body === undefined ? {} : { body }) });
   return {
     s, tree, producer, api,
-    seasonId: starter(s, 'seasons', tree.projectId), episodeId: starter(s, 'episodes', tree.projectId), shotId: starter(s, 'shots', tree.projectId),
+    seasonId: await starter(s, 'seasons', tree.projectId), episodeId: await starter(s, 'episodes', tree.projectId), shotId: await starter(s, 'shots', tree.projectId),
   };
 }
 
-const positions = (s: TestServer, table: string, parentColumn: string, parentId: string) =>
-  s.db.all<{ id: string; position: number }>(`SELECT id, position FROM ${table} WHERE ${parentColumn} = ? ORDER BY position`, parentId);
+const positions = async (s: TestServer, table: string, parentColumn: string, parentId: string) =>
+  await s.db.all<{ id: string; position: number }>(`SELECT id, position FROM ${table} WHERE ${parentColumn} = ? ORDER BY position`, parentId);
 
 test('every production route: 401 without a session, 403 without the permission, 404 for another project\'s ids, success for a producer', async (t) => {
   const { s, tree, producer, api, seasonId, episodeId, shotId } = await setup(t);
@@ -119,45 +119,45 @@ test('the catalog lists series, ordered seasons and episodes with counts and sta
   assert.deepEqual(eps[1].shotStatusCounts, { ready: 1, draft: 1 });
   assert.equal(c.seasons[1].shotCount, 3);
   assert.deepEqual([c.seasonCount, c.episodeCount, c.shotCount], [3, 2, 3]);
-  const actions = s.db.all<any>("SELECT action FROM audit_log WHERE project_id = ? AND target_type IN ('season', 'episode') ORDER BY seq", tree.projectId).map((r) => r.action);
+  const actions = (await s.db.all<any>("SELECT action FROM audit_log WHERE project_id = ? AND target_type IN ('season', 'episode') ORDER BY seq", tree.projectId)).map((r) => r.action);
   assert.deepEqual(actions, ['season.created', 'season.created', 'episode.created', 'episode.updated']);
 });
 
 test('reordering keeps positions dense 1..n (and numbers following them) for seasons, episodes and shots', async (t) => {
   const { s, api, seasonId, episodeId, shotId, tree } = await setup(t);
-  const seriesId = s.db.get<any>('SELECT id FROM series WHERE project_id = ?', tree.projectId)!.id;
+  const seriesId = (await s.db.get<any>('SELECT id FROM series WHERE project_id = ?', tree.projectId))!.id;
   const seasons = [seasonId];
   for (let i = 0; i < 3; i++) seasons.push((await api('POST', '/api/production/seasons', {})).body.id);
   const moved = await api('POST', `/api/production/seasons/${seasons[3]}/reorder`, { position: 1 });
   assert.equal(moved.status, 200);
   assert.deepEqual([moved.body.position, moved.body.number], [1, 1]);
-  assert.deepEqual(positions(s, 'seasons', 'series_id', seriesId).map((r) => r.id), [seasons[3], seasons[0], seasons[1], seasons[2]]);
+  assert.deepEqual((await positions(s, 'seasons', 'series_id', seriesId)).map((r) => r.id), [seasons[3], seasons[0], seasons[1], seasons[2]]);
   assert.equal((await api('POST', `/api/production/seasons/${seasons[3]}/reorder`, { position: 99 })).body.position, 4, 'past the end means last');
   assert.equal((await api('POST', `/api/production/seasons/${seasons[3]}/reorder`, { position: 0 })).status, 422);
   assert.equal((await api('DELETE', `/api/production/seasons/${seasons[1]}`)).status, 204);
-  const after = s.db.all<any>('SELECT id, position, number FROM seasons WHERE series_id = ? ORDER BY position', seriesId);
+  const after = await s.db.all<any>('SELECT id, position, number FROM seasons WHERE series_id = ? ORDER BY position', seriesId);
   assert.deepEqual(after.map((r) => [r.id, r.position, r.number]), [[seasons[0], 1, 1], [seasons[2], 2, 2], [seasons[3], 3, 3]]);
 
   const episodes = [episodeId];
   for (let i = 0; i < 2; i++) episodes.push((await api('POST', `/api/production/seasons/${seasonId}/episodes`, {})).body.id);
   await api('POST', `/api/production/episodes/${episodes[0]}/reorder`, { position: 3 });
-  assert.deepEqual(positions(s, 'episodes', 'season_id', seasonId).map((r) => [r.id, r.position]), [[episodes[1], 1], [episodes[2], 2], [episodes[0], 3]]);
+  assert.deepEqual((await positions(s, 'episodes', 'season_id', seasonId)).map((r) => [r.id, r.position]), [[episodes[1], 1], [episodes[2], 2], [episodes[0], 3]]);
 
   const shots = [shotId];
   for (let i = 0; i < 3; i++) shots.push((await api('POST', '/api/production/shots', { episodeId })).body.id);
   const inserted = await api('POST', '/api/production/shots', { episodeId, position: 2, title: 'Insert' });
   assert.equal(inserted.body.position, 2);
-  assert.deepEqual(positions(s, 'shots', 'episode_id', episodeId).map((r) => r.id), [shots[0], inserted.body.id, shots[1], shots[2], shots[3]]);
+  assert.deepEqual((await positions(s, 'shots', 'episode_id', episodeId)).map((r) => r.id), [shots[0], inserted.body.id, shots[1], shots[2], shots[3]]);
   const r = await api('POST', `/api/production/shots/${shots[3]}/reorder`, { position: 1 });
   assert.equal(r.body.position, 1);
   await api('DELETE', `/api/production/shots/${inserted.body.id}`);
-  const final = positions(s, 'shots', 'episode_id', episodeId);
+  const final = await positions(s, 'shots', 'episode_id', episodeId);
   assert.deepEqual(final.map((x) => x.id), [shots[3], shots[0], shots[1], shots[2]]);
   assert.deepEqual(final.map((x) => x.position), [1, 2, 3, 4]);
   const listed = await api('GET', `/api/production/shots?episodeId=${episodeId}`);
   assert.deepEqual(listed.body.items.map((x: any) => x.id), final.map((x) => x.id));
   assert.equal(listed.body.pagination.total, 4);
-  assert.ok(s.db.all<any>("SELECT 1 FROM audit_log WHERE action = 'shot.reordered' AND target_id = ?", shots[3]).length === 1);
+  assert.ok((await s.db.all<any>("SELECT 1 FROM audit_log WHERE action = 'shot.reordered' AND target_id = ?", shots[3])).length === 1);
 });
 
 test('removals with attached rows or jobs are refused with 409 and change nothing', async (t) => {
@@ -169,7 +169,7 @@ test('removals with attached rows or jobs are refused with 409 and change nothin
   const episode = await api('DELETE', `/api/production/episodes/${episodeId}`);
   assert.equal(episode.status, 409);
   assert.equal(episode.body.error.code, 'episode_has_shots');
-  addJob(s, tree, shotId, 'completed');
+  await addJob(s, tree, shotId, 'completed');
   const withJobs = await api('DELETE', `/api/production/episodes/${episodeId}`);
   assert.equal(withJobs.body.error.code, 'episode_has_jobs');
   assert.deepEqual(withJobs.body.error.details, { shots: 1, jobs: 1 });
@@ -177,9 +177,9 @@ test('removals with attached rows or jobs are refused with 409 and change nothin
   assert.equal(shot.status, 409);
   assert.equal(shot.body.error.code, 'shot_has_jobs');
   for (const table of ['seasons', 'episodes', 'shots']) {
-    assert.equal(s.db.get<any>(`SELECT count(*) AS n FROM ${table} WHERE project_id = ?`, tree.projectId)!.n, 1, table);
+    assert.equal((await s.db.get<any>(`SELECT count(*) AS n FROM ${table} WHERE project_id = ?`, tree.projectId))!.n, 1, table);
   }
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action LIKE '%.removed' AND project_id = ?", tree.projectId)!.n, 0);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action LIKE '%.removed' AND project_id = ?", tree.projectId))!.n, 0);
   // An empty season and an episode whose only shot was removed go.
   const empty = (await api('POST', `/api/production/seasons/${seasonId}/episodes`, {})).body.id;
   const lone = (await api('POST', '/api/production/shots', { episodeId: empty })).body.id;
@@ -220,15 +220,15 @@ test('shots: fields, validation, references, generation history newest first and
   assert.deepEqual(patched.body.bibleEntryIds, ['bib_a', 'bib_b'], 'untouched references stay');
   assert.equal((await api('PATCH', `/api/production/shots/${made.body.id}`, {})).status, 422);
   assert.equal((await api('PATCH', `/api/production/shots/${made.body.id}`, { aspectRatio: '21:9' })).status, 422);
-  const older = addJob(s, tree, made.body.id, 'failed', '2026-01-01T00:00:00.000Z', 'timeout');
-  const newer = addJob(s, tree, made.body.id, 'completed', '2026-01-02T00:00:00.000Z');
-  addJob(s, tree, shotId, 'completed');
+  const older = await addJob(s, tree, made.body.id, 'failed', '2026-01-01T00:00:00.000Z', 'timeout');
+  const newer = await addJob(s, tree, made.body.id, 'completed', '2026-01-02T00:00:00.000Z');
+  await addJob(s, tree, shotId, 'completed');
   const got = await api('GET', `/api/production/shots/${made.body.id}`);
   assert.equal(got.status, 200);
   assert.deepEqual(got.body.generationHistory.map((j: any) => [j.id, j.status]), [[newer, 'completed'], [older, 'failed']]);
   assert.equal(got.body.generationHistory[1].error, 'timeout');
   assert.deepEqual(got.body.latestMedia, []);
-  const audit = s.db.all<any>("SELECT action, metadata FROM audit_log WHERE target_type = 'shot' AND target_id = ? ORDER BY seq", made.body.id);
+  const audit = await s.db.all<any>("SELECT action, metadata FROM audit_log WHERE target_type = 'shot' AND target_id = ? ORDER BY seq", made.body.id);
   assert.deepEqual(audit.map((a) => a.action), ['shot.created', 'shot.status_changed']);
   assert.deepEqual(JSON.parse(audit[1].metadata).changes.status, { from: 'ready', to: 'generating' });
   assert.equal((await api('GET', '/api/production/shots/sht_none')).status, 404);
@@ -236,7 +236,7 @@ test('shots: fields, validation, references, generation history newest first and
 
 test('on an archived project production writes are 409 project_archived; the catalog, shots, graph and work items stay readable', async (t) => {
   const { s, tree, api, seasonId, episodeId, shotId } = await setup(t);
-  changeLifecycle(s.operator(), tree.projectId, 'archive');
+  await changeLifecycle(s.operator(), tree.projectId, 'archive');
   for (const [method, path, body] of [
     ['POST', '/api/production/seasons', {}], ['PATCH', `/api/production/seasons/${seasonId}`, { title: 'x' }],
     ['POST', `/api/production/seasons/${seasonId}/episodes`, {}], ['DELETE', `/api/production/episodes/${episodeId}`, undefined],
@@ -257,13 +257,13 @@ test('the graph links series -> season -> episode -> scene -> shot -> job and sh
   const { s, tree, api, seasonId, episodeId, shotId } = await setup(t);
   const a = (await api('POST', '/api/production/shots', { episodeId, sceneId: 'S1', status: 'approved' })).body.id;
   const b = (await api('POST', '/api/production/shots', { episodeId, sceneId: 'S1', status: 'ready' })).body.id;
-  const job = addJob(s, tree, a, 'completed');
-  addJob(s, tree, null, 'failed'); // a job without a shot is not part of the graph
+  const job = await addJob(s, tree, a, 'completed');
+  await addJob(s, tree, null, 'failed'); // a job without a shot is not part of the graph
   const g = await api('GET', '/api/production/graph');
   assert.equal(g.status, 200);
   assert.equal(g.body.projectId, tree.projectId);
   const node = (id: string) => g.body.nodes.find((n: any) => n.id === id);
-  const seriesId = s.db.get<any>('SELECT id FROM series WHERE project_id = ?', tree.projectId)!.id;
+  const seriesId = (await s.db.get<any>('SELECT id FROM series WHERE project_id = ?', tree.projectId))!.id;
   const sceneId = `scene:${episodeId}:S1`;
   assert.deepEqual(g.body.nodes.map((n: any) => n.type).sort(), ['episode', 'job', 'scene', 'season', 'series', 'shot', 'shot', 'shot']);
   assert.equal(node(seriesId).status, 'draft');
@@ -287,14 +287,14 @@ test('work items: assigned open tasks for everyone; failed jobs and shots withou
   const { s, tree, producer, api, shotId } = await setup(t);
   const writer = await member(s, 'writer', tree);
   const ctx = withScope(s.operator(), tree);
-  const urgent = createTask(ctx, { title: 'Fix scene 2 dialogue', assigneeUserId: writer.user.id, priority: 'urgent', dueAt: '2026-12-01' });
-  createTask(ctx, { title: 'Already done', assigneeUserId: writer.user.id, status: 'done' });
-  createTask(ctx, { title: 'Cancelled', assigneeUserId: writer.user.id, status: 'cancelled' });
-  const mine = createTask(ctx, { title: 'Approve the pilot', assigneeUserId: producer.user.id, priority: 'low' });
-  createTask(ctx, { title: 'Not assigned' });
-  const failed = addJob(s, tree, shotId, 'failed', '2026-01-01T00:00:00.000Z', 'connector timeout');
-  addJob(s, tree, shotId, 'completed');
-  const approved = (await api('POST', '/api/production/shots', { episodeId: starter(s, 'episodes', tree.projectId), status: 'approved' })).body.id;
+  const urgent = await createTask(ctx, { title: 'Fix scene 2 dialogue', assigneeUserId: writer.user.id, priority: 'urgent', dueAt: '2026-12-01' });
+  await createTask(ctx, { title: 'Already done', assigneeUserId: writer.user.id, status: 'done' });
+  await createTask(ctx, { title: 'Cancelled', assigneeUserId: writer.user.id, status: 'cancelled' });
+  const mine = await createTask(ctx, { title: 'Approve the pilot', assigneeUserId: producer.user.id, priority: 'low' });
+  await createTask(ctx, { title: 'Not assigned' });
+  const failed = await addJob(s, tree, shotId, 'failed', '2026-01-01T00:00:00.000Z', 'connector timeout');
+  await addJob(s, tree, shotId, 'completed');
+  const approved = (await api('POST', '/api/production/shots', { episodeId: await starter(s, 'episodes', tree.projectId), status: 'approved' })).body.id;
 
   const w = await s.call('GET', '/api/work-items', { token: writer.token });
   assert.equal(w.status, 200);
@@ -313,7 +313,7 @@ test('work items: assigned open tasks for everyone; failed jobs and shots withou
   assert.equal(p.body.pagination.total, 3);
   // Derived: approving the shot and retrying the job change the list without anything stored.
   await api('PATCH', `/api/production/shots/${shotId}`, { status: 'approved' });
-  s.db.run("UPDATE generation_jobs SET status = 'completed' WHERE id = ?", failed);
+  await s.db.run("UPDATE generation_jobs SET status = 'completed' WHERE id = ?", failed);
   assert.deepEqual((await api('GET', '/api/work-items')).body.items.map((i: any) => i.id), [mine.id]);
   const other = await member(s, 'producer');
   assert.deepEqual((await s.call('GET', '/api/work-items', { token: other.token })).body.items.map((i: any) => i.kind), ['shot_without_media'], 'only the caller\'s project');
@@ -321,22 +321,22 @@ test('work items: assigned open tasks for everyone; failed jobs and shots withou
 
 test('episode and shot changes keep the search index in step, in the same transaction', async (t) => {
   const { s, api, seasonId, episodeId } = await setup(t);
-  const doc = (type: string, id: string) => s.db.get<any>('SELECT * FROM search_documents WHERE doc_key = ?', `${type}:${id}`);
+  const doc = async (type: string, id: string) => await s.db.get<any>('SELECT * FROM search_documents WHERE doc_key = ?', `${type}:${id}`);
   const shot = (await api('POST', '/api/production/shots', { episodeId, title: '第一场 夜行列车', prompt: 'neon rain', sceneId: 'S3' })).body;
-  assert.equal(doc('shot', shot.id).title, '第一场 夜行列车');
-  assert.ok(doc('shot', shot.id).body.includes('neon rain'));
+  assert.equal((await doc('shot', shot.id)).title, '第一场 夜行列车');
+  assert.ok((await doc('shot', shot.id)).body.includes('neon rain'));
   await api('PATCH', `/api/production/shots/${shot.id}`, { status: 'review' });
-  assert.equal(doc('shot', shot.id).status, 'review');
+  assert.equal((await doc('shot', shot.id)).status, 'review');
   await api('PATCH', `/api/production/episodes/${episodeId}`, { title: 'Departure' });
-  assert.equal(doc('episode', episodeId).title, 'Departure');
-  assert.ok(doc('shot', shot.id).subtitle.endsWith('Departure'), 'the shot names its episode');
+  assert.equal((await doc('episode', episodeId)).title, 'Departure');
+  assert.ok((await doc('shot', shot.id)).subtitle.endsWith('Departure'), 'the shot names its episode');
   const e2 = (await api('POST', `/api/production/seasons/${seasonId}/episodes`, { position: 1 })).body;
-  assert.ok(doc('episode', episodeId).subtitle.endsWith('episode 2'), 'renumbered');
+  assert.ok((await doc('episode', episodeId)).subtitle.endsWith('episode 2'), 'renumbered');
   assert.equal((await api('DELETE', `/api/production/shots/${shot.id}`)).status, 204);
-  assert.equal(doc('shot', shot.id), undefined);
+  assert.equal(await doc('shot', shot.id), undefined);
   assert.equal((await api('DELETE', `/api/production/episodes/${e2.id}`)).status, 204);
-  assert.equal(doc('episode', e2.id), undefined);
-  assert.ok(doc('episode', episodeId).subtitle.endsWith('episode 1'));
+  assert.equal(await doc('episode', e2.id), undefined);
+  assert.ok((await doc('episode', episodeId)).subtitle.endsWith('episode 1'));
 });
 
 test('an episode with a script is not removed (its revisions are kept for good): 409 episode_has_script', async (t) => {
@@ -352,5 +352,5 @@ test('an episode with a script is not removed (its revisions are kept for good):
   const removed = await s.call('DELETE', `/api/production/episodes/${episode.body.id}`, { token: producer.token });
   assert.equal(removed.status, 409);
   assert.equal(removed.body.error.code, 'episode_has_script');
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM episodes WHERE id = ?', episode.body.id)!.n, 1);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM episodes WHERE id = ?', episode.body.id))!.n, 1);
 });

@@ -8,15 +8,15 @@ import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { makeTree, member } from '../helpers/factories.ts';
 import { changeLifecycle } from '../../src/production/projects/service.ts';
 
-const pilotOf = (s: TestServer, projectId: string) => s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', projectId)!.id;
+const pilotOf = async (s: TestServer, projectId: string) => (await s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', projectId))!.id;
 
 async function setup(t: any) {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const producer = await member(s, 'producer', tree);
   const writer = await member(s, 'writer', tree);
   const reviewer = await member(s, 'reviewer', tree);
-  const episodeId = pilotOf(s, tree.projectId);
+  const episodeId = await pilotOf(s, tree.projectId);
   const base = `/api/production/script/episodes/${episodeId}`;
   const save = (baseRevision: number | undefined, scenes: unknown[], token = writer.token, headers: Record<string, string> = {}) =>
     s.call('PUT', base, { token, headers, body: baseRevision === undefined ? { scenes } : { baseRevision, scenes } });
@@ -52,7 +52,7 @@ test('script routes: 401 without a session, 403 without script:read or script:ed
   assert.equal(noRead.status, 403, noRead.text);
   // another project's episode (same organization) is 404, and so is an unknown one
   const otherProject = (await s.call('POST', `/api/workspaces/${tree.workspaceId}/projects`, { token: producer.token, body: { name: 'Other' } })).body;
-  const foreign = `/api/production/script/episodes/${pilotOf(s, otherProject.id)}`;
+  const foreign = `/api/production/script/episodes/${await pilotOf(s, otherProject.id)}`;
   for (const p of [foreign, `${foreign}/revisions`, `${foreign}/diff`, '/api/production/script/episodes/epi_none']) {
     const r = await s.call('GET', p, { token: writer.token });
     assert.equal(r.status, 404, p);
@@ -63,7 +63,7 @@ test('script routes: 401 without a session, 403 without script:read or script:ed
   // another organization's producer cannot reach it either
   const outsider = await member(s, 'producer');
   assert.equal((await s.call('GET', base, { token: outsider.token })).status, 404);
-  assert.equal(pilotOf(s, tree.projectId), episodeId);
+  assert.equal(await pilotOf(s, tree.projectId), episodeId);
 });
 
 test('a first save on revision 0 creates revision 1; each save appends n+1 with author, time and SHA-256; a stale save is 409 revision_conflict and changes nothing', async (t) => {
@@ -82,7 +82,7 @@ test('a first save on revision 0 creates revision 1; each save appends n+1 with 
   assert.ok(Date.parse(first.body.createdAt));
   assert.equal(first.body.scenes[0].lines[0].character, null);
   assert.equal(first.body.scenes[0].lines[1].character, 'MEI');
-  const stored = s.db.get<any>('SELECT content, content_sha256 FROM script_revisions WHERE document_id = ? AND revision = 1', episodeId)!;
+  const stored = (await s.db.get<any>('SELECT content, content_sha256 FROM script_revisions WHERE document_id = ? AND revision = 1', episodeId))!;
   assert.equal(stored.content_sha256, createHash('sha256').update(stored.content).digest('hex'));
   assert.equal(first.body.contentSha256, stored.content_sha256);
 
@@ -101,7 +101,7 @@ test('a first save on revision 0 creates revision 1; each save appends n+1 with 
   const now = await s.call('GET', base, { token: writer.token });
   assert.equal(now.body.revision, 2, 'nothing changed');
   assert.equal(now.body.scenes.length, 2);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM script_revisions WHERE document_id = ?', episodeId)!.n, 2);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM script_revisions WHERE document_id = ?', episodeId))!.n, 2);
 
   // If-Match works as the base revision; a stale one is refused the same way
   const viaHeader = await save(undefined, [SCENE_2], writer.token, { 'if-match': '"2"' });
@@ -112,7 +112,7 @@ test('a first save on revision 0 creates revision 1; each save appends n+1 with 
   assert.equal((await save(undefined, [])).status, 422, 'a base revision is required');
   assert.equal((await save(3, [], writer.token, { 'if-match': '"2"' })).status, 422, 'body and If-Match disagree');
 
-  const audits = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'script.saved' AND target_id = ? ORDER BY seq", episodeId);
+  const audits = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'script.saved' AND target_id = ? ORDER BY seq", episodeId);
   assert.equal(audits.length, 3);
   assert.equal(audits[0].target_type, 'script');
   assert.equal(audits[0].actor_user_id, writer.user.id);
@@ -197,7 +197,7 @@ test('restore makes an older revision current as a new revision; a stale restore
   assert.equal(cur.body.revision, 3);
   assert.deepEqual((await s.call('GET', `${base}/revisions`, { token: writer.token })).body.items.map((r: any) => [r.revision, r.restoredFrom]), [[3, 1], [2, null], [1, null]]);
   assert.equal((await s.call('POST', `${base}/revisions/9/restore`, { token: writer.token, body: { baseRevision: 3 } })).status, 404);
-  const audit = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'script.restored' AND target_id = ?", episodeId);
+  const audit = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'script.restored' AND target_id = ?", episodeId);
   assert.equal(audit.length, 1);
   assert.equal(JSON.parse(audit[0].metadata).restoredFrom, 1);
 });
@@ -206,11 +206,11 @@ test('revisions are immutable: UPDATE and DELETE are refused by triggers', async
   const { s, tree, episodeId, save, producer } = await setup(t);
   await save(0, [SCENE_1]);
   await s.call('PUT', '/api/production/bible', { token: producer.token, body: { baseRevision: 0, entries: [{ kind: 'character', name: 'Mei' }] } });
-  assert.throws(() => s.db.run("UPDATE script_revisions SET content = '{\"scenes\":[]}' WHERE document_id = ?", episodeId), /immutable/);
-  assert.throws(() => s.db.run('DELETE FROM script_revisions WHERE document_id = ?', episodeId), /immutable/);
-  assert.throws(() => s.db.run("UPDATE bible_revisions SET author_name = 'x' WHERE project_id = ?", tree.projectId), /immutable/);
-  assert.throws(() => s.db.run('DELETE FROM bible_revisions WHERE project_id = ?', tree.projectId), /immutable/);
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM script_revisions WHERE document_id = ?', episodeId)!.n, 1);
+  await assert.rejects(async () => await s.db.run("UPDATE script_revisions SET content = '{\"scenes\":[]}' WHERE document_id = ?", episodeId), /immutable/);
+  await assert.rejects(async () => await s.db.run('DELETE FROM script_revisions WHERE document_id = ?', episodeId), /immutable/);
+  await assert.rejects(async () => await s.db.run("UPDATE bible_revisions SET author_name = 'x' WHERE project_id = ?", tree.projectId), /immutable/);
+  await assert.rejects(async () => await s.db.run('DELETE FROM bible_revisions WHERE project_id = ?', tree.projectId), /immutable/);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM script_revisions WHERE document_id = ?', episodeId))!.n, 1);
 });
 
 test('script validation: limits, dialogue needs a character, ids unique, unknown fields refused (422)', async (t) => {
@@ -286,7 +286,7 @@ test('story bible: script:read reads, asset:edit writes (a writer cannot), revis
   assert.deepEqual(Object.keys(bad.body.error.details.fields).sort(), ['entries[2].kind', 'entries[2].name', 'entries[3].attributes.n']);
   const dup = await s.call('PUT', b, { token: producer.token, body: { baseRevision: 3, entries: [{ kind: 'character', name: 'Mei' }, { kind: 'character', name: 'mei' }] } });
   assert.deepEqual(Object.keys(dup.body.error.details.fields), ['entries[1].name']);
-  assert.deepEqual(s.db.all<any>("SELECT action FROM audit_log WHERE target_type = 'bible' AND target_id = ? ORDER BY seq", tree.projectId).map((r) => r.action),
+  assert.deepEqual((await s.db.all<any>("SELECT action FROM audit_log WHERE target_type = 'bible' AND target_id = ? ORDER BY seq", tree.projectId)).map((r) => r.action),
     ['bible.saved', 'bible.saved', 'bible.restored']);
   // another project's bible is its own
   const outsider = await member(s, 'producer');
@@ -297,7 +297,7 @@ test('on an archived project script and bible writes are 409 project_archived an
   const { s, tree, producer, writer, base, save } = await setup(t);
   await save(0, [SCENE_1]);
   await s.call('PUT', '/api/production/bible', { token: producer.token, body: { baseRevision: 0, entries: [] } });
-  changeLifecycle(s.operator(), tree.projectId, 'archive');
+  await changeLifecycle(s.operator(), tree.projectId, 'archive');
   for (const [method, p, token] of [
     ['PUT', base, writer.token], ['POST', `${base}/revisions/1/restore`, writer.token],
     ['PUT', '/api/production/bible', producer.token], ['POST', '/api/production/bible/revisions/1/restore', producer.token],
@@ -309,7 +309,7 @@ test('on an archived project script and bible writes are 409 project_archived an
   for (const p of [base, `${base}/revisions`, `${base}/revisions/1`, `${base}/diff`, '/api/production/bible', '/api/production/bible/revisions', '/api/production/bible/diff']) {
     assert.equal((await s.call('GET', p, { token: writer.token })).status, 200, p);
   }
-  assert.equal(s.db.get<any>('SELECT count(*) AS n FROM script_revisions WHERE project_id = ?', tree.projectId)!.n, 1);
+  assert.equal((await s.db.get<any>('SELECT count(*) AS n FROM script_revisions WHERE project_id = ?', tree.projectId))!.n, 1);
 });
 
 test('a saved script is indexed for search (current revision, same transaction): its lines are found', async (t) => {
@@ -322,5 +322,5 @@ test('a saved script is indexed for search (current revision, same transaction):
   const hit = items.find((x: any) => x.type === 'script');
   assert.ok(hit, r.text);
   assert.equal(hit.id ?? hit.targetId, episodeId);
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM search_documents WHERE type = 'script' AND target_id = ?", episodeId)!.n, 1);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM search_documents WHERE type = 'script' AND target_id = ?", episodeId))!.n, 1);
 });

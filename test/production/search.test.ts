@@ -10,8 +10,8 @@ import { registerConnector } from '../../src/generation/connectors/service.ts';
 import { createJob } from '../../src/generation/jobs/service.ts';
 import { createDelivery } from '../../src/finishing/delivery/service.ts';
 
-function task(s: TestServer, tree: Tree, title: string, description = '') {
-  return createTask(withScope(s.operator(), tree), { title, description });
+async function task(s: TestServer, tree: Tree, title: string, description = '') {
+  return await createTask(withScope(s.operator(), tree), { title, description });
 }
 
 const search = (s: TestServer, token: string, q: string, extra = '') =>
@@ -21,7 +21,7 @@ test('two organizations with identical content only ever see their own results',
   const s = await startTestServer(t);
   const a = await member(s, 'producer');
   const b = await member(s, 'producer');
-  for (const m of [a, b]) task(s, m.tree, 'Storyboard for the night train', 'platform scene at dawn');
+  for (const m of [a, b]) await task(s, m.tree, 'Storyboard for the night train', 'platform scene at dawn');
   const ra = await search(s, a.token, 'night train');
   assert.equal(ra.status, 200, ra.text);
   assert.equal(ra.body.length, 1);
@@ -40,13 +40,13 @@ test('two organizations with identical content only ever see their own results',
 
 test('a project-only guest finds only its own projects; scope=project narrows to the current project', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const other = makeProject(s, tree.workspaceId, 'Other show');
+  const tree = await makeTree(s);
+  const other = await makeProject(s, tree.workspaceId, 'Other show');
   const producer = await member(s, 'producer', tree);
-  task(s, tree, 'Casting call for the lead');
-  task(s, { ...tree, projectId: other.id }, 'Casting call for the villain');
+  await task(s, tree, 'Casting call for the lead');
+  await task(s, { ...tree, projectId: other.id }, 'Casting call for the villain');
   const guest = await makeUser(s);
-  grant(s, guest.id, 'project', tree.projectId, 'project_viewer');
+  await grant(s, guest.id, 'project', tree.projectId, 'project_viewer');
   const guestToken = await login(s, guest);
   const g = await search(s, guestToken, 'casting');
   assert.deepEqual(g.body.map((r: any) => r.title), ['Casting call for the lead']);
@@ -59,12 +59,12 @@ test('a project-only guest finds only its own projects; scope=project narrows to
 test('Chinese queries of 2 and 4 characters find the shot, with highlights', async (t) => {
   const s = await startTestServer(t);
   const producer = await member(s, 'producer');
-  const shot = s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', producer.tree.projectId)!;
+  const shot = (await s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ?', producer.tree.projectId))!;
   const changed = await s.call('PATCH', `/api/production/shots/${shot.id}`, {
     token: producer.token, body: { title: '第一场 夜行列车', description: '主角在站台上等待末班车' },
   });
   assert.equal(changed.status, 200, changed.text);
-  task(s, producer.tree, 'Unrelated task', 'nothing to see');
+  await task(s, producer.tree, 'Unrelated task', 'nothing to see');
   for (const q of ['站台', '夜行列车', '站台上等待']) {
     const r = await search(s, producer.token, q);
     assert.equal(r.status, 200);
@@ -81,7 +81,7 @@ test('Chinese queries of 2 and 4 characters find the shot, with highlights', asy
 test('empty q answers [], limit is clamped, and the route needs a session and a workspace', async (t) => {
   const s = await startTestServer(t);
   const producer = await member(s, 'producer');
-  for (let i = 0; i < 5; i++) task(s, producer.tree, `Dialogue pass ${i}`);
+  for (let i = 0; i < 5; i++) await task(s, producer.tree, `Dialogue pass ${i}`);
   assert.deepEqual((await search(s, producer.token, '')).body, []);
   assert.deepEqual((await search(s, producer.token, '   ')).body, []);
   assert.equal((await search(s, producer.token, 'dialogue', '&limit=0')).body.length, 1);
@@ -97,12 +97,12 @@ test('empty q answers [], limit is clamped, and the route needs a session and a 
 test('the index holds display fields only: no storage paths, tokens or endpoints are searchable', async (t) => {
   const s = await startTestServer(t);
   const producer = await member(s, 'producer');
-  task(s, producer.tree, 'Review the teaser');
-  const text = JSON.stringify(s.db.all('SELECT * FROM search_documents'));
+  await task(s, producer.tree, 'Review the teaser');
+  const text = JSON.stringify(await s.db.all('SELECT * FROM search_documents'));
   assert.ok(!text.includes(s.config.storageDir), 'no absolute storage path');
   assert.ok(!text.includes(s.config.dataDir));
   assert.deepEqual((await search(s, producer.token, s.config.storageDir)).body, []);
-  const tokens = s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions');
+  const tokens = await s.db.all<{ token_hash: string }>('SELECT token_hash FROM sessions');
   assert.deepEqual((await search(s, producer.token, tokens[0].token_hash.slice(0, 12))).body, []);
 });
 
@@ -118,7 +118,7 @@ test('assets are found by name and file name, never by their storage path; an ar
   assert.equal(up.status, 201, await up.text());
   assert.deepEqual((await search(s, producer.token, 'heroine-final')).body.map((r: any) => r.targetId), [asset.body.id]);
   assert.deepEqual((await search(s, producer.token, '站台')).body.map((r: any) => r.type), ['asset']);
-  const stored = s.db.get<{ storage_path: string }>('SELECT storage_path FROM asset_versions WHERE asset_id = ?', asset.body.id)!.storage_path;
+  const stored = (await s.db.get<{ storage_path: string }>('SELECT storage_path FROM asset_versions WHERE asset_id = ?', asset.body.id))!.storage_path;
   assert.deepEqual((await search(s, producer.token, stored)).body, [], 'the storage path is not searchable');
   assert.deepEqual((await search(s, producer.token, s.config.storageDir)).body, []);
   assert.equal((await s.call('DELETE', `/api/assets/${asset.body.id}`, { token: producer.token })).status, 200);
@@ -128,7 +128,7 @@ test('assets are found by name and file name, never by their storage path; an ar
 test('endpoints, secrets and token hints of the organization are never searchable, even by an administrator', async (t) => {
   const s = await startTestServer(t);
   const owner = await member(s, 'org_owner');
-  task(s, owner.tree, 'Render farm checklist', 'see the model server notes');
+  await task(s, owner.tree, 'Render farm checklist', 'see the model server notes');
   const admin = await login(s, await makeUser(s, { systemAdmin: true }));
   const channel = await s.call('POST', '/api/system/notifications/channels', {
     token: admin, body: { organizationId: owner.tree.organizationId, kind: 'webhook', url: 'http://127.0.0.1:9/hooks/render-farm-endpoint' },
@@ -144,32 +144,32 @@ test('endpoints, secrets and token hints of the organization are never searchabl
 
 test('a hit shows only when the caller could open it: job prompts need job:create or queue:manage in that project, deliveries delivery:view', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const p2 = makeProject(s, tree.workspaceId, 'Second show');
-  const treeB = makeTree(s);
+  const tree = await makeTree(s);
+  const p2 = await makeProject(s, tree.workspaceId, 'Second show');
+  const treeB = await makeTree(s);
   const prompt = 'lighthouse keeper at midnight 灯塔';
   const jobIn = async (tr: Tree) => {
     const ctx = withScope(s.operator(), tr);
     const connectorId = (await registerConnector(ctx, { label: 'fixture', endpoint: 'http://127.0.0.1:9', kind: 'http-json', capability: ['image'], costMode: 'local' })).id;
-    return createJob(ctx, { kind: 'image', connectorId, prompt }).id;
+    return (await createJob(ctx, { kind: 'image', connectorId, prompt })).id;
   };
   const job1 = await jobIn(tree);
   const job2 = await jobIn({ ...tree, projectId: p2.id });
   await jobIn(treeB);
-  task(s, tree, 'Lighthouse repair checklist');
+  await task(s, tree, 'Lighthouse repair checklist');
   // A delivery of one image artifact of the first job (the row as the worker registers it; no file needed).
-  s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
+  await s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
       file_size, content_sha256, has_video, has_audio, created_at) VALUES ('art_lh', ?, ?, ?, ?, 'image', 'generation', 'outputs/x.png', 'x.png', 'image/png', 1, ?, 0, 0, ?)`,
   tree.organizationId, tree.workspaceId, tree.projectId, job1, 'a'.repeat(64), new Date().toISOString());
-  const delivery = createDelivery(withScope(s.operator(), tree), { title: 'Lighthouse cut for the client', artifactIds: ['art_lh'] });
+  const delivery = await createDelivery(withScope(s.operator(), tree), { title: 'Lighthouse cut for the client', artifactIds: ['art_lh'] });
 
   const producer = await member(s, 'producer', tree);
   const writer = await member(s, 'writer', tree);
   const reviewer = await member(s, 'reviewer', tree);
   // A project-only guest: editor of the first project (job:create there), viewer of the second.
   const guest = await makeUser(s);
-  grant(s, guest.id, 'project', tree.projectId, 'project_editor');
-  grant(s, guest.id, 'project', p2.id, 'project_viewer');
+  await grant(s, guest.id, 'project', tree.projectId, 'project_editor');
+  await grant(s, guest.id, 'project', p2.id, 'project_viewer');
   const guestToken = await login(s, guest);
   const hits = async (token: string, q: string, extra = '') => {
     const r = await search(s, token, q, extra);

@@ -8,7 +8,7 @@ import { changeLifecycle } from '../../src/production/projects/service.ts';
 
 async function setup(t: any) {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const producer = await member(s, 'producer', tree);
   const writer = await member(s, 'writer', tree);
   const create = (body: Record<string, unknown>, token = producer.token) => s.call('POST', '/api/tasks', { token, body });
@@ -113,7 +113,7 @@ test('assignment notifies the assignee in the collaboration_tasks category, unle
 test('on an archived project task writes are 409 project_archived and reads answer 200', async (t) => {
   const { s, tree, producer, writer, create } = await setup(t);
   const task = (await create({ title: 'Keep', assigneeUserId: writer.user.id })).body;
-  changeLifecycle(s.operator(), tree.projectId, 'archive');
+  await changeLifecycle(s.operator(), tree.projectId, 'archive');
   const post = await create({ title: 'New' });
   assert.equal(post.status, 409);
   assert.equal(post.body.error.code, 'project_archived');
@@ -122,5 +122,5 @@ test('on an archived project task writes are 409 project_archived and reads answ
   assert.equal(patch.body.error.code, 'project_archived');
   assert.equal((await s.call('GET', '/api/tasks', { token: producer.token })).status, 200);
   assert.equal((await s.call('GET', `/api/tasks/${task.id}`, { token: producer.token })).status, 200);
-  assert.equal(s.db.get<any>('SELECT status FROM tasks WHERE id = ?', task.id)!.status, 'todo');
+  assert.equal((await s.db.get<any>('SELECT status FROM tasks WHERE id = ?', task.id))!.status, 'todo');
 });

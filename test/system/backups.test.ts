@@ -66,7 +66,7 @@ test('backups: no session 401, an organization owner 403, the system administrat
   assert.equal(list.status, 200, list.text);
   assert.deepEqual(list.body.items.map((i: any) => i.id), [second.body.id, b.id], 'newest first');
 
-  const audit = s.db.all<any>("SELECT actor_type, target_id, organization_id, metadata FROM audit_log WHERE action = 'system.database.backup_created' ORDER BY seq");
+  const audit = await s.db.all<any>("SELECT actor_type, target_id, organization_id, metadata FROM audit_log WHERE action = 'system.database.backup_created' ORDER BY seq");
   assert.equal(audit.length, 2);
   assert.equal(audit[0].actor_type, 'user');
   assert.equal(audit[0].target_id, b.id);
@@ -107,9 +107,9 @@ test('a snapshot taken while writes continue opens, passes integrity_check and h
   let local = 0;
   const loop = (async () => {
     while (!stop) {
-      s.db.tx(() => {
+      await s.db.tx(async () => {
         for (let i = 0; i < 3; i++) {
-          s.db.run("INSERT INTO organizations (id, name, created_at) VALUES (?, 'loop writer', '2026-01-01T00:00:00.000Z')", `org_loop_${++local}`);
+          await s.db.run("INSERT INTO organizations (id, name, created_at) VALUES (?, 'loop writer', '2026-01-01T00:00:00.000Z')", `org_loop_${++local}`);
         }
       });
       await sleep(1);
@@ -118,7 +118,7 @@ test('a snapshot taken while writes continue opens, passes integrity_check and h
   try {
     while (Atomics.load(counters, 1) < 100 || local < 30) await sleep(5);
     // Every row committed by now (by either writer) must be in the snapshot.
-    const before = new Set(s.db.all<{ id: string }>("SELECT id FROM organizations WHERE id LIKE 'org_thread_%' OR id LIKE 'org_loop_%'").map((r) => r.id));
+    const before = new Set((await s.db.all<{ id: string }>("SELECT id FROM organizations WHERE id LIKE 'org_thread_%' OR id LIKE 'org_loop_%'")).map((r) => r.id));
     const made = await s.call('POST', '/api/system/backups', { token: adminToken });
     assert.equal(made.status, 201, made.text);
     const threadRowsAtReply = Atomics.load(counters, 1);
@@ -153,8 +153,8 @@ test('retention keeps the newest SVC_BACKUP_RETENTION snapshots, files and rows'
   assert.deepEqual(backupFiles(s), kept.map((k) => k.fileName).sort());
   const list = await s.call('GET', '/api/system/backups', { token: adminToken });
   assert.deepEqual(list.body.items.map((i: any) => i.fileName), kept.map((k) => k.fileName));
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM system_backups')!.n, 2);
-  assert.equal(s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'system.database.backup_created'")!.n, 4);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM system_backups'))!.n, 2);
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'system.database.backup_created'"))!.n, 4);
 });
 
 const PASSWORD = 'a long test password';

@@ -35,7 +35,7 @@ test('without SVC_STORAGE_DRIVER=s3 the server never touches S3, even with PLATF
   }, { storage: 'local' });
   assert.equal(s.config.storageDriver, 'local');
   assert.equal(storageOf(s.config).driver, 'local');
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const producer = await member(s, 'producer', tree);
   const asset = await s.call('POST', '/api/assets', { token: producer.token, body: { kind: 'image', name: 'still' } });
   assert.equal(asset.status, 201, asset.text);

@@ -80,7 +80,7 @@ test('svc storage migrate --to local --to-storage-dir prints progress and a summ
   const summary = JSON.parse(json.stdout);
   assert.deepEqual([summary.objects, summary.copied, summary.present, summary.missing, summary.failed], [11, 0, 10, ['outputs/job_gone/missing.png'], []]);
   assert.deepEqual(summary.to, { driver: 'local', location: to });
-  const audit = s.db.all<any>("SELECT actor_type, metadata FROM audit_log WHERE action = 'system.storage.migrated' ORDER BY seq");
+  const audit = await s.db.all<any>("SELECT actor_type, metadata FROM audit_log WHERE action = 'system.storage.migrated' ORDER BY seq");
   assert.deepEqual(audit.map((a) => [a.actor_type, JSON.parse(a.metadata).copied, JSON.parse(a.metadata).present]), [['operator', 10, 0], ['operator', 0, 10]]);
   assert.deepEqual(JSON.parse(audit[0].metadata).missing, ['outputs/job_gone/missing.png']);
   const same = await sb.run(['storage', 'migrate', '--to', 'local', '--json', ...dirs]);

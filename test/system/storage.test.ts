@@ -3,6 +3,7 @@
 // reclaim of all candidates or of named paths with skip reasons, unsafe paths refused before
 // anything is deleted, references re-read before deleting, empty directories removed, the audit
 // record, readiness with PLATFORM_* targets and media tools, and the CLI commands.
+import { mapSeq } from '../../src/kernel/seq.ts';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -36,37 +37,37 @@ function put(s: TestServer, rel: string, ageDays: number, content = `content of 
 const exists = (s: TestServer, rel: string) => fs.existsSync(path.join(s.config.storageDir, rel));
 
 let seq = 0;
-function addJob(s: TestServer, tree: Tree, status = 'completed', files: string[] = []): string {
+async function addJob(s: TestServer, tree: Tree, status = 'completed', files: string[] = []): Promise<string> {
   const id = `job_st${++seq}`;
   const output = JSON.stringify({ files: files.map((p) => ({ path: p, role: 'image' })) });
-  s.db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, output, created_at, updated_at)
+  await s.db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, output, created_at, updated_at)
     VALUES (?, ?, ?, ?, 'video', ?, ?, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`, id, tree.organizationId, tree.workspaceId, tree.projectId, status, output);
   return id;
 }
 
-function addArtifact(s: TestServer, tree: Tree, storagePath: string, frames: { first?: string; last?: string } = {}): string {
+async function addArtifact(s: TestServer, tree: Tree, storagePath: string, frames: { first?: string; last?: string } = {}): Promise<string> {
   const id = `art_st${++seq}`;
-  s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
+  await s.db.run(`INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type,
       file_size, content_sha256, has_video, has_audio, first_frame_path, last_frame_path, created_at)
     VALUES (?, ?, ?, ?, ?, 'video', 'generation', ?, 'video.mp4', 'video/mp4', 10, 'x', 1, 0, ?, ?, '2026-01-01T00:00:00.000Z')`,
-  id, tree.organizationId, tree.workspaceId, tree.projectId, addJob(s, tree), storagePath, frames.first ?? null, frames.last ?? null);
+  id, tree.organizationId, tree.workspaceId, tree.projectId, await addJob(s, tree), storagePath, frames.first ?? null, frames.last ?? null);
   return id;
 }
 
-function addComposition(s: TestServer, tree: Tree, storagePath: string, artifactPath: string): void {
-  const artifactId = addArtifact(s, tree, artifactPath);
-  const episodeId = s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', tree.projectId)!.id;
-  s.db.run(`INSERT INTO media_compositions (id, organization_id, workspace_id, project_id, episode_id, job_id, artifact_id, storage_path,
+async function addComposition(s: TestServer, tree: Tree, storagePath: string, artifactPath: string): Promise<void> {
+  const artifactId = await addArtifact(s, tree, artifactPath);
+  const episodeId = (await s.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ?', tree.projectId))!.id;
+  await s.db.run(`INSERT INTO media_compositions (id, organization_id, workspace_id, project_id, episode_id, job_id, artifact_id, storage_path,
       width, height, frame_rate, duration_ms, inputs, created_at)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, 640, 360, '24', 1000, '[]', '2026-01-01T00:00:00.000Z')`,
-  `cmp_st${++seq}`, tree.organizationId, tree.workspaceId, tree.projectId, episodeId, addJob(s, tree), artifactId, storagePath);
+  `cmp_st${++seq}`, tree.organizationId, tree.workspaceId, tree.projectId, episodeId, await addJob(s, tree), artifactId, storagePath);
 }
 
-function addAssetVersion(s: TestServer, tree: Tree, storagePath: string): void {
+async function addAssetVersion(s: TestServer, tree: Tree, storagePath: string): Promise<void> {
   const assetId = `ast_st${++seq}`;
-  s.db.run(`INSERT INTO assets (id, organization_id, workspace_id, project_id, kind, name, created_at, updated_at)
+  await s.db.run(`INSERT INTO assets (id, organization_id, workspace_id, project_id, kind, name, created_at, updated_at)
     VALUES (?, ?, ?, ?, 'image', 'kept', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`, assetId, tree.organizationId, tree.workspaceId, tree.projectId);
-  s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
+  await s.db.run(`INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at)
     VALUES (?, ?, ?, ?, ?, 1, 'kept.bin', 'application/octet-stream', 10, 'x', ?, '2026-01-01T00:00:00.000Z')`,
   `asv_st${seq}`, assetId, tree.organizationId, tree.workspaceId, tree.projectId, storagePath);
 }
@@ -90,17 +91,17 @@ const YOUNG = ['outputs/job_x/new.png', 'tmp/upload-new'];
 const OUTSIDE = ['assets/aa/old', 'stray.txt', 'other/dir/old'];
 
 /** A storage tree with every kind of file, rows referring to some, and symbolic links. */
-function layout(t: TestContext, s: TestServer, tree: Tree) {
+async function layout(t: TestContext, s: TestServer, tree: Tree) {
   for (const rel of [...OLD_UNREFERENCED, ...REFERENCED, ...OUTSIDE]) put(s, rel, 40);
   for (const rel of YOUNG) put(s, rel, 1);
   put(s, 'outputs/job_x/mid.png', 20); // a candidate only below 20 days
   put(s, 'tmp/upload-20d', 20); // tmp/: never younger than the 30-day retention
   fs.mkdirSync(path.join(s.config.storageDir, 'outputs/empty-before'), { recursive: true });
-  addArtifact(s, tree, 'outputs/job_a/video.mp4', { first: 'frames/job_a/first.png', last: 'frames/job_a/last.png' });
-  addComposition(s, tree, 'outputs/job_b/cut.mp4', 'outputs/job_b/cut-artifact.mp4');
-  addAssetVersion(s, tree, 'cache/asset-copy/v1.bin');
-  addJob(s, tree, 'completed', ['outputs/job_c/image-1.png']);
-  addJob(s, tree, 'failed', ['outputs/job_d/image-1.png']);
+  await addArtifact(s, tree, 'outputs/job_a/video.mp4', { first: 'frames/job_a/first.png', last: 'frames/job_a/last.png' });
+  await addComposition(s, tree, 'outputs/job_b/cut.mp4', 'outputs/job_b/cut-artifact.mp4');
+  await addAssetVersion(s, tree, 'cache/asset-copy/v1.bin');
+  await addJob(s, tree, 'completed', ['outputs/job_c/image-1.png']);
+  await addJob(s, tree, 'failed', ['outputs/job_d/image-1.png']);
   // Symbolic links: to a directory outside storage holding an old file, to an old file outside,
   // and to a referenced file inside.
   const outside = tempDir(t);
@@ -140,7 +141,7 @@ test('readiness, cleanup preview and reclaim: 401 without a credential, 403 for 
 
 test('the preview lists old unreferenced regular files of the four folders only: never referenced, young, outside or linked ones', async (t) => {
   const { s, adminToken, tree } = await world(t);
-  const { secret } = layout(t, s, tree);
+  const { secret } = await layout(t, s, tree);
   const r = await s.call('GET', '/api/system/storage/cleanup-preview', { token: adminToken });
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(Object.keys(r.body).sort(), ['candidates', 'count', 'estimatedBytes', 'olderThanDays', 'retentionDays']);
@@ -177,7 +178,7 @@ test('the preview lists old unreferenced regular files of the four folders only:
 
 test('reclaim without paths deletes exactly the candidates, keeps everything else, removes emptied directories and is audited', async (t) => {
   const { s, admin, adminToken, tree } = await world(t);
-  const { secret } = layout(t, s, tree);
+  const { secret } = await layout(t, s, tree);
   const r = await s.call('POST', '/api/system/storage/reclaim', { token: adminToken });
   assert.equal(r.status, 200, r.text);
   assert.deepEqual(r.body.deleted.map((d: any) => d.path).sort(), OLD_UNREFERENCED);
@@ -200,7 +201,7 @@ test('reclaim without paths deletes exactly the candidates, keeps everything els
   for (const root of ['outputs', 'frames', 'tmp', 'cache']) assert.ok(exists(s, root), `${root}/ kept`);
   assert.equal(r.body.removedDirectories, 4, 'deeper, nested, outputs/job_d and frames/job_x');
 
-  const audit = s.db.all<any>("SELECT * FROM audit_log WHERE action = 'system.storage.reclaimed'");
+  const audit = await s.db.all<any>("SELECT * FROM audit_log WHERE action = 'system.storage.reclaimed'");
   assert.equal(audit.length, 1);
   assert.equal(audit[0].actor_user_id, admin.id);
   assert.equal(audit[0].organization_id, null);
@@ -218,7 +219,7 @@ test('reclaim without paths deletes exactly the candidates, keeps everything els
 
 test('reclaim with paths deletes only current candidates and reports the others as skipped with their reason', async (t) => {
   const { s, adminToken, tree } = await world(t);
-  const { secret } = layout(t, s, tree);
+  const { secret } = await layout(t, s, tree);
   const paths = [
     'outputs/job_x/old.png', 'outputs/job_x/old.png', // named twice: handled once
     'outputs/job_a/video.mp4', 'frames/job_a/first.png', 'outputs/job_b/cut.mp4', 'cache/asset-copy/v1.bin',
@@ -244,7 +245,7 @@ test('reclaim with paths deletes only current candidates and reports the others 
   assert.ok(fs.existsSync(secret));
   for (const rel of ['outputs/job_a/video.mp4', 'frames/job_a/first.png', 'outputs/job_x/new.png', 'tmp/upload-20d', 'outputs/job_x/mid.png']) assert.ok(exists(s, rel), rel);
   for (const rel of OLD_UNREFERENCED.filter((p) => p !== 'outputs/job_x/old.png')) assert.ok(exists(s, rel), `${rel} was not named`);
-  const meta = JSON.parse(s.db.get<any>("SELECT metadata FROM audit_log WHERE action = 'system.storage.reclaimed'")!.metadata);
+  const meta = JSON.parse((await s.db.get<any>("SELECT metadata FROM audit_log WHERE action = 'system.storage.reclaimed'"))!.metadata);
   assert.equal(meta.mode, 'paths');
   assert.equal(meta.requested, paths.length - 1);
   assert.deepEqual(meta.skippedByReason, { protected: 4, not_found: 1, too_recent: 2, not_a_file: 3 });
@@ -270,7 +271,7 @@ test('an unsafe path refuses the whole reclaim with 422 unsafe_path before anyth
     assert.ok(exists(s, 'outputs/job_u/old.bin'), `nothing deleted for ${JSON.stringify(bad)}`);
   }
   assert.ok(exists(s, 'assets/aa/old'));
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action = 'system.storage.reclaimed'")!.n, 0);
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM audit_log WHERE action = 'system.storage.reclaimed'"))!.n, 0);
   const wrongType = await s.call('POST', '/api/system/storage/reclaim', { token: adminToken, body: { paths: 'outputs/job_u/old.bin' } });
   assert.equal(wrongType.status, 422);
   assert.equal(wrongType.body.error.code, 'validation_failed');
@@ -285,7 +286,7 @@ test('a file registered after the preview is protected at reclaim time', async (
   put(s, 'frames/job_late/first.png', 40);
   const preview = await s.call('GET', '/api/system/storage/cleanup-preview', { token: adminToken });
   assert.deepEqual(preview.body.candidates.map((c: any) => c.path), ['frames/job_late/first.png', 'outputs/job_late/late.mp4']);
-  addArtifact(s, tree, 'outputs/job_late/late.mp4', { first: 'frames/job_late/first.png' });
+  await addArtifact(s, tree, 'outputs/job_late/late.mp4', { first: 'frames/job_late/first.png' });
   const byPath = await s.call('POST', '/api/system/storage/reclaim', { token: adminToken, body: { paths: preview.body.candidates.map((c: any) => c.path) } });
   assert.deepEqual(byPath.body.deleted, []);
   assert.deepEqual(byPath.body.skipped.map((x: any) => x.reason), ['protected', 'protected']);
@@ -299,15 +300,22 @@ test('references are read again right before deleting: a file registered during 
   put(s, 'outputs/job_race/out.mp4', 40);
   put(s, 'outputs/job_race/other.bin', 40);
   // The deletion phase starts with a transaction: register the file just before it, after the scan.
-  const db = Object.create(s.db) as typeof s.db;
   let registered = false;
-  db.tx = <T>(fn: () => T): T => {
+  const tx = async <T>(fn: (db: typeof s.db) => T | Promise<T>): Promise<T> => {
     if (!registered) {
       registered = true;
-      addArtifact(s, tree, 'outputs/job_race/out.mp4');
+      await addArtifact(s, tree, 'outputs/job_race/out.mp4');
     }
-    return s.db.tx(fn);
+    return await s.db.tx(fn);
   };
+  // s.db with tx() wrapped (every other member bound to s.db itself).
+  const db = new Proxy(s.db, {
+    get: (target, prop) => {
+      if (prop === 'tx') return tx;
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
   const r = await reclaimStorage(createContext({ db, config: s.config, log: s.log }));
   assert.ok(registered);
   assert.deepEqual(r.deleted.map((d) => d.path), ['outputs/job_race/other.bin']);
@@ -321,7 +329,7 @@ test('the audit record caps the list of deleted paths but keeps complete counts 
   const r = await s.call('POST', '/api/system/storage/reclaim', { token: adminToken });
   assert.equal(r.body.deleted.length, 150);
   assert.equal(r.body.freedBytes, 150);
-  const meta = JSON.parse(s.db.get<any>("SELECT metadata FROM audit_log WHERE action = 'system.storage.reclaimed'")!.metadata);
+  const meta = JSON.parse((await s.db.get<any>("SELECT metadata FROM audit_log WHERE action = 'system.storage.reclaimed'"))!.metadata);
   assert.equal(meta.deletedCount, 150);
   assert.equal(meta.freedBytes, 150);
   assert.equal(meta.deletedPaths.length, 100);
@@ -417,7 +425,7 @@ test('svc storage preview and reclaim --json act on the same files as the API, a
   put(s, 'outputs/job_c/kept.mp4', 40);
   put(s, 'tmp/upload-c', 40);
   put(s, 'outputs/job_c/young.bin', 2);
-  addArtifact(s, tree, 'outputs/job_c/kept.mp4');
+  await addArtifact(s, tree, 'outputs/job_c/kept.mp4');
   const sb = new Sandbox(t);
   const dirs = ['--data-dir', s.config.dataDir, '--storage-dir', s.config.storageDir];
 
@@ -449,7 +457,7 @@ test('svc storage preview and reclaim --json act on the same files as the API, a
   assert.deepEqual(JSON.parse(rest.stdout).deleted.map((d: any) => d.path), ['tmp/upload-c']);
   assert.ok(exists(s, 'outputs/job_c/kept.mp4') && exists(s, 'outputs/job_c/young.bin'));
 
-  const audit = s.db.all<any>("SELECT actor_type, actor_name, actor_user_id, metadata FROM audit_log WHERE action = 'system.storage.reclaimed' ORDER BY seq");
+  const audit = await s.db.all<any>("SELECT actor_type, actor_name, actor_user_id, metadata FROM audit_log WHERE action = 'system.storage.reclaimed' ORDER BY seq");
   assert.equal(audit.length, 2);
   for (const a of audit) {
     assert.equal(a.actor_type, 'operator');
@@ -462,7 +470,7 @@ test('svc storage preview and reclaim --json act on the same files as the API, a
 
 test('files under outputs/<jobId>/ and frames/<jobId>/ of a queued, running or blocked job are kept; a failed job\'s are candidates', async (t) => {
   const { s, adminToken, tree } = await world(t);
-  const jobs = Object.fromEntries(['queued', 'running', 'blocked', 'failed'].map((status) => [status, addJob(s, tree, status)]));
+  const jobs = Object.fromEntries((await mapSeq(['queued', 'running', 'blocked', 'failed'], async (status) => [status, await addJob(s, tree, status)])));
   for (const id of Object.values(jobs)) {
     put(s, `outputs/${id}/video-1.mp4`, 40);
     put(s, `frames/${id}/video-1-first.png`, 40);

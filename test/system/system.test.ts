@@ -31,7 +31,7 @@ test('system routes: no session 401, an organization owner 403, the system admin
     const refused = await s.call(method, p, { token: owner.token, body });
     assert.equal(refused.status, 403, `${method} ${p}`);
   }
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM feature_flags')!.n, 0, 'a refused PUT wrote nothing');
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM feature_flags'))!.n, 0, 'a refused PUT wrote nothing');
   for (const [method, p] of ROUTES) {
     const r = await s.call(method, p, { token, body: method === 'PUT' ? { enabled: true } : undefined });
     assert.equal(r.status, 200, `${method} ${p}: ${r.text}`);
@@ -71,7 +71,7 @@ test('health: probes with status and latency; integrity age from the last checke
   assert.deepEqual(first.r.body.probes.map((p: { name: string }) => p.name), ['database', 'integrity', 'wal', 'disk', 'worker', 'queue']);
   for (const p of first.r.body.probes) assert.ok(typeof p.latencyMs === 'number' && p.latencyMs >= 0, p.name);
   assert.equal(first.by.database.status, 'ok');
-  assert.ok(s.db.get<{ nonce: string }>('SELECT nonce FROM system_health_probe WHERE id = 1')!.nonce.length > 10, 'the round trip wrote its row');
+  assert.ok((await s.db.get<{ nonce: string }>('SELECT nonce FROM system_health_probe WHERE id = 1'))!.nonce.length > 10, 'the round trip wrote its row');
   assert.deepEqual([first.by.integrity.status, first.by.integrity.details.lastCheckedAt], ['warn', null]);
   assert.equal(first.by.worker.status, 'ok', JSON.stringify(first.by.worker));
   assert.equal(first.r.status, 200);
@@ -93,8 +93,8 @@ test('health over HTTP answers 503 when a probe fails (a stale worker heartbeat)
   // The worker heartbeats once at start, then only every hour: its row is moved an hour back.
   const s = await startTestServer(t, { SVC_WORKER_POLL_MS: '3600000', SVC_WORKER_STALE_MS: '60000' });
   const token = await admin(s);
-  for (let i = 0; i < 100 && !s.db.get('SELECT 1 FROM worker_state WHERE worker_id = ?', s.config.workerId); i++) await new Promise((r) => setTimeout(r, 20));
-  s.db.run('UPDATE worker_state SET heartbeat_at = ? WHERE worker_id = ?', new Date(Date.now() - 3_600_000).toISOString(), s.config.workerId);
+  for (let i = 0; i < 100 && !await s.db.get('SELECT 1 FROM worker_state WHERE worker_id = ?', s.config.workerId); i++) await new Promise((r) => setTimeout(r, 20));
+  await s.db.run('UPDATE worker_state SET heartbeat_at = ? WHERE worker_id = ?', new Date(Date.now() - 3_600_000).toISOString(), s.config.workerId);
   const r = await s.call('GET', '/api/system/health', { token });
   assert.equal(r.status, 503, r.text);
   assert.equal(r.body.status, 'failing');
@@ -107,8 +107,8 @@ test('feature flags: the default, a global value, an organization\'s value winni
   const token = await admin(s);
   const a = await member(s, 'org_owner');
   const b = await member(s, 'org_owner');
-  const enabled = (org: string) => featureEnabled(s.db, 'workflow_queue_mode', org);
-  assert.deepEqual([enabled(a.tree.organizationId), enabled(b.tree.organizationId)], [true, true], 'declared default');
+  const enabled = async (org: string) => await featureEnabled(s.db, 'workflow_queue_mode', org);
+  assert.deepEqual([await enabled(a.tree.organizationId), await enabled(b.tree.organizationId)], [true, true], 'declared default');
 
   const list = await s.call('GET', '/api/system/feature-flags', { token });
   assert.deepEqual(list.body.items.map((f: { key: string }) => f.key).sort(), ['client_delivery_links', 'workflow_queue_mode']);
@@ -116,16 +116,16 @@ test('feature flags: the default, a global value, an organization\'s value winni
 
   const put = (body: unknown) => s.call('PUT', '/api/system/feature-flags/workflow_queue_mode', { token, body });
   assert.equal((await put({ enabled: false })).body.global, false);
-  assert.deepEqual([enabled(a.tree.organizationId), enabled(b.tree.organizationId)], [false, false], 'global off');
+  assert.deepEqual([await enabled(a.tree.organizationId), await enabled(b.tree.organizationId)], [false, false], 'global off');
   const org = await put({ enabled: true, organizationId: a.tree.organizationId });
   assert.deepEqual(org.body.organizations.map((o: { organizationId: string; enabled: boolean }) => [o.organizationId, o.enabled]), [[a.tree.organizationId, true]]);
-  assert.deepEqual([enabled(a.tree.organizationId), enabled(b.tree.organizationId)], [true, false], 'the organization\'s value wins');
+  assert.deepEqual([await enabled(a.tree.organizationId), await enabled(b.tree.organizationId)], [true, false], 'the organization\'s value wins');
   assert.equal((await put({ enabled: true, organizationId: a.tree.organizationId })).status, 200, 'a repeat changes nothing');
   await put({ enabled: null });
   await put({ enabled: null, organizationId: a.tree.organizationId });
-  assert.deepEqual([enabled(a.tree.organizationId), enabled(b.tree.organizationId)], [true, true], 'cleared: the default again');
+  assert.deepEqual([await enabled(a.tree.organizationId), await enabled(b.tree.organizationId)], [true, true], 'cleared: the default again');
 
-  const audit = s.db.all<{ target_id: string; organization_id: string | null; metadata: string }>(
+  const audit = await s.db.all<{ target_id: string; organization_id: string | null; metadata: string }>(
     "SELECT target_id, organization_id, metadata FROM audit_log WHERE action = 'system.feature_flag.updated' ORDER BY seq");
   assert.deepEqual(audit.map((x) => [JSON.parse(x.metadata).level, JSON.parse(x.metadata).from, JSON.parse(x.metadata).to]),
     [['global', null, false], ['organization', null, true], ['global', false, null], ['organization', true, null]], 'four changes, the repeat not audited');
@@ -135,7 +135,7 @@ test('feature flags: the default, a global value, an organization\'s value winni
   const bad = await put({ enabled: true, organizationId: 'org_nope' });
   assert.deepEqual([bad.status, bad.body.error.code], [422, 'validation_failed']);
   assert.equal((await put({ enabled: 'yes' })).status, 422);
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM feature_flag_organizations')!.n, 0, 'refused writes wrote nothing');
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM feature_flag_organizations'))!.n, 0, 'refused writes wrote nothing');
 });
 
 test('identity overview: policy, providers, directories with token hints only, counts', async (t) => {
@@ -179,17 +179,17 @@ test('the workflow_queue_mode flag: off, queue mode is 409 feature_disabled and 
   const s = await startTestServer(t);
   const token = await admin(s);
   const owner = await member(s, 'org_owner');
-  const shot = s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ? ORDER BY position', owner.tree.projectId)!;
+  const shot = (await s.db.get<{ id: string }>('SELECT id FROM shots WHERE project_id = ? ORDER BY position', owner.tree.projectId))!;
   await connector(s, owner.token, 'http://127.0.0.1:9', { probe: false });
   const instantiate = (mode: string) => s.call('POST', '/api/workflows/templates/wft_builtin_voice_over/instantiate', { token: owner.token, body: { mode, shotId: shot.id } });
-  const runs = () => s.db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs')!.n;
+  const runs = async () => (await s.db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs'))!.n;
   assert.equal((await s.call('PUT', '/api/system/feature-flags/workflow_queue_mode', { token, body: { enabled: false } })).status, 200);
   const off = await instantiate('queue');
   assert.deepEqual([off.status, off.body.error.code, off.body.error.details.flag], [409, 'feature_disabled', 'workflow_queue_mode']);
-  assert.equal(runs(), 0, 'nothing written');
+  assert.equal(await runs(), 0, 'nothing written');
   const plan = await instantiate('plan');
   assert.equal(plan.status, 201, plan.text);
-  assert.equal(runs(), 1);
+  assert.equal(await runs(), 1);
   await s.call('PUT', '/api/system/feature-flags/workflow_queue_mode', { token, body: { enabled: true, organizationId: owner.tree.organizationId } });
   const on = await instantiate('queue');
   assert.equal(on.status, 201, on.text);

@@ -109,7 +109,7 @@ async function killedUpload(t: TestContext, driver: 'local' | 's3') {
   assert.equal(detail.status, 200, detail.text);
   assert.deepEqual(detail.body.versions.map((v: { id: string }) => v.id), [v1.body.id], 'no half-registered version');
   assert.equal(detail.body.currentVersionId, v1.body.id);
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions')!.n, 1);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM asset_versions'))!.n, 1);
   const verified = await s.call('POST', `/api/assets/${asset.body.id}/verify`, { token: producer.token });
   assert.equal(verified.status, 200, verified.text);
   assert.equal(verified.body.ok, true, verified.text);

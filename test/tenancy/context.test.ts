@@ -53,9 +53,9 @@ test('context shows the user, roles and memberships; a system administrator hold
 
 test('org owners and admins act as producer in every workspace; workspace roles stay in their workspace', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const ws2 = makeWorkspace(s, tree.organizationId);
-  const p2 = makeProject(s, ws2.id);
+  const tree = await makeTree(s);
+  const ws2 = await makeWorkspace(s, tree.organizationId);
+  const p2 = await makeProject(s, ws2.id);
   const admin = await member(s, 'org_admin', tree);
   const moved = await s.call('PATCH', '/api/context', { token: admin.token, body: { projectId: p2.id } });
   assert.equal(moved.status, 200, moved.text);
@@ -75,7 +75,7 @@ test('org owners and admins act as producer in every workspace; workspace roles 
 test('PATCH /api/context moves the scope, fills lower levels, and refuses what the user cannot see', async (t) => {
   const s = await startTestServer(t);
   const { token, user, tree } = await member(s, 'producer');
-  const p2 = makeProject(s, tree.workspaceId, 'Second');
+  const p2 = await makeProject(s, tree.workspaceId, 'Second');
   const moved = await s.call('PATCH', '/api/context', { token, body: { projectId: p2.id } });
   assert.equal(moved.status, 200);
   assert.equal(moved.body.project.id, p2.id);
@@ -83,7 +83,7 @@ test('PATCH /api/context moves the scope, fills lower levels, and refuses what t
   const back = await s.call('PATCH', '/api/context', { token, body: { workspaceId: tree.workspaceId } });
   assert.equal(back.body.project.id, tree.projectId, 'first visible project filled in');
 
-  const other = makeTree(s);
+  const other = await makeTree(s);
   for (const body of [{ organizationId: other.organizationId }, { workspaceId: other.workspaceId }, { projectId: other.projectId }, { projectId: 'prj_does_not_exist' },
     { organizationId: tree.organizationId, projectId: other.projectId }]) {
     const r = await s.call('PATCH', '/api/context', { token, body });
@@ -93,16 +93,16 @@ test('PATCH /api/context moves the scope, fills lower levels, and refuses what t
   assert.equal((await s.call('GET', '/api/context', { token })).body.project.id, tree.projectId, 'refusals change nothing');
   assert.equal((await s.call('PATCH', '/api/context', { token, body: {} })).status, 422);
   assert.equal((await s.call('PATCH', '/api/context', { body: { projectId: tree.projectId } })).status, 401);
-  const sessionsOfOthers = s.db.all('SELECT project_id FROM sessions WHERE user_id != ?', user.id);
+  const sessionsOfOthers = await s.db.all('SELECT project_id FROM sessions WHERE user_id != ?', user.id);
   assert.ok(sessionsOfOthers.every((x: any) => x.project_id !== p2.id));
 });
 
 test('a project-only guest sees only its project: lists, context and scope changes', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const hidden = makeProject(s, tree.workspaceId, 'Hidden');
+  const tree = await makeTree(s);
+  const hidden = await makeProject(s, tree.workspaceId, 'Hidden');
   const guest = await makeUser(s);
-  grant(s, guest.id, 'project', tree.projectId, 'project_viewer');
+  await grant(s, guest.id, 'project', tree.projectId, 'project_viewer');
   const token = await login(s, guest);
   const ctx = await s.call('GET', '/api/context', { token });
   assert.equal(ctx.body.project.id, tree.projectId);
@@ -120,10 +120,10 @@ test('a project-only guest sees only its project: lists, context and scope chang
 test('a session whose access was lost falls back to the first scope still visible', async (t) => {
   const s = await startTestServer(t);
   const { token, user, tree } = await member(s, 'producer');
-  const second = makeTree(s);
-  grant(s, user.id, 'workspace', second.workspaceId, 'writer');
+  const second = await makeTree(s);
+  await grant(s, user.id, 'workspace', second.workspaceId, 'writer');
   assert.equal((await s.call('PATCH', '/api/context', { token, body: { projectId: second.projectId } })).status, 200);
-  s.db.run("UPDATE memberships SET status = 'inactive' WHERE user_id = ? AND organization_id = ?", user.id, second.organizationId);
+  await s.db.run("UPDATE memberships SET status = 'inactive' WHERE user_id = ? AND organization_id = ?", user.id, second.organizationId);
   const r = await s.call('GET', '/api/context', { token });
   assert.equal(r.status, 200);
   assert.equal(r.body.project.id, tree.projectId);
@@ -135,7 +135,7 @@ test('development headers do nothing unless SVC_ALLOW_DEV_CONTEXT=1', async (t) 
   const r = await off.call('GET', '/api/context', { headers: { 'x-user-id': u.id } });
   assert.equal(r.status, 401);
   const { token, tree } = await member(off, 'writer');
-  const other = makeTree(off);
+  const other = await makeTree(off);
   const ignored = await off.call('GET', '/api/context', { token, headers: { 'x-project-id': other.projectId, 'x-workspace-id': other.workspaceId } });
   assert.equal(ignored.status, 200);
   assert.equal(ignored.body.workspace.id, tree.workspaceId);
@@ -147,10 +147,10 @@ test('development headers do nothing unless SVC_ALLOW_DEV_CONTEXT=1', async (t) 
   const asUser = await on.call('GET', '/api/context', { headers: { 'x-user-id': w.user.id } });
   assert.equal(asUser.status, 200);
   assert.equal(asUser.body.user.id, w.user.id);
-  const p2 = makeProject(on, w.tree.workspaceId);
+  const p2 = await makeProject(on, w.tree.workspaceId);
   const scoped = await on.call('GET', '/api/context', { headers: { 'x-user-id': w.user.id, 'x-project-id': p2.id } });
   assert.equal(scoped.body.project.id, p2.id);
-  const elsewhere = makeTree(on);
+  const elsewhere = await makeTree(on);
   const forbidden = await on.call('GET', '/api/context', { headers: { 'x-user-id': w.user.id, 'x-organization-id': elsewhere.organizationId } });
   assert.equal(forbidden.status, 403);
   assert.equal(forbidden.body.error.code, 'scope_forbidden');

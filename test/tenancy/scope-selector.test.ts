@@ -9,7 +9,7 @@ import { grant, login, makeProject, makeTree, makeUser, member } from '../helper
 
 const SCOPE = 'svc-scope';
 const bible = (name: string) => ({ baseRevision: 0, entries: [{ kind: 'character', name }] });
-const denied = (s: TestServer, targetId: string) => s.db.all<Record<string, string>>(
+const denied = async (s: TestServer, targetId: string) => await s.db.all<Record<string, string>>(
   "SELECT * FROM audit_log WHERE action = 'access.denied' AND target_id = ?", targetId,
 );
 
@@ -25,11 +25,11 @@ async function clientToken(s: TestServer, body: Record<string, unknown>): Promis
 test('one session token works in two projects at once with Svc-Scope; the stored scope never moves', async (t) => {
   const s = await startTestServer(t);
   const { token, user, tree } = await member(s, 'producer');
-  const second = makeProject(s, tree.workspaceId);
+  const second = await makeProject(s, tree.workspaceId);
   const before = await s.call('GET', '/api/context', { token });
   assert.equal(before.body.project.id, tree.projectId);
-  const sessionRow = () => s.db.get<Record<string, string>>('SELECT organization_id, workspace_id, project_id FROM sessions WHERE user_id = ?', user.id);
-  const rowBefore = sessionRow();
+  const sessionRow = async () => await s.db.get<Record<string, string>>('SELECT organization_id, workspace_id, project_id FROM sessions WHERE user_id = ?', user.id);
+  const rowBefore = await sessionRow();
 
   const [a, b] = await Promise.all([
     s.call('GET', '/api/context', { token, headers: { [SCOPE]: `project=${tree.projectId}` } }),
@@ -54,7 +54,7 @@ test('one session token works in two projects at once with Svc-Scope; the stored
 
   const after = await s.call('GET', '/api/context', { token });
   assert.equal(after.body.project.id, tree.projectId, 'the session still acts in its own project');
-  assert.deepEqual(sessionRow(), rowBefore, 'nothing stored');
+  assert.deepEqual(await sessionRow(), rowBefore, 'nothing stored');
   // an organization or workspace alone is filled with the first visible workspace and project, like PATCH /api/context
   const org = await s.call('GET', '/api/context', { token, headers: { [SCOPE]: `organization=${tree.organizationId}` } });
   assert.equal(org.status, 200);
@@ -73,7 +73,7 @@ test('one session token works in two projects at once with Svc-Scope; the stored
 test('Svc-Scope is checked like PATCH /api/context: another tenant, unknown or inconsistent ids are 403 scope_forbidden and audited', async (t) => {
   const s = await startTestServer(t);
   const { token, user, tree } = await member(s, 'producer');
-  const other = makeTree(s);
+  const other = await makeTree(s);
   assert.equal((await s.call('GET', '/api/context', { headers: { [SCOPE]: `project=${tree.projectId}` } })).status, 401, 'no credential');
   for (const value of [`project=${other.projectId}`, `workspace=${other.workspaceId}`, `organization=${other.organizationId}`, 'project=prj_none',
     `project=${tree.projectId}; workspace=${other.workspaceId}`, `project=${tree.projectId}; organization=${other.organizationId}`]) {
@@ -92,9 +92,9 @@ test('Svc-Scope is checked like PATCH /api/context: another tenant, unknown or i
     assert.equal(moved.status, 403, `PATCH ${JSON.stringify(patch)}`);
     assert.equal(moved.body.error.code, 'scope_forbidden');
   }
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM bible_revisions')!.n, 0, 'nothing written');
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM bible_revisions'))!.n, 0, 'nothing written');
 
-  const probes = denied(s, other.projectId);
+  const probes = await denied(s, other.projectId);
   assert.ok(probes.length >= 3, `each refused selector audited: ${probes.length}`);
   const viaHeader = probes.find((r) => JSON.parse(r.metadata).via === 'Svc-Scope')!;
   assert.ok(viaHeader, 'the audit row says the scope came from the Svc-Scope header');
@@ -102,11 +102,11 @@ test('Svc-Scope is checked like PATCH /api/context: another tenant, unknown or i
   assert.equal(viaHeader.target_type, 'project');
   assert.equal(viaHeader.result, 'denied');
   assert.ok(probes.some((r) => JSON.parse(r.metadata).via === 'PATCH /api/context'), 'a refused PATCH /api/context is audited too');
-  assert.ok(denied(s, other.organizationId).some((r) => r.target_type === 'organization'));
+  assert.ok((await denied(s, other.organizationId)).some((r) => r.target_type === 'organization'));
 
   // a role is the one held in the selected scope: a project_viewer elsewhere cannot write there
-  const viewerProject = makeTree(s);
-  grant(s, user.id, 'project', viewerProject.projectId, 'project_viewer');
+  const viewerProject = await makeTree(s);
+  await grant(s, user.id, 'project', viewerProject.projectId, 'project_viewer');
   const view = await s.call('GET', '/api/production/bible', { token, headers: { [SCOPE]: `project=${viewerProject.projectId}` } });
   assert.equal(view.status, 200, view.text);
   const write = await s.call('PUT', '/api/production/bible', { token, headers: { [SCOPE]: `project=${viewerProject.projectId}` }, body: bible('Y') });
@@ -124,7 +124,7 @@ test('a malformed Svc-Scope is 422 validation_failed naming the header; ids in t
     assert.equal(r.body.error.code, 'validation_failed');
     assert.ok(r.body.error.details.fields['Svc-Scope'], JSON.stringify(r.body));
   }
-  const other = makeProject(s, tree.workspaceId);
+  const other = await makeProject(s, tree.workspaceId);
   const byPath = await s.call('GET', `/api/projects/${tree.projectId}`, { token, headers: { [SCOPE]: `project=${other.id}` } });
   assert.equal(byPath.status, 200, byPath.text);
   assert.equal(byPath.body.id, tree.projectId);
@@ -132,9 +132,9 @@ test('a malformed Svc-Scope is 422 validation_failed naming the header; ids in t
 
 test('API clients use Svc-Scope inside their binding; the x-*-id headers do nothing for them without SVC_ALLOW_DEV_CONTEXT=1', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const second = makeProject(s, tree.workspaceId);
-  const other = makeTree(s);
+  const tree = await makeTree(s);
+  const second = await makeProject(s, tree.workspaceId);
+  const other = await makeTree(s);
   const token = await clientToken(s, { organizationId: tree.organizationId, permissions: ['script:read', 'asset:edit'] });
 
   const none = await s.call('GET', '/api/production/bible', { token });
@@ -163,7 +163,7 @@ test('API clients use Svc-Scope inside their binding; the x-*-id headers do noth
     assert.equal(r.status, 403, value);
     assert.equal(r.body.error.code, 'scope_forbidden');
   }
-  assert.ok(denied(s, other.projectId).some((r) => r.actor_type === 'api_client' && JSON.parse(r.metadata).via === 'Svc-Scope'));
+  assert.ok((await denied(s, other.projectId)).some((r) => r.actor_type === 'api_client' && JSON.parse(r.metadata).via === 'Svc-Scope'));
 
   // a project-bound client cannot widen itself
   const bound = await clientToken(s, { organizationId: tree.organizationId, projectId: tree.projectId, permissions: ['script:read'] });
@@ -177,8 +177,8 @@ test('API clients use Svc-Scope inside their binding; the x-*-id headers do noth
 
 test('with SVC_ALLOW_DEV_CONTEXT=1 the x-*-id headers are honoured for every caller, API clients inside their binding', async (t) => {
   const s = await startTestServer(t, { SVC_ALLOW_DEV_CONTEXT: '1' });
-  const tree = makeTree(s);
-  const other = makeTree(s);
+  const tree = await makeTree(s);
+  const other = await makeTree(s);
   const token = await clientToken(s, { organizationId: tree.organizationId, permissions: ['script:read'] });
   assert.equal((await s.call('GET', '/api/production/bible', { token, headers: { 'x-project-id': tree.projectId } })).status, 200);
   const outside = await s.call('GET', '/api/production/bible', { token, headers: { 'x-project-id': other.projectId } });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { login, makeProject, makeTree, makeUser, makeWorkspace, member } from '../helpers/factories.ts';
 
-const audit = (s: TestServer, action: string) => s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action);
+const audit = async (s: TestServer, action: string) => await s.db.all<any>('SELECT * FROM audit_log WHERE action = ? ORDER BY seq', action);
 
 test('POST /api/organizations: 401, 403 for non-administrators, 422, 201 with an owner, audited', async (t) => {
   const s = await startTestServer(t);
@@ -20,7 +20,7 @@ test('POST /api/organizations: 401, 403 for non-administrators, 422, 201 with an
   assert.equal(bad.body.error.details.fields.name, 'must not be empty');
   const noOwner = await s.call('POST', '/api/organizations', { token, body: { name: 'Ghost', ownerUserId: 'usr_nobody' } });
   assert.equal(noOwner.status, 422);
-  assert.equal(s.db.get<any>("SELECT count(*) AS n FROM organizations WHERE name = 'Ghost'").n, 0, 'nothing half-written');
+  assert.equal((await s.db.get<any>("SELECT count(*) AS n FROM organizations WHERE name = 'Ghost'")).n, 0, 'nothing half-written');
 
   const u = await makeUser(s);
   const r = await s.call('POST', '/api/organizations', { token, body: { name: 'Moon Studio', ownerUserId: u.id } });
@@ -30,11 +30,11 @@ test('POST /api/organizations: 401, 403 for non-administrators, 422, 201 with an
   const ctx = await s.call('GET', '/api/context', { token: await login(s, u) });
   assert.equal(ctx.body.organization.id, r.body.id);
   assert.equal(ctx.body.roles.organization, 'org_owner');
-  const rows = audit(s, 'organization.created').filter((a) => a.target_id === r.body.id);
+  const rows = (await audit(s, 'organization.created')).filter((a) => a.target_id === r.body.id);
   assert.equal(rows.length, 1);
   assert.equal(rows[0].actor_user_id, admin.id);
   assert.equal(rows[0].organization_id, r.body.id);
-  assert.equal(audit(s, 'membership.created').filter((a) => a.target_id === u.id && a.organization_id === r.body.id).length, 1);
+  assert.equal((await audit(s, 'membership.created')).filter((a) => a.target_id === u.id && a.organization_id === r.body.id).length, 1);
 });
 
 test('POST /api/organizations without ownerUserId: the calling system administrator becomes org_owner and its console opens there', async (t) => {
@@ -54,17 +54,17 @@ test('POST /api/organizations without ownerUserId: the calling system administra
   const members = await s.call('GET', `/api/organizations/${r.body.id}/members`, { token });
   assert.equal(members.status, 200, members.text);
   assert.deepEqual(members.body.items.map((m: any) => [m.email, m.role]), [[admin.email, 'org_owner']]);
-  const [created] = audit(s, 'organization.created').filter((a) => a.target_id === r.body.id);
+  const [created] = (await audit(s, 'organization.created')).filter((a) => a.target_id === r.body.id);
   assert.deepEqual(JSON.parse(created.metadata), { name: 'Own Studio', ownerUserId: admin.id, ownerFrom: 'caller' });
-  assert.equal(audit(s, 'membership.created').filter((a) => a.target_id === admin.id && a.organization_id === r.body.id).length, 1);
+  assert.equal((await audit(s, 'membership.created')).filter((a) => a.target_id === admin.id && a.organization_id === r.body.id).length, 1);
 
   // A named owner wins over the caller, who then stays outside.
   const other = await makeUser(s);
   const named = await s.call('POST', '/api/organizations', { token, body: { name: 'Their Studio', ownerUserId: other.id } });
   assert.equal(named.status, 201, named.text);
-  const theirs = s.db.all<any>("SELECT user_id, role FROM memberships WHERE level = 'organization' AND scope_id = ?", named.body.id);
+  const theirs = await s.db.all<any>("SELECT user_id, role FROM memberships WHERE level = 'organization' AND scope_id = ?", named.body.id);
   assert.deepEqual(theirs.map((m) => [m.user_id, m.role]), [[other.id, 'org_owner']]);
-  const [namedAudit] = audit(s, 'organization.created').filter((a) => a.target_id === named.body.id);
+  const [namedAudit] = (await audit(s, 'organization.created')).filter((a) => a.target_id === named.body.id);
   assert.equal(JSON.parse(namedAudit.metadata).ownerFrom, 'ownerUserId');
 });
 
@@ -87,8 +87,8 @@ test('GET /api/organizations lists only the caller\'s organizations; the system 
 
 test('POST /api/organizations/:id/workspaces: owner and admin only, in their own organization', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const other = makeTree(s);
+  const tree = await makeTree(s);
+  const other = await makeTree(s);
   const path = `/api/organizations/${tree.organizationId}/workspaces`;
   assert.equal((await s.call('POST', path, { body: { name: 'W' } })).status, 401);
   for (const role of ['org_member', 'producer'] as const) {
@@ -109,13 +109,13 @@ test('POST /api/organizations/:id/workspaces: owner and admin only, in their own
     assert.equal(r.status, 201, r.text);
     assert.equal(r.body.organizationId, tree.organizationId);
   }
-  assert.equal(audit(s, 'workspace.created').filter((a) => a.organization_id === tree.organizationId).length, 3);
+  assert.equal((await audit(s, 'workspace.created')).filter((a) => a.organization_id === tree.organizationId).length, 3);
 });
 
 test('GET /api/organizations/:id/workspaces is scoped to what the caller may see', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const ws2 = makeWorkspace(s, tree.organizationId);
+  const tree = await makeTree(s);
+  const ws2 = await makeWorkspace(s, tree.organizationId);
   const writer = await member(s, 'writer', tree);
   const owner = await member(s, 'org_owner', tree);
   const path = `/api/organizations/${tree.organizationId}/workspaces`;
@@ -128,7 +128,7 @@ test('GET /api/organizations/:id/workspaces is scoped to what the caller may see
 
 test('POST /api/workspaces/:id/projects needs project:create in that workspace', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
+  const tree = await makeTree(s);
   const path = `/api/workspaces/${tree.workspaceId}/projects`;
   assert.equal((await s.call('POST', path, { body: { name: 'P' } })).status, 401);
   const expected = { writer: 'permission_denied', reviewer: 'permission_denied', project_editor: 'permission_denied', org_member: 'scope_forbidden' } as const;
@@ -148,7 +148,7 @@ test('POST /api/workspaces/:id/projects needs project:create in that workspace',
   assert.equal(r.body.status, 'draft');
   assert.equal(r.body.templateId, 'short-drama');
   assert.equal(r.body.workspaceId, tree.workspaceId);
-  const rows = audit(s, 'project.created').filter((a) => a.target_id === r.body.id);
+  const rows = (await audit(s, 'project.created')).filter((a) => a.target_id === r.body.id);
   assert.equal(rows.length, 1);
   assert.equal(rows[0].actor_user_id, producer.user.id);
   assert.equal(rows[0].workspace_id, tree.workspaceId);
@@ -156,8 +156,8 @@ test('POST /api/workspaces/:id/projects needs project:create in that workspace',
 
 test('GET /api/workspaces/:id/projects is tenant-scoped', async (t) => {
   const s = await startTestServer(t);
-  const tree = makeTree(s);
-  const p2 = makeProject(s, tree.workspaceId);
+  const tree = await makeTree(s);
+  const p2 = await makeProject(s, tree.workspaceId);
   const producer = await member(s, 'producer', tree);
   const path = `/api/workspaces/${tree.workspaceId}/projects`;
   const r = await s.call('GET', path, { token: producer.token });

@@ -93,14 +93,14 @@ test('a client delivery link: the landing page without an account, a playing vid
   // One count and one audit record per download; never the token in an audit record or a log line.
   const links = await call('GET', `${BASE}/${delivery.body.id}/links`);
   assert.ok(links.body.items[0].downloadCount >= 3, JSON.stringify(links.body.items[0]));
-  const exportDownloads = s.db.all<{ metadata: string; actor_type: string; actor_name: string }>(
+  const exportDownloads = await s.db.all<{ metadata: string; actor_type: string; actor_name: string }>(
     "SELECT metadata, actor_type, actor_name FROM audit_log WHERE action = 'export.downloaded' AND target_id = ? ORDER BY seq", exported.body.id);
   assert.deepEqual(exportDownloads.map((a) => [JSON.parse(a.metadata).file, JSON.parse(a.metadata).linkId, a.actor_type, a.actor_name]), [
     ['media/01-E01-cut.mp4', link.body.id, 'anonymous', 'delivery link Client A'],
     ['archive', link.body.id, 'anonymous', 'delivery link Client A'],
   ]);
   const secret = linkToken.slice(4);
-  assert.equal(s.db.get<{ n: number }>('SELECT count(*) AS n FROM audit_log WHERE metadata LIKE ?', `%${secret.slice(0, 20)}%`)!.n, 0);
+  assert.equal((await s.db.get<{ n: number }>('SELECT count(*) AS n FROM audit_log WHERE metadata LIKE ?', `%${secret.slice(0, 20)}%`))!.n, 0);
   assert.ok(!s.logs.some((l) => l.includes(secret)), 'request logs drop the token');
 
   const bad = await call('POST', `${BASE}/${delivery.body.id}/links`, { includeExport: 'yes' });
@@ -140,7 +140,7 @@ test('a client delivery link: the landing page without an account, a playing vid
   }
 
   // Expired: the same 401 for the page and the files.
-  s.db.run('UPDATE delivery_links SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), plain.body.id);
+  await s.db.run('UPDATE delivery_links SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), plain.body.id);
   const expired = await page.goto(`${s.url}/api/client/delivery?token=${encodeURIComponent(plain.body.token)}`);
   assert.equal(expired?.status(), 401);
   await heading(page, 'This delivery link is not valid').waitFor();

@@ -16,9 +16,9 @@ test('the invitation link: preview, register and join; sign in and accept; used,
   const s = await startTestServer(t);
   const owner = await member(s, 'org_owner');
   const { tree } = owner;
-  const org = s.db.get<{ name: string }>('SELECT name FROM organizations WHERE id = ?', tree.organizationId)!.name;
-  const ws = s.db.get<{ name: string }>('SELECT name FROM workspaces WHERE id = ?', tree.workspaceId)!.name;
-  const second = makeProject(s, tree.workspaceId, 'Invited project');
+  const org = (await s.db.get<{ name: string }>('SELECT name FROM organizations WHERE id = ?', tree.organizationId))!.name;
+  const ws = (await s.db.get<{ name: string }>('SELECT name FROM workspaces WHERE id = ?', tree.workspaceId))!.name;
+  const second = await makeProject(s, tree.workspaceId, 'Invited project');
   const invite = async (body: Record<string, unknown>) => {
     const r = await s.call('POST', `/api/organizations/${tree.organizationId}/invitations`, { token: owner.token, body });
     assert.equal(r.status, 201, r.text);
@@ -54,7 +54,7 @@ test('the invitation link: preview, register and join; sign in and accept; used,
   await onPath(page, '/overview');
   await waitFor(async () => (await field(page, 'Project').inputValue()) === second.id, 'the overview is in the invited project');
   await noStoredToken(page);
-  const joined = s.db.get<{ role: string }>(
+  const joined = await s.db.get<{ role: string }>(
     "SELECT m.role FROM memberships m JOIN users u ON u.id = m.user_id WHERE u.email_normalized = 'new.person@example.test' AND m.level = 'project' AND m.project_id = ?", second.id);
   assert.equal(joined?.role, 'project_editor');
 
@@ -79,7 +79,7 @@ test('the invitation link: preview, register and join; sign in and accept; used,
   await button(other, 'Accept invitation').click();
   await onPath(other, '/overview');
   await waitFor(async () => (await field(other, 'Workspace').inputValue()) === tree.workspaceId, 'the overview is in the invited workspace');
-  assert.ok(s.db.get("SELECT 1 FROM memberships WHERE user_id = ? AND level = 'workspace' AND role = 'reviewer'", existing.id), 'the reviewer role was granted');
+  assert.ok(await s.db.get("SELECT 1 FROM memberships WHERE user_id = ? AND level = 'workspace' AND role = 'reviewer'", existing.id), 'the reviewer role was granted');
 
   // 4. Signed in as someone else: told so, with a way to sign out.
   const mismatch = await invite({ email: 'someone.else@example.test', role: 'org_member' });
@@ -94,7 +94,7 @@ test('the invitation link: preview, register and join; sign in and accept; used,
   const revoked = await invite({ email: 'revoked@example.test', role: 'org_member' });
   assert.equal((await s.call('POST', `/api/organizations/${tree.organizationId}/invitations/${revoked.invitation.id}/revoke`, { token: owner.token })).status, 200);
   const expired = await invite({ email: 'late@example.test', role: 'org_member' });
-  s.db.run('UPDATE invitations SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), expired.invitation.id);
+  await s.db.run('UPDATE invitations SET expires_at = ? WHERE id = ?', new Date(Date.now() - 1000).toISOString(), expired.invitation.id);
   const third = await openPage(browser, t);
   await third.goto(revoked.acceptUrl);
   await heading(third, 'Invitation not valid').waitFor();

@@ -89,7 +89,7 @@ test('the link of every notification type opens a console page showing its objec
   const projectId = w.tree.projectId;
   const video = await shotVideo(w, w.shotIds[0], 'a pier at dawn');
   const producer = await member(s, 'producer', w.tree);
-  const org = s.db.get<{ name: string }>('SELECT name FROM organizations WHERE id = ?', w.tree.organizationId)!.name;
+  const org = (await s.db.get<{ name: string }>('SELECT name FROM organizations WHERE id = ?', w.tree.organizationId))!.name;
 
   // Real flows: a task assigned to the owner by the producer; a review requested by the producer (qa:review holders are told).
   const task = await s.call('POST', '/api/tasks', {
@@ -115,7 +115,7 @@ test('the link of every notification type opens a console page showing its objec
   for (const type of types) {
     if (real.has(type)) continue;
     const { category, page } = NOTIFICATION_TYPES[type];
-    notify(s.operator(), {
+    await notify(s.operator(), {
       category, type, organizationId: w.tree.organizationId, workspaceId: w.tree.workspaceId, projectId,
       subject: `Check ${type}`, link: objects[page!].link, recipients: [w.user.id],
     });
@@ -133,7 +133,7 @@ test('the link of every notification type opens a console page showing its objec
   await page.goto(s.url + '/login');
   await signIn(page, w.user.email, w.user.password);
   await onPath(page, '/overview');
-  const second = makeProject(s, w.tree.workspaceId, 'Another project');
+  const second = await makeProject(s, w.tree.workspaceId, 'Another project');
   await field(page, 'Project').waitFor();
   await waitFor(async () => (await field(page, 'Project').locator('option').count()) >= 2, 'the project list is filled');
   await field(page, 'Project').selectOption(second.id);

@@ -2,6 +2,7 @@
 // catalog with a generated shot's real first and last frames side by side, the jobs polled live (a new
 // job follows the worker to completed without a reload), notifications with the unread count, work
 // items, and switching the project; a screenshot (acceptance 2).
+import { mapSeq } from '../../src/kernel/seq.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { makeProject } from '../helpers/factories.ts';
@@ -21,12 +22,12 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 test('the overview: scope switcher, catalog with a generated shot\'s real first and last frames, jobs polled live, notifications, work items', async (t) => {
   const browser: Browser = await launchBrowser(t);
   const w = await mediaWorld(t, { shots: 2 });
-  const title = (id: string) => w.s.db.get<{ title: string }>('SELECT title FROM shots WHERE id = ?', id)!.title;
-  const [shot1, shot2] = w.shotIds.map(title);
+  const title = async (id: string) => (await w.s.db.get<{ title: string }>('SELECT title FROM shots WHERE id = ?', id))!.title;
+  const [shot1, shot2] = (await mapSeq(w.shotIds, title));
   const video = await shotVideo(w, w.shotIds[0], 'a red lantern in the rain', { seconds: 1, size: '320x180' });
-  const second = makeProject(w.s, w.tree.workspaceId, 'Second project');
+  const second = await makeProject(w.s, w.tree.workspaceId, 'Second project');
   for (const subject of ['Cut approved', 'Budget at 80 %']) {
-    notify(w.s.operator(), { category: 'system_notices', type: 'console.test', organizationId: w.tree.organizationId, subject });
+    await notify(w.s.operator(), { category: 'system_notices', type: 'console.test', organizationId: w.tree.organizationId, subject });
   }
   const page = await openPage(browser, t);
   const jobPolls: number[] = [];

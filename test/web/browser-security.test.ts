@@ -170,7 +170,7 @@ test('password sign-in, two-step verification enabled on the security page, sign
   await field(page, 'Password').fill(user.password);
   await button(page, 'Disable').click();
   await button(page, 'Enable two-step verification').waitFor();
-  assert.equal(s.db.get<{ mfa_enabled: number }>('SELECT mfa_enabled FROM users WHERE id = ?', user.id)!.mfa_enabled, 0);
+  assert.equal((await s.db.get<{ mfa_enabled: number }>('SELECT mfa_enabled FROM users WHERE id = ?', user.id))!.mfa_enabled, 0);
 
   // Change the password: this browser stays signed in (a fresh session), the new password works.
   const newPassword = 'a brand new console passphrase';

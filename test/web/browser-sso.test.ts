@@ -26,9 +26,9 @@ test('OIDC sign-in against oidc-provider through /sso/complete (to returnTo), th
   const s: TestServer = await startTestServer(t);
   const admin = await makeUser(s, { systemAdmin: true });
   const adminToken = await login(s, admin);
-  const org = makeOrg(s);
-  const ws = makeWorkspace(s, org.id);
-  makeProject(s, ws.id, 'Pilot');
+  const org = await makeOrg(s);
+  const ws = await makeWorkspace(s, org.id);
+  await makeProject(s, ws.id, 'Pilot');
   const peer = await startOidcPeer({
     redirectUri: `${s.url}/api/auth/sso/callback`, clientId: 'svc-web-client', clientSecret: secret,
     accounts: {
@@ -88,7 +88,7 @@ test('OIDC sign-in against oidc-provider through /sso/complete (to returnTo), th
   assert.ok(landed, `the browser came back through /sso/complete: ${landings.join(' ')}`);
   assert.equal(await page.evaluate(() => location.href.includes('ticket')), false);
   await noStoredToken(page);
-  const alice = s.db.get<{ id: string }>('SELECT id FROM users WHERE email = ?', 'alice@sso.example.test');
+  const alice = await s.db.get<{ id: string }>('SELECT id FROM users WHERE email = ?', 'alice@sso.example.test');
   assert.ok(alice, 'the account was created by the sign-in');
   const sessionAnswer = await page.request.get(s.url + '/api/auth/session');
   assert.equal(sessionAnswer.status(), 200, 'the browser holds a session');
@@ -132,11 +132,11 @@ test('OIDC sign-in against oidc-provider through /sso/complete (to returnTo), th
   assert.equal(enroll.length, 10);
   await onPath(page, '/overview');
   await noStoredToken(page);
-  assert.equal(s.db.get<{ mfa_enabled: number }>('SELECT mfa_enabled FROM users WHERE email = ?', 'carol@sso.example.test')!.mfa_enabled, 1);
+  assert.equal((await s.db.get<{ mfa_enabled: number }>('SELECT mfa_enabled FROM users WHERE email = ?', 'carol@sso.example.test'))!.mfa_enabled, 1);
 
   // The same after a password sign-in.
   const dave = await makeUser(s);
-  grant(s, dave.id, 'organization', org.id, 'org_member');
+  await grant(s, dave.id, 'organization', org.id, 'org_member');
   await signedOut();
   await page.goto(s.url + '/login');
   await signIn(page, dave.email, dave.password);

@@ -85,28 +85,28 @@ function gibAtLeast(bytes: number): number {
 }
 
 /** The highest own limit of a workspace of the organization, if any. */
-function highestWorkspaceQuota(db: Db, organizationId: string, column: 'monthly_clip_quota' | 'storage_gb') {
-  return db.get<{ id: string; workspace_id: string; q: number }>(
+async function highestWorkspaceQuota(db: Db, organizationId: string, column: 'monthly_clip_quota' | 'storage_gb') {
+  return await db.get<{ id: string; workspace_id: string; q: number }>(
     `SELECT id, workspace_id, ${column} AS q FROM workspace_quotas WHERE organization_id = ? AND ${column} IS NOT NULL ORDER BY ${column} DESC, id LIMIT 1`,
     organizationId);
 }
 
-const hasUsageOrInvoice = (db: Db, organizationId: string) => db.get<{ usage: number; invoices: number }>(
+const hasUsageOrInvoice = async (db: Db, organizationId: string) => (await db.get<{ usage: number; invoices: number }>(
   `SELECT EXISTS (SELECT 1 FROM usage_events WHERE organization_id = ?1) AS usage, EXISTS (SELECT 1 FROM invoices WHERE organization_id = ?1) AS invoices`,
-  organizationId)!;
+  organizationId))!;
 
 /** Clip usage events of the organization's local month of `now` (jobs' counter, from the local month's start). */
-export const clipsThisMonth = (db: Db, organizationId: string, timeZone: string, now: Date): number =>
-  activeVideoClipsThisMonth(db, organizationId, monthWindow(timeZone, now).start);
+export const clipsThisMonth = async (db: Db, organizationId: string, timeZone: string, now: Date): Promise<number> =>
+  await activeVideoClipsThisMonth(db, organizationId, monthWindow(timeZone, now).start);
 
 /** 409 for the first changed field whose new value is below what is used or reserved. */
-function checkBounds(
+async function checkBounds(
   ctx: Ctx, organizationId: string, changed: Set<string>, next: BillingAccountRow, was: BillingAccountRow, timeZone: string, wasTimeZone: string,
-): void {
+): Promise<void> {
   const db = ctx.db;
   const now = ctx.now();
   if (changed.has('currency')) {
-    const used = hasUsageOrInvoice(db, organizationId);
+    const used = await hasUsageOrInvoice(db, organizationId);
     if (used.usage || used.invoices) {
       throw conflict('currency_locked', 'the currency cannot change once the organization has usage events or invoices',
         { requested: next.currency, current: was.currency, usageEvents: used.usage === 1, invoices: used.invoices === 1 });
@@ -114,7 +114,7 @@ function checkBounds(
   }
   // Invoice periods are drawn in the cycle and the zone: another one would draw periods across those billed.
   if (changed.has('billingCycle') || changed.has('timeZone')) {
-    const billed = liveInvoiceOverlapping(db, organizationId);
+    const billed = await liveInvoiceOverlapping(db, organizationId);
     if (billed) {
       const cycle = changed.has('billingCycle');
       throw conflict(cycle ? 'billing_cycle_locked' : 'time_zone_locked',
@@ -123,30 +123,30 @@ function checkBounds(
     }
   }
   if (changed.has('seatLimit')) {
-    const seats = seatUsage(db, organizationId, now.toISOString());
+    const seats = await seatUsage(db, organizationId, now.toISOString());
     if (next.seat_limit < seats.used) {
       throw bound('seat_limit_below_reserved', 'seat limit below active members plus pending invitations', next.seat_limit, seats.used,
         { activeMembers: seats.activeMembers, pendingInvitations: seats.pendingInvitations });
     }
   }
   if (changed.has('monthlyClipQuota')) {
-    const used = clipsThisMonth(db, organizationId, timeZone, now);
+    const used = await clipsThisMonth(db, organizationId, timeZone, now);
     if (next.monthly_clip_quota < used) {
       throw bound('clip_quota_below_usage', 'monthly clip quota below this month\'s clips', next.monthly_clip_quota, used,
         { month: monthWindow(timeZone, now).label });
     }
-    const ws = highestWorkspaceQuota(db, organizationId, 'monthly_clip_quota');
+    const ws = await highestWorkspaceQuota(db, organizationId, 'monthly_clip_quota');
     if (ws && next.monthly_clip_quota < ws.q) {
       throw bound('quota_above_plan', 'a workspace clip quota is above the requested plan limit', next.monthly_clip_quota, ws.q,
         { field: 'monthlyClipQuota', quotaId: ws.id, workspaceId: ws.workspace_id });
     }
   }
   if (changed.has('storageGb')) {
-    const usedBytes = organizationStoredBytes(db, organizationId);
+    const usedBytes = await organizationStoredBytes(db, organizationId);
     if (gbToBytes(next.storage_gb) < usedBytes) {
       throw bound('storage_below_usage', 'storage (GiB) below the stored bytes', next.storage_gb, gibAtLeast(usedBytes), { usedBytes });
     }
-    const ws = highestWorkspaceQuota(db, organizationId, 'storage_gb');
+    const ws = await highestWorkspaceQuota(db, organizationId, 'storage_gb');
     if (ws && next.storage_gb < ws.q) {
       throw bound('quota_above_plan', 'a workspace storage quota is above the requested plan limit', next.storage_gb, ws.q,
         { field: 'storageGb', quotaId: ws.id, workspaceId: ws.workspace_id });
@@ -155,25 +155,25 @@ function checkBounds(
 }
 
 /** PATCH /api/organizations/:organizationId/billing: the account's API shape after the change. */
-export function updateBillingAccount(ctx: Ctx, organizationId: string, p: BillingPatch) {
-  return ctx.db.tx(() => {
-    const row = billingAccountOf(ctx.db, organizationId)!;
-    const tz = organizationById(ctx.db, organizationId)!.time_zone;
+export async function updateBillingAccount(ctx: Ctx, organizationId: string, p: BillingPatch) {
+  return await ctx.db.tx(async () => {
+    const row = (await billingAccountOf(ctx.db, organizationId))!;
+    const tz = (await organizationById(ctx.db, organizationId))!.time_zone;
     const before = billingSettings(row, tz);
     const { next, timeZone } = patched(row, before, p);
     const after = billingSettings(next, timeZone);
     const changed = (Object.keys(after) as Array<keyof BillingSettings>).filter((k) => after[k] !== before[k]);
     if (changed.length === 0) return presentBillingAccount(row, tz);
-    checkBounds(ctx, organizationId, new Set(changed), next, row, timeZone, tz);
+    await checkBounds(ctx, organizationId, new Set(changed), next, row, timeZone, tz);
     const at = ctx.now().toISOString();
     next.updated_at = at;
-    updateBillingAccountRow(ctx.db, next);
-    if (timeZone !== tz) setOrganizationTimeZone(ctx.db, organizationId, timeZone);
-    insertBillingAccountEvent(ctx.db, {
+    await updateBillingAccountRow(ctx.db, next);
+    if (timeZone !== tz) await setOrganizationTimeZone(ctx.db, organizationId, timeZone);
+    await insertBillingAccountEvent(ctx.db, {
       id: newId('bae'), organization_id: organizationId, actor_user_id: ctx.actor.userId, actor_name: ctx.actor.name,
       changed: JSON.stringify(changed), before: JSON.stringify(before), after: JSON.stringify(after), created_at: at,
     });
-    record(ctx, {
+    await record(ctx, {
       action: 'billing.account.updated', targetType: 'billing_account', targetId: organizationId,
       organizationId, workspaceId: null, projectId: null, metadata: { changed, before, after },
     });
@@ -188,7 +188,7 @@ interface InvoiceEventRow {
   actor_user_id: string | null; actor_name: string | null; note: string | null; created_at: string;
 }
 
-const invoiceEventsOf = (db: Db, organizationId: string, limit: number) => db.all<InvoiceEventRow>(
+const invoiceEventsOf = async (db: Db, organizationId: string, limit: number) => await db.all<InvoiceEventRow>(
   `SELECT e.*, i.number FROM invoice_events e JOIN invoices i ON i.id = e.invoice_id AND i.organization_id = e.organization_id
     WHERE e.organization_id = ? ORDER BY e.created_at DESC, e.rowid DESC LIMIT ?`, organizationId, limit);
 
@@ -198,23 +198,23 @@ const presentInvoiceEvent = (e: InvoiceEventRow): Out<typeof InvoiceStatusChange
 });
 
 /** Account changes and invoice status changes, newest first (`limit` -1: all). */
-function billingHistory(db: Db, organizationId: string, limit: number) {
+async function billingHistory(db: Db, organizationId: string, limit: number) {
   const items = [
-    ...billingAccountEventsOf(db, organizationId, limit).map(presentBillingAccountEvent),
-    ...invoiceEventsOf(db, organizationId, limit).map(presentInvoiceEvent),
+    ...(await billingAccountEventsOf(db, organizationId, limit)).map(presentBillingAccountEvent),
+    ...(await invoiceEventsOf(db, organizationId, limit)).map(presentInvoiceEvent),
   ].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
   return limit < 0 ? items : items.slice(0, limit);
 }
 
-function usageThisMonth(db: Db, organizationId: string, timeZone: string, currency: string, now: Date) {
+async function usageThisMonth(db: Db, organizationId: string, timeZone: string, currency: string, now: Date) {
   const m = monthWindow(timeZone, now);
-  const [t] = db.allBig<{ events: bigint; e4: bigint }>(
+  const [t] = await db.allBig<{ events: bigint; e4: bigint }>(
     'SELECT count(*) AS events, coalesce(sum(estimated_cost_e4), 0) AS e4 FROM usage_events WHERE organization_id = ? AND created_at >= ? AND created_at < ?',
     organizationId, m.start, m.end);
   return {
     month: m.label, start: m.start, end: m.end,
-    clips: clipsThisMonth(db, organizationId, timeZone, now), events: Number(t.events), estimatedCost: formatE4Amount(t.e4, currency), currency,
-    storageBytes: organizationStoredBytes(db, organizationId),
+    clips: await clipsThisMonth(db, organizationId, timeZone, now), events: Number(t.events), estimatedCost: formatE4Amount(t.e4, currency), currency,
+    storageBytes: await organizationStoredBytes(db, organizationId),
   };
 }
 
@@ -222,12 +222,12 @@ const HISTORY_IN_VIEW = 50;
 const WARNINGS_IN_VIEW = 50;
 
 /** GET /api/organizations/:organizationId/commercial. */
-export function commercialView(ctx: Ctx, organizationId: string, all = false): Out<typeof CommercialView> {
+export async function commercialView(ctx: Ctx, organizationId: string, all = false): Promise<Out<typeof CommercialView>> {
   const db = ctx.db;
   const now = ctx.now();
-  const org = organizationById(db, organizationId)!;
-  const account = billingAccountOf(db, organizationId)!;
-  const seats = seatUsage(db, organizationId, now.toISOString());
+  const org = (await organizationById(db, organizationId))!;
+  const account = (await billingAccountOf(db, organizationId))!;
+  const seats = await seatUsage(db, organizationId, now.toISOString());
   return {
     organization: { id: org.id, name: org.name, timeZone: org.time_zone },
     account: presentBillingAccount(account, org.time_zone),
@@ -235,19 +235,19 @@ export function commercialView(ctx: Ctx, organizationId: string, all = false): O
       limit: seats.limit, activeMembers: seats.activeMembers, pendingInvitations: seats.pendingInvitations,
       reserved: seats.used, available: Math.max(0, seats.limit - seats.used),
     },
-    workspaceQuotas: workspaceQuotasView(db, organizationId, now),
-    usageThisMonth: usageThisMonth(db, organizationId, org.time_zone, account.currency, now),
-    quotaWarnings: quotaWarningsView(db, organizationId, all ? -1 : WARNINGS_IN_VIEW),
-    costCenters: costCentersView(db, organizationId, now),
-    costCenterDetail: costCenterDetailView(db, organizationId, now),
-    billingHistory: billingHistory(db, organizationId, all ? -1 : HISTORY_IN_VIEW),
-    usageTrend: usageTrend(db, organizationId, org.time_zone, account.currency, now),
+    workspaceQuotas: await workspaceQuotasView(db, organizationId, now),
+    usageThisMonth: await usageThisMonth(db, organizationId, org.time_zone, account.currency, now),
+    quotaWarnings: await quotaWarningsView(db, organizationId, all ? -1 : WARNINGS_IN_VIEW),
+    costCenters: await costCentersView(db, organizationId, now),
+    costCenterDetail: await costCenterDetailView(db, organizationId, now),
+    billingHistory: await billingHistory(db, organizationId, all ? -1 : HISTORY_IN_VIEW),
+    usageTrend: await usageTrend(db, organizationId, org.time_zone, account.currency, now),
   };
 }
 
 /** The organization's local months from its first usage event to the month of `now`. */
-function monthsOfUsage(db: Db, organizationId: string, timeZone: string, now: Date): Bucket[] {
-  const first = db.get<{ at: string | null }>('SELECT min(created_at) AS at FROM usage_events WHERE organization_id = ?', organizationId)!.at;
+async function monthsOfUsage(db: Db, organizationId: string, timeZone: string, now: Date): Promise<Bucket[]> {
+  const first = (await db.get<{ at: string | null }>('SELECT min(created_at) AS at FROM usage_events WHERE organization_id = ?', organizationId))!.at;
   const months: Bucket[] = [];
   for (let m = first ? monthWindow(timeZone, new Date(first)) : null; m && m.start <= now.toISOString(); m = monthWindow(timeZone, new Date(m.end))) {
     months.push({ label: m.label, start: new Date(m.start), end: new Date(m.end) });
@@ -256,9 +256,9 @@ function monthsOfUsage(db: Db, organizationId: string, timeZone: string, now: Da
 }
 
 /** Usage totals of every local month with events, with their split by unit name. */
-function usageByMonth(db: Db, organizationId: string, timeZone: string, currency: string, now: Date): Array<Out<typeof UsageMonthView>> {
+async function usageByMonth(db: Db, organizationId: string, timeZone: string, currency: string, now: Date): Promise<Array<Out<typeof UsageMonthView>>> {
   const months = new Map<string, { month: string; events: number; clips: number; e4: bigint; byUnit: Array<{ unit: string; events: number; units: number; estimatedCost: string }> }>();
-  for (const r of usageByBucket(db, organizationId, monthsOfUsage(db, organizationId, timeZone, now), now, true)) {
+  for (const r of await usageByBucket(db, organizationId, await monthsOfUsage(db, organizationId, timeZone, now), now, true)) {
     const m = months.get(r.label) ?? { month: r.label, events: 0, clips: 0, e4: 0n, byUnit: [] };
     m.events += r.events;
     m.clips += r.clips;
@@ -270,24 +270,24 @@ function usageByMonth(db: Db, organizationId: string, timeZone: string, currency
 }
 
 /** The organization's invoices, oldest period first, as the ledger presents them without tax rate, due days, creator and update time. */
-const invoiceSummaries = (db: Db, organizationId: string): Array<Out<typeof InvoiceSummaryView>> => db.allBig<Omit<InvoiceRow, 'snapshot'>>(
+const invoiceSummaries = async (db: Db, organizationId: string): Promise<Array<Out<typeof InvoiceSummaryView>>> => (await db.allBig<Omit<InvoiceRow, 'snapshot'>>(
   `SELECT id, organization_id, number, status, period_start, period_end, currency, tax_rate, due_days, subtotal_minor, tax_minor, total_minor,
           created_by, created_at, updated_at, issued_at, due_at, paid_at, voided_at FROM invoices WHERE organization_id = ? ORDER BY period_start, id`,
-  organizationId)
+  organizationId))
   .map((i) => {
     const { organizationId: _o, taxRate: _r, dueDays: _d, createdBy: _c, updatedAt: _u, ...summary } = presentInvoice(i);
     return summary;
   });
 
 /** GET .../commercial/export: the view with every history entry and warning, plus account events, usage by month and invoices. */
-export function commercialExport(ctx: Ctx, organizationId: string): Out<typeof CommercialExportView> {
-  const view = commercialView(ctx, organizationId, true);
+export async function commercialExport(ctx: Ctx, organizationId: string): Promise<Out<typeof CommercialExportView>> {
+  const view = await commercialView(ctx, organizationId, true);
   const now = ctx.now();
   return {
     exportedAt: now.toISOString(),
     ...view,
-    billingAccountEvents: billingAccountEventsOf(ctx.db, organizationId).map(presentBillingAccountEvent),
-    usageByMonth: usageByMonth(ctx.db, organizationId, view.organization.timeZone, view.account.currency, now),
-    invoices: invoiceSummaries(ctx.db, organizationId),
+    billingAccountEvents: (await billingAccountEventsOf(ctx.db, organizationId)).map(presentBillingAccountEvent),
+    usageByMonth: await usageByMonth(ctx.db, organizationId, view.organization.timeZone, view.account.currency, now),
+    invoices: await invoiceSummaries(ctx.db, organizationId),
   };
 }

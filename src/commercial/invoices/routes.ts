@@ -20,9 +20,9 @@ export function bindInvoiceRoutes(router: Router): void {
   r.get('/api/organizations/:organizationId/invoices', {
     ...read, query: InvoiceListQuery, summary: 'The invoice ledger, newest period first; status and query (number or id substring) filters.',
     response: { description: 'a page of invoices (without lines)', schema: o.page(InvoiceView) },
-  }, ({ ctx, params, query }) => {
+  }, async ({ ctx, params, query }) => {
     const { page, pageSize, offset } = pageWindow(query.page, query.pageSize);
-    const p = listInvoices(ctx, params.organizationId, query, { limit: pageSize, offset });
+    const p = await listInvoices(ctx, params.organizationId, query, { limit: pageSize, offset });
     return json(200, { items: p.rows.map(presentInvoice), pagination: { page, pageSize, total: p.total } });
   });
 
@@ -43,27 +43,27 @@ export function bindInvoiceRoutes(router: Router): void {
     ...manage, body: GenerateBody,
     summary: 'Generates the draft invoice of a period (default: the current billing period in the organization\'s time zone); a repeat for the same period returns the original unchanged (200); a period overlapping another invoice that is not void is 409 invoice_period_overlap (details.invoice names it).',
     response: { status: 201, also: [200], description: 'the draft invoice with snapshot and lines (201 created; 200 the existing one)', schema: InvoiceDetailView },
-  }, ({ ctx, params, body }) => {
-    const g = generateInvoice(ctx, params.organizationId, body);
-    return json(g.created ? 201 : 200, detailOf(invoiceDetail(ctx, params.organizationId, g.invoice.id)));
+  }, async ({ ctx, params, body }) => {
+    const g = await generateInvoice(ctx, params.organizationId, body);
+    return json(g.created ? 201 : 200, detailOf(await invoiceDetail(ctx, params.organizationId, g.invoice.id)));
   });
 
   r.get('/api/organizations/:organizationId/invoices/:invoiceId', {
     ...read, summary: 'One invoice with its snapshot, lines and events; another organization\'s invoice is 403 organization_forbidden.',
     response: { description: 'the invoice with snapshot, lines and events', schema: InvoiceDetailView },
-  }, ({ ctx, params }) => json(200, detailOf(invoiceDetail(ctx, params.organizationId, params.invoiceId))));
+  }, async ({ ctx, params }) => json(200, detailOf(await invoiceDetail(ctx, params.organizationId, params.invoiceId))));
 
   r.post('/api/organizations/:organizationId/invoices/:invoiceId/status', {
     ...manage, body: StatusBody,
     summary: 'Changes the status: draft -> issued (takes the next number) -> paid | overdue | void; overdue -> paid. Paid and void are final (409 invoice_final); other moves 409 invalid_transition.',
     response: { description: 'the invoice with snapshot, lines and events', schema: InvoiceDetailView },
-  }, ({ ctx, params, body }) => {
-    changeInvoiceStatus(ctx, params.organizationId, params.invoiceId, body.status, body.note);
-    return json(200, detailOf(invoiceDetail(ctx, params.organizationId, params.invoiceId)));
+  }, async ({ ctx, params, body }) => {
+    await changeInvoiceStatus(ctx, params.organizationId, params.invoiceId, body.status, body.note);
+    return json(200, detailOf(await invoiceDetail(ctx, params.organizationId, params.invoiceId)));
   });
 }
 
-function detailOf(d: ReturnType<typeof invoiceDetail>): o.Out<typeof InvoiceDetailView> {
+function detailOf(d: Awaited<ReturnType<typeof invoiceDetail>>): o.Out<typeof InvoiceDetailView> {
   const c = d.invoice.currency;
   return { ...presentInvoice(d.invoice), snapshot: JSON.parse(d.invoice.snapshot) as Record<string, unknown>, lines: d.lines.map((l) => presentLine(l, c)), events: d.events.map(presentEvent) };
 }

@@ -43,7 +43,7 @@ interface DraftLine { kind: string; description: string; workspaceId: string | n
 const quantityText = (e6: bigint) => (e6 === 0n ? '0' : formatDecimal(e6, 6).replace(/\.?0+$/, ''));
 
 /** Base fee (when not zero), seats, storage per workspace, then usage groups: the lines of a draft. */
-function draftLines(ctx: Ctx, account: BillingAccountRow, start: string, end: string) {
+async function draftLines(ctx: Ctx, account: BillingAccountRow, start: string, end: string) {
   const a = account;
   const lines: DraftLine[] = [];
   if (a.base_fee_minor !== 0) {
@@ -52,13 +52,13 @@ function draftLines(ctx: Ctx, account: BillingAccountRow, start: string, end: st
       quantity: '1', unit: 'period', unitPriceE4: BigInt(a.base_fee_minor) * E4, priceUnit: 'period', exact: { num: BigInt(a.base_fee_minor), den: 1n },
     });
   }
-  const seats = seatUsage(ctx.db, a.organization_id, ctx.now().toISOString());
+  const seats = await seatUsage(ctx.db, a.organization_id, ctx.now().toISOString());
   lines.push({
     kind: 'seats', description: `Seats: ${seats.activeMembers} active members`, workspaceId: null, costCenterId: null,
     quantity: String(seats.activeMembers), unit: 'seat', unitPriceE4: BigInt(a.seat_unit_price_e4), priceUnit: 'seat',
     exact: lineAmount({ num: BigInt(seats.activeMembers), den: 1n }, BigInt(a.seat_unit_price_e4)),
   });
-  const storage = storageByWorkspace(ctx.db, a.organization_id);
+  const storage = await storageByWorkspace(ctx.db, a.organization_id);
   for (const w of storage) {
     const gib: Exact = { num: BigInt(w.bytes), den: GIB };
     lines.push({
@@ -66,7 +66,7 @@ function draftLines(ctx: Ctx, account: BillingAccountRow, start: string, end: st
       quantity: exactToDecimal(gib), unit: 'GiB', unitPriceE4: BigInt(a.storage_unit_price_e4), priceUnit: 'GiB', exact: lineAmount(gib, BigInt(a.storage_unit_price_e4)),
     });
   }
-  const groups = usageGroups(ctx.db, a.organization_id, start, end);
+  const groups = await usageGroups(ctx.db, a.organization_id, start, end);
   const skipped = groups.filter((g) => g.currency !== a.currency);
   // A usage line is its summed quantity x the unit price its events were recorded at (usage_events.unit_price_e4).
   for (const g of groups.filter((x) => x.currency === a.currency)) {
@@ -80,12 +80,12 @@ function draftLines(ctx: Ctx, account: BillingAccountRow, start: string, end: st
 }
 
 /** The draft invoice of a period and its lines, computed from the current account, members, storage and usage. */
-function draftOf(ctx: Ctx, account: BillingAccountRow, timeZone: string, g: Generation): { invoice: InvoiceRow; lines: InvoiceLineRow[] } {
+async function draftOf(ctx: Ctx, account: BillingAccountRow, timeZone: string, g: Generation): Promise<{ invoice: InvoiceRow; lines: InvoiceLineRow[] }> {
   const a = account;
   const cur = a.currency;
   const start = g.start.toISOString();
   const end = g.end.toISOString();
-  const { lines, seats, storage, skipped } = draftLines(ctx, a, start, end);
+  const { lines, seats, storage, skipped } = await draftLines(ctx, a, start, end);
   const exactSum = lines.reduce((sum, l) => addExact(sum, l.exact), ZERO);
   const subtotal = lines.reduce((sum, l) => sum + roundExact(l.exact), 0n);
   const tax = taxOn(exactSum, g.rate);
@@ -100,7 +100,7 @@ function draftOf(ctx: Ctx, account: BillingAccountRow, timeZone: string, g: Gene
     period: { start, end, timeZone },
     seats: { activeMembers: seats.activeMembers, seatLimit: seats.limit },
     storage: storage.map((w) => ({ ...w, gib: exactToDecimal({ num: BigInt(w.bytes), den: GIB }) })),
-    costCenters: costCentersOf(ctx.db, a.organization_id).map((c) => ({
+    costCenters: (await costCentersOf(ctx.db, a.organization_id)).map((c) => ({
       id: c.id, code: c.code, name: c.name, workspaceId: c.workspace_id, budget: c.budget_minor === null ? null : formatAmount(c.budget_minor, cur),
     })),
     usageInOtherCurrencies: skipped.map((s) => ({
@@ -124,17 +124,17 @@ function draftOf(ctx: Ctx, account: BillingAccountRow, timeZone: string, g: Gene
   };
 }
 
-function eventOf(ctx: Ctx, inv: InvoiceRow, action: string, from: InvoiceStatus | null, note: string | null) {
-  insertInvoiceEvent(ctx.db, {
+async function eventOf(ctx: Ctx, inv: InvoiceRow, action: string, from: InvoiceStatus | null, note: string | null) {
+  await insertInvoiceEvent(ctx.db, {
     id: newId('ive'), invoice_id: inv.id, organization_id: inv.organization_id, action, from_status: from, to_status: inv.status,
     actor_user_id: ctx.actor.userId, actor_name: ctx.actor.name, note, created_at: inv.updated_at,
   });
 }
 
 /** What a generation reads first: the account, the organization's time zone and the checked input with its period. */
-function basisOf(ctx: Ctx, organizationId: string, body: Infer<typeof GenerateBody>) {
-  const timeZone = organizationById(ctx.db, organizationId)!.time_zone;
-  const account = billingAccountOf(ctx.db, organizationId)!;
+async function basisOf(ctx: Ctx, organizationId: string, body: Infer<typeof GenerateBody>) {
+  const timeZone = (await organizationById(ctx.db, organizationId))!.time_zone;
+  const account = (await billingAccountOf(ctx.db, organizationId))!;
   const g = generation(body, account.billing_cycle, timeZone, ctx.now());
   return { account, timeZone, g, start: g.start.toISOString(), end: g.end.toISOString(), key: `${timeZone}\n${JSON.stringify(account)}` };
 }
@@ -150,28 +150,28 @@ export const invoiceRef = (i: InvoiceRow) => ({ id: i.id, number: i.number, stat
  * invoice that is not void (409 invoice_period_overlap), then the insert. A billing change committed
  * in between (prices, cycle, time zone) makes the draft again under the lock.
  */
-export function generateInvoice(ctx: Ctx, organizationId: string, body: Infer<typeof GenerateBody>): { invoice: InvoiceRow; created: boolean } {
-  const before = basisOf(ctx, organizationId, body);
-  const existing = invoiceForPeriod(ctx.db, organizationId, before.start, before.end);
+export async function generateInvoice(ctx: Ctx, organizationId: string, body: Infer<typeof GenerateBody>): Promise<{ invoice: InvoiceRow; created: boolean }> {
+  const before = await basisOf(ctx, organizationId, body);
+  const existing = await invoiceForPeriod(ctx.db, organizationId, before.start, before.end);
   if (existing) return { invoice: existing, created: false };
-  const prepared = draftOf(ctx, before.account, before.timeZone, before.g);
-  return ctx.db.tx(() => {
-    const b = basisOf(ctx, organizationId, body);
+  const prepared = await draftOf(ctx, before.account, before.timeZone, before.g);
+  return await ctx.db.tx(async () => {
+    const b = await basisOf(ctx, organizationId, body);
     const { start, end } = b;
-    const original = invoiceForPeriod(ctx.db, organizationId, start, end);
+    const original = await invoiceForPeriod(ctx.db, organizationId, start, end);
     if (original) return { invoice: original, created: false };
-    const overlap = liveInvoiceOverlapping(ctx.db, organizationId, start, end);
+    const overlap = await liveInvoiceOverlapping(ctx.db, organizationId, start, end);
     if (overlap) {
       throw conflict('invoice_period_overlap',
         `the period overlaps invoice ${overlap.number ?? overlap.id} (${overlap.period_start} to ${overlap.period_end}, ${overlap.status})`,
         { periodStart: start, periodEnd: end, invoice: invoiceRef(overlap) });
     }
-    const draft = b.key === before.key ? prepared : draftOf(ctx, b.account, b.timeZone, b.g);
-    if (!insertInvoice(ctx.db, draft.invoice)) return { invoice: invoiceForPeriod(ctx.db, organizationId, start, end)!, created: false };
-    for (const l of draft.lines) insertInvoiceLine(ctx.db, l);
+    const draft = b.key === before.key ? prepared : await draftOf(ctx, b.account, b.timeZone, b.g);
+    if (!await insertInvoice(ctx.db, draft.invoice)) return { invoice: (await invoiceForPeriod(ctx.db, organizationId, start, end))!, created: false };
+    for (const l of draft.lines) await insertInvoiceLine(ctx.db, l);
     const inv = draft.invoice;
-    eventOf(ctx, inv, 'generated', null, null);
-    record(ctx, {
+    await eventOf(ctx, inv, 'generated', null, null);
+    await record(ctx, {
       action: 'invoice.generated', targetType: 'invoice', targetId: inv.id, organizationId, workspaceId: null, projectId: null,
       metadata: {
         periodStart: start, periodEnd: end, currency: inv.currency, taxRate: inv.tax_rate, lines: draft.lines.length,
@@ -186,32 +186,32 @@ export function generateInvoice(ctx: Ctx, organizationId: string, body: Infer<ty
  * The organization's invoice: 404 when no invoice has that id; 403 organization_forbidden (and an
  * access.denied record in the invoice's organization) when it belongs to another organization.
  */
-export function invoiceOf(ctx: Ctx, organizationId: string, invoiceId: string): InvoiceRow {
-  const inv = invoiceInOrganization(ctx.db, organizationId, invoiceId);
+export async function invoiceOf(ctx: Ctx, organizationId: string, invoiceId: string): Promise<InvoiceRow> {
+  const inv = await invoiceInOrganization(ctx.db, organizationId, invoiceId);
   if (inv) return inv;
-  const owner = organizationOfInvoice(ctx.db, invoiceId);
+  const owner = await organizationOfInvoice(ctx.db, invoiceId);
   if (!owner) throw notFound('no such invoice');
-  record(ctx, {
+  await record(ctx, {
     action: 'access.denied', targetType: 'invoice', targetId: invoiceId, result: 'denied', organizationId: owner, workspaceId: null, projectId: null,
     metadata: { reason: 'organization_forbidden', pathOrganizationId: organizationId },
   });
   throw forbidden('organization_forbidden', 'that invoice belongs to another organization');
 }
 
-export interface InvoiceDetail { invoice: InvoiceRow; lines: InvoiceLineRow[]; events: ReturnType<typeof eventsOfInvoice> }
+export interface InvoiceDetail { invoice: InvoiceRow; lines: InvoiceLineRow[]; events: Awaited<ReturnType<typeof eventsOfInvoice>> }
 
-export function invoiceDetail(ctx: Ctx, organizationId: string, invoiceId: string): InvoiceDetail {
-  const invoice = invoiceOf(ctx, organizationId, invoiceId);
-  return { invoice, lines: linesOfInvoice(ctx.db, organizationId, invoice.id), events: eventsOfInvoice(ctx.db, organizationId, invoice.id) };
+export async function invoiceDetail(ctx: Ctx, organizationId: string, invoiceId: string): Promise<InvoiceDetail> {
+  const invoice = await invoiceOf(ctx, organizationId, invoiceId);
+  return { invoice, lines: await linesOfInvoice(ctx.db, organizationId, invoice.id), events: await eventsOfInvoice(ctx.db, organizationId, invoice.id) };
 }
 
 const DAY_MS = 86_400_000;
 
 /** One move of the status table; issuing takes the next number. 409 invoice_final from paid or void, 409 invalid_transition otherwise. */
-export function changeInvoiceStatus(ctx: Ctx, organizationId: string, invoiceId: string, to: InvoiceStatus, note?: string): InvoiceRow {
-  invoiceOf(ctx, organizationId, invoiceId);
-  return ctx.db.tx(() => {
-    const inv = invoiceInOrganization(ctx.db, organizationId, invoiceId)!;
+export async function changeInvoiceStatus(ctx: Ctx, organizationId: string, invoiceId: string, to: InvoiceStatus, note?: string): Promise<InvoiceRow> {
+  await invoiceOf(ctx, organizationId, invoiceId);
+  return await ctx.db.tx(async () => {
+    const inv = (await invoiceInOrganization(ctx.db, organizationId, invoiceId))!;
     const from = inv.status;
     if (TRANSITIONS[from].length === 0) {
       throw conflict('invoice_final', `a ${from} invoice cannot be changed`, { status: from, number: inv.number });
@@ -223,16 +223,16 @@ export function changeInvoiceStatus(ctx: Ctx, organizationId: string, invoiceId:
     const at = now.toISOString();
     const next: InvoiceRow = { ...inv, status: to, updated_at: at };
     if (to === 'issued') {
-      const n = takeInvoiceNumber(ctx.db, organizationId);
+      const n = await takeInvoiceNumber(ctx.db, organizationId);
       next.number = `${n.prefix}${String(n.number).padStart(6, '0')}`;
       next.issued_at = at;
       next.due_at = new Date(now.getTime() + inv.due_days * DAY_MS).toISOString();
     }
     if (to === 'paid') next.paid_at = at;
     if (to === 'void') next.voided_at = at;
-    if (!updateInvoiceStatus(ctx.db, from, next)) throw conflict('invalid_transition', 'the invoice changed meanwhile; read it again');
-    eventOf(ctx, next, 'status_changed', from, note ?? null);
-    record(ctx, {
+    if (!await updateInvoiceStatus(ctx.db, from, next)) throw conflict('invalid_transition', 'the invoice changed meanwhile; read it again');
+    await eventOf(ctx, next, 'status_changed', from, note ?? null);
+    await record(ctx, {
       action: 'invoice.status_changed', targetType: 'invoice', targetId: inv.id, organizationId, workspaceId: null, projectId: null,
       metadata: { from, to, number: next.number, ...(note ? { note } : {}) },
     });
@@ -240,8 +240,8 @@ export function changeInvoiceStatus(ctx: Ctx, organizationId: string, invoiceId:
   });
 }
 
-export function listInvoices(ctx: Ctx, organizationId: string, f: InvoiceFilter, page: { limit: number; offset: number }) {
-  return pageInvoices(ctx.db, organizationId, f, page.limit, page.offset);
+export async function listInvoices(ctx: Ctx, organizationId: string, f: InvoiceFilter, page: { limit: number; offset: number }) {
+  return await pageInvoices(ctx.db, organizationId, f, page.limit, page.offset);
 }
 
 /** The ledger's matching invoices for the streamed export: the cursor is open (its snapshot taken) before the answer starts. */

@@ -67,16 +67,16 @@ const INVOICE_COLUMNS = [
 ] as const satisfies ReadonlyArray<keyof InvoiceRow>;
 
 /** Inserts the invoice unless the organization has one for that period (the unique key); true when inserted. */
-export function insertInvoice(db: Db, row: InvoiceRow): boolean {
-  return db.run(
+export async function insertInvoice(db: Db, row: InvoiceRow): Promise<boolean> {
+  return (await db.run(
     `INSERT INTO invoices (${INVOICE_COLUMNS.join(', ')}) VALUES (${INVOICE_COLUMNS.map(() => '?').join(', ')})
      ON CONFLICT (organization_id, period_start, period_end) DO NOTHING`,
     ...INVOICE_COLUMNS.map((c) => row[c]),
-  ).changes === 1;
+  )).changes === 1;
 }
 
-export function insertInvoiceLine(db: Db, l: InvoiceLineRow): void {
-  db.run(
+export async function insertInvoiceLine(db: Db, l: InvoiceLineRow): Promise<void> {
+  await db.run(
     `INSERT INTO invoice_lines (invoice_id, position, kind, description, workspace_id, cost_center_id, quantity, unit, unit_price_e4,
        price_unit, amount_exact, amount_minor) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     l.invoice_id, l.position, l.kind, l.description, l.workspace_id, l.cost_center_id, l.quantity, l.unit, l.unit_price_e4,
@@ -84,8 +84,8 @@ export function insertInvoiceLine(db: Db, l: InvoiceLineRow): void {
   );
 }
 
-export function insertInvoiceEvent(db: Db, e: InvoiceEventRow): void {
-  db.run(
+export async function insertInvoiceEvent(db: Db, e: InvoiceEventRow): Promise<void> {
+  await db.run(
     `INSERT INTO invoice_events (id, invoice_id, organization_id, action, from_status, to_status, actor_user_id, actor_name, note, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     e.id, e.invoice_id, e.organization_id, e.action, e.from_status, e.to_status, e.actor_user_id, e.actor_name, e.note, e.created_at,
@@ -95,47 +95,47 @@ export function insertInvoiceEvent(db: Db, e: InvoiceEventRow): void {
 // Rows read with bigint integers (Db.allBig): money stays exact; the few counts are numbers again.
 const invoiceRow = (r: InvoiceRow): InvoiceRow => ({ ...r, due_days: Number(r.due_days) });
 const lineRow = (r: InvoiceLineRow): InvoiceLineRow => ({ ...r, position: Number(r.position) });
-const invoices = (db: Db, sql: string, ...params: Array<string | number>) => db.allBig<InvoiceRow>(sql, ...params).map(invoiceRow);
+const invoices = async (db: Db, sql: string, ...params: Array<string | number>) => (await db.allBig<InvoiceRow>(sql, ...params)).map(invoiceRow);
 
-export const invoiceForPeriod = (db: Db, organizationId: string, start: string, end: string): InvoiceRow | undefined =>
-  invoices(db, 'SELECT * FROM invoices WHERE organization_id = ? AND period_start = ? AND period_end = ?', organizationId, start, end)[0];
+export const invoiceForPeriod = async (db: Db, organizationId: string, start: string, end: string): Promise<InvoiceRow | undefined> =>
+  (await invoices(db, 'SELECT * FROM invoices WHERE organization_id = ? AND period_start = ? AND period_end = ?', organizationId, start, end))[0];
 
-export const invoiceInOrganization = (db: Db, organizationId: string, invoiceId: string): InvoiceRow | undefined =>
-  invoices(db, 'SELECT * FROM invoices WHERE organization_id = ? AND id = ?', organizationId, invoiceId)[0];
+export const invoiceInOrganization = async (db: Db, organizationId: string, invoiceId: string): Promise<InvoiceRow | undefined> =>
+  (await invoices(db, 'SELECT * FROM invoices WHERE organization_id = ? AND id = ?', organizationId, invoiceId))[0];
 
 /**
  * The organization's first invoice, not void, whose period overlaps [start, end) (both half-open:
  * period_start < end AND period_end > start); without bounds, its latest invoice that is not void.
  */
-export const liveInvoiceOverlapping = (db: Db, organizationId: string, start = '', end = '\uffff'): InvoiceRow | undefined =>
-  invoices(db, `SELECT * FROM invoices WHERE organization_id = ? AND status <> 'void' AND period_start < ? AND period_end > ?
-    ORDER BY period_start DESC, id LIMIT 1`, organizationId, end, start)[0];
+export const liveInvoiceOverlapping = async (db: Db, organizationId: string, start = '', end = '\uffff'): Promise<InvoiceRow | undefined> =>
+  (await invoices(db, `SELECT * FROM invoices WHERE organization_id = ? AND status <> 'void' AND period_start < ? AND period_end > ?
+    ORDER BY period_start DESC, id LIMIT 1`, organizationId, end, start))[0];
 
 /** The organization an invoice belongs to (undefined: no such invoice). */
-export const organizationOfInvoice = (db: Db, invoiceId: string) =>
-  db.get<{ organization_id: string }>('SELECT organization_id FROM invoices WHERE id = ?', invoiceId)?.organization_id;
+export const organizationOfInvoice = async (db: Db, invoiceId: string) =>
+  (await db.get<{ organization_id: string }>('SELECT organization_id FROM invoices WHERE id = ?', invoiceId))?.organization_id;
 
 const LINES_SQL = `SELECT l.* FROM invoice_lines l JOIN invoices i ON i.id = l.invoice_id
   WHERE i.organization_id = ? AND l.invoice_id = ? ORDER BY l.position`;
 
-export const linesOfInvoice = (db: Db, organizationId: string, invoiceId: string) =>
-  db.allBig<InvoiceLineRow>(LINES_SQL, organizationId, invoiceId).map(lineRow);
+export const linesOfInvoice = async (db: Db, organizationId: string, invoiceId: string) =>
+  (await db.allBig<InvoiceLineRow>(LINES_SQL, organizationId, invoiceId)).map(lineRow);
 
-export const eventsOfInvoice = (db: Db, organizationId: string, invoiceId: string) =>
-  db.all<InvoiceEventRow>('SELECT * FROM invoice_events WHERE organization_id = ? AND invoice_id = ? ORDER BY created_at, rowid', organizationId, invoiceId);
+export const eventsOfInvoice = async (db: Db, organizationId: string, invoiceId: string) =>
+  await db.all<InvoiceEventRow>('SELECT * FROM invoice_events WHERE organization_id = ? AND invoice_id = ? ORDER BY created_at, rowid', organizationId, invoiceId);
 
 /** Moves an invoice from `from` to `next.status` with its dates and number; false when it was no longer in `from`. */
-export function updateInvoiceStatus(db: Db, from: InvoiceStatus, next: InvoiceRow): boolean {
-  return db.run(
+export async function updateInvoiceStatus(db: Db, from: InvoiceStatus, next: InvoiceRow): Promise<boolean> {
+  return (await db.run(
     `UPDATE invoices SET status = ?, number = ?, issued_at = ?, due_at = ?, paid_at = ?, voided_at = ?, updated_at = ?
       WHERE organization_id = ? AND id = ? AND status = ?`,
     next.status, next.number, next.issued_at, next.due_at, next.paid_at, next.voided_at, next.updated_at, next.organization_id, next.id, from,
-  ).changes === 1;
+  )).changes === 1;
 }
 
 /** Takes the organization's next invoice number (and advances the counter): prefix and the number taken. */
-export function takeInvoiceNumber(db: Db, organizationId: string): { prefix: string; number: number } {
-  const r = db.get<{ invoice_prefix: string; taken: number }>(
+export async function takeInvoiceNumber(db: Db, organizationId: string): Promise<{ prefix: string; number: number }> {
+  const r = await db.get<{ invoice_prefix: string; taken: number }>(
     `UPDATE billing_accounts SET next_invoice_number = next_invoice_number + 1 WHERE organization_id = ?
      RETURNING invoice_prefix, next_invoice_number - 1 AS taken`, organizationId);
   if (!r) throw new Error(`organization ${organizationId} has no billing account`);
@@ -159,11 +159,11 @@ function filterWhere(organizationId: string, f: InvoiceFilter): { sql: string; p
 
 const LEDGER_ORDER = 'ORDER BY period_start DESC, created_at DESC, id DESC';
 
-export function pageInvoices(db: Db, organizationId: string, f: InvoiceFilter, limit: number, offset: number): { rows: InvoiceRow[]; total: number } {
+export async function pageInvoices(db: Db, organizationId: string, f: InvoiceFilter, limit: number, offset: number): Promise<{ rows: InvoiceRow[]; total: number }> {
   const w = filterWhere(organizationId, f);
   return {
-    rows: invoices(db, `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER} LIMIT ? OFFSET ?`, ...w.params, limit, offset),
-    total: db.get<{ n: number }>(`SELECT count(*) AS n FROM invoices WHERE ${w.sql}`, ...w.params)!.n,
+    rows: await invoices(db, `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER} LIMIT ? OFFSET ?`, ...w.params, limit, offset),
+    total: (await db.get<{ n: number }>(`SELECT count(*) AS n FROM invoices WHERE ${w.sql}`, ...w.params))!.n,
   };
 }
 
@@ -204,8 +204,8 @@ export interface UsageGroupRow {
 }
 
 /** Usage events of [start, end) grouped by cost center, workspace, kind, unit, currency and the unit price each was recorded at. */
-export function usageGroups(db: Db, organizationId: string, start: string, end: string): UsageGroupRow[] {
-  return db.allBig<UsageGroupRow>(
+export async function usageGroups(db: Db, organizationId: string, start: string, end: string): Promise<UsageGroupRow[]> {
+  return (await db.allBig<UsageGroupRow>(
     `SELECT g.*, c.code AS cost_center_code, w.name AS workspace_name FROM (
         SELECT cost_center_id, workspace_id, kind, unit, currency, unit_price_e4,
                sum(CAST(round(quantity * 1000000) AS INTEGER)) AS quantity_e6, sum(estimated_cost_e4) AS cost_e4, count(*) AS events
@@ -214,16 +214,16 @@ export function usageGroups(db: Db, organizationId: string, start: string, end: 
        LEFT JOIN cost_centers c ON c.id = g.cost_center_id AND c.organization_id = ?1
        LEFT JOIN workspaces w ON w.id = g.workspace_id AND w.organization_id = ?1
       ORDER BY c.code, w.name, g.workspace_id, g.kind, g.unit, g.currency, g.unit_price_e4`,
-    organizationId, start, end).map((g) => ({ ...g, events: Number(g.events) }));
+    organizationId, start, end)).map((g) => ({ ...g, events: Number(g.events) }));
 }
 
 export interface WorkspaceStorage { workspaceId: string; workspaceName: string; costCenterId: string | null; bytes: number }
 
 /** Bytes each workspace stores now, each distinct file once per workspace (every workspace, 0 when none), by workspace name. */
-export function storageByWorkspace(db: Db, organizationId: string): WorkspaceStorage[] {
-  const bytes = storedBytesByWorkspace(db, organizationId);
-  return db.all<{ id: string; name: string; cost_center_id: string | null }>(
+export async function storageByWorkspace(db: Db, organizationId: string): Promise<WorkspaceStorage[]> {
+  const bytes = await storedBytesByWorkspace(db, organizationId);
+  return (await db.all<{ id: string; name: string; cost_center_id: string | null }>(
     `SELECT w.id, w.name, c.id AS cost_center_id FROM workspaces w LEFT JOIN cost_centers c ON c.workspace_id = w.id AND c.organization_id = ?1
       WHERE w.organization_id = ?1 ORDER BY w.name, w.id`, organizationId,
-  ).map((w) => ({ workspaceId: w.id, workspaceName: w.name, costCenterId: w.cost_center_id, bytes: bytes.get(w.id) ?? 0 }));
+  )).map((w) => ({ workspaceId: w.id, workspaceName: w.name, costCenterId: w.cost_center_id, bytes: bytes.get(w.id) ?? 0 }));
 }

@@ -11,10 +11,10 @@ export function bindQuotaRoutes(router: Router): void {
     summary: 'Set a workspace\u2019s own clip and storage quota (null: none); 409 quota_above_plan, 409 quota_below_usage.',
     tags, scope: 'organization', organizationRecords: true, permission: 'quota:manage', body: QuotaPatchBody,
     response: { description: 'the workspace quota', schema: WorkspaceQuotaView },
-  }, ({ ctx, params, body }) => json(200, updateQuota(ctx, params.organizationId, params.quotaId, body)));
+  }, async ({ ctx, params, body }) => json(200, await updateQuota(ctx, params.organizationId, params.quotaId, body)));
   r.patch('/api/organizations/:organizationId/cost-centers/:costCenterId', {
     summary: 'Rename a cost center or set its budget per billing period (null: none).',
     tags, scope: 'organization', organizationRecords: true, permission: 'billing:manage', body: CostCenterPatchBody,
     response: { description: 'the cost center', schema: CostCenterView },
-  }, ({ ctx, params, body }) => json(200, updateCostCenter(ctx, params.organizationId, params.costCenterId, body)));
+  }, async ({ ctx, params, body }) => json(200, await updateCostCenter(ctx, params.organizationId, params.costCenterId, body)));
 }

@@ -32,53 +32,53 @@ export interface CostCenterRow {
 }
 
 /** The organization's cost centers, by code (unique per organization). */
-export const costCentersOf = (db: Db, organizationId: string) =>
-  db.all<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? ORDER BY code, id', organizationId);
+export const costCentersOf = async (db: Db, organizationId: string) =>
+  await db.all<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? ORDER BY code, id', organizationId);
 
 const QUOTA_SELECT = `SELECT q.*, w.name AS workspace_name FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id
   WHERE q.organization_id = ?`;
 
-const timeZoneOf = (db: Db, organizationId: string): string => organizationById(db, organizationId)?.time_zone ?? 'UTC';
+const timeZoneOf = async (db: Db, organizationId: string): Promise<string> => (await organizationById(db, organizationId))?.time_zone ?? 'UTC';
 
 /** The organization's local calendar month of `now` (clip quotas and their warnings). */
-export const organizationMonth = (db: Db, organizationId: string, now: Date): PeriodWindow => monthWindow(timeZoneOf(db, organizationId), now);
+export const organizationMonth = async (db: Db, organizationId: string, now: Date): Promise<PeriodWindow> => monthWindow(await timeZoneOf(db, organizationId), now);
 
 /** The organization's current billing period (the account's cycle; cost centers' spent). */
-const billingWindow = (db: Db, organizationId: string, now: Date): PeriodWindow =>
-  periodWindow(billingAccountOf(db, organizationId)?.billing_cycle ?? 'monthly', timeZoneOf(db, organizationId), now);
+const billingWindow = async (db: Db, organizationId: string, now: Date): Promise<PeriodWindow> =>
+  periodWindow((await billingAccountOf(db, organizationId))?.billing_cycle ?? 'monthly', await timeZoneOf(db, organizationId), now);
 
-const quotaRow = (db: Db, organizationId: string, quotaId: string) => db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?`, organizationId, quotaId);
+const quotaRow = async (db: Db, organizationId: string, quotaId: string) => await db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?`, organizationId, quotaId);
 /** The workspace's own quota row (its limits null: none), or undefined. */
-export const quotaOfWorkspace = (db: Db, organizationId: string, workspaceId: string) =>
-  db.get<QuotaRow>(`${QUOTA_SELECT} AND q.workspace_id = ?`, organizationId, workspaceId);
+export const quotaOfWorkspace = async (db: Db, organizationId: string, workspaceId: string) =>
+  await db.get<QuotaRow>(`${QUOTA_SELECT} AND q.workspace_id = ?`, organizationId, workspaceId);
 
 /** What the quota checks and warnings of one workspace read, loaded once per transaction (an upload's commit, a job's settle). */
 export interface QuotaContext { account: BillingAccountRow | undefined; timeZone: string; ownQuota: QuotaRow | undefined }
 
-export const quotaContextOf = (db: Db, organizationId: string, workspaceId: string): QuotaContext => ({
-  account: billingAccountOf(db, organizationId), timeZone: timeZoneOf(db, organizationId), ownQuota: quotaOfWorkspace(db, organizationId, workspaceId),
+export const quotaContextOf = async (db: Db, organizationId: string, workspaceId: string): Promise<QuotaContext> => ({
+  account: await billingAccountOf(db, organizationId), timeZone: await timeZoneOf(db, organizationId), ownQuota: await quotaOfWorkspace(db, organizationId, workspaceId),
 });
 
 /** Clip usage events of one workspace in [start, end) (recorded use). */
-export const workspaceClips = (db: Db, organizationId: string, workspaceId: string, start: string, end: string): number =>
-  db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf('?4')}`, organizationId, start, end, workspaceId)!.n;
+export const workspaceClips = async (db: Db, organizationId: string, workspaceId: string, start: string, end: string): Promise<number> =>
+  (await db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf('?4')}`, organizationId, start, end, workspaceId))!.n;
 
-const workspaceHasFile = (db: Db, organizationId: string, workspaceId: string, storagePath: string): boolean =>
-  db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? AND workspace_id = ? LIMIT 1',
+const workspaceHasFile = async (db: Db, organizationId: string, workspaceId: string, storagePath: string): Promise<boolean> =>
+  await db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? AND workspace_id = ? LIMIT 1',
     organizationId, storagePath, workspaceId) !== undefined;
 
 /** The size of the largest asset file the organization (or, given, its workspace) stores; 0 without one. */
-export const largestAssetFile = (db: Db, organizationId: string, workspaceId: string | null): number =>
-  db.get<{ n: number }>('SELECT coalesce(max(file_size), 0) AS n FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2)',
-    organizationId, workspaceId)!.n;
+export const largestAssetFile = async (db: Db, organizationId: string, workspaceId: string | null): Promise<number> =>
+  (await db.get<{ n: number }>('SELECT coalesce(max(file_size), 0) AS n FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2)',
+    organizationId, workspaceId))!.n;
 
 /** Whether the organization (or, given, its workspace) stores an asset file of exactly `size` bytes. */
-export const storesAssetFileOfSize = (db: Db, organizationId: string, workspaceId: string | null, size: number): boolean =>
-  db.get('SELECT 1 FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2) AND file_size = ?3 LIMIT 1',
+export const storesAssetFileOfSize = async (db: Db, organizationId: string, workspaceId: string | null, size: number): Promise<boolean> =>
+  await db.get('SELECT 1 FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2) AND file_size = ?3 LIMIT 1',
     organizationId, workspaceId, size) !== undefined;
 
-const costCenterRow = (db: Db, organizationId: string, id: string) =>
-  db.get<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? AND id = ?', organizationId, id);
+const costCenterRow = async (db: Db, organizationId: string, id: string) =>
+  await db.get<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? AND id = ?', organizationId, id);
 
 // ---- views (commercial view and export) --------------------------------------------------------
 
@@ -90,14 +90,14 @@ const presentQuota = (q: QuotaRow, usedClips: number, usedStorageBytes: number):
 });
 
 /** Every workspace's quota with this month's clips and its stored bytes, by workspace name. */
-export function workspaceQuotasView(db: Db, organizationId: string, now: Date): WorkspaceQuotaView[] {
-  const m = organizationMonth(db, organizationId, now);
-  const bytes = storedBytesByWorkspace(db, organizationId);
+export async function workspaceQuotasView(db: Db, organizationId: string, now: Date): Promise<WorkspaceQuotaView[]> {
+  const m = await organizationMonth(db, organizationId, now);
+  const bytes = await storedBytesByWorkspace(db, organizationId);
   // One index range count per workspace (a correlated subquery), not a scan of the month's clips.
-  return db.all<QuotaRow & { clips: number }>(
+  return (await db.all<QuotaRow & { clips: number }>(
     `SELECT q.*, w.name AS workspace_name, (SELECT count(*) ${clipEventsOf('q.workspace_id')}) AS clips
        FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id WHERE q.organization_id = ?1 ORDER BY w.name, q.id`,
-    organizationId, m.start, m.end)
+    organizationId, m.start, m.end))
     .map(({ clips, ...q }) => presentQuota(q, clips, bytes.get(q.workspace_id) ?? 0));
 }
 
@@ -115,34 +115,34 @@ function presentCostCenter(c: CostCenterRow, currency: string, spentE4: bigint, 
 }
 
 // Money sums are read as bigint (Db.allBig): they may pass 2^53.
-const spentByCostCenter = (db: Db, organizationId: string, start: string, end: string) =>
-  new Map(db.allBig<{ c: string; e4: bigint; n: bigint }>(
+const spentByCostCenter = async (db: Db, organizationId: string, start: string, end: string) =>
+  new Map((await db.allBig<{ c: string; e4: bigint; n: bigint }>(
     `SELECT cost_center_id AS c, sum(estimated_cost_e4) AS e4, count(*) AS n FROM usage_events
       WHERE organization_id = ? AND created_at >= ? AND created_at < ? AND cost_center_id IS NOT NULL GROUP BY cost_center_id`,
-    organizationId, start, end).map((r) => [r.c, { e4: r.e4, n: Number(r.n) }]));
+    organizationId, start, end)).map((r) => [r.c, { e4: r.e4, n: Number(r.n) }]));
 
 /** Cost centers with this billing period's estimated cost and event count, by code. */
-export function costCentersView(db: Db, organizationId: string, now: Date): CostCenterView[] {
-  const currency = billingAccountOf(db, organizationId)?.currency ?? 'USD';
-  const p = billingWindow(db, organizationId, now);
-  const spent = spentByCostCenter(db, organizationId, p.start, p.end);
-  return costCentersOf(db, organizationId)
+export async function costCentersView(db: Db, organizationId: string, now: Date): Promise<CostCenterView[]> {
+  const currency = (await billingAccountOf(db, organizationId))?.currency ?? 'USD';
+  const p = await billingWindow(db, organizationId, now);
+  const spent = await spentByCostCenter(db, organizationId, p.start, p.end);
+  return (await costCentersOf(db, organizationId))
     .map((c) => presentCostCenter(c, currency, spent.get(c.id)?.e4 ?? 0n, spent.get(c.id)?.n ?? 0));
 }
 
 export type CostCenterDetailView = Out<typeof CostCenterUsage>;
 
 /** This billing period's usage per cost center and workspace (only pairs with events), by code and workspace name. */
-export function costCenterDetailView(db: Db, organizationId: string, now: Date): CostCenterDetailView[] {
-  const currency = billingAccountOf(db, organizationId)?.currency ?? 'USD';
-  const p = billingWindow(db, organizationId, now);
-  return db.allBig<{ c: string; code: string; w: string | null; wn: string | null; n: bigint; units: number; e4: bigint }>(
+export async function costCenterDetailView(db: Db, organizationId: string, now: Date): Promise<CostCenterDetailView[]> {
+  const currency = (await billingAccountOf(db, organizationId))?.currency ?? 'USD';
+  const p = await billingWindow(db, organizationId, now);
+  return (await db.allBig<{ c: string; code: string; w: string | null; wn: string | null; n: bigint; units: number; e4: bigint }>(
     `SELECT u.cost_center_id AS c, cc.code, u.workspace_id AS w, ws.name AS wn, count(*) AS n, sum(u.quantity) AS units, sum(u.estimated_cost_e4) AS e4
        FROM usage_events u JOIN cost_centers cc ON cc.id = u.cost_center_id AND cc.organization_id = ?1
        LEFT JOIN workspaces ws ON ws.id = u.workspace_id
       WHERE u.organization_id = ?1 AND u.created_at >= ?2 AND u.created_at < ?3
       GROUP BY u.cost_center_id, u.workspace_id ORDER BY cc.code, ws.name, u.workspace_id`,
-    organizationId, p.start, p.end)
+    organizationId, p.start, p.end))
     .map((r) => ({
       costCenterId: r.c, code: r.code, workspaceId: r.w, workspaceName: r.wn, events: Number(r.n), units: r.units, estimatedCost: formatE4Amount(r.e4, currency),
     }));
@@ -151,10 +151,10 @@ export function costCenterDetailView(db: Db, organizationId: string, now: Date):
 export type QuotaWarningView = Out<typeof QuotaWarning>;
 
 /** The latest quota warnings (organization: workspaceId null), newest first. */
-export function quotaWarningsView(db: Db, organizationId: string, limit: number): QuotaWarningView[] {
-  return db.all<{ workspace_id: string; metric: 'clips' | 'storage'; period: string; threshold: number; used: number; quota: number; created_at: string }>(
+export async function quotaWarningsView(db: Db, organizationId: string, limit: number): Promise<QuotaWarningView[]> {
+  return (await db.all<{ workspace_id: string; metric: 'clips' | 'storage'; period: string; threshold: number; used: number; quota: number; created_at: string }>(
     'SELECT * FROM quota_warnings WHERE organization_id = ? ORDER BY created_at DESC, workspace_id, metric, threshold DESC LIMIT ?',
-    organizationId, limit)
+    organizationId, limit))
     .map((w) => ({ workspaceId: w.workspace_id || null, metric: w.metric, period: w.period, threshold: w.threshold, used: w.used, quota: w.quota, at: w.created_at }));
 }
 
@@ -167,14 +167,14 @@ export interface QuotaPatch { monthlyClipQuota?: number | null; storageGb?: numb
  * (409 quota_above_plan) or below what the workspace uses (409 quota_below_usage: this month's clips,
  * its stored bytes). Another organization's quota id is 404.
  */
-export function updateQuota(ctx: Ctx, organizationId: string, quotaId: string, patch: QuotaPatch): WorkspaceQuotaView {
+export async function updateQuota(ctx: Ctx, organizationId: string, quotaId: string, patch: QuotaPatch): Promise<WorkspaceQuotaView> {
   if (patch.monthlyClipQuota === undefined && patch.storageGb === undefined) {
     throw validationFailed({ body: 'give monthlyClipQuota, storageGb or both (null removes the workspace\'s own limit)' });
   }
-  return ctx.db.tx(() => {
-    const q = quotaRow(ctx.db, organizationId, quotaId);
+  return await ctx.db.tx(async () => {
+    const q = await quotaRow(ctx.db, organizationId, quotaId);
     if (!q) throw notFound('no such quota in this organization');
-    const account = billingAccountOf(ctx.db, organizationId)!;
+    const account = (await billingAccountOf(ctx.db, organizationId))!;
     const clips = patch.monthlyClipQuota;
     const gb = patch.storageGb;
     if (clips != null && clips > account.monthly_clip_quota) {
@@ -186,9 +186,9 @@ export function updateQuota(ctx: Ctx, organizationId: string, quotaId: string, p
         { field: 'storageGb', requested: gb, bound: 'plan.storageGb', planLimit: account.storage_gb });
     }
     // Recorded use only: video jobs not finished yet are not counted here (they are at job creation).
-    const m = organizationMonth(ctx.db, organizationId, ctx.now());
-    const usedClips = workspaceClips(ctx.db, organizationId, q.workspace_id, m.start, m.end);
-    const usedBytes = workspaceStoredBytes(ctx.db, organizationId, q.workspace_id);
+    const m = await organizationMonth(ctx.db, organizationId, ctx.now());
+    const usedClips = await workspaceClips(ctx.db, organizationId, q.workspace_id, m.start, m.end);
+    const usedBytes = await workspaceStoredBytes(ctx.db, organizationId, q.workspace_id);
     if (clips != null && clips < usedClips) {
       throw conflict('quota_below_usage', `monthlyClipQuota ${clips} is below the ${usedClips} clip(s) workspace ${q.workspace_name} used this month`,
         { field: 'monthlyClipQuota', requested: clips, bound: 'workspace.usedClipsThisMonth', used: usedClips, period: m.label });
@@ -201,9 +201,9 @@ export function updateQuota(ctx: Ctx, organizationId: string, quotaId: string, p
       ...q, monthly_clip_quota: clips === undefined ? q.monthly_clip_quota : clips, storage_gb: gb === undefined ? q.storage_gb : gb,
       updated_at: ctx.now().toISOString(),
     };
-    ctx.db.run('UPDATE workspace_quotas SET monthly_clip_quota = ?, storage_gb = ?, updated_at = ? WHERE organization_id = ? AND id = ?',
+    await ctx.db.run('UPDATE workspace_quotas SET monthly_clip_quota = ?, storage_gb = ?, updated_at = ? WHERE organization_id = ? AND id = ?',
       next.monthly_clip_quota, next.storage_gb, next.updated_at, organizationId, q.id);
-    record(ctx, {
+    await record(ctx, {
       action: 'quota.updated', targetType: 'workspace_quota', targetId: q.id, organizationId, workspaceId: q.workspace_id, projectId: null,
       metadata: {
         before: { monthlyClipQuota: q.monthly_clip_quota, storageGb: q.storage_gb },
@@ -217,9 +217,9 @@ export function updateQuota(ctx: Ctx, organizationId: string, quotaId: string, p
 export interface CostCenterPatch { budget?: string | null; name?: string }
 
 /** Sets a cost center's name and budget (an amount of the account's currency per billing period; null: none). */
-export function updateCostCenter(ctx: Ctx, organizationId: string, costCenterId: string, patch: CostCenterPatch): CostCenterView {
+export async function updateCostCenter(ctx: Ctx, organizationId: string, costCenterId: string, patch: CostCenterPatch): Promise<CostCenterView> {
   if (patch.budget === undefined && patch.name === undefined) throw validationFailed({ body: 'give budget, name or both' });
-  const currency = billingAccountOf(ctx.db, organizationId)?.currency ?? 'USD';
+  const currency = (await billingAccountOf(ctx.db, organizationId))?.currency ?? 'USD';
   let budget: number | null | undefined = patch.budget === null ? null : undefined;
   if (typeof patch.budget === 'string') {
     const minor = parseAmount(patch.budget, currency);
@@ -227,21 +227,21 @@ export function updateCostCenter(ctx: Ctx, organizationId: string, costCenterId:
     if (minor > BigInt(Number.MAX_SAFE_INTEGER)) throw validationFailed({ budget: 'is too large' });
     budget = Number(minor);
   }
-  return ctx.db.tx(() => {
-    const c = costCenterRow(ctx.db, organizationId, costCenterId);
+  return await ctx.db.tx(async () => {
+    const c = await costCenterRow(ctx.db, organizationId, costCenterId);
     if (!c) throw notFound('no such cost center in this organization');
     const next: CostCenterRow = {
       ...c, name: patch.name ?? c.name, budget_minor: budget === undefined ? c.budget_minor : budget, updated_at: ctx.now().toISOString(),
     };
-    ctx.db.run('UPDATE cost_centers SET name = ?, budget_minor = ?, updated_at = ? WHERE organization_id = ? AND id = ?',
+    await ctx.db.run('UPDATE cost_centers SET name = ?, budget_minor = ?, updated_at = ? WHERE organization_id = ? AND id = ?',
       next.name, next.budget_minor, next.updated_at, organizationId, c.id);
     const shown = (r: CostCenterRow) => ({ name: r.name, budget: r.budget_minor === null ? null : formatAmount(r.budget_minor, currency), currency });
-    record(ctx, {
+    await record(ctx, {
       action: 'cost_center.updated', targetType: 'cost_center', targetId: c.id, organizationId, workspaceId: c.workspace_id, projectId: null,
       metadata: { code: c.code, before: shown(c), after: shown(next) },
     });
-    const p = billingWindow(ctx.db, organizationId, ctx.now());
-    const spent = spentByCostCenter(ctx.db, organizationId, p.start, p.end).get(c.id);
+    const p = await billingWindow(ctx.db, organizationId, ctx.now());
+    const spent = (await spentByCostCenter(ctx.db, organizationId, p.start, p.end)).get(c.id);
     return presentCostCenter(next, currency, spent?.e4 ?? 0n, spent?.n ?? 0);
   });
 }
@@ -249,8 +249,8 @@ export function updateCostCenter(ctx: Ctx, organizationId: string, costCenterId:
 // ---- enforcement -------------------------------------------------------------------------------
 
 /** The workspace's own monthly clip quota, or null without one (jobs/service.ts clipQuotaProblem counts against it). */
-export function workspaceClipQuota(db: Db, organizationId: string, workspaceId: string): { quota: number; workspaceName: string } | null {
-  const q = quotaOfWorkspace(db, organizationId, workspaceId);
+export async function workspaceClipQuota(db: Db, organizationId: string, workspaceId: string): Promise<{ quota: number; workspaceName: string } | null> {
+  const q = await quotaOfWorkspace(db, organizationId, workspaceId);
   return q && q.monthly_clip_quota !== null ? { quota: q.monthly_clip_quota, workspaceName: q.workspace_name } : null;
 }
 
@@ -260,12 +260,12 @@ export interface WorkspaceStorageBound { workspaceId: string; workspaceName: str
  * The workspace's own storage limit and use (`q`: its quota row, quotaOfWorkspace); null without one,
  * or when `storagePath` is already stored in the workspace (nothing added).
  */
-export function workspaceStorageBound(
+export async function workspaceStorageBound(
   db: Db, organizationId: string, workspaceId: string, q: QuotaRow | undefined, storagePath?: string,
-): WorkspaceStorageBound | null {
+): Promise<WorkspaceStorageBound | null> {
   if (!q || q.storage_gb === null) return null;
-  if (storagePath && workspaceHasFile(db, organizationId, workspaceId, storagePath)) return null;
-  return { workspaceId, workspaceName: q.workspace_name, usedBytes: workspaceStoredBytes(db, organizationId, workspaceId), limitBytes: gbToBytes(q.storage_gb) };
+  if (storagePath && await workspaceHasFile(db, organizationId, workspaceId, storagePath)) return null;
+  return { workspaceId, workspaceName: q.workspace_name, usedBytes: await workspaceStoredBytes(db, organizationId, workspaceId), limitBytes: gbToBytes(q.storage_gb) };
 }
 
 /** 409 storage_quota_exceeded when `requested` more bytes do not fit in the workspace's own storage quota. */

@@ -24,28 +24,28 @@ function thresholdsOf(percent: number): number[] {
 }
 
 /** The scopes with a threshold not yet recorded in `period` for their current quota value, with those thresholds. */
-function pendingScopes(db: Db, organizationId: string, metric: Metric, period: string, thresholds: number[], scopes: WarnScope[]): WarnScope[] {
+async function pendingScopes(db: Db, organizationId: string, metric: Metric, period: string, thresholds: number[], scopes: WarnScope[]): Promise<WarnScope[]> {
   const ws = scopes[1];
-  const done = new Set(db.all<{ w: string; t: number }>(
+  const done = new Set((await db.all<{ w: string; t: number }>(
     `SELECT workspace_id AS w, threshold AS t FROM quota_warnings WHERE organization_id = ?1 AND metric = ?2 AND period = ?3
         AND ((workspace_id = '' AND quota = ?4) OR (workspace_id = ?5 AND quota = ?6))`,
-    organizationId, metric, period, scopes[0].quota, ws?.key ?? '', ws?.quota ?? -1).map((r) => `${r.w}:${r.t}`));
+    organizationId, metric, period, scopes[0].quota, ws?.key ?? '', ws?.quota ?? -1)).map((r) => `${r.w}:${r.t}`));
   return scopes.map((s) => ({ ...s, pending: thresholds.filter((t) => !done.has(`${s.key}:${Math.floor(t)}`)) })).filter((s) => s.pending.length > 0);
 }
 
 /** Records (and notifies) each pending threshold that `used` reached; a row already there (same quota value) changes nothing. */
-function recordCrossings(ctx: Ctx, organizationId: string, metric: Metric, period: string, s: WarnScope, used: number): void {
+async function recordCrossings(ctx: Ctx, organizationId: string, metric: Metric, period: string, s: WarnScope, used: number): Promise<void> {
   for (const t of s.pending) {
     if (used <= 0 || used * 100 < s.quota * t) continue;
     const threshold = Math.floor(t);
-    const fresh = ctx.db.run(
+    const fresh = (await ctx.db.run(
       `INSERT INTO quota_warnings (organization_id, workspace_id, metric, period, threshold, used, quota, created_at)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-      organizationId, s.key, metric, period, threshold, used, s.quota, ctx.now().toISOString()).changes > 0;
+      organizationId, s.key, metric, period, threshold, used, s.quota, ctx.now().toISOString())).changes > 0;
     if (!fresh) continue;
     const what = metric === 'clips' ? `${used} of ${s.quota} clips this month` : `${used} of ${s.quota} bytes stored`;
     const whose = s.name === null ? 'The organization\'s' : `Workspace ${s.name}'s own`;
-    notify(ctx, {
+    await notify(ctx, {
       category: 'usage_quota', type: threshold >= 100 ? 'quota.reached' : 'quota.warning', organizationId,
       subject: `${whose} ${metric === 'clips' ? 'monthly clip' : 'storage'} quota ${threshold >= 100 ? 'reached' : `at ${threshold} %`}: ${what}`,
       body: `${metric === 'clips' ? `Period ${period}; t` : 'T'}hreshold ${threshold} % of a quota of ${s.quota}${metric === 'clips' ? ' clips' : ' bytes'}.`,
@@ -55,7 +55,7 @@ function recordCrossings(ctx: Ctx, organizationId: string, metric: Metric, perio
 }
 
 /** The organization's scope and the workspace's (when it has its own quota of `metric`), with the pending thresholds of `period`. */
-function pendingWarnings(db: Db, organizationId: string, workspaceId: string, metric: Metric, period: string, q: QuotaContext): WarnScope[] {
+async function pendingWarnings(db: Db, organizationId: string, workspaceId: string, metric: Metric, period: string, q: QuotaContext): Promise<WarnScope[]> {
   const { account, ownQuota: own } = q;
   if (!account) return [];
   const scopes: WarnScope[] = [{
@@ -65,7 +65,7 @@ function pendingWarnings(db: Db, organizationId: string, workspaceId: string, me
   if (own && ownLimit != null) {
     scopes.push({ key: workspaceId, name: own.workspace_name, quota: metric === 'clips' ? ownLimit : gbToBytes(ownLimit), pending: [] });
   }
-  return pendingScopes(db, organizationId, metric, period, thresholdsOf(account.quota_warning_percent), scopes);
+  return await pendingScopes(db, organizationId, metric, period, thresholdsOf(account.quota_warning_percent), scopes);
 }
 
 /**
@@ -73,18 +73,18 @@ function pendingWarnings(db: Db, organizationId: string, workspaceId: string, me
  * organization's and the workspace's own monthly clip quota reached. At most one statement of two
  * index range counts, none when every threshold of the month (for the current quota values) is recorded.
  */
-export function clipQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext): void {
+export async function clipQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext): Promise<void> {
   const m = monthWindow(q.timeZone, ctx.now());
-  const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'clips', m.label, q);
+  const pending = await pendingWarnings(ctx.db, organizationId, workspaceId, 'clips', m.label, q);
   if (!pending.length) return;
   // Each count walks its index range only up to the scope's quota (a threshold not yet recorded means
   // the count was below the quota before this event), 0 for a scope not pending.
   const limit = (org: boolean) => pending.find((s) => (s.key === '') === org)?.quota ?? 0;
-  const used = ctx.db.get<{ org: number; ws: number }>(
+  const used = (await ctx.db.get<{ org: number; ws: number }>(
     `SELECT (SELECT count(*) FROM (SELECT 1 ${clipEventsOf()} LIMIT ?5)) AS org,
             (SELECT count(*) FROM (SELECT 1 ${clipEventsOf('?4')} LIMIT ?6)) AS ws`,
-    organizationId, m.start, m.end, workspaceId, Math.max(0, limit(true)), Math.max(0, limit(false)))!;
-  for (const s of pending) recordCrossings(ctx, organizationId, 'clips', m.label, s, s.key === '' ? used.org : used.ws);
+    organizationId, m.start, m.end, workspaceId, Math.max(0, limit(true)), Math.max(0, limit(false))))!;
+  for (const s of pending) await recordCrossings(ctx, organizationId, 'clips', m.label, s, s.key === '' ? used.org : used.ws);
 }
 
 /** A scope's stored bytes at least as high as the truth, as of the rowids `av` (asset_versions) and `ma` (media_artifacts). */
@@ -120,8 +120,8 @@ export interface StoredBytes { organization: number; workspace: number | null }
  * reaches the lowest pending threshold, or a scope without a bound yet, is counted exactly (every
  * distinct stored file). Thresholds are recorded from exact counts only.
  */
-export function storageQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext, exact?: StoredBytes): void {
-  const pending = pendingWarnings(ctx.db, organizationId, workspaceId, 'storage', STORAGE_PERIOD, q);
+export async function storageQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext, exact?: StoredBytes): Promise<void> {
+  const pending = await pendingWarnings(ctx.db, organizationId, workspaceId, 'storage', STORAGE_PERIOD, q);
   if (!pending.length) return;
   let known = bytesBounds.get(ctx.db);
   if (!known) bytesBounds.set(ctx.db, (known = new Map<string, BytesBound>()));
@@ -129,19 +129,19 @@ export function storageQuotaWarnings(ctx: Ctx, organizationId: string, workspace
   const exactOf = (s: WarnScope) => (exact ? (s.key === '' ? exact.organization : exact.workspace) : null);
   const boundOf = (s: WarnScope | undefined) => (s && exactOf(s) === null ? known.get(keyOf(s)) : undefined);
   const [o, w] = [boundOf(pending.find((s) => s.key === '')), boundOf(pending.find((s) => s.key !== ''))];
-  const added = ctx.db.get<{ av: number; ma: number; org: number | null; ws: number | null }>(
-    ADDED_SINCE, organizationId, workspaceId, o?.av ?? null, o?.ma ?? null, w?.av ?? null, w?.ma ?? null)!;
+  const added = (await ctx.db.get<{ av: number; ma: number; org: number | null; ws: number | null }>(
+    ADDED_SINCE, organizationId, workspaceId, o?.av ?? null, o?.ma ?? null, w?.av ?? null, w?.ma ?? null))!;
   for (const s of pending) {
     let bytes = exactOf(s);
     if (bytes === null) {
       const before = s.key === '' ? o : w;
       bytes = before ? before.bytes + ((s.key === '' ? added.org : added.ws) ?? 0) : Infinity;
       if (bytes * 100 >= s.quota * Math.min(...s.pending)) {
-        bytes = s.key === '' ? organizationStoredBytes(ctx.db, organizationId) : workspaceStoredBytes(ctx.db, organizationId, workspaceId);
-        recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
+        bytes = s.key === '' ? await organizationStoredBytes(ctx.db, organizationId) : await workspaceStoredBytes(ctx.db, organizationId, workspaceId);
+        await recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
       }
-    } else recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
+    } else await recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
     const next: BytesBound = { bytes, av: added.av, ma: added.ma };
-    ctx.afterCommit(() => known.set(keyOf(s), next));
+    await ctx.afterCommit(() => { known.set(keyOf(s), next); });
   }
 }

@@ -19,19 +19,19 @@ export function bindUsageRoutes(router: Router): void {
     ...admin, query: UsageListQuery,
     summary: 'Usage events of the organization, newest first, filtered (default window: this local month); summary (totals by unit and overall) and facets (counts by kind, unit, workspace, project, cost center and user, top 100 each) over the whole filtered set.',
     response: { description: 'a page of usage events with summary, facets and the window read', schema: UsageListView },
-  }, ({ ctx, params, query, searchParams }) => json(200, listUsage(ctx, params.organizationId, query, paging(searchParams))));
+  }, async ({ ctx, params, query, searchParams }) => json(200, await listUsage(ctx, params.organizationId, query, paging(searchParams))));
   r.get('/api/organizations/:organizationId/usage/export', {
     ...admin, query: UsageExportQuery,
     summary: 'Streams the filtered usage events (same filters and default window as the list), newest first, as a JSON array of list items or UTF-8 CSV with a header row (RFC 4180 quoting; cells starting with = + - @ get a leading \'), as an attachment.',
     response: { type: 'text/csv', schema: o.array(UsageEventView), description: 'a JSON array of list items or CSV, Content-Disposition: attachment' },
-  }, ({ ctx, params, query, res }) => {
+  }, async ({ ctx, params, query, res }) => {
     const format = query.format ?? 'json';
-    const out = exportUsage(ctx, params.organizationId, query, format);
+    const out = await exportUsage(ctx, params.organizationId, query, format);
     return attachment(res, format, out.filename, out.stream);
   });
   r.get('/api/usage', {
     tags, scope: 'organization', permission: 'usage:view', query: ScopeUsageQuery,
     summary: 'This local month\'s usage of the session\'s scope (project, workspace or organization; `level` picks one of them): events, clips, estimated cost by kind and unit, stored bytes, and the organization\'s and workspace\'s limits.',
     response: { description: 'this local month\'s usage of the scope and the limits that apply', schema: ScopeUsageView },
-  }, ({ ctx, query }) => json(200, scopeUsage(ctx, query.level)));
+  }, async ({ ctx, query }) => json(200, await scopeUsage(ctx, query.level)));
 }

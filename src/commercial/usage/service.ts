@@ -63,8 +63,8 @@ export const estimatedCostE4 = (quantity: number, unitPriceE4: number): number =
   Number(roundHalfUp(millionthsOf(quantity) * BigInt(unitPriceE4), 1_000_000n));
 
 /** Records a usage event once per (organization, eventKey): true when it was new, false when it was already there. */
-export function recordUsageEvent(db: Db, e: UsageEventInput): boolean {
-  return insertUsageEvent(db, {
+export async function recordUsageEvent(db: Db, e: UsageEventInput): Promise<boolean> {
+  return await insertUsageEvent(db, {
     id: newId('use'), organization_id: e.organizationId, workspace_id: e.workspaceId ?? null, project_id: e.projectId ?? null,
     actor_user_id: e.actorUserId ?? null, kind: e.kind, unit: e.unit, quantity: e.quantity, unit_price_e4: e.unitPriceE4,
     estimated_cost_e4: estimatedCostE4(e.quantity, e.unitPriceE4),
@@ -94,13 +94,13 @@ export function usageWindow(f: Pick<UsageFilters, 'from' | 'to'>, timeZone: stri
   return { from: from!.toISOString(), to: to ? to.toISOString() : null };
 }
 
-function whereOf(ctx: Ctx, organizationId: string, f: UsageFilters) {
-  const org = organizationById(ctx.db, organizationId)!;
+async function whereOf(ctx: Ctx, organizationId: string, f: UsageFilters) {
+  const org = (await organizationById(ctx.db, organizationId))!;
   const window = usageWindow(f, org.time_zone, ctx.now());
-  const costCenterId = f.costCenter === undefined ? undefined : (costCenterByIdOrCode(ctx.db, organizationId, f.costCenter)?.id ?? f.costCenter);
+  const costCenterId = f.costCenter === undefined ? undefined : ((await costCenterByIdOrCode(ctx.db, organizationId, f.costCenter))?.id ?? f.costCenter);
   const where = usageWhere({
     organizationId, ...window, workspaceId: f.workspaceId, projectId: f.projectId, userId: f.userId, kind: f.kind, unit: f.unitName,
-    costCenterId, query: f.query === undefined ? undefined : resolveQuery(ctx.db, organizationId, f.query),
+    costCenterId, query: f.query === undefined ? undefined : await resolveQuery(ctx.db, organizationId, f.query),
   });
   return { where, window: { ...window, timeZone: org.time_zone } };
 }
@@ -160,10 +160,10 @@ function fromCombos(combos: UsageCombo[]): Aggregates {
 const LOOSE_SCAN_VALUES = 2000;
 
 /** A window without other filters, each facet from its own index (usage-store.ts windowSums); null to group instead. */
-function fromWindow(db: Db, organizationId: string, from: string, to: string | null): Aggregates | null {
+async function fromWindow(db: Db, organizationId: string, from: string, to: string | null): Promise<Aggregates | null> {
   const a = emptyAggregates();
   for (const k of KEYS) {
-    const sums = windowSums(db, organizationId, FACET_COLUMNS[k], from, to, LOOSE_SCAN_VALUES);
+    const sums = await windowSums(db, organizationId, FACET_COLUMNS[k], from, to, LOOSE_SCAN_VALUES);
     if (!sums) return null;
     for (const r of sums) {
       a.counts[k].set(r.value, r.n);
@@ -181,11 +181,11 @@ function top(counts: Map<string | null, number>): Array<{ value: string | null; 
 }
 
 /** Summary (totals by unit and overall, each amount rounded once) and facets with the names of their ids. */
-function present(db: Db, organizationId: string, a: Aggregates, currency: string) {
+async function present(db: Db, organizationId: string, a: Aggregates, currency: string) {
   const units = [...a.units].sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
-  const named = (k: FacetKey, table: Parameters<typeof namesOf>[2]) => {
+  const named = async (k: FacetKey, table: Parameters<typeof namesOf>[2]) => {
     const facet = top(a.counts[k]);
-    const names = namesOf(db, organizationId, table, facet.flatMap((f) => (f.value === null ? [] : [f.value])));
+    const names = await namesOf(db, organizationId, table, facet.flatMap((f) => (f.value === null ? [] : [f.value])));
     return facet.map((f) => {
       const n = f.value === null ? undefined : names.get(f.value);
       return { ...f, name: n?.name ?? null, ...(table === 'cost_centers' ? { code: n?.code ?? null } : {}) };
@@ -199,29 +199,29 @@ function present(db: Db, organizationId: string, a: Aggregates, currency: string
       byUnit: units.map(([unit, t]) => ({ unit, events: t.events, quantity: roundUnits(t.quantity), estimatedCost: formatE4Amount(t.e4, currency) })),
     },
     facets: {
-      kind: top(a.counts.kind), unit: top(a.counts.unit), workspace: named('w', 'workspaces'), project: named('p', 'projects'),
-      costCenter: named('c', 'cost_centers').map((f) => ({ ...f, code: f.code ?? null })), user: named('u', 'users'),
+      kind: top(a.counts.kind), unit: top(a.counts.unit), workspace: await named('w', 'workspaces'), project: await named('p', 'projects'),
+      costCenter: (await named('c', 'cost_centers')).map((f) => ({ ...f, code: f.code ?? null })), user: await named('u', 'users'),
     },
   };
 }
 
-const currencyOf = (db: Db, organizationId: string) => billingAccountOf(db, organizationId)?.currency ?? 'USD';
+const currencyOf = async (db: Db, organizationId: string) => (await billingAccountOf(db, organizationId))?.currency ?? 'USD';
 
 const NARROWING = ['workspaceId', 'projectId', 'userId', 'kind', 'unitName', 'costCenter', 'query'] as const;
 
 /** GET /api/organizations/:organizationId/usage: the page, and summary and facets from the window's indexes or one grouped pass. */
-export function listUsage(ctx: Ctx, organizationId: string, f: UsageFilters, page: { page: number; pageSize: number; offset: number }): Out<typeof UsageListView> {
-  const { where, window } = whereOf(ctx, organizationId, f);
-  const items = pageUsage(ctx.db, where, page.pageSize, page.offset).map(presentUsage);
+export async function listUsage(ctx: Ctx, organizationId: string, f: UsageFilters, page: { page: number; pageSize: number; offset: number }): Promise<Out<typeof UsageListView>> {
+  const { where, window } = await whereOf(ctx, organizationId, f);
+  const items = (await pageUsage(ctx.db, where, page.pageSize, page.offset)).map(presentUsage);
   const onlyWindow = NARROWING.every((k) => f[k] === undefined);
-  const aggregates = (onlyWindow ? fromWindow(ctx.db, organizationId, window.from, window.to) : null) ?? fromCombos(usageCombos(ctx.db, where));
-  const { summary, facets } = present(ctx.db, organizationId, aggregates, currencyOf(ctx.db, organizationId));
+  const aggregates = (onlyWindow ? await fromWindow(ctx.db, organizationId, window.from, window.to) : null) ?? fromCombos(await usageCombos(ctx.db, where));
+  const { summary, facets } = await present(ctx.db, organizationId, aggregates, await currencyOf(ctx.db, organizationId));
   return { items, summary, pagination: { page: page.page, pageSize: page.pageSize, total: summary.events }, facets, window };
 }
 
 /** GET .../usage/export: the filtered events, newest first, streamed from a snapshot taken now. */
-export function exportUsage(ctx: Ctx, organizationId: string, f: UsageFilters, format: ExportFormat) {
-  const { where } = whereOf(ctx, organizationId, f);
+export async function exportUsage(ctx: Ctx, organizationId: string, f: UsageFilters, format: ExportFormat) {
+  const { where } = await whereOf(ctx, organizationId, f);
   const text = format === 'csv' ? csvText(`${USAGE_CSV_COLUMNS.join(',')}\r\n`, usageCsvLine) : jsonArrayText(presentUsage);
   const stamp = exportStamp(ctx.now());
   return { stream: recordStream(openUsageCursor(ctx.db, where), text), filename: `usage-${organizationId}-${stamp}.${format}` };
@@ -232,7 +232,7 @@ export function exportUsage(ctx: Ctx, organizationId: string, f: UsageFilters, f
 const bytesOfGb = (gb: number | null) => (gb === null ? null : gbToBytes(gb));
 
 /** This local month's usage of the session's scope at `level` (default: its most specific), with the limits that apply there. */
-export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined): Out<typeof ScopeUsageView> {
+export async function scopeUsage(ctx: Ctx, level: UsageLevel | undefined): Promise<Out<typeof ScopeUsageView>> {
   const s = ctx.scope;
   const lvl = level ?? (s.projectId ? 'project' : s.workspaceId ? 'workspace' : 'organization');
   if ((lvl === 'project' && !s.projectId) || (lvl === 'workspace' && !s.workspaceId)) throw scopeForbidden(`the session has no ${lvl} in scope; choose one with PATCH /api/context`);
@@ -240,17 +240,17 @@ export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined): Out<typeof 
   if (!hasPermission(withScope(ctx, scope).permissions, 'usage:view')) throw permissionDenied('usage:view');
   const db = ctx.db;
   const orgId = scope.organizationId;
-  const org = organizationById(db, orgId)!;
-  const account = billingAccountOf(db, orgId)!;
+  const org = (await organizationById(db, orgId))!;
+  const account = (await billingAccountOf(db, orgId))!;
   const now = ctx.now();
   const { start, end, label } = monthWindow(org.time_zone, now);
-  const sums = scopeSums(db, scope, start, end);
+  const sums = await scopeSums(db, scope, start, end);
   const cur = account.currency;
   const e4 = sums.reduce((t, r) => t + r.e4, 0n);
-  const orgBytes = organizationStoredBytes(db, orgId);
-  const wsBytes = scope.workspaceId ? workspaceStoredBytes(db, orgId, scope.workspaceId) : null;
-  const quota = scope.workspaceId ? quotaOfWorkspace(db, orgId, scope.workspaceId) : undefined;
-  const toward = clipsTowardQuota(db, orgId, scope.workspaceId, start, end);
+  const orgBytes = await organizationStoredBytes(db, orgId);
+  const wsBytes = scope.workspaceId ? await workspaceStoredBytes(db, orgId, scope.workspaceId) : null;
+  const quota = scope.workspaceId ? await quotaOfWorkspace(db, orgId, scope.workspaceId) : undefined;
+  const toward = await clipsTowardQuota(db, orgId, scope.workspaceId, start, end);
   return {
     scope: { level: lvl, ...scope },
     month: { label, start, end, timeZone: org.time_zone },
@@ -259,7 +259,7 @@ export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined): Out<typeof 
     estimatedCost: formatE4Amount(e4, cur),
     currency: cur,
     byKind: sums.map((r) => ({ kind: r.kind, unit: r.unit, events: r.events, quantity: roundUnits(r.quantity), estimatedCost: formatE4Amount(r.e4, cur) })),
-    storage: { usedBytes: scope.projectId ? projectStoredBytes(db, orgId, scope.projectId) : (wsBytes ?? orgBytes) },
+    storage: { usedBytes: scope.projectId ? await projectStoredBytes(db, orgId, scope.projectId) : (wsBytes ?? orgBytes) },
     limits: {
       organization: {
         monthlyClipQuota: account.monthly_clip_quota, clipsUsed: toward.organizationClips.recorded, clipsTowardQuota: toward.organization,
@@ -278,17 +278,17 @@ export function scopeUsage(ctx: Ctx, level: UsageLevel | undefined): Out<typeof 
  * period so far, before tax: base fee, seats (active members), storage (stored GiB now) and usage
  * events (their recorded costs); each line rounded half-up once, the total their sum.
  */
-export function billingView(ctx: Ctx): Out<typeof BillingOverviewView> {
+export async function billingView(ctx: Ctx): Promise<Out<typeof BillingOverviewView>> {
   const db = ctx.db;
   const orgId = ctx.scope.organizationId!;
-  const org = organizationById(db, orgId)!;
-  const a = billingAccountOf(db, orgId)!;
+  const org = (await organizationById(db, orgId))!;
+  const a = (await billingAccountOf(db, orgId))!;
   const cur = a.currency;
   const now = ctx.now();
   const { start, end } = periodWindow(a.billing_cycle, org.time_zone, now);
-  const seats = seatUsage(db, orgId, now.toISOString());
-  const gib = { num: BigInt(organizationStoredBytes(db, orgId)), den: BigInt(GIB) };
-  const usage = scopeSums(db, { organizationId: orgId, workspaceId: null, projectId: null }, start, end);
+  const seats = await seatUsage(db, orgId, now.toISOString());
+  const gib = { num: BigInt(await organizationStoredBytes(db, orgId)), den: BigInt(GIB) };
+  const usage = await scopeSums(db, { organizationId: orgId, workspaceId: null, projectId: null }, start, end);
   const usageE4 = usage.reduce((t, r) => t + r.e4, 0n);
   const lines = [
     { kind: 'base_fee' as const, quantity: '1', unitPrice: formatAmount(a.base_fee_minor, cur), minor: BigInt(a.base_fee_minor) },

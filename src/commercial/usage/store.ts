@@ -13,15 +13,15 @@ export interface NewUsageRow {
 }
 
 /** Inserts once per (organization, event_key) (and job): true when the row is new. Without a cost center, the workspace's. */
-export function insertUsageEvent(db: Db, r: NewUsageRow): boolean {
-  return db.run(
+export async function insertUsageEvent(db: Db, r: NewUsageRow): Promise<boolean> {
+  return (await db.run(
     `INSERT INTO usage_events (id, organization_id, workspace_id, project_id, actor_user_id, kind, unit, quantity, unit_price_e4, estimated_cost_e4,
        currency, cost_center_id, job_id, metadata, created_at, event_key)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11,
        coalesce(?12, (SELECT id FROM cost_centers WHERE organization_id = ?2 AND workspace_id = ?3)), ?13, ?14, ?15, ?16)
      ON CONFLICT DO NOTHING`,
     r.id, r.organization_id, r.workspace_id, r.project_id, r.actor_user_id, r.kind, r.unit, r.quantity, r.unit_price_e4, r.estimated_cost_e4,
-    r.currency, r.cost_center_id, r.job_id, r.metadata, r.created_at, r.event_key).changes === 1;
+    r.currency, r.cost_center_id, r.job_id, r.metadata, r.created_at, r.event_key)).changes === 1;
 }
 
 /** The list's filters, resolved: instants of the window [from, to), exact values and the query term's matches. */
@@ -46,20 +46,20 @@ const inList = (column: string, values: string[]): Where | null =>
 const MATCH_VALUES = 2000;
 
 /** What a query term (case-insensitive substring, ASCII case folding as SQL LIKE) matches besides metadata. */
-export function resolveQuery(db: Db, organizationId: string, q: string): QueryMatch {
+export async function resolveQuery(db: Db, organizationId: string, q: string): Promise<QueryMatch> {
   const like = likePattern(q);
-  const matching = (values: string[] | null) => (values === null ? null
-    : db.all<{ value: string }>(`SELECT value FROM json_each(?) WHERE value ${LIKE}`, JSON.stringify(values), like).map((r) => r.value));
-  const ids = (table: string, columns: string[]) => db.all<{ id: string }>(
+  const matching = async (values: string[] | null) => (values === null ? null
+    : (await db.all<{ value: string }>(`SELECT value FROM json_each(?) WHERE value ${LIKE}`, JSON.stringify(values), like)).map((r) => r.value));
+  const ids = async (table: string, columns: string[]) => (await db.all<{ id: string }>(
     `SELECT id FROM ${table} WHERE organization_id = ? AND (${columns.map((c) => `${c} ${LIKE}`).join(' OR ')})`, organizationId, ...columns.map(() => like),
-  ).map((r) => r.id);
+  )).map((r) => r.id);
   return {
     like,
-    kinds: matching(distinctValues(db, organizationId, 'kind', MATCH_VALUES)),
-    units: matching(distinctValues(db, organizationId, 'unit', MATCH_VALUES)),
-    projectIds: ids('projects', ['name']),
-    workspaceIds: ids('workspaces', ['name']),
-    costCenterIds: ids('cost_centers', ['code', 'name']),
+    kinds: await matching(await distinctValues(db, organizationId, 'kind', MATCH_VALUES)),
+    units: await matching(await distinctValues(db, organizationId, 'unit', MATCH_VALUES)),
+    projectIds: await ids('projects', ['name']),
+    workspaceIds: await ids('workspaces', ['name']),
+    costCenterIds: await ids('cost_centers', ['code', 'name']),
   };
 }
 
@@ -102,8 +102,8 @@ const ITEM_SELECT = `SELECT e.id, e.created_at, e.workspace_id, w.name AS worksp
 const NEWEST_FIRST = 'ORDER BY e.created_at DESC, e.rowid DESC';
 
 /** One page, newest first: the page's rowids are found first, so that names are joined for those rows only. */
-export function pageUsage(db: Db, w: Where, limit: number, offset: number): UsageRow[] {
-  return db.all<UsageRow>(
+export async function pageUsage(db: Db, w: Where, limit: number, offset: number): Promise<UsageRow[]> {
+  return await db.all<UsageRow>(
     `${ITEM_SELECT} WHERE e.rowid IN (SELECT e.rowid FROM usage_events e WHERE ${w.sql} ${NEWEST_FIRST} LIMIT ? OFFSET ?) ${NEWEST_FIRST}`,
     ...w.params, limit, offset);
 }
@@ -120,10 +120,10 @@ export interface UsageCombo { u: string | null; p: string | null; c: string | nu
  * groups with a sort of the matching rows; the column with the most values comes first, so that most
  * comparisons end at the first column.
  */
-export const usageCombos = (db: Db, w: Where): UsageCombo[] => db.allBig<Omit<UsageCombo, 'n'> & { n: bigint }>(
+export const usageCombos = async (db: Db, w: Where): Promise<UsageCombo[]> => (await db.allBig<Omit<UsageCombo, 'n'> & { n: bigint }>(
   `SELECT e.actor_user_id AS u, e.project_id AS p, e.cost_center_id AS c, e.workspace_id AS w, e.kind AS kind, e.unit AS unit,
           count(*) AS n, total(e.quantity) AS q, sum(e.estimated_cost_e4) AS e4
-     FROM usage_events e WHERE ${w.sql} GROUP BY 1, 2, 3, 4, 5, 6`, ...w.params).map((r) => ({ ...r, n: Number(r.n) }));
+     FROM usage_events e WHERE ${w.sql} GROUP BY 1, 2, 3, 4, 5, 6`, ...w.params)).map((r) => ({ ...r, n: Number(r.n) }));
 
 // A window without other filters: each facet from its own index (organization_id, column, created_at), by a
 // loose index scan: one seek to each distinct value of the organization, then one range count of the
@@ -140,11 +140,11 @@ const OPEN_END = '9999-12-31T23:59:59.999Z';
 export interface WindowSum { value: string | null; n: number; q: number; e4: bigint }
 
 /** The organization's distinct values of a facet column, ascending, one index seek each; null when there are more than `maxValues`. */
-export function distinctValues(db: Db, organizationId: string, column: FacetColumn, maxValues: number): string[] | null {
+export async function distinctValues(db: Db, organizationId: string, column: FacetColumn, maxValues: number): Promise<string[] | null> {
   const next = (op: '>' | '>=') =>
     `SELECT ${column} AS v FROM usage_events INDEXED BY ${FACET_INDEXES[column]} WHERE organization_id = ? AND ${column} ${op} ? ORDER BY ${column} LIMIT 1`;
   const values: string[] = [];
-  for (let v = db.get<{ v: string }>(next('>='), organizationId, '')?.v; v !== undefined; v = db.get<{ v: string }>(next('>'), organizationId, v)?.v) {
+  for (let v = (await db.get<{ v: string }>(next('>='), organizationId, ''))?.v; v !== undefined; v = (await db.get<{ v: string }>(next('>'), organizationId, v))?.v) {
     if (values.length === maxValues) return null;
     values.push(v);
   }
@@ -155,8 +155,8 @@ export function distinctValues(db: Db, organizationId: string, column: FacetColu
  * The window's events by each value of `column` (null included), or null when the organization has
  * more than `maxValues` distinct values of it (the caller then groups the window instead).
  */
-export function windowSums(db: Db, organizationId: string, column: FacetColumn, from: string, to: string | null, maxValues: number): WindowSum[] | null {
-  const values = distinctValues(db, organizationId, column, maxValues);
+export async function windowSums(db: Db, organizationId: string, column: FacetColumn, from: string, to: string | null, maxValues: number): Promise<WindowSum[] | null> {
+  const values = await distinctValues(db, organizationId, column, maxValues);
   if (!values) return null;
   const sums = column === 'unit' ? 'total(quantity) AS q, coalesce(sum(estimated_cost_e4), 0) AS e4' : '0.0 AS q, 0 AS e4';
   const count = (test: string) => `SELECT count(*) AS n, ${sums} FROM usage_events INDEXED BY ${FACET_INDEXES[column]}
@@ -165,8 +165,8 @@ export function windowSums(db: Db, organizationId: string, column: FacetColumn, 
   const out: WindowSum[] = [];
   type Sum = { n: bigint; q: number; e4: bigint };
   for (const value of [null, ...values]) {
-    const [r] = value === null ? db.allBig<Sum>(count(`${column} IS NULL`), organizationId, from, end)
-      : db.allBig<Sum>(count(`${column} = ?`), organizationId, value, from, end);
+    const [r] = value === null ? await db.allBig<Sum>(count(`${column} IS NULL`), organizationId, from, end)
+      : await db.allBig<Sum>(count(`${column} = ?`), organizationId, value, from, end);
     if (r.n > 0n) out.push({ n: Number(r.n), q: r.q, e4: r.e4, value });
   }
   return out;
@@ -174,30 +174,30 @@ export function windowSums(db: Db, organizationId: string, column: FacetColumn, 
 export interface NameRow { id: string; name: string; code?: string }
 
 /** Names of the organization's workspaces, projects and cost centers, and of users, for the given ids. */
-export function namesOf(db: Db, organizationId: string, table: 'workspaces' | 'projects' | 'cost_centers' | 'users', ids: string[]): Map<string, NameRow> {
+export async function namesOf(db: Db, organizationId: string, table: 'workspaces' | 'projects' | 'cost_centers' | 'users', ids: string[]): Promise<Map<string, NameRow>> {
   if (ids.length === 0) return new Map();
   const cols = table === 'cost_centers' ? 'id, name, code' : 'id, name';
   const tenant = table === 'users' ? '' : 'organization_id = ? AND';
   const params: Param[] = table === 'users' ? [JSON.stringify(ids)] : [organizationId, JSON.stringify(ids)];
-  const rows = db.all<NameRow>(`SELECT ${cols} FROM ${table} WHERE ${tenant} id IN (SELECT value FROM json_each(?))`, ...params);
+  const rows = await db.all<NameRow>(`SELECT ${cols} FROM ${table} WHERE ${tenant} id IN (SELECT value FROM json_each(?))`, ...params);
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-export const costCenterByIdOrCode = (db: Db, organizationId: string, idOrCode: string) =>
-  db.get<{ id: string }>('SELECT id FROM cost_centers WHERE organization_id = ? AND (id = ?2 OR code = ?2) ORDER BY id = ?2 DESC LIMIT 1',
+export const costCenterByIdOrCode = async (db: Db, organizationId: string, idOrCode: string) =>
+  await db.get<{ id: string }>('SELECT id FROM cost_centers WHERE organization_id = ? AND (id = ?2 OR code = ?2) ORDER BY id = ?2 DESC LIMIT 1',
     organizationId, idOrCode);
 
 export interface KindSumRow { kind: string; unit: string; events: number; quantity: number; e4: bigint }
 
 /** Sums of a scope (organization, optionally one workspace or project) in [start, end) by kind and unit. */
-export function scopeSums(db: Db, s: { organizationId: string; workspaceId: string | null; projectId: string | null }, start: string, end: string): KindSumRow[] {
+export async function scopeSums(db: Db, s: { organizationId: string; workspaceId: string | null; projectId: string | null }, start: string, end: string): Promise<KindSumRow[]> {
   const w = and(
     { sql: 'organization_id = ? AND created_at >= ? AND created_at < ?', params: [s.organizationId, start, end] },
     s.workspaceId ? { sql: 'workspace_id = ?', params: [s.workspaceId] } : null,
     s.projectId ? { sql: 'project_id = ?', params: [s.projectId] } : null,
   );
-  return db.allBig<Omit<KindSumRow, 'events'> & { events: bigint }>(
+  return (await db.allBig<Omit<KindSumRow, 'events'> & { events: bigint }>(
     `SELECT kind, unit, count(*) AS events, total(quantity) AS quantity, sum(estimated_cost_e4) AS e4
-       FROM usage_events WHERE ${w.sql} GROUP BY kind, unit ORDER BY kind, unit`, ...w.params).map((r) => ({ ...r, events: Number(r.events) }));
+       FROM usage_events WHERE ${w.sql} GROUP BY kind, unit ORDER BY kind, unit`, ...w.params)).map((r) => ({ ...r, events: Number(r.events) }));
 }
 

@@ -29,13 +29,13 @@ export interface ChallengeRow {
   ip: string | null;
 }
 
-export function factorOf(db: Db, userId: string): FactorRow | undefined {
-  return db.get<FactorRow>('SELECT * FROM mfa_factors WHERE user_id = ?', userId);
+export async function factorOf(db: Db, userId: string): Promise<FactorRow | undefined> {
+  return await db.get<FactorRow>('SELECT * FROM mfa_factors WHERE user_id = ?', userId);
 }
 
 /** A new pending factor, replacing a pending one (never an enabled one: callers check first). */
-export function putPendingFactor(db: Db, userId: string, secretEnc: Buffer, keyId: string, now: string): void {
-  db.run(
+export async function putPendingFactor(db: Db, userId: string, secretEnc: Buffer, keyId: string, now: string): Promise<void> {
+  await db.run(
     `INSERT INTO mfa_factors (user_id, status, secret_enc, key_id, last_used_step, last_used_at, created_at, enabled_at, updated_at)
      VALUES (?, 'pending', ?, ?, NULL, NULL, ?, NULL, ?)
      ON CONFLICT (user_id) DO UPDATE SET status = 'pending', secret_enc = excluded.secret_enc, key_id = excluded.key_id,
@@ -44,87 +44,87 @@ export function putPendingFactor(db: Db, userId: string, secretEnc: Buffer, keyI
     userId, secretEnc, keyId, now, now);
 }
 
-export function enableFactor(db: Db, userId: string, step: number, now: string): void {
-  db.run(`UPDATE mfa_factors SET status = 'enabled', last_used_step = ?, last_used_at = ?, enabled_at = ?, updated_at = ?
+export async function enableFactor(db: Db, userId: string, step: number, now: string): Promise<void> {
+  await db.run(`UPDATE mfa_factors SET status = 'enabled', last_used_step = ?, last_used_at = ?, enabled_at = ?, updated_at = ?
            WHERE user_id = ? AND status = 'pending'`, step, now, now, now, userId);
-  db.run('UPDATE users SET mfa_enabled = 1, updated_at = ? WHERE id = ?', now, userId);
+  await db.run('UPDATE users SET mfa_enabled = 1, updated_at = ? WHERE id = ?', now, userId);
 }
 
 /** Records the step of an accepted code; 0 changes when a concurrent use got there first. */
-export function markStepUsed(db: Db, userId: string, step: number, now: string): number {
-  return db.run(`UPDATE mfa_factors SET last_used_step = ?, last_used_at = ?, updated_at = ?
-                  WHERE user_id = ? AND (last_used_step IS NULL OR last_used_step < ?)`, step, now, now, userId, step).changes;
+export async function markStepUsed(db: Db, userId: string, step: number, now: string): Promise<number> {
+  return (await db.run(`UPDATE mfa_factors SET last_used_step = ?, last_used_at = ?, updated_at = ?
+                  WHERE user_id = ? AND (last_used_step IS NULL OR last_used_step < ?)`, step, now, now, userId, step)).changes;
 }
 
-export function touchFactorUse(db: Db, userId: string, now: string): void {
-  db.run('UPDATE mfa_factors SET last_used_at = ?, updated_at = ? WHERE user_id = ?', now, now, userId);
+export async function touchFactorUse(db: Db, userId: string, now: string): Promise<void> {
+  await db.run('UPDATE mfa_factors SET last_used_at = ?, updated_at = ? WHERE user_id = ?', now, now, userId);
 }
 
-export function deletePendingFactor(db: Db, userId: string): number {
-  return db.run("DELETE FROM mfa_factors WHERE user_id = ? AND status = 'pending'", userId).changes;
+export async function deletePendingFactor(db: Db, userId: string): Promise<number> {
+  return (await db.run("DELETE FROM mfa_factors WHERE user_id = ? AND status = 'pending'", userId)).changes;
 }
 
 /** Removes the factor and the recovery codes, and clears users.mfa_enabled. */
-export function deleteMfa(db: Db, userId: string, now: string): { factor: boolean; recoveryCodes: number } {
-  const factor = db.run('DELETE FROM mfa_factors WHERE user_id = ?', userId).changes > 0;
-  const recoveryCodes = db.run('DELETE FROM mfa_recovery_codes WHERE user_id = ?', userId).changes;
-  db.run('UPDATE users SET mfa_enabled = 0, updated_at = ? WHERE id = ?', now, userId);
+export async function deleteMfa(db: Db, userId: string, now: string): Promise<{ factor: boolean; recoveryCodes: number }> {
+  const factor = (await db.run('DELETE FROM mfa_factors WHERE user_id = ?', userId)).changes > 0;
+  const recoveryCodes = (await db.run('DELETE FROM mfa_recovery_codes WHERE user_id = ?', userId)).changes;
+  await db.run('UPDATE users SET mfa_enabled = 0, updated_at = ? WHERE id = ?', now, userId);
   return { factor, recoveryCodes };
 }
 
-export function replaceRecoveryCodes(db: Db, userId: string, codes: Array<{ id: string; hash: string }>, now: string): void {
-  db.run('DELETE FROM mfa_recovery_codes WHERE user_id = ?', userId);
+export async function replaceRecoveryCodes(db: Db, userId: string, codes: Array<{ id: string; hash: string }>, now: string): Promise<void> {
+  await db.run('DELETE FROM mfa_recovery_codes WHERE user_id = ?', userId);
   for (const c of codes) {
-    db.run('INSERT INTO mfa_recovery_codes (id, user_id, code_hash, created_at, used_at) VALUES (?, ?, ?, ?, NULL)', c.id, userId, c.hash, now);
+    await db.run('INSERT INTO mfa_recovery_codes (id, user_id, code_hash, created_at, used_at) VALUES (?, ?, ?, ?, NULL)', c.id, userId, c.hash, now);
   }
 }
 
 /** Spends an unused recovery code; false when there is none with that hash. */
-export function useRecoveryCode(db: Db, userId: string, hash: string, now: string): boolean {
-  return db.run('UPDATE mfa_recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL', now, userId, hash).changes === 1;
+export async function useRecoveryCode(db: Db, userId: string, hash: string, now: string): Promise<boolean> {
+  return (await db.run('UPDATE mfa_recovery_codes SET used_at = ? WHERE user_id = ? AND code_hash = ? AND used_at IS NULL', now, userId, hash)).changes === 1;
 }
 
-export function recoveryCodesLeft(db: Db, userId: string): number {
-  return db.get<{ n: number }>('SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ? AND used_at IS NULL', userId)!.n;
+export async function recoveryCodesLeft(db: Db, userId: string): Promise<number> {
+  return (await db.get<{ n: number }>('SELECT count(*) AS n FROM mfa_recovery_codes WHERE user_id = ? AND used_at IS NULL', userId))!.n;
 }
 
-export function insertChallenge(db: Db, c: ChallengeRow): void {
-  db.run(
+export async function insertChallenge(db: Db, c: ChallengeRow): Promise<void> {
+  await db.run(
     `INSERT INTO mfa_challenges (id, token_hash, user_id, purpose, session_kind, method, failed_attempts, created_at, expires_at,
        locked_at, consumed_at, ip) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     c.id, c.token_hash, c.user_id, c.purpose, c.session_kind, c.method, c.failed_attempts, c.created_at, c.expires_at,
     c.locked_at, c.consumed_at, c.ip);
 }
 
-export function challengeByTokenHash(db: Db, tokenHash: string): ChallengeRow | undefined {
-  return db.get<ChallengeRow>('SELECT * FROM mfa_challenges WHERE token_hash = ?', tokenHash);
+export async function challengeByTokenHash(db: Db, tokenHash: string): Promise<ChallengeRow | undefined> {
+  return await db.get<ChallengeRow>('SELECT * FROM mfa_challenges WHERE token_hash = ?', tokenHash);
 }
 
 /** Counts a wrong code; locks the challenge when it reaches `lockAt`. Returns the new count. */
-export function failChallenge(db: Db, id: string, lockAt: number, now: string): number {
-  db.run(
+export async function failChallenge(db: Db, id: string, lockAt: number, now: string): Promise<number> {
+  await db.run(
     `UPDATE mfa_challenges SET failed_attempts = failed_attempts + 1,
        locked_at = CASE WHEN failed_attempts + 1 >= ? THEN ? ELSE locked_at END
      WHERE id = ?`, lockAt, now, id);
-  return db.get<{ failed_attempts: number }>('SELECT failed_attempts FROM mfa_challenges WHERE id = ?', id)?.failed_attempts ?? lockAt;
+  return (await db.get<{ failed_attempts: number }>('SELECT failed_attempts FROM mfa_challenges WHERE id = ?', id))?.failed_attempts ?? lockAt;
 }
 
 /** Marks the challenge used; false when it was used (or locked) meanwhile. */
 /** True while a challenge is neither used nor locked (read inside the redeeming transaction). */
-export function challengeOpen(db: Db, id: string): boolean {
-  return db.get('SELECT 1 AS x FROM mfa_challenges WHERE id = ? AND consumed_at IS NULL AND locked_at IS NULL', id) !== undefined;
+export async function challengeOpen(db: Db, id: string): Promise<boolean> {
+  return await db.get('SELECT 1 AS x FROM mfa_challenges WHERE id = ? AND consumed_at IS NULL AND locked_at IS NULL', id) !== undefined;
 }
 
-export function consumeChallenge(db: Db, id: string, now: string): boolean {
-  return db.run('UPDATE mfa_challenges SET consumed_at = ? WHERE id = ? AND consumed_at IS NULL AND locked_at IS NULL', now, id).changes === 1;
+export async function consumeChallenge(db: Db, id: string, now: string): Promise<boolean> {
+  return (await db.run('UPDATE mfa_challenges SET consumed_at = ? WHERE id = ? AND consumed_at IS NULL AND locked_at IS NULL', now, id)).changes === 1;
 }
 
 /** Removes challenges that expired before `before` (kept a while for the throttle and for audit detail). */
-export function deleteOldChallenges(db: Db, before: string): void {
-  db.run('DELETE FROM mfa_challenges WHERE expires_at < ?', before);
+export async function deleteOldChallenges(db: Db, before: string): Promise<void> {
+  await db.run('DELETE FROM mfa_challenges WHERE expires_at < ?', before);
 }
 
 /** Open challenges of a user are void once MFA changes under them (reset, disable). */
-export function voidChallengesOf(db: Db, userId: string, now: string): void {
-  db.run('UPDATE mfa_challenges SET consumed_at = ? WHERE user_id = ? AND consumed_at IS NULL', now, userId);
+export async function voidChallengesOf(db: Db, userId: string, now: string): Promise<void> {
+  await db.run('UPDATE mfa_challenges SET consumed_at = ? WHERE user_id = ? AND consumed_at IS NULL', now, userId);
 }

@@ -30,9 +30,9 @@ export interface BillingAccountRow {
   invoice_prefix: string; next_invoice_number: number; created_at: string; updated_at: string;
 }
 
-export function insertDefaultBillingAccount(db: Db, organizationId: string, now: string): void {
+export async function insertDefaultBillingAccount(db: Db, organizationId: string, now: string): Promise<void> {
   const a: BillingAccountRow = { ...BILLING_DEFAULTS, organization_id: organizationId, created_at: now, updated_at: now };
-  db.run(
+  await db.run(
     `INSERT INTO billing_accounts (organization_id, plan_name, billing_cycle, currency, base_fee_minor, seat_unit_price_e4,
        storage_unit_price_e4, clip_unit_price_e4, seat_limit, storage_gb, monthly_clip_quota, quota_warning_percent,
        local_runner_only, cloud_connectors_require_approval, created_at, updated_at, invoice_prefix, next_invoice_number)
@@ -43,21 +43,21 @@ export function insertDefaultBillingAccount(db: Db, organizationId: string, now:
   );
 }
 
-export function billingAccountOf(db: Db, organizationId: string): BillingAccountRow | undefined {
-  return db.get<BillingAccountRow>('SELECT * FROM billing_accounts WHERE organization_id = ?', organizationId);
+export async function billingAccountOf(db: Db, organizationId: string): Promise<BillingAccountRow | undefined> {
+  return await db.get<BillingAccountRow>('SELECT * FROM billing_accounts WHERE organization_id = ?', organizationId);
 }
 
 /**
  * A new workspace's cost center (code WS- and the id's last 8 characters, named like the workspace) and
  * its quota row (no own limits): the same rows migration 0006 made for existing workspaces.
  */
-export function insertWorkspaceCommercial(db: Db, ws: { id: string; organization_id: string; name: string }, now: string): void {
+export async function insertWorkspaceCommercial(db: Db, ws: { id: string; organization_id: string; name: string }, now: string): Promise<void> {
   const suffix = ws.id.slice(4);
-  db.run(
+  await db.run(
     `INSERT INTO cost_centers (id, organization_id, workspace_id, code, name, budget_minor, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, NULL, ?, ?)`,
     `cc_${suffix}`, ws.organization_id, ws.id, `WS-${ws.id.slice(-8).toUpperCase()}`, ws.name, now, now);
-  db.run(
+  await db.run(
     `INSERT INTO workspace_quotas (id, organization_id, workspace_id, monthly_clip_quota, storage_gb, created_at, updated_at)
      VALUES (?, ?, ?, NULL, NULL, ?, ?)`,
     `wq_${suffix}`, ws.organization_id, ws.id, now, now);
@@ -83,8 +83,8 @@ export function billingSettings(a: BillingAccountRow, timeZone: string): Billing
   };
 }
 
-export function updateBillingAccountRow(db: Db, a: BillingAccountRow): void {
-  db.run(
+export async function updateBillingAccountRow(db: Db, a: BillingAccountRow): Promise<void> {
+  await db.run(
     `UPDATE billing_accounts SET plan_name = ?, billing_cycle = ?, currency = ?, base_fee_minor = ?, seat_unit_price_e4 = ?,
        storage_unit_price_e4 = ?, clip_unit_price_e4 = ?, seat_limit = ?, storage_gb = ?, monthly_clip_quota = ?, quota_warning_percent = ?,
        local_runner_only = ?, cloud_connectors_require_approval = ?, invoice_prefix = ?, updated_at = ?
@@ -99,19 +99,19 @@ export interface BillingAccountEventRow {
   changed: string; before: string; after: string; created_at: string;
 }
 
-export function insertBillingAccountEvent(db: Db, e: BillingAccountEventRow): void {
-  db.run(
+export async function insertBillingAccountEvent(db: Db, e: BillingAccountEventRow): Promise<void> {
+  await db.run(
     `INSERT INTO billing_account_events (id, organization_id, actor_user_id, actor_name, changed, before, after, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     e.id, e.organization_id, e.actor_user_id, e.actor_name, e.changed, e.before, e.after, e.created_at);
 }
 
 /** The organization's account events, newest first (`limit` -1: all). */
-export const billingAccountEventsOf = (db: Db, organizationId: string, limit = -1) =>
-  db.all<BillingAccountEventRow>(
+export const billingAccountEventsOf = async (db: Db, organizationId: string, limit = -1) =>
+  await db.all<BillingAccountEventRow>(
     'SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?', organizationId, limit);
 
 /** The organization's time zone (organizations.time_zone) is one of the billing settings. */
-export const setOrganizationTimeZone = (db: Db, organizationId: string, timeZone: string): void => {
-  db.run('UPDATE organizations SET time_zone = ? WHERE id = ?', timeZone, organizationId);
+export const setOrganizationTimeZone = async (db: Db, organizationId: string, timeZone: string): Promise<void> => {
+  await db.run('UPDATE organizations SET time_zone = ? WHERE id = ?', timeZone, organizationId);
 };

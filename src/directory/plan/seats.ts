@@ -6,19 +6,19 @@ import { billingAccountOf } from './account.ts';
 
 export interface SeatUsage { limit: number; activeMembers: number; pendingInvitations: number; used: number }
 
-export function seatUsage(db: Db, organizationId: string, now: string): SeatUsage {
-  const limit = billingAccountOf(db, organizationId)?.seat_limit ?? 0;
-  const { members, pending } = db.get<{ members: number; pending: number }>(
+export async function seatUsage(db: Db, organizationId: string, now: string): Promise<SeatUsage> {
+  const limit = (await billingAccountOf(db, organizationId))?.seat_limit ?? 0;
+  const { members, pending } = (await db.get<{ members: number; pending: number }>(
     `SELECT (SELECT count(*) FROM memberships m JOIN users u ON u.id = m.user_id
               WHERE m.organization_id = ?1 AND m.level = 'organization' AND m.status = 'active' AND u.status = 'active') AS members,
             (SELECT count(*) FROM invitations WHERE organization_id = ?1 AND status = 'pending' AND expires_at > ?2) AS pending`,
-    organizationId, now)!;
+    organizationId, now))!;
   return { limit, activeMembers: members, pendingInvitations: pending, used: members + pending };
 }
 
 /** Throws 409 seat_limit_reached when `extra` more seats would exceed the limit. */
-export function assertSeatsAvailable(db: Db, organizationId: string, now: string, extra = 1): void {
-  const u = seatUsage(db, organizationId, now);
+export async function assertSeatsAvailable(db: Db, organizationId: string, now: string, extra = 1): Promise<void> {
+  const u = await seatUsage(db, organizationId, now);
   if (u.used + extra > u.limit) {
     throw conflict('seat_limit_reached', `the organization uses ${u.used} of ${u.limit} seats (members plus pending invitations)`, { ...u });
   }

@@ -18,14 +18,14 @@ export const DEFAULT_POLICY: Readonly<PolicyRow> = Object.freeze({
   session_idle_minutes: null, session_absolute_hours: null, updated_at: null, updated_by: null,
 });
 
-export function policyRow(db: Db): PolicyRow {
-  return db.cachedGet<PolicyRow>(
+export async function policyRow(db: Db): Promise<PolicyRow> {
+  return await db.cachedGet<PolicyRow>(
     `SELECT mfa_required, password_min_length, password_breached_check, session_idle_minutes, session_absolute_hours,
             updated_at, updated_by FROM identity_policy WHERE id = 1`) ?? DEFAULT_POLICY;
 }
 
-export function savePolicyRow(db: Db, p: PolicyRow): void {
-  db.run(
+export async function savePolicyRow(db: Db, p: PolicyRow): Promise<void> {
+  await db.run(
     `INSERT INTO identity_policy (id, mfa_required, password_min_length, password_breached_check, session_idle_minutes,
        session_absolute_hours, updated_at, updated_by) VALUES (1, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (id) DO UPDATE SET mfa_required = excluded.mfa_required, password_min_length = excluded.password_min_length,
@@ -35,20 +35,20 @@ export function savePolicyRow(db: Db, p: PolicyRow): void {
     p.updated_at, p.updated_by);
 }
 
-export function mfaOrganizations(db: Db): string[] {
-  return db.cachedAll<{ organization_id: string }>('SELECT organization_id FROM identity_policy_mfa_organizations ORDER BY organization_id')
+export async function mfaOrganizations(db: Db): Promise<string[]> {
+  return (await db.cachedAll<{ organization_id: string }>('SELECT organization_id FROM identity_policy_mfa_organizations ORDER BY organization_id'))
     .map((r) => r.organization_id);
 }
 
-export function replaceMfaOrganizations(db: Db, ids: readonly string[], now: string): void {
-  db.run('DELETE FROM identity_policy_mfa_organizations');
-  for (const id of ids) db.run('INSERT INTO identity_policy_mfa_organizations (organization_id, created_at) VALUES (?, ?)', id, now);
+export async function replaceMfaOrganizations(db: Db, ids: readonly string[], now: string): Promise<void> {
+  await db.run('DELETE FROM identity_policy_mfa_organizations');
+  for (const id of ids) await db.run('INSERT INTO identity_policy_mfa_organizations (organization_id, created_at) VALUES (?, ?)', id, now);
 }
 
 /** True when the policy makes the user use MFA: for everyone, or through an active membership of a listed organization. */
-export function mfaRequiredFor(db: Db, userId: string): boolean {
-  if (policyRow(db).mfa_required === 1) return true;
-  return db.get<{ x: number }>(
+export async function mfaRequiredFor(db: Db, userId: string): Promise<boolean> {
+  if ((await policyRow(db)).mfa_required === 1) return true;
+  return await db.get<{ x: number }>(
     `SELECT 1 AS x FROM memberships m JOIN identity_policy_mfa_organizations p ON p.organization_id = m.organization_id
       WHERE m.user_id = ? AND m.status = 'active' LIMIT 1`, userId) !== undefined;
 }
@@ -56,8 +56,8 @@ export function mfaRequiredFor(db: Db, userId: string): boolean {
 export interface SessionLifetimes { idleMinutes: number; absoluteHours: number }
 
 /** The session lifetimes in force: the policy's when set, else SVC_SESSION_IDLE_MINUTES / SVC_SESSION_ABSOLUTE_HOURS. */
-export function sessionLifetimes(db: Db, config: Config): SessionLifetimes {
-  const p = policyRow(db);
+export async function sessionLifetimes(db: Db, config: Config): Promise<SessionLifetimes> {
+  const p = await policyRow(db);
   return {
     idleMinutes: p.session_idle_minutes ?? config.sessionIdleMinutes,
     absoluteHours: p.session_absolute_hours ?? config.sessionAbsoluteHours,
@@ -66,7 +66,7 @@ export function sessionLifetimes(db: Db, config: Config): SessionLifetimes {
 
 export interface PasswordRules { minLength: number; breachedCheck: boolean }
 
-export function passwordRules(db: Db): PasswordRules {
-  const p = policyRow(db);
+export async function passwordRules(db: Db): Promise<PasswordRules> {
+  const p = await policyRow(db);
   return { minLength: p.password_min_length, breachedCheck: p.password_breached_check === 1 };
 }

@@ -43,11 +43,11 @@ export const ContextView = o.named('Context', o.object({
 }, 'who the caller is, in which scope, with which permissions'));
 
 /** GET /api/context: who, where, with which permissions, and every membership to switch to. */
-export function presentContext(ctx: Ctx, scope: ScopeIds, permissions: readonly string[]): o.Out<typeof ContextView> {
-  const user = userById(ctx.db, ctx.actor.userId!)!;
-  const org = scope.organizationId ? organizationById(ctx.db, scope.organizationId) : undefined;
-  const ws = scope.workspaceId ? workspaceById(ctx.db, scope.workspaceId) : undefined;
-  const project = scope.projectId ? projectById(ctx.db, scope.projectId) : undefined;
+export async function presentContext(ctx: Ctx, scope: ScopeIds, permissions: readonly string[]): Promise<o.Out<typeof ContextView>> {
+  const user = (await userById(ctx.db, ctx.actor.userId!))!;
+  const org = scope.organizationId ? await organizationById(ctx.db, scope.organizationId) : undefined;
+  const ws = scope.workspaceId ? await workspaceById(ctx.db, scope.workspaceId) : undefined;
+  const project = scope.projectId ? await projectById(ctx.db, scope.projectId) : undefined;
   const roleAt = (level: string, id: string | null) =>
     id ? ctx.memberships.find((m) => m.level === level && (m.project_id ?? m.workspace_id ?? m.organization_id) === id)?.role ?? null : null;
   return {
@@ -61,6 +61,6 @@ export function presentContext(ctx: Ctx, scope: ScopeIds, permissions: readonly 
       project: roleAt('project', scope.projectId),
     },
     permissions: [...permissions],
-    memberships: namedMembershipsOfUser(ctx.db, user.id).map(presentNamedMembership),
+    memberships: (await namedMembershipsOfUser(ctx.db, user.id)).map(presentNamedMembership),
   };
 }

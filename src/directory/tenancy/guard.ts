@@ -5,8 +5,8 @@ import type { Db } from '../../db/db.ts';
 import { conflict } from '../../kernel/errors.ts';
 import { projectById } from './store.ts';
 
-export function assertProjectWritable(db: Db, projectId: string): void {
-  const p = projectById(db, projectId);
+export async function assertProjectWritable(db: Db, projectId: string): Promise<void> {
+  const p = await projectById(db, projectId);
   if (p?.status === 'archived') {
     throw conflict('project_archived', 'the project is archived and read-only; restore it to change it', { projectId, archivedAt: p.archived_at });
   }

@@ -46,9 +46,9 @@ export interface ScopeRequest { organizationId?: string | null; workspaceId?: st
  * down the hierarchy, checking consistency and visibility. Unknown and invisible ids get the same
  * 403 scope_forbidden, so ids of other tenants cannot be probed.
  */
-export function resolveScope(db: Db, actor: Actor, ms: Ms, req: ScopeRequest): ScopeIds {
+export async function resolveScope(db: Db, actor: Actor, ms: Ms, req: ScopeRequest): Promise<ScopeIds> {
   if (req.projectId) {
-    const p = projectById(db, req.projectId);
+    const p = await projectById(db, req.projectId);
     if (!p || !canSeeProject(actor, ms, p)
       || (req.workspaceId && req.workspaceId !== p.workspace_id)
       || (req.organizationId && req.organizationId !== p.organization_id)) {
@@ -57,14 +57,14 @@ export function resolveScope(db: Db, actor: Actor, ms: Ms, req: ScopeRequest): S
     return { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id };
   }
   if (req.workspaceId) {
-    const w = workspaceById(db, req.workspaceId);
+    const w = await workspaceById(db, req.workspaceId);
     if (!w || !canSeeWorkspace(actor, ms, w) || (req.organizationId && req.organizationId !== w.organization_id)) {
       throw scopeForbidden('that workspace is not accessible to you');
     }
     return { organizationId: w.organization_id, workspaceId: w.id, projectId: null };
   }
   if (req.organizationId) {
-    if (!canSeeOrganization(actor, ms, req.organizationId) || !organizationById(db, req.organizationId)) {
+    if (!canSeeOrganization(actor, ms, req.organizationId) || !await organizationById(db, req.organizationId)) {
       throw scopeForbidden('that organization is not accessible to you');
     }
     return { organizationId: req.organizationId, workspaceId: null, projectId: null };
@@ -73,15 +73,15 @@ export function resolveScope(db: Db, actor: Actor, ms: Ms, req: ScopeRequest): S
 }
 
 /** Fills an empty workspace or project below a resolved scope with the first one the user may see. */
-export function fillScope(db: Db, actor: Actor, ms: Ms, s: ScopeIds): ScopeIds {
+export async function fillScope(db: Db, actor: Actor, ms: Ms, s: ScopeIds): Promise<ScopeIds> {
   const { organizationId } = s;
   let { workspaceId, projectId } = s;
   if (!organizationId) return s;
   if (!workspaceId) {
-    workspaceId = workspacesOfOrganization(db, organizationId).find((w) => canSeeWorkspace(actor, ms, w))?.id ?? null;
+    workspaceId = (await workspacesOfOrganization(db, organizationId)).find((w) => canSeeWorkspace(actor, ms, w))?.id ?? null;
   }
   if (workspaceId && !projectId) {
-    projectId = projectsOfWorkspace(db, organizationId, workspaceId).find((p) => canSeeProject(actor, ms, p))?.id ?? null;
+    projectId = (await projectsOfWorkspace(db, organizationId, workspaceId)).find((p) => canSeeProject(actor, ms, p))?.id ?? null;
   }
   return { organizationId, workspaceId, projectId };
 }
@@ -91,17 +91,17 @@ export function fillScope(db: Db, actor: Actor, ms: Ms, s: ScopeIds): ScopeIds {
  * (Svc-Scope): each id checked by resolveScope (403 scope_forbidden), lower levels filled with the
  * first visible one.
  */
-export function selectScope(db: Db, actor: Actor, ms: Ms, req: ScopeRequest): ScopeIds {
-  return fillScope(db, actor, ms, resolveScope(db, actor, ms, req));
+export async function selectScope(db: Db, actor: Actor, ms: Ms, req: ScopeRequest): Promise<ScopeIds> {
+  return await fillScope(db, actor, ms, await resolveScope(db, actor, ms, req));
 }
 
 /** A new session's scope: the organization of the user's first membership, then the first visible workspace and project. */
-export function firstScope(db: Db, actor: Actor, ms: Ms): ScopeIds {
+export async function firstScope(db: Db, actor: Actor, ms: Ms): Promise<ScopeIds> {
   const first = ms[0];
   if (!first) return { organizationId: null, workspaceId: null, projectId: null };
   const ws = first.workspace_id && canSeeWorkspace(actor, ms, { id: first.workspace_id, organization_id: first.organization_id })
     ? first.workspace_id : null;
-  return fillScope(db, actor, ms, { organizationId: first.organization_id, workspaceId: ws, projectId: first.project_id });
+  return await fillScope(db, actor, ms, { organizationId: first.organization_id, workspaceId: ws, projectId: first.project_id });
 }
 
 /** True when a stored scope is still consistent with what the user may see now. */

@@ -13,18 +13,18 @@ export interface FullMembershipRow extends MembershipRow {
   id: string; user_id: string; scope_id: string; status: 'active' | 'inactive'; created_at: string; created_by: string | null;
 }
 
-export function insertOrganization(db: Db, o: OrganizationRow): void {
-  db.run('INSERT INTO organizations (id, name, time_zone, created_at, created_by) VALUES (?, ?, ?, ?, ?)',
+export async function insertOrganization(db: Db, o: OrganizationRow): Promise<void> {
+  await db.run('INSERT INTO organizations (id, name, time_zone, created_at, created_by) VALUES (?, ?, ?, ?, ?)',
     o.id, o.name, o.time_zone, o.created_at, o.created_by);
 }
 
-export function insertWorkspace(db: Db, w: WorkspaceRow): void {
-  db.run('INSERT INTO workspaces (id, organization_id, name, created_at, created_by) VALUES (?, ?, ?, ?, ?)',
+export async function insertWorkspace(db: Db, w: WorkspaceRow): Promise<void> {
+  await db.run('INSERT INTO workspaces (id, organization_id, name, created_at, created_by) VALUES (?, ?, ?, ?, ?)',
     w.id, w.organization_id, w.name, w.created_at, w.created_by);
 }
 
-export function insertProject(db: Db, p: ProjectRow): void {
-  db.run(
+export async function insertProject(db: Db, p: ProjectRow): Promise<void> {
+  await db.run(
     `INSERT INTO projects (id, organization_id, workspace_id, name, status, template_id, created_at, created_by, updated_at,
        archived_at, archived_by, archived_from_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     p.id, p.organization_id, p.workspace_id, p.name, p.status, p.template_id, p.created_at, p.created_by, p.updated_at,
@@ -32,8 +32,8 @@ export function insertProject(db: Db, p: ProjectRow): void {
   );
 }
 
-export function insertMembership(db: Db, m: FullMembershipRow): void {
-  db.run(
+export async function insertMembership(db: Db, m: FullMembershipRow): Promise<void> {
+  await db.run(
     `INSERT INTO memberships (id, user_id, level, scope_id, organization_id, workspace_id, project_id, role, access_mode,
        status, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     m.id, m.user_id, m.level, m.scope_id, m.organization_id, m.workspace_id, m.project_id, m.role, m.access_mode,
@@ -41,40 +41,40 @@ export function insertMembership(db: Db, m: FullMembershipRow): void {
   );
 }
 
-export const organizationById = (db: Db, id: string) => db.cachedGet<OrganizationRow>('SELECT * FROM organizations WHERE id = ?', id);
-export const workspaceById = (db: Db, id: string) => db.cachedGet<WorkspaceRow>('SELECT * FROM workspaces WHERE id = ?', id);
-export const projectById = (db: Db, id: string) => db.cachedGet<ProjectRow>('SELECT * FROM projects WHERE id = ?', id);
+export const organizationById = async (db: Db, id: string) => await db.cachedGet<OrganizationRow>('SELECT * FROM organizations WHERE id = ?', id);
+export const workspaceById = async (db: Db, id: string) => await db.cachedGet<WorkspaceRow>('SELECT * FROM workspaces WHERE id = ?', id);
+export const projectById = async (db: Db, id: string) => await db.cachedGet<ProjectRow>('SELECT * FROM projects WHERE id = ?', id);
 
 /** Active memberships of a user, oldest first (the order that decides a new session's scope). */
-export function membershipsOfUser(db: Db, userId: string): FullMembershipRow[] {
-  return db.cachedAll<FullMembershipRow>(
+export async function membershipsOfUser(db: Db, userId: string): Promise<FullMembershipRow[]> {
+  return await db.cachedAll<FullMembershipRow>(
     "SELECT * FROM memberships WHERE user_id = ? AND status = 'active' ORDER BY created_at, rowid", userId);
 }
 
-export function membershipAt(db: Db, userId: string, level: Level, scopeId: string): FullMembershipRow | undefined {
-  return db.get<FullMembershipRow>('SELECT * FROM memberships WHERE user_id = ? AND level = ? AND scope_id = ?', userId, level, scopeId);
+export async function membershipAt(db: Db, userId: string, level: Level, scopeId: string): Promise<FullMembershipRow | undefined> {
+  return await db.get<FullMembershipRow>('SELECT * FROM memberships WHERE user_id = ? AND level = ? AND scope_id = ?', userId, level, scopeId);
 }
 
-export function setMembershipRole(db: Db, id: string, role: Role, accessMode: 'full' | 'project-only'): void {
-  db.run("UPDATE memberships SET role = ?, access_mode = ?, status = 'active' WHERE id = ?", role, accessMode, id);
+export async function setMembershipRole(db: Db, id: string, role: Role, accessMode: 'full' | 'project-only'): Promise<void> {
+  await db.run("UPDATE memberships SET role = ?, access_mode = ?, status = 'active' WHERE id = ?", role, accessMode, id);
 }
 
-export function allOrganizations(db: Db): OrganizationRow[] {
-  return db.all<OrganizationRow>('SELECT * FROM organizations ORDER BY created_at, rowid');
+export async function allOrganizations(db: Db): Promise<OrganizationRow[]> {
+  return await db.all<OrganizationRow>('SELECT * FROM organizations ORDER BY created_at, rowid');
 }
 
-export function organizationsByIds(db: Db, ids: string[]): OrganizationRow[] {
+export async function organizationsByIds(db: Db, ids: string[]): Promise<OrganizationRow[]> {
   if (ids.length === 0) return [];
-  return db.all<OrganizationRow>(
+  return await db.all<OrganizationRow>(
     'SELECT * FROM organizations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY created_at, rowid', JSON.stringify(ids));
 }
 
-export function workspacesOfOrganization(db: Db, organizationId: string): WorkspaceRow[] {
-  return db.cachedAll<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
+export async function workspacesOfOrganization(db: Db, organizationId: string): Promise<WorkspaceRow[]> {
+  return await db.cachedAll<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
 }
 
-export function projectsOfWorkspace(db: Db, organizationId: string, workspaceId: string): ProjectRow[] {
-  return db.cachedAll<ProjectRow>(
+export async function projectsOfWorkspace(db: Db, organizationId: string, workspaceId: string): Promise<ProjectRow[]> {
+  return await db.cachedAll<ProjectRow>(
     'SELECT * FROM projects WHERE organization_id = ? AND workspace_id = ? ORDER BY created_at, rowid', organizationId, workspaceId);
 }
 
@@ -85,8 +85,8 @@ export interface NamedMembership {
   project_id: string | null; project_name: string | null;
 }
 
-export function namedMembershipsOfUser(db: Db, userId: string): NamedMembership[] {
-  return db.cachedAll<NamedMembership>(
+export async function namedMembershipsOfUser(db: Db, userId: string): Promise<NamedMembership[]> {
+  return await db.cachedAll<NamedMembership>(
     `SELECT m.level, m.role, m.access_mode, m.organization_id, o.name AS organization_name,
             m.workspace_id, w.name AS workspace_name, m.project_id, p.name AS project_name
        FROM memberships m
@@ -97,9 +97,9 @@ export function namedMembershipsOfUser(db: Db, userId: string): NamedMembership[
       ORDER BY m.created_at, m.rowid`, userId);
 }
 
-export function activeOwnerCount(db: Db, organizationId: string): number {
-  return db.get<{ n: number }>(
+export async function activeOwnerCount(db: Db, organizationId: string): Promise<number> {
+  return (await db.get<{ n: number }>(
     `SELECT count(*) AS n FROM memberships m JOIN users u ON u.id = m.user_id
       WHERE m.organization_id = ? AND m.level = 'organization' AND m.role = 'org_owner' AND m.status = 'active' AND u.status = 'active'`,
-    organizationId)!.n;
+    organizationId))!.n;
 }

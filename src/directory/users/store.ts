@@ -21,8 +21,8 @@ export interface UserRow {
 
 export const normalizeEmail = (email: string): string => email.trim().toLowerCase();
 
-export function insertUser(db: Db, u: UserRow): void {
-  db.run(
+export async function insertUser(db: Db, u: UserRow): Promise<void> {
+  await db.run(
     `INSERT INTO users (id, email, email_normalized, name, status, is_system_admin, password_hash, password_must_change,
        password_changed_at, mfa_enabled, last_login_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     u.id, u.email, u.email_normalized, u.name, u.status, u.is_system_admin, u.password_hash, u.password_must_change,
@@ -30,35 +30,35 @@ export function insertUser(db: Db, u: UserRow): void {
   );
 }
 
-export function userById(db: Db, id: string): UserRow | undefined {
-  return db.cachedGet<UserRow>('SELECT * FROM users WHERE id = ?', id);
+export async function userById(db: Db, id: string): Promise<UserRow | undefined> {
+  return await db.cachedGet<UserRow>('SELECT * FROM users WHERE id = ?', id);
 }
 
-export function userByEmail(db: Db, email: string): UserRow | undefined {
-  return db.get<UserRow>('SELECT * FROM users WHERE email_normalized = ?', normalizeEmail(email));
+export async function userByEmail(db: Db, email: string): Promise<UserRow | undefined> {
+  return await db.get<UserRow>('SELECT * FROM users WHERE email_normalized = ?', normalizeEmail(email));
 }
 
-export function setPassword(db: Db, id: string, hash: string, mustChange: boolean, now: string): void {
-  db.run('UPDATE users SET password_hash = ?, password_must_change = ?, password_changed_at = ?, updated_at = ? WHERE id = ?',
+export async function setPassword(db: Db, id: string, hash: string, mustChange: boolean, now: string): Promise<void> {
+  await db.run('UPDATE users SET password_hash = ?, password_must_change = ?, password_changed_at = ?, updated_at = ? WHERE id = ?',
     hash, mustChange ? 1 : 0, now, now, id);
 }
 
-export function setLastLogin(db: Db, id: string, now: string): void {
-  db.run('UPDATE users SET last_login_at = ? WHERE id = ?', now, id);
+export async function setLastLogin(db: Db, id: string, now: string): Promise<void> {
+  await db.run('UPDATE users SET last_login_at = ? WHERE id = ?', now, id);
 }
 
-export function updateUserStatus(db: Db, id: string, status: 'active' | 'suspended', now: string): void {
-  db.run('UPDATE users SET status = ?, updated_at = ? WHERE id = ?', status, now, id);
+export async function updateUserStatus(db: Db, id: string, status: 'active' | 'suspended', now: string): Promise<void> {
+  await db.run('UPDATE users SET status = ?, updated_at = ? WHERE id = ?', status, now, id);
 }
 
-export function setSystemAdmin(db: Db, id: string, isSystemAdmin: boolean, now: string): void {
-  db.run('UPDATE users SET is_system_admin = ?, updated_at = ? WHERE id = ?', isSystemAdmin ? 1 : 0, now, id);
+export async function setSystemAdmin(db: Db, id: string, isSystemAdmin: boolean, now: string): Promise<void> {
+  await db.run('UPDATE users SET is_system_admin = ?, updated_at = ? WHERE id = ?', isSystemAdmin ? 1 : 0, now, id);
 }
 
 /** Turns MFA off: the TOTP factor (enabled or pending) and the recovery codes are deleted, open MFA challenges voided, users.mfa_enabled cleared. */
-export function clearMfa(db: Db, id: string, now: string): void {
-  deleteMfa(db, id, now);
-  voidChallengesOf(db, id, now);
+export async function clearMfa(db: Db, id: string, now: string): Promise<void> {
+  await deleteMfa(db, id, now);
+  await voidChallengesOf(db, id, now);
 }
 
 export interface UserFilter { query?: string; status?: 'active' | 'suspended'; limit: number; offset: number }
@@ -67,32 +67,32 @@ export interface UserFilter { query?: string; status?: 'active' | 'suspended'; l
  * One page of users, by e-mail address, and how many match in all. `query` is a substring of the
  * e-mail address or the name; LIKE ignores the case of ASCII letters (other letters match exactly).
  */
-export function listUsers(db: Db, f: UserFilter): { rows: UserRow[]; total: number } {
+export async function listUsers(db: Db, f: UserFilter): Promise<{ rows: UserRow[]; total: number }> {
   const pattern = f.query ? likePattern(f.query) : null;
   const where = `WHERE (?1 IS NULL OR email_normalized LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')
       AND (?2 IS NULL OR status = ?2)`;
   const params = [pattern, f.status ?? null] as const;
-  const rows = db.all<UserRow>(`SELECT * FROM users ${where} ORDER BY email_normalized, id LIMIT ?3 OFFSET ?4`, ...params, f.limit, f.offset);
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM users ${where}`, ...params)!.n;
+  const rows = await db.all<UserRow>(`SELECT * FROM users ${where} ORDER BY email_normalized, id LIMIT ?3 OFFSET ?4`, ...params, f.limit, f.offset);
+  const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM users ${where}`, ...params))!.n;
   return { rows, total };
 }
 
 /** Active accounts holding the system administrator identity, `exceptId` left out. */
-export function countActiveSystemAdmins(db: Db, exceptId: string): number {
-  return db.get<{ n: number }>(
-    "SELECT count(*) AS n FROM users WHERE is_system_admin = 1 AND status = 'active' AND id <> ?", exceptId)!.n;
+export async function countActiveSystemAdmins(db: Db, exceptId: string): Promise<number> {
+  return (await db.get<{ n: number }>(
+    "SELECT count(*) AS n FROM users WHERE is_system_admin = 1 AND status = 'active' AND id <> ?", exceptId))!.n;
 }
 
 /**
  * Organizations in which the user holds an active org_owner membership and no other active
  * account does: suspending the user would leave them without an owner.
  */
-export function organizationsOwnedOnlyBy(db: Db, userId: string): string[] {
-  return db.all<{ organization_id: string }>(
+export async function organizationsOwnedOnlyBy(db: Db, userId: string): Promise<string[]> {
+  return (await db.all<{ organization_id: string }>(
     `SELECT m.organization_id FROM memberships m
       WHERE m.user_id = ?1 AND m.level = 'organization' AND m.role = 'org_owner' AND m.status = 'active'
         AND NOT EXISTS (SELECT 1 FROM memberships o JOIN users u ON u.id = o.user_id
                          WHERE o.organization_id = m.organization_id AND o.level = 'organization' AND o.role = 'org_owner'
                            AND o.status = 'active' AND o.user_id <> ?1 AND u.status = 'active')
-      ORDER BY m.created_at, m.rowid`, userId).map((r) => r.organization_id);
+      ORDER BY m.created_at, m.rowid`, userId)).map((r) => r.organization_id);
 }

@@ -6,6 +6,7 @@
 // successful check is remembered until the file's stat changes, so a player's range requests do not
 // hash the whole file again. Each download that starts at byte 0 is counted and audited (link id,
 // artifact id; never the token). A link made with includeExport also opens the export package.
+import { mapSeq } from '../../kernel/seq.ts';
 import { featureEnabled } from '../../platform/flags/flags.ts';
 import { VerifiedFiles } from '../../kernel/storage/verify.ts';
 import path from 'node:path';
@@ -33,21 +34,21 @@ export interface ClientAccess { link: DeliveryLinkRow; delivery: DeliveryRow }
  * The link and approved delivery a token opens, or 401 delivery_link_invalid (one answer for every
  * reason, the flag client_delivery_links turned off for the organization included).
  */
-export function accessOfToken(ctx: Ctx, token: string | null | undefined): ClientAccess {
+export async function accessOfToken(ctx: Ctx, token: string | null | undefined): Promise<ClientAccess> {
   if (!token) throw invalidLink();
-  const link = linkByTokenHash(ctx.db, sha256Hex(token));
+  const link = await linkByTokenHash(ctx.db, sha256Hex(token));
   if (!link || link.revoked_at || Date.parse(link.expires_at) <= ctx.now().getTime()) throw invalidLink();
-  const delivery = deliveryById(ctx.db, link.delivery_id);
+  const delivery = await deliveryById(ctx.db, link.delivery_id);
   if (!delivery || delivery.status !== 'approved') throw invalidLink();
-  if (!featureEnabled(ctx.db, 'client_delivery_links', delivery.organization_id)) throw invalidLink();
+  if (!await featureEnabled(ctx.db, 'client_delivery_links', delivery.organization_id)) throw invalidLink();
   return { link, delivery };
 }
 
 /** The name a delivered file is offered under: position, episode (and shot), kind, extension. */
-function fileNameOf(ctx: Ctx, item: DeliveryItemRow, a: ArtifactRow | undefined): string {
+async function fileNameOf(ctx: Ctx, item: DeliveryItemRow, a: ArtifactRow | undefined): Promise<string> {
   const ext = a ? path.extname(a.file_name) : '';
-  const episode = item.episode_id ? episodeById(ctx.db, a?.project_id ?? '', item.episode_id) : undefined;
-  const shot = item.shot_id ? shotById(ctx.db, a?.project_id ?? '', item.shot_id) : undefined;
+  const episode = item.episode_id ? await episodeById(ctx.db, a?.project_id ?? '', item.episode_id) : undefined;
+  const shot = item.shot_id ? await shotById(ctx.db, a?.project_id ?? '', item.shot_id) : undefined;
   const parts = [String(item.position).padStart(2, '0')];
   if (episode) parts.push(`episode-${episode.number}`);
   if (shot) parts.push(`shot-${shot.position}`);
@@ -65,9 +66,9 @@ const downloadPath = (position: number) => `/api/client/delivery/files/${positio
 export const withToken = (p: string, token: string) => `${p}${p.includes('?') ? '&' : '?'}token=${encodeURIComponent(token)}`;
 
 /** The export package of the delivery's version, when the link includes it and it was written; else undefined. */
-function exportOfLink(ctx: Ctx, access: ClientAccess): ExportRow | undefined {
+async function exportOfLink(ctx: Ctx, access: ClientAccess): Promise<ExportRow | undefined> {
   if (access.link.allow_export !== 1) return undefined;
-  return exportOfVersion(ctx.db, access.delivery.project_id, access.delivery.id, access.delivery.version);
+  return await exportOfVersion(ctx.db, access.delivery.project_id, access.delivery.id, access.delivery.version);
 }
 
 /** The export package as the client manifest shows it: the archive and every file, each with its size, SHA-256 and href. */
@@ -94,19 +95,19 @@ const CLIENT_EXPORT_FILE = '/api/client/delivery/export/file';
  */
 export async function clientManifest(ctx: Ctx, access: ClientAccess, token: string): Promise<Out<typeof ClientManifestView>> {
   const { link, delivery: d } = access;
-  ctx.db.tx(() => touchLink(ctx.db, link.id, ctx.now().toISOString(), false));
-  const project = projectById(ctx.db, d.project_id)!;
-  const exp = exportOfLink(ctx, access);
+  await ctx.db.tx(async () => await touchLink(ctx.db, link.id, ctx.now().toISOString(), false));
+  const project = (await projectById(ctx.db, d.project_id))!;
+  const exp = await exportOfLink(ctx, access);
   return {
     title: d.title, version: d.version, project: project.name, approvedAt: d.approved_at, expiresAt: link.expires_at,
-    files: deliveryItems(ctx.db, d.id).map((item) => {
-      const a = artifactInProject(ctx.db, d.project_id, item.artifact_id);
+    files: (await mapSeq(await deliveryItems(ctx.db, d.id), async (item) => {
+      const a = await artifactInProject(ctx.db, d.project_id, item.artifact_id);
       return {
-        position: item.position, name: fileNameOf(ctx, item, a), kind: a?.kind ?? null, mimeType: a?.mime_type ?? null,
+        position: item.position, name: await fileNameOf(ctx, item, a), kind: a?.kind ?? null, mimeType: a?.mime_type ?? null,
         size: a?.file_size ?? null, sha256: item.artifact_sha256, durationMs: a?.duration_ms ?? null, downloadPath: downloadPath(item.position),
         href: withToken(downloadPath(item.position), token),
       };
-    }),
+    })),
     export: exp ? await clientExport(ctx, exp, token) : null,
   };
 }
@@ -118,7 +119,7 @@ export async function clientManifest(ctx: Ctx, access: ClientAccess, token: stri
  */
 export async function clientExportReply(ctx: Ctx, req: IncomingMessage, access: ClientAccess, packagePath: string | null): Promise<Reply> {
   if (access.link.allow_export !== 1) throw notFound('this delivery link does not include the export package');
-  const row = exportOfLink(ctx, access);
+  const row = await exportOfLink(ctx, access);
   if (!row) throw notFound('no export package of this delivery has been written yet');
   const d = await packageDownload(ctx.storage, row, packagePath);
   return packageReply(ctx, req, row, d, { linkId: access.link.id, actorName: linkActorName(access.link) });
@@ -137,22 +138,22 @@ const verifiedDownloads = new VerifiedFiles(256);
  */
 export async function clientFile(ctx: Ctx, access: ClientAccess, position: string): Promise<ClientFile> {
   const n = /^[1-9]\d{0,5}$/.test(position) ? Number(position) : NaN;
-  const item = deliveryItems(ctx.db, access.delivery.id).find((i) => i.position === n);
+  const item = (await deliveryItems(ctx.db, access.delivery.id)).find((i) => i.position === n);
   if (!item) throw notFound('the delivery has no file at that position');
-  const artifact = artifactInProject(ctx.db, access.delivery.project_id, item.artifact_id);
+  const artifact = await artifactInProject(ctx.db, access.delivery.project_id, item.artifact_id);
   const changed = await changedOnDisk(ctx.storage, artifact, item.artifact_sha256, verifiedDownloads);
   if (changed || !artifact) {
     throw new AppError(410, 'delivery_file_changed', `the approved file is no longer available: ${changed ?? 'missing'}`, { position: item.position });
   }
-  return { item, artifact, name: fileNameOf(ctx, item, artifact) };
+  return { item, artifact, name: await fileNameOf(ctx, item, artifact) };
 }
 
 /** Counts and audits a download (the caller decides it counts: a whole file or a range from byte 0). */
-export function recordDownload(ctx: Ctx, access: ClientAccess, f: ClientFile, range: string | null): void {
+export async function recordDownload(ctx: Ctx, access: ClientAccess, f: ClientFile, range: string | null): Promise<void> {
   const { link, delivery: d } = access;
-  ctx.db.tx(() => {
-    touchLink(ctx.db, link.id, ctx.now().toISOString(), true);
-    record(ctx, {
+  await ctx.db.tx(async () => {
+    await touchLink(ctx.db, link.id, ctx.now().toISOString(), true);
+    await record(ctx, {
       action: 'delivery.downloaded', targetType: 'delivery', targetId: d.id,
       organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
       actorName: linkActorName(link),

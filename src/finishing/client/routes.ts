@@ -38,14 +38,14 @@ export function bindClientRoutes(router: Router): void {
     const token = tokenOf(req, query);
     if (wantsHtml(req.headers)) {
       try {
-        accessOfToken(ctx, token);
+        await accessOfToken(ctx, token);
       } catch (err) {
         if (err instanceof AppError && err.status === 401) return clientDeliveryPage(false);
         throw err;
       }
       return clientDeliveryPage(true, WEB_DIR, await signedUrlOrigins(ctx.storage));
     }
-    return json(200, await clientManifest(ctx, accessOfToken(ctx, token), token!), { ...CLIENT_HEADERS, vary: 'accept', 'cache-control': 'no-store' });
+    return json(200, await clientManifest(ctx, await accessOfToken(ctx, token), token!), { ...CLIENT_HEADERS, vary: 'accept', 'cache-control': 'no-store' });
   });
 
   r.get('/api/client/delivery/files/:position', {
@@ -53,12 +53,12 @@ export function bindClientRoutes(router: Router): void {
     summary: 'Without an account: the approved file at a position (Range, ETag = SHA-256); 410 delivery_file_changed when its bytes no longer hash to the approved SHA-256 (hashed again whenever the file\'s stat changed); 401 as for the manifest; downloads are counted and audited.',
     response: { ...fileResponse(ARTIFACT_MEDIA_TYPES), redirect: DOWNLOAD_REDIRECT },
   }, async ({ ctx, req, params, query }): Promise<Reply> => {
-    const access = accessOfToken(ctx, tokenOf(req, query));
+    const access = await accessOfToken(ctx, tokenOf(req, query));
     const f = await clientFile(ctx, access, params.position);
     const { reply, counts, range } = await deliveryReply(req, ctx.storage, {
       storage_path: f.artifact.storage_path, content_sha256: f.item.artifact_sha256, mime_type: f.artifact.mime_type, file_name: f.name,
     });
-    if (counts) recordDownload(ctx, access, f, range);
+    if (counts) await recordDownload(ctx, access, f, range);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
   });
 
@@ -68,7 +68,7 @@ export function bindClientRoutes(router: Router): void {
     summary: 'Without an account, for a link made with includeExport: the .tar of the delivery\'s export package (Content-Length, ETag = SHA-256, Range, 304). 401 as for the manifest; 404 when the link does not include the export, no package was written or it has no archive; 410 export_file_changed. Counted on the link and audited as export.downloaded.',
     response: { description: 'the archive\'s bytes', type: 'application/x-tar', redirect: DOWNLOAD_REDIRECT },
   }, async ({ ctx, req, query }) => {
-    const reply = await clientExportReply(ctx, req, accessOfToken(ctx, tokenOf(req, query)), null);
+    const reply = await clientExportReply(ctx, req, await accessOfToken(ctx, tokenOf(req, query)), null);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
   });
 
@@ -77,7 +77,7 @@ export function bindClientRoutes(router: Router): void {
     summary: 'Without an account, for a link made with includeExport: one file of the export package by its manifest path (?path=). 401 as for the manifest; 404 as for the archive or for a path the manifest does not list; 410 export_file_changed. Counted and audited as the archive.',
     response: { description: 'the file\'s bytes (Content-Type from its extension)', type: PACKAGE_FILE_TYPES, redirect: DOWNLOAD_REDIRECT },
   }, async ({ ctx, req, query }) => {
-    const reply = await clientExportReply(ctx, req, accessOfToken(ctx, tokenOf(req, query)), query.path);
+    const reply = await clientExportReply(ctx, req, await accessOfToken(ctx, tokenOf(req, query)), query.path);
     return { ...reply, headers: { ...reply.headers, ...CLIENT_HEADERS } };
   });
 }

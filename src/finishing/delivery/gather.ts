@@ -2,6 +2,7 @@
 // (default), the newest cut of the named episodes, or a chosen set of artifacts; each keeps the
 // artifact's SHA-256 as gathered. Readiness: every item needs a QA verdict on that hash with no
 // failing blocking check and an approved review on that hash; the gaps name what is missing.
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
 import { conflict, validationFailed } from '../../kernel/errors.ts';
 import type { StoredState, VerifiedFiles } from '../../kernel/storage/verify.ts';
@@ -24,32 +25,32 @@ function duplicates(field: string, ids: readonly string[], errors: Record<string
 }
 
 /** The items of a delivery from its input; 422 naming every bad id, 409 nothing_to_deliver when the default finds no cut. */
-export function gatherItems(db: Db, projectId: string, input: { episodeIds?: string[]; artifactIds?: string[] }): ItemInput[] {
+export async function gatherItems(db: Db, projectId: string, input: { episodeIds?: string[]; artifactIds?: string[] }): Promise<ItemInput[]> {
   const errors: Record<string, string> = {};
   if (input.episodeIds && input.artifactIds) throw validationFailed({ artifactIds: 'give episodeIds or artifactIds, not both' });
   if (input.artifactIds) {
     duplicates('artifactIds', input.artifactIds, errors);
-    const rows = input.artifactIds.map((id, i) => {
-      const a = artifactInProject(db, projectId, id);
+    const rows = (await mapSeq(input.artifactIds, async (id, i) => {
+      const a = await artifactInProject(db, projectId, id);
       if (!a) errors[`artifactIds[${i}]`] ??= 'names no media artifact of this project';
       else if (a.kind === 'other') errors[`artifactIds[${i}]`] ??= 'must be a video, audio or image artifact';
       return a;
-    });
+    }));
     if (Object.keys(errors).length) throw validationFailed(errors);
     return rows.map((a) => itemOf(a!));
   }
   if (input.episodeIds) {
     duplicates('episodeIds', input.episodeIds, errors);
-    const cuts = input.episodeIds.map((id, i) => {
-      if (!episodeById(db, projectId, id)) { errors[`episodeIds[${i}]`] ??= 'names no episode of this project'; return undefined; }
-      const cut = newestCutOfEpisode(db, projectId, id);
+    const cuts = (await mapSeq(input.episodeIds, async (id, i) => {
+      if (!await episodeById(db, projectId, id)) { errors[`episodeIds[${i}]`] ??= 'names no episode of this project'; return undefined; }
+      const cut = await newestCutOfEpisode(db, projectId, id);
       if (!cut) errors[`episodeIds[${i}]`] ??= 'the episode has no cut yet (compose one first)';
       return cut;
-    });
+    }));
     if (Object.keys(errors).length) throw validationFailed(errors);
     return cuts.map((a) => itemOf(a!));
   }
-  const cuts = episodesOfProject(db, projectId).map((e) => newestCutOfEpisode(db, projectId, e.id)).filter((a) => a !== undefined);
+  const cuts = (await mapSeq((await episodesOfProject(db, projectId)), async (e) => await newestCutOfEpisode(db, projectId, e.id))).filter((a) => a !== undefined);
   if (cuts.length === 0) throw conflict('nothing_to_deliver', 'no episode of the project has a cut yet; compose one or name artifactIds');
   return cuts.map(itemOf);
 }
@@ -75,12 +76,12 @@ export interface ItemState {
 }
 
 /** Each item's verdicts and gaps, from the database (the files on disk: `changedOnDisk`). */
-export function itemStates(db: Db, projectId: string, items: readonly DeliveryItemRow[]): ItemState[] {
-  return items.map((item) => {
+export async function itemStates(db: Db, projectId: string, items: readonly DeliveryItemRow[]): Promise<ItemState[]> {
+  return (await mapSeq(items, async (item) => {
     const at = { artifactId: item.artifact_id, position: item.position };
-    const artifact = artifactInProject(db, projectId, item.artifact_id);
-    const qa = qaVerdictOf(db, projectId, item.artifact_id, item.artifact_sha256);
-    const review = reviewVerdictOf(db, projectId, item.artifact_id, item.artifact_sha256);
+    const artifact = await artifactInProject(db, projectId, item.artifact_id);
+    const qa = await qaVerdictOf(db, projectId, item.artifact_id, item.artifact_sha256);
+    const review = await reviewVerdictOf(db, projectId, item.artifact_id, item.artifact_sha256);
     const gaps: Gap[] = [];
     if (!artifact || artifact.content_sha256 !== item.artifact_sha256) gaps.push({ ...at, gap: 'artifact_changed', reason: 'the artifact record changed' });
     if (!qa) gaps.push({ ...at, gap: 'qa_missing' });
@@ -88,7 +89,7 @@ export function itemStates(db: Db, projectId: string, items: readonly DeliveryIt
     if (!review) gaps.push({ ...at, gap: 'review_missing' });
     else if (!review.approved) gaps.push({ ...at, gap: 'review_not_approved', reviewId: review.reviewId, reviewStatus: review.status });
     return { item, artifact, qa, review, gaps };
-  });
+  }));
 }
 
 const DISK_REASONS: Record<Exclude<StoredState, 'ok'>, string> = {

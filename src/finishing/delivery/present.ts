@@ -66,8 +66,8 @@ const presentItem = ({ item, artifact, qa, review, gaps }: ItemState): o.Out<typ
 });
 
 /** The delivery with its items, each with its QA and review verdict on the item's hash, and the gaps to approval. */
-export function presentDeliveryDetail(db: Db, d: DeliveryRow): o.Out<typeof DeliveryDetailView> {
-  const states = itemStates(db, d.project_id, deliveryItems(db, d.id));
+export async function presentDeliveryDetail(db: Db, d: DeliveryRow): Promise<o.Out<typeof DeliveryDetailView>> {
+  const states = await itemStates(db, d.project_id, await deliveryItems(db, d.id));
   const gaps = states.flatMap((s) => s.gaps).map((g) => ({ ...g, reviewStatus: g.reviewStatus as ReviewStatus | undefined }));
   return { ...presentDelivery(d, states.length), items: states.map(presentItem), gaps, ready: d.status === 'draft' && gaps.length === 0 };
 }

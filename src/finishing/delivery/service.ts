@@ -18,8 +18,8 @@ import {
 } from './store.ts';
 import { consoleLinks } from '../../kernel/links.ts';
 
-function indexDelivery(ctx: Ctx, d: DeliveryRow, itemCount: number): void {
-  indexDocument(ctx.db, {
+async function indexDelivery(ctx: Ctx, d: DeliveryRow, itemCount: number): Promise<void> {
+  await indexDocument(ctx.db, {
     type: 'delivery', id: d.id, organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
     title: d.title, subtitle: `version ${d.version} \u00b7 ${itemCount} item${itemCount === 1 ? '' : 's'}`, body: d.note ?? '',
     status: d.status, updatedAt: d.updated_at,
@@ -29,32 +29,32 @@ function indexDelivery(ctx: Ctx, d: DeliveryRow, itemCount: number): void {
 const itemsMeta = (items: ReadonlyArray<Pick<DeliveryItemRow, 'artifact_id' | 'artifact_sha256'>>) =>
   items.map((i) => ({ artifactId: i.artifact_id, sha256: i.artifact_sha256 }));
 
-export function getDelivery(ctx: Ctx, id: string): DeliveryRow {
-  const d = deliveryInProject(ctx.db, ctx.scope.projectId!, id);
+export async function getDelivery(ctx: Ctx, id: string): Promise<DeliveryRow> {
+  const d = await deliveryInProject(ctx.db, ctx.scope.projectId!, id);
   if (!d) throw notFound('no such delivery in this project');
   return d;
 }
 
-export function listDeliveries(ctx: Ctx, q: { status?: string; page?: number; pageSize?: number }) {
+export async function listDeliveries(ctx: Ctx, q: { status?: string; page?: number; pageSize?: number }) {
   const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
-  const { rows, total } = deliveriesOfProject(ctx.db, ctx.scope.projectId!, { status: q.status ?? null, limit: pageSize, offset });
+  const { rows, total } = await deliveriesOfProject(ctx.db, ctx.scope.projectId!, { status: q.status ?? null, limit: pageSize, offset });
   return { rows, pagination: { page, pageSize, total } };
 }
 
-export function createDelivery(ctx: Ctx, input: DeliveryCreate): DeliveryRow {
-  const p = projectById(ctx.db, ctx.scope.projectId!)!;
-  return ctx.db.tx(() => {
-    const items = gatherItems(ctx.db, p.id, input);
+export async function createDelivery(ctx: Ctx, input: DeliveryCreate): Promise<DeliveryRow> {
+  const p = (await projectById(ctx.db, ctx.scope.projectId!))!;
+  return await ctx.db.tx(async () => {
+    const items = await gatherItems(ctx.db, p.id, input);
     const now = ctx.now().toISOString();
     const d: DeliveryRow = {
       id: newId('dlv'), organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id,
       title: input.title, note: input.note ?? null, status: 'draft', version: 1,
       created_by: ctx.actor.userId, created_at: now, updated_at: now, approved_by: null, approved_at: null,
     };
-    insertDelivery(ctx.db, d);
-    replaceItems(ctx.db, d.id, items);
-    indexDelivery(ctx, d, items.length);
-    record(ctx, {
+    await insertDelivery(ctx.db, d);
+    await replaceItems(ctx.db, d.id, items);
+    await indexDelivery(ctx, d, items.length);
+    await record(ctx, {
       action: 'delivery.created', targetType: 'delivery', targetId: d.id,
       metadata: { title: d.title, version: 1, selection: input.artifactIds ? 'artifacts' : input.episodeIds ? 'episodes' : 'all_episodes', items: itemsMeta(items) },
     });
@@ -69,13 +69,13 @@ function draftOnly(d: DeliveryRow): void {
 const sameSet = (a: readonly ItemInput[], b: readonly DeliveryItemRow[]) =>
   a.length === b.length && a.every((x, i) => x.artifact_id === b[i].artifact_id && x.artifact_sha256 === b[i].artifact_sha256);
 
-export function changeDelivery(ctx: Ctx, id: string, patch: DeliveryPatch): DeliveryRow {
+export async function changeDelivery(ctx: Ctx, id: string, patch: DeliveryPatch): Promise<DeliveryRow> {
   if (Object.values(patch).every((x) => x === undefined)) throw validationFailed({ body: 'name at least one field to change' });
-  return ctx.db.tx(() => {
-    const d = getDelivery(ctx, id);
+  return await ctx.db.tx(async () => {
+    const d = await getDelivery(ctx, id);
     draftOnly(d);
-    const current = deliveryItems(ctx.db, d.id);
-    const items = patch.episodeIds || patch.artifactIds ? gatherItems(ctx.db, d.project_id, patch) : null;
+    const current = await deliveryItems(ctx.db, d.id);
+    const items = patch.episodeIds || patch.artifactIds ? await gatherItems(ctx.db, d.project_id, patch) : null;
     const newSet = items !== null && !sameSet(items, current);
     const next: DeliveryRow = {
       ...d, title: patch.title ?? d.title, note: patch.note !== undefined ? patch.note : d.note,
@@ -86,10 +86,10 @@ export function changeDelivery(ctx: Ctx, id: string, patch: DeliveryPatch): Deli
     if (next.note !== d.note) changes.note = { from: '(text)', to: '(text)' };
     if (newSet) changes.items = { from: itemsMeta(current), to: itemsMeta(items) };
     if (Object.keys(changes).length === 0) return d;
-    updateDelivery(ctx.db, next);
-    if (newSet) replaceItems(ctx.db, d.id, items);
-    indexDelivery(ctx, next, (items ?? current).length);
-    record(ctx, { action: 'delivery.updated', targetType: 'delivery', targetId: d.id, metadata: { version: next.version, changes } });
+    await updateDelivery(ctx.db, next);
+    if (newSet) await replaceItems(ctx.db, d.id, items);
+    await indexDelivery(ctx, next, (items ?? current).length);
+    await record(ctx, { action: 'delivery.updated', targetType: 'delivery', targetId: d.id, metadata: { version: next.version, changes } });
     return next;
   });
 }
@@ -104,34 +104,34 @@ function notReady(gaps: Gap[]) {
  * delivery_not_ready naming them. Records the QA run and review of each item, who and when.
  */
 export async function approveDelivery(ctx: Ctx, id: string): Promise<DeliveryRow> {
-  const before = getDelivery(ctx, id);
+  const before = await getDelivery(ctx, id);
   draftOnly(before);
-  const items = deliveryItems(ctx.db, before.id);
+  const items = await deliveryItems(ctx.db, before.id);
   const diskGaps: Gap[] = [];
-  for (const s of itemStates(ctx.db, before.project_id, items)) {
+  for (const s of await itemStates(ctx.db, before.project_id, items)) {
     const reason = await changedOnDisk(ctx.storage, s.artifact, s.item.artifact_sha256);
     if (reason && !s.gaps.some((g) => g.gap === 'artifact_changed')) diskGaps.push({ artifactId: s.item.artifact_id, position: s.item.position, gap: 'artifact_changed', reason });
   }
-  return ctx.db.tx(() => {
-    const d = getDelivery(ctx, id);
+  return await ctx.db.tx(async () => {
+    const d = await getDelivery(ctx, id);
     draftOnly(d);
     if (d.version !== before.version) throw conflict('delivery_changed', 'the delivery changed while it was being approved; try again', { version: d.version });
-    const states = itemStates(ctx.db, d.project_id, deliveryItems(ctx.db, d.id));
+    const states = await itemStates(ctx.db, d.project_id, await deliveryItems(ctx.db, d.id));
     const gaps = [...diskGaps, ...states.flatMap((s) => s.gaps)].sort((a, b) => a.position - b.position);
     if (gaps.length > 0) throw notReady(gaps);
     const now = ctx.now().toISOString();
-    for (const s of states) setItemVerdicts(ctx.db, d.id, s.item.position, s.qa!.runId, s.review!.reviewId);
+    for (const s of states) await setItemVerdicts(ctx.db, d.id, s.item.position, s.qa!.runId, s.review!.reviewId);
     const next: DeliveryRow = { ...d, status: 'approved', approved_by: ctx.actor.userId, approved_at: now, updated_at: now };
-    updateDelivery(ctx.db, next);
-    indexDelivery(ctx, next, states.length);
-    record(ctx, {
+    await updateDelivery(ctx.db, next);
+    await indexDelivery(ctx, next, states.length);
+    await record(ctx, {
       action: 'delivery.approved', targetType: 'delivery', targetId: d.id,
       metadata: {
         version: d.version,
         items: states.map((s) => ({ artifactId: s.item.artifact_id, sha256: s.item.artifact_sha256, qaRunId: s.qa!.runId, reviewId: s.review!.reviewId })),
       },
     });
-    notify(ctx, {
+    await notify(ctx, {
       category: 'delivery', type: 'delivery.approved', organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
       subject: `Delivery approved: ${d.title}`, body: `Version ${d.version} with ${states.length} item${states.length === 1 ? '' : 's'} was approved.`,
       link: consoleLinks.delivery({ id: d.id, projectId: d.project_id }),
@@ -141,16 +141,16 @@ export async function approveDelivery(ctx: Ctx, id: string): Promise<DeliveryRow
 }
 
 /** Withdraws a draft or approved delivery (terminal): its client links stop working. */
-export function withdrawDelivery(ctx: Ctx, id: string, note: string | null): DeliveryRow {
-  return ctx.db.tx(() => {
-    const d = getDelivery(ctx, id);
+export async function withdrawDelivery(ctx: Ctx, id: string, note: string | null): Promise<DeliveryRow> {
+  return await ctx.db.tx(async () => {
+    const d = await getDelivery(ctx, id);
     if (d.status === 'withdrawn') throw conflict('delivery_withdrawn', 'the delivery is already withdrawn');
     const next: DeliveryRow = { ...d, status: 'withdrawn', updated_at: ctx.now().toISOString() };
-    updateDelivery(ctx.db, next);
-    indexDelivery(ctx, next, deliveryItems(ctx.db, d.id).length);
-    record(ctx, { action: 'delivery.withdrawn', targetType: 'delivery', targetId: d.id, metadata: { from: d.status, version: d.version, note } });
+    await updateDelivery(ctx.db, next);
+    await indexDelivery(ctx, next, (await deliveryItems(ctx.db, d.id)).length);
+    await record(ctx, { action: 'delivery.withdrawn', targetType: 'delivery', targetId: d.id, metadata: { from: d.status, version: d.version, note } });
     if (d.status === 'approved') {
-      notify(ctx, {
+      await notify(ctx, {
         category: 'delivery', type: 'delivery.withdrawn', organizationId: d.organization_id, workspaceId: d.workspace_id, projectId: d.project_id,
         subject: `Delivery withdrawn: ${d.title}`, body: note, link: consoleLinks.delivery({ id: d.id, projectId: d.project_id }),
       });

@@ -1,5 +1,6 @@
 // SQL of deliveries, their items and their client links. Every read names the project (or, for a
 // link found by its token's hash, hands back the delivery it belongs to).
+import { forEachSeq } from '../../kernel/seq.ts';
 import { newestPageOfProject } from '../../db/page.ts';
 import type { Db } from '../../db/db.ts';
 
@@ -22,8 +23,8 @@ export interface DeliveryLinkRow {
   allow_export: number;
 }
 
-export function insertDelivery(db: Db, d: DeliveryRow): void {
-  db.run(
+export async function insertDelivery(db: Db, d: DeliveryRow): Promise<void> {
+  await db.run(
     `INSERT INTO deliveries (id, organization_id, workspace_id, project_id, title, note, status, version, created_by, created_at, updated_at,
        approved_by, approved_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     d.id, d.organization_id, d.workspace_id, d.project_id, d.title, d.note, d.status, d.version, d.created_by, d.created_at, d.updated_at,
@@ -31,50 +32,50 @@ export function insertDelivery(db: Db, d: DeliveryRow): void {
   );
 }
 
-export function updateDelivery(db: Db, d: DeliveryRow): void {
-  db.run(
+export async function updateDelivery(db: Db, d: DeliveryRow): Promise<void> {
+  await db.run(
     `UPDATE deliveries SET title = ?, note = ?, status = ?, version = ?, updated_at = ?, approved_by = ?, approved_at = ?
       WHERE id = ? AND project_id = ?`,
     d.title, d.note, d.status, d.version, d.updated_at, d.approved_by, d.approved_at, d.id, d.project_id,
   );
 }
 
-export const deliveryInProject = (db: Db, projectId: string, id: string): DeliveryRow | undefined =>
-  db.get<DeliveryRow>('SELECT * FROM deliveries WHERE project_id = ? AND id = ?', projectId, id);
+export const deliveryInProject = async (db: Db, projectId: string, id: string): Promise<DeliveryRow | undefined> =>
+  await db.get<DeliveryRow>('SELECT * FROM deliveries WHERE project_id = ? AND id = ?', projectId, id);
 
-export const deliveryItems = (db: Db, deliveryId: string): DeliveryItemRow[] =>
-  db.all<DeliveryItemRow>('SELECT * FROM delivery_items WHERE delivery_id = ? ORDER BY position', deliveryId);
+export const deliveryItems = async (db: Db, deliveryId: string): Promise<DeliveryItemRow[]> =>
+  await db.all<DeliveryItemRow>('SELECT * FROM delivery_items WHERE delivery_id = ? ORDER BY position', deliveryId);
 
-export const itemCounts = (db: Db, deliveryIds: readonly string[]): Map<string, number> => new Map(
-  db.all<{ delivery_id: string; n: number }>(
+export const itemCounts = async (db: Db, deliveryIds: readonly string[]): Promise<Map<string, number>> => new Map(
+  (await db.all<{ delivery_id: string; n: number }>(
     `SELECT delivery_id, count(*) AS n FROM delivery_items WHERE delivery_id IN (SELECT value FROM json_each(?)) GROUP BY delivery_id`,
     JSON.stringify(deliveryIds),
-  ).map((r) => [r.delivery_id, r.n]),
+  )).map((r) => [r.delivery_id, r.n]),
 );
 
 /** Replaces the items of a delivery (its new version's set), in order from position 1. */
-export function replaceItems(db: Db, deliveryId: string, items: ReadonlyArray<Omit<DeliveryItemRow, 'delivery_id' | 'position'>>): void {
-  db.run('DELETE FROM delivery_items WHERE delivery_id = ?', deliveryId);
-  items.forEach((it, i) => db.run(
+export async function replaceItems(db: Db, deliveryId: string, items: ReadonlyArray<Omit<DeliveryItemRow, 'delivery_id' | 'position'>>): Promise<void> {
+  await db.run('DELETE FROM delivery_items WHERE delivery_id = ?', deliveryId);
+  (await forEachSeq(items, async (it, i) => await db.run(
     `INSERT INTO delivery_items (delivery_id, position, artifact_id, artifact_sha256, episode_id, shot_id, qa_run_id, review_id)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     deliveryId, i + 1, it.artifact_id, it.artifact_sha256, it.episode_id, it.shot_id, it.qa_run_id, it.review_id,
-  ));
+  )));
 }
 
 /** At approval: the QA run and review each item was approved on. */
-export const setItemVerdicts = (db: Db, deliveryId: string, position: number, qaRunId: string | null, reviewId: string | null) =>
-  db.run('UPDATE delivery_items SET qa_run_id = ?, review_id = ? WHERE delivery_id = ? AND position = ?', qaRunId, reviewId, deliveryId, position);
+export const setItemVerdicts = async (db: Db, deliveryId: string, position: number, qaRunId: string | null, reviewId: string | null) =>
+  await db.run('UPDATE delivery_items SET qa_run_id = ?, review_id = ? WHERE delivery_id = ? AND position = ?', qaRunId, reviewId, deliveryId, position);
 
 export interface DeliveryFilter { status: string | null; limit: number; offset: number }
 
 /** Newest first. */
-export function deliveriesOfProject(db: Db, projectId: string, f: DeliveryFilter): { rows: DeliveryRow[]; total: number } {
-  return newestPageOfProject<DeliveryRow>(db, 'deliveries', projectId, f.status, f.limit, f.offset);
+export async function deliveriesOfProject(db: Db, projectId: string, f: DeliveryFilter): Promise<{ rows: DeliveryRow[]; total: number }> {
+  return await newestPageOfProject<DeliveryRow>(db, 'deliveries', projectId, f.status, f.limit, f.offset);
 }
 
-export function insertLink(db: Db, l: DeliveryLinkRow): void {
-  db.run(
+export async function insertLink(db: Db, l: DeliveryLinkRow): Promise<void> {
+  await db.run(
     `INSERT INTO delivery_links (id, delivery_id, organization_id, token_hash, label, expires_at, revoked_at, revoked_by, created_by, created_at,
        last_used_at, download_count, allow_export) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     l.id, l.delivery_id, l.organization_id, l.token_hash, l.label, l.expires_at, l.revoked_at, l.revoked_by, l.created_by, l.created_at,
@@ -82,21 +83,21 @@ export function insertLink(db: Db, l: DeliveryLinkRow): void {
   );
 }
 
-export const linksOfDelivery = (db: Db, deliveryId: string): DeliveryLinkRow[] =>
-  db.all<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE delivery_id = ? ORDER BY created_at DESC, id DESC', deliveryId);
+export const linksOfDelivery = async (db: Db, deliveryId: string): Promise<DeliveryLinkRow[]> =>
+  await db.all<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE delivery_id = ? ORDER BY created_at DESC, id DESC', deliveryId);
 
-export const linkOfDelivery = (db: Db, deliveryId: string, linkId: string): DeliveryLinkRow | undefined =>
-  db.get<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE delivery_id = ? AND id = ?', deliveryId, linkId);
+export const linkOfDelivery = async (db: Db, deliveryId: string, linkId: string): Promise<DeliveryLinkRow | undefined> =>
+  await db.get<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE delivery_id = ? AND id = ?', deliveryId, linkId);
 
-export const revokeLink = (db: Db, linkId: string, at: string, by: string | null) =>
-  db.run('UPDATE delivery_links SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL', at, by, linkId);
+export const revokeLink = async (db: Db, linkId: string, at: string, by: string | null) =>
+  await db.run('UPDATE delivery_links SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL', at, by, linkId);
 
 /** A link by its token's SHA-256 (the UNIQUE index: one lookup, no comparison of secrets). */
-export const linkByTokenHash = (db: Db, tokenHash: string): DeliveryLinkRow | undefined =>
-  db.get<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE token_hash = ?', tokenHash);
+export const linkByTokenHash = async (db: Db, tokenHash: string): Promise<DeliveryLinkRow | undefined> =>
+  await db.get<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE token_hash = ?', tokenHash);
 
-export const deliveryById = (db: Db, id: string): DeliveryRow | undefined =>
-  db.get<DeliveryRow>('SELECT * FROM deliveries WHERE id = ?', id);
+export const deliveryById = async (db: Db, id: string): Promise<DeliveryRow | undefined> =>
+  await db.get<DeliveryRow>('SELECT * FROM deliveries WHERE id = ?', id);
 
-export const touchLink = (db: Db, linkId: string, at: string, counted: boolean) =>
-  db.run('UPDATE delivery_links SET last_used_at = ?, download_count = download_count + ? WHERE id = ?', at, counted ? 1 : 0, linkId);
+export const touchLink = async (db: Db, linkId: string, at: string, counted: boolean) =>
+  await db.run('UPDATE delivery_links SET last_used_at = ?, download_count = download_count + ? WHERE id = ?', at, counted ? 1 : 0, linkId);

@@ -108,9 +108,9 @@ export async function packageReply(
   ctx: Ctx, req: IncomingMessage, row: ExportRow, d: PackageDownload, via: { linkId: string; actorName: string } | null,
 ): Promise<Reply> {
   const { reply, counts, range } = await deliveryReply(req, ctx.storage, d.file, d.archive ? 'attachment' : 'inline');
-  if (counts) ctx.db.tx(() => {
-    if (via) touchLink(ctx.db, via.linkId, ctx.now().toISOString(), true);
-    record(ctx, {
+  if (counts) await ctx.db.tx(async () => {
+    if (via) await touchLink(ctx.db, via.linkId, ctx.now().toISOString(), true);
+    await record(ctx, {
       action: 'export.downloaded', targetType: 'export', targetId: row.id,
       organizationId: row.organization_id, workspaceId: row.workspace_id, projectId: row.project_id,
       ...(via ? { actorName: via.actorName } : {}),

@@ -4,6 +4,7 @@
 // export_source_missing / export_source_changed otherwise); then shotlist.csv, timeline/<key>.otio
 // and .edl, subtitles/<key>.srt, and last manifest.json listing every other file with its size,
 // SHA-256 and the artifact it comes from.
+import { flatMapSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
 import { AppError, conflict } from '../../kernel/errors.ts';
 import type { ObjectStore } from '../../kernel/storage/store.ts';
@@ -80,14 +81,14 @@ const SHOTLIST_HEADER = [
 ];
 
 /** One row a timeline clip, then one a delivered file that no timeline places (images). */
-function shotlistOf(db: Db, projectId: string, plan: ExportPlan): string {
+async function shotlistOf(db: Db, projectId: string, plan: ExportPlan): Promise<string> {
   let text = csvRow(SHOTLIST_HEADER);
   const placed = new Set<string>();
   for (const t of plan.timelines) {
     const episode = plan.media.find((m) => m.episode?.id === t.episodeId)?.episode;
     for (const c of [...t.clips].sort((a, b) => a.recordIn - b.recordIn)) {
       placed.add(c.media.artifactId);
-      const shot = c.shotId ? shotById(db, projectId, c.shotId) : undefined;
+      const shot = c.shotId ? await shotById(db, projectId, c.shotId) : undefined;
       text += csvRow([
         t.key, episodeLabel(episode), episode?.title ?? null, shotLabel(shot), shot?.title ?? null,
         timecode(c.recordIn, t.rate), timecode(c.recordIn + c.frames, t.rate), c.frames, framesToMs(c.frames, t.rate), `${t.rate.num}/${t.rate.den}`,
@@ -105,18 +106,18 @@ function shotlistOf(db: Db, projectId: string, plan: ExportPlan): string {
 }
 
 /** A shot's dialogue over its clip (the first clip of the shot with pictures, else its first clip). */
-function cuesOf(db: Db, projectId: string, t: Timeline): Cue[] {
+async function cuesOf(db: Db, projectId: string, t: Timeline): Promise<Cue[]> {
   const chosen = new Map<string, Timeline['clips'][number]>();
   for (const c of [...t.clips].sort((a, b) => a.recordIn - b.recordIn)) {
     if (!c.shotId) continue;
     const had = chosen.get(c.shotId);
     if (!had || (!had.video && c.video)) chosen.set(c.shotId, c);
   }
-  return [...chosen.values()].sort((a, b) => a.recordIn - b.recordIn).flatMap((c) => {
-    const shot = shotById(db, projectId, c.shotId!);
-    const lines = shot ? dialogueOfShot(db, projectId, shot).map((l) => l.text) : [];
+  return (await flatMapSeq([...chosen.values()].sort((a, b) => a.recordIn - b.recordIn), async (c) => {
+    const shot = await shotById(db, projectId, c.shotId!);
+    const lines = shot ? (await dialogueOfShot(db, projectId, shot)).map((l) => l.text) : [];
     return spreadLines(lines, framesToMs(c.recordIn, t.rate), framesToMs(c.recordIn + c.frames, t.rate));
-  });
+  }));
 }
 
 export interface PackageMeta { exportId: string; createdAt: string; createdBy: string | null; delivery: Record<string, unknown>; project: Record<string, unknown> }
@@ -128,7 +129,7 @@ export const PACKAGE_FOLDERS = ['media', 'frames', 'timeline', 'subtitles'] as c
 export async function writePackage(db: Db, to: PackageTarget, projectId: string, plan: ExportPlan, meta: PackageMeta): Promise<PackageFacts> {
   const files: PackageFile[] = [];
   for (const m of plan.media) files.push(...(await copyMedia(to, m)));
-  files.push({ path: 'shotlist.csv', role: 'shotlist', ...(await writeText(to, 'shotlist.csv', shotlistOf(db, projectId, plan))), artifactId: null, artifactSha256: null });
+  files.push({ path: 'shotlist.csv', role: 'shotlist', ...(await writeText(to, 'shotlist.csv', await shotlistOf(db, projectId, plan))), artifactId: null, artifactSha256: null });
   const timelines = [];
   for (const t of plan.timelines) {
     const cut = t.clips[0]?.sourceArtifactId ? t.clips[0].media : null;
@@ -137,7 +138,7 @@ export async function writePackage(db: Db, to: PackageTarget, projectId: string,
     const svc = { exportId: meta.exportId, deliveryId: meta.delivery.id, episodeId: t.episodeId };
     files.push({ path: rel.otio, role: 'timeline', ...(await writeText(to, rel.otio, otioOf(t, svc))), ...source });
     files.push({ path: rel.edl, role: 'edl', ...(await writeText(to, rel.edl, edlOf(t))), ...source });
-    files.push({ path: rel.subtitles, role: 'subtitles', ...(await writeText(to, rel.subtitles, srtOf(cuesOf(db, projectId, t)))), ...source });
+    files.push({ path: rel.subtitles, role: 'subtitles', ...(await writeText(to, rel.subtitles, srtOf(await cuesOf(db, projectId, t)))), ...source });
     timelines.push({ key: t.key, title: t.title, episodeId: t.episodeId, frameRate: `${t.rate.num}/${t.rate.den}`, frames: totalFrames(t), clips: t.clips.length, ...rel });
   }
   const manifest = { format: 'svc-export', formatVersion: 1, ...meta, timelines, files };

@@ -4,6 +4,7 @@
 // file (source in = record in), at the cut's frame rate, from its composition's inputs. Other
 // video and audio items form one timeline per episode, in delivery order, back to back from frame 0,
 // at the rate of the group's first video (24/1 without one). Images are delivered but not timed.
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
 import { conflict } from '../../kernel/errors.ts';
 import { parseFrameRate } from '../../media-tools/compose.ts';
@@ -39,23 +40,23 @@ function extensionOf(a: ArtifactRow): string {
 }
 
 /** The delivered artifacts, in item order, with their package names; 409 when an item's artifact is gone or changed. */
-export function packedMedia(db: Db, projectId: string, items: DeliveryItemRow[]): PackedMedia[] {
+export async function packedMedia(db: Db, projectId: string, items: DeliveryItemRow[]): Promise<PackedMedia[]> {
   const width = Math.max(2, String(items.length).length);
-  return items.map((item, i) => {
-    const artifact = artifactInProject(db, projectId, item.artifact_id);
+  return (await mapSeq(items, async (item, i) => {
+    const artifact = await artifactInProject(db, projectId, item.artifact_id);
     if (!artifact) throw conflict('export_source_missing', `item ${item.position}: artifact ${item.artifact_id} no longer exists`, { position: item.position, artifactId: item.artifact_id });
     if (artifact.content_sha256 !== item.artifact_sha256) {
       throw conflict('export_source_changed', `item ${item.position}: artifact ${item.artifact_id} is not the approved bytes`, { position: item.position, artifactId: item.artifact_id });
     }
     const episodeId = item.episode_id ?? artifact.episode_id;
     const shotId = item.shot_id ?? artifact.shot_id;
-    const episode = episodeId ? episodeById(db, projectId, episodeId) : undefined;
-    const shot = shotId ? shotById(db, projectId, shotId) : undefined;
-    const composition = artifact.source === 'composition' ? compositionOfArtifact(db, projectId, artifact.id) : undefined;
+    const episode = episodeId ? await episodeById(db, projectId, episodeId) : undefined;
+    const shot = shotId ? await shotById(db, projectId, shotId) : undefined;
+    const composition = artifact.source === 'composition' ? await compositionOfArtifact(db, projectId, artifact.id) : undefined;
     const what = composition ? 'cut' : artifact.kind;
     const stem = [pad(i + 1, width), episodeLabel(episode), composition ? null : shotLabel(shot), what].filter(Boolean).join('-');
     return { item, artifact, path: `media/${stem}${extensionOf(artifact)}`, stem, episode, shot, composition };
-  });
+  }));
 }
 
 const mediaOf = (m: PackedMedia, frames: number): TimelineMedia =>
@@ -64,22 +65,22 @@ const mediaOf = (m: PackedMedia, frames: number): TimelineMedia =>
 const clipName = (shot: ShotRow | undefined, fallback: string) => (shot ? `${shotLabel(shot)} ${shot.title}`.trim() : fallback);
 
 /** The timeline of an episode cut: its composition's segments in order (a segment of no frame is left out, as in the cut). */
-function cutTimeline(db: Db, m: PackedMedia, c: CompositionRow): Omit<Timeline, 'key'> {
+async function cutTimeline(db: Db, m: PackedMedia, c: CompositionRow): Promise<Omit<Timeline, 'key'>> {
   const rate = parseFrameRate(c.frame_rate) ?? DEFAULT_RATE;
   const inputs = (JSON.parse(c.inputs) as CompositionDraft['inputs']).filter((i) => i.frames > 0).sort((a, b) => a.position - b.position);
   const total = inputs.reduce((n, i) => n + i.frames, 0);
   const media = mediaOf(m, m.artifact.frame_count ?? total);
   let at = 0;
-  const clips = inputs.map((input): TimelineClip => {
+  const clips = (await mapSeq(inputs, async (input): Promise<TimelineClip> => {
     const clip: TimelineClip = {
-      name: clipName(shotById(db, m.artifact.project_id, input.shotId), `shot ${input.position}`), media,
+      name: clipName(await shotById(db, m.artifact.project_id, input.shotId), `shot ${input.position}`), media,
       sourceIn: at, recordIn: at, frames: input.frames, video: true, audio: m.artifact.has_audio === 1, shotId: input.shotId,
       sourceArtifactId: input.artifactId, sourceSha256: input.contentSha256,
       voiceArtifactId: input.audioArtifactId ?? null, voiceSha256: input.audioContentSha256 ?? null,
     };
     at += input.frames;
     return clip;
-  });
+  }));
   return { title: [episodeLabel(m.episode), m.episode?.title, '(cut)'].filter(Boolean).join(' '), episodeId: c.episode_id, rate, clips };
 }
 
@@ -112,12 +113,12 @@ function itemsTimeline(group: PackedMedia[]): Omit<Timeline, 'key'> {
   return { title: first.episode ? `${episodeLabel(first.episode)} ${first.episode.title} (items)` : 'Delivered items', episodeId: first.episode?.id ?? null, rate, clips };
 }
 
-export function planExport(db: Db, projectId: string, items: DeliveryItemRow[]): ExportPlan {
-  const media = packedMedia(db, projectId, items);
+export async function planExport(db: Db, projectId: string, items: DeliveryItemRow[]): Promise<ExportPlan> {
+  const media = await packedMedia(db, projectId, items);
   const made: Array<{ base: string; t: Omit<Timeline, 'key'> }> = [];
   const groups = new Map<string, PackedMedia[]>();
   for (const m of media) {
-    if (m.composition) made.push({ base: episodeLabel(m.episode) ?? 'cut', t: cutTimeline(db, m, m.composition) });
+    if (m.composition) made.push({ base: episodeLabel(m.episode) ?? 'cut', t: await cutTimeline(db, m, m.composition) });
     else if ((m.artifact.kind === 'video' || m.artifact.kind === 'audio') && framesAt(m.artifact, DEFAULT_RATE) > 0) {
       const key = m.episode?.id ?? '';
       groups.set(key, [...(groups.get(key) ?? []), m]);

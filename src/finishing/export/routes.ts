@@ -29,8 +29,8 @@ export function bindExportRoutes(router: Router): void {
     ...base, permission: 'delivery:view', query: ExportListQuery,
     summary: 'Export packages of the current project, newest first; filter deliveryId; page, pageSize (default 50, at most 200).',
     response: { description: 'a page of export packages', schema: o.page(ExportItemView) },
-  }, ({ ctx, query }) => {
-    const { rows, pagination } = listExports(ctx, query);
+  }, async ({ ctx, query }) => {
+    const { rows, pagination } = await listExports(ctx, query);
     return json(200, { items: rows.map(presentExport), pagination });
   });
 
@@ -44,7 +44,7 @@ export function bindExportRoutes(router: Router): void {
     summary: 'Download the package\'s .tar (an attachment): Content-Length, ETag = its SHA-256, Range (206, 416), If-None-Match (304). 404 when the export has no archive; 410 export_file_changed when its bytes no longer hash to the recorded SHA-256. Each download (the whole file or a range from byte 0) is audited as export.downloaded.',
     response: { description: 'the archive\'s bytes', type: 'application/x-tar', redirect: DOWNLOAD_REDIRECT },
   }, async ({ ctx, req, params }) => {
-    const row = exportRow(ctx, params.exportId);
+    const row = await exportRow(ctx, params.exportId);
     return packageReply(ctx, req, row, await packageDownload(ctx.storage, row, null), null);
   });
 
@@ -53,7 +53,7 @@ export function bindExportRoutes(router: Router): void {
     summary: 'Download one file of the package by its path in the manifest (?path=media/01-E01-cut.mp4, manifest.json): Content-Length, ETag = its SHA-256, Range (206, 416), If-None-Match (304). 404 for a path the manifest does not list; 410 export_file_changed when the file (or the manifest) no longer hashes to its recorded SHA-256. Audited as export.downloaded.',
     response: { description: 'the file\'s bytes (Content-Type from its extension)', type: PACKAGE_FILE_TYPES, redirect: DOWNLOAD_REDIRECT },
   }, async ({ ctx, req, params, query }) => {
-    const row = exportRow(ctx, params.exportId);
+    const row = await exportRow(ctx, params.exportId);
     return packageReply(ctx, req, row, await packageDownload(ctx.storage, row, query.path), null);
   });
 }

@@ -81,8 +81,8 @@ const quietly = async (work: Promise<unknown>) => {
   } catch { /* a cleanup candidate */ }
 };
 
-function approvedDelivery(ctx: Ctx, deliveryId: string): DeliveryRow {
-  const d = deliveryInProject(ctx.db, ctx.scope.projectId!, deliveryId);
+async function approvedDelivery(ctx: Ctx, deliveryId: string): Promise<DeliveryRow> {
+  const d = await deliveryInProject(ctx.db, ctx.scope.projectId!, deliveryId);
   if (!d) throw notFound('no such delivery in this project');
   if (d.status !== 'approved') {
     throw conflict('delivery_not_approved', `the delivery is ${d.status}: only an approved delivery is exported`, { deliveryId: d.id, status: d.status });
@@ -92,17 +92,17 @@ function approvedDelivery(ctx: Ctx, deliveryId: string): DeliveryRow {
 
 export async function writeExport(ctx: Ctx, body: Infer<typeof ExportWriteBody>): Promise<ExportView> {
   const projectId = ctx.scope.projectId!;
-  const delivery = approvedDelivery(ctx, body.deliveryId);
-  const existing = exportOfVersion(ctx.db, projectId, delivery.id, delivery.version);
+  const delivery = await approvedDelivery(ctx, body.deliveryId);
+  const existing = await exportOfVersion(ctx.db, projectId, delivery.id, delivery.version);
   if (existing) return { ...(await withArchive(ctx, existing, body.archive === true)), created: false };
-  const items = deliveryItems(ctx.db, delivery.id);
+  const items = await deliveryItems(ctx.db, delivery.id);
   if (items.length === 0) throw conflict('delivery_empty', 'the delivery has no items to export', { deliveryId: delivery.id });
-  const plan = planExport(ctx.db, projectId, items);
+  const plan = await planExport(ctx.db, projectId, items);
 
   const store = ctx.storage;
   const id = newId('exp');
   const createdAt = ctx.now().toISOString();
-  const project = projectById(ctx.db, projectId)!;
+  const project = (await projectById(ctx.db, projectId))!;
   const tmp = `tmp/export-${id}/`;
   const rel = { dir: `exports/${id}`, tar: body.archive ? `exports/${id}.tar` : null };
   let archive: PendingWrite | null = null;
@@ -128,17 +128,17 @@ export async function writeExport(ctx: Ctx, body: Infer<typeof ExportWriteBody>)
       archive_sha256: archive?.sha256 ?? null, manifest_sha256: facts.manifestSha256, file_count: facts.files.length + 1,
       total_bytes: facts.files.reduce((n, f) => n + f.size, facts.manifestSize), created_by: ctx.actor.userId, created_at: createdAt,
     };
-    const raced = ctx.db.tx(() => {
+    const raced = await ctx.db.tx(async () => {
       // The delivery may have been withdrawn while the package was written.
-      const current = approvedDelivery(ctx, delivery.id);
+      const current = await approvedDelivery(ctx, delivery.id);
       if (current.version !== delivery.version) {
         throw conflict('delivery_changed', 'the delivery changed while its package was written; try again', { deliveryId: delivery.id, version: current.version });
       }
-      const other = exportOfVersion(ctx.db, projectId, delivery.id, delivery.version);
+      const other = await exportOfVersion(ctx.db, projectId, delivery.id, delivery.version);
       if (other) return other;
-      assertProjectWritable(ctx.db, projectId);
-      insertExport(ctx.db, row);
-      record(ctx, {
+      await assertProjectWritable(ctx.db, projectId);
+      await insertExport(ctx.db, row);
+      await record(ctx, {
         action: 'export.written', targetType: 'export', targetId: id,
         metadata: {
           deliveryId: delivery.id, deliveryVersion: delivery.version, fileCount: row.file_count, totalBytes: row.total_bytes,
@@ -177,19 +177,19 @@ async function withArchive(ctx: Ctx, row: ExportRow, wanted: boolean): Promise<O
   const rel = `exports/${row.id}.tar`;
   try {
     await archive.place(rel, { replace: true });
-    ctx.db.tx(() => {
-      assertProjectWritable(ctx.db, row.project_id);
-      if (setExportArchive(ctx.db, row.id, rel, archive.sha256).changes === 0) return;
-      record(ctx, { action: 'export.archived', targetType: 'export', targetId: row.id, metadata: { deliveryId: row.delivery_id, archiveSha256: archive.sha256 } });
+    await ctx.db.tx(async () => {
+      await assertProjectWritable(ctx.db, row.project_id);
+      if ((await setExportArchive(ctx.db, row.id, rel, archive.sha256)).changes === 0) return;
+      await record(ctx, { action: 'export.archived', targetType: 'export', targetId: row.id, metadata: { deliveryId: row.delivery_id, archiveSha256: archive.sha256 } });
     });
   } catch (err) {
     // Rolled back: unless another request recorded it meanwhile, nothing records this archive.
-    if (!exportInProject(ctx.db, row.project_id, row.id)?.archive_path) await quietly(store.delete(rel));
+    if (!(await exportInProject(ctx.db, row.project_id, row.id))?.archive_path) await quietly(store.delete(rel));
     throw err;
   } finally {
     await quietly(archive.discard());
   }
-  return viewOf(ctx, exportInProject(ctx.db, row.project_id, row.id)!);
+  return viewOf(ctx, (await exportInProject(ctx.db, row.project_id, row.id))!);
 }
 
 /** The row with its manifest as stored, and whether the manifest still has the recorded SHA-256. */
@@ -204,18 +204,18 @@ async function viewOf(ctx: Ctx, row: ExportRow): Promise<Omit<ExportView, 'creat
 }
 
 /** The export of the current project, or 404. */
-export function exportRow(ctx: Ctx, exportId: string): ExportRow {
-  const row = exportInProject(ctx.db, ctx.scope.projectId!, exportId);
+export async function exportRow(ctx: Ctx, exportId: string): Promise<ExportRow> {
+  const row = await exportInProject(ctx.db, ctx.scope.projectId!, exportId);
   if (!row) throw notFound('no such export in this project');
   return row;
 }
 
 export async function getExport(ctx: Ctx, exportId: string): Promise<Omit<ExportView, 'created'>> {
-  return viewOf(ctx, exportRow(ctx, exportId));
+  return viewOf(ctx, await exportRow(ctx, exportId));
 }
 
-export function listExports(ctx: Ctx, q: Infer<typeof ExportListQuery>) {
+export async function listExports(ctx: Ctx, q: Infer<typeof ExportListQuery>) {
   const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
-  const { rows, total } = exportsOfProject(ctx.db, ctx.scope.projectId!, { deliveryId: q.deliveryId ?? null, limit: pageSize, offset });
+  const { rows, total } = await exportsOfProject(ctx.db, ctx.scope.projectId!, { deliveryId: q.deliveryId ?? null, limit: pageSize, offset });
   return { rows, pagination: { page, pageSize, total } };
 }

@@ -17,8 +17,8 @@ export interface GateDecided { workflowRunId: string; gateKey: string; status: '
 const decidedByQa = (g: RunGateRow) => g.blocking === 1 && (g.status === 'pending' || g.qa_run_id !== null);
 
 /** Workflow runs with a blocking gate QA may decide whose jobs have all completed, with the artifacts their jobs registered. */
-function candidates(ctx: Ctx, projectId: string): Array<{ id: string; artifactIds: string[] }> {
-  const rows = ctx.db.all<{ id: string; artifact_ids: string | null }>(
+async function candidates(ctx: Ctx, projectId: string): Promise<Array<{ id: string; artifactIds: string[] }>> {
+  const rows = await ctx.db.all<{ id: string; artifact_ids: string | null }>(
     `SELECT r.id, (SELECT json_group_array(a.id) FROM workflow_run_steps st JOIN media_artifacts a ON a.job_id = st.job_id WHERE st.run_id = r.id) AS artifact_ids
        FROM workflow_runs r
       WHERE r.project_id = ? AND r.mode = 'queue' AND r.status IN (SELECT value FROM json_each(?))
@@ -28,16 +28,16 @@ function candidates(ctx: Ctx, projectId: string): Array<{ id: string; artifactId
 }
 
 /** Call inside the QA run's transaction: `checked` = artifacts of the QA run, `failed` = those with a failed blocking check. */
-export function decideGatesAfterQa(ctx: Ctx, projectId: string, qaRunId: string, checked: Set<string>, failed: Set<string>): GateDecided[] {
+export async function decideGatesAfterQa(ctx: Ctx, projectId: string, qaRunId: string, checked: Set<string>, failed: Set<string>): Promise<GateDecided[]> {
   const out: GateDecided[] = [];
-  for (const c of candidates(ctx, projectId)) {
+  for (const c of await candidates(ctx, projectId)) {
     if (c.artifactIds.length === 0 || !c.artifactIds.every((id) => checked.has(id))) continue;
     const failing = c.artifactIds.filter((id) => failed.has(id));
     const status = failing.length ? 'failed' : 'passed';
     const note = failing.length ? `QA run ${qaRunId}: blocking checks failed on ${failing.join(', ')}` : `QA run ${qaRunId}: no blocking check failed`;
-    for (const gate of gatesOfRuns(ctx.db, [c.id]).filter((g) => decidedByQa(g) && g.status !== status)) {
-      const run = runInProject(ctx.db, projectId, c.id)!;
-      const after = applyGateDecision(ctx, run, gate, status, note, qaRunId);
+    for (const gate of (await gatesOfRuns(ctx.db, [c.id])).filter((g) => decidedByQa(g) && g.status !== status)) {
+      const run = (await runInProject(ctx.db, projectId, c.id))!;
+      const after = await applyGateDecision(ctx, run, gate, status, note, qaRunId);
       out.push({ workflowRunId: c.id, gateKey: gate.gate_key, status, runStatus: after.run.status });
     }
   }

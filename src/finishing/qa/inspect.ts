@@ -7,6 +7,7 @@
 // video against the previous shot's video; a cut over its consecutive inputs); a voice line
 // `audio`, `loudness`, `true_peak`. When the file is missing or its bytes changed, `evidence` fails
 // and nothing else is measured (the measures would describe other bytes).
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Ctx } from '../../directory/context.ts';
 import { verifyObject, type VerifiedObject } from '../../kernel/storage/verify.ts';
 import type { ObjectStore } from '../../kernel/storage/store.ts';
@@ -99,9 +100,9 @@ function pictureChecks(a: ArtifactRow, spec: DeliverySpec): CheckDraft[] {
 }
 
 /** A shot's video against the shot's target; a cut against the length its composition planned. */
-function durationCheck(ctx: Ctx, a: ArtifactRow, spec: DeliverySpec): CheckDraft {
-  const cut = a.source === 'composition' ? compositionOfArtifact(ctx.db, a.project_id, a.id) : undefined;
-  const target = cut ? cut.duration_ms : a.shot_id ? shotById(ctx.db, a.project_id, a.shot_id)?.duration_target_ms ?? null : null;
+async function durationCheck(ctx: Ctx, a: ArtifactRow, spec: DeliverySpec): Promise<CheckDraft> {
+  const cut = a.source === 'composition' ? await compositionOfArtifact(ctx.db, a.project_id, a.id) : undefined;
+  const target = cut ? cut.duration_ms : a.shot_id ? (await shotById(ctx.db, a.project_id, a.shot_id))?.duration_target_ms ?? null : null;
   const measured = { durationMs: a.duration_ms };
   if (target === null || a.duration_ms === null) {
     return judged('duration', true, measured, { durationMs: null }, 'no duration target to compare with');
@@ -156,21 +157,21 @@ async function collageCheck(store: ObjectStore, frames: Array<[string, string | 
 }
 
 /** Continuity scores: a shot's video from the previous shot's video; a cut over its consecutive inputs. */
-function continuityCheck(ctx: Ctx, a: ArtifactRow, spec: DeliverySpec): CheckDraft | null {
+async function continuityCheck(ctx: Ctx, a: ArtifactRow, spec: DeliverySpec): Promise<CheckDraft | null> {
   const pairs: Array<[ArtifactRow, ArtifactRow]> = [];
-  const cut = a.source === 'composition' ? compositionOfArtifact(ctx.db, a.project_id, a.id) : undefined;
+  const cut = a.source === 'composition' ? await compositionOfArtifact(ctx.db, a.project_id, a.id) : undefined;
   if (cut) {
-    const inputs = (JSON.parse(cut.inputs) as Array<{ artifactId: string }>).map((i) => artifactInProject(ctx.db, a.project_id, i.artifactId));
+    const inputs = (await mapSeq((JSON.parse(cut.inputs) as Array<{ artifactId: string }>), async (i) => await artifactInProject(ctx.db, a.project_id, i.artifactId)));
     for (let i = 1; i < inputs.length; i++) if (inputs[i - 1] && inputs[i]) pairs.push([inputs[i - 1]!, inputs[i]!]);
   } else if (a.shot_id) {
-    const { previous } = neighbourShots(ctx, a.project_id, a.shot_id);
-    const before = previous ? chosenVideoOfShot(ctx.db, a.project_id, previous) : undefined;
+    const { previous } = await neighbourShots(ctx, a.project_id, a.shot_id);
+    const before = previous ? await chosenVideoOfShot(ctx.db, a.project_id, previous) : undefined;
     if (before) pairs.push([before, a]);
   }
-  const scores = pairs.map(([from, to]) => ({
+  const scores = (await mapSeq(pairs, async ([from, to]) => ({
     fromArtifactId: from.id, toArtifactId: to.id,
-    score: continuityBetween(ctx.db, a.project_id, from.id, to.id)?.score ?? measureContinuity(from, to)?.score ?? null,
-  })).filter((p) => p.score !== null);
+    score: (await continuityBetween(ctx.db, a.project_id, from.id, to.id))?.score ?? measureContinuity(from, to)?.score ?? null,
+  }))).filter((p) => p.score !== null);
   if (scores.length === 0) return null;
   const low = scores.filter((p) => p.score! < spec.continuityMinScore);
   return judged('continuity', low.length === 0, { pairs: scores }, { minScore: spec.continuityMinScore },
@@ -189,12 +190,12 @@ export async function inspectArtifact(ctx: Ctx, a: ArtifactRow, spec: DeliverySp
   if (a.kind !== 'video' && a.kind !== 'audio') return checks;
   const video = a.kind === 'video' && a.has_video === 1;
   const m = await measureMedia(await ctx.storage.mediaInput(a.storage_path), { video, audio: a.has_audio === 1, durationMs: a.duration_ms }, spec, signal);
-  if (video) checks.push(...pictureChecks(a, spec), durationCheck(ctx, a, spec));
+  if (video) checks.push(...pictureChecks(a, spec), await durationCheck(ctx, a, spec));
   checks.push(...soundChecks(a, m, spec));
   if (video) {
     checks.push(stretchCheck('black', m.black, spec.blackMinSeconds), stretchCheck('frozen', m.frozen, spec.freezeMinSeconds));
     checks.push(await collageCheck(ctx.storage, [['first frame', ev.first], ['last frame', ev.last]], signal));
-    const continuity = continuityCheck(ctx, a, spec);
+    const continuity = await continuityCheck(ctx, a, spec);
     if (continuity) checks.push(continuity);
   }
   return checks;

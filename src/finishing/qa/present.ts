@@ -1,4 +1,5 @@
 // QA runs and checks as the API shows them: a run with its checks grouped by artifact.
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
 import * as o from '../../kernel/view.ts';
 import { artifactInProject } from '../../generation/media/store.ts';
@@ -58,15 +59,15 @@ export const QaRunView = o.named('QaRun', o.extend(QaRunSummaryView, {
 }, 'a QA run with the spec it measured against and every artifact\'s checks'));
 
 /** A run with the spec it measured against and every artifact's checks (and, right after a run, the gates it decided). */
-export function presentRun(db: Db, r: QaRunRow, gates?: GateDecided[]): o.Out<typeof QaRunView> {
-  const byArtifact = Map.groupBy(checksOfRun(db, r.id), (c) => `${c.artifact_id}\0${c.artifact_sha256}`);
-  const artifacts = [...byArtifact.values()].map((checks) => {
-    const a = artifactInProject(db, r.project_id, checks[0].artifact_id);
+export async function presentRun(db: Db, r: QaRunRow, gates?: GateDecided[]): Promise<o.Out<typeof QaRunView>> {
+  const byArtifact = Map.groupBy(await checksOfRun(db, r.id), (c) => `${c.artifact_id}\0${c.artifact_sha256}`);
+  const artifacts = (await mapSeq([...byArtifact.values()], async (checks) => {
+    const a = await artifactInProject(db, r.project_id, checks[0].artifact_id);
     return {
       artifactId: checks[0].artifact_id, sha256: checks[0].artifact_sha256, kind: a?.kind ?? null, source: a?.source ?? null,
       shotId: a?.shot_id ?? null, episodeId: a?.episode_id ?? null, result: worstOf(checks),
       failing: checks.filter((c) => c.blocking === 1 && c.result === 'fail').map((c) => c.check_key as CheckKey), checks: checks.map(presentCheck),
     };
-  });
+  }));
   return { ...presentRunSummary(r), spec: parsed(r.spec), artifacts, ...(gates ? { gatesDecided: gates } : {}) };
 }

@@ -4,6 +4,7 @@
 // (gates.ts), move the shots whose chosen video it checked (src/generation/media/shot-status.ts) and audit
 // qa.run_completed. When the client goes away (the request's signal aborts),
 // measuring stops (ffmpeg is killed, waiting files are dropped) and nothing is written.
+import { flatMapSeq, forEachSeq } from '../../kernel/seq.ts';
 import type { ServerResponse } from 'node:http';
 import type { Ctx } from '../../directory/context.ts';
 import { clientClosed, validationFailed } from '../../kernel/errors.ts';
@@ -91,18 +92,18 @@ export function closedSignal(res: ServerResponse): AbortSignal {
 type Target = Pick<QaRunRow, 'target_kind' | 'target_id'>;
 
 /** A shot's newest generated video, voice line and image. */
-function artifactsOfShot(ctx: Ctx, projectId: string, shotId: string): ArtifactRow[] {
-  const image = artifactsOfProject(ctx.db, projectId, { shotId, jobId: null, episodeId: null, kind: 'image', limit: 1 })[0];
-  return [chosenVideoOfShot(ctx.db, projectId, shotId), chosenVoiceOfShot(ctx.db, projectId, shotId), image].filter((a) => a !== undefined);
+async function artifactsOfShot(ctx: Ctx, projectId: string, shotId: string): Promise<ArtifactRow[]> {
+  const image = (await artifactsOfProject(ctx.db, projectId, { shotId, jobId: null, episodeId: null, kind: 'image', limit: 1 }))[0];
+  return [await chosenVideoOfShot(ctx.db, projectId, shotId), await chosenVoiceOfShot(ctx.db, projectId, shotId), image].filter((a) => a !== undefined);
 }
 
-function artifactsOfEpisode(ctx: Ctx, projectId: string, episodeId: string): ArtifactRow[] {
-  const cut = newestCutOfEpisode(ctx.db, projectId, episodeId);
-  return [...shotsOfProject(ctx.db, projectId, episodeId).flatMap((s) => artifactsOfShot(ctx, projectId, s.id)), ...(cut ? [cut] : [])];
+async function artifactsOfEpisode(ctx: Ctx, projectId: string, episodeId: string): Promise<ArtifactRow[]> {
+  const cut = await newestCutOfEpisode(ctx.db, projectId, episodeId);
+  return [...(await flatMapSeq((await shotsOfProject(ctx.db, projectId, episodeId)), async (s) => await artifactsOfShot(ctx, projectId, s.id))), ...(cut ? [cut] : [])];
 }
 
 /** The target and its artifacts, or 422 naming the field (nothing is measured before this passes). */
-export function pickArtifacts(ctx: Ctx, body: Infer<typeof QaRunBody>): { target: Target; artifacts: ArtifactRow[]; field: string } {
+export async function pickArtifacts(ctx: Ctx, body: Infer<typeof QaRunBody>): Promise<{ target: Target; artifacts: ArtifactRow[]; field: string }> {
   const projectId = ctx.scope.projectId!;
   const given = (['shotId', 'episodeId', 'project', 'artifactIds'] as const).filter((k) => body[k] !== undefined);
   if (given.length !== 1) throw validationFailed({ body: 'give exactly one of shotId, episodeId, project: true, artifactIds' });
@@ -110,25 +111,25 @@ export function pickArtifacts(ctx: Ctx, body: Infer<typeof QaRunBody>): { target
   let artifacts: ArtifactRow[];
   const field = given[0];
   if (body.shotId !== undefined) {
-    if (!shotById(ctx.db, projectId, body.shotId)) throw validationFailed({ shotId: 'names no shot of the current project' });
+    if (!await shotById(ctx.db, projectId, body.shotId)) throw validationFailed({ shotId: 'names no shot of the current project' });
     target = { target_kind: 'shot', target_id: body.shotId };
-    artifacts = artifactsOfShot(ctx, projectId, body.shotId);
+    artifacts = await artifactsOfShot(ctx, projectId, body.shotId);
   } else if (body.episodeId !== undefined) {
-    if (!episodeById(ctx.db, projectId, body.episodeId)) throw validationFailed({ episodeId: 'names no episode of the current project' });
+    if (!await episodeById(ctx.db, projectId, body.episodeId)) throw validationFailed({ episodeId: 'names no episode of the current project' });
     target = { target_kind: 'episode', target_id: body.episodeId };
-    artifacts = artifactsOfEpisode(ctx, projectId, body.episodeId);
+    artifacts = await artifactsOfEpisode(ctx, projectId, body.episodeId);
   } else if (body.project !== undefined) {
     if (body.project !== true) throw validationFailed({ project: 'must be true' });
     target = { target_kind: 'project', target_id: projectId };
-    artifacts = episodesOfProject(ctx.db, projectId).flatMap((e) => artifactsOfEpisode(ctx, projectId, e.id));
+    artifacts = (await flatMapSeq((await episodesOfProject(ctx.db, projectId)), async (e) => await artifactsOfEpisode(ctx, projectId, e.id)));
   } else {
     const problems: Record<string, string> = {};
     artifacts = [];
-    body.artifactIds!.forEach((id, i) => {
-      const a = artifactInProject(ctx.db, projectId, id);
+    (await forEachSeq(body.artifactIds!, async (id, i) => {
+      const a = await artifactInProject(ctx.db, projectId, id);
       if (!a) problems[`artifactIds[${i}]`] = 'names no media artifact of the current project';
       else artifacts.push(a);
-    });
+    }));
     if (Object.keys(problems).length) throw validationFailed(problems);
     target = { target_kind: 'artifacts', target_id: null };
   }
@@ -169,13 +170,13 @@ export interface QaRunResult { run: QaRunRow; gates: GateDecided[] }
 /** Measures and records a QA run; with `signal` (closedSignal of the request), a client that goes away stops it (499, nothing written). */
 export async function runQa(ctx: Ctx, body: Infer<typeof QaRunBody>, signal?: AbortSignal): Promise<QaRunResult> {
   const projectId = ctx.scope.projectId!;
-  const { target, artifacts } = pickArtifacts(ctx, body);
-  const { spec } = specOf(ctx.db, projectId);
+  const { target, artifacts } = await pickArtifacts(ctx, body);
+  const { spec } = await specOf(ctx.db, projectId);
   const startedAt = ctx.now().toISOString();
   const drafts = await mapLimit(artifacts, MEASURE_PARALLEL,
     (a) => measureSlots.run(() => inspectArtifact(ctx, a, spec, signal), signal).catch((err) => unmeasurable(err, signal)));
   if (signal?.aborted) throw clientGone();
-  const project = projectById(ctx.db, projectId)!;
+  const project = (await projectById(ctx.db, projectId))!;
   const runId = newId('qar');
   const all = drafts.flat();
   const failed = new Set(artifacts.filter((_, i) => drafts[i].some((c) => c.blocking && c.result === 'fail')).map((a) => a.id));
@@ -184,28 +185,28 @@ export async function runQa(ctx: Ctx, body: Infer<typeof QaRunBody>, signal?: Ab
     checks: all.length, pass: count('pass'), warn: count('warn'), fail: count('fail'), blockingFailed: all.filter((c) => c.blocking && c.result === 'fail').length,
     failing: artifacts.flatMap((a, i) => drafts[i].filter((c) => c.result === 'fail').map((c) => ({ artifactId: a.id, check: c.key }))),
   };
-  return ctx.db.tx(() => {
+  return await ctx.db.tx(async () => {
     // The project may have been archived while the files were measured.
-    assertProjectWritable(ctx.db, projectId);
+    await assertProjectWritable(ctx.db, projectId);
     const run: QaRunRow = {
       id: runId, organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: projectId, ...target,
       result: worstOf(all), spec: JSON.stringify(spec), summary: JSON.stringify(summary), artifact_count: artifacts.length,
       created_by: ctx.actor.userId, started_at: startedAt, created_at: ctx.now().toISOString(),
     };
-    insertRun(ctx.db, run);
+    await insertRun(ctx.db, run);
     let position = 0;
-    artifacts.forEach((a, i) => {
+    (await forEachSeq(artifacts, async (a, i) => {
       for (const c of drafts[i]) {
-        insertCheck(ctx.db, {
+        await insertCheck(ctx.db, {
           run_id: runId, position: ++position, artifact_id: a.id, artifact_sha256: a.content_sha256, check_key: c.key, blocking: c.blocking ? 1 : 0,
           result: c.result, measured: JSON.stringify(c.measured), expected: c.expected === undefined ? null : JSON.stringify(c.expected),
           message: c.message, time_code_ms: c.timeCodeMs,
         });
       }
-    });
-    const gates = decideGatesAfterQa(ctx, projectId, runId, new Set(artifacts.map((a) => a.id)), failed);
-    shotsAfterQa(ctx, runId, artifacts, failed);
-    record(ctx, {
+    }));
+    const gates = await decideGatesAfterQa(ctx, projectId, runId, new Set(artifacts.map((a) => a.id)), failed);
+    await shotsAfterQa(ctx, runId, artifacts, failed);
+    await record(ctx, {
       action: 'qa.run_completed', targetType: 'qa_run', targetId: runId,
       metadata: { target: { kind: target.target_kind, id: target.target_id }, result: run.result, artifactCount: artifacts.length, ...summary, gates },
     });

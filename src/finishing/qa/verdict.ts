@@ -16,10 +16,10 @@ export function worstOf(checks: ReadonlyArray<Pick<QaCheckRow, 'result'>>): QaVe
  * the worst of the artifact's checks in that run; `failing` the keys of its blocking checks that
  * failed (empty: QA passed for approval purposes, warnings included).
  */
-export function qaVerdictOf(db: Db, projectId: string, artifactId: string, sha256: string): QaVerdict | null {
-  const run = newestRunOfArtifact(db, projectId, artifactId, sha256);
+export async function qaVerdictOf(db: Db, projectId: string, artifactId: string, sha256: string): Promise<QaVerdict | null> {
+  const run = await newestRunOfArtifact(db, projectId, artifactId, sha256);
   if (!run) return null;
-  const checks = checksOfArtifactInRun(db, run.id, artifactId, sha256);
+  const checks = await checksOfArtifactInRun(db, run.id, artifactId, sha256);
   const failing = [...new Set(checks.filter((c) => c.blocking === 1 && c.result === 'fail').map((c) => c.check_key))];
   return { runId: run.id, result: worstOf(checks), failing, checkedAt: run.created_at };
 }

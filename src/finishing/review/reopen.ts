@@ -6,6 +6,7 @@
 // or to the requester when nobody had. Runs on the event media.artifacts_registered, in the
 // transaction that handles it right after the job's completing one commits (the worker's context,
 // scoped to the job's project; src/subscribers.ts binds it).
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import { notify } from '../../platform/notifications/service.ts';
@@ -14,12 +15,12 @@ import type { ArtifactsRegistered } from '../../generation/media/register.ts';
 import { consoleLinks } from '../../kernel/links.ts';
 import { cutReviewsBefore, decidersOn, shotReviewsBefore, updateReviewState, type ReviewRow } from './store.ts';
 
-function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: string): void {
+async function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: string): Promise<void> {
   const next: ReviewRow = {
     ...review, artifact_id: to.id, artifact_sha256: to.content_sha256, status: 'reopened', reopen_count: review.reopen_count + 1, updated_at: at,
   };
-  updateReviewState(ctx.db, next);
-  record(ctx, {
+  await updateReviewState(ctx.db, next);
+  await record(ctx, {
     action: 'review.reopened', targetType: 'review', targetId: review.id,
     organizationId: review.organization_id, workspaceId: review.workspace_id, projectId: review.project_id,
     metadata: {
@@ -27,10 +28,10 @@ function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: string): v
       toArtifactId: to.id, toSha256: to.content_sha256, jobId: to.job_id, reopenCount: next.reopen_count,
     },
   });
-  const deciders = decidersOn(ctx.db, review.id, review.artifact_id);
+  const deciders = await decidersOn(ctx.db, review.id, review.artifact_id);
   const recipients = deciders.length ? deciders : review.requested_by ? [review.requested_by] : [];
   if (!recipients.length) return;
-  notify(ctx, {
+  await notify(ctx, {
     category: 'review', type: 'review.reopened', organizationId: review.organization_id, workspaceId: review.workspace_id, projectId: review.project_id,
     subject: `Review re-opened by a new version: ${review.title}`,
     body: `A new ${to.kind} (${to.file_name}) replaced the one under review; the review was ${review.status.replace('_', ' ')}.`,
@@ -39,25 +40,25 @@ function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: string): v
 }
 
 /** Moves the reviews of the artifacts the registered ones replace (see the top of this file). */
-export function reopenReviews(ctx: Ctx, rows: readonly ArtifactRow[], cut: { artifact: ArtifactRow; episodeId: string } | null, at: string): void {
+export async function reopenReviews(ctx: Ctx, rows: readonly ArtifactRow[], cut: { artifact: ArtifactRow; episodeId: string } | null, at: string): Promise<void> {
   const seen = new Set<string>();
   for (const row of rows) {
     if (!row.shot_id || row.source !== 'generation') continue;
     const key = `${row.shot_id}\u0000${row.kind}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const current = newestGeneratedOfShot(ctx.db, row.project_id, row.shot_id, row.kind);
+    const current = await newestGeneratedOfShot(ctx.db, row.project_id, row.shot_id, row.kind);
     if (!current || !rows.some((r) => r.id === current.id)) continue;
-    for (const review of shotReviewsBefore(ctx.db, row.project_id, row.shot_id, row.kind, current.id)) moveReview(ctx, review, current, at);
+    for (const review of await shotReviewsBefore(ctx.db, row.project_id, row.shot_id, row.kind, current.id)) await moveReview(ctx, review, current, at);
   }
   if (cut) {
-    for (const review of cutReviewsBefore(ctx.db, cut.artifact.project_id, cut.episodeId, cut.artifact.id)) moveReview(ctx, review, cut.artifact, at);
+    for (const review of await cutReviewsBefore(ctx.db, cut.artifact.project_id, cut.episodeId, cut.artifact.id)) await moveReview(ctx, review, cut.artifact, at);
   }
 }
 
 /** The handler of media.artifacts_registered: the rows as they are now, then reopenReviews. */
-export function reopenOnRegistered(ctx: Ctx, news: ArtifactsRegistered): void {
-  const rows = news.artifactIds.map((id) => artifactInProject(ctx.db, news.projectId, id)).filter((r): r is ArtifactRow => r !== undefined);
+export async function reopenOnRegistered(ctx: Ctx, news: ArtifactsRegistered): Promise<void> {
+  const rows = (await mapSeq(news.artifactIds, async (id) => await artifactInProject(ctx.db, news.projectId, id))).filter((r): r is ArtifactRow => r !== undefined);
   const cutRow = news.cut && rows.find((r) => r.id === news.cut!.artifactId);
-  reopenReviews(ctx, rows, news.cut && cutRow ? { artifact: cutRow, episodeId: news.cut.episodeId } : null, news.at);
+  await reopenReviews(ctx, rows, news.cut && cutRow ? { artifact: cutRow, episodeId: news.cut.episodeId } : null, news.at);
 }

@@ -10,12 +10,12 @@ import { addComment, createReview, decide, getReview, listReviews, withdraw } fr
 import { commentsOf, decisionsOf } from './store.ts';
 import type { Ctx } from '../../directory/context.ts';
 
-function reviewDetail(ctx: Ctx, reviewId: string): o.Out<typeof ReviewDetailView> {
-  const review = getReview(ctx, reviewId);
+async function reviewDetail(ctx: Ctx, reviewId: string): Promise<o.Out<typeof ReviewDetailView>> {
+  const review = await getReview(ctx, reviewId);
   return {
     ...presentReview(review),
-    comments: commentsOf(ctx.db, review.id).map((c) => presentComment(c, review)),
-    decisions: decisionsOf(ctx.db, review.id).map(presentDecision),
+    comments: (await commentsOf(ctx.db, review.id)).map((c) => presentComment(c, review)),
+    decisions: (await decisionsOf(ctx.db, review.id)).map(presentDecision),
   };
 }
 
@@ -26,36 +26,36 @@ export function bindReviewRoutes(router: Router): void {
   r.post('/api/production/reviews', {
     ...base, body: ReviewCreateBody, response: { status: 201, description: 'the review, status open', schema: ReviewView },
     summary: 'Request a review of an artifact: a shot\'s artifact (target shot) or an episode cut (target cut), recorded with its SHA-256. 422 when the artifact is neither or not in the project; 409 artifact_superseded when a newer artifact replaced it, 409 review_exists when a review of it is in play.',
-  }, ({ ctx, body }) => json(201, presentReview(createReview(ctx, body))));
+  }, async ({ ctx, body }) => json(201, presentReview(await createReview(ctx, body))));
 
   r.get('/api/production/reviews', {
     ...base, query: ReviewListQuery, response: { description: 'a page of reviews, newest first', schema: o.page(ReviewView) },
     summary: 'Reviews of the current project, newest first; filters status, shotId, episodeId, artifactId; page, pageSize (default 50, at most 200).',
-  }, ({ ctx, query }) => {
-    const { rows, pagination } = listReviews(ctx, query);
+  }, async ({ ctx, query }) => {
+    const { rows, pagination } = await listReviews(ctx, query);
     return json(200, { items: rows.map(presentReview), pagination });
   });
 
   r.get('/api/production/reviews/:reviewId', { ...base, summary: 'A review with its comments and decisions, oldest first.', response: { description: 'the review', schema: ReviewDetailView } },
-    ({ ctx, params }) => json(200, reviewDetail(ctx, params.reviewId)));
+    async ({ ctx, params }) => json(200, await reviewDetail(ctx, params.reviewId)));
 
   r.post('/api/production/reviews/:reviewId/comments', {
     ...base, body: CommentBody, response: { status: 201, description: 'the comment, pinned to the current artifact and its SHA-256', schema: ReviewCommentView },
     summary: 'Comment on the artifact under review: a video needs timeCodeMs or frame (the other is derived), audio timeCodeMs; a rectangle (fractions 0..1) on a picture. 422 beyond the duration or frame count; 409 review_withdrawn.',
-  }, ({ ctx, params, body }) => {
-    const comment = addComment(ctx, params.reviewId, body);
-    return json(201, presentComment(comment, getReview(ctx, params.reviewId)));
+  }, async ({ ctx, params, body }) => {
+    const comment = await addComment(ctx, params.reviewId, body);
+    return json(201, presentComment(comment, await getReview(ctx, params.reviewId)));
   });
 
   r.post('/api/production/reviews/:reviewId/decisions', {
     ...base, body: DecisionBody, response: { status: 201, description: 'the decision and the review', schema: o.object({ decision: ReviewDecisionView, review: ReviewView }) },
     summary: 'Decide: approve (status approved) or request_changes (status changes_requested), on the current artifact\'s SHA-256. 409 review_withdrawn.',
-  }, ({ ctx, params, body }) => {
-    const { review, decision } = decide(ctx, params.reviewId, body);
+  }, async ({ ctx, params, body }) => {
+    const { review, decision } = await decide(ctx, params.reviewId, body);
     return json(201, { decision: presentDecision(decision), review: presentReview(review) });
   });
 
   r.post('/api/production/reviews/:reviewId/withdraw', {
     ...base, summary: 'Withdraw a review (final). 409 review_withdrawn when it already is.', response: { description: 'the withdrawn review', schema: ReviewView },
-  }, ({ ctx, params }) => json(200, presentReview(withdraw(ctx, params.reviewId))));
+  }, async ({ ctx, params }) => json(200, presentReview(await withdraw(ctx, params.reviewId))));
 }

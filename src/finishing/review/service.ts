@@ -26,37 +26,37 @@ import { consoleLinks } from '../../kernel/links.ts';
 interface Target { kind: 'shot' | 'cut'; episodeId: string | null; shotId: string | null; current: ArtifactRow | undefined; title: string }
 
 /** What the artifact is a version of, and which artifact is current there; 422 when it is neither a shot's nor a cut. */
-function targetOf(ctx: Ctx, a: ArtifactRow): Target {
+async function targetOf(ctx: Ctx, a: ArtifactRow): Promise<Target> {
   const projectId = a.project_id;
-  const composition = a.source === 'composition' ? compositionOfArtifact(ctx.db, projectId, a.id) : undefined;
+  const composition = a.source === 'composition' ? await compositionOfArtifact(ctx.db, projectId, a.id) : undefined;
   if (composition) {
-    const ep = episodeById(ctx.db, projectId, composition.episode_id);
+    const ep = await episodeById(ctx.db, projectId, composition.episode_id);
     return {
-      kind: 'cut', episodeId: composition.episode_id, shotId: null, current: newestCutOfEpisode(ctx.db, projectId, composition.episode_id),
+      kind: 'cut', episodeId: composition.episode_id, shotId: null, current: await newestCutOfEpisode(ctx.db, projectId, composition.episode_id),
       title: `Cut of episode ${ep?.number ?? ''} ${ep ? `"${ep.title}"` : ''}`.replace(/\s+/g, ' ').trim(),
     };
   }
   if (a.shot_id && a.source === 'generation') {
-    const shot = shotById(ctx.db, projectId, a.shot_id);
+    const shot = await shotById(ctx.db, projectId, a.shot_id);
     return {
       kind: 'shot', episodeId: shot?.episode_id ?? a.episode_id, shotId: a.shot_id,
-      current: newestGeneratedOfShot(ctx.db, projectId, a.shot_id, a.kind),
+      current: await newestGeneratedOfShot(ctx.db, projectId, a.shot_id, a.kind),
       title: `${a.kind[0].toUpperCase()}${a.kind.slice(1)} of shot ${shot ? `"${shot.title}"` : a.shot_id}`,
     };
   }
   throw validationFailed({ artifactId: 'is neither an artifact of a shot nor an episode cut' });
 }
 
-export function createReview(ctx: Ctx, input: ReviewCreate): ReviewRow {
+export async function createReview(ctx: Ctx, input: ReviewCreate): Promise<ReviewRow> {
   const projectId = ctx.scope.projectId!;
-  return ctx.db.tx(() => {
-    const a = artifactInProject(ctx.db, projectId, input.artifactId);
+  return await ctx.db.tx(async () => {
+    const a = await artifactInProject(ctx.db, projectId, input.artifactId);
     if (!a) throw validationFailed({ artifactId: 'names no media artifact of this project' });
-    const target = targetOf(ctx, a);
+    const target = await targetOf(ctx, a);
     if (target.current && target.current.id !== a.id) {
       throw conflict('artifact_superseded', `a newer artifact (${target.current.id}) replaced this one; review that one`, { currentArtifactId: target.current.id });
     }
-    const existing = activeReviewOfArtifact(ctx.db, projectId, a.id);
+    const existing = await activeReviewOfArtifact(ctx.db, projectId, a.id);
     if (existing) throw conflict('review_exists', `review ${existing.id} of this artifact is ${existing.status}`, { reviewId: existing.id });
     const now = ctx.now().toISOString();
     const review: ReviewRow = {
@@ -65,12 +65,12 @@ export function createReview(ctx: Ctx, input: ReviewCreate): ReviewRow {
       title: input.title ?? target.title, note: input.note || null, status: 'open', reopen_count: 0, requested_by: ctx.actor.userId,
       created_at: now, updated_at: now,
     };
-    insertReview(ctx.db, review);
-    record(ctx, {
+    await insertReview(ctx.db, review);
+    await record(ctx, {
       action: 'review.requested', targetType: 'review', targetId: review.id,
       metadata: { targetKind: review.target_kind, shotId: review.shot_id, episodeId: review.episode_id, artifactId: a.id, artifactSha256: a.content_sha256 },
     });
-    notify(ctx, {
+    await notify(ctx, {
       category: 'review', type: 'review.requested', organizationId: review.organization_id, workspaceId: review.workspace_id, projectId,
       subject: `Review requested: ${review.title}`, body: review.note, link: consoleLinks.review({ id: review.id, projectId }),
     });
@@ -78,31 +78,31 @@ export function createReview(ctx: Ctx, input: ReviewCreate): ReviewRow {
   });
 }
 
-export function getReview(ctx: Ctx, reviewId: string): ReviewRow {
-  const review = reviewInProject(ctx.db, ctx.scope.projectId!, reviewId);
+export async function getReview(ctx: Ctx, reviewId: string): Promise<ReviewRow> {
+  const review = await reviewInProject(ctx.db, ctx.scope.projectId!, reviewId);
   if (!review) throw notFound('no such review in this project');
   return review;
 }
 
-export function listReviews(ctx: Ctx, q: ReviewListFilter) {
+export async function listReviews(ctx: Ctx, q: ReviewListFilter) {
   const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
-  const { rows, total } = reviewsOfProject(ctx.db, ctx.scope.projectId!, {
+  const { rows, total } = await reviewsOfProject(ctx.db, ctx.scope.projectId!, {
     status: q.status ?? null, shotId: q.shotId ?? null, episodeId: q.episodeId ?? null, artifactId: q.artifactId ?? null, limit: pageSize, offset,
   });
   return { rows, pagination: { page, pageSize, total } };
 }
 
 /** The review, in play (404 when not in the project, 409 review_withdrawn once withdrawn); inside the caller's transaction. */
-function reviewInPlay(ctx: Ctx, reviewId: string): ReviewRow {
-  const review = getReview(ctx, reviewId);
+async function reviewInPlay(ctx: Ctx, reviewId: string): Promise<ReviewRow> {
+  const review = await getReview(ctx, reviewId);
   if (review.status === 'withdrawn') throw conflict('review_withdrawn', 'the review was withdrawn', { reviewId });
   return review;
 }
 
-export function addComment(ctx: Ctx, reviewId: string, input: CommentInput): CommentRow {
-  return ctx.db.tx(() => {
-    const review = reviewInPlay(ctx, reviewId);
-    const a = artifactInProject(ctx.db, review.project_id, review.artifact_id)!;
+export async function addComment(ctx: Ctx, reviewId: string, input: CommentInput): Promise<CommentRow> {
+  return await ctx.db.tx(async () => {
+    const review = await reviewInPlay(ctx, reviewId);
+    const a = (await artifactInProject(ctx.db, review.project_id, review.artifact_id))!;
     const pin = pinOf(a, input);
     const comment: CommentRow = {
       id: newId('rvc'), review_id: review.id, artifact_id: review.artifact_id, artifact_sha256: review.artifact_sha256,
@@ -110,8 +110,8 @@ export function addComment(ctx: Ctx, reviewId: string, input: CommentInput): Com
       rect_x: pin.rect?.x ?? null, rect_y: pin.rect?.y ?? null, rect_width: pin.rect?.width ?? null, rect_height: pin.rect?.height ?? null,
       created_at: ctx.now().toISOString(),
     };
-    insertComment(ctx.db, comment);
-    record(ctx, {
+    await insertComment(ctx.db, comment);
+    await record(ctx, {
       action: 'review.commented', targetType: 'review', targetId: review.id,
       metadata: { commentId: comment.id, artifactId: comment.artifact_id, timeCodeMs: pin.timeCodeMs, frame: pin.frame, rect: pin.rect },
     });
@@ -119,25 +119,25 @@ export function addComment(ctx: Ctx, reviewId: string, input: CommentInput): Com
   });
 }
 
-export function decide(ctx: Ctx, reviewId: string, input: DecisionInput): { review: ReviewRow; decision: DecisionRow } {
-  return ctx.db.tx(() => {
-    const review = reviewInPlay(ctx, reviewId);
+export async function decide(ctx: Ctx, reviewId: string, input: DecisionInput): Promise<{ review: ReviewRow; decision: DecisionRow }> {
+  return await ctx.db.tx(async () => {
+    const review = await reviewInPlay(ctx, reviewId);
     const now = ctx.now().toISOString();
     const decision: DecisionRow = {
       id: newId('rvd'), review_id: review.id, artifact_id: review.artifact_id, artifact_sha256: review.artifact_sha256,
       decision: input.decision, note: input.note || null, decided_by: ctx.actor.userId, created_at: now,
     };
-    insertDecision(ctx.db, decision);
+    await insertDecision(ctx.db, decision);
     const next: ReviewRow = { ...review, status: input.decision === 'approve' ? 'approved' : 'changes_requested', updated_at: now };
-    updateReviewState(ctx.db, next);
-    record(ctx, {
+    await updateReviewState(ctx.db, next);
+    await record(ctx, {
       action: 'review.decided', targetType: 'review', targetId: review.id,
       metadata: { decisionId: decision.id, decision: decision.decision, artifactId: decision.artifact_id, artifactSha256: decision.artifact_sha256, from: review.status, to: next.status },
     });
     // The shot(s) whose video was approved move to approved (src/generation/media/shot-status.ts).
-    if (input.decision === 'approve') shotsAfterApproval(ctx, review.id, artifactInProject(ctx.db, review.project_id, review.artifact_id)!);
+    if (input.decision === 'approve') await shotsAfterApproval(ctx, review.id, (await artifactInProject(ctx.db, review.project_id, review.artifact_id))!);
     if (review.requested_by && review.requested_by !== ctx.actor.userId) {
-      notify(ctx, {
+      await notify(ctx, {
         category: 'review', type: 'review.decided', organizationId: review.organization_id, workspaceId: review.workspace_id, projectId: review.project_id,
         subject: `${input.decision === 'approve' ? 'Approved' : 'Changes requested'}: ${review.title}`, body: decision.note,
         link: consoleLinks.review({ id: review.id, projectId: review.project_id }), recipients: [review.requested_by],
@@ -147,12 +147,12 @@ export function decide(ctx: Ctx, reviewId: string, input: DecisionInput): { revi
   });
 }
 
-export function withdraw(ctx: Ctx, reviewId: string): ReviewRow {
-  return ctx.db.tx(() => {
-    const review = reviewInPlay(ctx, reviewId);
+export async function withdraw(ctx: Ctx, reviewId: string): Promise<ReviewRow> {
+  return await ctx.db.tx(async () => {
+    const review = await reviewInPlay(ctx, reviewId);
     const next: ReviewRow = { ...review, status: 'withdrawn', updated_at: ctx.now().toISOString() };
-    updateReviewState(ctx.db, next);
-    record(ctx, { action: 'review.withdrawn', targetType: 'review', targetId: review.id, metadata: { from: review.status, artifactId: review.artifact_id } });
+    await updateReviewState(ctx.db, next);
+    await record(ctx, { action: 'review.withdrawn', targetType: 'review', targetId: review.id, metadata: { from: review.status, artifactId: review.artifact_id } });
     return next;
   });
 }

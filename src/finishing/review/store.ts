@@ -23,36 +23,36 @@ export interface DecisionRow {
   note: string | null; decided_by: string | null; created_at: string;
 }
 
-function insertRow(db: Db, table: string, row: object): void {
+async function insertRow(db: Db, table: string, row: object): Promise<void> {
   const entries = Object.entries(row);
-  db.run(`INSERT INTO ${table} (${entries.map(([k]) => k).join(', ')}) VALUES (${entries.map(() => '?').join(', ')})`,
+  await db.run(`INSERT INTO ${table} (${entries.map(([k]) => k).join(', ')}) VALUES (${entries.map(() => '?').join(', ')})`,
     ...entries.map(([, v]) => v as Param));
 }
 
-export const insertReview = (db: Db, r: ReviewRow) => insertRow(db, 'reviews', r);
-export const insertComment = (db: Db, c: CommentRow) => insertRow(db, 'review_comments', c);
-export const insertDecision = (db: Db, d: DecisionRow) => insertRow(db, 'review_decisions', d);
+export const insertReview = async (db: Db, r: ReviewRow) => await insertRow(db, 'reviews', r);
+export const insertComment = async (db: Db, c: CommentRow) => await insertRow(db, 'review_comments', c);
+export const insertDecision = async (db: Db, d: DecisionRow) => await insertRow(db, 'review_decisions', d);
 
 /** Status, current artifact and re-open count: the only columns that change after creation. */
-export function updateReviewState(db: Db, r: ReviewRow): void {
-  db.run(
+export async function updateReviewState(db: Db, r: ReviewRow): Promise<void> {
+  await db.run(
     'UPDATE reviews SET status = ?, artifact_id = ?, artifact_sha256 = ?, reopen_count = ?, updated_at = ? WHERE id = ? AND project_id = ?',
     r.status, r.artifact_id, r.artifact_sha256, r.reopen_count, r.updated_at, r.id, r.project_id,
   );
 }
 
-export const reviewInProject = (db: Db, projectId: string, id: string) =>
-  db.get<ReviewRow>('SELECT * FROM reviews WHERE project_id = ? AND id = ?', projectId, id);
+export const reviewInProject = async (db: Db, projectId: string, id: string) =>
+  await db.get<ReviewRow>('SELECT * FROM reviews WHERE project_id = ? AND id = ?', projectId, id);
 
 /** A review of the artifact that is still in play (not withdrawn), if any. */
-export const activeReviewOfArtifact = (db: Db, projectId: string, artifactId: string) =>
-  db.get<ReviewRow>(
+export const activeReviewOfArtifact = async (db: Db, projectId: string, artifactId: string) =>
+  await db.get<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND artifact_id = ? AND status <> 'withdrawn'
       ORDER BY created_at DESC, rowid DESC LIMIT 1`, projectId, artifactId);
 
 /** The review whose current artifact this is: one in play before a withdrawn one, newest first. */
-export const currentReviewOfArtifact = (db: Db, projectId: string, artifactId: string) =>
-  db.get<ReviewRow>(
+export const currentReviewOfArtifact = async (db: Db, projectId: string, artifactId: string) =>
+  await db.get<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND artifact_id = ?
       ORDER BY status = 'withdrawn', created_at DESC, rowid DESC LIMIT 1`, projectId, artifactId);
 
@@ -61,41 +61,41 @@ export interface ReviewFilter {
 }
 
 /** Newest first. */
-export function reviewsOfProject(db: Db, projectId: string, f: ReviewFilter): { rows: ReviewRow[]; total: number } {
+export async function reviewsOfProject(db: Db, projectId: string, f: ReviewFilter): Promise<{ rows: ReviewRow[]; total: number }> {
   const where = `project_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR shot_id = ?3)
     AND (?4 IS NULL OR episode_id = ?4) AND (?5 IS NULL OR artifact_id = ?5)`;
   const params = [projectId, f.status, f.shotId, f.episodeId, f.artifactId] as const;
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM reviews WHERE ${where}`, ...params)!.n;
-  const rows = db.all<ReviewRow>(`SELECT * FROM reviews WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?6 OFFSET ?7`,
+  const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM reviews WHERE ${where}`, ...params))!.n;
+  const rows = await db.all<ReviewRow>(`SELECT * FROM reviews WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?6 OFFSET ?7`,
     ...params, f.limit, f.offset);
   return { rows, total };
 }
 
 /** Oldest first. */
-export const commentsOf = (db: Db, reviewId: string) =>
-  db.all<CommentRow>('SELECT * FROM review_comments WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
+export const commentsOf = async (db: Db, reviewId: string) =>
+  await db.all<CommentRow>('SELECT * FROM review_comments WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
 
 /** Oldest first. */
-export const decisionsOf = (db: Db, reviewId: string) =>
-  db.all<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
+export const decisionsOf = async (db: Db, reviewId: string) =>
+  await db.all<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
 
-export const latestDecisionOf = (db: Db, reviewId: string) =>
-  db.get<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1', reviewId);
+export const latestDecisionOf = async (db: Db, reviewId: string) =>
+  await db.get<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1', reviewId);
 
 /** Reviews in play on an older artifact of the shot and kind (re-open candidates). */
-export const shotReviewsBefore = (db: Db, projectId: string, shotId: string, kind: string, artifactId: string) =>
-  db.all<ReviewRow>(
+export const shotReviewsBefore = async (db: Db, projectId: string, shotId: string, kind: string, artifactId: string) =>
+  await db.all<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND target_kind = 'shot' AND shot_id = ? AND artifact_kind = ?
       AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id`, projectId, shotId, kind, artifactId);
 
 /** Reviews in play on an older cut of the episode (re-open candidates). */
-export const cutReviewsBefore = (db: Db, projectId: string, episodeId: string, artifactId: string) =>
-  db.all<ReviewRow>(
+export const cutReviewsBefore = async (db: Db, projectId: string, episodeId: string, artifactId: string) =>
+  await db.all<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND target_kind = 'cut' AND episode_id = ?
       AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id`, projectId, episodeId, artifactId);
 
 /** Who decided on an artifact under the review (distinct, in order). */
-export const decidersOn = (db: Db, reviewId: string, artifactId: string) =>
-  db.all<{ decided_by: string }>(
+export const decidersOn = async (db: Db, reviewId: string, artifactId: string) =>
+  (await db.all<{ decided_by: string }>(
     `SELECT decided_by FROM review_decisions WHERE review_id = ? AND artifact_id = ? AND decided_by IS NOT NULL
-      GROUP BY decided_by ORDER BY min(rowid)`, reviewId, artifactId).map((r) => r.decided_by);
+      GROUP BY decided_by ORDER BY min(rowid)`, reviewId, artifactId)).map((r) => r.decided_by);

@@ -27,8 +27,8 @@ export function bindConnectorRoutes(router: Router): void {
     ...base, query: ConnectorListQuery,
     summary: 'Model connectors of the current organization, newest first; filters status, kind, costMode; page, pageSize (default 50, clamped 1..200).',
     response: { description: 'a page of connectors', schema: o.page(ConnectorView) },
-  }, ({ ctx, query }) => {
-    const { rows, pagination } = listConnectors(ctx, query);
+  }, async ({ ctx, query }) => {
+    const { rows, pagination } = await listConnectors(ctx, query);
     return json(200, { items: rows.map((c) => presentConnector(c, full(ctx))), pagination });
   });
 
@@ -38,7 +38,7 @@ export function bindConnectorRoutes(router: Router): void {
   }, async ({ ctx, body }) => json(201, presentConnector(await registerConnector(ctx, body), full(ctx))));
 
   r.get('/api/platform/models/:connectorId', { ...base, summary: 'A model connector with its last probe.', response: { description: 'the connector', schema: ConnectorView } },
-    ({ ctx, params }) => json(200, presentConnector(getConnector(ctx, params.connectorId), full(ctx))));
+    async ({ ctx, params }) => json(200, presentConnector(await getConnector(ctx, params.connectorId), full(ctx))));
 
   r.patch('/api/platform/models/:connectorId', {
     ...base, body: ConnectorPatchBody,
@@ -55,16 +55,16 @@ export function bindConnectorRoutes(router: Router): void {
   });
 
   r.post('/api/platform/models/:connectorId/disable', { ...base, summary: 'Disable a connector (the worker stops picking it).', response: { description: 'the connector', schema: ConnectorView } },
-    ({ ctx, params }) => json(200, presentConnector(disableConnector(ctx, params.connectorId), full(ctx))));
+    async ({ ctx, params }) => json(200, presentConnector(await disableConnector(ctx, params.connectorId), full(ctx))));
 
   r.post('/api/platform/models/:connectorId/enable', {
     ...base, summary: 'Enable a disabled connector: pending, or awaiting_approval for mixed or cloud without approval.',
     response: { description: 'the connector', schema: ConnectorView },
-  }, ({ ctx, params }) => json(200, presentConnector(enableConnector(ctx, params.connectorId), full(ctx))));
+  }, async ({ ctx, params }) => json(200, presentConnector(await enableConnector(ctx, params.connectorId), full(ctx))));
 
   r.post('/api/platform/models/:connectorId/approve', {
     ...base, orgRoles: ['org_owner', 'org_admin'], body: ApproveBody,
     summary: 'Approve a mixed or cloud connector (organization owner or admin; rule 2): awaiting_approval becomes pending; 409 approval_not_needed for local.',
     response: { description: 'the approved connector', schema: ConnectorView },
-  }, ({ ctx, params, body }) => json(200, presentConnector(approveConnector(ctx, params.connectorId, body.note), full(ctx))));
+  }, async ({ ctx, params, body }) => json(200, presentConnector(await approveConnector(ctx, params.connectorId, body.note), full(ctx))));
 }

@@ -33,20 +33,20 @@ export const PROBE_TIMEOUT_MS = 5000;
 const MAX_PROBE_ERROR = 500;
 
 /** True when the organization's billing account allows local connectors only. */
-export function localRunnerOnly(db: Db, organizationId: string): boolean {
-  return Number(billingAccountOf(db, organizationId)?.local_runner_only ?? 0) === 1;
+export async function localRunnerOnly(db: Db, organizationId: string): Promise<boolean> {
+  return Number((await billingAccountOf(db, organizationId))?.local_runner_only ?? 0) === 1;
 }
 
 const isLocal = (costMode: string) => costMode === 'local';
 
-function refuseUnderLocalRunnerOnly(ctx: Ctx, what: string): void {
-  if (localRunnerOnly(ctx.db, ctx.scope.organizationId!)) {
+async function refuseUnderLocalRunnerOnly(ctx: Ctx, what: string): Promise<void> {
+  if (await localRunnerOnly(ctx.db, ctx.scope.organizationId!)) {
     throw conflict('local_runner_only', `this organization runs local connectors only (billing account local_runner_only); ${what} is refused`);
   }
 }
 
-const auditConnector = (ctx: Ctx, action: string, c: ConnectorRow, metadata: Record<string, unknown>, result: 'success' | 'failure' = 'success') =>
-  record(ctx, {
+const auditConnector = async (ctx: Ctx, action: string, c: ConnectorRow, metadata: Record<string, unknown>, result: 'success' | 'failure' = 'success') =>
+  await record(ctx, {
     action, targetType: 'model_connector', targetId: c.id, result, metadata,
     organizationId: c.organization_id, workspaceId: null, projectId: null,
   });
@@ -65,10 +65,10 @@ function protocolJson(p: ProtocolInput | undefined): string {
  * 422 authEnv for a name the operator did not designate for connector credentials
  * (src/kernel/credentials.ts) or one a sign-in provider reads as its secret or certificate.
  */
-function credentialErrors(ctx: Ctx, name: string | null | undefined): Record<string, string> {
+async function credentialErrors(ctx: Ctx, name: string | null | undefined): Promise<Record<string, string>> {
   if (!name) return {};
   const problem = credentialNameProblem(name, credentialPolicy(ctx.config))
-    ?? (providerReadingVariable(ctx.db, name) ? 'is read by a sign-in provider, which is never a connector credential' : null);
+    ?? (await providerReadingVariable(ctx.db, name) ? 'is read by a sign-in provider, which is never a connector credential' : null);
   return problem ? { authEnv: problem } : {};
 }
 
@@ -114,15 +114,15 @@ async function checkReach(endpoint: string, costMode: string): Promise<void> {
   }
 }
 
-export function getConnector(ctx: Ctx, connectorId: string): ConnectorRow {
-  const row = connectorById(ctx.db, ctx.scope.organizationId!, connectorId);
+export async function getConnector(ctx: Ctx, connectorId: string): Promise<ConnectorRow> {
+  const row = await connectorById(ctx.db, ctx.scope.organizationId!, connectorId);
   if (!row) throw notFound('no such model connector in this organization');
   return row;
 }
 
-export function listConnectors(ctx: Ctx, q: { status?: string; kind?: string; costMode?: string; page?: number; pageSize?: number }) {
+export async function listConnectors(ctx: Ctx, q: { status?: string; kind?: string; costMode?: string; page?: number; pageSize?: number }) {
   const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
-  const { rows, total } = pageConnectors(ctx.db, ctx.scope.organizationId!, {
+  const { rows, total } = await pageConnectors(ctx.db, ctx.scope.organizationId!, {
     status: q.status ?? null, kind: q.kind ?? null, costMode: q.costMode ?? null, limit: pageSize, offset,
   });
   return { rows, pagination: { page, pageSize, total } };
@@ -144,12 +144,12 @@ export async function registerConnector(ctx: Ctx, input: RegisterInput): Promise
     approved_by: null, approved_at: null, last_probe_at: null, last_probe_ok: null, last_probe_latency_ms: null,
     last_probe_status: null, last_probe_error: null, created_by: ctx.actor.userId, created_at: now, updated_at: now,
   };
-  checkRecord(row, credentialErrors(ctx, row.auth_env));
+  checkRecord(row, await credentialErrors(ctx, row.auth_env));
   await checkReach(row.endpoint, row.cost_mode);
-  if (!isLocal(row.cost_mode)) refuseUnderLocalRunnerOnly(ctx, `registering a ${row.cost_mode} connector`);
-  return ctx.db.tx(() => {
-    insertConnector(ctx.db, row);
-    auditConnector(ctx, 'model.connector.registered', row, {
+  if (!isLocal(row.cost_mode)) await refuseUnderLocalRunnerOnly(ctx, `registering a ${row.cost_mode} connector`);
+  return await ctx.db.tx(async () => {
+    await insertConnector(ctx.db, row);
+    await auditConnector(ctx, 'model.connector.registered', row, {
       label: row.label, kind: row.kind, costMode: row.cost_mode, capability: input.capability, authEnv: row.auth_env, status: row.status,
     });
     return row;
@@ -169,12 +169,12 @@ export async function changeConnector(ctx: Ctx, connectorId: string, patch: Patc
   if (given.length === 0) throw validationFailed({ body: 'name at least one field to change' });
   let judged: { endpoint: string; costMode: string } | null = null;
   if (patch.endpoint !== undefined || patch.costMode !== undefined) {
-    const current = getConnector(ctx, connectorId);
+    const current = await getConnector(ctx, connectorId);
     judged = { endpoint: patch.endpoint ?? current.endpoint, costMode: patch.costMode ?? current.cost_mode };
     await checkReach(judged.endpoint, judged.costMode);
   }
-  return ctx.db.tx(() => {
-    const row = getConnector(ctx, connectorId);
+  return await ctx.db.tx(async () => {
+    const row = await getConnector(ctx, connectorId);
     const next: ConnectorRow = {
       ...row,
       label: patch.label ?? row.label,
@@ -185,12 +185,12 @@ export async function changeConnector(ctx: Ctx, connectorId: string, patch: Patc
       auth_env: patch.authEnv === undefined ? row.auth_env : patch.authEnv,
       protocol: patch.protocol ? protocolJson(patch.protocol) : row.protocol,
     };
-    checkRecord(next, credentialErrors(ctx, patch.authEnv));
+    checkRecord(next, await credentialErrors(ctx, patch.authEnv));
     if (judged && (judged.endpoint !== next.endpoint || judged.costMode !== next.cost_mode)) {
       throw conflict('connector_changed', 'the connector changed while its endpoint was being checked; send the change again');
     }
     const costChanged = next.cost_mode !== row.cost_mode;
-    if (costChanged && !isLocal(next.cost_mode)) refuseUnderLocalRunnerOnly(ctx, `changing a connector to ${next.cost_mode}`);
+    if (costChanged && !isLocal(next.cost_mode)) await refuseUnderLocalRunnerOnly(ctx, `changing a connector to ${next.cost_mode}`);
     const reachChanged = REACH_FIELDS.filter((f) => next[f] !== row[f]);
     if (costChanged) {
       next.approved_by = null;
@@ -208,8 +208,8 @@ export async function changeConnector(ctx: Ctx, connectorId: string, patch: Patc
     if (next.protocol !== row.protocol) changes.protocol = { changed: true };
     if (Object.keys(changes).length === 0) return row;
     next.updated_at = ctx.now().toISOString();
-    updateConnector(ctx.db, next);
-    auditConnector(ctx, 'model.connector.updated', next, {
+    await updateConnector(ctx.db, next);
+    await auditConnector(ctx, 'model.connector.updated', next, {
       changes, ...(costChanged && row.approved_at ? { approvalCleared: true } : {}),
     });
     return next;
@@ -224,7 +224,7 @@ export interface ProbeOutcome { row: ConnectorRow; probe: ProbeResult & { at: st
  * changed while the probe ran keeps its status (the probe was of the old configuration).
  */
 export async function probeConnectorById(ctx: Ctx, connectorId: string): Promise<ProbeOutcome> {
-  const before = getConnector(ctx, connectorId);
+  const before = await getConnector(ctx, connectorId);
   const spec = connectorSpec(before);
   const at = ctx.now().toISOString();
   let result: ProbeResult;
@@ -237,8 +237,8 @@ export async function probeConnectorById(ctx: Ctx, connectorId: string): Promise
     ok: result.ok, latencyMs: Math.max(0, Math.round(result.latencyMs)), httpStatus: result.httpStatus ?? null,
     error: result.ok ? null : (result.error ?? 'probe failed').slice(0, MAX_PROBE_ERROR), at,
   };
-  return ctx.db.tx(() => {
-    const row = getConnector(ctx, connectorId);
+  return await ctx.db.tx(async () => {
+    const row = await getConnector(ctx, connectorId);
     const sameConfig = REACH_FIELDS.every((f) => row[f] === before[f]);
     let status = row.status as ConnectorStatus;
     if (sameConfig && status !== 'disabled' && status !== 'awaiting_approval') status = probe.ok ? 'ready' : 'unreachable';
@@ -246,37 +246,37 @@ export async function probeConnectorById(ctx: Ctx, connectorId: string): Promise
       ...row, status, last_probe_at: at, last_probe_ok: probe.ok ? 1 : 0, last_probe_latency_ms: probe.latencyMs,
       last_probe_status: probe.httpStatus, last_probe_error: probe.error, updated_at: status !== row.status ? ctx.now().toISOString() : row.updated_at,
     };
-    updateConnector(ctx.db, next);
-    auditConnector(ctx, 'model.connector.probed', next, {
+    await updateConnector(ctx.db, next);
+    await auditConnector(ctx, 'model.connector.probed', next, {
       ok: probe.ok, latencyMs: probe.latencyMs, httpStatus: probe.httpStatus, error: probe.error,
       status: { from: row.status, to: status }, ...(sameConfig ? {} : { configurationChangedDuringProbe: true }),
     }, probe.ok ? 'success' : 'failure');
-    if (status === 'ready' && row.status !== 'ready') wakeWorker(ctx);
+    if (status === 'ready' && row.status !== 'ready') await wakeWorker(ctx);
     return { row: next, probe };
   });
 }
 
-export function disableConnector(ctx: Ctx, connectorId: string): ConnectorRow {
-  return ctx.db.tx(() => {
-    const row = getConnector(ctx, connectorId);
+export async function disableConnector(ctx: Ctx, connectorId: string): Promise<ConnectorRow> {
+  return await ctx.db.tx(async () => {
+    const row = await getConnector(ctx, connectorId);
     if (row.status === 'disabled') return row;
     const next: ConnectorRow = { ...row, status: 'disabled', updated_at: ctx.now().toISOString() };
-    updateConnector(ctx.db, next);
-    auditConnector(ctx, 'model.connector.disabled', next, { status: { from: row.status, to: 'disabled' } });
+    await updateConnector(ctx.db, next);
+    await auditConnector(ctx, 'model.connector.disabled', next, { status: { from: row.status, to: 'disabled' } });
     return next;
   });
 }
 
 /** disabled -> pending (a probe makes it ready), or awaiting_approval for mixed/cloud without approval. */
-export function enableConnector(ctx: Ctx, connectorId: string): ConnectorRow {
-  return ctx.db.tx(() => {
-    const row = getConnector(ctx, connectorId);
+export async function enableConnector(ctx: Ctx, connectorId: string): Promise<ConnectorRow> {
+  return await ctx.db.tx(async () => {
+    const row = await getConnector(ctx, connectorId);
     if (row.status !== 'disabled') return row;
-    if (!isLocal(row.cost_mode)) refuseUnderLocalRunnerOnly(ctx, `enabling a ${row.cost_mode} connector`);
+    if (!isLocal(row.cost_mode)) await refuseUnderLocalRunnerOnly(ctx, `enabling a ${row.cost_mode} connector`);
     const status: ConnectorStatus = !isLocal(row.cost_mode) && !row.approved_at ? 'awaiting_approval' : 'pending';
     const next: ConnectorRow = { ...row, status, updated_at: ctx.now().toISOString() };
-    updateConnector(ctx.db, next);
-    auditConnector(ctx, 'model.connector.enabled', next, { status: { from: 'disabled', to: status } });
+    await updateConnector(ctx.db, next);
+    await auditConnector(ctx, 'model.connector.enabled', next, { status: { from: 'disabled', to: status } });
     return next;
   });
 }
@@ -285,16 +285,16 @@ export function enableConnector(ctx: Ctx, connectorId: string): ConnectorRow {
  * An administrator's approval of a mixed or cloud connector (rule 2). awaiting_approval becomes
  * pending (a probe makes it ready); other statuses stay. Local connectors need none (409).
  */
-export function approveConnector(ctx: Ctx, connectorId: string, note: string | undefined): ConnectorRow {
-  return ctx.db.tx(() => {
-    const row = getConnector(ctx, connectorId);
+export async function approveConnector(ctx: Ctx, connectorId: string, note: string | undefined): Promise<ConnectorRow> {
+  return await ctx.db.tx(async () => {
+    const row = await getConnector(ctx, connectorId);
     if (isLocal(row.cost_mode)) throw conflict('approval_not_needed', 'local connectors need no approval');
-    refuseUnderLocalRunnerOnly(ctx, `approving a ${row.cost_mode} connector`);
+    await refuseUnderLocalRunnerOnly(ctx, `approving a ${row.cost_mode} connector`);
     const now = ctx.now().toISOString();
     const status: ConnectorStatus = row.status === 'awaiting_approval' ? 'pending' : row.status as ConnectorStatus;
     const next: ConnectorRow = { ...row, status, approved_by: ctx.actor.userId ?? ctx.actor.name, approved_at: now, updated_at: now };
-    updateConnector(ctx.db, next);
-    auditConnector(ctx, 'model.connector.approved', next, {
+    await updateConnector(ctx.db, next);
+    await auditConnector(ctx, 'model.connector.approved', next, {
       costMode: row.cost_mode, note: note || null, status: { from: row.status, to: status },
       ...(row.approved_at ? { previousApproval: { by: row.approved_by, at: row.approved_at } } : {}),
     });

@@ -14,8 +14,8 @@ export interface ConnectorRow {
   created_by: string | null; created_at: string; updated_at: string;
 }
 
-export function insertConnector(db: Db, c: ConnectorRow): void {
-  db.run(
+export async function insertConnector(db: Db, c: ConnectorRow): Promise<void> {
+  await db.run(
     `INSERT INTO model_connectors (id, organization_id, label, endpoint, kind, capability, cost_mode, auth_env, protocol, status,
        approved_by, approved_at, last_probe_at, last_probe_ok, last_probe_latency_ms, last_probe_status, last_probe_error,
        created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -26,8 +26,8 @@ export function insertConnector(db: Db, c: ConnectorRow): void {
 }
 
 /** Writes every mutable column of the row (configuration, status, approval, last probe). */
-export function updateConnector(db: Db, c: ConnectorRow): void {
-  db.run(
+export async function updateConnector(db: Db, c: ConnectorRow): Promise<void> {
+  await db.run(
     `UPDATE model_connectors SET label = ?, endpoint = ?, kind = ?, capability = ?, cost_mode = ?, auth_env = ?, protocol = ?, status = ?,
        approved_by = ?, approved_at = ?, last_probe_at = ?, last_probe_ok = ?, last_probe_latency_ms = ?, last_probe_status = ?,
        last_probe_error = ?, updated_at = ? WHERE id = ? AND organization_id = ?`,
@@ -37,22 +37,22 @@ export function updateConnector(db: Db, c: ConnectorRow): void {
   );
 }
 
-export function connectorById(db: Db, organizationId: string, id: string): ConnectorRow | undefined {
-  return db.get<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? AND id = ?', organizationId, id);
+export async function connectorById(db: Db, organizationId: string, id: string): Promise<ConnectorRow | undefined> {
+  return await db.get<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? AND id = ?', organizationId, id);
 }
 
 /** Every connector of the organization, oldest first. */
-export function connectorsOfOrg(db: Db, organizationId: string): ConnectorRow[] {
-  return db.all<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
+export async function connectorsOfOrg(db: Db, organizationId: string): Promise<ConnectorRow[]> {
+  return await db.all<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
 }
 
 export interface ConnectorFilter { status: string | null; kind: string | null; costMode: string | null; limit: number; offset: number }
 
 /** One page of the organization's connectors, newest first, with the filtered total. */
-export function pageConnectors(db: Db, organizationId: string, f: ConnectorFilter): { rows: ConnectorRow[]; total: number } {
+export async function pageConnectors(db: Db, organizationId: string, f: ConnectorFilter): Promise<{ rows: ConnectorRow[]; total: number }> {
   const where = 'organization_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR cost_mode = ?4)';
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM model_connectors WHERE ${where}`, organizationId, f.status, f.kind, f.costMode)!.n;
-  const rows = db.all<ConnectorRow>(
+  const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM model_connectors WHERE ${where}`, organizationId, f.status, f.kind, f.costMode))!.n;
+  const rows = await db.all<ConnectorRow>(
     `SELECT * FROM model_connectors WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?5 OFFSET ?6`,
     organizationId, f.status, f.kind, f.costMode, f.limit, f.offset);
   return { rows, total };

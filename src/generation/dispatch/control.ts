@@ -25,6 +25,6 @@ export function workerOf(db: Db): WorkerHandle | null {
 }
 
 /** Wakes the worker once the current transaction commits (at once outside a transaction). */
-export function wakeWorker(ctx: Ctx): void {
-  ctx.afterCommit(() => workerOf(ctx.db)?.wake());
+export async function wakeWorker(ctx: Ctx): Promise<void> {
+  await ctx.afterCommit(() => workerOf(ctx.db)?.wake());
 }

@@ -43,10 +43,10 @@ function healthOf(row: StateRow | undefined, ageMs: number | null, staleMs: numb
 }
 
 /** workerOnly: just the worker's own alerts (the queue overview adds its organization's). */
-export function workerStatus(ctx: Ctx, workerOnly = false): o.Out<typeof WorkerStatusView> {
+export async function workerStatus(ctx: Ctx, workerOnly = false): Promise<o.Out<typeof WorkerStatusView>> {
   const { db, config } = ctx;
-  const row = db.get<StateRow>('SELECT * FROM worker_state WHERE worker_id = ?', config.workerId)
-    ?? db.get<StateRow>('SELECT * FROM worker_state ORDER BY heartbeat_at DESC LIMIT 1');
+  const row = await db.get<StateRow>('SELECT * FROM worker_state WHERE worker_id = ?', config.workerId)
+    ?? await db.get<StateRow>('SELECT * FROM worker_state ORDER BY heartbeat_at DESC LIMIT 1');
   const now = ctx.now().getTime();
   const ageMs = row ? Math.max(0, now - Date.parse(row.heartbeat_at)) : null;
   const staleMs = config.workerStaleMs;
@@ -56,13 +56,13 @@ export function workerStatus(ctx: Ctx, workerOnly = false): o.Out<typeof WorkerS
   if (health === 'stale') alerts.push({ code: 'worker_stale', message: `no heartbeat for ${Math.round(ageMs! / 1000)} s (threshold ${staleMs / 1000} s)` });
   if (health === 'stopped' || health === 'not_started') alerts.push({ code: 'worker_not_running', message: 'no worker is running on this database' });
   // The whole queue (every organization): only for the system-wide status, not for a caller's overview.
-  const depth = workerOnly ? {} : Object.fromEntries(db.all<{ status: string; n: number }>('SELECT status, count(*) AS n FROM generation_jobs GROUP BY status').map((r) => [r.status, r.n]));
+  const depth = workerOnly ? {} : Object.fromEntries((await db.all<{ status: string; n: number }>('SELECT status, count(*) AS n FROM generation_jobs GROUP BY status')).map((r) => [r.status, r.n]));
   if (!workerOnly) {
-    const waiting = db.get<{ n: number }>(
+    const waiting = (await db.get<{ n: number }>(
       `SELECT count(*) AS n FROM generation_jobs j JOIN model_connectors c ON c.id = j.connector_id
-        WHERE j.status = 'queued' AND (c.status <> 'ready' OR c.cost_mode <> 'local')`)!.n;
+        WHERE j.status = 'queued' AND (c.status <> 'ready' OR c.cost_mode <> 'local')`))!.n;
     if (waiting) alerts.push({ code: 'jobs_not_claimable', message: `${waiting} queued job(s) wait for a connector that is not ready or not local`, count: waiting });
-    const oldest = db.get<{ t: string | null }>("SELECT min(created_at) AS t FROM generation_jobs WHERE status = 'queued'")!.t;
+    const oldest = (await db.get<{ t: string | null }>("SELECT min(created_at) AS t FROM generation_jobs WHERE status = 'queued'"))!.t;
     if (oldest && now - Date.parse(oldest) > OLD_WAITING_MS) alerts.push({ code: 'oldest_waiting', message: `the oldest queued job has waited ${Math.round((now - Date.parse(oldest)) / 60_000)} minutes` });
   }
   return {

@@ -2,6 +2,7 @@
 // dependencies completed, connector ready and local (or a local compose job, which has none) — in
 // priority then age order, and leases them.
 // Manual runs (/run) take one named job the same way; reclaim returns expired leases to the queue.
+import { flatMapSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
 import type { JobRow } from './store.ts';
 
@@ -14,11 +15,11 @@ const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, le
   attempt_started_at = ?2, updated_at = ?2, error = NULL`;
 
 /** Leases up to `limit` claimable jobs (of one organization when given) to `workerId`. */
-export function claimJobs(db: Db, workerId: string, now: string, limit: number, organizationId: string | null = null): JobRow[] {
+export async function claimJobs(db: Db, workerId: string, now: string, limit: number, organizationId: string | null = null): Promise<JobRow[]> {
   if (limit <= 0) return [];
   // The limit is written into the SQL (one cached statement per value, 1..8): with a bound LIMIT
   // SQLite plans the ordered index scan several times slower.
-  return db.all<JobRow>(
+  return await db.all<JobRow>(
     `UPDATE generation_jobs SET ${LEASE_SET}
       WHERE id IN (SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (?3 IS NULL OR j.organization_id = ?3)
                    ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))})
@@ -26,18 +27,18 @@ export function claimJobs(db: Db, workerId: string, now: string, limit: number, 
 }
 
 /** True when some job is claimable now (a read, so that an idle poll takes no write lock). */
-export function anyClaimable(db: Db, now: string): boolean {
-  return db.get(`SELECT 1 AS x FROM generation_jobs j WHERE ${CLAIMABLE.replaceAll('?2', '?1')} LIMIT 1`, now) !== undefined;
+export async function anyClaimable(db: Db, now: string): Promise<boolean> {
+  return await db.get(`SELECT 1 AS x FROM generation_jobs j WHERE ${CLAIMABLE.replaceAll('?2', '?1')} LIMIT 1`, now) !== undefined;
 }
 
 /** The earliest run_after among queued jobs waiting for their backoff, to wake up then. */
-export function nextRunAfter(db: Db, now: string): string | null {
-  return db.get<{ t: string | null }>("SELECT min(run_after) AS t FROM generation_jobs WHERE status = 'queued' AND run_after > ?", now)?.t ?? null;
+export async function nextRunAfter(db: Db, now: string): Promise<string | null> {
+  return (await db.get<{ t: string | null }>("SELECT min(run_after) AS t FROM generation_jobs WHERE status = 'queued' AND run_after > ?", now))?.t ?? null;
 }
 
 /** Leases one named job for a manual run: queued (due or not) or failed (one more attempt). */
-export function claimForRun(db: Db, jobId: string, runner: string, now: string): JobRow | null {
-  return db.get<JobRow>(
+export async function claimForRun(db: Db, jobId: string, runner: string, now: string): Promise<JobRow | null> {
+  return await db.get<JobRow>(
     `UPDATE generation_jobs SET ${LEASE_SET}, run_after = NULL, finished_at = NULL, max_attempts = max(max_attempts, attempt + 1)
       WHERE id = ?3 AND status IN ('queued', 'failed') RETURNING *`, runner, now, jobId) ?? null;
 }
@@ -46,21 +47,21 @@ export function claimForRun(db: Db, jobId: string, runner: string, now: string):
  * Running jobs whose lease is older than `cutoff`: back to the queue, or failed when attempts are
  * exhausted. Answers the rows as they were leased (runner, attempt) with their new status.
  */
-export function reclaimExpired(db: Db, cutoff: string, now: string): JobRow[] {
-  const expired = db.all<JobRow>("SELECT * FROM generation_jobs WHERE status = 'running' AND leased_at < ?", cutoff);
-  return expired.flatMap((job) => {
-    const after = db.get<{ status: JobRow['status']; error: string }>(
+export async function reclaimExpired(db: Db, cutoff: string, now: string): Promise<JobRow[]> {
+  const expired = await db.all<JobRow>("SELECT * FROM generation_jobs WHERE status = 'running' AND leased_at < ?", cutoff);
+  return (await flatMapSeq(expired, async (job) => {
+    const after = await db.get<{ status: JobRow['status']; error: string }>(
       `UPDATE generation_jobs SET status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
          error = 'lease expired: the runner stopped renewing it (crash or hang)', leased_by = NULL, leased_at = NULL, run_after = NULL,
          finished_at = CASE WHEN attempt < max_attempts THEN NULL ELSE ?2 END, updated_at = ?2
        WHERE id = ?1 AND status = 'running' AND leased_at = ?3 RETURNING status, error`, job.id, now, job.leased_at);
     return after ? [{ ...job, status: after.status, error: after.error }] : [];
-  });
+  }));
 }
 
 /** At shutdown: this runner's jobs (or just `jobId`) go back to the queue, their unfinished attempt forgotten. */
-export function releaseLeases(db: Db, runner: string, now: string, jobId: string | null = null): JobRow[] {
-  return db.all<JobRow>(
+export async function releaseLeases(db: Db, runner: string, now: string, jobId: string | null = null): Promise<JobRow[]> {
+  return await db.all<JobRow>(
     `UPDATE generation_jobs SET status = 'queued', attempt = attempt - 1, leased_by = NULL, leased_at = NULL, attempt_started_at = NULL,
        updated_at = ?2, started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END
      WHERE status = 'running' AND leased_by = ?1 AND (?3 IS NULL OR id = ?3) RETURNING *`, runner, now, jobId);

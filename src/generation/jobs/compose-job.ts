@@ -7,6 +7,7 @@
 // audio. Every input is re-hashed before it is used, so the composition row's hashes are those of
 // the bytes actually joined. ffmpeg reads the inputs through the object store (mediaInput: a path on
 // local, a signed URL on s3) and writes the cut to a local scratch file, then put into the store.
+import { flatMapSeq, forEachSeq } from '../../kernel/seq.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Ctx } from '../../directory/context.ts';
@@ -64,12 +65,12 @@ export function templateComposeProblems(raw: Record<string, unknown>): Record<st
 }
 
 /** Checks a compose job's parameters against the episode at creation (422 naming the field). */
-export function checkComposeParameters(db: Db, projectId: string, episodeId: string, raw: Record<string, unknown>): ComposeParameters {
+export async function checkComposeParameters(db: Db, projectId: string, episodeId: string, raw: Record<string, unknown>): Promise<ComposeParameters> {
   const out: ComposeParameters = {};
   const problems = shapeProblems(raw, out);
-  const shotsOfEpisode = new Set(shotsOfProject(db, projectId, episodeId).map((s) => s.id));
+  const shotsOfEpisode = new Set((await shotsOfProject(db, projectId, episodeId)).map((s) => s.id));
   for (const field of ['artifactIds', 'audioArtifactIds'] as const) {
-    if (raw[field] !== undefined) out[field] = checkChosen(db, projectId, shotsOfEpisode, field, raw[field], problems);
+    if (raw[field] !== undefined) out[field] = await checkChosen(db, projectId, shotsOfEpisode, field, raw[field], problems);
   }
   if (typeof raw.voiceLines === 'boolean') {
     if (!raw.voiceLines && out.audioArtifactIds?.length) problems['parameters.voiceLines'] = 'false leaves the voice lines out: name no audioArtifactIds with it';
@@ -80,49 +81,49 @@ export function checkComposeParameters(db: Db, projectId: string, episodeId: str
 }
 
 /** A list of artifact ids naming at most one artifact of the list's kind per shot of the episode (422 naming the entry). */
-function checkChosen(
+async function checkChosen(
   db: Db, projectId: string, shotsOfEpisode: Set<string>, field: keyof typeof CHOSEN, ids: unknown, problems: Record<string, string>,
-): string[] | undefined {
+): Promise<string[] | undefined> {
   const { kind, noun } = CHOSEN[field];
   if (!Array.isArray(ids) || ids.length > 500 || ids.some((i) => typeof i !== 'string')) {
     problems[`parameters.${field}`] = 'a list of artifact ids (at most 500)';
     return undefined;
   }
   const seen = new Set<string>();
-  ids.forEach((id: string, n) => {
-    const a = artifactInProject(db, projectId, id);
+  (await forEachSeq(ids, async (id: string, n) => {
+    const a = await artifactInProject(db, projectId, id);
     if (!a || a.kind !== kind || !a.shot_id || !shotsOfEpisode.has(a.shot_id)) problems[`parameters.${field}[${n}]`] = `names no ${kind} of a shot of this episode`;
     else if (seen.has(a.shot_id)) problems[`parameters.${field}[${n}]`] = `a second ${noun} for the same shot`;
     else seen.add(a.shot_id);
-  });
+  }));
   return ids as string[];
 }
 
 interface Chosen { shotId: string; position: number; artifact: ArtifactRow; voice: ArtifactRow | null }
 
 /** The artifacts named in a list, by shot (those since deleted or moved off a shot are left to the default). */
-function namedByShot(ctx: Ctx, projectId: string, ids: string[] = []): Map<string, ArtifactRow> {
+async function namedByShot(ctx: Ctx, projectId: string, ids: string[] = []): Promise<Map<string, ArtifactRow>> {
   const byShot = new Map<string, ArtifactRow>();
   for (const id of ids) {
-    const a = artifactInProject(ctx.db, projectId, id);
+    const a = await artifactInProject(ctx.db, projectId, id);
     if (a?.shot_id) byShot.set(a.shot_id, a);
   }
   return byShot;
 }
 
 /** The video and voice line of each shot of the episode, in order; a shot without a video fails the job (not retried). */
-function chooseInputs(ctx: Ctx, job: JobRow, params: ComposeParameters): Chosen[] {
-  const videos = namedByShot(ctx, job.project_id, params.artifactIds);
-  const voices = namedByShot(ctx, job.project_id, params.audioArtifactIds);
-  const shots = shotsOfProject(ctx.db, job.project_id, job.episode_id);
+async function chooseInputs(ctx: Ctx, job: JobRow, params: ComposeParameters): Promise<Chosen[]> {
+  const videos = await namedByShot(ctx, job.project_id, params.artifactIds);
+  const voices = await namedByShot(ctx, job.project_id, params.audioArtifactIds);
+  const shots = await shotsOfProject(ctx.db, job.project_id, job.episode_id);
   if (shots.length === 0) throw new ConnectorError('compose_no_shots', 'the episode has no shots', false);
   const missing: string[] = [];
-  const chosen = shots.flatMap((s, i): Chosen[] => {
-    const artifact = videos.get(s.id) ?? chosenVideoOfShot(ctx.db, job.project_id, s.id);
-    const voice = params.voiceLines === false ? null : voices.get(s.id) ?? chosenVoiceOfShot(ctx.db, job.project_id, s.id) ?? null;
+  const chosen = (await flatMapSeq(shots, async (s, i): Promise<Chosen[]> => {
+    const artifact = videos.get(s.id) ?? await chosenVideoOfShot(ctx.db, job.project_id, s.id);
+    const voice = params.voiceLines === false ? null : voices.get(s.id) ?? await chosenVoiceOfShot(ctx.db, job.project_id, s.id) ?? null;
     if (!artifact) missing.push(`S${s.position} (${s.id})`);
     return artifact ? [{ shotId: s.id, position: i + 1, artifact, voice }] : [];
-  });
+  }));
   if (missing.length) throw new ConnectorError('compose_missing_video', `no video for shot(s) ${missing.join(', ')}`, false);
   return chosen;
 }
@@ -133,8 +134,8 @@ function chooseInputs(ctx: Ctx, job: JobRow, params: ComposeParameters): Chosen[
  */
 export async function runCompose(ctx: Ctx, job: JobRow, params: ComposeParameters, signal: AbortSignal): Promise<{ result: CallResult; composition: CompositionDraft }> {
   const store = ctx.storage;
-  if (!job.episode_id || !episodeById(ctx.db, job.project_id, job.episode_id)) throw new ConnectorError('compose_no_episode', 'the episode no longer exists', false);
-  const chosen = chooseInputs(ctx, job, params);
+  if (!job.episode_id || !await episodeById(ctx.db, job.project_id, job.episode_id)) throw new ConnectorError('compose_no_episode', 'the episode no longer exists', false);
+  const chosen = await chooseInputs(ctx, job, params);
   const inputs: ComposeInput[] = [];
   for (const c of chosen) {
     const a = c.artifact;

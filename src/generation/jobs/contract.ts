@@ -5,6 +5,7 @@
 // job was created, dependency artifacts are whatever that job completed with. The input files
 // themselves reach the connector as local files staged from the object store (stageInputs), released
 // once the call is over.
+import { mapSeq } from '../../kernel/seq.ts';
 import path from 'node:path';
 import type { Db } from '../../db/db.ts';
 import type { ContractInput, ProductionContract } from '../connectors/protocols/types.ts';
@@ -31,19 +32,19 @@ interface VersionRef { asset_id: string; id: string; file_name: string; mime_typ
 interface ArtifactRef { id: string; job_id: string; mime_type: string; file_size: number; content_sha256: string; storage_path: string }
 
 /** The dependency's image, video and audio artifacts, oldest first, when the job takes them as inputs. */
-function dependencyArtifacts(db: Db, job: JobRow, input: JobInput): ArtifactRef[] {
+async function dependencyArtifacts(db: Db, job: JobRow, input: JobInput): Promise<ArtifactRef[]> {
   if (!input.useDependencyOutputs || !job.depends_on) return [];
-  return db.all<ArtifactRef>(
+  return await db.all<ArtifactRef>(
     `SELECT id, job_id, mime_type, file_size, content_sha256, storage_path FROM media_artifacts
       WHERE project_id = ? AND job_id = ? AND kind IN ('image', 'video', 'audio') ORDER BY created_at, id`,
     job.project_id, job.depends_on,
   );
 }
 
-function bibleOf(db: Db, projectId: string, shotId: string): ProductionContract['bible'] {
-  const ids = referencesOf(db, projectId, shotId).filter((r) => r.kind === 'bible').map((r) => r.ref_id);
+async function bibleOf(db: Db, projectId: string, shotId: string): Promise<ProductionContract['bible']> {
+  const ids = (await referencesOf(db, projectId, shotId)).filter((r) => r.kind === 'bible').map((r) => r.ref_id);
   if (ids.length === 0) return [];
-  const rev = currentRevision(db, 'bible', projectId, projectId);
+  const rev = await currentRevision(db, 'bible', projectId, projectId);
   if (!rev) return [];
   const entries = new Map((JSON.parse(rev.content) as BibleContent).entries.map((e) => [e.id, e]));
   return ids.flatMap((id) => {
@@ -56,21 +57,21 @@ function bibleOf(db: Db, projectId: string, shotId: string): ProductionContract[
 export interface StoredInput { key: string; fileName: string; mimeType: string }
 
 /** The contract, and the stored input files in contract.inputs order (a dry run uses the contract only). */
-export function buildContract(db: Db, job: JobRow): { contract: ProductionContract; inputs: StoredInput[] } {
+export async function buildContract(db: Db, job: JobRow): Promise<{ contract: ProductionContract; inputs: StoredInput[] }> {
   const input = JSON.parse(job.input) as JobInput;
-  const org = organizationById(db, job.organization_id)!;
-  const project = projectById(db, job.project_id)!;
-  const shot = job.shot_id ? shotById(db, job.project_id, job.shot_id) : undefined;
-  const episode = shot ? episodeById(db, job.project_id, shot.episode_id) : undefined;
-  const versions = input.inputs.map((i) => db.get<VersionRef>(
+  const org = (await organizationById(db, job.organization_id))!;
+  const project = (await projectById(db, job.project_id))!;
+  const shot = job.shot_id ? await shotById(db, job.project_id, job.shot_id) : undefined;
+  const episode = shot ? await episodeById(db, job.project_id, shot.episode_id) : undefined;
+  const versions = (await mapSeq(input.inputs, async (i) => await db.get<VersionRef>(
     'SELECT asset_id, id, file_name, mime_type, file_size, content_sha256, storage_path FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?',
-    job.project_id, i.assetId, i.versionId)).filter((v): v is VersionRef => v !== undefined);
+    job.project_id, i.assetId, i.versionId))).filter((v): v is VersionRef => v !== undefined);
   const sources: Array<{ input: ContractInput; storagePath: string }> = [
     ...versions.map((v) => ({
       input: { assetId: v.asset_id, versionId: v.id, fileName: v.file_name, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256 },
       storagePath: v.storage_path,
     })),
-    ...dependencyArtifacts(db, job, input).map((a) => ({
+    ...(await dependencyArtifacts(db, job, input)).map((a) => ({
       input: { artifactId: a.id, jobId: a.job_id, fileName: path.basename(a.storage_path), mimeType: a.mime_type, fileSize: a.file_size, contentSha256: a.content_sha256 },
       storagePath: a.storage_path,
     })),
@@ -85,7 +86,7 @@ export function buildContract(db: Db, job: JobRow): { contract: ProductionContra
       } : null,
       prompt: input.prompt,
       negativePrompt: input.negativePrompt,
-      bible: shot ? bibleOf(db, job.project_id, shot.id) : [],
+      bible: shot ? await bibleOf(db, job.project_id, shot.id) : [],
       inputs: sources.map((s) => s.input),
       parameters: input.parameters,
     },

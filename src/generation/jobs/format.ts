@@ -38,11 +38,11 @@ export function frameFor(spec: Frame, aspectRatio: string): Frame {
  * The job's parameters with the shot's format filled in where the job leaves it open (a new object;
  * `parameters` is not changed). Kinds without a picture, and jobs bound to no shot, keep theirs.
  */
-export function withShotFormat(db: Db, shot: ShotRow | undefined, kind: string, parameters: Record<string, unknown>): Record<string, unknown> {
+export async function withShotFormat(db: Db, shot: ShotRow | undefined, kind: string, parameters: Record<string, unknown>): Promise<Record<string, unknown>> {
   if (!shot || !SIZED_KINDS.has(kind)) return parameters;
   const out = { ...parameters };
   const has = (...keys: string[]) => keys.some((k) => parameters[k] !== undefined && parameters[k] !== null);
-  if (!has('size', 'width', 'height')) Object.assign(out, frameFor(specOf(db, shot.project_id).spec, shot.aspect_ratio));
+  if (!has('size', 'width', 'height')) Object.assign(out, frameFor((await specOf(db, shot.project_id)).spec, shot.aspect_ratio));
   if (TIMED_KINDS.has(kind) && !has('seconds', 'duration') && shot.duration_target_ms !== null) out.seconds = shot.duration_target_ms / 1000;
   return out;
 }

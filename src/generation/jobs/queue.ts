@@ -1,6 +1,7 @@
 // The organization's queue for administrators: depth by status, connector and priority, the oldest
 // waiting job, alerts; and batch actions (retry, cancel, priority) over ids or a filter, answering
 // one outcome per job. A system administrator without an organization in scope sees every one.
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Ctx } from '../../directory/context.ts';
 import { AppError, validationFailed } from '../../kernel/errors.ts';
 import type { Infer } from '../../kernel/validate.ts';
@@ -15,22 +16,22 @@ const BATCH_LIMIT = 1000;
 
 const orgFilter = (orgId: string | null) => (orgId ? { sql: 'j.organization_id = ?', args: [orgId] } : { sql: '1 = 1', args: [] as string[] });
 
-export function queueOverview(ctx: Ctx) {
+export async function queueOverview(ctx: Ctx) {
   const { db } = ctx;
   const f = orgFilter(ctx.scope.organizationId);
-  const byStatus = Object.fromEntries(db.all<{ status: string; n: number }>(
-    `SELECT status, count(*) AS n FROM generation_jobs j WHERE ${f.sql} GROUP BY status`, ...f.args).map((r) => [r.status, r.n]));
-  const byConnector = db.all<{ connector_id: string | null; label: string | null; cost_mode: string | null; connector_status: string | null; queued: number; running: number; blocked: number }>(
+  const byStatus = Object.fromEntries((await db.all<{ status: string; n: number }>(
+    `SELECT status, count(*) AS n FROM generation_jobs j WHERE ${f.sql} GROUP BY status`, ...f.args)).map((r) => [r.status, r.n]));
+  const byConnector = await db.all<{ connector_id: string | null; label: string | null; cost_mode: string | null; connector_status: string | null; queued: number; running: number; blocked: number }>(
     `SELECT j.connector_id, c.label, c.cost_mode, c.status AS connector_status,
         sum(j.status = 'queued') AS queued, sum(j.status = 'running') AS running, sum(j.status = 'blocked') AS blocked
        FROM generation_jobs j LEFT JOIN model_connectors c ON c.id = j.connector_id
       WHERE ${f.sql} AND j.status IN ('queued', 'running', 'blocked') GROUP BY j.connector_id ORDER BY queued DESC`, ...f.args);
-  const byPriority = db.all<{ priority: number; n: number }>(
+  const byPriority = await db.all<{ priority: number; n: number }>(
     `SELECT priority, count(*) AS n FROM generation_jobs j WHERE ${f.sql} AND status = 'queued' GROUP BY priority ORDER BY priority DESC`, ...f.args);
-  const oldest = db.get<{ id: string; created_at: string; kind: string; project_id: string }>(
+  const oldest = await db.get<{ id: string; created_at: string; kind: string; project_id: string }>(
     `SELECT id, created_at, kind, project_id FROM generation_jobs j WHERE ${f.sql} AND status = 'queued' ORDER BY created_at, id LIMIT 1`, ...f.args);
   const now = ctx.now().getTime();
-  const worker = workerStatus(ctx, true);
+  const worker = await workerStatus(ctx, true);
   const alerts: Array<{ code: string; message: string; count?: number }> = [];
   // Compose jobs have no connector: the worker runs them itself.
   const stuck = byConnector.filter((c) => c.queued > 0 && c.connector_id !== null && (c.connector_status !== 'ready' || c.cost_mode !== 'local'));
@@ -60,40 +61,40 @@ export function queueOverview(ctx: Ctx) {
 type Batch = Infer<typeof QueueBatchBody>;
 export interface BatchOutcome { id: string; outcome: 'retried' | 'cancelled' | 'updated' | 'skipped' | 'not_found'; status?: string; reason?: string }
 
-function targets(ctx: Ctx, b: Batch): Array<{ id: string; job: JobRow | undefined }> {
+async function targets(ctx: Ctx, b: Batch): Promise<Array<{ id: string; job: JobRow | undefined }>> {
   const orgId = ctx.scope.organizationId;
   const f = orgFilter(orgId);
   if (b.ids) {
-    return [...new Set(b.ids)].map((id) => ({ id, job: ctx.db.get<JobRow>(`SELECT * FROM generation_jobs j WHERE ${f.sql} AND id = ?`, ...f.args, id) }));
+    return (await mapSeq([...new Set(b.ids)], async (id) => ({ id, job: await ctx.db.get<JobRow>(`SELECT * FROM generation_jobs j WHERE ${f.sql} AND id = ?`, ...f.args, id) })));
   }
   const q = b.filter!;
-  return ctx.db.all<JobRow>(
+  return (await ctx.db.all<JobRow>(
     `SELECT * FROM generation_jobs j WHERE ${f.sql} AND (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR kind = ?2)
        AND (?3 IS NULL OR connector_id = ?3) AND (?4 IS NULL OR project_id = ?4) ORDER BY created_at, id LIMIT ${BATCH_LIMIT + 1}`
       .replace(/\?(\d)/g, (_, n: string) => `?${Number(n) + f.args.length}`),
     ...f.args, q.status ?? null, q.kind ?? null, q.connectorId ?? null, q.projectId ?? null,
-  ).map((job) => ({ id: job.id, job }));
+  )).map((job) => ({ id: job.id, job }));
 }
 
-export function batch(ctx: Ctx, b: Batch): { action: Batch['action']; results: BatchOutcome[]; summary: Record<string, number> } {
+export async function batch(ctx: Ctx, b: Batch): Promise<{ action: Batch['action']; results: BatchOutcome[]; summary: Record<string, number> }> {
   if (!b.ids === !b.filter) throw validationFailed({ ids: 'give either ids or filter' });
   if (b.action === 'priority' && b.priority === undefined) throw validationFailed({ priority: 'is required for action priority' });
-  const list = targets(ctx, b);
+  const list = await targets(ctx, b);
   if (list.length > BATCH_LIMIT) throw validationFailed({ filter: `matches more than ${BATCH_LIMIT} jobs; narrow it` });
-  const results = list.map(({ id, job }): BatchOutcome => {
+  const results = (await mapSeq(list, async ({ id, job }): Promise<BatchOutcome> => {
     if (!job) return { id, outcome: 'not_found' };
     const scoped = withScope(ctx, { organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id });
     try {
       // Cancelling stops work; retrying or reprioritizing is a production write, refused on an archived project.
-      if (b.action !== 'cancel') assertProjectWritable(ctx.db, job.project_id);
-      if (b.action === 'retry') return { id, outcome: 'retried', status: retry(scoped, job).status };
-      if (b.action === 'cancel') return { id, outcome: 'cancelled', status: cancel(scoped, job).status };
-      return { id, outcome: 'updated', status: reprioritize(scoped, job, b.priority!).status };
+      if (b.action !== 'cancel') await assertProjectWritable(ctx.db, job.project_id);
+      if (b.action === 'retry') return { id, outcome: 'retried', status: (await retry(scoped, job)).status };
+      if (b.action === 'cancel') return { id, outcome: 'cancelled', status: (await cancel(scoped, job)).status };
+      return { id, outcome: 'updated', status: (await reprioritize(scoped, job, b.priority!)).status };
     } catch (err) {
       if (err instanceof AppError) return { id, outcome: 'skipped', status: job.status, reason: err.code };
       throw err;
     }
-  });
+  }));
   const summary: Record<string, number> = {};
   for (const r of results) summary[r.outcome] = (summary[r.outcome] ?? 0) + 1;
   return { action: b.action, results, summary };

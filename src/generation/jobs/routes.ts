@@ -53,25 +53,25 @@ export function bindJobRoutes(router: Router): void {
   const admin = { tags: ['queue'], scope: 'organization' as const, orgRoles: ['org_owner', 'org_admin'] as OrgRole[] };
 
   r.get('/api/jobs', { ...base, summary: 'Jobs of the current project; filters status, kind, shotId, connector; page/pageSize.', query: JobListQuery,
-    response: { description: 'a page of jobs', schema: o.page(JobView) } }, ({ ctx, query }) => {
-    const { rows, pagination } = listJobs(ctx, query);
+    response: { description: 'a page of jobs', schema: o.page(JobView) } }, async ({ ctx, query }) => {
+    const { rows, pagination } = await listJobs(ctx, query);
     return json(200, { items: rows.map(presentJob), pagination });
   });
   r.post('/api/jobs', {
     ...base, permission: 'job:create', body: JobCreateBody, response: { status: 201, description: 'the job (queued, or blocked behind a failed dependency)', schema: JobView },
     summary: 'Create a job: kind checked against the connector (named, or the organization\u2019s best for the kind); shot and dependency of this project; 409 clip_quota_exceeded for videos over the monthly quota.',
-  }, ({ ctx, body }) => json(201, presentJob(createJob(ctx, body))));
+  }, async ({ ctx, body }) => json(201, presentJob(await createJob(ctx, body))));
   r.get('/api/jobs/:jobId', { ...base, summary: 'A job with every attempt (start, end, outcome, error, latency) and its connector (no endpoint).',
-    response: { description: 'the job with its attempts and connector', schema: JobDetailView } }, ({ ctx, params }) => {
-    const { job, attempts, connector } = jobDetail(ctx, params.jobId);
+    response: { description: 'the job with its attempts and connector', schema: JobDetailView } }, async ({ ctx, params }) => {
+    const { job, attempts, connector } = await jobDetail(ctx, params.jobId);
     return json(200, { ...presentJob(job), attempts: attempts.map(presentAttempt), connector: connector ? presentConnector(connector, { full: false }) : null });
   });
   r.post('/api/jobs/:jobId/cancel', { ...base, summary: 'Cancel a job that has not completed; a running call is aborted; waiting descendants become blocked.', response: { description: 'the job', schema: JobView } },
-    ({ ctx, params }) => json(200, presentJob(cancel(ctx, getJob(ctx, params.jobId)))));
+    async ({ ctx, params }) => json(200, presentJob(await cancel(ctx, await getJob(ctx, params.jobId)))));
   r.post('/api/jobs/:jobId/retry', { ...base, body: JobRetryBody, summary: 'Put a failed or cancelled job back in the queue with `attempts` more attempts (default 3).', response: { description: 'the job', schema: JobView } },
-    ({ ctx, params, body }) => json(200, presentJob(retry(ctx, getJob(ctx, params.jobId), body.attempts))));
+    async ({ ctx, params, body }) => json(200, presentJob(await retry(ctx, await getJob(ctx, params.jobId), body.attempts))));
   r.post('/api/jobs/:jobId/priority', { ...base, body: JobPriorityBody, summary: 'Set the priority (-100..100; higher runs first) of a job still in the queue.', response: { description: 'the job', schema: JobView } },
-    ({ ctx, params, body }) => json(200, presentJob(reprioritize(ctx, getJob(ctx, params.jobId), body.priority))));
+    async ({ ctx, params, body }) => json(200, presentJob(await reprioritize(ctx, await getJob(ctx, params.jobId), body.priority))));
   r.post('/api/jobs/:jobId/run', {
     ...base, permission: 'job:create', body: JobRunBody,
     summary: 'Run the job now through the worker\u2019s code path and answer its result; `idempotent: true` with the stored result when it already completed. Mixed or cloud connectors run only here, approved, with approveExternal: true.',
@@ -84,11 +84,11 @@ export function bindJobRoutes(router: Router): void {
     ...base, archivedOk: true, body: JobCreateBody,
     summary: 'The exact request the connector would receive for this job body (route, model, body; header names only). Nothing is called or stored.',
     response: { description: 'the request', schema: DryRunView },
-  }, ({ ctx, body }) => json(200, dryRunJob(ctx, body)));
+  }, async ({ ctx, body }) => json(200, await dryRunJob(ctx, body)));
 
   r.get('/api/admin/queue', { ...admin, summary: 'The organization\u2019s queue: depth by status, connector and priority, oldest waiting job, alerts.', response: { description: 'the queue overview', schema: QueueOverviewView } },
-    ({ ctx }) => json(200, queueOverview(ctx)));
+    async ({ ctx }) => json(200, await queueOverview(ctx)));
   r.post('/api/admin/queue/batch', {
     ...admin, body: QueueBatchBody, summary: 'retry, cancel or priority over ids or a filter (at most 1000 jobs); one outcome per job.', response: { description: 'one outcome per job and their counts', schema: QueueBatchView },
-  }, ({ ctx, body }) => json(200, batch(ctx, body)));
+  }, async ({ ctx, body }) => json(200, await batch(ctx, body)));
 }

@@ -29,8 +29,8 @@ function failureOf(err: unknown, aborted: string | null): FailureInfo {
  * How a settle is committed: at once by default; the worker passes a group commit that runs the
  * settles of calls finishing together in one transaction (each in its own savepoint).
  */
-export type Committer = <T>(fn: () => T) => Promise<T>;
-const immediate: Committer = async (fn) => fn();
+export type Committer = <T>(fn: () => T | Promise<T>) => Promise<T>;
+const immediate: Committer = async (fn) => await fn();
 
 /** The call's result: the connector's answer, or the episode cut of a compose job; with the artifacts' provenance. */
 async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal): Promise<{ result: CallResult; media: Omit<MediaOutcome, 'prepared'> }> {
@@ -45,10 +45,10 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
     const provenance = { kind: job.kind, connectorId: null, model: null, parameters: input.parameters, workflow: input.workflow ?? null, inputs };
     return { result, media: { composition, provenance } };
   }
-  const row = job.connector_id ? connectorById(base.db, job.organization_id, job.connector_id) : undefined;
+  const row = job.connector_id ? await connectorById(base.db, job.organization_id, job.connector_id) : undefined;
   if (!row) throw new ConnectorError('connector_missing', 'the job has no usable connector', false);
   const connector = connectorSpec(row);
-  const { contract, inputs: stored } = buildContract(base.db, job);
+  const { contract, inputs: stored } = await buildContract(base.db, job);
   const model = connector.protocol.models?.[job.kind] ?? null;
   const staged = await stageInputs(base.storage, stored);
   let result: CallResult;
@@ -57,7 +57,7 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
       connector, contract, inputFiles: staged.files,
       execution: { jobId: job.id, attempt: job.attempt, kind: job.kind, model, deadline: new Date(base.now().getTime() + config.jobTimeoutMs).toISOString() },
       resumeRef: job.external_ref,
-      onRef: (ref) => { setExternalRef(base.db, lease, ref); },
+      onRef: async (ref) => { await setExternalRef(base.db, lease, ref); },
       signal, storage: base.storage, maxOutputBytes: config.maxOutputBytes, timeoutMs: config.connectorTimeoutMs, env: process.env,
       outputOrigins: config.connectorOutputOrigins ? config.connectorOutputOrigins.split(',') : [],
       credentials: credentialPolicy(config),
@@ -81,7 +81,7 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
 }
 
 export async function runLeased(
-  base: Ctx, job: JobRow, signal?: AbortSignal, also?: (o: SettleOutcome) => void, commit: Committer = immediate,
+  base: Ctx, job: JobRow, signal?: AbortSignal, also?: (o: SettleOutcome) => void | Promise<void>, commit: Committer = immediate,
 ): Promise<RunOutcome> {
   const { config } = base;
   const lease: Lease = { jobId: job.id, leasedBy: job.leased_by!, attempt: job.attempt };
@@ -91,29 +91,30 @@ export async function runLeased(
   const onOuter = () => stop('the runner is stopping');
   signal?.addEventListener('abort', onOuter, { once: true });
   const deadline = setTimeout(() => stop(`the attempt ran longer than ${config.jobTimeoutMs} ms`), config.jobTimeoutMs);
-  const renew = setInterval(() => {
+  const renew = setInterval(() => { void renewing(); }, Math.max(100, Math.floor(config.workerLeaseMs / 3)));
+  async function renewing(): Promise<void> {
     try {
-      if (!renewLease(base.db, lease, base.now().toISOString())) stop('the lease was lost (job cancelled or reclaimed)');
+      if (!await renewLease(base.db, lease, base.now().toISOString())) stop('the lease was lost (job cancelled or reclaimed)');
     } catch (err) {
       // A renewal that cannot be written (database busy or closing) must not take the process down:
       // the call is stopped and the lease left to expire.
       base.log.warn('lease renewal failed', { jobId: job.id, err });
       stop('the lease could not be renewed');
     }
-  }, Math.max(100, Math.floor(config.workerLeaseMs / 3)));
+  }
   try {
     const { result, media } = await produce(base, job, lease, abort.signal);
     if (aborted) throw new Error(aborted);
     const prepared = await gatherEvidence(base, job, result.files, abort.signal);
     if (aborted) throw new Error(aborted);
     clearInterval(renew);
-    return { ...await commit(() => settleSuccess(base, job, lease, result, { ...media, prepared }, also)), result, failure: null };
+    return { ...await commit(async () => await settleSuccess(base, job, lease, result, { ...media, prepared }, also)), result, failure: null };
   } catch (err) {
     const failure = failureOf(err, aborted);
     // Stopping the service is not the job's failure: the lease is released (see releaseLeases).
     if (signal?.aborted) return { status: 'lost', released: [], runAfter: null, result: null, failure };
     clearInterval(renew);
-    return { ...await commit(() => settleFailure(base, job, lease, failure, config.workerRetryBaseMs, also)), result: null, failure };
+    return { ...await commit(async () => await settleFailure(base, job, lease, failure, config.workerRetryBaseMs, also)), result: null, failure };
   } finally {
     clearTimeout(deadline);
     clearInterval(renew);

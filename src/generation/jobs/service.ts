@@ -2,6 +2,7 @@
 // dependency in this project, inputs fixed to exact asset versions, clip quota), read with every
 // attempt, cancel, retry, priority, and run now (POST /run: the worker's code path, the only way a
 // mixed or cloud connector's job runs, with approval and approveExternal).
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Ctx } from '../../directory/context.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import type { Infer } from '../../kernel/validate.ts';
@@ -45,53 +46,53 @@ export const CLIP_KINDS = new Set(['video']);
 const manualRuns = new Map<string, { controller: AbortController; db: Db; runner: string }>();
 
 /** At shutdown: manual runs in flight are aborted and their jobs put back in the queue (that attempt forgotten). */
-export function stopManualRuns(db: Db, now: string): number {
+export async function stopManualRuns(db: Db, now: string): Promise<number> {
   let n = 0;
   for (const [jobId, run] of manualRuns) {
     if (run.db !== db) continue;
     run.controller.abort(new Error('the service is stopping'));
-    n += releaseLeases(db, run.runner, now, jobId).length;
+    n += (await releaseLeases(db, run.runner, now, jobId)).length;
   }
   return n;
 }
 
 /** True when a job depending on `dependencyId` must be blocked: the dependency failed, was cancelled or is blocked itself. */
-function waitsOnFailure(db: Db, dependencyId: string): boolean {
-  const status = jobById(db, dependencyId)?.status;
+async function waitsOnFailure(db: Db, dependencyId: string): Promise<boolean> {
+  const status = (await jobById(db, dependencyId))?.status;
   return status === 'failed' || status === 'cancelled' || status === 'blocked';
 }
 
-export function getJob(ctx: Ctx, jobId: string): JobRow {
-  const job = jobInProject(ctx.db, ctx.scope.projectId!, jobId);
+export async function getJob(ctx: Ctx, jobId: string): Promise<JobRow> {
+  const job = await jobInProject(ctx.db, ctx.scope.projectId!, jobId);
   if (!job) throw notFound('no such job in this project');
   return job;
 }
 
-export function jobDetail(ctx: Ctx, jobId: string): { job: JobRow; attempts: AttemptRow[]; connector: ConnectorRow | undefined } {
-  const job = getJob(ctx, jobId);
-  return { job, attempts: attemptsOf(ctx.db, job), connector: job.connector_id ? connectorById(ctx.db, job.organization_id, job.connector_id) : undefined };
+export async function jobDetail(ctx: Ctx, jobId: string): Promise<{ job: JobRow; attempts: AttemptRow[]; connector: ConnectorRow | undefined }> {
+  const job = await getJob(ctx, jobId);
+  return { job, attempts: await attemptsOf(ctx.db, job), connector: job.connector_id ? await connectorById(ctx.db, job.organization_id, job.connector_id) : undefined };
 }
 
-export function listJobs(ctx: Ctx, q: Infer<typeof JobListQuery>) {
+export async function listJobs(ctx: Ctx, q: Infer<typeof JobListQuery>) {
   const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
-  const { rows, total } = jobsOfProject(ctx.db, ctx.scope.projectId!, {
+  const { rows, total } = await jobsOfProject(ctx.db, ctx.scope.projectId!, {
     status: q.status ?? null, kind: q.kind ?? null, shotId: q.shotId ?? null, connectorId: q.connector ?? null, limit: pageSize, offset,
   });
   return { rows, pagination: { page, pageSize, total } };
 }
 
 /** The connector named, or the organization's best one for the kind (ready and local first). */
-export function pickConnector(ctx: Ctx, kind: string, connectorId: string | undefined): ConnectorRow {
+export async function pickConnector(ctx: Ctx, kind: string, connectorId: string | undefined): Promise<ConnectorRow> {
   const orgId = ctx.scope.organizationId!;
   if (connectorId) {
-    const row = connectorById(ctx.db, orgId, connectorId);
+    const row = await connectorById(ctx.db, orgId, connectorId);
     if (!row) throw validationFailed({ connectorId: 'names no connector of this organization' });
     if (row.status === 'disabled') throw validationFailed({ connectorId: 'the connector is disabled' });
     if (!supportsKind(connectorSpec(row), kind)) throw validationFailed({ kind: `connector ${row.label} cannot do ${kind} (capability or route missing)` });
     return row;
   }
   const rank = (r: ConnectorRow) => (r.status === 'ready' ? 0 : 2) + (r.cost_mode === 'local' ? 0 : 1);
-  const best = connectorsOfOrg(ctx.db, orgId)
+  const best = (await connectorsOfOrg(ctx.db, orgId))
     .filter((r) => r.status !== 'disabled' && supportsKind(connectorSpec(r), kind))
     .sort((a, b) => rank(a) - rank(b))[0];
   if (!best) throw validationFailed({ connectorId: `no connector of this organization can do ${kind}; register one or name it` });
@@ -104,13 +105,13 @@ export function pickConnector(ctx: Ctx, kind: string, connectorId: string | unde
  * calendar month plus its video jobs not finished yet (queued, running, blocked), so that queued jobs
  * cannot overrun the quota before they complete.
  */
-export function clipQuotaProblem(
+export async function clipQuotaProblem(
   ctx: Ctx, organizationId: string, before: number, workspaceId: string,
-): { message: string; used: number; quota: number; scope: 'organization' | 'workspace' } | null {
-  const quota = billingAccountOf(ctx.db, organizationId)?.monthly_clip_quota ?? 0;
-  const own = workspaceClipQuota(ctx.db, organizationId, workspaceId);
-  const m = organizationMonth(ctx.db, organizationId, ctx.now());
-  const n = clipsTowardQuota(ctx.db, organizationId, own ? workspaceId : null, m.start, m.end);
+): Promise<{ message: string; used: number; quota: number; scope: 'organization' | 'workspace' } | null> {
+  const quota = (await billingAccountOf(ctx.db, organizationId))?.monthly_clip_quota ?? 0;
+  const own = await workspaceClipQuota(ctx.db, organizationId, workspaceId);
+  const m = await organizationMonth(ctx.db, organizationId, ctx.now());
+  const n = await clipsTowardQuota(ctx.db, organizationId, own ? workspaceId : null, m.start, m.end);
   const used = n.organization + before;
   if (used >= quota) {
     return { message: `this month's ${used} clip(s), with video jobs not finished yet, reached the organization's monthly clip quota of ${quota}`, used, quota, scope: 'organization' };
@@ -123,27 +124,27 @@ export function clipQuotaProblem(
   };
 }
 
-function checkClipQuota(ctx: Ctx, organizationId: string, workspaceId: string, before: number): void {
-  const problem = clipQuotaProblem(ctx, organizationId, before, workspaceId);
+async function checkClipQuota(ctx: Ctx, organizationId: string, workspaceId: string, before: number): Promise<void> {
+  const problem = await clipQuotaProblem(ctx, organizationId, before, workspaceId);
   if (problem) throw conflict('clip_quota_exceeded', problem.message, { used: problem.used, quota: problem.quota, scope: problem.scope });
 }
 
-function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): JobInput['inputs'] {
-  return (inputs ?? []).map((i, n) => {
-    const asset = assetInProject(ctx.db, projectId, i.assetId);
+async function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): Promise<JobInput['inputs']> {
+  return (await mapSeq((inputs ?? []), async (i, n) => {
+    const asset = await assetInProject(ctx.db, projectId, i.assetId);
     if (!asset) throw validationFailed({ [`inputs[${n}].assetId`]: 'names no asset of this project' });
     const versionId = i.versionId ?? asset.current_version_id;
-    const ok = versionId && ctx.db.get('SELECT 1 AS x FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, asset.id, versionId);
+    const ok = versionId && await ctx.db.get('SELECT 1 AS x FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, asset.id, versionId);
     if (!ok) throw validationFailed({ [`inputs[${n}].versionId`]: 'names no version of that asset' });
     return { assetId: asset.id, versionId: versionId };
-  });
+  }));
 }
 
 /** The job's episode: named, or the shot's; a compose job names one and no shot or connector. */
-function episodeOf(ctx: Ctx, projectId: string, input: Create): string | null {
-  const shot = input.shotId ? shotById(ctx.db, projectId, input.shotId) : undefined;
+async function episodeOf(ctx: Ctx, projectId: string, input: Create): Promise<string | null> {
+  const shot = input.shotId ? await shotById(ctx.db, projectId, input.shotId) : undefined;
   if (input.shotId && !shot) throw validationFailed({ shotId: 'names no shot of this project' });
-  if (input.episodeId && !episodeById(ctx.db, projectId, input.episodeId)) throw validationFailed({ episodeId: 'names no episode of this project' });
+  if (input.episodeId && !await episodeById(ctx.db, projectId, input.episodeId)) throw validationFailed({ episodeId: 'names no episode of this project' });
   if (shot && input.episodeId && shot.episode_id !== input.episodeId) throw validationFailed({ episodeId: 'the shot belongs to another episode' });
   if (input.kind === COMPOSE_KIND) {
     const problems: Record<string, string> = {};
@@ -175,29 +176,29 @@ export interface PrepareOptions {
 }
 
 /** Every check of a job creation, without writing (validation before writes). */
-export function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions = {}): PreparedJob {
-  const project = projectById(ctx.db, ctx.scope.projectId!)!;
-  const episodeId = episodeOf(ctx, project.id, input);
-  const dependency = input.dependsOn ? jobInProject(ctx.db, project.id, input.dependsOn) ?? null : null;
+export async function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions = {}): Promise<PreparedJob> {
+  const project = (await projectById(ctx.db, ctx.scope.projectId!))!;
+  const episodeId = await episodeOf(ctx, project.id, input);
+  const dependency = input.dependsOn ? await jobInProject(ctx.db, project.id, input.dependsOn) ?? null : null;
   if (input.dependsOn && !dependency) throw validationFailed({ dependsOn: 'names no job of this project' });
   const dependsOn = opts.dependsOnNew ?? dependency?.id ?? null;
   if (input.useDependencyOutputs && !dependsOn) throw validationFailed({ useDependencyOutputs: 'needs dependsOn: the job whose outputs become inputs' });
   const compose = input.kind === COMPOSE_KIND;
   if (compose && input.useDependencyOutputs) throw validationFailed({ useDependencyOutputs: 'a compose job takes the videos of the episode\'s shots' });
-  const connector = compose ? null : pickConnector(ctx, input.kind, input.connectorId);
-  if (opts.policy !== false && connector && connector.cost_mode !== 'local' && localRunnerOnly(ctx.db, project.organization_id)) {
+  const connector = compose ? null : await pickConnector(ctx, input.kind, input.connectorId);
+  if (opts.policy !== false && connector && connector.cost_mode !== 'local' && await localRunnerOnly(ctx.db, project.organization_id)) {
     throw conflict('local_runner_only', 'this organization runs local connectors only; the connector is ' + connector.cost_mode);
   }
   const jobInput: JobInput = {
     prompt: input.prompt ?? '', negativePrompt: input.negativePrompt ?? null,
     parameters: compose
-      ? { ...checkComposeParameters(ctx.db, project.id, episodeId!, input.parameters ?? {}) }
-      : withShotFormat(ctx.db, input.shotId ? shotById(ctx.db, project.id, input.shotId) : undefined, input.kind, input.parameters ?? {}),
-    inputs: resolveInputs(ctx, project.id, input.inputs),
+      ? { ...await checkComposeParameters(ctx.db, project.id, episodeId!, input.parameters ?? {}) }
+      : await withShotFormat(ctx.db, input.shotId ? await shotById(ctx.db, project.id, input.shotId) : undefined, input.kind, input.parameters ?? {}),
+    inputs: await resolveInputs(ctx, project.id, input.inputs),
     ...(input.useDependencyOutputs ? { useDependencyOutputs: true } : {}),
     ...(opts.workflow ? { workflow: opts.workflow } : {}),
   };
-  if (CLIP_KINDS.has(input.kind) && opts.clipsBefore !== null) checkClipQuota(ctx, project.organization_id, project.workspace_id, opts.clipsBefore ?? 0);
+  if (CLIP_KINDS.has(input.kind) && opts.clipsBefore !== null) await checkClipQuota(ctx, project.organization_id, project.workspace_id, opts.clipsBefore ?? 0);
   const now = ctx.now().toISOString();
   const job: JobRow = {
     id: opts.id ?? newId('job'), organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
@@ -211,14 +212,14 @@ export function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions = {}): 
 }
 
 /** Writes prepared jobs; call inside a write transaction (a job behind a failed dependency starts blocked). */
-export function insertPrepared(ctx: Ctx, prepared: PreparedJob[]): void {
+export async function insertPrepared(ctx: Ctx, prepared: PreparedJob[]): Promise<void> {
   for (const { job, prompt, costMode } of prepared) {
     // Read inside the write transaction: the worker cannot fail the dependency between this read and
     // the insert (a job queued behind a failed dependency would wait forever).
-    if (job.depends_on && waitsOnFailure(ctx.db, job.depends_on)) job.status = 'blocked';
-    insertJob(ctx.db, job);
-    indexJob(ctx, job, prompt);
-    record(ctx, {
+    if (job.depends_on && await waitsOnFailure(ctx.db, job.depends_on)) job.status = 'blocked';
+    await insertJob(ctx.db, job);
+    await indexJob(ctx, job, prompt);
+    await record(ctx, {
       action: 'job.created', targetType: 'generation_job', targetId: job.id,
       metadata: {
         kind: job.kind, connectorId: job.connector_id, costMode, shotId: job.shot_id, episodeId: job.episode_id,
@@ -226,33 +227,33 @@ export function insertPrepared(ctx: Ctx, prepared: PreparedJob[]): void {
       },
     });
     // The shot a video is being made for is generating (src/generation/media/shot-status.ts).
-    if (CLIP_KINDS.has(job.kind) && job.shot_id) advanceShot(ctx, job.project_id, job.shot_id, 'video_job_created', { jobId: job.id });
+    if (CLIP_KINDS.has(job.kind) && job.shot_id) await advanceShot(ctx, job.project_id, job.shot_id, 'video_job_created', { jobId: job.id });
   }
-  if (prepared.length) wakeWorker(ctx);
+  if (prepared.length) await wakeWorker(ctx);
 }
 
-export function createJob(ctx: Ctx, input: Create): JobRow {
-  const prepared = prepareJob(ctx, input);
-  return ctx.db.tx(() => {
-    insertPrepared(ctx, [prepared]);
+export async function createJob(ctx: Ctx, input: Create): Promise<JobRow> {
+  const prepared = await prepareJob(ctx, input);
+  return await ctx.db.tx(async () => {
+    await insertPrepared(ctx, [prepared]);
     return prepared.job;
   });
 }
 
 /** Cancels a job (any state but completed); a running call is aborted; waiting descendants are blocked. */
-export function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): JobRow {
+export async function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): Promise<JobRow> {
   if (job.status === 'completed' || job.status === 'cancelled') throw conflict('job_finished', `the job is already ${job.status}`);
   const at = ctx.now().toISOString();
-  return ctx.db.tx(() => {
-    const before = cancelJob(ctx.db, job.id, reason, at);
+  return await ctx.db.tx(async () => {
+    const before = await cancelJob(ctx.db, job.id, reason, at);
     if (!before) throw conflict('job_finished', 'the job finished meanwhile');
-    if (before.status === 'running') recordAttempt(ctx.db, before, 'cancelled', at, reason);
-    const blocked = blockDescendants(ctx.db, job.id, at);
-    const after = jobById(ctx.db, job.id)!;
-    setDocumentStatus(ctx.db, 'job', job.id, after.status);
-    record(ctx, { action: 'job.cancelled', targetType: 'generation_job', targetId: job.id, metadata: { from: before.status, blockedJobs: blocked } });
+    if (before.status === 'running') await recordAttempt(ctx.db, before, 'cancelled', at, reason);
+    const blocked = await blockDescendants(ctx.db, job.id, at);
+    const after = (await jobById(ctx.db, job.id))!;
+    await setDocumentStatus(ctx.db, 'job', job.id, after.status);
+    await record(ctx, { action: 'job.cancelled', targetType: 'generation_job', targetId: job.id, metadata: { from: before.status, blockedJobs: blocked } });
     if (before.status === 'running') {
-      ctx.afterCommit(() => {
+      await ctx.afterCommit(() => {
         workerOf(ctx.db)?.abort(job.id);
         manualRuns.get(job.id)?.controller.abort(new Error('cancelled'));
       });
@@ -265,43 +266,43 @@ export function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): JobRow {
  * A failed or cancelled job goes back to the queue (blocked while its dependency has not completed);
  * a video job only while the clip quotas have room (it reserves a clip again).
  */
-export function retry(ctx: Ctx, job: JobRow, attempts = DEFAULT_MAX_ATTEMPTS): JobRow {
+export async function retry(ctx: Ctx, job: JobRow, attempts = DEFAULT_MAX_ATTEMPTS): Promise<JobRow> {
   if (job.status !== 'failed' && job.status !== 'cancelled') throw conflict('job_not_retryable', `a ${job.status} job cannot be retried`);
   const at = ctx.now().toISOString();
-  return ctx.db.tx(() => {
-    if (CLIP_KINDS.has(job.kind)) checkClipQuota(ctx, job.organization_id, job.workspace_id, 0);
-    const row = requeueJob(ctx.db, job.id, attempts, job.depends_on !== null && waitsOnFailure(ctx.db, job.depends_on), at);
+  return await ctx.db.tx(async () => {
+    if (CLIP_KINDS.has(job.kind)) await checkClipQuota(ctx, job.organization_id, job.workspace_id, 0);
+    const row = await requeueJob(ctx.db, job.id, attempts, job.depends_on !== null && await waitsOnFailure(ctx.db, job.depends_on), at);
     if (!row) throw conflict('job_not_retryable', 'the job changed meanwhile');
-    setDocumentStatus(ctx.db, 'job', job.id, row.status);
-    record(ctx, { action: 'job.retried', targetType: 'generation_job', targetId: job.id, metadata: { from: job.status, to: row.status, maxAttempts: row.max_attempts } });
-    wakeWorker(ctx);
+    await setDocumentStatus(ctx.db, 'job', job.id, row.status);
+    await record(ctx, { action: 'job.retried', targetType: 'generation_job', targetId: job.id, metadata: { from: job.status, to: row.status, maxAttempts: row.max_attempts } });
+    await wakeWorker(ctx);
     return row;
   });
 }
 
-export function reprioritize(ctx: Ctx, job: JobRow, priority: number): JobRow {
+export async function reprioritize(ctx: Ctx, job: JobRow, priority: number): Promise<JobRow> {
   if (['completed', 'failed', 'cancelled'].includes(job.status)) throw conflict('job_finished', `a ${job.status} job has no place in the queue`);
-  return ctx.db.tx(() => {
-    if (!setPriority(ctx.db, job.project_id, job.id, priority, ctx.now().toISOString())) throw conflict('job_finished', 'the job finished meanwhile');
-    record(ctx, { action: 'job.priority_changed', targetType: 'generation_job', targetId: job.id, metadata: { from: job.priority, to: priority } });
-    wakeWorker(ctx);
-    return jobById(ctx.db, job.id)!;
+  return await ctx.db.tx(async () => {
+    if (!await setPriority(ctx.db, job.project_id, job.id, priority, ctx.now().toISOString())) throw conflict('job_finished', 'the job finished meanwhile');
+    await record(ctx, { action: 'job.priority_changed', targetType: 'generation_job', targetId: job.id, metadata: { from: job.priority, to: priority } });
+    await wakeWorker(ctx);
+    return (await jobById(ctx.db, job.id))!;
   });
 }
 
 export interface RunAnswer { idempotent: boolean; job: JobRow; result: Record<string, unknown> | null; error: string | null }
 
-function checkRunnable(ctx: Ctx, job: JobRow, connector: ConnectorRow | undefined, approveExternal: boolean): ConnectorRow | null {
+async function checkRunnable(ctx: Ctx, job: JobRow, connector: ConnectorRow | undefined, approveExternal: boolean): Promise<ConnectorRow | null> {
   if (job.status === 'running') throw conflict('job_running', `the job is running (leased by ${job.leased_by}); wait for it or cancel it`);
   if (job.status === 'cancelled') throw conflict('job_cancelled', 'the job was cancelled; retry it first');
-  const dep = job.depends_on ? jobById(ctx.db, job.depends_on) : undefined;
+  const dep = job.depends_on ? await jobById(ctx.db, job.depends_on) : undefined;
   if (job.status === 'blocked' || (dep && dep.status !== 'completed')) {
     throw conflict('dependency_not_completed', `the job depends on ${job.depends_on}, which is ${dep?.status ?? 'missing'}`);
   }
   if (job.kind === COMPOSE_KIND) return null;
   if (!connector) throw conflict('connector_not_ready', 'the job has no connector');
   if (connector.cost_mode !== 'local') {
-    if (localRunnerOnly(ctx.db, job.organization_id)) throw conflict('local_runner_only', 'this organization runs local connectors only');
+    if (await localRunnerOnly(ctx.db, job.organization_id)) throw conflict('local_runner_only', 'this organization runs local connectors only');
     if (!connector.approved_at) throw conflict('connector_not_approved', `connector ${connector.label} (${connector.cost_mode}) needs an administrator's approval first`);
   }
   if (connector.status !== 'ready') throw conflict('connector_not_ready', `connector ${connector.label} is ${connector.status}; probe it until it is ready`);
@@ -313,17 +314,17 @@ function checkRunnable(ctx: Ctx, job: JobRow, connector: ConnectorRow | undefine
 
 /** Runs one job now in this request, through the worker's runner; a completed job answers its stored result. */
 export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean): Promise<RunAnswer> {
-  const job = getJob(ctx, jobId);
+  const job = await getJob(ctx, jobId);
   if (job.status === 'completed') {
     return { idempotent: true, job, result: job.output ? JSON.parse(job.output) as Record<string, unknown> : null, error: null };
   }
-  const connector = checkRunnable(ctx, job, job.connector_id ? connectorById(ctx.db, job.organization_id, job.connector_id) : undefined, approveExternal);
+  const connector = await checkRunnable(ctx, job, job.connector_id ? await connectorById(ctx.db, job.organization_id, job.connector_id) : undefined, approveExternal);
   const runner = `run:${ctx.actor.userId ?? ctx.actor.type}`;
-  const leased = ctx.db.tx(() => {
-    const row = claimForRun(ctx.db, job.id, runner, ctx.now().toISOString());
+  const leased = await ctx.db.tx(async () => {
+    const row = await claimForRun(ctx.db, job.id, runner, ctx.now().toISOString());
     if (!row) throw conflict('job_running', 'the job was claimed meanwhile');
     if (connector && connector.cost_mode !== 'local') {
-      record(ctx, {
+      await record(ctx, {
         action: 'job.external_run_approved', targetType: 'generation_job', targetId: job.id,
         metadata: { connectorId: connector.id, connectorLabel: connector.label, costMode: connector.cost_mode, attempt: row.attempt },
       });
@@ -335,7 +336,7 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
   try {
     const outcome = await runLeased(ctx, leased, controller.signal);
     if (outcome.released.length) workerOf(ctx.db)?.wake();
-    const after = jobById(ctx.db, job.id)!;
+    const after = (await jobById(ctx.db, job.id))!;
     return {
       // The stored output once completed (it names the registered artifacts too).
       idempotent: false, job: after, result: outcome.result && after.output ? JSON.parse(after.output) as Record<string, unknown> : null,
@@ -347,13 +348,13 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
 }
 
 /** The exact request the connector would receive for a job (stored, or described by the body). */
-export function dryRunJob(ctx: Ctx, input: Create): DryRunRequest {
+export async function dryRunJob(ctx: Ctx, input: Create): Promise<DryRunRequest> {
   if (input.kind === COMPOSE_KIND) throw validationFailed({ kind: 'a compose job calls no connector: there is no request to show' });
   // The same checks and job row as a creation (nothing is written): inputs, dependency outputs, connector.
-  const { job } = prepareJob(ctx, input, { id: 'job_dry_run', clipsBefore: null, policy: false });
-  const connector = connectorById(ctx.db, job.organization_id, job.connector_id!)!;
+  const { job } = await prepareJob(ctx, input, { id: 'job_dry_run', clipsBefore: null, policy: false });
+  const connector = (await connectorById(ctx.db, job.organization_id, job.connector_id!))!;
   const spec = connectorSpec(connector);
-  const { contract } = buildContract(ctx.db, job);
+  const { contract } = await buildContract(ctx.db, job);
   try {
     return dryRun(spec, contract, {
       jobId: job.id, attempt: 1, kind: job.kind, model: spec.protocol.models?.[job.kind] ?? null,

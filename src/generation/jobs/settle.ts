@@ -22,8 +22,8 @@ import { consoleLinks } from '../../kernel/links.ts';
 export const jobScope = (ctx: Ctx, job: JobRow) =>
   withScope(ctx, { organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id });
 
-export function indexJob(ctx: Ctx, job: JobRow, prompt: string): void {
-  indexDocument(ctx.db, {
+export async function indexJob(ctx: Ctx, job: JobRow, prompt: string): Promise<void> {
+  await indexDocument(ctx.db, {
     type: 'job', id: job.id, organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id,
     title: `${job.kind} job`, subtitle: job.kind, body: prompt, status: job.status, updatedAt: job.updated_at,
   });
@@ -35,9 +35,9 @@ const VIDEO_KINDS = new Set(['video']);
  * One clip usage event per completed video job (unique by its key), priced from the billing account
  * (unit_price_e4 the clip price, estimated_cost_e4 = 1 clip x that price), on the workspace's cost center.
  */
-function recordClipUsage(ctx: Ctx, job: JobRow, at: string, { account }: QuotaContext): boolean {
+async function recordClipUsage(ctx: Ctx, job: JobRow, at: string, { account }: QuotaContext): Promise<boolean> {
   const price = account?.clip_unit_price_e4 ?? 0;
-  return recordUsageEvent(ctx.db, {
+  return await recordUsageEvent(ctx.db, {
     organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id, actorUserId: job.created_by,
     kind: 'clip', unit: 'clip', quantity: 1, unitPriceE4: price, currency: account?.currency ?? 'USD', jobId: job.id,
     metadata: { connectorId: job.connector_id, attempt: job.attempt }, at, eventKey: `clip:${job.id}`,
@@ -50,62 +50,62 @@ export interface SettleOutcome { status: 'completed' | 'queued' | 'failed' | 'lo
  * `also` runs inside the settling transaction: the worker records its state and claims its next job
  * there, so that finishing one job and starting the next cost one commit.
  */
-function finish(o: SettleOutcome, also?: (o: SettleOutcome) => void): SettleOutcome {
-  also?.(o);
+async function finish(o: SettleOutcome, also?: (o: SettleOutcome) => void | Promise<void>): Promise<SettleOutcome> {
+  await also?.(o);
   return o;
 }
 
 /** The media evidence of a finished call, registered with its completion. */
 export interface MediaOutcome { prepared: PreparedArtifact[]; provenance: Record<string, unknown>; composition: CompositionDraft | null }
 
-export function settleSuccess(
-  ctx: Ctx, job: JobRow, lease: Lease, result: CallResult, media: MediaOutcome | null, also?: (o: SettleOutcome) => void,
-): SettleOutcome {
+export async function settleSuccess(
+  ctx: Ctx, job: JobRow, lease: Lease, result: CallResult, media: MediaOutcome | null, also?: (o: SettleOutcome) => void | Promise<void>,
+): Promise<SettleOutcome> {
   const at = ctx.now().toISOString();
   const c = jobScope(ctx, job);
   const artifacts = media ? artifactRows(job, media.prepared, media.provenance, at) : [];
-  return ctx.db.tx(() => {
+  return await ctx.db.tx(async () => {
     const output = { ...result.output, files: result.files, artifactIds: artifacts.map((a) => a.id) };
-    if (!completeLeased(ctx.db, lease, JSON.stringify(output), at)) {
+    if (!await completeLeased(ctx.db, lease, JSON.stringify(output), at)) {
       return { status: 'lost', released: [], runAfter: null };
     }
     const clip = VIDEO_KINDS.has(job.kind);
     // The billing account, time zone and workspace quota, read once for the artifacts' and the clip's quota warnings.
-    const quotas = media || clip ? quotaContextOf(ctx.db, job.organization_id, job.workspace_id) : null;
-    if (media && quotas) registerArtifacts(c, job, artifacts, media.composition, at, quotas);
-    recordAttempt(ctx.db, job, 'completed', at, null);
-    if (clip && quotas && recordClipUsage(c, job, at, quotas)) clipQuotaWarnings(c, job.organization_id, job.workspace_id, quotas);
-    setDocumentStatus(ctx.db, 'job', job.id, 'completed');
-    return finish({ status: 'completed', released: unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
+    const quotas = media || clip ? await quotaContextOf(ctx.db, job.organization_id, job.workspace_id) : null;
+    if (media && quotas) await registerArtifacts(c, job, artifacts, media.composition, at, quotas);
+    await recordAttempt(ctx.db, job, 'completed', at, null);
+    if (clip && quotas && await recordClipUsage(c, job, at, quotas)) await clipQuotaWarnings(c, job.organization_id, job.workspace_id, quotas);
+    await setDocumentStatus(ctx.db, 'job', job.id, 'completed');
+    return await finish({ status: 'completed', released: await unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
   });
 }
 
 export interface FailureInfo { code: string; message: string; retryable: boolean }
 
-export function settleFailure(ctx: Ctx, job: JobRow, lease: Lease, f: FailureInfo, retryBaseMs: number, also?: (o: SettleOutcome) => void): SettleOutcome {
+export async function settleFailure(ctx: Ctx, job: JobRow, lease: Lease, f: FailureInfo, retryBaseMs: number, also?: (o: SettleOutcome) => void | Promise<void>): Promise<SettleOutcome> {
   const now = ctx.now();
   const at = now.toISOString();
   const c = jobScope(ctx, job);
   const retry = f.retryable && lease.attempt < job.max_attempts;
   const runAfter = retry ? new Date(now.getTime() + jobRetryDelayMs(lease.attempt, retryBaseMs)).toISOString() : null;
   const error = `${f.code}: ${f.message}`;
-  return ctx.db.tx(() => {
-    if (!failLeased(ctx.db, lease, retry ? 'queued' : 'failed', error, runAfter, at)) return { status: 'lost', released: [], runAfter: null };
-    recordAttempt(ctx.db, job, retry ? 'retry' : 'failed', at, error);
-    recordFailure(c, job, lease.attempt, error, retry ? 'retry' : 'failed', runAfter);
-    return finish({ status: retry ? 'queued' : 'failed', released: [], runAfter }, also);
+  return await ctx.db.tx(async () => {
+    if (!await failLeased(ctx.db, lease, retry ? 'queued' : 'failed', error, runAfter, at)) return { status: 'lost', released: [], runAfter: null };
+    await recordAttempt(ctx.db, job, retry ? 'retry' : 'failed', at, error);
+    await recordFailure(c, job, lease.attempt, error, retry ? 'retry' : 'failed', runAfter);
+    return await finish({ status: retry ? 'queued' : 'failed', released: [], runAfter }, also);
   });
 }
 
 /** Audit, notification and (when final) blocked descendants of a failed attempt; inside the caller's transaction. */
-export function recordFailure(ctx: Ctx, job: JobRow, attempt: number, error: string, next: 'retry' | 'failed', runAfter: string | null): void {
+export async function recordFailure(ctx: Ctx, job: JobRow, attempt: number, error: string, next: 'retry' | 'failed', runAfter: string | null): Promise<void> {
   const at = ctx.now().toISOString();
-  const blocked = next === 'failed' ? blockDescendants(ctx.db, job.id, at) : [];
-  record(ctx, {
+  const blocked = next === 'failed' ? await blockDescendants(ctx.db, job.id, at) : [];
+  await record(ctx, {
     action: next === 'failed' ? 'job.failed' : 'job.attempt_failed', targetType: 'generation_job', targetId: job.id, result: 'failure',
     metadata: { kind: job.kind, connectorId: job.connector_id, attempt, maxAttempts: job.max_attempts, error, retryAt: runAfter, blockedJobs: blocked },
   });
-  notify(ctx, {
+  await notify(ctx, {
     category: 'generation_jobs', type: next === 'failed' ? 'job.failed' : 'job.attempt_failed',
     organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id,
     subject: next === 'failed'
@@ -113,5 +113,5 @@ export function recordFailure(ctx: Ctx, job: JobRow, attempt: number, error: str
       : `Generation job attempt ${attempt} of ${job.max_attempts} failed; retrying`,
     body: error.slice(0, 1000), link: consoleLinks.job({ id: job.id, projectId: job.project_id }),
   });
-  if (next === 'failed') setDocumentStatus(ctx.db, 'job', job.id, 'failed');
+  if (next === 'failed') await setDocumentStatus(ctx.db, 'job', job.id, 'failed');
 }

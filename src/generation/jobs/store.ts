@@ -21,8 +21,8 @@ export interface AttemptRow {
   error: string | null; latency_ms: number | null;
 }
 
-export function insertJob(db: Db, j: JobRow): void {
-  db.run(
+export async function insertJob(db: Db, j: JobRow): Promise<void> {
+  await db.run(
     `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, shot_id, kind, status, connector_id, priority, attempt,
        max_attempts, depends_on, leased_by, leased_at, run_after, input, output, error, created_by, created_at, updated_at, started_at,
        finished_at, external_ref, attempt_started_at, episode_id)
@@ -33,29 +33,29 @@ export function insertJob(db: Db, j: JobRow): void {
   );
 }
 
-export const jobInProject = (db: Db, projectId: string, id: string) =>
-  db.get<JobRow>('SELECT * FROM generation_jobs WHERE project_id = ? AND id = ?', projectId, id);
-export const jobInOrganization = (db: Db, organizationId: string, id: string) =>
-  db.get<JobRow>('SELECT * FROM generation_jobs WHERE organization_id = ? AND id = ?', organizationId, id);
-export const jobById = (db: Db, id: string) => db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
+export const jobInProject = async (db: Db, projectId: string, id: string) =>
+  await db.get<JobRow>('SELECT * FROM generation_jobs WHERE project_id = ? AND id = ?', projectId, id);
+export const jobInOrganization = async (db: Db, organizationId: string, id: string) =>
+  await db.get<JobRow>('SELECT * FROM generation_jobs WHERE organization_id = ? AND id = ?', organizationId, id);
+export const jobById = async (db: Db, id: string) => await db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
 
 export interface JobFilter {
   status: string | null; kind: string | null; shotId: string | null; connectorId: string | null; limit: number; offset: number;
 }
 
-export function jobsOfProject(db: Db, projectId: string, f: JobFilter): { rows: JobRow[]; total: number } {
+export async function jobsOfProject(db: Db, projectId: string, f: JobFilter): Promise<{ rows: JobRow[]; total: number }> {
   const where = `project_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR shot_id = ?4)
     AND (?5 IS NULL OR connector_id = ?5)`;
   const args = [projectId, f.status, f.kind, f.shotId, f.connectorId] as const;
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM generation_jobs WHERE ${where}`, ...args)!.n;
-  const rows = db.all<JobRow>(`SELECT * FROM generation_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7`,
+  const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM generation_jobs WHERE ${where}`, ...args))!.n;
+  const rows = await db.all<JobRow>(`SELECT * FROM generation_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7`,
     ...args, f.limit, f.offset);
   return { rows, total };
 }
 
 /** Finished attempts, then the running one (from the job row). */
-export function attemptsOf(db: Db, job: JobRow): AttemptRow[] {
-  const rows = db.all<AttemptRow>('SELECT * FROM job_attempts WHERE project_id = ? AND job_id = ? ORDER BY attempt', job.project_id, job.id);
+export async function attemptsOf(db: Db, job: JobRow): Promise<AttemptRow[]> {
+  const rows = await db.all<AttemptRow>('SELECT * FROM job_attempts WHERE project_id = ? AND job_id = ? ORDER BY attempt', job.project_id, job.id);
   if (job.status === 'running' && job.leased_by) {
     rows.push({
       job_id: job.id, attempt: job.attempt, project_id: job.project_id, mode: modeOf(job.leased_by), runner: job.leased_by,
@@ -68,9 +68,9 @@ export function attemptsOf(db: Db, job: JobRow): AttemptRow[] {
 const modeOf = (runner: string): AttemptRow['mode'] => (runner.startsWith('run:') ? 'run' : 'worker');
 
 /** Writes the row of an attempt that ended; `job` is the row as leased (runner, attempt, start). */
-export function recordAttempt(db: Db, job: JobRow, outcome: Exclude<AttemptRow['outcome'], 'running'>, at: string, error: string | null): void {
+export async function recordAttempt(db: Db, job: JobRow, outcome: Exclude<AttemptRow['outcome'], 'running'>, at: string, error: string | null): Promise<void> {
   const started = job.attempt_started_at ?? job.leased_at ?? at;
-  db.run(
+  await db.run(
     `INSERT INTO job_attempts (job_id, attempt, project_id, mode, runner, started_at, finished_at, outcome, error, latency_ms)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, attempt) DO NOTHING`,
     job.id, job.attempt, job.project_id, modeOf(job.leased_by ?? 'worker'), job.leased_by ?? 'unknown', started, at, outcome, error,
@@ -84,72 +84,72 @@ export interface Lease { jobId: string; leasedBy: string; attempt: number }
 const FENCE = "id = ? AND status = 'running' AND leased_by = ? AND attempt = ?";
 const fence = (l: Lease) => [l.jobId, l.leasedBy, l.attempt] as const;
 
-export function completeLeased(db: Db, l: Lease, output: string, at: string): boolean {
-  return db.run(
+export async function completeLeased(db: Db, l: Lease, output: string, at: string): Promise<boolean> {
+  return (await db.run(
     `UPDATE generation_jobs SET status = 'completed', output = ?, error = NULL, leased_by = NULL, leased_at = NULL, run_after = NULL,
-       finished_at = ?, updated_at = ? WHERE ${FENCE}`, output, at, at, ...fence(l)).changes === 1;
+       finished_at = ?, updated_at = ? WHERE ${FENCE}`, output, at, at, ...fence(l))).changes === 1;
 }
 
 /** Back to the queue (run_after set) or failed, by the caller's decision. */
-export function failLeased(db: Db, l: Lease, status: 'queued' | 'failed', error: string, runAfter: string | null, at: string): boolean {
-  return db.run(
+export async function failLeased(db: Db, l: Lease, status: 'queued' | 'failed', error: string, runAfter: string | null, at: string): Promise<boolean> {
+  return (await db.run(
     `UPDATE generation_jobs SET status = ?, error = ?, run_after = ?, leased_by = NULL, leased_at = NULL, updated_at = ?,
        finished_at = CASE WHEN ? = 'failed' THEN ? ELSE NULL END WHERE ${FENCE}`,
-    status, error, runAfter, at, status, at, ...fence(l)).changes === 1;
+    status, error, runAfter, at, status, at, ...fence(l))).changes === 1;
 }
 
-export function renewLease(db: Db, l: Lease, at: string): boolean {
-  return db.run(`UPDATE generation_jobs SET leased_at = ? WHERE ${FENCE}`, at, ...fence(l)).changes === 1;
+export async function renewLease(db: Db, l: Lease, at: string): Promise<boolean> {
+  return (await db.run(`UPDATE generation_jobs SET leased_at = ? WHERE ${FENCE}`, at, ...fence(l))).changes === 1;
 }
 
-export function setExternalRef(db: Db, l: Lease, ref: string): boolean {
-  return db.run(`UPDATE generation_jobs SET external_ref = ? WHERE ${FENCE}`, ref, ...fence(l)).changes === 1;
+export async function setExternalRef(db: Db, l: Lease, ref: string): Promise<boolean> {
+  return (await db.run(`UPDATE generation_jobs SET external_ref = ? WHERE ${FENCE}`, ref, ...fence(l))).changes === 1;
 }
 
 /** Every job downstream of one (children, grandchildren, ...), for blocking on a failure. */
-export function descendantsOf(db: Db, jobId: string): string[] {
-  return db.all<{ id: string }>(
+export async function descendantsOf(db: Db, jobId: string): Promise<string[]> {
+  return (await db.all<{ id: string }>(
     `WITH RECURSIVE d(id) AS (SELECT id FROM generation_jobs WHERE depends_on = ?1
        UNION SELECT j.id FROM generation_jobs j JOIN d ON j.depends_on = d.id)
-     SELECT id FROM d`, jobId).map((r) => r.id);
+     SELECT id FROM d`, jobId)).map((r) => r.id);
 }
 
 /** Blocks the waiting jobs downstream of a failed or cancelled job. */
-export function blockDescendants(db: Db, jobId: string, at: string): string[] {
-  const ids = descendantsOf(db, jobId);
+export async function blockDescendants(db: Db, jobId: string, at: string): Promise<string[]> {
+  const ids = await descendantsOf(db, jobId);
   const blocked: string[] = [];
   for (const id of ids) {
-    if (db.run("UPDATE generation_jobs SET status = 'blocked', updated_at = ? WHERE id = ? AND status = 'queued'", at, id).changes) blocked.push(id);
+    if ((await db.run("UPDATE generation_jobs SET status = 'blocked', updated_at = ? WHERE id = ? AND status = 'queued'", at, id)).changes) blocked.push(id);
   }
   return blocked;
 }
 
 /** A completed job releases its blocked children (their own children wait for them). */
-export function unblockChildren(db: Db, jobId: string, at: string): string[] {
-  return db.all<{ id: string }>(
+export async function unblockChildren(db: Db, jobId: string, at: string): Promise<string[]> {
+  return (await db.all<{ id: string }>(
     "UPDATE generation_jobs SET status = 'queued', updated_at = ? WHERE depends_on = ? AND status = 'blocked' RETURNING id", at, jobId,
-  ).map((r) => r.id);
+  )).map((r) => r.id);
 }
 
 /** Sets the priority of a job still in the queue (queued, blocked or running); false when it finished meanwhile. */
-export function setPriority(db: Db, projectId: string, id: string, priority: number, at: string): boolean {
-  return db.run(
+export async function setPriority(db: Db, projectId: string, id: string, priority: number, at: string): Promise<boolean> {
+  return (await db.run(
     "UPDATE generation_jobs SET priority = ?, updated_at = ? WHERE project_id = ? AND id = ? AND status IN ('queued', 'blocked', 'running')",
-    priority, at, projectId, id).changes === 1;
+    priority, at, projectId, id)).changes === 1;
 }
 
 /** Cancels a job that is not finished; returns the row before the change, or null. */
-export function cancelJob(db: Db, id: string, error: string, at: string): JobRow | null {
-  const before = db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
+export async function cancelJob(db: Db, id: string, error: string, at: string): Promise<JobRow | null> {
+  const before = await db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
   if (!before) return null;
-  return db.get<JobRow>(
+  return await db.get<JobRow>(
     `UPDATE generation_jobs SET status = 'cancelled', error = ?, leased_by = NULL, leased_at = NULL, run_after = NULL, finished_at = ?,
        updated_at = ? WHERE id = ? AND status IN ('queued', 'running', 'blocked', 'failed') RETURNING id`, error, at, at, id) ? before : null;
 }
 
 /** Puts a failed, cancelled or blocked job back in the queue with `extra` more attempts. */
-export function requeueJob(db: Db, id: string, extra: number, blocked: boolean, at: string): JobRow | null {
-  return db.get<JobRow>(
+export async function requeueJob(db: Db, id: string, extra: number, blocked: boolean, at: string): Promise<JobRow | null> {
+  return await db.get<JobRow>(
     `UPDATE generation_jobs SET status = ?, error = NULL, run_after = NULL, finished_at = NULL, external_ref = NULL,
        max_attempts = max(max_attempts, attempt + ?), updated_at = ? WHERE id = ? AND status IN ('failed', 'cancelled') RETURNING *`,
     blocked ? 'blocked' : 'queued', extra, at, id) ?? null;

@@ -67,9 +67,9 @@ export const MediaArtifactView = o.named('MediaArtifact', o.object({
   contentUrl: o.text({ description: 'the file\'s content route (relative)' }), createdAt: o.time(),
 }));
 
-export function presentArtifact(db: Db, a: ArtifactRow): o.Out<typeof MediaArtifactView> {
-  const continuity = a.kind === 'video' && a.shot_id ? continuityOf(db, a.project_id, a.id) : null;
-  const composition = a.source === 'composition' ? compositionOfArtifact(db, a.project_id, a.id) : undefined;
+export async function presentArtifact(db: Db, a: ArtifactRow): Promise<o.Out<typeof MediaArtifactView>> {
+  const continuity = a.kind === 'video' && a.shot_id ? await continuityOf(db, a.project_id, a.id) : null;
+  const composition = a.source === 'composition' ? await compositionOfArtifact(db, a.project_id, a.id) : undefined;
   return {
     id: a.id, organizationId: a.organization_id, workspaceId: a.workspace_id, projectId: a.project_id, episodeId: a.episode_id,
     shotId: a.shot_id, jobId: a.job_id, kind: a.kind, source: a.source, path: a.storage_path, fileName: a.file_name,

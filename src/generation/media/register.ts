@@ -133,27 +133,27 @@ export function measureContinuity(from: ArtifactRow, to: ArtifactRow): { score: 
 }
 
 /** The shots before and after `shotId` in its episode, in shot order. */
-export function neighbourShots(ctx: Ctx, projectId: string, shotId: string): { previous: string | null; next: string | null } {
-  const shot = shotById(ctx.db, projectId, shotId);
+export async function neighbourShots(ctx: Ctx, projectId: string, shotId: string): Promise<{ previous: string | null; next: string | null }> {
+  const shot = await shotById(ctx.db, projectId, shotId);
   if (!shot) return { previous: null, next: null };
-  const ids = shotsOfProject(ctx.db, projectId, shot.episode_id).map((s) => s.id);
+  const ids = (await shotsOfProject(ctx.db, projectId, shot.episode_id)).map((s) => s.id);
   const at = ids.indexOf(shotId);
   return { previous: ids[at - 1] ?? null, next: ids[at + 1] ?? null };
 }
 
 /** Continuity rows between a newly registered shot video and the chosen videos of its neighbouring shots. */
-function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): void {
+async function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): Promise<void> {
   if (art.kind !== 'video' || !art.shot_id || !art.episode_id) return;
-  const { previous, next } = neighbourShots(ctx, art.project_id, art.shot_id);
+  const { previous, next } = await neighbourShots(ctx, art.project_id, art.shot_id);
   const pairs: Array<[ArtifactRow, ArtifactRow]> = [];
-  const before = previous ? chosenVideoOfShot(ctx.db, art.project_id, previous) : undefined;
-  const after = next ? chosenVideoOfShot(ctx.db, art.project_id, next) : undefined;
+  const before = previous ? await chosenVideoOfShot(ctx.db, art.project_id, previous) : undefined;
+  const after = next ? await chosenVideoOfShot(ctx.db, art.project_id, next) : undefined;
   if (before) pairs.push([before, art]);
   if (after) pairs.push([art, after]);
   for (const [from, to] of pairs) {
     const m = measureContinuity(from, to);
     if (!m) continue;
-    insertContinuity(ctx.db, {
+    await insertContinuity(ctx.db, {
       id: newId('cnt'), organization_id: art.organization_id, workspace_id: art.workspace_id, project_id: art.project_id,
       episode_id: art.episode_id, from_shot_id: from.shot_id!, to_shot_id: to.shot_id!, from_artifact_id: from.id, to_artifact_id: to.id,
       score: m.score, metrics: JSON.stringify(m.metrics), created_at: at,
@@ -167,14 +167,14 @@ function recordContinuity(ctx: Ctx, art: ArtifactRow, at: string): void {
  * reviews the new artifacts replace: src/finishing/review/reopen.ts), and the storage quota warnings the new files
  * may have caused (`quotas`: the settle's quota context, commercial/quotas.ts quotaContextOf).
  */
-export function registerArtifacts(
+export async function registerArtifacts(
   ctx: Ctx, job: RegisteringJob, rows: ArtifactRow[], composition: CompositionDraft | null, at: string, quotas: QuotaContext,
-): void {
+): Promise<void> {
   for (const row of rows) {
-    insertArtifact(ctx.db, row);
-    recordContinuity(ctx, row, at);
+    await insertArtifact(ctx.db, row);
+    await recordContinuity(ctx, row, at);
   }
-  if (rows.length) storageQuotaWarnings(ctx, job.organization_id, job.workspace_id, quotas);
+  if (rows.length) await storageQuotaWarnings(ctx, job.organization_id, job.workspace_id, quotas);
   const cut = rows.find((r) => r.kind === 'video');
   if (composition && cut) {
     const c: CompositionRow = {
@@ -183,12 +183,12 @@ export function registerArtifacts(
       height: composition.height, frame_rate: composition.frameRate, duration_ms: composition.durationMs,
       inputs: JSON.stringify(composition.inputs), created_at: at,
     };
-    insertComposition(ctx.db, c);
+    await insertComposition(ctx.db, c);
   }
   // News for the wings above (finishing re-opens the reviews the new artifacts replace): recorded in
   // this transaction, handled after it commits, so a failing handler never fails the job.
   if (rows.length) {
-    ctx.emit('media.artifacts_registered', {
+    await ctx.emit('media.artifacts_registered', {
       projectId: job.project_id, jobId: job.id, artifactIds: rows.map((r) => r.id),
       cut: composition && cut ? { artifactId: cut.id, episodeId: composition.episodeId } : null, at,
     });

@@ -27,14 +27,14 @@ const TRANSITIONS: Record<ShotEvent, { to: string; from: readonly string[] }> = 
 };
 
 /** Moves the shot on `event` when its status is one the event moves from (audited); answers whether it moved. Nests in the caller's transaction. */
-export function advanceShot(ctx: Ctx, projectId: string, shotId: string, event: ShotEvent, metadata: Record<string, unknown> = {}): boolean {
+export async function advanceShot(ctx: Ctx, projectId: string, shotId: string, event: ShotEvent, metadata: Record<string, unknown> = {}): Promise<boolean> {
   const { to, from } = TRANSITIONS[event];
-  return ctx.db.tx(() => {
-    const shot = shotById(ctx.db, projectId, shotId);
+  return await ctx.db.tx(async () => {
+    const shot = await shotById(ctx.db, projectId, shotId);
     if (!shot || !from.includes(shot.status)) return false;
-    updateShot(ctx.db, { ...shot, status: to, updated_at: ctx.now().toISOString() });
-    setDocumentStatus(ctx.db, 'shot', shot.id, to);
-    record(ctx, {
+    await updateShot(ctx.db, { ...shot, status: to, updated_at: ctx.now().toISOString() });
+    await setDocumentStatus(ctx.db, 'shot', shot.id, to);
+    await record(ctx, {
       action: 'shot.status_changed', targetType: 'shot', targetId: shot.id,
       metadata: { changes: { status: { from: shot.status, to } }, reason: event, ...metadata },
     });
@@ -43,16 +43,16 @@ export function advanceShot(ctx: Ctx, projectId: string, shotId: string, event: 
 }
 
 /** The shot whose chosen (newest generated) video `a` is, or null. */
-function shotOfChosenVideo(ctx: Ctx, a: Pick<ArtifactRow, 'id' | 'project_id' | 'shot_id' | 'kind'>): string | null {
+async function shotOfChosenVideo(ctx: Ctx, a: Pick<ArtifactRow, 'id' | 'project_id' | 'shot_id' | 'kind'>): Promise<string | null> {
   if (a.kind !== 'video' || !a.shot_id) return null;
-  return chosenVideoOfShot(ctx.db, a.project_id, a.shot_id)?.id === a.id ? a.shot_id : null;
+  return (await chosenVideoOfShot(ctx.db, a.project_id, a.shot_id))?.id === a.id ? a.shot_id : null;
 }
 
 /** After a QA run (inside its transaction): every checked artifact that is its shot's chosen video moves the shot. */
-export function shotsAfterQa(ctx: Ctx, qaRunId: string, artifacts: readonly ArtifactRow[], failed: ReadonlySet<string>): void {
+export async function shotsAfterQa(ctx: Ctx, qaRunId: string, artifacts: readonly ArtifactRow[], failed: ReadonlySet<string>): Promise<void> {
   for (const a of artifacts) {
-    const shotId = shotOfChosenVideo(ctx, a);
-    if (shotId) advanceShot(ctx, a.project_id, shotId, failed.has(a.id) ? 'qa_failed' : 'qa_passed', { qaRunId, artifactId: a.id });
+    const shotId = await shotOfChosenVideo(ctx, a);
+    if (shotId) await advanceShot(ctx, a.project_id, shotId, failed.has(a.id) ? 'qa_failed' : 'qa_passed', { qaRunId, artifactId: a.id });
   }
 }
 
@@ -60,15 +60,15 @@ export function shotsAfterQa(ctx: Ctx, qaRunId: string, artifacts: readonly Arti
  * After a review approves `a` (inside the decision's transaction): the shot whose chosen video it is,
  * or, for an episode cut, every shot the cut was made of, is approved.
  */
-export function shotsAfterApproval(ctx: Ctx, reviewId: string, a: ArtifactRow): void {
-  const direct = shotOfChosenVideo(ctx, a);
+export async function shotsAfterApproval(ctx: Ctx, reviewId: string, a: ArtifactRow): Promise<void> {
+  const direct = await shotOfChosenVideo(ctx, a);
   if (direct) {
-    advanceShot(ctx, a.project_id, direct, 'review_approved', { reviewId, artifactId: a.id });
+    await advanceShot(ctx, a.project_id, direct, 'review_approved', { reviewId, artifactId: a.id });
     return;
   }
-  const cut = a.source === 'composition' ? compositionOfArtifact(ctx.db, a.project_id, a.id) : undefined;
+  const cut = a.source === 'composition' ? await compositionOfArtifact(ctx.db, a.project_id, a.id) : undefined;
   if (!cut) return;
   for (const input of JSON.parse(cut.inputs) as Array<{ artifactId: string; shotId: string }>) {
-    advanceShot(ctx, a.project_id, input.shotId, 'review_approved', { reviewId, artifactId: a.id, inputArtifactId: input.artifactId });
+    await advanceShot(ctx, a.project_id, input.shotId, 'review_approved', { reviewId, artifactId: a.id, inputArtifactId: input.artifactId });
   }
 }

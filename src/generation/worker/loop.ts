@@ -12,7 +12,7 @@ import { anyClaimable, claimJobs, nextRunAfter, reclaimExpired, releaseLeases } 
 export interface WorkerLoop {
   wake(): void;
   /** Claims (at most) one job now, of one organization when given, even when paused. */
-  dispatch(organizationId: string | null): string | null;
+  dispatch(organizationId: string | null): Promise<string | null>;
   abort(jobId: string): void;
   /** Stops claiming, lets running jobs finish for up to `graceMs`, then aborts and releases them. */
   stop(graceMs: number): Promise<void>;
@@ -22,7 +22,7 @@ type Stamp = 'last_claimed_at' | 'last_completed_at' | 'last_failed_at' | 'last_
 /** Least interval between two writes of the last-event times outside heartbeats. */
 const STAMP_MS = 100;
 
-export function startWorkerLoop(ctx: Ctx): WorkerLoop {
+export async function startWorkerLoop(ctx: Ctx): Promise<WorkerLoop> {
   const { db, config, log } = ctx;
   const id = config.workerId;
   interface Slot { controller: AbortController; done: Promise<void> }
@@ -39,11 +39,11 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
   let lastError: string | null = null;
   let stampedAt = 0;
   const stamp = (col: Stamp, at: string) => { stamps[col] = at; };
-  const flushStamps = (force = false) => {
+  const flushStamps = async (force = false) => {
     if (!force && Date.now() - stampedAt < STAMP_MS) return;
     stampedAt = Date.now();
     const cols = Object.keys(stamps) as Stamp[];
-    db.run(`UPDATE worker_state SET running = ?, last_error = coalesce(?, last_error)${cols.map((c) => `, ${c} = ?`).join('')} WHERE worker_id = ?`,
+    await db.run(`UPDATE worker_state SET running = ?, last_error = coalesce(?, last_error)${cols.map((c) => `, ${c} = ?`).join('')} WHERE worker_id = ?`,
       running.size, lastError, ...cols.map((c) => stamps[c]!), id);
     for (const c of cols) delete stamps[c];
     lastError = null;
@@ -54,24 +54,24 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
   // (Waiting longer for more calls to finish was measured: it lowers throughput on 2 cores.)
   type Pending = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
   let batch: Pending[] = [];
-  const flushBatch = () => {
+  const flushBatch = async () => {
     const work = batch;
     batch = [];
     // Each settle runs in its own savepoint (a failing one is undone alone and rejected); the
     // others are resolved only once the whole transaction has committed.
     const done: Array<() => void> = [];
     try {
-      db.tx(() => {
+      await db.tx(async () => {
         for (const w of work) {
           try {
-            const v = db.tx(w.fn);
+            const v = await db.tx(w.fn);
             done.push(() => w.resolve(v));
           } catch (err) {
             done.push(() => w.reject(err));
           }
         }
         try {
-          db.tx(() => flushStamps());
+          await db.tx(async () => await flushStamps());
         } catch (err) {
           log.error('worker state write failed', { err }); // never at the price of the settles beside it
         }
@@ -82,14 +82,14 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
     }
     for (const d of done) d();
   };
-  const commit: Committer = <T>(fn: () => T) => new Promise<T>((resolve, reject) => {
-    if (batch.length === 0) setImmediate(flushBatch);
+  const commit: Committer = <T>(fn: () => T | Promise<T>) => new Promise<T>((resolve, reject) => {
+    if (batch.length === 0) setImmediate(() => { void flushBatch(); });
     batch.push({ fn, resolve: resolve as (v: unknown) => void, reject });
   });
 
-  db.tx(() => {
+  await db.tx(async () => {
     const at = now();
-    db.run(
+    await db.run(
       `INSERT INTO worker_state (worker_id, started_at, heartbeat_at, enabled, concurrency, poll_ms, lease_ms, running, stopped_at)
        VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, 0, NULL)
        ON CONFLICT (worker_id) DO UPDATE SET started_at = ?2, heartbeat_at = ?2, enabled = ?3, concurrency = ?4, poll_ms = ?5,
@@ -97,16 +97,24 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
       id, at, config.workerEnabled ? 1 : 0, config.workerConcurrency, config.workerPollMs, config.workerLeaseMs);
   });
 
-  const free = () => (stopping.signal.aborted ? 0 : config.workerConcurrency - running.size);
+  /** Slots promised to claims in flight (taken before their statement's await, so two claims never share a slot). */
+  let reserved = 0;
+  const free = () => (stopping.signal.aborted ? 0 : config.workerConcurrency - running.size - reserved);
 
   /**
    * Claims inside the caller's transaction (or its own). Claimed jobs take their slot at once (a
    * claim made while a batch of results commits must not see the slots of jobs not yet started as
    * free); start() runs them after the commit.
    */
-  function claim(limit: number, organizationId: string | null = null): JobRow[] {
+  async function claim(limit: number, organizationId: string | null = null): Promise<JobRow[]> {
     if (limit <= 0) return [];
-    const rows = claimJobs(db, id, now(), limit, organizationId);
+    reserved += limit;
+    let rows: JobRow[];
+    try {
+      rows = await claimJobs(db, id, now(), limit, organizationId);
+    } finally {
+      reserved -= limit;
+    }
     if (rows.length) stamp('last_claimed_at', now());
     for (const job of rows) running.set(job.id, { controller: new AbortController(), done: Promise.resolve() });
     return rows;
@@ -132,21 +140,21 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
     let next: JobRow[] = [];
     let settled = false;
     try {
-      const outcome = await runLeased(ctx, job, signal, (o: SettleOutcome) => {
+      const outcome = await runLeased(ctx, job, signal, async (o: SettleOutcome) => {
         settled = true;
         release(job.id, slot);
         const at = now();
         if (o.status === 'completed') stamp('last_completed_at', at);
         else if (o.status === 'queued') stamp('last_retried_at', at);
         else if (o.status === 'failed') stamp('last_failed_at', at);
-        next = claim(free());
+        next = await claim(free());
       }, commit);
       if (outcome.failure && outcome.status !== 'lost') {
         log.warn('job attempt failed', { jobId: job.id, attempt: job.attempt, outcome: outcome.status, error: outcome.failure.message });
         lastError = `${job.id}: ${outcome.failure.code}: ${outcome.failure.message}`;
       }
       if (outcome.runAfter) scheduleWake(Date.parse(outcome.runAfter));
-      if (outcome.released.length) next.push(...claim(free()));
+      if (outcome.released.length) next.push(...await claim(free()));
     } catch (err) {
       // The settling transaction failed (the lease stays and expires): claims made inside it were
       // rolled back too, so their slots are given back instead of starting them.
@@ -158,7 +166,7 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
       release(job.id, slot);
       if (!settled) {
         try {
-          next = claim(free());
+          next = await claim(free());
         } catch (err) {
           log.error('worker claim failed', { err });
         }
@@ -167,11 +175,11 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
     }
   }
 
-  function pump(): void {
+  async function pump(): Promise<void> {
     if (!config.workerEnabled || free() <= 0) return;
     try {
-      start(claim(free()));
-      const due = nextRunAfter(db, now());
+      start(await claim(free()));
+      const due = await nextRunAfter(db, now());
       if (due) scheduleWake(Date.parse(due));
     } catch (err) {
       log.error('worker claim failed', { err });
@@ -182,42 +190,42 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
     if (stopping.signal.aborted || at >= wakeAt) return;
     if (wakeTimer) clearTimeout(wakeTimer);
     wakeAt = at;
-    wakeTimer = setTimeout(() => { wakeTimer = null; wakeAt = Infinity; pump(); }, Math.max(0, at - Date.now()));
+    wakeTimer = setTimeout(() => { wakeTimer = null; wakeAt = Infinity; void pump(); }, Math.max(0, at - Date.now()));
   }
 
   /** Heartbeat, expired leases, then a claim if anything is claimable (a read first: idle polls take no write lock for it). */
-  function tick(): void {
+  async function tick(): Promise<void> {
     try {
       const at = now();
-      const reclaimed = db.tx(() => {
-        db.run('UPDATE worker_state SET heartbeat_at = ? WHERE worker_id = ?', at, id);
-        flushStamps(true);
-        const rows = reclaimExpired(db, new Date(Date.parse(at) - config.workerLeaseMs).toISOString(), at);
-        for (const job of rows) reclaimed1(job, at);
+      const reclaimed = await db.tx(async () => {
+        await db.run('UPDATE worker_state SET heartbeat_at = ? WHERE worker_id = ?', at, id);
+        await flushStamps(true);
+        const rows = await reclaimExpired(db, new Date(Date.parse(at) - config.workerLeaseMs).toISOString(), at);
+        for (const job of rows) await reclaimed1(job, at);
         if (rows.length) stamp('last_reclaimed_at', at);
         return rows;
       });
       if (reclaimed.length) log.warn('expired leases reclaimed', { jobs: reclaimed.map((j) => j.id) });
-      if (anyClaimable(db, at)) pump();
+      if (await anyClaimable(db, at)) await pump();
     } catch (err) {
       log.error('worker tick failed', { err });
     }
-    if (!stopping.signal.aborted) tickTimer = setTimeout(tick, Math.min(config.workerPollMs, Math.max(100, Math.floor(config.workerLeaseMs / 3))));
+    if (!stopping.signal.aborted) tickTimer = setTimeout(() => { void tick(); }, Math.min(config.workerPollMs, Math.max(100, Math.floor(config.workerLeaseMs / 3))));
   }
 
-  function reclaimed1(job: JobRow, at: string): void {
+  async function reclaimed1(job: JobRow, at: string): Promise<void> {
     const error = job.error ?? 'lease expired';
-    recordAttempt(db, job, 'reclaimed', at, error);
-    recordFailure(jobScope(ctx, job), job, job.attempt, error, job.status === 'failed' ? 'failed' : 'retry', null);
+    await recordAttempt(db, job, 'reclaimed', at, error);
+    await recordFailure(jobScope(ctx, job), job, job.attempt, error, job.status === 'failed' ? 'failed' : 'retry', null);
   }
 
-  tick();
+  await tick();
 
   return {
-    wake: pump,
-    dispatch(organizationId) {
+    wake: () => { void pump(); },
+    async dispatch(organizationId) {
       try {
-        const rows = claim(free() > 0 ? 1 : 0, organizationId);
+        const rows = await claim(free() > 0 ? 1 : 0, organizationId);
         start(rows);
         return rows[0]?.id ?? null;
       } catch (err) {
@@ -237,10 +245,10 @@ export function startWorkerLoop(ctx: Ctx): WorkerLoop {
       await Promise.race([all(), grace]);
       for (const r of running.values()) r.controller.abort(new Error('the service is stopping'));
       await all();
-      const released = releaseLeases(db, id, now());
+      const released = await releaseLeases(db, id, now());
       if (released.length) log.info('leases released at shutdown', { jobs: released.map((j) => j.id) });
-      flushStamps(true);
-      db.run('UPDATE worker_state SET stopped_at = ?, running = 0 WHERE worker_id = ?', now(), id);
+      await flushStamps(true);
+      await db.run('UPDATE worker_state SET stopped_at = ?, running = 0 WHERE worker_id = ?', now(), id);
     },
   };
 }

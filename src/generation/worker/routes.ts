@@ -9,7 +9,7 @@ export function bindWorkerRoutes(router: Router): void {
   const r = router.module(import.meta.url);
   const tags = ['system', 'worker'];
   r.get('/api/system/worker', { summary: 'Worker status: id, health, heartbeat age, thresholds, queue depth and alerts, running count, last times, last error.', tags, systemAdmin: true, scope: 'none', response: { description: 'the worker status', schema: WorkerStatusView } },
-    ({ ctx }) => json(200, workerStatus(ctx)));
+    async ({ ctx }) => json(200, await workerStatus(ctx)));
   r.post('/api/system/worker/dispatch', {
     summary: 'Trigger one claim now (also when SVC_WORKER_ENABLED=0), limited to the current organization; a system administrator with no organization in scope claims from any organization. Answers the claimed job id or null.',
     // Scope 'none': an organization owner or admin needs its organization in scope (the orgRoles

@@ -57,27 +57,27 @@ const content = (name: string, category: string, description: string, steps: str
   JSON.stringify([name, category, description, steps, gates]);
 
 /** Writes the built-in templates that are missing or changed; returns the ids given a new version. */
-export function syncBuiltinTemplates(db: Db, now: string): string[] {
+export async function syncBuiltinTemplates(db: Db, now: string): Promise<string[]> {
   const changed: string[] = [];
-  db.tx(() => {
+  await db.tx(async () => {
     for (const b of BUILTIN_TEMPLATES) {
       const steps = JSON.stringify(b.steps);
       const gates = JSON.stringify(b.gates);
-      const row = templateById(db, b.id);
+      const row = await templateById(db, b.id);
       const version = {
         template_id: b.id, name: b.name, category: b.category, status: 'active' as const, description: b.description,
         default_adapter_id: null, steps, gates, created_by: null, created_at: now,
       };
       if (!row) {
-        insertTemplate(db, { id: b.id, scope: 'global', organization_id: null, workspace_id: null, template_key: b.templateKey, version: 1, created_by: null, created_at: now, updated_at: now });
-        insertVersion(db, { ...version, version: 1 });
+        await insertTemplate(db, { id: b.id, scope: 'global', organization_id: null, workspace_id: null, template_key: b.templateKey, version: 1, created_by: null, created_at: now, updated_at: now });
+        await insertVersion(db, { ...version, version: 1 });
         changed.push(b.id);
         continue;
       }
-      const current = versionOf(db, b.id, row.version)!;
+      const current = (await versionOf(db, b.id, row.version))!;
       if (content(current.name, current.category, current.description, current.steps, current.gates) === content(b.name, b.category, b.description, steps, gates)) continue;
-      insertVersion(db, { ...version, version: row.version + 1 });
-      advanceTemplate(db, b.id, row.version, now);
+      await insertVersion(db, { ...version, version: row.version + 1 });
+      await advanceTemplate(db, b.id, row.version, now);
       changed.push(b.id);
     }
   });

@@ -36,58 +36,58 @@ const CURRENT = `SELECT t.*, v.name, v.category, v.status, v.description, v.defa
 const VISIBLE = `(t.scope = 'global' OR (t.scope = 'organization' AND t.organization_id = ?) OR (t.scope = 'workspace' AND t.workspace_id = ?))`;
 
 /** Templates the caller sees from an organization (and workspace, when one is current). */
-export const visibleTemplates = (db: Db, organizationId: string, workspaceId: string | null) =>
-  db.all<CurrentTemplate>(`${CURRENT} WHERE ${VISIBLE} ORDER BY t.template_key, t.id`, organizationId, workspaceId);
-export const visibleTemplate = (db: Db, organizationId: string, workspaceId: string | null, id: string) =>
-  db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ? AND ${VISIBLE}`, id, organizationId, workspaceId);
-export const templateById = (db: Db, id: string) => db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ?`, id);
-export const templateWithKey = (db: Db, scope: TemplateRow['scope'], organizationId: string | null, workspaceId: string | null, key: string) =>
-  db.get<TemplateRow>(
+export const visibleTemplates = async (db: Db, organizationId: string, workspaceId: string | null) =>
+  await db.all<CurrentTemplate>(`${CURRENT} WHERE ${VISIBLE} ORDER BY t.template_key, t.id`, organizationId, workspaceId);
+export const visibleTemplate = async (db: Db, organizationId: string, workspaceId: string | null, id: string) =>
+  await db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ? AND ${VISIBLE}`, id, organizationId, workspaceId);
+export const templateById = async (db: Db, id: string) => await db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ?`, id);
+export const templateWithKey = async (db: Db, scope: TemplateRow['scope'], organizationId: string | null, workspaceId: string | null, key: string) =>
+  await db.get<TemplateRow>(
     `SELECT * FROM workflow_templates WHERE scope = ? AND ifnull(organization_id, '') = ifnull(?, '') AND ifnull(workspace_id, '') = ifnull(?, '') AND template_key = ?`,
     scope, organizationId, workspaceId, key);
 
-export const versionOf = (db: Db, templateId: string, version: number) =>
-  db.get<VersionRow>('SELECT * FROM workflow_template_versions WHERE template_id = ? AND version = ?', templateId, version);
-export const versionsOf = (db: Db, templateId: string) =>
-  db.all<Pick<VersionRow, 'version' | 'status' | 'name' | 'created_by' | 'created_at'>>(
+export const versionOf = async (db: Db, templateId: string, version: number) =>
+  await db.get<VersionRow>('SELECT * FROM workflow_template_versions WHERE template_id = ? AND version = ?', templateId, version);
+export const versionsOf = async (db: Db, templateId: string) =>
+  await db.all<Pick<VersionRow, 'version' | 'status' | 'name' | 'created_by' | 'created_at'>>(
     'SELECT version, status, name, created_by, created_at FROM workflow_template_versions WHERE template_id = ? ORDER BY version DESC', templateId);
 
-export function insertTemplate(db: Db, t: TemplateRow): void {
-  db.run(
+export async function insertTemplate(db: Db, t: TemplateRow): Promise<void> {
+  await db.run(
     `INSERT INTO workflow_templates (id, scope, organization_id, workspace_id, template_key, version, created_by, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     t.id, t.scope, t.organization_id, t.workspace_id, t.template_key, t.version, t.created_by, t.created_at, t.updated_at);
 }
 
-export function insertVersion(db: Db, v: VersionRow): void {
-  db.run(
+export async function insertVersion(db: Db, v: VersionRow): Promise<void> {
+  await db.run(
     `INSERT INTO workflow_template_versions (template_id, version, name, category, status, description, default_adapter_id, steps, gates, created_by, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     v.template_id, v.version, v.name, v.category, v.status, v.description, v.default_adapter_id, v.steps, v.gates, v.created_by, v.created_at);
 }
 
 /** Moves the template to its next version; false when another writer got there first. */
-export const advanceTemplate = (db: Db, id: string, from: number, at: string) =>
-  db.run('UPDATE workflow_templates SET version = ?, updated_at = ? WHERE id = ? AND version = ?', from + 1, at, id, from).changes === 1;
+export const advanceTemplate = async (db: Db, id: string, from: number, at: string) =>
+  (await db.run('UPDATE workflow_templates SET version = ?, updated_at = ? WHERE id = ? AND version = ?', from + 1, at, id, from)).changes === 1;
 
 /** The status is set by the triggers once the steps are written. */
-export function insertRun(db: Db, r: Omit<RunRow, 'status'>): void {
-  db.run(
+export async function insertRun(db: Db, r: Omit<RunRow, 'status'>): Promise<void> {
+  await db.run(
     `INSERT INTO workflow_runs (id, organization_id, workspace_id, project_id, template_id, template_version, mode, shot_id, episode_id, adapter_id,
        priority, approve_external, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     r.id, r.organization_id, r.workspace_id, r.project_id, r.template_id, r.template_version, r.mode, r.shot_id, r.episode_id, r.adapter_id,
     r.priority, r.approve_external, r.created_by, r.created_at);
 }
 
-export function insertRunStep(db: Db, s: RunStepRow): void {
-  db.run(
+export async function insertRunStep(db: Db, s: RunStepRow): Promise<void> {
+  await db.run(
     `INSERT INTO workflow_run_steps (run_id, position, step_key, label, job_kind, shot_id, connector_id, job_id, preview, blockers)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     s.run_id, s.position, s.step_key, s.label, s.job_kind, s.shot_id, s.connector_id, s.job_id, s.preview, s.blockers);
 }
 
-export function insertRunGate(db: Db, g: RunGateRow): void {
-  db.run(
+export async function insertRunGate(db: Db, g: RunGateRow): Promise<void> {
+  await db.run(
     'INSERT INTO workflow_run_gates (run_id, gate_key, label, blocking, status, decided_by, decided_at, note, qa_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
     g.run_id, g.gate_key, g.label, g.blocking, g.status, g.decided_by, g.decided_at, g.note, g.qa_run_id);
 }
@@ -97,29 +97,29 @@ export function insertRunGate(db: Db, g: RunGateRow): void {
 const RUNS = `SELECT r.*, t.template_key, v.name AS template_name FROM workflow_runs r JOIN workflow_templates t ON t.id = r.template_id
   JOIN workflow_template_versions v ON v.template_id = r.template_id AND v.version = r.template_version`;
 
-export const runsOfProject = (db: Db, projectId: string, status: string | null, limit: number) =>
-  db.all<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND (?2 IS NULL OR r.status = ?2) ORDER BY r.created_at DESC, r.id DESC LIMIT ?3`, projectId, status, limit);
-export const countRuns = (db: Db, projectId: string, status: string | null) =>
-  db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs WHERE project_id = ?1 AND (?2 IS NULL OR status = ?2)', projectId, status)!.n;
-export const runInProject = (db: Db, projectId: string, id: string) =>
-  db.get<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND r.id = ?`, projectId, id);
+export const runsOfProject = async (db: Db, projectId: string, status: string | null, limit: number) =>
+  await db.all<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND (?2 IS NULL OR r.status = ?2) ORDER BY r.created_at DESC, r.id DESC LIMIT ?3`, projectId, status, limit);
+export const countRuns = async (db: Db, projectId: string, status: string | null) =>
+  (await db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs WHERE project_id = ?1 AND (?2 IS NULL OR status = ?2)', projectId, status))!.n;
+export const runInProject = async (db: Db, projectId: string, id: string) =>
+  await db.get<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND r.id = ?`, projectId, id);
 
-export function stepsOfRuns(db: Db, runIds: string[]): RunStepWithJob[] {
+export async function stepsOfRuns(db: Db, runIds: string[]): Promise<RunStepWithJob[]> {
   if (runIds.length === 0) return [];
-  return db.all<RunStepWithJob>(
+  return await db.all<RunStepWithJob>(
     `SELECT st.*, j.status AS job_status, j.error AS job_error, j.attempt AS job_attempt FROM workflow_run_steps st
      LEFT JOIN generation_jobs j ON j.id = st.job_id WHERE st.run_id IN (SELECT value FROM json_each(?)) ORDER BY st.run_id, st.position`,
     JSON.stringify(runIds));
 }
-export function gatesOfRuns(db: Db, runIds: string[]): RunGateRow[] {
+export async function gatesOfRuns(db: Db, runIds: string[]): Promise<RunGateRow[]> {
   if (runIds.length === 0) return [];
-  return db.all<RunGateRow>('SELECT * FROM workflow_run_gates WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, rowid', JSON.stringify(runIds));
+  return await db.all<RunGateRow>('SELECT * FROM workflow_run_gates WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, rowid', JSON.stringify(runIds));
 }
 
 /** Records QA's decision on a gate; false when the run has no such gate. */
 /** Decides a gate; `qaRunId` names the QA run that decided it (null: a person). */
-export const decideGate = (
+export const decideGate = async (
   db: Db, runId: string, key: string, status: 'pending' | 'passed' | 'failed', by: string | null, at: string, note: string | null, qaRunId: string | null = null,
 ) =>
-  db.run('UPDATE workflow_run_gates SET status = ?, decided_by = ?, decided_at = ?, note = ?, qa_run_id = ? WHERE run_id = ? AND gate_key = ?',
-    status, status === 'pending' ? null : by, status === 'pending' ? null : at, note, status === 'pending' ? null : qaRunId, runId, key).changes === 1;
+  (await db.run('UPDATE workflow_run_gates SET status = ?, decided_by = ?, decided_at = ?, note = ?, qa_run_id = ? WHERE run_id = ? AND gate_key = ?',
+    status, status === 'pending' ? null : by, status === 'pending' ? null : at, note, status === 'pending' ? null : qaRunId, runId, key)).changes === 1;

@@ -25,8 +25,8 @@ const SCOPE_RANK = { workspace: 0, organization: 1, global: 2 } as const;
 export interface MergedTemplate { template: CurrentTemplate; shadowed: CurrentTemplate[] }
 
 /** One entry per templateKey: the workspace's, else the organization's, else the global one; archived ones only on request. */
-export function listTemplates(ctx: Ctx, includeArchived: boolean): MergedTemplate[] {
-  const rows = visibleTemplates(ctx.db, ctx.scope.organizationId!, ctx.scope.workspaceId)
+export async function listTemplates(ctx: Ctx, includeArchived: boolean): Promise<MergedTemplate[]> {
+  const rows = (await visibleTemplates(ctx.db, ctx.scope.organizationId!, ctx.scope.workspaceId))
     .filter((t) => includeArchived || t.status !== 'archived');
   const byKey = new Map<string, CurrentTemplate[]>();
   for (const t of rows) byKey.set(t.template_key, [...(byKey.get(t.template_key) ?? []), t]);
@@ -37,8 +37,8 @@ export function listTemplates(ctx: Ctx, includeArchived: boolean): MergedTemplat
 }
 
 /** A template visible from the current organization and workspace; 404 for any other. */
-export function getTemplate(ctx: Ctx, id: string): CurrentTemplate {
-  const t = visibleTemplate(ctx.db, ctx.scope.organizationId!, ctx.scope.workspaceId, id);
+export async function getTemplate(ctx: Ctx, id: string): Promise<CurrentTemplate> {
+  const t = await visibleTemplate(ctx.db, ctx.scope.organizationId!, ctx.scope.workspaceId, id);
   if (!t) throw notFound('no such workflow template here');
   return t;
 }
@@ -50,13 +50,13 @@ function requireOrgAdmin(ctx: Ctx): void {
 }
 
 /** A template's default connector (the reference's defaultAdapterId) is one of the organization's. */
-function checkDefaultConnector(ctx: Ctx, connectorId: string | null | undefined): void {
-  if (connectorId && !connectorById(ctx.db, ctx.scope.organizationId!, connectorId)) {
+async function checkDefaultConnector(ctx: Ctx, connectorId: string | null | undefined): Promise<void> {
+  if (connectorId && !await connectorById(ctx.db, ctx.scope.organizationId!, connectorId)) {
     throw validationFailed({ defaultAdapterId: 'names no connector of this organization' });
   }
 }
 
-export function createTemplate(ctx: Ctx, input: Create): CurrentTemplate {
+export async function createTemplate(ctx: Ctx, input: Create): Promise<CurrentTemplate> {
   const scope = input.scope ?? 'workspace';
   const orgId = ctx.scope.organizationId!;
   const workspaceId = scope === 'workspace' ? ctx.scope.workspaceId : null;
@@ -64,30 +64,30 @@ export function createTemplate(ctx: Ctx, input: Create): CurrentTemplate {
   if (scope === 'organization') requireOrgAdmin(ctx);
   const steps = normalizeSteps(input.steps);
   const gates = normalizeGates(input.gates ?? []);
-  checkDefaultConnector(ctx, input.defaultAdapterId);
+  await checkDefaultConnector(ctx, input.defaultAdapterId);
   const now = ctx.now().toISOString();
   const id = newId('wft');
-  return ctx.db.tx(() => {
-    if (templateWithKey(ctx.db, scope, orgId, workspaceId, input.templateKey)) {
+  return await ctx.db.tx(async () => {
+    if (await templateWithKey(ctx.db, scope, orgId, workspaceId, input.templateKey)) {
       throw conflict('template_key_taken', `this ${scope} already has a template with key "${input.templateKey}"; change that one instead`);
     }
-    insertTemplate(ctx.db, { id, scope, organization_id: orgId, workspace_id: workspaceId, template_key: input.templateKey, version: 1, created_by: ctx.actor.userId, created_at: now, updated_at: now });
-    insertVersion(ctx.db, {
+    await insertTemplate(ctx.db, { id, scope, organization_id: orgId, workspace_id: workspaceId, template_key: input.templateKey, version: 1, created_by: ctx.actor.userId, created_at: now, updated_at: now });
+    await insertVersion(ctx.db, {
       template_id: id, version: 1, name: input.name, category: input.category ?? 'general', status: input.status ?? 'draft',
       description: input.description ?? '', default_adapter_id: input.defaultAdapterId ?? null, steps: JSON.stringify(steps), gates: JSON.stringify(gates),
       created_by: ctx.actor.userId, created_at: now,
     });
-    record(ctx, {
+    await record(ctx, {
       action: 'workflow_template.created', targetType: 'workflow_template', targetId: id,
       metadata: { templateKey: input.templateKey, scope, version: 1, status: input.status ?? 'draft', steps: steps.length, gates: gates.length },
     });
-    return visibleTemplate(ctx.db, orgId, ctx.scope.workspaceId, id)!;
+    return (await visibleTemplate(ctx.db, orgId, ctx.scope.workspaceId, id))!;
   });
 }
 
 /** A change writes version n+1 (a PATCH that changes nothing writes none); global built-ins are read-only. */
-export function updateTemplate(ctx: Ctx, id: string, patch: Patch): CurrentTemplate {
-  const t = getTemplate(ctx, id);
+export async function updateTemplate(ctx: Ctx, id: string, patch: Patch): Promise<CurrentTemplate> {
+  const t = await getTemplate(ctx, id);
   if (t.scope === 'global') throw conflict('template_read_only', 'built-in templates are read-only; create a workspace or organization template with the same templateKey to replace it');
   if (t.scope === 'organization') requireOrgAdmin(ctx);
   const next: Omit<VersionRow, 'template_id' | 'version' | 'created_by' | 'created_at'> = {
@@ -100,17 +100,17 @@ export function updateTemplate(ctx: Ctx, id: string, patch: Patch): CurrentTempl
   if (next.status !== t.status && !TRANSITIONS[t.status].includes(next.status)) {
     throw conflict('invalid_transition', `a ${t.status} template cannot become ${next.status} (allowed: ${TRANSITIONS[t.status].join(', ')})`);
   }
-  if (patch.defaultAdapterId !== undefined) checkDefaultConnector(ctx, patch.defaultAdapterId);
+  if (patch.defaultAdapterId !== undefined) await checkDefaultConnector(ctx, patch.defaultAdapterId);
   const changed = (Object.keys(next) as Array<keyof typeof next>).filter((k) => next[k] !== t[k]);
   if (changed.length === 0) return t;
   const now = ctx.now().toISOString();
-  return ctx.db.tx(() => {
-    if (!advanceTemplate(ctx.db, t.id, t.version, now)) throw conflict('template_changed', 'the template changed meanwhile; read it again');
-    insertVersion(ctx.db, { ...next, template_id: t.id, version: t.version + 1, created_by: ctx.actor.userId, created_at: now });
-    record(ctx, {
+  return await ctx.db.tx(async () => {
+    if (!await advanceTemplate(ctx.db, t.id, t.version, now)) throw conflict('template_changed', 'the template changed meanwhile; read it again');
+    await insertVersion(ctx.db, { ...next, template_id: t.id, version: t.version + 1, created_by: ctx.actor.userId, created_at: now });
+    await record(ctx, {
       action: 'workflow_template.updated', targetType: 'workflow_template', targetId: t.id,
       metadata: { templateKey: t.template_key, fromVersion: t.version, toVersion: t.version + 1, changed, ...(next.status !== t.status ? { status: { from: t.status, to: next.status } } : {}) },
     });
-    return visibleTemplate(ctx.db, ctx.scope.organizationId!, ctx.scope.workspaceId, t.id)!;
+    return (await visibleTemplate(ctx.db, ctx.scope.organizationId!, ctx.scope.workspaceId, t.id))!;
   });
 }

@@ -20,31 +20,31 @@ export function bindApiClientRoutes(router: Router, limits: LoginLimits): void {
   const once = 'the client secret (clientSecret) is in this answer only; exchange it at POST /api/oauth/token';
 
   r.get('/api/system/api-clients', { ...admin, query: ApiClientListQuery, summary: 'API clients (filter organizationId, status active or revoked), paged; never a secret, only its hint (secretHint) and lastUsedAt.', response: { description: 'a page of API clients', schema: o.page(ApiClientView) } },
-    ({ ctx, query, searchParams }) => json(200, pageOf(searchParams, listApiClientsOf(ctx, query), presentApiClient)));
+    async ({ ctx, query, searchParams }) => json(200, pageOf(searchParams, await listApiClientsOf(ctx, query), presentApiClient)));
 
   r.post('/api/system/api-clients', {
     ...admin, body: ApiClientCreateBody, response: { status: 201, description: `{ client, clientSecret }; ${once}`, schema: ApiClientWithSecretView },
     summary: 'Create an API client bound to an organization (optionally one workspace or project of it) with a set of base permissions, each held by you in that scope (422 naming those not allowed). Audited as api_client.created.',
-  }, ({ ctx, body }) => {
-    const { client, clientSecret } = createApiClient(ctx, body);
+  }, async ({ ctx, body }) => {
+    const { client, clientSecret } = await createApiClient(ctx, body);
     return json(201, { client: presentApiClient(client), clientSecret });
   });
 
   r.get('/api/system/api-clients/:clientId', { ...admin, summary: 'One API client (never its secret).', response: { description: 'the API client', schema: ApiClientView } },
-    ({ ctx, params }) => json(200, presentApiClient(apiClientOrFail(ctx, params.clientId))));
+    async ({ ctx, params }) => json(200, presentApiClient(await apiClientOrFail(ctx, params.clientId))));
 
   r.post('/api/system/api-clients/:clientId/rotate', {
     ...admin, response: { description: `{ client, clientSecret }; ${once}`, schema: ApiClientWithSecretView },
     summary: 'A new client secret, answered once: the old secret and every token issued so far are refused (401) at once (revoked client: 409 api_client_revoked). Audited as api_client.rotated.',
-  }, ({ ctx, params }) => {
-    const { client, clientSecret } = rotateApiClient(ctx, params.clientId);
+  }, async ({ ctx, params }) => {
+    const { client, clientSecret } = await rotateApiClient(ctx, params.clientId);
     return json(200, { client: presentApiClient(client), clientSecret });
   });
 
   r.post('/api/system/api-clients/:clientId/revoke', {
     ...admin, response: { description: 'the revoked API client', schema: ApiClientView },
     summary: 'Revoke the client for good: its tokens are deleted (401 from the next request) and its secret is refused at the token endpoint. Audited as api_client.revoked.',
-  }, ({ ctx, params }) => json(200, presentApiClient(revokeApiClient(ctx, params.clientId))));
+  }, async ({ ctx, params }) => json(200, presentApiClient(await revokeApiClient(ctx, params.clientId))));
 
   r.post('/api/oauth/token', {
     tags: ['system', 'auth'], auth: 'none',
@@ -61,7 +61,7 @@ export function bindApiClientRoutes(router: Router, limits: LoginLimits): void {
     const clientId = basic ? basic.id : form.client_id;
     const secret = basic ? basic.secret : form.client_secret;
     if (!clientId || !secret) throw invalidClient(basic !== null);
-    return json(200, issueAccessToken(ctx, limits, clientId, secret, basic !== null), { pragma: 'no-cache', 'cache-control': 'no-store' });
+    return json(200, await issueAccessToken(ctx, limits, clientId, secret, basic !== null), { pragma: 'no-cache', 'cache-control': 'no-store' });
   });
 }
 

@@ -44,18 +44,18 @@ export interface ApiClientInput {
 }
 
 /** The binding named by the input: a workspace of the organization, a project of it (and of the workspace); else 422. */
-function bindingOf(ctx: Ctx, input: ApiClientInput): ScopeIds {
-  const org = organizationById(ctx.db, input.organizationId);
+async function bindingOf(ctx: Ctx, input: ApiClientInput): Promise<ScopeIds> {
+  const org = await organizationById(ctx.db, input.organizationId);
   if (!org) throw validationFailed({ organizationId: 'names no organization' });
   let workspaceId: string | null = null;
   if (input.workspaceId) {
-    if (workspaceById(ctx.db, input.workspaceId)?.organization_id !== org.id) {
+    if ((await workspaceById(ctx.db, input.workspaceId))?.organization_id !== org.id) {
       throw validationFailed({ workspaceId: 'names no workspace of the organization' });
     }
     workspaceId = input.workspaceId;
   }
   if (input.projectId) {
-    const p = projectById(ctx.db, input.projectId);
+    const p = await projectById(ctx.db, input.projectId);
     if (!p || p.organization_id !== org.id) throw validationFailed({ projectId: 'names no project of the organization' });
     if (workspaceId && p.workspace_id !== workspaceId) throw validationFailed({ projectId: 'names no project of the workspace' });
     return { organizationId: org.id, workspaceId: p.workspace_id, projectId: p.id };
@@ -91,9 +91,9 @@ function checkPermissions(ctx: Ctx, wanted: string[], binding: ScopeIds): BasePe
 
 const clientScope = (c: ApiClientRow) => ({ organizationId: c.organization_id, workspaceId: c.workspace_id, projectId: c.project_id });
 
-export function createApiClient(ctx: Ctx, input: ApiClientInput): { client: ApiClientRow; clientSecret: string } {
+export async function createApiClient(ctx: Ctx, input: ApiClientInput): Promise<{ client: ApiClientRow; clientSecret: string }> {
   requireSystemSettings(ctx);
-  const binding = bindingOf(ctx, input);
+  const binding = await bindingOf(ctx, input);
   const permissions = checkPermissions(ctx, input.permissions, binding);
   const s = issueSecret(SECRET_PREFIX);
   const client: ApiClientRow = {
@@ -102,9 +102,9 @@ export function createApiClient(ctx: Ctx, input: ApiClientInput): { client: ApiC
     created_by: ctx.actor.userId, created_at: ctx.now().toISOString(), rotated_at: null, revoked_at: null, revoked_by: null,
     last_used_at: null,
   };
-  ctx.db.tx(() => {
-    insertApiClient(ctx.db, client);
-    record(ctx, {
+  await ctx.db.tx(async () => {
+    await insertApiClient(ctx.db, client);
+    await record(ctx, {
       action: 'api_client.created', targetType: 'api_client', targetId: client.id, ...clientScope(client),
       metadata: { name: client.name, permissions, secretHint: s.hint },
     });
@@ -112,48 +112,48 @@ export function createApiClient(ctx: Ctx, input: ApiClientInput): { client: ApiC
   return { client, clientSecret: s.token };
 }
 
-export function listApiClientsOf(ctx: Ctx, f: { organizationId?: string; status?: 'active' | 'revoked' }): ApiClientRow[] {
+export async function listApiClientsOf(ctx: Ctx, f: { organizationId?: string; status?: 'active' | 'revoked' }): Promise<ApiClientRow[]> {
   requireSystemSettings(ctx);
-  return listApiClients(ctx.db, f.organizationId ?? null, f.status ?? null);
+  return await listApiClients(ctx.db, f.organizationId ?? null, f.status ?? null);
 }
 
-export function apiClientOrFail(ctx: Ctx, clientId: string): ApiClientRow {
+export async function apiClientOrFail(ctx: Ctx, clientId: string): Promise<ApiClientRow> {
   requireSystemSettings(ctx);
-  const c = apiClientById(ctx.db, clientId);
+  const c = await apiClientById(ctx.db, clientId);
   if (!c) throw notFound('no such API client');
   return c;
 }
 
 /** A new secret, answered once; the old secret and every issued token are refused from now on. */
-export function rotateApiClient(ctx: Ctx, clientId: string): { client: ApiClientRow; clientSecret: string } {
+export async function rotateApiClient(ctx: Ctx, clientId: string): Promise<{ client: ApiClientRow; clientSecret: string }> {
   const s = issueSecret(SECRET_PREFIX);
-  const client = ctx.db.tx(() => {
-    const c = apiClientOrFail(ctx, clientId);
+  const client = await ctx.db.tx(async () => {
+    const c = await apiClientOrFail(ctx, clientId);
     if (c.status !== 'active') throw new AppError(409, 'api_client_revoked', 'a revoked API client cannot be rotated');
     const now = ctx.now().toISOString();
-    setApiClientSecret(ctx.db, c, s.hash, s.hint, now);
-    const tokensDeleted = deleteApiClientTokens(ctx.db, c.id);
-    record(ctx, {
+    await setApiClientSecret(ctx.db, c, s.hash, s.hint, now);
+    const tokensDeleted = await deleteApiClientTokens(ctx.db, c.id);
+    await record(ctx, {
       action: 'api_client.rotated', targetType: 'api_client', targetId: c.id, ...clientScope(c),
       metadata: { previousSecretHint: c.secret_hint, secretHint: s.hint, tokensDeleted },
     });
-    return apiClientById(ctx.db, c.id)!;
+    return (await apiClientById(ctx.db, c.id))!;
   });
   return { client, clientSecret: s.token };
 }
 
 /** Revokes for good: every token deleted, the secret refused. Revoking a revoked client changes nothing. */
-export function revokeApiClient(ctx: Ctx, clientId: string): ApiClientRow {
-  return ctx.db.tx(() => {
-    const c = apiClientOrFail(ctx, clientId);
+export async function revokeApiClient(ctx: Ctx, clientId: string): Promise<ApiClientRow> {
+  return await ctx.db.tx(async () => {
+    const c = await apiClientOrFail(ctx, clientId);
     if (c.status === 'revoked') return c;
-    revokeApiClientRow(ctx.db, c, ctx.now().toISOString(), ctx.actor.userId);
-    const tokensDeleted = deleteApiClientTokens(ctx.db, c.id);
-    record(ctx, {
+    await revokeApiClientRow(ctx.db, c, ctx.now().toISOString(), ctx.actor.userId);
+    const tokensDeleted = await deleteApiClientTokens(ctx.db, c.id);
+    await record(ctx, {
       action: 'api_client.revoked', targetType: 'api_client', targetId: c.id, ...clientScope(c),
       metadata: { name: c.name, secretHint: c.secret_hint, tokensDeleted },
     });
-    return apiClientById(ctx.db, c.id)!;
+    return (await apiClientById(ctx.db, c.id))!;
   });
 }
 
@@ -177,13 +177,13 @@ function secretMatches(secret: string, hash: string): boolean {
  * id (SVC_LOGIN_MAX_FAILURES_PER_EMAIL) and per address (SVC_LOGIN_MAX_FAILURES_PER_ADDRESS) within
  * SVC_LOGIN_WINDOW_SECONDS, then 429 rate_limited (so the audit log cannot be flooded either).
  */
-export function issueAccessToken(ctx: Ctx, limits: LoginLimits, clientId: string, secret: string, basic: boolean): TokenAnswer {
+export async function issueAccessToken(ctx: Ctx, limits: LoginLimits, clientId: string, secret: string, basic: boolean): Promise<TokenAnswer> {
   const slots = [{ limit: limits.byEmail, key: `api_client:${clientId}` }, { limit: limits.byAddress, key: addressKey(ctx) }];
-  const c = checkAttempt(ctx.db, slots, ctx.now().getTime(), () => {
-    const c = apiClientById(ctx.db, clientId);
+  const c = await checkAttempt(ctx.db, slots, ctx.now().getTime(), async () => {
+    const c = await apiClientById(ctx.db, clientId);
     if (c && c.status === 'active' && secretMatches(secret, c.secret_hash)) return c;
     if (c) {
-      record({ ...ctx, actor: apiClientActor(c) }, {
+      await record({ ...ctx, actor: apiClientActor(c) }, {
         action: 'api_client.token_refused', targetType: 'api_client', targetId: c.id, result: 'failure', ...clientScope(c),
         metadata: { reason: c.status !== 'active' ? 'revoked' : 'wrong_secret' },
       });
@@ -193,11 +193,11 @@ export function issueAccessToken(ctx: Ctx, limits: LoginLimits, clientId: string
   const t = issueSecret(TOKEN_PREFIX);
   const now = ctx.now();
   const expiresAt = new Date(now.getTime() + TOKEN_TTL_SECONDS * 1000).toISOString();
-  ctx.db.tx(() => {
-    deleteExpiredApiClientTokens(ctx.db, c.id, now.toISOString());
-    insertApiClientToken(ctx.db, { token_hash: tokenHash(ctx.config, t.token), client_id: c.id, expires_at: expiresAt, created_at: now.toISOString() });
-    touchApiClient(ctx.db, c.id, now.toISOString());
-    record({ ...ctx, actor: apiClientActor(c) }, {
+  await ctx.db.tx(async () => {
+    await deleteExpiredApiClientTokens(ctx.db, c.id, now.toISOString());
+    await insertApiClientToken(ctx.db, { token_hash: tokenHash(ctx.config, t.token), client_id: c.id, expires_at: expiresAt, created_at: now.toISOString() });
+    await touchApiClient(ctx.db, c.id, now.toISOString());
+    await record({ ...ctx, actor: apiClientActor(c) }, {
       action: 'api_client.token_issued', targetType: 'api_client', targetId: c.id, ...clientScope(c),
       metadata: { expiresAt },
     });

@@ -36,43 +36,43 @@ function expiry(ctx: Ctx): string {
 }
 
 /** An invitation that is pending but past its expiry is marked expired (it holds no seat). */
-function expireIfDue(ctx: Ctx, inv: InvitationRow | undefined): InvitationRow | undefined {
+async function expireIfDue(ctx: Ctx, inv: InvitationRow | undefined): Promise<InvitationRow | undefined> {
   if (inv?.status === 'pending' && inv.expires_at <= ctx.now().toISOString()) {
-    closeInvitation(ctx.db, inv.id, 'expired', null, ctx.now().toISOString());
+    await closeInvitation(ctx.db, inv.id, 'expired', null, ctx.now().toISOString());
     return { ...inv, status: 'expired' };
   }
   return inv;
 }
 
-function isActiveMember(ctx: Ctx, organizationId: string, email: string): boolean {
-  const user = userByEmail(ctx.db, email);
-  return !!user && membershipAt(ctx.db, user.id, 'organization', organizationId)?.status === 'active';
+async function isActiveMember(ctx: Ctx, organizationId: string, email: string): Promise<boolean> {
+  const user = await userByEmail(ctx.db, email);
+  return !!user && (await membershipAt(ctx.db, user.id, 'organization', organizationId))?.status === 'active';
 }
 
-export function createInvitation(ctx: Ctx, organizationId: string, input: NewInvitation): IssuedInvitation {
+export async function createInvitation(ctx: Ctx, organizationId: string, input: NewInvitation): Promise<IssuedInvitation> {
   const target = input.projectId ? 'project' : input.workspaceId ? 'workspace' : 'organization';
   const fields: Record<string, string> = {};
   if (input.projectId && !input.workspaceId) fields.workspaceId = 'is required with projectId';
   if (!(ROLES_BY_TARGET[target] as readonly string[]).includes(input.role)) {
     fields.role = `must be one of ${ROLES_BY_TARGET[target].join(', ')} for ${target === 'organization' ? 'an organization' : `a ${target}`} invitation`;
   }
-  const ws = input.workspaceId ? workspaceById(ctx.db, input.workspaceId) : undefined;
+  const ws = input.workspaceId ? await workspaceById(ctx.db, input.workspaceId) : undefined;
   if (input.workspaceId && ws?.organization_id !== organizationId) fields.workspaceId = 'names no workspace of this organization';
-  const project = input.projectId ? projectById(ctx.db, input.projectId) : undefined;
+  const project = input.projectId ? await projectById(ctx.db, input.projectId) : undefined;
   if (input.projectId && project?.workspace_id !== input.workspaceId) fields.projectId = 'names no project of that workspace';
   if (Object.keys(fields).length) throw validationFailed(fields);
 
   const emailKey = normalizeEmail(input.email);
-  return ctx.db.tx(() => {
+  return await ctx.db.tx(async () => {
     const now = ctx.now().toISOString();
-    if (isActiveMember(ctx, organizationId, emailKey)) {
+    if (await isActiveMember(ctx, organizationId, emailKey)) {
       throw conflict('invitation_recipient_already_member', 'that e-mail address already belongs to a member of this organization');
     }
-    const pending = expireIfDue(ctx, pendingInvitationFor(ctx.db, organizationId, emailKey));
+    const pending = await expireIfDue(ctx, await pendingInvitationFor(ctx.db, organizationId, emailKey));
     if (pending?.status === 'pending') {
       throw conflict('invitation_already_pending', 'an invitation for that e-mail address is pending; resend or revoke it', { invitationId: pending.id });
     }
-    assertSeatsAvailable(ctx.db, organizationId, now);
+    await assertSeatsAvailable(ctx.db, organizationId, now);
     const t = issueSecret();
     const inv: InvitationRow = {
       id: newId('inv'), organization_id: organizationId, workspace_id: input.workspaceId ?? null, project_id: input.projectId ?? null,
@@ -80,8 +80,8 @@ export function createInvitation(ctx: Ctx, organizationId: string, input: NewInv
       expires_at: expiry(ctx), invited_by: ctx.actor.userId, created_at: now, updated_at: now,
       accepted_at: null, accepted_by: null, revoked_at: null, revoked_by: null,
     };
-    insertInvitation(ctx.db, inv);
-    record(ctx, {
+    await insertInvitation(ctx.db, inv);
+    await record(ctx, {
       action: 'invitation.created', targetType: 'invitation', targetId: inv.id, organizationId,
       workspaceId: inv.workspace_id, projectId: inv.project_id,
       metadata: { email: inv.email, role: inv.role, level: target, tokenHint: t.hint, expiresAt: inv.expires_at },
@@ -90,28 +90,28 @@ export function createInvitation(ctx: Ctx, organizationId: string, input: NewInv
   });
 }
 
-function loadInvitation(ctx: Ctx, organizationId: string, id: string): InvitationRow {
-  const inv = expireIfDue(ctx, invitationById(ctx.db, organizationId, id));
+async function loadInvitation(ctx: Ctx, organizationId: string, id: string): Promise<InvitationRow> {
+  const inv = await expireIfDue(ctx, await invitationById(ctx.db, organizationId, id));
   if (!inv) throw new AppError(404, 'not_found', 'no such invitation in this organization');
   return inv;
 }
 
 /** A new token (the old link stops working) and a new expiry; an expired invitation takes a seat again. */
-export function resendInvitation(ctx: Ctx, organizationId: string, id: string): IssuedInvitation {
-  return ctx.db.tx(() => {
-    const inv = loadInvitation(ctx, organizationId, id);
+export async function resendInvitation(ctx: Ctx, organizationId: string, id: string): Promise<IssuedInvitation> {
+  return await ctx.db.tx(async () => {
+    const inv = await loadInvitation(ctx, organizationId, id);
     if (inv.status !== 'pending' && inv.status !== 'expired') {
       throw conflict('invitation_not_pending', `the invitation is ${inv.status}`, { status: inv.status });
     }
     const now = ctx.now().toISOString();
-    if (isActiveMember(ctx, organizationId, inv.email_normalized)) {
+    if (await isActiveMember(ctx, organizationId, inv.email_normalized)) {
       throw conflict('invitation_recipient_already_member', 'that e-mail address already belongs to a member of this organization');
     }
-    if (inv.status === 'expired') assertSeatsAvailable(ctx.db, organizationId, now);
+    if (inv.status === 'expired') await assertSeatsAvailable(ctx.db, organizationId, now);
     const t = issueSecret();
     const expiresAt = expiry(ctx);
-    setInvitationToken(ctx.db, inv.id, t.hash, t.hint, expiresAt, now);
-    record(ctx, {
+    await setInvitationToken(ctx.db, inv.id, t.hash, t.hint, expiresAt, now);
+    await record(ctx, {
       action: 'invitation.resent', targetType: 'invitation', targetId: inv.id, organizationId,
       workspaceId: inv.workspace_id, projectId: inv.project_id, metadata: { email: inv.email, tokenHint: t.hint, expiresAt },
     });
@@ -120,23 +120,23 @@ export function resendInvitation(ctx: Ctx, organizationId: string, id: string): 
 }
 
 /** Revokes: the token hash is cleared and the seat released. */
-export function revokeInvitation(ctx: Ctx, organizationId: string, id: string): InvitationRow {
-  return ctx.db.tx(() => {
-    const inv = loadInvitation(ctx, organizationId, id);
+export async function revokeInvitation(ctx: Ctx, organizationId: string, id: string): Promise<InvitationRow> {
+  return await ctx.db.tx(async () => {
+    const inv = await loadInvitation(ctx, organizationId, id);
     if (inv.status === 'revoked') return inv;
     if (inv.status === 'accepted') throw conflict('invitation_not_pending', 'the invitation was already accepted', { status: inv.status });
-    closeInvitation(ctx.db, inv.id, 'revoked', ctx.actor.userId, ctx.now().toISOString());
-    record(ctx, {
+    await closeInvitation(ctx.db, inv.id, 'revoked', ctx.actor.userId, ctx.now().toISOString());
+    await record(ctx, {
       action: 'invitation.revoked', targetType: 'invitation', targetId: inv.id, organizationId,
       workspaceId: inv.workspace_id, projectId: inv.project_id, metadata: { email: inv.email },
     });
-    return invitationById(ctx.db, organizationId, id)!;
+    return (await invitationById(ctx.db, organizationId, id))!;
   });
 }
 
 /** The invitation a token stands for, checked: unknown or used 404, expired 410. */
-export function invitationForToken(ctx: Ctx, token: string): InvitationRow {
-  const inv = expireIfDue(ctx, invitationByTokenHash(ctx.db, sha256Hex(token)));
+export async function invitationForToken(ctx: Ctx, token: string): Promise<InvitationRow> {
+  const inv = await expireIfDue(ctx, await invitationByTokenHash(ctx.db, sha256Hex(token)));
   if (!inv || (inv.status !== 'pending' && inv.status !== 'expired')) throw invitationNotFound();
   if (inv.status === 'expired') throw invitationExpired();
   return inv;
@@ -149,14 +149,14 @@ function levelOf(inv: InvitationRow): { level: 'organization' | 'workspace' | 'p
 }
 
 /** Gives the invited roles to `user` and closes the invitation; inside the caller's transaction. */
-function fulfil(ctx: Ctx, inv: InvitationRow, user: UserRow): void {
-  if (membershipAt(ctx.db, user.id, 'organization', inv.organization_id)?.status === 'active') {
+async function fulfil(ctx: Ctx, inv: InvitationRow, user: UserRow): Promise<void> {
+  if ((await membershipAt(ctx.db, user.id, 'organization', inv.organization_id))?.status === 'active') {
     throw conflict('invitation_recipient_already_member', 'you already belong to this organization');
   }
   const { level, scopeId } = levelOf(inv);
-  grantRole(ctx, { userId: user.id, level, scopeId, role: inv.role as Role });
-  closeInvitation(ctx.db, inv.id, 'accepted', user.id, ctx.now().toISOString());
-  record(ctx, {
+  await grantRole(ctx, { userId: user.id, level, scopeId, role: inv.role as Role });
+  await closeInvitation(ctx.db, inv.id, 'accepted', user.id, ctx.now().toISOString());
+  await record(ctx, {
     action: 'invitation.accepted', targetType: 'invitation', targetId: inv.id, organizationId: inv.organization_id,
     workspaceId: inv.workspace_id, projectId: inv.project_id, actorUserId: user.id, actorName: user.name,
     metadata: { email: inv.email, role: inv.role, level },
@@ -170,31 +170,31 @@ export interface Registration { token: string; email: string; name: string; pass
  * account, its memberships and the invitation's acceptance are written in one transaction.
  */
 export async function registerWithInvitation(ctx: Ctx, input: Registration, kind: 'bearer' | 'browser'): Promise<{ user: UserRow; result: SignInResult }> {
-  const check = () => {
-    const inv = invitationForToken(ctx, input.token);
+  const check = async () => {
+    const inv = await invitationForToken(ctx, input.token);
     if (inv.email_normalized !== normalizeEmail(input.email)) {
       throw forbidden('invitation_email_mismatch', 'the invitation was sent to another e-mail address');
     }
     return inv;
   };
-  addressLimited(ctx, check);
-  return createUser(ctx, { email: input.email, name: input.name, password: input.password }, (user) => {
-    const inv = check();
-    fulfil(ctx, inv, user);
+  await addressLimited(ctx, check);
+  return createUser(ctx, { email: input.email, name: input.name, password: input.password }, async (user) => {
+    const inv = await check();
+    await fulfil(ctx, inv, user);
     // A session, or an enrollment challenge when the identity policy requires MFA of the new account.
-    return signIn(ctx, user, kind, 'registration');
+    return await signIn(ctx, user, kind, 'registration');
   }).then(({ user, extra }) => ({ user, result: extra! }));
 }
 
 /** An existing account accepts with its own session; the invitation's e-mail must be the account's. */
-export function acceptInvitation(ctx: Ctx, token: string): InvitationRow {
-  return ctx.db.tx(() => {
-    const inv = invitationForToken(ctx, token);
-    const user = userById(ctx.db, ctx.actor.userId!)!;
+export async function acceptInvitation(ctx: Ctx, token: string): Promise<InvitationRow> {
+  return await ctx.db.tx(async () => {
+    const inv = await invitationForToken(ctx, token);
+    const user = (await userById(ctx.db, ctx.actor.userId!))!;
     if (inv.email_normalized !== user.email_normalized) {
       throw forbidden('invitation_email_mismatch', 'the invitation was sent to another e-mail address');
     }
-    fulfil(ctx, inv, user);
-    return invitationById(ctx.db, inv.organization_id, inv.id)!;
+    await fulfil(ctx, inv, user);
+    return (await invitationById(ctx.db, inv.organization_id, inv.id))!;
   });
 }

@@ -34,26 +34,26 @@ export function bindMemberRoutes(router: Router): void {
   const r = router.module(import.meta.url);
   const tags = ['members'];
   r.get('/api/organizations/:organizationId/members', { summary: 'Members with their organization role, status, last login and roles below. A project-only guest sees the members of its own projects only (and only those projects\u2019 roles); others\u2019 lastLoginAt is null unless the caller is an owner, admin or system administrator.', tags, scope: 'organization', response: { description: 'a page of members', schema: o.page(OrganizationMemberView) } },
-    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, organizationMembers(ctx, params.organizationId), presentOrganizationMember)));
+    async ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, await organizationMembers(ctx, params.organizationId), presentOrganizationMember)));
   r.get('/api/workspaces/:workspaceId/members', { summary: 'Members of the workspace (a project-only guest: those who hold a role in one of its projects; others\u2019 lastLoginAt for administrators only).', tags, scope: 'workspace', response: { description: 'a page of members', schema: o.page(ScopeMemberView) } },
-    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'workspace', params.workspaceId), presentScopeMember)));
+    async ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, await scopeMembers(ctx, 'workspace', params.workspaceId), presentScopeMember)));
   r.get('/api/projects/:projectId/members', { summary: 'Members holding a project role (others\u2019 lastLoginAt for administrators only).', tags, scope: 'project', response: { description: 'a page of members', schema: o.page(ScopeMemberView) } },
-    ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, scopeMembers(ctx, 'project', params.projectId), presentScopeMember)));
+    async ({ ctx, params, searchParams }) => json(200, pageOf(searchParams, await scopeMembers(ctx, 'project', params.projectId), presentScopeMember)));
 
   const roles = (scope: 'organization' | 'workspace' | 'project') => ({
     put: def({
       summary: `Set a member's ${scope} role (owners and admins; only owners grant or remove ownership; the last owner stays).`,
       tags, scope, orgRoles: ADMINS, archivedOk: true, body: RoleBody, response: { description: 'the member with its role here', schema: ScopeMemberView },
-    }, ({ ctx, params, body }) => {
+    }, async ({ ctx, params, body }) => {
       const { level, scopeId } = memberScope(params);
-      return json(200, presentScopeMember(setMemberRole(ctx, level, scopeId, params.userId, body.role)));
+      return json(200, presentScopeMember(await setMemberRole(ctx, level, scopeId, params.userId, body.role)));
     }),
     delete: def({
       summary: `Remove a member from the ${scope}${scope === 'organization' ? ' (every role in it)' : ''}.`, tags, scope, orgRoles: ADMINS, archivedOk: true,
       response: { status: 204, description: 'removed' },
-    }, ({ ctx, params }) => {
+    }, async ({ ctx, params }) => {
       const { level, scopeId } = memberScope(params);
-      removeMember(ctx, level, scopeId, params.userId);
+      await removeMember(ctx, level, scopeId, params.userId);
       return { status: 204 };
     }),
   });
@@ -70,22 +70,22 @@ export function bindMemberRoutes(router: Router): void {
   const invite = { tags: ['invitations'], scope: 'organization' as const, permission: 'organization:members:invite' as const };
   r.post('/api/organizations/:organizationId/invitations', {
     summary: 'Invite by e-mail; answers inviteToken and acceptUrl once.', ...invite, body: InvitationBody, response: { status: 201, description: 'the invitation, inviteToken and acceptUrl', schema: IssuedInvitationView },
-  }, ({ ctx, req, params, body }) => json(201, issued(req, ctx.config, createInvitation(ctx, params.organizationId, body))));
+  }, async ({ ctx, req, params, body }) => json(201, issued(req, ctx.config, await createInvitation(ctx, params.organizationId, body))));
   r.get('/api/organizations/:organizationId/invitations', { summary: 'Invitations of the organization (status filter).', ...invite, query: InvitationListQuery, response: { description: 'a page of invitations', schema: o.page(InvitationView) } },
-    ({ ctx, params, query, searchParams }) => json(200, pageOf(searchParams, invitationsOf(ctx.db, params.organizationId, query.status ?? null), presentInvitation)));
+    async ({ ctx, params, query, searchParams }) => json(200, pageOf(searchParams, await invitationsOf(ctx.db, params.organizationId, query.status ?? null), presentInvitation)));
   r.post('/api/organizations/:organizationId/invitations/:invitationId/resend', { summary: 'New token and expiry; the old link stops working.', ...invite, response: { description: 'the invitation, the new inviteToken and acceptUrl', schema: IssuedInvitationView } },
-    ({ ctx, req, params }) => json(200, issued(req, ctx.config, resendInvitation(ctx, params.organizationId, params.invitationId))));
+    async ({ ctx, req, params }) => json(200, issued(req, ctx.config, await resendInvitation(ctx, params.organizationId, params.invitationId))));
   r.post('/api/organizations/:organizationId/invitations/:invitationId/revoke', { summary: 'Revoke; the seat is released.', ...invite, response: { description: 'the revoked invitation', schema: InvitationView } },
-    ({ ctx, params }) => json(200, presentInvitation(revokeInvitation(ctx, params.organizationId, params.invitationId))));
+    async ({ ctx, params }) => json(200, presentInvitation(await revokeInvitation(ctx, params.organizationId, params.invitationId))));
 
   r.get('/api/invitations/preview', { summary: 'What an invitation token grants: { email, role, expiresAt, organization, workspace, project, invitedBy: { name } | null } (the console\'s /invitations/accept page shows it; 404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery,
     response: { description: 'what the invitation grants', schema: InvitationPreviewView },
-  }, ({ ctx, query }) => {
-    const inv = addressLimited(ctx, () => invitationForToken(ctx, query.token));
-    const org = organizationById(ctx.db, inv.organization_id)!;
-    const ws = inv.workspace_id ? workspaceById(ctx.db, inv.workspace_id) : undefined;
-    const project = inv.project_id ? projectById(ctx.db, inv.project_id) : undefined;
-    const inviter = inv.invited_by ? userById(ctx.db, inv.invited_by) : undefined;
+  }, async ({ ctx, query }) => {
+    const inv = await addressLimited(ctx, async () => await invitationForToken(ctx, query.token));
+    const org = (await organizationById(ctx.db, inv.organization_id))!;
+    const ws = inv.workspace_id ? await workspaceById(ctx.db, inv.workspace_id) : undefined;
+    const project = inv.project_id ? await projectById(ctx.db, inv.project_id) : undefined;
+    const inviter = inv.invited_by ? await userById(ctx.db, inv.invited_by) : undefined;
     return json(200, {
       email: inv.email, role: inv.role, expiresAt: inv.expires_at,
       organization: { id: org.id, name: org.name },
@@ -109,5 +109,5 @@ export function bindMemberRoutes(router: Router): void {
   });
 
   r.post('/api/invitations/accept', { summary: 'Accept an invitation with the current account (same e-mail).', tags: ['invitations'], body: TokenBody, response: { description: 'the accepted invitation', schema: InvitationView } },
-    ({ ctx, body }) => json(200, presentInvitation(acceptInvitation(ctx, body.token))));
+    async ({ ctx, body }) => json(200, presentInvitation(await acceptInvitation(ctx, body.token))));
 }

@@ -47,10 +47,10 @@ function shown<T extends Pick<MemberRow, 'user_id' | 'last_login_at'>>(ctx: Ctx,
 const inProjects = (reach: PeopleReach, m: MemberRow) => reach.projects === null || (m.level === 'project' && reach.projects.has(m.project_id!));
 
 /** One entry per user the caller may see: the organization role and the workspace and project roles below it (as far as the reach shows them). */
-export function organizationMembers(ctx: Ctx, organizationId: string): OrganizationMember[] {
+export async function organizationMembers(ctx: Ctx, organizationId: string): Promise<OrganizationMember[]> {
   const reach = peopleReach(ctx, organizationId);
   const byUser = new Map<string, OrganizationMember>();
-  const rows = membershipsInOrganization(ctx.db, organizationId);
+  const rows = await membershipsInOrganization(ctx.db, organizationId);
   const visible = new Set(rows.filter((m) => m.user_id === ctx.actor.userId || inProjects(reach, m)).map((m) => m.user_id));
   for (const m of rows) {
     if (!visible.has(m.user_id)) continue;
@@ -63,12 +63,12 @@ export function organizationMembers(ctx: Ctx, organizationId: string): Organizat
 }
 
 /** The role holders of a workspace or project the caller may see (a project-only guest: the members of its own projects only). */
-export function scopeMembers(ctx: Ctx, level: 'workspace' | 'project', scopeId: string): MemberRow[] {
+export async function scopeMembers(ctx: Ctx, level: 'workspace' | 'project', scopeId: string): Promise<MemberRow[]> {
   const organizationId = ctx.scope.organizationId!;
   const reach = peopleReach(ctx, organizationId);
-  const rows = membershipsAtScope(ctx.db, organizationId, level, scopeId);
+  const rows = await membershipsAtScope(ctx.db, organizationId, level, scopeId);
   if (reach.projects === null) return rows.map((m) => shown(ctx, reach, m));
-  const coMembers = new Set(membershipsInOrganization(ctx.db, organizationId).filter((m) => inProjects(reach, m)).map((m) => m.user_id));
+  const coMembers = new Set((await membershipsInOrganization(ctx.db, organizationId)).filter((m) => inProjects(reach, m)).map((m) => m.user_id));
   return rows.filter((m) => m.user_id === ctx.actor.userId || coMembers.has(m.user_id)).map((m) => shown(ctx, reach, m));
 }
 
@@ -90,18 +90,18 @@ function checkOwnership(ctx: Ctx, organizationId: string, current: Role | null, 
  * Sets a member's role at one level. The user must already belong to the organization; at
  * workspace and project level the role is created or changed.
  */
-export function setMemberRole(ctx: Ctx, level: Level, scopeId: string, userId: string, role: Role): MemberRow {
+export async function setMemberRole(ctx: Ctx, level: Level, scopeId: string, userId: string, role: Role): Promise<MemberRow> {
   if (!ASSIGNABLE[level].includes(role)) {
     throw validationFailed({ role: `must be one of ${ASSIGNABLE[level].join(', ')} at ${level} level` });
   }
   const organizationId = ctx.scope.organizationId!;
-  return ctx.db.tx(() => {
-    const orgMembership = membershipAt(ctx.db, userId, 'organization', organizationId);
+  return await ctx.db.tx(async () => {
+    const orgMembership = await membershipAt(ctx.db, userId, 'organization', organizationId);
     if (!orgMembership || orgMembership.status !== 'active') throw notFound('no such member of this organization');
-    const current = membershipAt(ctx.db, userId, level, scopeId);
+    const current = await membershipAt(ctx.db, userId, level, scopeId);
     if (level === 'organization') checkOwnership(ctx, organizationId, orgMembership.role, role);
-    if (current?.role !== role || current.status !== 'active') grantRole(ctx, { userId, level, scopeId, role });
-    return membershipsAtScope(ctx.db, organizationId, level, scopeId).find((m) => m.user_id === userId)!;
+    if (current?.role !== role || current.status !== 'active') await grantRole(ctx, { userId, level, scopeId, role });
+    return (await membershipsAtScope(ctx.db, organizationId, level, scopeId)).find((m) => m.user_id === userId)!;
   });
 }
 
@@ -109,28 +109,28 @@ export function setMemberRole(ctx: Ctx, level: Level, scopeId: string, userId: s
  * Removes a member: from the organization (every role in it), a workspace (with the user's project
  * roles there) or a project (and the project_guest workspace row it implied, when it was the last).
  */
-export function removeMember(ctx: Ctx, level: Level, scopeId: string, userId: string): void {
+export async function removeMember(ctx: Ctx, level: Level, scopeId: string, userId: string): Promise<void> {
   const organizationId = ctx.scope.organizationId!;
-  ctx.db.tx(() => {
-    const current = membershipAt(ctx.db, userId, level, scopeId);
+  await ctx.db.tx(async () => {
+    const current = await membershipAt(ctx.db, userId, level, scopeId);
     if (!current) throw notFound('no such member here');
     let removed: number;
     if (level === 'organization') {
       checkOwnership(ctx, organizationId, current.role, null);
-      assertKeepsAnOwner(ctx, organizationId, userId);
-      removed = deleteMemberships(ctx.db, organizationId, userId, {});
+      await assertKeepsAnOwner(ctx, organizationId, userId);
+      removed = await deleteMemberships(ctx.db, organizationId, userId, {});
     } else if (level === 'workspace') {
-      removed = deleteMemberships(ctx.db, organizationId, userId, { workspaceId: scopeId });
+      removed = await deleteMemberships(ctx.db, organizationId, userId, { workspaceId: scopeId });
     } else {
-      removed = deleteMemberships(ctx.db, organizationId, userId, { projectId: scopeId });
-      const p = projectById(ctx.db, scopeId)!;
-      const guest = membershipAt(ctx.db, userId, 'workspace', p.workspace_id);
-      const stillThere = membershipsInOrganization(ctx.db, organizationId).some((m) => m.user_id === userId && m.level === 'project' && m.workspace_id === p.workspace_id);
-      if (guest?.role === 'project_guest' && !stillThere) removed += deleteMemberships(ctx.db, organizationId, userId, { workspaceId: p.workspace_id });
+      removed = await deleteMemberships(ctx.db, organizationId, userId, { projectId: scopeId });
+      const p = (await projectById(ctx.db, scopeId))!;
+      const guest = await membershipAt(ctx.db, userId, 'workspace', p.workspace_id);
+      const stillThere = (await membershipsInOrganization(ctx.db, organizationId)).some((m) => m.user_id === userId && m.level === 'project' && m.workspace_id === p.workspace_id);
+      if (guest?.role === 'project_guest' && !stillThere) removed += await deleteMemberships(ctx.db, organizationId, userId, { workspaceId: p.workspace_id });
     }
-    record(ctx, {
+    await record(ctx, {
       action: 'membership.removed', targetType: 'user', targetId: userId,
-      workspaceId: level === 'workspace' ? scopeId : level === 'project' ? projectById(ctx.db, scopeId)!.workspace_id : null,
+      workspaceId: level === 'workspace' ? scopeId : level === 'project' ? (await projectById(ctx.db, scopeId))!.workspace_id : null,
       projectId: level === 'project' ? scopeId : null,
       metadata: { level, scopeId, role: current.role, membershipsRemoved: removed },
     });

@@ -11,29 +11,29 @@ export interface MemberRow {
 const MEMBER_COLUMNS = `m.user_id, u.email, u.name, u.status AS user_status, u.last_login_at, m.level, m.role, m.access_mode,
   m.status, m.created_at, m.workspace_id, m.project_id`;
 
-export function membershipsInOrganization(db: Db, organizationId: string): MemberRow[] {
-  return db.all<MemberRow>(
+export async function membershipsInOrganization(db: Db, organizationId: string): Promise<MemberRow[]> {
+  return await db.all<MemberRow>(
     `SELECT ${MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
       WHERE m.organization_id = ? ORDER BY u.email_normalized, m.level, m.created_at`, organizationId);
 }
 
-export function membershipsAtScope(db: Db, organizationId: string, level: Level, scopeId: string): MemberRow[] {
-  return db.all<MemberRow>(
+export async function membershipsAtScope(db: Db, organizationId: string, level: Level, scopeId: string): Promise<MemberRow[]> {
+  return await db.all<MemberRow>(
     `SELECT ${MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
       WHERE m.organization_id = ? AND m.level = ? AND m.scope_id = ? ORDER BY u.email_normalized`, organizationId, level, scopeId);
 }
 
 /** Deletes a user's memberships in an organization at or below a scope; returns how many. */
-export function deleteMemberships(db: Db, organizationId: string, userId: string, where: { workspaceId?: string; projectId?: string }): number {
+export async function deleteMemberships(db: Db, organizationId: string, userId: string, where: { workspaceId?: string; projectId?: string }): Promise<number> {
   if (where.projectId) {
-    return db.run("DELETE FROM memberships WHERE organization_id = ? AND user_id = ? AND level = 'project' AND project_id = ?",
-      organizationId, userId, where.projectId).changes;
+    return (await db.run("DELETE FROM memberships WHERE organization_id = ? AND user_id = ? AND level = 'project' AND project_id = ?",
+      organizationId, userId, where.projectId)).changes;
   }
   if (where.workspaceId) {
-    return db.run("DELETE FROM memberships WHERE organization_id = ? AND user_id = ? AND level IN ('workspace', 'project') AND workspace_id = ?",
-      organizationId, userId, where.workspaceId).changes;
+    return (await db.run("DELETE FROM memberships WHERE organization_id = ? AND user_id = ? AND level IN ('workspace', 'project') AND workspace_id = ?",
+      organizationId, userId, where.workspaceId)).changes;
   }
-  return db.run('DELETE FROM memberships WHERE organization_id = ? AND user_id = ?', organizationId, userId).changes;
+  return (await db.run('DELETE FROM memberships WHERE organization_id = ? AND user_id = ?', organizationId, userId)).changes;
 }
 
 export interface InvitationRow {
@@ -44,8 +44,8 @@ export interface InvitationRow {
   revoked_at: string | null; revoked_by: string | null;
 }
 
-export function insertInvitation(db: Db, r: InvitationRow): void {
-  db.run(
+export async function insertInvitation(db: Db, r: InvitationRow): Promise<void> {
+  await db.run(
     `INSERT INTO invitations (id, organization_id, workspace_id, project_id, email, email_normalized, role, status, token_hash,
        token_hint, expires_at, invited_by, created_at, updated_at, accepted_at, accepted_by, revoked_at, revoked_by)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -54,31 +54,31 @@ export function insertInvitation(db: Db, r: InvitationRow): void {
   );
 }
 
-export function invitationById(db: Db, organizationId: string, id: string): InvitationRow | undefined {
-  return db.get<InvitationRow>('SELECT * FROM invitations WHERE organization_id = ? AND id = ?', organizationId, id);
+export async function invitationById(db: Db, organizationId: string, id: string): Promise<InvitationRow | undefined> {
+  return await db.get<InvitationRow>('SELECT * FROM invitations WHERE organization_id = ? AND id = ?', organizationId, id);
 }
 
-export function invitationByTokenHash(db: Db, tokenHash: string): InvitationRow | undefined {
-  return db.get<InvitationRow>('SELECT * FROM invitations WHERE token_hash = ?', tokenHash);
+export async function invitationByTokenHash(db: Db, tokenHash: string): Promise<InvitationRow | undefined> {
+  return await db.get<InvitationRow>('SELECT * FROM invitations WHERE token_hash = ?', tokenHash);
 }
 
-export function pendingInvitationFor(db: Db, organizationId: string, emailNormalized: string): InvitationRow | undefined {
-  return db.get<InvitationRow>("SELECT * FROM invitations WHERE organization_id = ? AND email_normalized = ? AND status = 'pending'",
+export async function pendingInvitationFor(db: Db, organizationId: string, emailNormalized: string): Promise<InvitationRow | undefined> {
+  return await db.get<InvitationRow>("SELECT * FROM invitations WHERE organization_id = ? AND email_normalized = ? AND status = 'pending'",
     organizationId, emailNormalized);
 }
 
-export function invitationsOf(db: Db, organizationId: string, status: string | null): InvitationRow[] {
-  return db.all<InvitationRow>(
+export async function invitationsOf(db: Db, organizationId: string, status: string | null): Promise<InvitationRow[]> {
+  return await db.all<InvitationRow>(
     'SELECT * FROM invitations WHERE organization_id = ? AND (?2 IS NULL OR status = ?2) ORDER BY created_at DESC', organizationId, status);
 }
 
-export function setInvitationToken(db: Db, id: string, tokenHash: string, hint: string, expiresAt: string, now: string): void {
-  db.run("UPDATE invitations SET status = 'pending', token_hash = ?, token_hint = ?, expires_at = ?, updated_at = ? WHERE id = ?",
+export async function setInvitationToken(db: Db, id: string, tokenHash: string, hint: string, expiresAt: string, now: string): Promise<void> {
+  await db.run("UPDATE invitations SET status = 'pending', token_hash = ?, token_hint = ?, expires_at = ?, updated_at = ? WHERE id = ?",
     tokenHash, hint, expiresAt, now, id);
 }
 
-export function closeInvitation(db: Db, id: string, status: 'accepted' | 'revoked' | 'expired', by: string | null, now: string): void {
-  db.run(
+export async function closeInvitation(db: Db, id: string, status: 'accepted' | 'revoked' | 'expired', by: string | null, now: string): Promise<void> {
+  await db.run(
     `UPDATE invitations SET status = ?1, token_hash = CASE WHEN ?1 = 'expired' THEN token_hash ELSE NULL END, updated_at = ?3,
        accepted_at = CASE WHEN ?1 = 'accepted' THEN ?3 ELSE accepted_at END, accepted_by = CASE WHEN ?1 = 'accepted' THEN ?2 ELSE accepted_by END,
        revoked_at = CASE WHEN ?1 = 'revoked' THEN ?3 ELSE revoked_at END, revoked_by = CASE WHEN ?1 = 'revoked' THEN ?2 ELSE revoked_by END

@@ -37,7 +37,7 @@ function secretOf(ctx: Ctx, factor: FactorRow): string | null {
  * is right: the step of an enabled factor's code is recorded (no replay), a recovery code is used up.
  * Runs inside the caller's transaction.
  */
-export function useCode(ctx: Ctx, factor: FactorRow, code: string, allowRecovery: boolean): CodeUse {
+export async function useCode(ctx: Ctx, factor: FactorRow, code: string, allowRecovery: boolean): Promise<CodeUse> {
   const typed = code.trim().replace(/\s+/g, '');
   const now = ctx.now();
   if (looksLikeTotp(typed)) {
@@ -45,38 +45,38 @@ export function useCode(ctx: Ctx, factor: FactorRow, code: string, allowRecovery
     if (secret === null) return { ok: false, reason: 'secret_unreadable' };
     const r = checkTotp(secret, typed, Math.floor(now.getTime() / 1000), factor.last_used_step);
     if (!r.ok) return r;
-    if (factor.status === 'enabled' && markStepUsed(ctx.db, factor.user_id, r.step, now.toISOString()) === 0) return { ok: false, reason: 'replayed' };
+    if (factor.status === 'enabled' && await markStepUsed(ctx.db, factor.user_id, r.step, now.toISOString()) === 0) return { ok: false, reason: 'replayed' };
     return { ok: true, via: 'totp', step: r.step };
   }
   const normalized = allowRecovery ? normalizeRecoveryCode(typed) : null;
-  if (normalized && useRecoveryCode(ctx.db, factor.user_id, recoveryCodeHash(factor.user_id, normalized), now.toISOString())) {
-    touchFactorUse(ctx.db, factor.user_id, now.toISOString());
+  if (normalized && await useRecoveryCode(ctx.db, factor.user_id, recoveryCodeHash(factor.user_id, normalized), now.toISOString())) {
+    await touchFactorUse(ctx.db, factor.user_id, now.toISOString());
     return { ok: true, via: 'recovery_code', step: null };
   }
   return { ok: false, reason: allowRecovery ? 'wrong_code' : 'wrong_code_format' };
 }
 
 /** Enables the pending factor with the step of its first code and stores ten new recovery codes. */
-export function enable(ctx: Ctx, user: UserRow, step: number, via: string): string[] {
+export async function enable(ctx: Ctx, user: UserRow, step: number, via: string): Promise<string[]> {
   const now = ctx.now().toISOString();
-  enableFactor(ctx.db, user.id, step, now);
+  await enableFactor(ctx.db, user.id, step, now);
   const { codes, rows } = newRecoveryCodes(user.id);
-  replaceRecoveryCodes(ctx.db, user.id, rows, now);
-  record(ctx, {
+  await replaceRecoveryCodes(ctx.db, user.id, rows, now);
+  await record(ctx, {
     action: 'auth.mfa.enabled', targetType: 'user', targetId: user.id, actorUserId: user.id, actorName: user.name, ...NO_TENANT,
     metadata: { via, recoveryCodes: codes.length },
   });
   return codes;
 }
 
-export function beginSetup(ctx: Ctx, user: UserRow, via: string): TotpSetup {
-  return ctx.db.tx(() => {
-    const factor = factorOf(ctx.db, user.id);
+export async function beginSetup(ctx: Ctx, user: UserRow, via: string): Promise<TotpSetup> {
+  return await ctx.db.tx(async () => {
+    const factor = await factorOf(ctx.db, user.id);
     if (factor?.status === 'enabled') throw conflict('mfa_already_enabled', 'TOTP is already enabled; disable it first to set up another authenticator');
     const key = mfaKey(ctx.config);
     const secret = newTotpSecret();
-    putPendingFactor(ctx.db, user.id, encryptSecret(key, user.id, secret), key.id, ctx.now().toISOString());
-    record(ctx, {
+    await putPendingFactor(ctx.db, user.id, encryptSecret(key, user.id, secret), key.id, ctx.now().toISOString());
+    await record(ctx, {
       action: 'auth.mfa.setup_started', targetType: 'user', targetId: user.id, actorUserId: user.id, actorName: user.name, ...NO_TENANT,
       metadata: { via, replacedPending: factor?.status === 'pending' },
     });

@@ -1,6 +1,7 @@
 // The identity policy (system administrators): who must use MFA, the password rules and the session
 // lifetimes. Enforced where they matter: signIn() (MFA enrollment), passwordProblem() callers
 // (account creation, registration, password change), startSession() and session validation.
+import { filterSeq } from '../../kernel/seq.ts';
 import type { Ctx } from '../../directory/context.ts';
 import * as o from '../../kernel/view.ts';
 import { record } from '../../platform/audit/service.ts';
@@ -25,12 +26,12 @@ export type IdentityPolicy = o.Out<typeof IdentityPolicyView>;
 
 export type PolicyPatch = Infer<typeof PolicyPatchBody>;
 
-function current(ctx: Ctx): IdentityPolicy {
-  const p = policyRow(ctx.db);
-  const lifetimes = sessionLifetimes(ctx.db, ctx.config);
+async function current(ctx: Ctx): Promise<IdentityPolicy> {
+  const p = await policyRow(ctx.db);
+  const lifetimes = await sessionLifetimes(ctx.db, ctx.config);
   return {
     mfaRequired: p.mfa_required === 1,
-    mfaRequiredOrganizations: mfaOrganizations(ctx.db),
+    mfaRequiredOrganizations: await mfaOrganizations(ctx.db),
     passwordMinLength: p.password_min_length,
     passwordBreachedCheck: p.password_breached_check === 1,
     sessionIdleMinutes: p.session_idle_minutes,
@@ -41,26 +42,26 @@ function current(ctx: Ctx): IdentityPolicy {
   };
 }
 
-export function identityPolicy(ctx: Ctx): IdentityPolicy {
+export async function identityPolicy(ctx: Ctx): Promise<IdentityPolicy> {
   requireSystemAdmin(ctx);
-  return current(ctx);
+  return await current(ctx);
 }
 
 const settings = ({ effective: _e, updatedAt: _a, updatedBy: _b, ...rest }: IdentityPolicy) => rest;
 
 /** Changes the given fields (the organization list is replaced as a whole); audited with before and after. */
-export function updateIdentityPolicy(ctx: Ctx, patch: PolicyPatch): IdentityPolicy {
+export async function updateIdentityPolicy(ctx: Ctx, patch: PolicyPatch): Promise<IdentityPolicy> {
   requireSystemAdmin(ctx);
   if (Object.values(patch).every((v) => v === undefined)) {
     throw validationFailed({ body: 'name at least one of mfaRequired, mfaRequiredOrganizations, passwordMinLength, passwordBreachedCheck, sessionIdleMinutes, sessionAbsoluteHours' });
   }
-  return ctx.db.tx(() => {
-    const before = current(ctx);
+  return await ctx.db.tx(async () => {
+    const before = await current(ctx);
     const orgs = patch.mfaRequiredOrganizations === undefined ? undefined : [...new Set(patch.mfaRequiredOrganizations)].sort();
-    const unknown = (orgs ?? []).filter((id) => !organizationById(ctx.db, id));
+    const unknown = (await filterSeq((orgs ?? []), async (id) => !await organizationById(ctx.db, id)));
     if (unknown.length) throw validationFailed({ mfaRequiredOrganizations: `names no organization: ${unknown.join(', ')}` });
     const now = ctx.now().toISOString();
-    const row = policyRow(ctx.db);
+    const row = await policyRow(ctx.db);
     const next: PolicyRow = {
       mfa_required: patch.mfaRequired === undefined ? row.mfa_required : patch.mfaRequired ? 1 : 0,
       password_min_length: patch.passwordMinLength ?? row.password_min_length,
@@ -70,10 +71,10 @@ export function updateIdentityPolicy(ctx: Ctx, patch: PolicyPatch): IdentityPoli
       updated_at: now,
       updated_by: ctx.actor.userId ?? ctx.actor.name,
     };
-    savePolicyRow(ctx.db, next);
-    if (orgs) replaceMfaOrganizations(ctx.db, orgs, now);
-    const after = current(ctx);
-    record(ctx, {
+    await savePolicyRow(ctx.db, next);
+    if (orgs) await replaceMfaOrganizations(ctx.db, orgs, now);
+    const after = await current(ctx);
+    await record(ctx, {
       action: 'system.identity.policy_updated', targetType: 'identity_policy', targetId: 'identity_policy',
       organizationId: null, workspaceId: null, projectId: null,
       metadata: { before: settings(before), after: settings(after), changed: Object.keys(patch).filter((k) => patch[k as keyof PolicyPatch] !== undefined) },

@@ -3,7 +3,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../../kernel/config.ts';
 import { json, type Router } from '../../http/router.ts';
-import { pageOf } from '../../kernel/validate.ts';
+import { pageOfEach } from '../../kernel/validate.ts';
 import { requestOrigin } from '../../http/request.ts';
 import { createDirectory, directoryOrFail, listDirectoriesOf, rotateDirectoryToken, updateDirectoryFields } from './directories.ts';
 import * as o from '../../kernel/view.ts';
@@ -18,26 +18,26 @@ export const serviceOrigin = (req: IncomingMessage, config: Config): string => c
 export function bindDirectoryRoutes(router: Router): void {
   const r = router.module(import.meta.url);
   const sys = { tags: ['system', 'identity', 'scim'], systemAdmin: true, scope: 'none' as const };
-  const show = (ctx: Ctx, req: IncomingMessage) => (d: DirectoryRow) => presentDirectory(d, directoryUserCounts(ctx.db, d.id), serviceOrigin(req, ctx.config));
+  const show = (ctx: Ctx, req: IncomingMessage) => async (d: DirectoryRow) => presentDirectory(d, await directoryUserCounts(ctx.db, d.id), serviceOrigin(req, ctx.config));
 
   r.get('/api/system/identity/directory-syncs', { ...sys, summary: 'SCIM directories (filter organizationId), paged; never a token, only its hint.', query: DirectoryListQuery, response: { description: 'a page of directories', schema: o.page(DirectoryView) } },
-    ({ ctx, req, query, searchParams }) => json(200, pageOf(searchParams, listDirectoriesOf(ctx, query.organizationId ?? null), show(ctx, req))));
+    async ({ ctx, req, query, searchParams }) => json(200, await pageOfEach(searchParams, await listDirectoriesOf(ctx, query.organizationId ?? null), show(ctx, req))));
 
   r.post('/api/system/identity/directory-syncs', { ...sys, summary: 'Create a SCIM 2.0 directory bound to one organization: { directory, token }. The bearer token (scim_...) is answered here once and stored as SHA-256.', body: DirectoryCreateBody, response: { status: 201, description: '{ directory, token }', schema: DirectoryWithTokenView } },
-    ({ ctx, req, body }) => {
-      const { directory, token } = createDirectory(ctx, body);
-      return json(201, { directory: show(ctx, req)(directory), token });
+    async ({ ctx, req, body }) => {
+      const { directory, token } = await createDirectory(ctx, body);
+      return json(201, { directory: await show(ctx, req)(directory), token });
     });
 
   r.get('/api/system/identity/directory-syncs/:directoryId', { ...sys, summary: 'One SCIM directory (never its token).', response: { description: 'the directory', schema: DirectoryView } },
-    ({ ctx, req, params }) => json(200, show(ctx, req)(directoryOrFail(ctx, params.directoryId))));
+    async ({ ctx, req, params }) => json(200, await show(ctx, req)(await directoryOrFail(ctx, params.directoryId))));
 
   r.patch('/api/system/identity/directory-syncs/:directoryId', { ...sys, summary: 'Rename, change the default role and workspace (for users provisioned from now on) or set status active or disabled (disabled: its SCIM requests are 403).', body: DirectoryPatchBody, response: { description: 'the directory', schema: DirectoryView } },
-    ({ ctx, req, params, body }) => json(200, show(ctx, req)(updateDirectoryFields(ctx, params.directoryId, body))));
+    async ({ ctx, req, params, body }) => json(200, await show(ctx, req)(await updateDirectoryFields(ctx, params.directoryId, body))));
 
   r.post('/api/system/identity/directory-syncs/:directoryId/rotate-token', { ...sys, summary: 'A new bearer token, answered once: { directory, token }; the old token is refused (401) at once.', response: { description: '{ directory, token }', schema: DirectoryWithTokenView } },
-    ({ ctx, req, params }) => {
-      const { directory, token } = rotateDirectoryToken(ctx, params.directoryId);
-      return json(200, { directory: show(ctx, req)(directory), token });
+    async ({ ctx, req, params }) => {
+      const { directory, token } = await rotateDirectoryToken(ctx, params.directoryId);
+      return json(200, { directory: await show(ctx, req)(directory), token });
     });
 }

@@ -15,25 +15,25 @@ import { directoryById, insertDirectory, listDirectories, updateDirectory, type 
 const isOrgRole = (role: string): boolean => (ORG_ROLES as readonly string[]).includes(role);
 
 /** An organization role stands alone; a workspace role needs a workspace of the directory's organization. */
-function checkDefaults(ctx: Ctx, organizationId: string, role: string, workspaceId: string | null): void {
+async function checkDefaults(ctx: Ctx, organizationId: string, role: string, workspaceId: string | null): Promise<void> {
   if (isOrgRole(role)) {
     if (workspaceId) throw validationFailed({ defaultWorkspaceId: `goes with a workspace defaultRole, not ${role}` });
     return;
   }
   if (!workspaceId) throw validationFailed({ defaultWorkspaceId: `is required with the workspace role ${role}` });
-  if (workspaceById(ctx.db, workspaceId)?.organization_id !== organizationId) {
+  if ((await workspaceById(ctx.db, workspaceId))?.organization_id !== organizationId) {
     throw validationFailed({ defaultWorkspaceId: 'names no workspace of the organization' });
   }
 }
 
 export interface DirectoryInput { name: string; organizationId: string; defaultRole?: DirectoryRole; defaultWorkspaceId?: string | null }
 
-export function createDirectory(ctx: Ctx, input: DirectoryInput): { directory: DirectoryRow; token: string } {
+export async function createDirectory(ctx: Ctx, input: DirectoryInput): Promise<{ directory: DirectoryRow; token: string }> {
   requireSystemAdmin(ctx);
-  if (!organizationById(ctx.db, input.organizationId)) throw validationFailed({ organizationId: 'names no organization' });
+  if (!await organizationById(ctx.db, input.organizationId)) throw validationFailed({ organizationId: 'names no organization' });
   const role = input.defaultRole ?? 'org_member';
   const workspaceId = input.defaultWorkspaceId ?? null;
-  checkDefaults(ctx, input.organizationId, role, workspaceId);
+  await checkDefaults(ctx, input.organizationId, role, workspaceId);
   const t = issueSecret('scim_');
   const now = ctx.now().toISOString();
   const d: DirectoryRow = {
@@ -41,9 +41,9 @@ export function createDirectory(ctx: Ctx, input: DirectoryInput): { directory: D
     status: 'active', token_hash: t.hash, token_hint: t.hint, token_rotated_at: null, created_by: ctx.actor.userId,
     created_at: now, updated_at: now,
   };
-  ctx.db.tx(() => {
-    insertDirectory(ctx.db, d);
-    record(ctx, {
+  await ctx.db.tx(async () => {
+    await insertDirectory(ctx.db, d);
+    await record(ctx, {
       action: 'system.identity.directory_created', targetType: 'scim_directory', targetId: d.id,
       organizationId: d.organization_id, workspaceId: null, projectId: null,
       metadata: { name: d.name, defaultRole: role, defaultWorkspaceId: workspaceId, tokenHint: t.hint },
@@ -52,16 +52,16 @@ export function createDirectory(ctx: Ctx, input: DirectoryInput): { directory: D
   return { directory: d, token: t.token };
 }
 
-export function directoryOrFail(ctx: Ctx, directoryId: string): DirectoryRow {
+export async function directoryOrFail(ctx: Ctx, directoryId: string): Promise<DirectoryRow> {
   requireSystemAdmin(ctx);
-  const d = directoryById(ctx.db, directoryId);
+  const d = await directoryById(ctx.db, directoryId);
   if (!d) throw notFound('no such directory');
   return d;
 }
 
-export function listDirectoriesOf(ctx: Ctx, organizationId: string | null): DirectoryRow[] {
+export async function listDirectoriesOf(ctx: Ctx, organizationId: string | null): Promise<DirectoryRow[]> {
   requireSystemAdmin(ctx);
-  return listDirectories(ctx.db, organizationId);
+  return await listDirectories(ctx.db, organizationId);
 }
 
 export interface DirectoryPatch { name?: string; defaultRole?: DirectoryRole; defaultWorkspaceId?: string | null; status?: 'active' | 'disabled' }
@@ -70,10 +70,10 @@ export interface DirectoryPatch { name?: string; defaultRole?: DirectoryRole; de
  * Renames, changes the default role and workspace (for users provisioned from now on; existing
  * memberships stay as they are) or disables and re-enables the directory.
  */
-export function updateDirectoryFields(ctx: Ctx, directoryId: string, patch: DirectoryPatch): DirectoryRow {
+export async function updateDirectoryFields(ctx: Ctx, directoryId: string, patch: DirectoryPatch): Promise<DirectoryRow> {
   if (Object.values(patch).every((x) => x === undefined)) throw validationFailed({ body: 'name name, defaultRole, defaultWorkspaceId or status' });
-  return ctx.db.tx(() => {
-    const d = directoryOrFail(ctx, directoryId);
+  return await ctx.db.tx(async () => {
+    const d = await directoryOrFail(ctx, directoryId);
     const roleChanged = patch.defaultRole !== undefined && patch.defaultRole !== d.default_role;
     const next: DirectoryRow = {
       ...d,
@@ -85,14 +85,14 @@ export function updateDirectoryFields(ctx: Ctx, directoryId: string, patch: Dire
       status: patch.status ?? d.status,
       updated_at: ctx.now().toISOString(),
     };
-    checkDefaults(ctx, d.organization_id, next.default_role, next.default_workspace_id);
+    await checkDefaults(ctx, d.organization_id, next.default_role, next.default_workspace_id);
     const changes: Record<string, { from: unknown; to: unknown }> = {};
     for (const [key, col] of [['name', 'name'], ['defaultRole', 'default_role'], ['defaultWorkspaceId', 'default_workspace_id'], ['status', 'status']] as const) {
       if (next[col] !== d[col]) changes[key] = { from: d[col], to: next[col] };
     }
     if (Object.keys(changes).length === 0) return d;
-    updateDirectory(ctx.db, next);
-    record(ctx, {
+    await updateDirectory(ctx.db, next);
+    await record(ctx, {
       action: 'system.identity.directory_updated', targetType: 'scim_directory', targetId: d.id,
       organizationId: d.organization_id, workspaceId: null, projectId: null, metadata: { changes },
     });
@@ -101,14 +101,14 @@ export function updateDirectoryFields(ctx: Ctx, directoryId: string, patch: Dire
 }
 
 /** A new token, answered once; the old one is refused from now on. */
-export function rotateDirectoryToken(ctx: Ctx, directoryId: string): { directory: DirectoryRow; token: string } {
+export async function rotateDirectoryToken(ctx: Ctx, directoryId: string): Promise<{ directory: DirectoryRow; token: string }> {
   const t = issueSecret('scim_');
-  const directory = ctx.db.tx(() => {
-    const d = directoryOrFail(ctx, directoryId);
+  const directory = await ctx.db.tx(async () => {
+    const d = await directoryOrFail(ctx, directoryId);
     const now = ctx.now().toISOString();
     const next: DirectoryRow = { ...d, token_hash: t.hash, token_hint: t.hint, token_rotated_at: now, updated_at: now };
-    updateDirectory(ctx.db, next);
-    record(ctx, {
+    await updateDirectory(ctx.db, next);
+    await record(ctx, {
       action: 'system.identity.directory_token_rotated', targetType: 'scim_directory', targetId: d.id,
       organizationId: d.organization_id, workspaceId: null, projectId: null,
       metadata: { previousTokenHint: d.token_hint, tokenHint: t.hint },

@@ -38,20 +38,20 @@ interface ScimCall {
 interface ScimAnswer<R> { status: number; body?: R; headers?: Record<string, string> }
 
 /** The directory whose token the request carries, when it is the directory of the path and active. */
-function authenticateDirectory(call: Call): DirectoryRow {
+async function authenticateDirectory(call: Call): Promise<DirectoryRow> {
   const { db } = call.ctx;
   const m = /^Bearer\s+(\S{20,300})\s*$/i.exec(call.req.headers.authorization ?? '');
   if (!m) throw scimUnauthorized('Authorization: Bearer <directory token> is required');
   // A wrong token counts against the client address's failed-attempt limit; over it, no lookup.
-  const dir = addressLimited(call.ctx, () => {
-    const found = directoryByTokenHash(db, sha256Hex(m[1]));
+  const dir = await addressLimited(call.ctx, async () => {
+    const found = await directoryByTokenHash(db, sha256Hex(m[1]));
     if (!found) throw scimUnauthorized('the bearer token is not valid');
     return found;
   });
   if (dir.id !== call.params.directoryId) {
-    record(call.ctx, {
+    await record(call.ctx, {
       action: 'access.denied', targetType: 'scim_directory', targetId: call.params.directoryId, result: 'denied',
-      organizationId: directoryById(db, call.params.directoryId)?.organization_id ?? null, workspaceId: null, projectId: null,
+      organizationId: (await directoryById(db, call.params.directoryId))?.organization_id ?? null, workspaceId: null, projectId: null,
       actorName: `SCIM directory ${dir.name} (${dir.id})`,
       metadata: { route: `${call.req.method} ${call.path}`, reason: 'scim_token_of_another_directory', tokenDirectoryId: dir.id, tokenOrganizationId: dir.organization_id },
     });
@@ -73,7 +73,7 @@ function directoryContext(base: Ctx, dir: DirectoryRow): Ctx {
 /** Authenticates, runs the handler and answers application/scim+json; errors reach src/app.ts's boundary, which answers them in SCIM's shape. */
 function scim<R>(handler: (s: ScimCall) => ScimAnswer<R> | Promise<ScimAnswer<R>>): Handler<unknown, unknown, R> {
   return async (call) => {
-    const dir = authenticateDirectory(call);
+    const dir = await authenticateDirectory(call);
     const base = scimBase(serviceOrigin(call.req, call.ctx.config), dir.id);
     const shape = projectionOf(call.searchParams); // before anything is written: a malformed one is 400 and changes nothing
     // A projection only leaves out what the view has optional (schemas and id always stay).
@@ -108,13 +108,13 @@ export function bindScimRoutes(router: Router): void {
   const UserList = listView(ScimUserView, 'A page of the directory\u2019s Users');
 
   r.get('/scim/v2.0/:directoryId/Users', answers(`The directory\u2019s users: ListResponse; filter (userName, externalId, id, displayName, emails.value with eq, sw or co; one comparison), startIndex from 1, count default ${DEFAULT_COUNT}, at most ${MAX_RESULTS}; ${PARTIAL}.`, 'a ListResponse of Users', UserList),
-    scim(({ call, dir, ctx, show }) => {
+    scim(async ({ call, dir, ctx, show }) => {
       const sp = call.searchParams;
       const text = sp.get('filter');
       const filter = text === null || text.trim() === '' ? null : parseUserFilter(text);
       const startIndex = Math.max(1, intParam(sp, 'startIndex', 1));
       const count = Math.min(MAX_RESULTS, Math.max(0, intParam(sp, 'count', DEFAULT_COUNT)));
-      const { rows, total } = listUsers(ctx, dir, filter, startIndex, count);
+      const { rows, total } = await listUsers(ctx, dir, filter, startIndex, count);
       return { status: 200, body: listResponse(rows.map(show), total, startIndex) };
     }));
 
@@ -125,23 +125,23 @@ export function bindScimRoutes(router: Router): void {
     }));
 
   r.get('/scim/v2.0/:directoryId/Users/:userId', answers(`One of the directory\u2019s users (any other id: 404); ${PARTIAL}.`, 'the User', ScimUserView),
-    scim(({ call, dir, ctx, show }) => ({ status: 200, body: show(getUser(ctx, dir, call.params.userId)) })));
+    scim(async ({ call, dir, ctx, show }) => ({ status: 200, body: show(await getUser(ctx, dir, call.params.userId)) })));
 
   r.put('/scim/v2.0/:directoryId/Users/:userId', answers(`Replace a user (absent attributes are cleared; absent active keeps its value); ${PARTIAL}.`, 'the User', ScimUserView),
     scim(async ({ call, dir, ctx, show }) => {
       const b = await body(call);
-      return { status: 200, body: show(changeUser(ctx, dir, call.params.userId, (cur) => userFromPayload(b, cur.active))) };
+      return { status: 200, body: show(await changeUser(ctx, dir, call.params.userId, (cur) => userFromPayload(b, cur.active))) };
     }));
 
   r.patch('/scim/v2.0/:directoryId/Users/:userId', answers(`PatchOp: add, replace, remove (any case); active false deactivates, true reactivates; ${PARTIAL}.`, 'the User', ScimUserView),
     scim(async ({ call, dir, ctx, show }) => {
       const b = await body(call);
-      return { status: 200, body: show(changeUser(ctx, dir, call.params.userId, (cur) => applyPatch(cur, b))) };
+      return { status: 200, body: show(await changeUser(ctx, dir, call.params.userId, (cur) => applyPatch(cur, b))) };
     }));
 
   r.delete('/scim/v2.0/:directoryId/Users/:userId', { ...meta('Deprovision: the organization memberships become inactive, sessions are revoked, the SCIM user is gone (a second DELETE is 404).'), response: { status: 204, description: 'deprovisioned; no body' } },
-    scim(({ call, dir, ctx }) => {
-      deleteUser(ctx, dir, call.params.userId);
+    scim(async ({ call, dir, ctx }) => {
+      await deleteUser(ctx, dir, call.params.userId);
       return { status: 204 };
     }));
 

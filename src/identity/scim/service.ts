@@ -27,21 +27,21 @@ import {
   setAccountIdentity, switchMemberships, updateScimUser, type DirectoryRow, type ScimUserRow,
 } from './store.ts';
 
-export function listUsers(ctx: Ctx, dir: DirectoryRow, filter: UserFilter | null, startIndex: number, count: number) {
-  return listScimUsers(ctx.db, dir.id, filter, startIndex - 1, count);
+export async function listUsers(ctx: Ctx, dir: DirectoryRow, filter: UserFilter | null, startIndex: number, count: number) {
+  return await listScimUsers(ctx.db, dir.id, filter, startIndex - 1, count);
 }
 
 /** One of the directory's users; anyone else's id (another directory's, or no SCIM user) is 404. */
-export function getUser(ctx: Ctx, dir: DirectoryRow, userId: string): ScimUserRow {
-  const row = scimUser(ctx.db, dir.id, userId);
+export async function getUser(ctx: Ctx, dir: DirectoryRow, userId: string): Promise<ScimUserRow> {
+  const row = await scimUser(ctx.db, dir.id, userId);
   if (!row) throw scimNotFound();
   return row;
 }
 
-function checkUnique(ctx: Ctx, dir: DirectoryRow, s: ScimUserState, selfId: string | null): void {
-  const byName = scimUserByName(ctx.db, dir.id, s.userName.toLowerCase());
+async function checkUnique(ctx: Ctx, dir: DirectoryRow, s: ScimUserState, selfId: string | null): Promise<void> {
+  const byName = await scimUserByName(ctx.db, dir.id, s.userName.toLowerCase());
   if (byName && byName.user_id !== selfId) throw uniqueness(`userName ${s.userName} is already provisioned by this directory`);
-  const byExternal = s.externalId === null ? undefined : scimUserByExternalId(ctx.db, dir.id, s.externalId);
+  const byExternal = s.externalId === null ? undefined : await scimUserByExternalId(ctx.db, dir.id, s.externalId);
   if (byExternal && byExternal.user_id !== selfId) throw uniqueness(`externalId ${s.externalId} is already provisioned by this directory`);
 }
 
@@ -52,34 +52,34 @@ const fields = (s: ScimUserState) => ({
 });
 
 export async function createScimUser(ctx: Ctx, dir: DirectoryRow, s: ScimUserState): Promise<ScimUserRow> {
-  checkUnique(ctx, dir, s, null);
+  await checkUnique(ctx, dir, s, null);
   const email = accountEmail(s);
-  const existing = userByEmail(ctx.db, email);
+  const existing = await userByEmail(ctx.db, email);
   // A directory manages people of its organization, never the service's administrators.
   if (existing?.is_system_admin) throw uniqueness('this e-mail address belongs to a system administrator account, which a directory cannot provision');
-  if (existing) return ctx.db.tx(() => link(ctx, dir, existing, s, false));
+  if (existing) return await ctx.db.tx(async () => await link(ctx, dir, existing, s, false));
   // No password: the person signs in by single sign-on, or after an administrator's password reset.
-  const { extra } = await createUser(ctx, { email, name: accountName(s), passwordless: true }, (user) => link(ctx, dir, user, s, true));
+  const { extra } = await createUser(ctx, { email, name: accountName(s), passwordless: true }, async (user) => await link(ctx, dir, user, s, true));
   return extra!;
 }
 
 /** Runs in the caller's transaction: the SCIM row, the memberships and the audit record. */
-function link(ctx: Ctx, dir: DirectoryRow, user: UserRow, s: ScimUserState, owns: boolean): ScimUserRow {
-  checkUnique(ctx, dir, s, null);
-  const other = scimLinkInOrganization(ctx.db, dir.organization_id, user.id);
+async function link(ctx: Ctx, dir: DirectoryRow, user: UserRow, s: ScimUserState, owns: boolean): Promise<ScimUserRow> {
+  await checkUnique(ctx, dir, s, null);
+  const other = await scimLinkInOrganization(ctx.db, dir.organization_id, user.id);
   if (other) {
     throw uniqueness(other.directory_id === dir.id
       ? `the account with this e-mail address is already provisioned by this directory (userName ${other.user_name})`
       : 'the account with this e-mail address is provisioned by another directory of this organization');
   }
   const now = ctx.now().toISOString();
-  insertScimUser(ctx.db, { directory_id: dir.id, user_id: user.id, organization_id: dir.organization_id, ...fields(s), owns_account: owns ? 1 : 0, created_at: now, updated_at: now });
-  const effect = s.active ? activate(ctx, dir, user.id, true) : deactivate(ctx, dir, user.id);
-  record(ctx, {
+  await insertScimUser(ctx.db, { directory_id: dir.id, user_id: user.id, organization_id: dir.organization_id, ...fields(s), owns_account: owns ? 1 : 0, created_at: now, updated_at: now });
+  const effect = s.active ? await activate(ctx, dir, user.id, true) : await deactivate(ctx, dir, user.id);
+  await record(ctx, {
     action: owns ? 'scim.user_created' : 'scim.user_linked', targetType: 'user', targetId: user.id,
     metadata: { directoryId: dir.id, userName: s.userName, externalId: s.externalId, active: s.active, ...effect },
   });
-  return scimUser(ctx.db, dir.id, user.id)!;
+  return (await scimUser(ctx.db, dir.id, user.id))!;
 }
 
 const orgRoleOf = (dir: DirectoryRow): Role =>
@@ -90,19 +90,19 @@ const orgRoleOf = (dir: DirectoryRow): Role =>
  * there is no organization membership, and its default workspace role when the user is new to the
  * organization or is being provisioned (`initial`) and has none there. Takes a seat (409 when full).
  */
-function activate(ctx: Ctx, dir: DirectoryRow, userId: string, initial: boolean): { membershipsRestored: number; rolesGranted: string[] } {
+async function activate(ctx: Ctx, dir: DirectoryRow, userId: string, initial: boolean): Promise<{ membershipsRestored: number; rolesGranted: string[] }> {
   const org = dir.organization_id;
-  if (membershipAt(ctx.db, userId, 'organization', org)?.status !== 'active') assertSeatsAvailable(ctx.db, org, ctx.now().toISOString());
-  const restored = switchMemberships(ctx.db, org, userId, 'inactive', 'active');
+  if ((await membershipAt(ctx.db, userId, 'organization', org))?.status !== 'active') await assertSeatsAvailable(ctx.db, org, ctx.now().toISOString());
+  const restored = await switchMemberships(ctx.db, org, userId, 'inactive', 'active');
   const granted: string[] = [];
-  const fresh = !membershipAt(ctx.db, userId, 'organization', org);
+  const fresh = !await membershipAt(ctx.db, userId, 'organization', org);
   if (fresh) {
-    grantRole(ctx, { userId, level: 'organization', scopeId: org, role: orgRoleOf(dir) });
+    await grantRole(ctx, { userId, level: 'organization', scopeId: org, role: orgRoleOf(dir) });
     granted.push(orgRoleOf(dir));
   }
   const ws = dir.default_workspace_id;
-  if (ws && (fresh || initial) && !membershipAt(ctx.db, userId, 'workspace', ws)) {
-    grantRole(ctx, { userId, level: 'workspace', scopeId: ws, role: dir.default_role as Role });
+  if (ws && (fresh || initial) && !await membershipAt(ctx.db, userId, 'workspace', ws)) {
+    await grantRole(ctx, { userId, level: 'workspace', scopeId: ws, role: dir.default_role as Role });
     granted.push(dir.default_role);
   }
   return { membershipsRestored: restored, rolesGranted: granted };
@@ -114,57 +114,57 @@ function activate(ctx: Ctx, dir: DirectoryRow, userId: string, initial: boolean)
  * the sessions working in this organization (a directory never signs a person out of other tenants;
  * its inactive memberships already refuse access here).
  */
-function deactivate(ctx: Ctx, dir: DirectoryRow, userId: string): { membershipsDeactivated: number; sessionsRevoked: number } {
-  assertKeepsAnOwner(ctx, dir.organization_id, userId);
-  const n = switchMemberships(ctx.db, dir.organization_id, userId, 'active', 'inactive');
+async function deactivate(ctx: Ctx, dir: DirectoryRow, userId: string): Promise<{ membershipsDeactivated: number; sessionsRevoked: number }> {
+  await assertKeepsAnOwner(ctx, dir.organization_id, userId);
+  const n = await switchMemberships(ctx.db, dir.organization_id, userId, 'active', 'inactive');
   const now = ctx.now().toISOString();
-  const elsewhere = membershipsOfUser(ctx.db, userId).some((m) => m.organization_id !== dir.organization_id && m.status === 'active');
+  const elsewhere = (await membershipsOfUser(ctx.db, userId)).some((m) => m.organization_id !== dir.organization_id && m.status === 'active');
   const revoked = elsewhere
-    ? ctx.db.run("UPDATE sessions SET revoked_at = ?, revoked_reason = 'scim_deprovisioned' WHERE user_id = ? AND organization_id = ? AND revoked_at IS NULL",
-      now, userId, dir.organization_id).changes
-    : revokeUserSessions(ctx.db, userId, now, 'scim_deprovisioned');
+    ? (await ctx.db.run("UPDATE sessions SET revoked_at = ?, revoked_reason = 'scim_deprovisioned' WHERE user_id = ? AND organization_id = ? AND revoked_at IS NULL",
+      now, userId, dir.organization_id)).changes
+    : await revokeUserSessions(ctx.db, userId, now, 'scim_deprovisioned');
   return { membershipsDeactivated: n, sessionsRevoked: revoked };
 }
 
 /** An account the directory created follows its e-mail address (unique among accounts) and name. */
-function syncAccount(ctx: Ctx, userId: string, s: ScimUserState): void {
-  const user = userById(ctx.db, userId)!;
+async function syncAccount(ctx: Ctx, userId: string, s: ScimUserState): Promise<void> {
+  const user = (await userById(ctx.db, userId))!;
   const email = accountEmail(s);
   const name = accountName(s);
   if (normalizeEmail(email) !== user.email_normalized) {
-    const other = userByEmail(ctx.db, email);
+    const other = await userByEmail(ctx.db, email);
     if (other && other.id !== userId) throw uniqueness('another account has this e-mail address');
   }
-  if (email !== user.email || name !== user.name) setAccountIdentity(ctx.db, userId, email, normalizeEmail(email), name, ctx.now().toISOString());
+  if (email !== user.email || name !== user.name) await setAccountIdentity(ctx.db, userId, email, normalizeEmail(email), name, ctx.now().toISOString());
 }
 
 const ATTRIBUTES = ['userName', 'externalId', 'givenName', 'familyName', 'formattedName', 'displayName', 'emails'] as const;
 
 /** PUT and PATCH: `change` turns the current state into the next; one transaction, audited. */
-export function changeUser(ctx: Ctx, dir: DirectoryRow, userId: string, change: (current: ScimUserState) => ScimUserState): ScimUserRow {
-  return ctx.db.tx(() => {
-    const row = getUser(ctx, dir, userId);
+export async function changeUser(ctx: Ctx, dir: DirectoryRow, userId: string, change: (current: ScimUserState) => ScimUserState): Promise<ScimUserRow> {
+  return await ctx.db.tx(async () => {
+    const row = await getUser(ctx, dir, userId);
     const cur = stateOf(row);
     const next = change(cur);
-    checkUnique(ctx, dir, next, userId);
+    await checkUnique(ctx, dir, next, userId);
     accountEmail(next);
     const changed = ATTRIBUTES.filter((k) => JSON.stringify(cur[k]) !== JSON.stringify(next[k]));
     if (changed.length === 0 && cur.active === next.active) return row;
-    if (row.owns_account === 1) syncAccount(ctx, userId, next);
-    const effect = cur.active === next.active ? {} : next.active ? activate(ctx, dir, userId, false) : deactivate(ctx, dir, userId);
-    updateScimUser(ctx.db, { ...row, ...fields(next), updated_at: ctx.now().toISOString() });
+    if (row.owns_account === 1) await syncAccount(ctx, userId, next);
+    const effect = cur.active === next.active ? {} : next.active ? await activate(ctx, dir, userId, false) : await deactivate(ctx, dir, userId);
+    await updateScimUser(ctx.db, { ...row, ...fields(next), updated_at: ctx.now().toISOString() });
     const action = cur.active === next.active ? 'scim.user_updated' : next.active ? 'scim.user_reactivated' : 'scim.user_deactivated';
-    record(ctx, { action, targetType: 'user', targetId: userId, metadata: { directoryId: dir.id, userName: next.userName, changed, ...effect } });
-    return scimUser(ctx.db, dir.id, userId)!;
+    await record(ctx, { action, targetType: 'user', targetId: userId, metadata: { directoryId: dir.id, userName: next.userName, changed, ...effect } });
+    return (await scimUser(ctx.db, dir.id, userId))!;
   });
 }
 
 /** DELETE: deprovisions (as active false) and forgets the SCIM user; the account itself stays. */
-export function deleteUser(ctx: Ctx, dir: DirectoryRow, userId: string): void {
-  ctx.db.tx(() => {
-    const row = getUser(ctx, dir, userId);
-    const effect = row.active === 1 ? deactivate(ctx, dir, userId) : {};
-    deleteScimUser(ctx.db, dir.id, userId);
-    record(ctx, { action: 'scim.user_deleted', targetType: 'user', targetId: userId, metadata: { directoryId: dir.id, userName: row.user_name, ...effect } });
+export async function deleteUser(ctx: Ctx, dir: DirectoryRow, userId: string): Promise<void> {
+  await ctx.db.tx(async () => {
+    const row = await getUser(ctx, dir, userId);
+    const effect = row.active === 1 ? await deactivate(ctx, dir, userId) : {};
+    await deleteScimUser(ctx.db, dir.id, userId);
+    await record(ctx, { action: 'scim.user_deleted', targetType: 'user', targetId: userId, metadata: { directoryId: dir.id, userName: row.user_name, ...effect } });
   });
 }

@@ -15,8 +15,8 @@ export interface ScimUserRow {
   display_name: string | null; emails: string; active: number; owns_account: number; created_at: string; updated_at: string;
 }
 
-export function insertDirectory(db: Db, d: DirectoryRow): void {
-  db.run(
+export async function insertDirectory(db: Db, d: DirectoryRow): Promise<void> {
+  await db.run(
     `INSERT INTO scim_directories (id, organization_id, name, default_workspace_id, default_role, status, token_hash, token_hint,
        token_rotated_at, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     d.id, d.organization_id, d.name, d.default_workspace_id, d.default_role, d.status, d.token_hash, d.token_hint,
@@ -24,8 +24,8 @@ export function insertDirectory(db: Db, d: DirectoryRow): void {
   );
 }
 
-export function updateDirectory(db: Db, d: DirectoryRow): void {
-  db.run(
+export async function updateDirectory(db: Db, d: DirectoryRow): Promise<void> {
+  await db.run(
     `UPDATE scim_directories SET name = ?, default_workspace_id = ?, default_role = ?, status = ?, token_hash = ?, token_hint = ?,
        token_rotated_at = ?, updated_at = ? WHERE id = ? AND organization_id = ?`,
     d.name, d.default_workspace_id, d.default_role, d.status, d.token_hash, d.token_hint, d.token_rotated_at, d.updated_at,
@@ -33,21 +33,21 @@ export function updateDirectory(db: Db, d: DirectoryRow): void {
   );
 }
 
-export const directoryById = (db: Db, id: string) => db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE id = ?', id);
-export const directoryByTokenHash = (db: Db, hash: string) => db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE token_hash = ?', hash);
+export const directoryById = async (db: Db, id: string) => await db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE id = ?', id);
+export const directoryByTokenHash = async (db: Db, hash: string) => await db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE token_hash = ?', hash);
 
-export function listDirectories(db: Db, organizationId: string | null): DirectoryRow[] {
-  return db.all<DirectoryRow>(
+export async function listDirectories(db: Db, organizationId: string | null): Promise<DirectoryRow[]> {
+  return await db.all<DirectoryRow>(
     'SELECT * FROM scim_directories WHERE (?1 IS NULL OR organization_id = ?1) ORDER BY created_at, id', organizationId);
 }
 
-export function directoryUserCounts(db: Db, directoryId: string): { total: number; active: number } {
-  return db.get<{ total: number; active: number }>(
-    'SELECT count(*) AS total, coalesce(sum(active), 0) AS active FROM scim_users WHERE directory_id = ?', directoryId)!;
+export async function directoryUserCounts(db: Db, directoryId: string): Promise<{ total: number; active: number }> {
+  return (await db.get<{ total: number; active: number }>(
+    'SELECT count(*) AS total, coalesce(sum(active), 0) AS active FROM scim_users WHERE directory_id = ?', directoryId))!;
 }
 
-export function insertScimUser(db: Db, u: ScimUserRow): void {
-  db.run(
+export async function insertScimUser(db: Db, u: ScimUserRow): Promise<void> {
+  await db.run(
     `INSERT INTO scim_users (directory_id, user_id, organization_id, user_name, user_name_key, external_id, given_name, family_name,
        formatted_name, display_name, emails, active, owns_account, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     u.directory_id, u.user_id, u.organization_id, u.user_name, u.user_name_key, u.external_id, u.given_name, u.family_name,
@@ -55,8 +55,8 @@ export function insertScimUser(db: Db, u: ScimUserRow): void {
   );
 }
 
-export function updateScimUser(db: Db, u: ScimUserRow): void {
-  db.run(
+export async function updateScimUser(db: Db, u: ScimUserRow): Promise<void> {
+  await db.run(
     `UPDATE scim_users SET user_name = ?, user_name_key = ?, external_id = ?, given_name = ?, family_name = ?, formatted_name = ?,
        display_name = ?, emails = ?, active = ?, updated_at = ? WHERE directory_id = ? AND user_id = ?`,
     u.user_name, u.user_name_key, u.external_id, u.given_name, u.family_name, u.formatted_name, u.display_name, u.emails,
@@ -64,22 +64,22 @@ export function updateScimUser(db: Db, u: ScimUserRow): void {
   );
 }
 
-export function deleteScimUser(db: Db, directoryId: string, userId: string): void {
-  db.run('DELETE FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
+export async function deleteScimUser(db: Db, directoryId: string, userId: string): Promise<void> {
+  await db.run('DELETE FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
 }
 
-export const scimUser = (db: Db, directoryId: string, userId: string) =>
-  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
+export const scimUser = async (db: Db, directoryId: string, userId: string) =>
+  await db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
 
-export const scimUserByName = (db: Db, directoryId: string, userNameKey: string) =>
-  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_name_key = ?', directoryId, userNameKey);
+export const scimUserByName = async (db: Db, directoryId: string, userNameKey: string) =>
+  await db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_name_key = ?', directoryId, userNameKey);
 
-export const scimUserByExternalId = (db: Db, directoryId: string, externalId: string) =>
-  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND external_id = ?', directoryId, externalId);
+export const scimUserByExternalId = async (db: Db, directoryId: string, externalId: string) =>
+  await db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND external_id = ?', directoryId, externalId);
 
 /** The link of a user in an organization, whichever of its directories made it. */
-export const scimLinkInOrganization = (db: Db, organizationId: string, userId: string) =>
-  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE organization_id = ? AND user_id = ?', organizationId, userId);
+export const scimLinkInOrganization = async (db: Db, organizationId: string, userId: string) =>
+  await db.get<ScimUserRow>('SELECT * FROM scim_users WHERE organization_id = ? AND user_id = ?', organizationId, userId);
 
 /**
  * The condition of each supported filter, by attribute and operator: fixed SQL with one `?` for
@@ -98,11 +98,11 @@ const FILTER_SQL: Record<UserFilter['attribute'], Record<UserFilter['op'], strin
 };
 
 /** One page of a directory's users (oldest first) and how many match in all. */
-export function listScimUsers(db: Db, directoryId: string, filter: UserFilter | null, offset: number, limit: number): { rows: ScimUserRow[]; total: number } {
+export async function listScimUsers(db: Db, directoryId: string, filter: UserFilter | null, offset: number, limit: number): Promise<{ rows: ScimUserRow[]; total: number }> {
   const where = filter ? `directory_id = ? AND ${FILTER_SQL[filter.attribute][filter.op]}` : 'directory_id = ?';
   const params = filter ? [directoryId, filter.value] : [directoryId];
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM scim_users WHERE ${where}`, ...params)!.n;
-  const rows = limit === 0 ? [] : db.all<ScimUserRow>(
+  const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM scim_users WHERE ${where}`, ...params))!.n;
+  const rows = limit === 0 ? [] : await db.all<ScimUserRow>(
     `SELECT * FROM scim_users WHERE ${where} ORDER BY created_at, user_id LIMIT ? OFFSET ?`, ...params, limit, offset);
   return { rows, total };
 }
@@ -112,12 +112,12 @@ export function listScimUsers(db: Db, directoryId: string, filter: UserFilter | 
  * from one status to the other; returns how many changed. Deprovisioning makes them inactive
  * (they stop granting access and seats) and reprovisioning restores them as they were.
  */
-export function switchMemberships(db: Db, organizationId: string, userId: string, from: 'active' | 'inactive', to: 'active' | 'inactive'): number {
-  return db.run('UPDATE memberships SET status = ? WHERE organization_id = ? AND user_id = ? AND status = ?',
-    to, organizationId, userId, from).changes;
+export async function switchMemberships(db: Db, organizationId: string, userId: string, from: 'active' | 'inactive', to: 'active' | 'inactive'): Promise<number> {
+  return (await db.run('UPDATE memberships SET status = ? WHERE organization_id = ? AND user_id = ? AND status = ?',
+    to, organizationId, userId, from)).changes;
 }
 
 /** A directory-owned account follows the directory's name and e-mail address. */
-export function setAccountIdentity(db: Db, userId: string, email: string, emailNormalized: string, name: string, now: string): void {
-  db.run('UPDATE users SET email = ?, email_normalized = ?, name = ?, updated_at = ? WHERE id = ?', email, emailNormalized, name, now, userId);
+export async function setAccountIdentity(db: Db, userId: string, email: string, emailNormalized: string, name: string, now: string): Promise<void> {
+  await db.run('UPDATE users SET email = ?, email_normalized = ?, name = ?, updated_at = ? WHERE id = ?', email, emailNormalized, name, now, userId);
 }

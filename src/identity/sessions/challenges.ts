@@ -24,18 +24,18 @@ export interface IssuedChallenge {
   expiresAt: string;
 }
 
-function issue(ctx: Ctx, user: UserRow, purpose: ChallengeRow['purpose'], kind: 'bearer' | 'browser', method: string): IssuedChallenge {
-  return ctx.db.tx(() => {
+async function issue(ctx: Ctx, user: UserRow, purpose: ChallengeRow['purpose'], kind: 'bearer' | 'browser', method: string): Promise<IssuedChallenge> {
+  return await ctx.db.tx(async () => {
     const now = ctx.now();
-    deleteOldChallenges(ctx.db, new Date(now.getTime() - Math.max(KEEP_MS, ctx.config.loginWindowSeconds * 1000)).toISOString());
+    await deleteOldChallenges(ctx.db, new Date(now.getTime() - Math.max(KEEP_MS, ctx.config.loginWindowSeconds * 1000)).toISOString());
     const token = newToken();
     const row: ChallengeRow = {
       id: newId('mfc'), token_hash: sha256Hex(token), user_id: user.id, purpose, session_kind: kind, method,
       failed_attempts: 0, created_at: now.toISOString(), expires_at: new Date(now.getTime() + CHALLENGE_TTL_MS).toISOString(),
       locked_at: null, consumed_at: null, ip: ctx.ip,
     };
-    insertChallenge(ctx.db, row);
-    record(ctx, {
+    await insertChallenge(ctx.db, row);
+    await record(ctx, {
       action: purpose === 'login' ? 'auth.mfa.challenge_issued' : 'auth.mfa.enrollment_required', targetType: 'user', targetId: user.id,
       actorUserId: user.id, actorName: user.name, organizationId: null, workspaceId: null, projectId: null,
       metadata: { challengeId: row.id, kind, method, expiresAt: row.expires_at },
@@ -45,8 +45,8 @@ function issue(ctx: Ctx, user: UserRow, purpose: ChallengeRow['purpose'], kind: 
 }
 
 /** A login challenge for a user with TOTP enabled, after the first factor (`method`: password, oidc, saml). */
-export function startLoginChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method = 'password'): IssuedChallenge {
-  return issue(ctx, user, 'login', kind, method);
+export async function startLoginChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method = 'password'): Promise<IssuedChallenge> {
+  return await issue(ctx, user, 'login', kind, method);
 }
 
 /**
@@ -54,6 +54,6 @@ export function startLoginChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'b
  * holder sets up TOTP (/api/auth/mfa/enroll/setup) and confirms a code (/api/auth/mfa/enroll/confirm),
  * which enables it and answers the recovery codes and the session.
  */
-export function startEnrollmentChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method = 'password'): IssuedChallenge {
-  return issue(ctx, user, 'enrollment', kind, method);
+export async function startEnrollmentChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method = 'password'): Promise<IssuedChallenge> {
+  return await issue(ctx, user, 'enrollment', kind, method);
 }

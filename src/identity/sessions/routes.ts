@@ -53,15 +53,15 @@ export function bindAuthRoutes(router: Router, limits: LoginLimits): void {
     return signInReply(200, await login(ctx, limits, body.email, body.password, kind));
   });
 
-  r.post('/api/auth/logout', { summary: 'Revoke the current session (and clear the cookie).', tags, response: { status: 204, description: 'signed out' } }, ({ ctx }) => {
-    logout(ctx);
+  r.post('/api/auth/logout', { summary: 'Revoke the current session (and clear the cookie).', tags, response: { status: 204, description: 'signed out' } }, async ({ ctx }) => {
+    await logout(ctx);
     return { status: 204, headers: { 'set-cookie': CLEAR_COOKIE } };
   });
 
-  r.get('/api/auth/session', { summary: 'The current session and its user.', tags, response: { description: 'the user, the session (null when the request carries none: the development x-user-id header) and how the request was authenticated', schema: CurrentSessionView } }, ({ ctx }) => {
-    const user = userById(ctx.db, ctx.actor.userId!)!;
-    const s = ctx.actor.sessionId ? sessionOfUser(ctx.db, user.id, ctx.actor.sessionId) : undefined;
-    return json(200, { user: presentUser(user), session: s ? presentSession(s, sessionLifetimes(ctx.db, ctx.config), s.id) : null, via: ctx.actor.sessionKind });
+  r.get('/api/auth/session', { summary: 'The current session and its user.', tags, response: { description: 'the user, the session (null when the request carries none: the development x-user-id header) and how the request was authenticated', schema: CurrentSessionView } }, async ({ ctx }) => {
+    const user = (await userById(ctx.db, ctx.actor.userId!))!;
+    const s = ctx.actor.sessionId ? await sessionOfUser(ctx.db, user.id, ctx.actor.sessionId) : undefined;
+    return json(200, { user: presentUser(user), session: s ? presentSession(s, await sessionLifetimes(ctx.db, ctx.config), s.id) : null, via: ctx.actor.sessionKind });
   });
 
   r.post('/api/auth/password', {
@@ -73,17 +73,17 @@ export function bindAuthRoutes(router: Router, limits: LoginLimits): void {
     return json(200, tokenAnswer(started), started.session.kind === 'browser' && ctx.actor.sessionKind === 'browser' ? { 'set-cookie': sessionCookie(started) } : undefined);
   });
 
-  r.get('/api/auth/sessions', { summary: 'List own live sessions.', tags, response: { description: 'every live session (one page)', schema: o.page(SessionView) } }, ({ ctx }) => {
-    const lifetimes = sessionLifetimes(ctx.db, ctx.config);
-    const items = listSessions(ctx).map((s) => presentSession(s, lifetimes, ctx.actor.sessionId));
+  r.get('/api/auth/sessions', { summary: 'List own live sessions.', tags, response: { description: 'every live session (one page)', schema: o.page(SessionView) } }, async ({ ctx }) => {
+    const lifetimes = await sessionLifetimes(ctx.db, ctx.config);
+    const items = (await listSessions(ctx)).map((s) => presentSession(s, lifetimes, ctx.actor.sessionId));
     return json(200, { items, pagination: { page: 1, pageSize: items.length, total: items.length } });
   });
 
-  r.delete('/api/auth/sessions/:sessionId', { summary: 'Revoke one of own sessions.', tags, response: { status: 204, description: 'revoked' } }, ({ ctx, params }) => {
-    revokeSession(ctx, params.sessionId);
+  r.delete('/api/auth/sessions/:sessionId', { summary: 'Revoke one of own sessions.', tags, response: { status: 204, description: 'revoked' } }, async ({ ctx, params }) => {
+    await revokeSession(ctx, params.sessionId);
     return { status: 204 };
   });
 
-  r.post('/api/auth/sessions/revoke-others', { summary: 'Revoke every own session except the current one.', tags, response: { description: 'how many sessions were revoked', schema: RevokedSessionsView } }, ({ ctx }) =>
-    json(200, { revoked: revokeOtherSessions(ctx) }));
+  r.post('/api/auth/sessions/revoke-others', { summary: 'Revoke every own session except the current one.', tags, response: { description: 'how many sessions were revoked', schema: RevokedSessionsView } }, async ({ ctx }) =>
+    json(200, { revoked: await revokeOtherSessions(ctx) }));
 }

@@ -51,8 +51,8 @@ export const addressKey = (ctx: Ctx): string => (ctx.ip ? clientNetwork(ctx.ip) 
  * `check` runs in the limit's write transaction and a throw from it counts; over the limit, 429
  * rate_limited with Retry-After and the token is not looked at.
  */
-export function addressLimited<T>(ctx: Ctx, check: () => T, opts: CheckOptions = {}): T {
-  return checkAttempt(ctx.db, [{ limit: createLoginLimits(ctx.config).byAddress, key: addressKey(ctx) }], ctx.now().getTime(), check, opts);
+export async function addressLimited<T>(ctx: Ctx, check: () => T | Promise<T>, opts: CheckOptions = {}): Promise<T> {
+  return await checkAttempt(ctx.db, [{ limit: createLoginLimits(ctx.config).byAddress, key: addressKey(ctx) }], ctx.now().getTime(), check, opts);
 }
 
 export const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'e-mail address or password is wrong');
@@ -60,32 +60,32 @@ export const accountSuspended = () => new AppError(403, 'account_suspended', 'th
 
 export interface StartedSession { token: string; session: SessionRow }
 
-export function idleCutoff(ctx: Ctx): string {
-  return new Date(ctx.now().getTime() - sessionLifetimes(ctx.db, ctx.config).idleMinutes * 60_000).toISOString();
+export async function idleCutoff(ctx: Ctx): Promise<string> {
+  return new Date(ctx.now().getTime() - (await sessionLifetimes(ctx.db, ctx.config)).idleMinutes * 60_000).toISOString();
 }
 
 /** Sessions created before this are past the absolute lifetime in force (it may have been shortened since). */
-export function absoluteCutoff(ctx: Ctx): string {
-  return new Date(ctx.now().getTime() - sessionLifetimes(ctx.db, ctx.config).absoluteHours * 3_600_000).toISOString();
+export async function absoluteCutoff(ctx: Ctx): Promise<string> {
+  return new Date(ctx.now().getTime() - (await sessionLifetimes(ctx.db, ctx.config)).absoluteHours * 3_600_000).toISOString();
 }
 
 /** Creates a session for a user; the caller runs it inside its transaction (it writes a row). */
-export function startSession(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', scope?: Pick<SessionRow, 'organization_id' | 'workspace_id' | 'project_id'>): StartedSession {
+export async function startSession(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', scope?: Pick<SessionRow, 'organization_id' | 'workspace_id' | 'project_id'>): Promise<StartedSession> {
   const now = ctx.now();
   const token = newToken();
   const actor = { ...ctx.actor, type: 'user' as const, userId: user.id, isSystemAdmin: user.is_system_admin === 1 };
-  const s = scope ?? (() => {
-    const first = firstScope(ctx.db, actor, membershipsOfUser(ctx.db, user.id));
+  const s = scope ?? await (async () => {
+    const first = await firstScope(ctx.db, actor, await membershipsOfUser(ctx.db, user.id));
     return { organization_id: first.organizationId, workspace_id: first.workspaceId, project_id: first.projectId };
   })();
   const session: SessionRow = {
     id: newId('ses'), token_hash: tokenHash(ctx.config, token), user_id: user.id, kind,
     created_at: now.toISOString(), last_seen_at: now.toISOString(),
-    expires_at: new Date(now.getTime() + sessionLifetimes(ctx.db, ctx.config).absoluteHours * 3_600_000).toISOString(),
+    expires_at: new Date(now.getTime() + (await sessionLifetimes(ctx.db, ctx.config)).absoluteHours * 3_600_000).toISOString(),
     revoked_at: null, revoked_reason: null, ip: ctx.ip, user_agent: ctx.userAgent?.slice(0, 400) ?? null,
     ...s,
   };
-  insertSession(ctx.db, session);
+  await insertSession(ctx.db, session);
   return { token, session };
 }
 
@@ -105,21 +105,21 @@ export type SignInResult =
  * Decides what follows a passed first factor (password login, registration, SSO redeem). Runs in
  * one transaction (nested in the caller's, when there is one).
  */
-export function signIn(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method: FirstFactor, metadata: Record<string, unknown> = {}): SignInResult {
-  return ctx.db.tx(() => {
-    if (factorOf(ctx.db, user.id)?.status === 'enabled') return { step: 'mfa', user, challenge: startLoginChallenge(ctx, user, kind, method) };
-    if (mfaRequiredFor(ctx.db, user.id)) return { step: 'enrollment', user, challenge: startEnrollmentChallenge(ctx, user, kind, method) };
-    const started = completeSignIn(ctx, user, kind, method, metadata);
-    return { step: 'session', user: userById(ctx.db, user.id)!, started };
+export async function signIn(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method: FirstFactor, metadata: Record<string, unknown> = {}): Promise<SignInResult> {
+  return await ctx.db.tx(async () => {
+    if ((await factorOf(ctx.db, user.id))?.status === 'enabled') return { step: 'mfa', user, challenge: await startLoginChallenge(ctx, user, kind, method) };
+    if (await mfaRequiredFor(ctx.db, user.id)) return { step: 'enrollment', user, challenge: await startEnrollmentChallenge(ctx, user, kind, method) };
+    const started = await completeSignIn(ctx, user, kind, method, metadata);
+    return { step: 'session', user: (await userById(ctx.db, user.id))!, started };
   });
 }
 
 /** The end of every sign-in (after the second factor when there is one): last login, a session, audit auth.login. */
-export function completeSignIn(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method: FirstFactor, metadata: Record<string, unknown> = {}): StartedSession {
-  return ctx.db.tx(() => {
-    setLastLogin(ctx.db, user.id, ctx.now().toISOString());
-    const started = startSession(ctx, user, kind);
-    record(ctx, {
+export async function completeSignIn(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method: FirstFactor, metadata: Record<string, unknown> = {}): Promise<StartedSession> {
+  return await ctx.db.tx(async () => {
+    await setLastLogin(ctx.db, user.id, ctx.now().toISOString());
+    const started = await startSession(ctx, user, kind);
+    await record(ctx, {
       action: 'auth.login', targetType: 'session', targetId: started.session.id, actorUserId: user.id, actorName: user.name,
       organizationId: null, workspaceId: null, projectId: null, metadata: { kind, method, ...metadata },
     });
@@ -134,52 +134,52 @@ export function completeSignIn(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browse
 export async function login(ctx: Ctx, limits: LoginLimits, email: string, password: string, kind: 'bearer' | 'browser'): Promise<SignInResult> {
   const emailKey = normalizeEmail(email);
   // The slots are taken before scrypt runs: a concurrent burst gets no more evaluations than the limits.
-  const attempt = reserveAttempt(ctx.db, [{ limit: limits.byEmail, key: emailKey }, { limit: limits.byAddress, key: addressKey(ctx) }], ctx.now().getTime(),
-    () => record(ctx, { action: 'auth.login', targetType: 'user', result: 'denied', metadata: { email: emailKey, reason: 'rate_limited' } }));
-  const user = userByEmail(ctx.db, emailKey);
+  const attempt = await reserveAttempt(ctx.db, [{ limit: limits.byEmail, key: emailKey }, { limit: limits.byAddress, key: addressKey(ctx) }], ctx.now().getTime(),
+    async () => { await record(ctx, { action: 'auth.login', targetType: 'user', result: 'denied', metadata: { email: emailKey, reason: 'rate_limited' } }); });
+  const user = await userByEmail(ctx.db, emailKey);
   const ok = user?.password_hash
     ? await verifyPassword(password, user.password_hash)
     : await verifyAgainstDummy(password, ctx.config.scryptLogN);
   if (!user || !ok) {
     attempt.fail();
-    record(ctx, {
+    await record(ctx, {
       action: 'auth.login', targetType: 'user', targetId: user?.id ?? null, result: 'failure',
       actorUserId: null, metadata: { email: emailKey, reason: user ? 'wrong_password' : 'unknown_email' },
     });
     throw invalidCredentials();
   }
   if (user.status !== 'active') {
-    attempt.release();
-    record(ctx, { action: 'auth.login', targetType: 'user', targetId: user.id, result: 'denied', actorUserId: user.id, actorName: user.name, metadata: { reason: 'account_suspended' } });
+    await attempt.release();
+    await record(ctx, { action: 'auth.login', targetType: 'user', targetId: user.id, result: 'denied', actorUserId: user.id, actorName: user.name, metadata: { reason: 'account_suspended' } });
     throw accountSuspended();
   }
   // The right password: the e-mail's failures are forgiven and the address's slot is freed.
-  attempt.clear(limits.byEmail);
+  await attempt.clear(limits.byEmail);
   const rehash = needsRehash(user.password_hash!, ctx.config.scryptLogN) ? await hashPassword(password, ctx.config.scryptLogN) : null;
-  return ctx.db.tx(() => {
+  return await ctx.db.tx(async () => {
     // Read again inside the transaction: the hashing above awaited, and meanwhile the password may
     // have been changed or reset (then this login's password is no longer the account's) or the
     // account suspended.
-    const now = userById(ctx.db, user.id);
+    const now = await userById(ctx.db, user.id);
     if (!now || now.password_hash !== user.password_hash) throw invalidCredentials();
     if (now.status !== 'active') throw accountSuspended();
-    if (rehash) setPassword(ctx.db, now.id, rehash, now.password_must_change === 1, now.password_changed_at ?? ctx.now().toISOString());
-    return signIn(ctx, now, kind, 'password', { rehashed: !!rehash });
+    if (rehash) await setPassword(ctx.db, now.id, rehash, now.password_must_change === 1, now.password_changed_at ?? ctx.now().toISOString());
+    return await signIn(ctx, now, kind, 'password', { rehashed: !!rehash });
   });
 }
 
-function requireUser(ctx: Ctx): UserRow {
-  const user = ctx.actor.userId ? userById(ctx.db, ctx.actor.userId) : undefined;
+async function requireUser(ctx: Ctx): Promise<UserRow> {
+  const user = ctx.actor.userId ? await userById(ctx.db, ctx.actor.userId) : undefined;
   if (!user) throw new AppError(401, 'unauthenticated', 'a user session is required');
   return user;
 }
 
-export function logout(ctx: Ctx): void {
-  const user = requireUser(ctx);
+export async function logout(ctx: Ctx): Promise<void> {
+  const user = await requireUser(ctx);
   if (!ctx.actor.sessionId) return;
-  ctx.db.tx(() => {
-    revokeSessionById(ctx.db, user.id, ctx.actor.sessionId!, ctx.now().toISOString(), 'logout');
-    record(ctx, { action: 'auth.logout', targetType: 'session', targetId: ctx.actor.sessionId });
+  await ctx.db.tx(async () => {
+    await revokeSessionById(ctx.db, user.id, ctx.actor.sessionId!, ctx.now().toISOString(), 'logout');
+    await record(ctx, { action: 'auth.logout', targetType: 'session', targetId: ctx.actor.sessionId });
   });
 }
 
@@ -188,49 +188,49 @@ export function logout(ctx: Ctx): void {
  * the one used included, and a fresh session of the same kind and scope is returned.
  */
 export async function changePassword(ctx: Ctx, limits: LoginLimits, currentPassword: string, newPassword: string): Promise<StartedSession> {
-  const user = requireUser(ctx);
-  const attempt = reserveAttempt(ctx.db, [{ limit: limits.byEmail, key: user.email_normalized }], ctx.now().getTime());
+  const user = await requireUser(ctx);
+  const attempt = await reserveAttempt(ctx.db, [{ limit: limits.byEmail, key: user.email_normalized }], ctx.now().getTime());
   if (!(await verifyPassword(currentPassword, user.password_hash))) {
     attempt.fail();
-    record(ctx, { action: 'auth.password.change', targetType: 'user', targetId: user.id, result: 'failure', metadata: { reason: 'wrong_current_password' } });
+    await record(ctx, { action: 'auth.password.change', targetType: 'user', targetId: user.id, result: 'failure', metadata: { reason: 'wrong_current_password' } });
     throw validationFailed({ currentPassword: 'is not the current password' });
   }
-  attempt.release();
-  const problem = passwordProblem(newPassword, user.email, passwordRules(ctx.db)) ?? (newPassword === currentPassword ? 'must differ from the current password' : null);
+  await attempt.release();
+  const problem = passwordProblem(newPassword, user.email, await passwordRules(ctx.db)) ?? (newPassword === currentPassword ? 'must differ from the current password' : null);
   if (problem) throw validationFailed({ newPassword: problem });
   const hash = await hashPassword(newPassword, ctx.config.scryptLogN);
-  return ctx.db.tx(() => {
+  return await ctx.db.tx(async () => {
     const now = ctx.now().toISOString();
-    setPassword(ctx.db, user.id, hash, false, now);
-    const revoked = revokeUserSessions(ctx.db, user.id, now, 'password_changed');
+    await setPassword(ctx.db, user.id, hash, false, now);
+    const revoked = await revokeUserSessions(ctx.db, user.id, now, 'password_changed');
     const kind = ctx.actor.sessionKind ?? 'bearer';
     const s = ctx.scope;
-    const started = startSession(ctx, user, kind, { organization_id: s.organizationId, workspace_id: s.workspaceId, project_id: s.projectId });
-    record(ctx, { action: 'auth.password.changed', targetType: 'user', targetId: user.id, metadata: { sessionsRevoked: revoked } });
+    const started = await startSession(ctx, user, kind, { organization_id: s.organizationId, workspace_id: s.workspaceId, project_id: s.projectId });
+    await record(ctx, { action: 'auth.password.changed', targetType: 'user', targetId: user.id, metadata: { sessionsRevoked: revoked } });
     return started;
   });
 }
 
-export function listSessions(ctx: Ctx): SessionRow[] {
-  const user = requireUser(ctx);
-  return liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), idleCutoff(ctx), absoluteCutoff(ctx));
+export async function listSessions(ctx: Ctx): Promise<SessionRow[]> {
+  const user = await requireUser(ctx);
+  return await liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), await idleCutoff(ctx), await absoluteCutoff(ctx));
 }
 
-export function revokeSession(ctx: Ctx, sessionId: string): void {
-  const user = requireUser(ctx);
-  ctx.db.tx(() => {
-    if (revokeSessionById(ctx.db, user.id, sessionId, ctx.now().toISOString(), 'revoked_by_user') === 0) {
+export async function revokeSession(ctx: Ctx, sessionId: string): Promise<void> {
+  const user = await requireUser(ctx);
+  await ctx.db.tx(async () => {
+    if (await revokeSessionById(ctx.db, user.id, sessionId, ctx.now().toISOString(), 'revoked_by_user') === 0) {
       throw notFound('no live session with that id');
     }
-    record(ctx, { action: 'auth.session.revoked', targetType: 'session', targetId: sessionId });
+    await record(ctx, { action: 'auth.session.revoked', targetType: 'session', targetId: sessionId });
   });
 }
 
-export function revokeOtherSessions(ctx: Ctx): number {
-  const user = requireUser(ctx);
-  return ctx.db.tx(() => {
-    const n = revokeUserSessions(ctx.db, user.id, ctx.now().toISOString(), 'revoked_by_user', ctx.actor.sessionId);
-    record(ctx, { action: 'auth.sessions.revoked', targetType: 'user', targetId: user.id, metadata: { count: n, scope: 'others' } });
+export async function revokeOtherSessions(ctx: Ctx): Promise<number> {
+  const user = await requireUser(ctx);
+  return await ctx.db.tx(async () => {
+    const n = await revokeUserSessions(ctx.db, user.id, ctx.now().toISOString(), 'revoked_by_user', ctx.actor.sessionId);
+    await record(ctx, { action: 'auth.sessions.revoked', targetType: 'user', targetId: user.id, metadata: { count: n, scope: 'others' } });
     return n;
   });
 }

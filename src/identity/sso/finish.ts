@@ -34,13 +34,13 @@ const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
  * Audits auth.sso.failed (provider id and a reason; never a token, assertion or secret) and returns
  * the error for the caller to throw.
  */
-export function ssoFailure<S extends 400 | 401>(ctx: Ctx, provider: ProviderRow | null, status: S, code: ErrorCodeWithStatus<S>, reason: string): AppError {
-  auditFailure(ctx, provider, code, reason);
+export async function ssoFailure<S extends 400 | 401>(ctx: Ctx, provider: ProviderRow | null, status: S, code: ErrorCodeWithStatus<S>, reason: string): Promise<AppError> {
+  await auditFailure(ctx, provider, code, reason);
   return new AppError(status, code, status === 400 ? `single sign-on request refused: ${reason}` : `single sign-on failed: ${reason}`);
 }
 
-function auditFailure(ctx: Ctx, provider: ProviderRow | null, code: string, reason: string, extra: Record<string, unknown> = {}): void {
-  record(ctx, {
+async function auditFailure(ctx: Ctx, provider: ProviderRow | null, code: string, reason: string, extra: Record<string, unknown> = {}): Promise<void> {
+  await record(ctx, {
     action: 'auth.sso.failed', targetType: 'identity_provider', targetId: provider?.id ?? null, result: 'failure',
     organizationId: provider?.organization_id ?? null, workspaceId: null, projectId: null,
     metadata: { providerId: provider?.id ?? null, providerKind: provider?.kind ?? null, code, reason: reason.slice(0, 500), ...extra },
@@ -66,10 +66,10 @@ const isOrgRole = (role: string) => (ORG_ROLES as readonly string[]).includes(ro
  * suspended account (403 account_suspended), a full organization (409 seat_limit_reached); each
  * audited as auth.sso.failed.
  */
-export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow, identity: VerifiedIdentity, returnTo: string | null,
-  browserHash: string | null): string {
+export async function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow, identity: VerifiedIdentity, returnTo: string | null,
+  browserHash: string | null): Promise<string> {
   const subject = typeof identity.subject === 'string' ? identity.subject : '';
-  if (subject === '' || subject.length > 1024) throw ssoFailure(ctx, provider, 401, 'sso_failed', 'the provider gave no usable subject');
+  if (subject === '' || subject.length > 1024) throw await ssoFailure(ctx, provider, 401, 'sso_failed', 'the provider gave no usable subject');
   const email = typeof identity.email === 'string' && EMAIL.test(identity.email.trim()) && identity.email.length <= 320 ? identity.email.trim() : null;
   const name = typeof identity.name === 'string' && identity.name.trim() !== '' ? identity.name.trim().slice(0, 200) : null;
   const pctx = providerCtx(ctx, provider);
@@ -78,39 +78,39 @@ export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow,
   // Why a link was refused, for the audit record only (the answer does not tell the caller about the account).
   let linkReason = null as string | null;
   try {
-    outcome = ctx.db.tx(() => {
-      const current = currentProvider(ctx, provider.id);
+    outcome = await ctx.db.tx(async () => {
+      const current = await currentProvider(ctx, provider.id);
       if (current.status !== 'active') throw new AppError(401, 'sso_provider_disabled', 'single sign-on failed: the provider is disabled');
       const at = ctx.now();
       const now = at.toISOString();
-      const linked = identityBySubject(ctx.db, provider.id, subject);
+      const linked = await identityBySubject(ctx.db, provider.id, subject);
       let user: UserRow | undefined;
       let how: 'identity' | 'email' | 'created';
       if (linked) {
-        user = userById(ctx.db, linked.user_id);
+        user = await userById(ctx.db, linked.user_id);
         how = 'identity';
-        touchIdentity(ctx.db, provider.id, subject, email, now);
+        await touchIdentity(ctx.db, provider.id, subject, email, now);
       } else {
         if (!email) throw new AppError(401, 'sso_email_missing', 'single sign-on failed: the provider gave no e-mail address for a new sign-in');
-        user = userByEmail(ctx.db, email);
+        user = await userByEmail(ctx.db, email);
         how = user ? 'email' : 'created';
         if (user) {
-          linkReason = linkRefusal(ctx.db, user, provider, identity.emailVerified ?? null);
+          linkReason = await linkRefusal(ctx.db, user, provider, identity.emailVerified ?? null);
           if (linkReason) throw new AppError(401, 'sso_link_refused', 'single sign-on failed: this account cannot be linked to a sign-in provider');
         }
-        if (!user) user = createAccount(pctx, provider, email, name ?? email.split('@')[0], now);
-        insertIdentity(ctx.db, { provider_id: provider.id, subject, user_id: user.id, email, created_at: now, last_login_at: now });
+        if (!user) user = await createAccount(pctx, provider, email, name ?? email.split('@')[0], now);
+        await insertIdentity(ctx.db, { provider_id: provider.id, subject, user_id: user.id, email, created_at: now, last_login_at: now });
       }
       if (!user) throw new AppError(401, 'sso_failed', 'single sign-on failed: the linked account no longer exists');
       // Also through an existing link: the account may have been made a service administrator since.
       if (user.is_system_admin) throw systemAdminRefused();
       if (user.status !== 'active') throw accountSuspended();
-      const rolesGranted = grantProviderMemberships(pctx, provider, user.id, now);
-      insertTicket(ctx.db, {
+      const rolesGranted = await grantProviderMemberships(pctx, provider, user.id, now);
+      await insertTicket(ctx.db, {
         ticket_hash: sha256Hex(ticket), user_id: user.id, provider_id: provider.id, return_to: returnTo,
         created_at: now, expires_at: new Date(at.getTime() + TICKET_TTL_MS).toISOString(), used_at: null, browser_hash: browserHash,
       });
-      record(ctx, {
+      await record(ctx, {
         action: 'auth.sso.verified', targetType: 'user', targetId: user.id, actorUserId: user.id, actorName: user.name,
         organizationId: provider.organization_id, workspaceId: null, projectId: null,
         metadata: { providerId: provider.id, providerKind: provider.kind, subject, userId: user.id, account: how, rolesGranted },
@@ -118,28 +118,28 @@ export function finishSso(ctx: Ctx, req: IncomingMessage, provider: ProviderRow,
       return { user, how, rolesGranted };
     });
   } catch (err) {
-    if (err instanceof AppError) auditFailure(ctx, provider, err.code, linkReason && err.code === 'sso_link_refused' ? linkReason : err.message, { subject });
+    if (err instanceof AppError) await auditFailure(ctx, provider, err.code, linkReason && err.code === 'sso_link_refused' ? linkReason : err.message, { subject });
     throw err;
   }
   ctx.log.info('single sign-on verified', { providerId: provider.id, userId: outcome.user.id, account: outcome.how });
   return `${frontendBase(req, ctx.config)}/sso/complete#ticket=${encodeURIComponent(ticket)}`;
 }
 
-function currentProvider(ctx: Ctx, id: string): ProviderRow {
-  const p = providerById(ctx.db, id);
+async function currentProvider(ctx: Ctx, id: string): Promise<ProviderRow> {
+  const p = await providerById(ctx.db, id);
   if (!p) throw new AppError(401, 'sso_failed', 'single sign-on failed: unknown provider');
   return p;
 }
 
 /** A new active account without a password (the person signs in through the provider). */
-function createAccount(ctx: Ctx, provider: ProviderRow, email: string, name: string, now: string): UserRow {
+async function createAccount(ctx: Ctx, provider: ProviderRow, email: string, name: string, now: string): Promise<UserRow> {
   const user: UserRow = {
     id: newId('usr'), email, email_normalized: normalizeEmail(email), name, status: 'active', is_system_admin: 0,
     password_hash: null, password_must_change: 0, password_changed_at: null, mfa_enabled: 0, last_login_at: null,
     created_at: now, updated_at: now,
   };
-  insertUser(ctx.db, user);
-  record(ctx, {
+  await insertUser(ctx.db, user);
+  await record(ctx, {
     action: 'user.created', targetType: 'user', targetId: user.id, organizationId: provider.organization_id, workspaceId: null, projectId: null,
     metadata: { email, systemAdmin: false, initialPassword: 'none', via: 'sso', providerId: provider.id },
   });
@@ -153,19 +153,19 @@ function createAccount(ctx: Ctx, provider: ProviderRow, email: string, name: str
  * Existing memberships are never changed: an inactive one (deactivated by an administrator or a
  * directory) stays inactive, and no workspace role is added under it.
  */
-function grantProviderMemberships(ctx: Ctx, p: ProviderRow, userId: string, now: string): string[] {
+async function grantProviderMemberships(ctx: Ctx, p: ProviderRow, userId: string, now: string): Promise<string[]> {
   const granted: string[] = [];
-  const org = membershipAt(ctx.db, userId, 'organization', p.organization_id);
+  const org = await membershipAt(ctx.db, userId, 'organization', p.organization_id);
   if (!org) {
-    assertSeatsAvailable(ctx.db, p.organization_id, now);
+    await assertSeatsAvailable(ctx.db, p.organization_id, now);
     const role = (isOrgRole(p.default_role) ? p.default_role : 'org_member') as Role;
-    grantRole(ctx, { userId, level: 'organization', scopeId: p.organization_id, role });
+    await grantRole(ctx, { userId, level: 'organization', scopeId: p.organization_id, role });
     granted.push(role);
   } else if (org.status !== 'active') {
     return granted;
   }
-  if (p.workspace_id && !isOrgRole(p.default_role) && !membershipAt(ctx.db, userId, 'workspace', p.workspace_id)) {
-    grantRole(ctx, { userId, level: 'workspace', scopeId: p.workspace_id, role: p.default_role as Role });
+  if (p.workspace_id && !isOrgRole(p.default_role) && !await membershipAt(ctx.db, userId, 'workspace', p.workspace_id)) {
+    await grantRole(ctx, { userId, level: 'workspace', scopeId: p.workspace_id, role: p.default_role as Role });
     granted.push(p.default_role);
   }
   return granted;
@@ -189,17 +189,17 @@ export const browserMismatch = () =>
  * meanwhile: 401 sso_link_refused. Once the browser is known to be the ticket's, `clearCookie` (and any
  * refusal's Set-Cookie header) removes the flow cookie, whose flow has ended; null for an unbound ticket.
  */
-export function redeemTicket(ctx: Ctx, req: IncomingMessage, ticket: string, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null; clearCookie: string | null } {
+export async function redeemTicket(ctx: Ctx, req: IncomingMessage, ticket: string, kind: 'bearer' | 'browser'): Promise<{ result: SignInResult; returnTo: string | null; clearCookie: string | null }> {
   // Guessed tickets count against the client address's failed-attempt limit: over it, the ticket is not looked at.
-  const { row, provider } = addressLimited(ctx, () => {
-    const row = takeTicketRow(ctx.db, sha256Hex(ticket), ctx.now().toISOString());
+  const { row, provider } = await addressLimited(ctx, async () => {
+    const row = await takeTicketRow(ctx.db, sha256Hex(ticket), ctx.now().toISOString());
     if (!row) {
-      auditFailure(ctx, null, 'invalid_ticket', 'the ticket is unknown, used or expired');
+      await auditFailure(ctx, null, 'invalid_ticket', 'the ticket is unknown, used or expired');
       throw invalidTicket();
     }
-    const provider = providerById(ctx.db, row.provider_id) ?? null;
+    const provider = await providerById(ctx.db, row.provider_id) ?? null;
     if (row.browser_hash !== null && !fromFlowBrowser(req, row.browser_hash)) {
-      auditFailure(ctx, provider, 'sso_browser_mismatch', 'the ticket was redeemed by a browser that did not start this sign-in (flow cookie missing or different)',
+      await auditFailure(ctx, provider, 'sso_browser_mismatch', 'the ticket was redeemed by a browser that did not start this sign-in (flow cookie missing or different)',
         { userId: row.user_id });
       throw browserMismatch();
     }
@@ -207,28 +207,28 @@ export function redeemTicket(ctx: Ctx, req: IncomingMessage, ticket: string, kin
   });
   const clearCookie = row.browser_hash === null ? null : clearFlowCookie(req, ctx.config, provider?.kind ?? 'oidc');
   try {
-    return { ...decideRedeemed(ctx, row, provider, kind), clearCookie };
+    return { ...await decideRedeemed(ctx, row, provider, kind), clearCookie };
   } catch (err) {
     throw clearCookie ? clearingFlowCookie(err, clearCookie) : err;
   }
 }
 
 /** The sign-in a used-up ticket gives, its account and provider checked again. */
-function decideRedeemed(ctx: Ctx, row: TicketRow, provider: ProviderRow | null, kind: 'bearer' | 'browser'): { result: SignInResult; returnTo: string | null } {
-  const user = userById(ctx.db, row.user_id);
+async function decideRedeemed(ctx: Ctx, row: TicketRow, provider: ProviderRow | null, kind: 'bearer' | 'browser'): Promise<{ result: SignInResult; returnTo: string | null }> {
+  const user = await userById(ctx.db, row.user_id);
   if (!provider || provider.status !== 'active' || !user) {
-    auditFailure(ctx, provider, 'invalid_ticket', 'the provider was disabled or the account removed after the ticket was issued');
+    await auditFailure(ctx, provider, 'invalid_ticket', 'the provider was disabled or the account removed after the ticket was issued');
     throw invalidTicket();
   }
   if (user.is_system_admin) {
-    auditFailure(ctx, provider, 'sso_link_refused', 'the account became a service administrator after the ticket was issued', { userId: user.id });
+    await auditFailure(ctx, provider, 'sso_link_refused', 'the account became a service administrator after the ticket was issued', { userId: user.id });
     throw systemAdminRefused();
   }
   if (user.status !== 'active') {
-    auditFailure(ctx, provider, 'account_suspended', 'the account is suspended', { userId: user.id });
+    await auditFailure(ctx, provider, 'account_suspended', 'the account is suspended', { userId: user.id });
     throw accountSuspended();
   }
-  const result = signIn(ctx, user, kind, provider.kind, { providerId: provider.id });
+  const result = await signIn(ctx, user, kind, provider.kind, { providerId: provider.id });
   return { result, returnTo: row.return_to };
 }
 
@@ -244,14 +244,14 @@ function decideRedeemed(ctx: Ctx, row: TicketRow, provider: ProviderRow | null, 
  *   SAML provider makes no such statement (null), which is accepted.
  * A NEW account needs none of this (it has nothing to take over).
  */
-function linkRefusal(db: Ctx['db'], user: UserRow, provider: ProviderRow, emailVerified: boolean | null): string | null {
+async function linkRefusal(db: Ctx['db'], user: UserRow, provider: ProviderRow, emailVerified: boolean | null): Promise<string | null> {
   if (user.is_system_admin) return 'a service administrator is never linked';
   if (!(emailVerified === true || (provider.kind === 'saml' && emailVerified === null))) {
     return 'the provider did not confirm that the e-mail address is verified';
   }
-  const r = db.get<{ here: number; elsewhere: number }>(
+  const r = (await db.get<{ here: number; elsewhere: number }>(
     `SELECT coalesce(sum(organization_id = ?2 AND status = 'active'), 0) AS here, coalesce(sum(organization_id <> ?2), 0) AS elsewhere
-       FROM memberships WHERE user_id = ?1`, user.id, provider.organization_id)!;
+       FROM memberships WHERE user_id = ?1`, user.id, provider.organization_id))!;
   if (r.elsewhere > 0) return 'the account is a member of another organization';
   if (r.here === 0) return 'the account has no active membership in the provider\'s organization';
   return null;

@@ -17,17 +17,17 @@ import { urlProblem } from './providers.ts';
 export interface ProbeResult { status: 'ok' | 'failed'; probedAt: string; detail: Record<string, unknown> & { problems: string[] } }
 
 export async function probeProvider(ctx: Ctx, providerId: string): Promise<{ provider: ProviderRow; result: ProbeResult }> {
-  const p = providerOrFail(ctx, providerId);
+  const p = await providerOrFail(ctx, providerId);
   const detail = p.kind === 'oidc' ? await probeOidc(p) : probeSaml(p, ctx.now());
   const result: ProbeResult = { status: detail.problems.length === 0 ? 'ok' : 'failed', probedAt: ctx.now().toISOString(), detail };
-  const provider = ctx.db.tx(() => {
-    setProbeResult(ctx.db, p.id, result.probedAt, result.status, JSON.stringify(detail));
-    record(ctx, {
+  const provider = await ctx.db.tx(async () => {
+    await setProbeResult(ctx.db, p.id, result.probedAt, result.status, JSON.stringify(detail));
+    await record(ctx, {
       action: 'identity_provider.probed', targetType: 'identity_provider', targetId: p.id, result: result.status === 'ok' ? 'success' : 'failure',
       organizationId: p.organization_id, workspaceId: null, projectId: null,
       metadata: { kind: p.kind, status: result.status, problems: detail.problems },
     });
-    return providerById(ctx.db, p.id)!;
+    return (await providerById(ctx.db, p.id))!;
   });
   return { provider, result };
 }

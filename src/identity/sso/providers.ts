@@ -77,14 +77,14 @@ export function normalizeConfig(kind: 'oidc' | 'saml', input: unknown, connector
 }
 
 /** An organization role stands alone; a workspace role needs a workspace of the provider's organization. */
-function checkBinding(ctx: Ctx, organizationId: string, workspaceId: string | null, role: string): void {
+async function checkBinding(ctx: Ctx, organizationId: string, workspaceId: string | null, role: string): Promise<void> {
   if (workspaceId === null) {
     if (!PROVIDER_ORG_ROLES.includes(role)) {
       throw validationFailed({ defaultRole: `without workspaceId must be one of ${PROVIDER_ORG_ROLES.join(', ')}` });
     }
     return;
   }
-  if (workspaceById(ctx.db, workspaceId)?.organization_id !== organizationId) throw validationFailed({ workspaceId: 'names no workspace of the organization' });
+  if ((await workspaceById(ctx.db, workspaceId))?.organization_id !== organizationId) throw validationFailed({ workspaceId: 'names no workspace of the organization' });
   if (!PROVIDER_WORKSPACE_ROLES.includes(role)) {
     throw validationFailed({ defaultRole: `with workspaceId must be one of ${PROVIDER_WORKSPACE_ROLES.join(', ')}` });
   }
@@ -95,12 +95,12 @@ export interface ProviderInput {
   status?: 'active' | 'disabled'; config: Record<string, unknown>;
 }
 
-export function createProvider(ctx: Ctx, input: ProviderInput): ProviderRow {
+export async function createProvider(ctx: Ctx, input: ProviderInput): Promise<ProviderRow> {
   requireSystemAdmin(ctx);
-  if (!organizationById(ctx.db, input.organizationId)) throw validationFailed({ organizationId: 'names no organization' });
+  if (!await organizationById(ctx.db, input.organizationId)) throw validationFailed({ organizationId: 'names no organization' });
   const workspaceId = input.workspaceId ?? null;
   const role = input.defaultRole ?? 'org_member';
-  checkBinding(ctx, input.organizationId, workspaceId, role);
+  await checkBinding(ctx, input.organizationId, workspaceId, role);
   const config = normalizeConfig(input.kind, input.config, credentialPolicy(ctx.config));
   const now = ctx.now().toISOString();
   const p: ProviderRow = {
@@ -108,9 +108,9 @@ export function createProvider(ctx: Ctx, input: ProviderInput): ProviderRow {
     default_role: role, status: input.status ?? 'active', config: JSON.stringify(config), created_by: ctx.actor.userId,
     created_at: now, updated_at: now, probed_at: null, probe_status: null, probe_detail: null,
   };
-  ctx.db.tx(() => {
-    insertProvider(ctx.db, p);
-    record(ctx, {
+  await ctx.db.tx(async () => {
+    await insertProvider(ctx.db, p);
+    await record(ctx, {
       action: 'identity_provider.created', targetType: 'identity_provider', targetId: p.id,
       organizationId: p.organization_id, workspaceId: null, projectId: null,
       metadata: { kind: p.kind, name: p.name, workspaceId, defaultRole: role, status: p.status, config },
@@ -119,16 +119,16 @@ export function createProvider(ctx: Ctx, input: ProviderInput): ProviderRow {
   return p;
 }
 
-export function providerOrFail(ctx: Ctx, providerId: string): ProviderRow {
+export async function providerOrFail(ctx: Ctx, providerId: string): Promise<ProviderRow> {
   requireSystemAdmin(ctx);
-  const p = providerById(ctx.db, providerId);
+  const p = await providerById(ctx.db, providerId);
   if (!p) throw notFound('no such identity provider');
   return p;
 }
 
-export function listProvidersOf(ctx: Ctx, f: { organizationId?: string; kind?: 'oidc' | 'saml'; status?: 'active' | 'disabled' }): ProviderRow[] {
+export async function listProvidersOf(ctx: Ctx, f: { organizationId?: string; kind?: 'oidc' | 'saml'; status?: 'active' | 'disabled' }): Promise<ProviderRow[]> {
   requireSystemAdmin(ctx);
-  return listProviders(ctx.db, { organizationId: f.organizationId, status: f.status }).filter((p) => !f.kind || p.kind === f.kind);
+  return (await listProviders(ctx.db, { organizationId: f.organizationId, status: f.status })).filter((p) => !f.kind || p.kind === f.kind);
 }
 
 export interface ProviderPatch {
@@ -140,15 +140,15 @@ export interface ProviderPatch {
  * re-enables, or changes the configuration (given fields merged, then checked as a whole; the last
  * probe is cleared since it no longer describes the configuration).
  */
-export function updateProviderFields(ctx: Ctx, providerId: string, patch: ProviderPatch): ProviderRow {
+export async function updateProviderFields(ctx: Ctx, providerId: string, patch: ProviderPatch): Promise<ProviderRow> {
   if (Object.values(patch).every((x) => x === undefined)) throw validationFailed({ body: 'name name, workspaceId, defaultRole, status or config' });
-  return ctx.db.tx(() => {
-    const p = providerOrFail(ctx, providerId);
+  return await ctx.db.tx(async () => {
+    const p = await providerOrFail(ctx, providerId);
     const workspaceId = patch.workspaceId !== undefined ? patch.workspaceId
       // A new organization role without a workspace named drops the workspace.
       : patch.defaultRole !== undefined && (ORG_ROLES as readonly string[]).includes(patch.defaultRole) ? null : p.workspace_id;
     const role = patch.defaultRole ?? p.default_role;
-    checkBinding(ctx, p.organization_id, workspaceId, role);
+    await checkBinding(ctx, p.organization_id, workspaceId, role);
     const config = patch.config === undefined ? p.config
       : JSON.stringify(normalizeConfig(p.kind, { ...(JSON.parse(p.config) as Record<string, unknown>), ...patch.config }, credentialPolicy(ctx.config)));
     const configChanged = config !== p.config;
@@ -163,8 +163,8 @@ export function updateProviderFields(ctx: Ctx, providerId: string, patch: Provid
     }
     if (configChanged) changes.config = { from: JSON.parse(p.config), to: JSON.parse(config) };
     if (Object.keys(changes).length === 0) return p;
-    updateProvider(ctx.db, next);
-    record(ctx, {
+    await updateProvider(ctx.db, next);
+    await record(ctx, {
       action: 'identity_provider.updated', targetType: 'identity_provider', targetId: p.id,
       organizationId: p.organization_id, workspaceId: null, projectId: null, metadata: { changes },
     });

@@ -25,15 +25,15 @@ export interface NewFlowState {
   ttlMs: number;
 }
 
-export function saveFlowState(ctx: Ctx, s: NewFlowState): void {
+export async function saveFlowState(ctx: Ctx, s: NewFlowState): Promise<void> {
   if (!s.handle) throw new Error('a flow state needs a handle');
   const now = ctx.now();
   const handleHash = sha256Hex(s.handle);
   const payload = seal(ssoStorageKey(ctx.config), aad(handleHash, s.kind, s.providerId), JSON.stringify(s.payload)).toString('base64');
-  ctx.db.tx(() => {
-    purgeExpiredStates(ctx.db, now.toISOString());
-    purgeExpiredTickets(ctx.db, new Date(now.getTime() - KEEP_EXPIRED_TICKETS_MS).toISOString());
-    insertFlowState(ctx.db, {
+  await ctx.db.tx(async () => {
+    await purgeExpiredStates(ctx.db, now.toISOString());
+    await purgeExpiredTickets(ctx.db, new Date(now.getTime() - KEEP_EXPIRED_TICKETS_MS).toISOString());
+    await insertFlowState(ctx.db, {
       handle_hash: handleHash, provider_id: s.providerId, kind: s.kind, payload,
       created_at: now.toISOString(), expires_at: new Date(now.getTime() + s.ttlMs).toISOString(),
     });
@@ -45,10 +45,10 @@ export function saveFlowState(ctx: Ctx, s: NewFlowState): void {
  * of another kind, expired (deleted as well) or its payload does not decrypt under this handle, kind
  * and provider.
  */
-export function takeFlowState(ctx: Ctx, kind: 'oidc' | 'saml', handle: string): { providerId: string; payload: Record<string, unknown> } | null {
+export async function takeFlowState(ctx: Ctx, kind: 'oidc' | 'saml', handle: string): Promise<{ providerId: string; payload: Record<string, unknown> } | null> {
   if (typeof handle !== 'string' || handle === '') return null;
   const handleHash = sha256Hex(handle);
-  const row = ctx.db.tx(() => takeFlowStateRow(ctx.db, handleHash, kind, ctx.now().toISOString()));
+  const row = await ctx.db.tx(async () => await takeFlowStateRow(ctx.db, handleHash, kind, ctx.now().toISOString()));
   if (!row) return null;
   try {
     const payload = JSON.parse(unseal(ssoStorageKey(ctx.config), aad(handleHash, row.kind, row.provider_id), Buffer.from(row.payload, 'base64'))) as unknown;

@@ -3,6 +3,7 @@
 // identity, resets passwords and MFA, revokes sessions and grants memberships. Every change is
 // audited, never with a secret. Suspension, removal of the administrator identity and the security
 // resets revoke every session of the user in the same transaction as the change.
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Ctx } from '../../directory/context.ts';
 import { conflict, notFound, requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
 import { record } from '../../platform/audit/service.ts';
@@ -24,48 +25,48 @@ import {
 
 const NO_TENANT = { organizationId: null, workspaceId: null, projectId: null } as const;
 
-function existingUser(ctx: Ctx, userId: string): UserRow {
-  const user = userById(ctx.db, userId);
+async function existingUser(ctx: Ctx, userId: string): Promise<UserRow> {
+  const user = await userById(ctx.db, userId);
   if (!user) throw notFound('no such user');
   return user;
 }
 
 /** A user named by id or e-mail address (the CLI's argument); 404 not_found otherwise. */
-export function findUser(ctx: Ctx, idOrEmail: string): UserRow {
-  const user = userById(ctx.db, idOrEmail) ?? userByEmail(ctx.db, idOrEmail);
+export async function findUser(ctx: Ctx, idOrEmail: string): Promise<UserRow> {
+  const user = await userById(ctx.db, idOrEmail) ?? await userByEmail(ctx.db, idOrEmail);
   if (!user) throw notFound(`no user with id or e-mail address ${idOrEmail}`);
   return user;
 }
 
-function governed(ctx: Ctx, user: UserRow): GovernedUser {
+async function governed(ctx: Ctx, user: UserRow): Promise<GovernedUser> {
   return {
     user,
-    activeSessions: liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), idleCutoff(ctx), absoluteCutoff(ctx)).length,
-    memberships: namedMembershipsOfUser(ctx.db, user.id),
+    activeSessions: (await liveSessionsOfUser(ctx.db, user.id, ctx.now().toISOString(), await idleCutoff(ctx), await absoluteCutoff(ctx))).length,
+    memberships: await namedMembershipsOfUser(ctx.db, user.id),
   };
 }
 
-export function governedUser(ctx: Ctx, userId: string): GovernedUser {
+export async function governedUser(ctx: Ctx, userId: string): Promise<GovernedUser> {
   requireSystemAdmin(ctx);
-  return governed(ctx, existingUser(ctx, userId));
+  return await governed(ctx, await existingUser(ctx, userId));
 }
 
 export interface UserListRequest { query?: string; status?: 'active' | 'suspended'; limit?: number; page?: number }
 
 /** Users matching the filter, `limit` (default 50, clamped to 1..200) a page. */
-export function listGovernedUsers(ctx: Ctx, q: UserListRequest) {
+export async function listGovernedUsers(ctx: Ctx, q: UserListRequest) {
   requireSystemAdmin(ctx);
   const { page, pageSize, offset } = pageWindow(q.page, q.limit);
   const query = q.query === undefined || q.query === '' ? undefined : q.query;
-  const { rows, total } = listUsers(ctx.db, { query, status: q.status, limit: pageSize, offset });
-  return { items: rows.map((u) => governed(ctx, u)), pagination: { page, pageSize, total } };
+  const { rows, total } = await listUsers(ctx.db, { query, status: q.status, limit: pageSize, offset });
+  return { items: (await mapSeq(rows, async (u) => await governed(ctx, u))), pagination: { page, pageSize, total } };
 }
 
 /** Creates an active account with a one-time initial password (must be changed at first login). */
 export async function createGovernedUser(ctx: Ctx, input: { email: string; name: string; isSystemAdmin?: boolean }) {
   requireSystemAdmin(ctx);
   const { user, initialPassword } = await createUser(ctx, { email: input.email, name: input.name, isSystemAdmin: input.isSystemAdmin });
-  return { user: governed(ctx, user), initialPassword: initialPassword! };
+  return { user: await governed(ctx, user), initialPassword: initialPassword! };
 }
 
 export interface UserPatch { status?: 'active' | 'suspended'; isSystemAdmin?: boolean }
@@ -77,13 +78,13 @@ export interface UserPatch { status?: 'active' | 'suspended'; isSystemAdmin?: bo
  * (only_organization_owner). Reactivation takes a seat again in each of the user's organizations
  * (409 seat_limit_reached when one is full).
  */
-export function updateUser(ctx: Ctx, userId: string, patch: UserPatch): GovernedUser {
+export async function updateUser(ctx: Ctx, userId: string, patch: UserPatch): Promise<GovernedUser> {
   requireSystemAdmin(ctx);
   if (patch.status === undefined && patch.isSystemAdmin === undefined) {
     throw validationFailed({ body: 'name status or isSystemAdmin' });
   }
-  ctx.db.tx(() => {
-    const user = existingUser(ctx, userId);
+  await ctx.db.tx(async () => {
+    const user = await existingUser(ctx, userId);
     const now = ctx.now().toISOString();
     const suspending = patch.status === 'suspended' && user.status === 'active';
     const activating = patch.status === 'active' && user.status === 'suspended';
@@ -92,72 +93,72 @@ export function updateUser(ctx: Ctx, userId: string, patch: UserPatch): Governed
     if (suspending && userId === ctx.actor.userId) {
       throw conflict('cannot_suspend_self', 'you cannot suspend your own account');
     }
-    if (user.status === 'active' && wasAdmin && (suspending || !isAdmin) && countActiveSystemAdmins(ctx.db, userId) === 0) {
+    if (user.status === 'active' && wasAdmin && (suspending || !isAdmin) && await countActiveSystemAdmins(ctx.db, userId) === 0) {
       throw conflict('last_system_admin', 'this is the last active system administrator; grant the identity to another account first', { userId });
     }
     if (suspending) {
-      const organizationIds = organizationsOwnedOnlyBy(ctx.db, userId);
+      const organizationIds = await organizationsOwnedOnlyBy(ctx.db, userId);
       if (organizationIds.length > 0) {
         throw conflict('only_organization_owner', `the user is the only active owner of ${organizationIds.join(', ')}; make someone else org_owner first`, { organizationIds });
       }
     }
     if (activating) {
-      for (const m of membershipsOfUser(ctx.db, userId)) {
-        if (m.level === 'organization') assertSeatsAvailable(ctx.db, m.organization_id, now);
+      for (const m of await membershipsOfUser(ctx.db, userId)) {
+        if (m.level === 'organization') await assertSeatsAvailable(ctx.db, m.organization_id, now);
       }
     }
     if (isAdmin !== wasAdmin) {
-      setSystemAdmin(ctx.db, userId, isAdmin, now);
-      const revoked = isAdmin ? 0 : revokeUserSessions(ctx.db, userId, now, 'system_admin_removed');
-      record(ctx, {
+      await setSystemAdmin(ctx.db, userId, isAdmin, now);
+      const revoked = isAdmin ? 0 : await revokeUserSessions(ctx.db, userId, now, 'system_admin_removed');
+      await record(ctx, {
         action: isAdmin ? 'user.system_admin_granted' : 'user.system_admin_removed', targetType: 'user', targetId: userId,
         ...NO_TENANT, metadata: { sessionsRevoked: revoked },
       });
     }
-    if (patch.status !== undefined) setUserStatus(ctx, userId, patch.status);
+    if (patch.status !== undefined) await setUserStatus(ctx, userId, patch.status);
   });
-  return governed(ctx, existingUser(ctx, userId));
+  return await governed(ctx, await existingUser(ctx, userId));
 }
 
 /** Sets a new one-time password (must be changed at the next login) and revokes every session. */
 export async function resetPassword(ctx: Ctx, userId: string): Promise<{ initialPassword: string }> {
   requireSystemAdmin(ctx);
-  existingUser(ctx, userId);
-  const initialPassword = generatePassword(passwordRules(ctx.db).minLength);
+  await existingUser(ctx, userId);
+  const initialPassword = generatePassword((await passwordRules(ctx.db)).minLength);
   const hash = await hashPassword(initialPassword, ctx.config.scryptLogN);
-  ctx.db.tx(() => {
-    existingUser(ctx, userId);
+  await ctx.db.tx(async () => {
+    await existingUser(ctx, userId);
     const now = ctx.now().toISOString();
-    setPassword(ctx.db, userId, hash, true, now);
-    const revoked = revokeUserSessions(ctx.db, userId, now, 'password_reset');
-    record(ctx, { action: 'user.password_reset', targetType: 'user', targetId: userId, ...NO_TENANT, metadata: { sessionsRevoked: revoked } });
+    await setPassword(ctx.db, userId, hash, true, now);
+    const revoked = await revokeUserSessions(ctx.db, userId, now, 'password_reset');
+    await record(ctx, { action: 'user.password_reset', targetType: 'user', targetId: userId, ...NO_TENANT, metadata: { sessionsRevoked: revoked } });
   });
   return { initialPassword };
 }
 
 /** Turns MFA off for the account (it enrolls again) and revokes every session. */
-export function resetMfa(ctx: Ctx, userId: string): GovernedUser {
+export async function resetMfa(ctx: Ctx, userId: string): Promise<GovernedUser> {
   requireSystemAdmin(ctx);
-  ctx.db.tx(() => {
-    const user = existingUser(ctx, userId);
+  await ctx.db.tx(async () => {
+    const user = await existingUser(ctx, userId);
     const now = ctx.now().toISOString();
-    clearMfa(ctx.db, userId, now);
-    const revoked = revokeUserSessions(ctx.db, userId, now, 'mfa_reset');
-    record(ctx, {
+    await clearMfa(ctx.db, userId, now);
+    const revoked = await revokeUserSessions(ctx.db, userId, now, 'mfa_reset');
+    await record(ctx, {
       action: 'user.mfa_reset', targetType: 'user', targetId: userId, ...NO_TENANT,
       metadata: { wasEnabled: user.mfa_enabled === 1, sessionsRevoked: revoked },
     });
   });
-  return governed(ctx, existingUser(ctx, userId));
+  return await governed(ctx, await existingUser(ctx, userId));
 }
 
 /** Revokes every session of the user; returns how many were revoked. */
-export function revokeSessions(ctx: Ctx, userId: string): number {
+export async function revokeSessions(ctx: Ctx, userId: string): Promise<number> {
   requireSystemAdmin(ctx);
-  return ctx.db.tx(() => {
-    existingUser(ctx, userId);
-    const revoked = revokeUserSessions(ctx.db, userId, ctx.now().toISOString(), 'revoked_by_administrator');
-    record(ctx, { action: 'user.sessions_revoked', targetType: 'user', targetId: userId, ...NO_TENANT, metadata: { count: revoked } });
+  return await ctx.db.tx(async () => {
+    await existingUser(ctx, userId);
+    const revoked = await revokeUserSessions(ctx.db, userId, ctx.now().toISOString(), 'revoked_by_administrator');
+    await record(ctx, { action: 'user.sessions_revoked', targetType: 'user', targetId: userId, ...NO_TENANT, metadata: { count: revoked } });
     return revoked;
   });
 }
@@ -169,29 +170,29 @@ export interface MembershipGrant { level: Level; scopeId: string; role: Role }
  * hierarchy implies), checked against role level, scope and seats. Changing the role of an
  * organization's only active owner is refused by grantRole (409 last_owner).
  */
-export function grantMembership(ctx: Ctx, userId: string, g: MembershipGrant): NamedFullMembership {
+export async function grantMembership(ctx: Ctx, userId: string, g: MembershipGrant): Promise<NamedFullMembership> {
   requireSystemAdmin(ctx);
-  return ctx.db.tx(() => {
-    existingUser(ctx, userId);
+  return await ctx.db.tx(async () => {
+    await existingUser(ctx, userId);
     if (ROLE_LEVEL[g.role] !== g.level) throw validationFailed({ role: `is not a ${g.level} role` });
     if (g.role === 'project_guest') throw validationFailed({ role: 'is given automatically with a project role; grant project_editor or project_viewer' });
-    const organizationId = organizationOfScope(ctx, g.level, g.scopeId);
-    const orgMembership = membershipAt(ctx.db, userId, 'organization', organizationId);
-    if (orgMembership?.status !== 'active') assertSeatsAvailable(ctx.db, organizationId, ctx.now().toISOString());
-    const m = grantRole(ctx, { userId, level: g.level, scopeId: g.scopeId, role: g.role });
+    const organizationId = await organizationOfScope(ctx, g.level, g.scopeId);
+    const orgMembership = await membershipAt(ctx.db, userId, 'organization', organizationId);
+    if (orgMembership?.status !== 'active') await assertSeatsAvailable(ctx.db, organizationId, ctx.now().toISOString());
+    const m = await grantRole(ctx, { userId, level: g.level, scopeId: g.scopeId, role: g.role });
     return {
       ...m,
-      organization_name: organizationById(ctx.db, m.organization_id)!.name,
-      workspace_name: m.workspace_id ? workspaceById(ctx.db, m.workspace_id)!.name : null,
-      project_name: m.project_id ? projectById(ctx.db, m.project_id)!.name : null,
+      organization_name: (await organizationById(ctx.db, m.organization_id))!.name,
+      workspace_name: m.workspace_id ? (await workspaceById(ctx.db, m.workspace_id))!.name : null,
+      project_name: m.project_id ? (await projectById(ctx.db, m.project_id))!.name : null,
     };
   });
 }
 
-function organizationOfScope(ctx: Ctx, level: Level, scopeId: string): string {
-  const found = level === 'organization' ? organizationById(ctx.db, scopeId)?.id
-    : level === 'workspace' ? workspaceById(ctx.db, scopeId)?.organization_id
-    : projectById(ctx.db, scopeId)?.organization_id;
+async function organizationOfScope(ctx: Ctx, level: Level, scopeId: string): Promise<string> {
+  const found = level === 'organization' ? (await organizationById(ctx.db, scopeId))?.id
+    : level === 'workspace' ? (await workspaceById(ctx.db, scopeId))?.organization_id
+    : (await projectById(ctx.db, scopeId))?.organization_id;
   if (!found) throw validationFailed({ scopeId: `names no ${level}` });
   return found;
 }

@@ -18,12 +18,12 @@ export type NewUser = Infer<typeof NewUserBody> & { passwordless?: boolean };
  * Creates an account. `within`, when given, runs in the same transaction as the insert (e.g. the
  * memberships of an accepted invitation), and its result is returned as `extra`.
  */
-export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within?: (user: UserRow) => T): Promise<{ user: UserRow; initialPassword: string | null; extra?: T }> {
+export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within?: (user: UserRow) => Promise<T> | T): Promise<{ user: UserRow; initialPassword: string | null; extra?: T }> {
   const { email, name } = input;
-  const rules = passwordRules(ctx.db);
+  const rules = await passwordRules(ctx.db);
   const problem = input.password === undefined ? null : passwordProblem(input.password, email, rules);
   if (problem) throw validationFailed({ password: problem });
-  if (userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
+  if (await userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
 
   const initialPassword = input.password === undefined && !input.passwordless ? generatePassword(rules.minLength) : null;
   const given = input.password ?? initialPassword;
@@ -34,16 +34,16 @@ export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within
     is_system_admin: input.isSystemAdmin ? 1 : 0, password_hash: hash, password_must_change: initialPassword ? 1 : 0,
     password_changed_at: now, mfa_enabled: 0, last_login_at: null, created_at: now, updated_at: now,
   };
-  const extra = ctx.db.tx(() => {
+  const extra = await ctx.db.tx(async () => {
     // Checked again inside the transaction: the hash above took time.
-    if (userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
-    insertUser(ctx.db, user);
-    record(ctx, {
+    if (await userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
+    await insertUser(ctx.db, user);
+    await record(ctx, {
       action: 'user.created', targetType: 'user', targetId: user.id,
       organizationId: null, workspaceId: null, projectId: null,
       metadata: { email, systemAdmin: user.is_system_admin === 1, initialPassword: initialPassword ? 'generated' : hash ? 'provided' : 'none' },
     });
-    return within?.(user);
+    return await within?.(user);
   });
   return { user, initialPassword, extra };
 }
@@ -52,18 +52,18 @@ export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within
  * Suspends or reactivates an account. Suspension revokes every session of the user in the same
  * transaction, so their tokens are 401 from the next request on.
  */
-export function setUserStatus(ctx: Ctx, userId: string, status: 'active' | 'suspended'): UserRow {
-  const user = userById(ctx.db, userId);
+export async function setUserStatus(ctx: Ctx, userId: string, status: 'active' | 'suspended'): Promise<UserRow> {
+  const user = await userById(ctx.db, userId);
   if (!user) throw notFound('no such user');
   if (user.status === status) return user;
-  return ctx.db.tx(() => {
+  return await ctx.db.tx(async () => {
     const now = ctx.now().toISOString();
-    updateUserStatus(ctx.db, userId, status, now);
-    const revoked = status === 'suspended' ? revokeUserSessions(ctx.db, userId, now, 'account_suspended') : 0;
-    record(ctx, {
+    await updateUserStatus(ctx.db, userId, status, now);
+    const revoked = status === 'suspended' ? await revokeUserSessions(ctx.db, userId, now, 'account_suspended') : 0;
+    await record(ctx, {
       action: status === 'suspended' ? 'user.suspended' : 'user.activated', targetType: 'user', targetId: userId,
       organizationId: null, workspaceId: null, projectId: null, metadata: { previousStatus: user.status, sessionsRevoked: revoked },
     });
-    return userById(ctx.db, userId)!;
+    return (await userById(ctx.db, userId))!;
   });
 }

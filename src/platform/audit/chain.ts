@@ -40,11 +40,11 @@ export interface ChainReport {
   broken: ChainBreak | null;
 }
 
-export function verifyChain(db: Db): ChainReport {
+export async function verifyChain(db: Db): Promise<ChainReport> {
   let prev = GENESIS_HASH;
   let headSeq: number | null = null;
   let rows = 0;
-  for (const row of iterateChain(db)) {
+  for await (const row of iterateChain(db)) {
     rows++;
     const hashOk = row.hash === rowHash(row);
     const linkOk = row.prev_hash === prev;
@@ -64,7 +64,7 @@ export function verifyChain(db: Db): ChainReport {
     prev = row.hash!;
     headSeq = row.seq;
   }
-  const issued = highestSeqIssued(db);
+  const issued = await highestSeqIssued(db);
   if (issued > (headSeq ?? 0)) {
     return {
       ok: false, rows, headSeq, headHash: prev,

@@ -51,7 +51,7 @@ export function presentAudit(r: AuditRow): o.Out<typeof AuditRecordView> {
   };
 }
 
-export type PresentedAudit = ReturnType<typeof presentAudit>;
+export type PresentedAudit = Awaited<ReturnType<typeof presentAudit>>;
 
 /** CSV columns: the API's field names, in this order; metadata as its JSON text. */
 export const CSV_COLUMNS = [

@@ -49,9 +49,9 @@ export function bindAuditRoutes(router: Router): void {
     ...meta, query: AuditListQuery,
     summary: 'Audit records in the caller\'s audit scope, newest first, filtered; with facets (counts by action, targetType, result and actor over the filtered records, top 100 each) and the scope shown. A filter outside the scope is 403 scope_forbidden.',
     response: { description: '{ auditLog, pagination: { page, pageSize, total }, facets: { action, targetType, result, actor }, scope: { kind, organizationId, workspaceId, projectId, includesOrganizationEvents } }', schema: AuditPageView },
-  }, ({ ctx, query, searchParams }) => {
+  }, async ({ ctx, query, searchParams }) => {
     const { page, pageSize, offset } = paging(searchParams);
-    const p = listAudit(ctx, query, { limit: pageSize, offset });
+    const p = await listAudit(ctx, query, { limit: pageSize, offset });
     return json(200, {
       auditLog: p.rows.map(presentAudit),
       pagination: { page, pageSize, total: p.total },
@@ -64,9 +64,9 @@ export function bindAuditRoutes(router: Router): void {
     ...meta, query: AuditExportQuery,
     summary: 'Streams the matching audit records, newest first (with page and pageSize: the list\'s page), as a JSON array or UTF-8 CSV with a header row (RFC 4180 quoting; cells starting with = + - @ are prefixed with \'), as an attachment. Writes audit.exported.',
     response: { description: 'a JSON array of audit records, or CSV (format=csv); Content-Disposition: attachment', schema: o.array(AuditRecordView), type: 'text/csv' },
-  }, ({ ctx, query, searchParams, res }) => {
+  }, async ({ ctx, query, searchParams, res }) => {
     const page = searchParams.has('pageSize') ? paging(searchParams) : undefined;
-    const out = exportAudit(ctx, query, query.format ?? 'json', page && { limit: page.pageSize, offset: page.offset });
+    const out = await exportAudit(ctx, query, query.format ?? 'json', page && { limit: page.pageSize, offset: page.offset });
     return attachment(res, out.format, out.filename, out.stream);
   });
 
@@ -74,8 +74,8 @@ export function bindAuditRoutes(router: Router): void {
     ...meta,
     summary: 'One audit record in the caller\'s audit scope (404 otherwise) with related (other records of the same target) and securityEvents (auth.* and user.* records of the same user account), both in scope, newest first, at most 50.',
     response: { description: '{ ...record, related: [...], securityEvents: [...] }', schema: AuditDetailView },
-  }, ({ ctx, params }) => {
-    const d = auditDetail(ctx, params.auditId);
+  }, async ({ ctx, params }) => {
+    const d = await auditDetail(ctx, params.auditId);
     return json(200, { ...presentAudit(d.row), related: d.related.map(presentAudit), securityEvents: d.securityEvents.map(presentAudit) });
   });
 }

@@ -64,33 +64,33 @@ const REACHED: readonly string[] = ['organization', 'workspace', 'project', 'use
  * A user is inside when it holds a membership (any status) of the reach's organization, or appears
  * in a record inside the reach as actor or target (a former member's records stay searchable).
  */
-export function inReach(db: Db, r: AuditReach, kind: Reached, id: string): boolean {
+export async function inReach(db: Db, r: AuditReach, kind: Reached, id: string): Promise<boolean> {
   if (r.kind === 'system') return true;
   switch (kind) {
     case 'organization': return id === r.organizationId;
     case 'workspace': {
-      const w = workspaceById(db, id);
+      const w = await workspaceById(db, id);
       return !!w && w.organization_id === r.organizationId && (r.kind === 'organization' || w.id === r.workspaceId);
     }
     case 'project': {
-      const p = projectById(db, id);
+      const p = await projectById(db, id);
       return !!p && p.organization_id === r.organizationId
         && (r.kind !== 'workspace' || p.workspace_id === r.workspaceId)
         && (r.kind !== 'project' || p.id === r.projectId);
     }
     case 'user': {
-      const member = db.get('SELECT 1 AS x FROM memberships WHERE user_id = ? AND organization_id = ? LIMIT 1', id, r.organizationId);
-      return !!member || userAppearsIn(db, id, reachWhere(r));
+      const member = await db.get('SELECT 1 AS x FROM memberships WHERE user_id = ? AND organization_id = ? LIMIT 1', id, r.organizationId);
+      return !!member || await userAppearsIn(db, id, reachWhere(r));
     }
   }
 }
 
 /** What a bare targetId (no targetType) names among the kinds the reach is judged against, if anything. */
-function kindOf(db: Db, id: string): Reached | null {
-  if (organizationById(db, id)) return 'organization';
-  if (workspaceById(db, id)) return 'workspace';
-  if (projectById(db, id)) return 'project';
-  if (userById(db, id)) return 'user';
+async function kindOf(db: Db, id: string): Promise<Reached | null> {
+  if (await organizationById(db, id)) return 'organization';
+  if (await workspaceById(db, id)) return 'workspace';
+  if (await projectById(db, id)) return 'project';
+  if (await userById(db, id)) return 'user';
   return null;
 }
 
@@ -100,17 +100,17 @@ function kindOf(db: Db, id: string): Reached | null {
  * project or user outside it (with that targetType, unknown ids too; without one, an id that names
  * one of them), and for an actorUserId naming a user outside it (or unknown).
  */
-export function checkNarrowing(db: Db, r: AuditReach, f: AuditFilters): void {
+export async function checkNarrowing(db: Db, r: AuditReach, f: AuditFilters): Promise<void> {
   if (r.kind === 'system') return;
   const refuse = (what: string) => scopeForbidden(`the ${what} filter is outside the audit records you may see`);
-  if (f.organizationId && !inReach(db, r, 'organization', f.organizationId)) throw refuse('organizationId');
-  if (f.workspaceId && !inReach(db, r, 'workspace', f.workspaceId)) throw refuse('workspaceId');
-  if (f.projectId && !inReach(db, r, 'project', f.projectId)) throw refuse('projectId');
+  if (f.organizationId && !await inReach(db, r, 'organization', f.organizationId)) throw refuse('organizationId');
+  if (f.workspaceId && !await inReach(db, r, 'workspace', f.workspaceId)) throw refuse('workspaceId');
+  if (f.projectId && !await inReach(db, r, 'project', f.projectId)) throw refuse('projectId');
   if (f.targetId) {
-    const kind = f.targetType ? (REACHED.includes(f.targetType) ? f.targetType as Reached : null) : kindOf(db, f.targetId);
-    if (kind && !inReach(db, r, kind, f.targetId)) throw refuse('targetId');
+    const kind = f.targetType ? (REACHED.includes(f.targetType) ? f.targetType as Reached : null) : await kindOf(db, f.targetId);
+    if (kind && !await inReach(db, r, kind, f.targetId)) throw refuse('targetId');
   }
-  if (f.actorUserId && !inReach(db, r, 'user', f.actorUserId)) throw refuse('actorUserId');
+  if (f.actorUserId && !await inReach(db, r, 'user', f.actorUserId)) throw refuse('actorUserId');
 }
 
 const DAY_MS = 86_400_000;

@@ -31,10 +31,10 @@ export interface AuditEntry {
   actorName?: string | null;
 }
 
-export function record(ctx: Ctx, e: AuditEntry): string {
+export async function record(ctx: Ctx, e: AuditEntry): Promise<string> {
   const id = newId('aud');
   const pick = <K extends 'organizationId' | 'workspaceId' | 'projectId'>(k: K) => (e[k] !== undefined ? e[k] : ctx.scope[k]);
-  insertAudit(ctx.db, {
+  await insertAudit(ctx.db, {
     id,
     created_at: ctx.now().toISOString(),
     actor_type: e.actorUserId ? 'user' : ctx.actor.type,
@@ -56,13 +56,13 @@ export function record(ctx: Ctx, e: AuditEntry): string {
 }
 
 /** The caller's reach and the filtered scope as SQL; a filter crossing the reach is 403 (and audited). */
-function scoped(ctx: Ctx, f: AuditFilters, route: string): { reach: AuditReach; where: Where } {
+async function scoped(ctx: Ctx, f: AuditFilters, route: string): Promise<{ reach: AuditReach; where: Where }> {
   if (f.from && f.to && f.from > f.to) throw validationFailed({ to: 'must not be before from' });
   const reach = auditReach(ctx);
   try {
-    checkNarrowing(ctx.db, reach, f);
+    await checkNarrowing(ctx.db, reach, f);
   } catch (err) {
-    record(ctx, {
+    await record(ctx, {
       action: 'access.denied', targetType: 'audit_log', result: 'denied',
       metadata: { route, reason: 'scope_forbidden', filters: definedFilters(f) },
     });
@@ -82,10 +82,10 @@ export interface AuditPage {
   reach: AuditReach;
 }
 
-export function listAudit(ctx: Ctx, f: AuditFilters, page: { limit: number; offset: number }): AuditPage {
-  const { reach, where } = scoped(ctx, f, 'GET /api/audit');
-  const { total, facets } = facetsOf(ctx.db, where);
-  return { rows: pageAudit(ctx.db, where, page.limit, page.offset), total, facets, reach };
+export async function listAudit(ctx: Ctx, f: AuditFilters, page: { limit: number; offset: number }): Promise<AuditPage> {
+  const { reach, where } = await scoped(ctx, f, 'GET /api/audit');
+  const { total, facets } = await facetsOf(ctx.db, where);
+  return { rows: await pageAudit(ctx.db, where, page.limit, page.offset), total, facets, reach };
 }
 
 export interface AuditDetail { row: AuditRow; related: AuditRow[]; securityEvents: AuditRow[] }
@@ -94,15 +94,15 @@ export interface AuditDetail { row: AuditRow; related: AuditRow[]; securityEvent
  * One record in the caller's reach (404 otherwise), with the other records of its target and the
  * account-security events (auth.*, user.*) of its user: the actor, or else the target user.
  */
-export function auditDetail(ctx: Ctx, auditId: string): AuditDetail {
+export async function auditDetail(ctx: Ctx, auditId: string): Promise<AuditDetail> {
   const scope = reachWhere(auditReach(ctx));
-  const row = auditById(ctx.db, auditId, scope);
+  const row = await auditById(ctx.db, auditId, scope);
   if (!row) throw notFound('no such audit record in your audit scope');
   const userId = row.actor_user_id ?? (row.target_type === 'user' ? row.target_id : null);
   return {
     row,
-    related: relatedAudit(ctx.db, row, scope),
-    securityEvents: userId ? securityEventsOf(ctx.db, userId, row.id, scope) : [],
+    related: await relatedAudit(ctx.db, row, scope),
+    securityEvents: userId ? await securityEventsOf(ctx.db, userId, row.id, scope) : [],
   };
 }
 
@@ -112,9 +112,9 @@ export interface AuditExport { stream: Readable; format: ExportFormat; filename:
  * Records `audit.exported`, then streams the matching records (newest first, as the list; with a
  * page, exactly the list's page) from one snapshot taken after that record, which it includes.
  */
-export function exportAudit(ctx: Ctx, f: AuditFilters, format: ExportFormat, page?: { limit: number; offset: number }): AuditExport {
-  const { reach, where } = scoped(ctx, f, 'GET /api/audit/export');
-  record(ctx, {
+export async function exportAudit(ctx: Ctx, f: AuditFilters, format: ExportFormat, page?: { limit: number; offset: number }): Promise<AuditExport> {
+  const { reach, where } = await scoped(ctx, f, 'GET /api/audit/export');
+  await record(ctx, {
     action: 'audit.exported', targetType: 'audit_log', targetId: null,
     metadata: { format, filters: definedFilters(f), scope: reach.kind, ...(page ? { page: page.offset / page.limit + 1, pageSize: page.limit } : {}) },
   });

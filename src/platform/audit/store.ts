@@ -48,8 +48,8 @@ SELECT ${HASHED_FIELDS.map((f) => `n.${f}`).join(', ')}, n.prev_hash,
   FROM (SELECT ${HASHED_FIELDS.map((f) => `CAST(? AS TEXT) AS ${f}`).join(', ')},
                coalesce((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '${GENESIS_HASH}') AS prev_hash) AS n`;
 
-export function insertAudit(db: Db, r: NewAuditRow): void {
-  db.run(INSERT_SQL, ...HASHED_FIELDS.map((f) => r[f]));
+export async function insertAudit(db: Db, r: NewAuditRow): Promise<void> {
+  await db.run(INSERT_SQL, ...HASHED_FIELDS.map((f) => r[f]));
 }
 
 /** A WHERE clause with its parameters. */
@@ -61,12 +61,12 @@ export const and = (...parts: Array<Where | null>): Where => {
 };
 
 /** A page, newest first. */
-export function pageAudit(db: Db, w: Where, limit: number, offset: number): AuditRow[] {
-  return db.all<AuditRow>(`SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`, ...w.params, limit, offset);
+export async function pageAudit(db: Db, w: Where, limit: number, offset: number): Promise<AuditRow[]> {
+  return await db.all<AuditRow>(`SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`, ...w.params, limit, offset);
 }
 
-export function auditById(db: Db, id: string, scope: Where): AuditRow | undefined {
-  return db.get<AuditRow>(`SELECT * FROM audit_log WHERE id = ? AND (${scope.sql})`, id, ...scope.params);
+export async function auditById(db: Db, id: string, scope: Where): Promise<AuditRow | undefined> {
+  return await db.get<AuditRow>(`SELECT * FROM audit_log WHERE id = ? AND (${scope.sql})`, id, ...scope.params);
 }
 
 export const FACET_LIMIT = 100;
@@ -81,12 +81,12 @@ export interface Facets { action: FacetValue[]; targetType: FacetValue[]; result
  * result), whose few combinations are added up here (their sum is the total), and one by actor
  * (users by id; the operator, the system and anonymous callers by type and name).
  */
-export function facetsOf(db: Db, w: Where): { total: number; facets: Facets } {
+export async function facetsOf(db: Db, w: Where): Promise<{ total: number; facets: Facets }> {
   const action = new Map<string, number>();
   const targetType = new Map<string | null, number>();
   const result = new Map<string, number>();
   const add = <K>(m: Map<K, number>, k: K, n: number) => m.set(k, (m.get(k) ?? 0) + n);
-  const combos = db.all<{ action: string; target_type: string | null; result: string; n: number }>(
+  const combos = await db.all<{ action: string; target_type: string | null; result: string; n: number }>(
     `SELECT action, target_type, result, count(*) AS n FROM audit_log WHERE ${w.sql} GROUP BY action, target_type, result`, ...w.params);
   let total = 0;
   for (const c of combos) {
@@ -99,7 +99,7 @@ export function facetsOf(db: Db, w: Where): { total: number; facets: Facets } {
     .map(([value, count]) => ({ value, count }))
     .sort((a, b) => b.count - a.count || String(a.value ?? '').localeCompare(String(b.value ?? '')))
     .slice(0, FACET_LIMIT);
-  const actor = db.all<ActorFacetValue>(
+  const actor = await db.all<ActorFacetValue>(
     `SELECT actor_user_id AS value, min(actor_type) AS type, max(actor_name) AS name, count(*) AS count FROM audit_log WHERE ${w.sql}
       GROUP BY coalesce('u:' || actor_user_id, 't:' || actor_type || ':' || coalesce(actor_name, ''))
       ORDER BY count DESC, value, name LIMIT ${FACET_LIMIT}`, ...w.params);
@@ -109,16 +109,16 @@ export function facetsOf(db: Db, w: Where): { total: number; facets: Facets } {
 export const RELATED_LIMIT = 50;
 
 /** Other records of the same target, newest first. */
-export function relatedAudit(db: Db, row: AuditRow, scope: Where): AuditRow[] {
+export async function relatedAudit(db: Db, row: AuditRow, scope: Where): Promise<AuditRow[]> {
   if (row.target_type === null || row.target_id === null) return [];
-  return db.all<AuditRow>(
+  return await db.all<AuditRow>(
     `SELECT * FROM audit_log WHERE target_type = ? AND target_id = ? AND id <> ? AND (${scope.sql})
       ORDER BY seq DESC LIMIT ${RELATED_LIMIT}`, row.target_type, row.target_id, row.id, ...scope.params);
 }
 
 /** Account-security events (auth.*, user.*) done by or to a user account, newest first. */
-export function securityEventsOf(db: Db, userId: string, exceptId: string, scope: Where): AuditRow[] {
-  return db.all<AuditRow>(
+export async function securityEventsOf(db: Db, userId: string, exceptId: string, scope: Where): Promise<AuditRow[]> {
+  return await db.all<AuditRow>(
     `SELECT * FROM audit_log
       WHERE (actor_user_id = ? OR (target_type = 'user' AND target_id = ?))
         AND (action LIKE 'auth.%' OR action LIKE 'user.%') AND id <> ? AND (${scope.sql})
@@ -134,17 +134,17 @@ export function openAuditCursor(db: Db, w: Where, limit?: { limit: number; offse
 export interface ChainRow extends Pick<AuditRow, 'seq' | 'prev_hash' | 'hash'>, NewAuditRow {}
 
 /** Every row in chain order (streamed). */
-export function iterateChain(db: Db): IterableIterator<ChainRow> {
+export function iterateChain(db: Db): AsyncGenerator<ChainRow, void, undefined> {
   return db.iterate<ChainRow>(`SELECT seq, prev_hash, hash, ${HASHED_FIELDS.join(', ')} FROM audit_log ORDER BY seq`);
 }
 
 /** The highest seq ever handed out (AUTOINCREMENT keeps it in sqlite_sequence), 0 when none. */
-export function highestSeqIssued(db: Db): number {
-  return Number(db.get<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'")?.seq ?? 0);
+export async function highestSeqIssued(db: Db): Promise<number> {
+  return Number((await db.get<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'"))?.seq ?? 0);
 }
 
 /** True when a user appears in a record of the scope, as its actor or as its target. */
-export function userAppearsIn(db: Db, userId: string, scope: Where): boolean {
-  return !!db.get(`SELECT 1 AS x FROM audit_log WHERE actor_user_id = ? AND (${scope.sql}) LIMIT 1`, userId, ...scope.params)
-    || !!db.get(`SELECT 1 AS x FROM audit_log WHERE target_type = 'user' AND target_id = ? AND (${scope.sql}) LIMIT 1`, userId, ...scope.params);
+export async function userAppearsIn(db: Db, userId: string, scope: Where): Promise<boolean> {
+  return !!await db.get(`SELECT 1 AS x FROM audit_log WHERE actor_user_id = ? AND (${scope.sql}) LIMIT 1`, userId, ...scope.params)
+    || !!await db.get(`SELECT 1 AS x FROM audit_log WHERE target_type = 'user' AND target_id = ? AND (${scope.sql}) LIMIT 1`, userId, ...scope.params);
 }

@@ -1,6 +1,7 @@
 // Feature flags: named switches declared here with their default, a global value set by a system
 // administrator, and per-organization values that win over the global one. The service reads a flag
 // only through `featureEnabled`; every change is audited (system.feature_flag.updated).
+import { mapSeq } from '../../kernel/seq.ts';
 import type { Ctx } from '../../directory/context.ts';
 import * as o from '../../kernel/view.ts';
 import type { Db } from '../../db/db.ts';
@@ -23,8 +24,8 @@ export type FlagKey = keyof typeof FEATURE_FLAGS;
 const isFlag = (key: string): key is FlagKey => Object.hasOwn(FEATURE_FLAGS, key);
 
 /** The one read of a flag: the organization's value, else the global value, else the declared default. */
-export function featureEnabled(db: Db, key: FlagKey, organizationId: string | null): boolean {
-  const row = db.get<{ enabled: number }>(
+export async function featureEnabled(db: Db, key: FlagKey, organizationId: string | null): Promise<boolean> {
+  const row = await db.get<{ enabled: number }>(
     `SELECT enabled FROM (
        SELECT enabled, 0 AS rank FROM feature_flag_organizations WHERE flag_key = ?1 AND organization_id = ?2
        UNION ALL SELECT enabled, 1 AS rank FROM feature_flags WHERE flag_key = ?1)
@@ -33,8 +34,8 @@ export function featureEnabled(db: Db, key: FlagKey, organizationId: string | nu
 }
 
 /** 409 feature_disabled when the flag is off for the organization. */
-export function requireFeature(db: Db, key: FlagKey, organizationId: string | null): void {
-  if (!featureEnabled(db, key, organizationId)) {
+export async function requireFeature(db: Db, key: FlagKey, organizationId: string | null): Promise<void> {
+  if (!await featureEnabled(db, key, organizationId)) {
     throw conflict('feature_disabled', `the feature ${key} is turned off for this organization`, { flag: key });
   }
 }
@@ -51,9 +52,9 @@ export const FeatureFlagView = o.named('FeatureFlag', o.object({
 }));
 export type FlagView = o.Out<typeof FeatureFlagView>;
 
-function flagView(db: Db, key: FlagKey): FlagView {
-  const g = db.get<{ enabled: number; updated_at: string; updated_by: string | null }>('SELECT * FROM feature_flags WHERE flag_key = ?', key);
-  const orgs = db.all<{ organization_id: string; enabled: number; updated_at: string; updated_by: string | null }>(
+async function flagView(db: Db, key: FlagKey): Promise<FlagView> {
+  const g = await db.get<{ enabled: number; updated_at: string; updated_by: string | null }>('SELECT * FROM feature_flags WHERE flag_key = ?', key);
+  const orgs = await db.all<{ organization_id: string; enabled: number; updated_at: string; updated_by: string | null }>(
     'SELECT * FROM feature_flag_organizations WHERE flag_key = ? ORDER BY organization_id', key);
   return {
     key, description: FEATURE_FLAGS[key].description, default: FEATURE_FLAGS[key].default, global: g ? g.enabled === 1 : null,
@@ -62,51 +63,51 @@ function flagView(db: Db, key: FlagKey): FlagView {
   };
 }
 
-export function listFlags(ctx: Ctx): FlagView[] {
+export async function listFlags(ctx: Ctx): Promise<FlagView[]> {
   requireSystemAdmin(ctx);
-  return (Object.keys(FEATURE_FLAGS) as FlagKey[]).map((k) => flagView(ctx.db, k));
+  return (await mapSeq((Object.keys(FEATURE_FLAGS) as FlagKey[]), async (k) => await flagView(ctx.db, k)));
 }
 
-export function getFlag(ctx: Ctx, key: string): FlagView {
+export async function getFlag(ctx: Ctx, key: string): Promise<FlagView> {
   requireSystemAdmin(ctx);
   if (!isFlag(key)) throw notFound(`no feature flag ${key}`);
-  return flagView(ctx.db, key);
+  return await flagView(ctx.db, key);
 }
 
 /**
  * Sets (true/false) or clears (null) the global value, or one organization's value when organizationId
  * is given. A change that changes nothing writes nothing and is not audited.
  */
-export function setFlag(ctx: Ctx, key: string, change: { enabled: boolean | null; organizationId?: string }): FlagView {
+export async function setFlag(ctx: Ctx, key: string, change: { enabled: boolean | null; organizationId?: string }): Promise<FlagView> {
   requireSystemAdmin(ctx);
   if (!isFlag(key)) throw notFound(`no feature flag ${key}`);
   const orgId = change.organizationId ?? null;
-  if (orgId !== null && !organizationById(ctx.db, orgId)) throw validationFailed({ organizationId: 'names no organization' });
+  if (orgId !== null && !await organizationById(ctx.db, orgId)) throw validationFailed({ organizationId: 'names no organization' });
   const at = ctx.now().toISOString();
   const by = ctx.actor.userId;
-  return ctx.db.tx(() => {
+  return await ctx.db.tx(async () => {
     const before = orgId === null
-      ? ctx.db.get<{ enabled: number }>('SELECT enabled FROM feature_flags WHERE flag_key = ?', key)
-      : ctx.db.get<{ enabled: number }>('SELECT enabled FROM feature_flag_organizations WHERE flag_key = ? AND organization_id = ?', key, orgId);
+      ? await ctx.db.get<{ enabled: number }>('SELECT enabled FROM feature_flags WHERE flag_key = ?', key)
+      : await ctx.db.get<{ enabled: number }>('SELECT enabled FROM feature_flag_organizations WHERE flag_key = ? AND organization_id = ?', key, orgId);
     const from = before ? before.enabled === 1 : null;
-    if (from === change.enabled) return flagView(ctx.db, key);
+    if (from === change.enabled) return await flagView(ctx.db, key);
     if (orgId === null) {
-      if (change.enabled === null) ctx.db.run('DELETE FROM feature_flags WHERE flag_key = ?', key);
-      else ctx.db.run(
+      if (change.enabled === null) await ctx.db.run('DELETE FROM feature_flags WHERE flag_key = ?', key);
+      else await ctx.db.run(
         'INSERT INTO feature_flags (flag_key, enabled, updated_by, updated_at) VALUES (?, ?, ?, ?) ON CONFLICT (flag_key) DO UPDATE SET enabled = excluded.enabled, updated_by = excluded.updated_by, updated_at = excluded.updated_at',
         key, change.enabled ? 1 : 0, by, at);
     } else if (change.enabled === null) {
-      ctx.db.run('DELETE FROM feature_flag_organizations WHERE flag_key = ? AND organization_id = ?', key, orgId);
+      await ctx.db.run('DELETE FROM feature_flag_organizations WHERE flag_key = ? AND organization_id = ?', key, orgId);
     } else {
-      ctx.db.run(
+      await ctx.db.run(
         `INSERT INTO feature_flag_organizations (flag_key, organization_id, enabled, updated_by, updated_at) VALUES (?, ?, ?, ?, ?)
          ON CONFLICT (flag_key, organization_id) DO UPDATE SET enabled = excluded.enabled, updated_by = excluded.updated_by, updated_at = excluded.updated_at`,
         key, orgId, change.enabled ? 1 : 0, by, at);
     }
-    record(ctx, {
+    await record(ctx, {
       action: 'system.feature_flag.updated', targetType: 'feature_flag', targetId: key, organizationId: orgId,
       metadata: { flag: key, level: orgId === null ? 'global' : 'organization', organizationId: orgId, from, to: change.enabled },
     });
-    return flagView(ctx.db, key);
+    return await flagView(ctx.db, key);
   });
 }

@@ -16,11 +16,11 @@ export function bindFlagRoutes(router: Router): void {
   r.get('/api/system/feature-flags', {
     ...admin, summary: 'Every declared feature flag: { items: [{ key, description, default, global, organizations: [{ organizationId, enabled }], updatedAt, updatedBy }] }.',
     response: { description: 'every feature flag', schema: o.object({ items: o.array(FeatureFlagView) }) },
-  }, ({ ctx }) => json(200, { items: listFlags(ctx) }));
+  }, async ({ ctx }) => json(200, { items: await listFlags(ctx) }));
   r.get('/api/system/feature-flags/:flagKey', { ...admin, summary: 'One feature flag with its global and per-organization values.', response: { description: 'the feature flag', schema: FeatureFlagView } },
-    ({ ctx, params }) => json(200, getFlag(ctx, params.flagKey)));
+    async ({ ctx, params }) => json(200, await getFlag(ctx, params.flagKey)));
   r.put('/api/system/feature-flags/:flagKey', {
     ...admin, body: FlagBody, response: { description: 'the feature flag', schema: FeatureFlagView },
     summary: 'Set the global value of a flag, or one organization\'s value (organizationId), to true or false, or clear it with null. An organization\'s value wins over the global one, which wins over the default. Audited as system.feature_flag.updated.',
-  }, ({ ctx, params, body }) => json(200, setFlag(ctx, params.flagKey, { enabled: body.enabled, organizationId: body.organizationId })));
+  }, async ({ ctx, params, body }) => json(200, await setFlag(ctx, params.flagKey, { enabled: body.enabled, organizationId: body.organizationId })));
 }

@@ -26,8 +26,8 @@ export interface ChannelInput {
 }
 export type ChannelPatch = Partial<Pick<ChannelInput, 'url' | 'description' | 'enabled' | 'categories'>>;
 
-function organizationOrFail(ctx: Ctx, organizationId: string): void {
-  if (!organizationById(ctx.db, organizationId)) throw validationFailed({ organizationId: 'names no organization' });
+async function organizationOrFail(ctx: Ctx, organizationId: string): Promise<void> {
+  if (!await organizationById(ctx.db, organizationId)) throw validationFailed({ organizationId: 'names no organization' });
 }
 
 function checkUrl(url: string): void {
@@ -35,25 +35,25 @@ function checkUrl(url: string): void {
   if (problem) throw validationFailed({ url: problem });
 }
 
-const audit = (ctx: Ctx, action: string, c: ChannelRow, metadata: Record<string, unknown> = {}) =>
-  record(ctx, {
+const audit = async (ctx: Ctx, action: string, c: ChannelRow, metadata: Record<string, unknown> = {}) =>
+  await record(ctx, {
     action, targetType: 'notification_channel', targetId: c.id, organizationId: c.organization_id, workspaceId: null, projectId: null,
     metadata: { kind: c.kind, ...(c.url ? { host: new URL(c.url).host } : {}), ...metadata },
   });
 
-export function channelOrFail(ctx: Ctx, id: string): ChannelRow {
-  const c = store.channelById(ctx.db, id);
+export async function channelOrFail(ctx: Ctx, id: string): Promise<ChannelRow> {
+  const c = await store.channelById(ctx.db, id);
   if (!c) throw notFound('no such notification channel');
   return c;
 }
 
-export function listChannels(ctx: Ctx, organizationId: string | null): ChannelRow[] {
-  return store.channelsOf(ctx.db, organizationId);
+export async function listChannels(ctx: Ctx, organizationId: string | null): Promise<ChannelRow[]> {
+  return await store.channelsOf(ctx.db, organizationId);
 }
 
 /** Creates a channel; a webhook gets its secret, answered here once. */
-export function createChannel(ctx: Ctx, input: ChannelInput): { channel: ChannelRow; secret: string | null } {
-  organizationOrFail(ctx, input.organizationId);
+export async function createChannel(ctx: Ctx, input: ChannelInput): Promise<{ channel: ChannelRow; secret: string | null }> {
+  await organizationOrFail(ctx, input.organizationId);
   if (input.kind === 'webhook' && !input.url) throw validationFailed({ url: 'is required for a webhook channel' });
   if (input.kind === 'log' && input.url) throw validationFailed({ url: 'is not used by a log channel' });
   if (input.url) checkUrl(input.url);
@@ -65,16 +65,16 @@ export function createChannel(ctx: Ctx, input: ChannelInput): { channel: Channel
     secret_encrypted: secret ? encryptSecret(ctx.config, secret) : null, secret_hint: secret ? secretHint(secret) : null,
     created_at: now, created_by: ctx.actor.userId, updated_at: now,
   };
-  ctx.db.tx(() => {
-    store.insertChannel(ctx.db, channel);
-    audit(ctx, 'notification.channel_created', channel, { enabled: channel.enabled === 1, categories: JSON.parse(channel.categories) });
+  await ctx.db.tx(async () => {
+    await store.insertChannel(ctx.db, channel);
+    await audit(ctx, 'notification.channel_created', channel, { enabled: channel.enabled === 1, categories: JSON.parse(channel.categories) });
   });
   return { channel, secret };
 }
 
-export function updateChannel(ctx: Ctx, id: string, patch: ChannelPatch): ChannelRow {
-  return ctx.db.tx(() => {
-    const before = channelOrFail(ctx, id);
+export async function updateChannel(ctx: Ctx, id: string, patch: ChannelPatch): Promise<ChannelRow> {
+  return await ctx.db.tx(async () => {
+    const before = await channelOrFail(ctx, id);
     if (patch.url !== undefined) {
       if (before.kind === 'log') throw validationFailed({ url: 'is not used by a log channel' });
       checkUrl(patch.url);
@@ -87,37 +87,37 @@ export function updateChannel(ctx: Ctx, id: string, patch: ChannelPatch): Channe
       categories: patch.categories ? JSON.stringify([...new Set(patch.categories)]) : before.categories,
       updated_at: ctx.now().toISOString(),
     };
-    store.updateChannel(ctx.db, next);
+    await store.updateChannel(ctx.db, next);
     const changed = (['url', 'description', 'enabled', 'categories'] as const).filter((k) => next[k] !== before[k]);
-    if (changed.length) audit(ctx, 'notification.channel_updated', next, { changed, enabled: next.enabled === 1 });
+    if (changed.length) await audit(ctx, 'notification.channel_updated', next, { changed, enabled: next.enabled === 1 });
     return next;
   });
 }
 
-export function deleteChannel(ctx: Ctx, id: string): void {
-  ctx.db.tx(() => {
-    const c = channelOrFail(ctx, id);
-    store.deleteChannel(ctx.db, c.organization_id, c.id);
-    audit(ctx, 'notification.channel_deleted', c);
+export async function deleteChannel(ctx: Ctx, id: string): Promise<void> {
+  await ctx.db.tx(async () => {
+    const c = await channelOrFail(ctx, id);
+    await store.deleteChannel(ctx.db, c.organization_id, c.id);
+    await audit(ctx, 'notification.channel_deleted', c);
   });
 }
 
 /** A new secret (answered once); the old one stops signing at once, pending retries included. */
-export function rotateSecret(ctx: Ctx, id: string): { channel: ChannelRow; secret: string } {
-  return ctx.db.tx(() => {
-    const c = channelOrFail(ctx, id);
+export async function rotateSecret(ctx: Ctx, id: string): Promise<{ channel: ChannelRow; secret: string }> {
+  return await ctx.db.tx(async () => {
+    const c = await channelOrFail(ctx, id);
     if (c.kind !== 'webhook') throw conflict('not_a_webhook', 'only webhook channels have a secret');
     const secret = newWebhookSecret();
     const next = { ...c, secret_encrypted: encryptSecret(ctx.config, secret), secret_hint: secretHint(secret), updated_at: ctx.now().toISOString() };
-    store.updateChannel(ctx.db, next);
-    audit(ctx, 'notification.channel_secret_rotated', next);
+    await store.updateChannel(ctx.db, next);
+    await audit(ctx, 'notification.channel_secret_rotated', next);
     return { channel: next, secret };
   });
 }
 
 /** Queues a `channel.test` event (category system_notices) for this channel only (409 channel_disabled when off). */
-export function testChannel(ctx: Ctx, id: string): OutboxRow {
-  const c = channelOrFail(ctx, id);
+export async function testChannel(ctx: Ctx, id: string): Promise<OutboxRow> {
+  const c = await channelOrFail(ctx, id);
   if (!c.enabled) throw conflict('channel_disabled', 'enable the channel first');
   const now = ctx.now().toISOString();
   const eventId = newId('evt');
@@ -130,40 +130,40 @@ export function testChannel(ctx: Ctx, id: string): OutboxRow {
     status: 'pending', attempts: 0, next_attempt_at: now, lease_until: null, last_attempt_at: null, last_status_code: null,
     last_error: null, delivered_at: null, created_at: now,
   };
-  ctx.db.tx(() => {
-    store.insertOutbox(ctx.db, row);
-    audit(ctx, 'notification.channel_tested', c, { deliveryId: row.id });
+  await ctx.db.tx(async () => {
+    await store.insertOutbox(ctx.db, row);
+    await audit(ctx, 'notification.channel_tested', c, { deliveryId: row.id });
   });
-  ctx.afterCommit(() => pokeDelivery(ctx.db));
+  await ctx.afterCommit(() => pokeDelivery(ctx.db));
   return row;
 }
 
-export function channelDeliveries(ctx: Ctx, id: string, status: string | null, searchParams: URLSearchParams) {
-  const c = channelOrFail(ctx, id);
+export async function channelDeliveries(ctx: Ctx, id: string, status: string | null, searchParams: URLSearchParams) {
+  const c = await channelOrFail(ctx, id);
   const { page, pageSize, offset } = paging(searchParams);
-  const { rows, total } = store.deliveriesOf(ctx.db, c.id, status, pageSize, offset);
+  const { rows, total } = await store.deliveriesOf(ctx.db, c.id, status, pageSize, offset);
   return { rows, pagination: { page, pageSize, total } };
 }
 
 // ---- allow-list ----
 
-export function listAllowList(ctx: Ctx, organizationId: string | null): AllowListRow[] {
-  return store.allowListOf(ctx.db, organizationId);
+export async function listAllowList(ctx: Ctx, organizationId: string | null): Promise<AllowListRow[]> {
+  return await store.allowListOf(ctx.db, organizationId);
 }
 
-export function addAllowListEntry(ctx: Ctx, input: { organizationId: string; cidr: string; description?: string }): AllowListRow {
-  organizationOrFail(ctx, input.organizationId);
+export async function addAllowListEntry(ctx: Ctx, input: { organizationId: string; cidr: string; description?: string }): Promise<AllowListRow> {
+  await organizationOrFail(ctx, input.organizationId);
   const parsed = parseCidr(input.cidr);
   if (!parsed) throw validationFailed({ cidr: 'must be an IPv4 or IPv6 address or CIDR range (prefix at least /8 or /16)' });
   if (classifyAddress(parsed.address) === 'refused') throw validationFailed({ cidr: 'link-local, metadata and reserved addresses are always refused' });
-  return ctx.db.tx(() => {
-    if (store.allowListEntry(ctx.db, input.organizationId, parsed.cidr)) throw conflict('allow_list_entry_exists', `${parsed.cidr} is already allowed`);
+  return await ctx.db.tx(async () => {
+    if (await store.allowListEntry(ctx.db, input.organizationId, parsed.cidr)) throw conflict('allow_list_entry_exists', `${parsed.cidr} is already allowed`);
     const e: AllowListRow = {
       id: newId('nal'), organization_id: input.organizationId, cidr: parsed.cidr, description: input.description ?? '',
       created_at: ctx.now().toISOString(), created_by: ctx.actor.userId,
     };
-    store.insertAllowListEntry(ctx.db, e);
-    record(ctx, {
+    await store.insertAllowListEntry(ctx.db, e);
+    await record(ctx, {
       action: 'notification.allow_list_added', targetType: 'notification_allow_list', targetId: e.id,
       organizationId: e.organization_id, workspaceId: null, projectId: null, metadata: { cidr: e.cidr },
     });
@@ -171,12 +171,12 @@ export function addAllowListEntry(ctx: Ctx, input: { organizationId: string; cid
   });
 }
 
-export function removeAllowListEntry(ctx: Ctx, id: string): void {
-  ctx.db.tx(() => {
-    const e = store.allowListEntryById(ctx.db, id);
+export async function removeAllowListEntry(ctx: Ctx, id: string): Promise<void> {
+  await ctx.db.tx(async () => {
+    const e = await store.allowListEntryById(ctx.db, id);
     if (!e) throw notFound('no such allow-list entry');
-    store.deleteAllowListEntry(ctx.db, e.organization_id, e.id);
-    record(ctx, {
+    await store.deleteAllowListEntry(ctx.db, e.organization_id, e.id);
+    await record(ctx, {
       action: 'notification.allow_list_removed', targetType: 'notification_allow_list', targetId: e.id,
       organizationId: e.organization_id, workspaceId: null, projectId: null, metadata: { cidr: e.cidr },
     });

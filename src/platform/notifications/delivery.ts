@@ -96,23 +96,23 @@ export function startDeliveryLoop(deps: { db: Db; config: Config; log: Logger },
     await running;
     running = null;
     if (stopping.signal.aborted) return;
-    const due = nextDueAt(db);
+    const due = await nextDueAt(db);
     schedule(due === null ? POLL_MS : Math.min(POLL_MS, Math.max(5, Date.parse(due) - Date.now())));
   }
 
   async function drain(): Promise<void> {
     while (!stopping.signal.aborted) {
       const now = Date.now();
-      const due = nextDueAt(db);
+      const due = await nextDueAt(db);
       if (due === null || Date.parse(due) > now) return; // a read first: the claiming UPDATE would take the write lock
-      const rows = claimDue(db, new Date(now).toISOString(), new Date(now + options.timeoutMs + 30_000).toISOString(), BATCH);
+      const rows = await claimDue(db, new Date(now).toISOString(), new Date(now + options.timeoutMs + 30_000).toISOString(), BATCH);
       if (rows.length === 0) return;
       await Promise.all(rows.map(attempt));
     }
   }
 
   async function attempt(row: OutboxRow): Promise<void> {
-    const channel = channelById(db, row.channel_id);
+    const channel = await channelById(db, row.channel_id);
     if (!channel) return;
     const started = Date.now();
     let result: PostResult & { permanent?: boolean };
@@ -123,7 +123,7 @@ export function startDeliveryLoop(deps: { db: Db; config: Config; log: Logger },
     } catch (err) {
       result = { ok: false, statusCode: null, error: (err as Error).message, refused: false, address: null };
     }
-    finish(row, channel, result, Date.now() - started);
+    await finish(row, channel, result, Date.now() - started);
   }
 
   async function appendLog(channel: ChannelRow, row: OutboxRow): Promise<PostResult> {
@@ -139,7 +139,7 @@ export function startDeliveryLoop(deps: { db: Db; config: Config; log: Logger },
     const timestamp = Math.floor(Date.now() / 1000);
     return postOnce({
       url: channel.url!, body: row.payload, resolve: options.resolve, timeoutMs: options.timeoutMs, signal: stopping.signal,
-      allowList: allowListOf(db, channel.organization_id).map((e) => e.cidr),
+      allowList: (await allowListOf(db, channel.organization_id)).map((e) => e.cidr),
       headers: {
         'content-type': 'application/json', 'user-agent': `svc-webhooks/${VERSION}`,
         'webhook-id': row.id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signatureHeader(secret, row.id, timestamp, row.payload),
@@ -147,18 +147,18 @@ export function startDeliveryLoop(deps: { db: Db; config: Config; log: Logger },
     });
   }
 
-  function finish(row: OutboxRow, channel: ChannelRow, r: PostResult & { permanent?: boolean }, ms: number): void {
+  async function finish(row: OutboxRow, channel: ChannelRow, r: PostResult & { permanent?: boolean }, ms: number): Promise<void> {
     const now = new Date();
     const attempts = row.attempts + 1;
     const status = r.ok ? 'delivered' : r.permanent || attempts >= options.maxAttempts ? 'failed' : 'pending';
     const nextAttemptAt = status === 'pending' ? new Date(now.getTime() + retryDelayMs(attempts, options.retryBaseMs)).toISOString() : row.next_attempt_at;
-    db.tx(() => {
+    await db.tx(async () => {
       // Recorded even when the row is gone (channel deleted meanwhile): the attempt happened.
-      finishAttempt(db, row.id, {
+      await finishAttempt(db, row.id, {
         status, attempts, nextAttemptAt, at: now.toISOString(), statusCode: r.statusCode, error: r.error,
         deliveredAt: r.ok ? now.toISOString() : null,
       });
-      record(ctx, {
+      await record(ctx, {
         action: 'notification.delivery_attempt', targetType: 'notification_delivery', targetId: row.id,
         result: r.ok ? 'success' : r.refused ? 'denied' : 'failure', organizationId: row.organization_id, workspaceId: null, projectId: null,
         metadata: {

@@ -74,17 +74,17 @@ const TYPE = /^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/;
 const cut = (s: string | null | undefined, max: number) => (s == null || s === '' ? null : s.length > max ? `${s.slice(0, max - 1)}\u2026` : s);
 
 /** The event's organization, workspace and project, checked against each other (a mismatch is a programming error). */
-function eventScope(db: Db, e: NotificationEvent): ScopeIds {
-  if (!organizationById(db, e.organizationId)) throw new Error(`notify: unknown organization ${e.organizationId}`);
+async function eventScope(db: Db, e: NotificationEvent): Promise<ScopeIds> {
+  if (!await organizationById(db, e.organizationId)) throw new Error(`notify: unknown organization ${e.organizationId}`);
   if (e.projectId) {
-    const p = projectById(db, e.projectId);
+    const p = await projectById(db, e.projectId);
     if (!p || p.organization_id !== e.organizationId || (e.workspaceId && e.workspaceId !== p.workspace_id)) {
       throw new Error(`notify: project ${e.projectId} is not in the event's organization or workspace`);
     }
     return { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id };
   }
   if (e.workspaceId) {
-    const w = workspaceById(db, e.workspaceId);
+    const w = await workspaceById(db, e.workspaceId);
     if (!w || w.organization_id !== e.organizationId) throw new Error(`notify: workspace ${e.workspaceId} is not in organization ${e.organizationId}`);
     return { organizationId: w.organization_id, workspaceId: w.id, projectId: null };
   }
@@ -107,16 +107,16 @@ function canSee(isSystemAdmin: boolean, ms: MembershipRow[], s: ScopeIds): boole
 }
 
 /** The user ids an event goes to, before preferences (see the rules at the top of this file). */
-export function recipientsOf(db: Db, e: NotificationEvent, scope: ScopeIds): string[] {
+export async function recipientsOf(db: Db, e: NotificationEvent, scope: ScopeIds): Promise<string[]> {
   const orgId = scope.organizationId!;
   if (e.recipients) {
-    const named = groupByUser(namedUserRows(db, orgId, [...new Set(e.recipients)]));
+    const named = groupByUser(await namedUserRows(db, orgId, [...new Set(e.recipients)]));
     return e.recipients.filter((id, i) => e.recipients!.indexOf(id) === i)
       .filter((id) => { const u = named.get(id); return !!u && canSee(u.isSystemAdmin, u.memberships, scope); });
   }
   const rule = DEFAULT_RULE[e.category];
   const out: string[] = [];
-  for (const [userId, u] of groupByUser(organizationMemberRows(db, orgId))) {
+  for (const [userId, u] of groupByUser(await organizationMemberRows(db, orgId))) {
     if (!canSee(false, u.memberships, scope)) continue;
     if (rule && !hasPermission(effectivePermissions(false, u.memberships, scope), rule)) continue;
     out.push(userId);
@@ -129,22 +129,22 @@ export function recipientsOf(db: Db, e: NotificationEvent, scope: ScopeIds): str
  * enabled channel of the organization that takes the category. Runs in the caller's transaction (or
  * its own); the delivery loop is woken after the commit. Returns the number of inbox rows written.
  */
-export function notify(ctx: Ctx, event: NotificationEvent): number {
+export async function notify(ctx: Ctx, event: NotificationEvent): Promise<number> {
   if (!isCategory(event.category)) throw new Error(`notify: unknown category ${String(event.category)}`);
   if (!TYPE.test(event.type) || event.type.length > 100) throw new Error(`notify: invalid event type ${event.type}`);
   if (event.link && (event.link.length > 2000 || pageOfLink(event.link) === null)) throw new Error(`notify: the link ${event.link} opens no console page`);
-  return ctx.db.tx(() => {
-    const scope = eventScope(ctx.db, event);
+  return await ctx.db.tx(async () => {
+    const scope = await eventScope(ctx.db, event);
     const eventId = newId('evt');
     const now = ctx.now().toISOString();
     const subject = cut(event.subject, 300) ?? event.type;
     const body = cut(event.body, 4000);
     const link = event.link || null;
-    const disabled = disabledUsers(ctx.db, scope.organizationId!, event.category);
+    const disabled = await disabledUsers(ctx.db, scope.organizationId!, event.category);
     let written = 0;
-    for (const userId of recipientsOf(ctx.db, event, scope)) {
+    for (const userId of await recipientsOf(ctx.db, event, scope)) {
       if (disabled.has(userId)) continue;
-      insertNotification(ctx.db, {
+      await insertNotification(ctx.db, {
         id: newId('ntf'), user_id: userId, organization_id: scope.organizationId!, workspace_id: scope.workspaceId, project_id: scope.projectId,
         event_id: eventId, category: event.category, type: event.type, subject, body, link, read_at: null, created_at: now,
       });
@@ -155,17 +155,17 @@ export function notify(ctx: Ctx, event: NotificationEvent): number {
       data: { eventId, category: event.category, ...scope, subject, body, link },
     });
     let queued = 0;
-    for (const ch of enabledChannelsOf(ctx.db, scope.organizationId!)) {
+    for (const ch of await enabledChannelsOf(ctx.db, scope.organizationId!)) {
       const cats = JSON.parse(ch.categories) as string[];
       if (cats.length && !cats.includes(event.category)) continue;
-      insertOutbox(ctx.db, {
+      await insertOutbox(ctx.db, {
         id: newId('msg'), channel_id: ch.id, organization_id: ch.organization_id, event_id: eventId, category: event.category, type: event.type,
         payload, status: 'pending', attempts: 0, next_attempt_at: now, lease_until: null, last_attempt_at: null, last_status_code: null,
         last_error: null, delivered_at: null, created_at: now,
       });
       queued++;
     }
-    if (queued) ctx.afterCommit(() => pokeDelivery(ctx.db));
+    if (queued) await ctx.afterCommit(() => pokeDelivery(ctx.db));
     return written;
   });
 }
@@ -192,38 +192,38 @@ function inboxOf(ctx: Ctx): InboxOwner {
 export interface InboxPage { items: NotificationRow[]; unreadCount: number; total: number; limit: number }
 
 /** limit is clamped to 1..200 (default 50); unreadOnly narrows the list, never unreadCount. */
-export function listNotifications(ctx: Ctx, q: { limit?: number; unreadOnly?: boolean }): InboxPage {
+export async function listNotifications(ctx: Ctx, q: { limit?: number; unreadOnly?: boolean }): Promise<InboxPage> {
   const limit = pageWindow(1, q.limit).pageSize;
   const owner = inboxOf(ctx);
   const unreadOnly = q.unreadOnly === true;
   return {
-    items: listInbox(ctx.db, owner, unreadOnly, limit),
-    unreadCount: countInbox(ctx.db, owner, true),
-    total: countInbox(ctx.db, owner, unreadOnly),
+    items: await listInbox(ctx.db, owner, unreadOnly, limit),
+    unreadCount: await countInbox(ctx.db, owner, true),
+    total: await countInbox(ctx.db, owner, unreadOnly),
     limit,
   };
 }
 
 /** Another user's, another organization's or an invisible workspace's notification is 404. */
-export function setNotificationRead(ctx: Ctx, id: string, read: boolean): NotificationRow {
+export async function setNotificationRead(ctx: Ctx, id: string, read: boolean): Promise<NotificationRow> {
   const owner = inboxOf(ctx);
-  return ctx.db.tx(() => {
-    const n = visibleNotification(ctx.db, owner, id);
+  return await ctx.db.tx(async () => {
+    const n = await visibleNotification(ctx.db, owner, id);
     if (!n) throw notFound('no such notification');
     const readAt = read ? (n.read_at ?? ctx.now().toISOString()) : null;
-    if (readAt !== n.read_at) setReadAt(ctx.db, owner.userId, id, readAt);
+    if (readAt !== n.read_at) await setReadAt(ctx.db, owner.userId, id, readAt);
     return { ...n, read_at: readAt };
   });
 }
 
-export function markAllRead(ctx: Ctx): number {
-  return markVisibleRead(ctx.db, inboxOf(ctx), ctx.now().toISOString());
+export async function markAllRead(ctx: Ctx): Promise<number> {
+  return await markVisibleRead(ctx.db, inboxOf(ctx), ctx.now().toISOString());
 }
 
 export interface Preference { category: NotificationCategory; enabled: boolean; updatedAt: string | null }
 
-export function preferences(ctx: Ctx): Preference[] {
-  const stored = new Map(preferencesOf(ctx.db, ctx.actor.userId!, ctx.scope.organizationId!).map((p) => [p.category, p]));
+export async function preferences(ctx: Ctx): Promise<Preference[]> {
+  const stored = new Map((await preferencesOf(ctx.db, ctx.actor.userId!, ctx.scope.organizationId!)).map((p) => [p.category, p]));
   return NOTIFICATION_CATEGORIES.map((category) => {
     const p = stored.get(category);
     return { category, enabled: p ? p.enabled === 1 : true, updatedAt: p?.updated_at ?? null };
@@ -231,15 +231,15 @@ export function preferences(ctx: Ctx): Preference[] {
 }
 
 /** Unknown category: 404 (the category is the resource named by the path). */
-export function setPreference(ctx: Ctx, category: string, enabled: boolean): Preference {
+export async function setPreference(ctx: Ctx, category: string, enabled: boolean): Promise<Preference> {
   if (!isCategory(category)) throw notFound(`no notification category ${category}; categories: ${NOTIFICATION_CATEGORIES.join(', ')}`);
   const now = ctx.now().toISOString();
   const organizationId = ctx.scope.organizationId!;
-  ctx.db.tx(() => {
-    const before = preferencesOf(ctx.db, ctx.actor.userId!, organizationId).find((p) => p.category === category);
-    upsertPreference(ctx.db, { user_id: ctx.actor.userId!, organization_id: organizationId, category, enabled: enabled ? 1 : 0, updated_at: now });
+  await ctx.db.tx(async () => {
+    const before = (await preferencesOf(ctx.db, ctx.actor.userId!, organizationId)).find((p) => p.category === category);
+    await upsertPreference(ctx.db, { user_id: ctx.actor.userId!, organization_id: organizationId, category, enabled: enabled ? 1 : 0, updated_at: now });
     if ((before ? before.enabled === 1 : true) !== enabled) {
-      record(ctx, {
+      await record(ctx, {
         action: 'notification.preference_changed', targetType: 'notification_preference', targetId: `${ctx.actor.userId}:${category}`,
         organizationId, workspaceId: null, projectId: null, metadata: { category, enabled },
       });

@@ -47,36 +47,36 @@ function inboxWhere(o: InboxOwner, unreadOnly: boolean): { sql: string; params: 
   return { sql, params };
 }
 
-export function insertNotification(db: Db, n: NotificationRow): void {
-  db.run(
+export async function insertNotification(db: Db, n: NotificationRow): Promise<void> {
+  await db.run(
     `INSERT INTO notifications (id, user_id, organization_id, workspace_id, project_id, event_id, category, type, subject, body, link, read_at, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     n.id, n.user_id, n.organization_id, n.workspace_id, n.project_id, n.event_id, n.category, n.type, n.subject, n.body, n.link, n.read_at, n.created_at,
   );
 }
 
-export function listInbox(db: Db, o: InboxOwner, unreadOnly: boolean, limit: number): NotificationRow[] {
+export async function listInbox(db: Db, o: InboxOwner, unreadOnly: boolean, limit: number): Promise<NotificationRow[]> {
   const w = inboxWhere(o, unreadOnly);
-  return db.all<NotificationRow>(`SELECT * FROM notifications WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ?`, ...w.params, limit);
+  return await db.all<NotificationRow>(`SELECT * FROM notifications WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ?`, ...w.params, limit);
 }
 
-export function countInbox(db: Db, o: InboxOwner, unreadOnly: boolean): number {
+export async function countInbox(db: Db, o: InboxOwner, unreadOnly: boolean): Promise<number> {
   const w = inboxWhere(o, unreadOnly);
-  return db.get<{ n: number }>(`SELECT count(*) AS n FROM notifications WHERE ${w.sql}`, ...w.params)!.n;
+  return (await db.get<{ n: number }>(`SELECT count(*) AS n FROM notifications WHERE ${w.sql}`, ...w.params))!.n;
 }
 
-export function visibleNotification(db: Db, o: InboxOwner, id: string): NotificationRow | undefined {
+export async function visibleNotification(db: Db, o: InboxOwner, id: string): Promise<NotificationRow | undefined> {
   const w = inboxWhere(o, false);
-  return db.get<NotificationRow>(`SELECT * FROM notifications WHERE id = ? AND ${w.sql}`, id, ...w.params);
+  return await db.get<NotificationRow>(`SELECT * FROM notifications WHERE id = ? AND ${w.sql}`, id, ...w.params);
 }
 
-export function setReadAt(db: Db, userId: string, id: string, readAt: string | null): void {
-  db.run('UPDATE notifications SET read_at = ? WHERE id = ? AND user_id = ?', readAt, id, userId);
+export async function setReadAt(db: Db, userId: string, id: string, readAt: string | null): Promise<void> {
+  await db.run('UPDATE notifications SET read_at = ? WHERE id = ? AND user_id = ?', readAt, id, userId);
 }
 
-export function markVisibleRead(db: Db, o: InboxOwner, readAt: string): number {
+export async function markVisibleRead(db: Db, o: InboxOwner, readAt: string): Promise<number> {
   const w = inboxWhere(o, true);
-  return db.run(`UPDATE notifications SET read_at = ? WHERE ${w.sql}`, readAt, ...w.params).changes;
+  return (await db.run(`UPDATE notifications SET read_at = ? WHERE ${w.sql}`, readAt, ...w.params)).changes;
 }
 
 // ---- recipients and preferences ----
@@ -90,32 +90,32 @@ export interface CandidateRow {
 const CANDIDATE_COLUMNS = `u.id AS user_id, u.is_system_admin, m.level, m.role, m.organization_id, m.workspace_id, m.project_id, m.access_mode`;
 
 /** Active users with an active membership in the organization, one row per membership. */
-export function organizationMemberRows(db: Db, organizationId: string): CandidateRow[] {
-  return db.all<CandidateRow>(
+export async function organizationMemberRows(db: Db, organizationId: string): Promise<CandidateRow[]> {
+  return await db.all<CandidateRow>(
     `SELECT ${CANDIDATE_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
       WHERE m.organization_id = ? AND m.status = 'active' AND u.status = 'active' ORDER BY m.created_at, m.rowid`, organizationId);
 }
 
 /** The named active users with their active memberships in the organization (none: a row with null membership). */
-export function namedUserRows(db: Db, organizationId: string, userIds: string[]): CandidateRow[] {
-  return db.all<CandidateRow>(
+export async function namedUserRows(db: Db, organizationId: string, userIds: string[]): Promise<CandidateRow[]> {
+  return await db.all<CandidateRow>(
     `SELECT ${CANDIDATE_COLUMNS} FROM users u
        LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = ? AND m.status = 'active'
       WHERE u.status = 'active' AND u.id IN (SELECT value FROM json_each(?))`, organizationId, JSON.stringify(userIds));
 }
 
-export function disabledUsers(db: Db, organizationId: string, category: string): Set<string> {
-  return new Set(db.all<{ user_id: string }>(
+export async function disabledUsers(db: Db, organizationId: string, category: string): Promise<Set<string>> {
+  return new Set((await db.all<{ user_id: string }>(
     'SELECT user_id FROM notification_preferences WHERE organization_id = ? AND category = ? AND enabled = 0', organizationId, category,
-  ).map((r) => r.user_id));
+  )).map((r) => r.user_id));
 }
 
-export function preferencesOf(db: Db, userId: string, organizationId: string): PreferenceRow[] {
-  return db.all<PreferenceRow>('SELECT * FROM notification_preferences WHERE user_id = ? AND organization_id = ?', userId, organizationId);
+export async function preferencesOf(db: Db, userId: string, organizationId: string): Promise<PreferenceRow[]> {
+  return await db.all<PreferenceRow>('SELECT * FROM notification_preferences WHERE user_id = ? AND organization_id = ?', userId, organizationId);
 }
 
-export function upsertPreference(db: Db, p: PreferenceRow): void {
-  db.run(
+export async function upsertPreference(db: Db, p: PreferenceRow): Promise<void> {
+  await db.run(
     `INSERT INTO notification_preferences (user_id, organization_id, category, enabled, updated_at) VALUES (?, ?, ?, ?, ?)
      ON CONFLICT (user_id, organization_id, category) DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at`,
     p.user_id, p.organization_id, p.category, p.enabled, p.updated_at,
@@ -124,8 +124,8 @@ export function upsertPreference(db: Db, p: PreferenceRow): void {
 
 // ---- channels and allow-list ----
 
-export function insertChannel(db: Db, c: ChannelRow): void {
-  db.run(
+export async function insertChannel(db: Db, c: ChannelRow): Promise<void> {
+  await db.run(
     `INSERT INTO notification_channels (id, organization_id, kind, url, description, enabled, categories, secret_encrypted, secret_hint,
        created_at, created_by, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     c.id, c.organization_id, c.kind, c.url, c.description, c.enabled, c.categories, c.secret_encrypted, c.secret_hint,
@@ -133,55 +133,55 @@ export function insertChannel(db: Db, c: ChannelRow): void {
   );
 }
 
-export function updateChannel(db: Db, c: ChannelRow): void {
-  db.run(
+export async function updateChannel(db: Db, c: ChannelRow): Promise<void> {
+  await db.run(
     `UPDATE notification_channels SET url = ?, description = ?, enabled = ?, categories = ?, secret_encrypted = ?, secret_hint = ?, updated_at = ?
       WHERE id = ? AND organization_id = ?`,
     c.url, c.description, c.enabled, c.categories, c.secret_encrypted, c.secret_hint, c.updated_at, c.id, c.organization_id,
   );
 }
 
-export function deleteChannel(db: Db, organizationId: string, id: string): void {
-  db.run('DELETE FROM notification_channels WHERE id = ? AND organization_id = ?', id, organizationId);
+export async function deleteChannel(db: Db, organizationId: string, id: string): Promise<void> {
+  await db.run('DELETE FROM notification_channels WHERE id = ? AND organization_id = ?', id, organizationId);
 }
 
-export const channelById = (db: Db, id: string) => db.get<ChannelRow>('SELECT * FROM notification_channels WHERE id = ?', id);
+export const channelById = async (db: Db, id: string) => await db.get<ChannelRow>('SELECT * FROM notification_channels WHERE id = ?', id);
 
-export function channelsOf(db: Db, organizationId: string | null): ChannelRow[] {
+export async function channelsOf(db: Db, organizationId: string | null): Promise<ChannelRow[]> {
   return organizationId
-    ? db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? ORDER BY created_at, rowid', organizationId)
-    : db.all<ChannelRow>('SELECT * FROM notification_channels ORDER BY organization_id, created_at, rowid');
+    ? await db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? ORDER BY created_at, rowid', organizationId)
+    : await db.all<ChannelRow>('SELECT * FROM notification_channels ORDER BY organization_id, created_at, rowid');
 }
 
-export function enabledChannelsOf(db: Db, organizationId: string): ChannelRow[] {
-  return db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? AND enabled = 1 ORDER BY created_at, rowid', organizationId);
+export async function enabledChannelsOf(db: Db, organizationId: string): Promise<ChannelRow[]> {
+  return await db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? AND enabled = 1 ORDER BY created_at, rowid', organizationId);
 }
 
-export function insertAllowListEntry(db: Db, e: AllowListRow): void {
-  db.run('INSERT INTO notification_allow_list (id, organization_id, cidr, description, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)',
+export async function insertAllowListEntry(db: Db, e: AllowListRow): Promise<void> {
+  await db.run('INSERT INTO notification_allow_list (id, organization_id, cidr, description, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)',
     e.id, e.organization_id, e.cidr, e.description, e.created_at, e.created_by);
 }
 
-export const allowListEntryById = (db: Db, id: string) => db.get<AllowListRow>('SELECT * FROM notification_allow_list WHERE id = ?', id);
+export const allowListEntryById = async (db: Db, id: string) => await db.get<AllowListRow>('SELECT * FROM notification_allow_list WHERE id = ?', id);
 
-export function allowListEntry(db: Db, organizationId: string, cidr: string): AllowListRow | undefined {
-  return db.get<AllowListRow>('SELECT * FROM notification_allow_list WHERE organization_id = ? AND cidr = ?', organizationId, cidr);
+export async function allowListEntry(db: Db, organizationId: string, cidr: string): Promise<AllowListRow | undefined> {
+  return await db.get<AllowListRow>('SELECT * FROM notification_allow_list WHERE organization_id = ? AND cidr = ?', organizationId, cidr);
 }
 
-export function deleteAllowListEntry(db: Db, organizationId: string, id: string): void {
-  db.run('DELETE FROM notification_allow_list WHERE id = ? AND organization_id = ?', id, organizationId);
+export async function deleteAllowListEntry(db: Db, organizationId: string, id: string): Promise<void> {
+  await db.run('DELETE FROM notification_allow_list WHERE id = ? AND organization_id = ?', id, organizationId);
 }
 
-export function allowListOf(db: Db, organizationId: string | null): AllowListRow[] {
+export async function allowListOf(db: Db, organizationId: string | null): Promise<AllowListRow[]> {
   return organizationId
-    ? db.all<AllowListRow>('SELECT * FROM notification_allow_list WHERE organization_id = ? ORDER BY created_at, rowid', organizationId)
-    : db.all<AllowListRow>('SELECT * FROM notification_allow_list ORDER BY organization_id, created_at, rowid');
+    ? await db.all<AllowListRow>('SELECT * FROM notification_allow_list WHERE organization_id = ? ORDER BY created_at, rowid', organizationId)
+    : await db.all<AllowListRow>('SELECT * FROM notification_allow_list ORDER BY organization_id, created_at, rowid');
 }
 
 // ---- outbox ----
 
-export function insertOutbox(db: Db, o: OutboxRow): void {
-  db.run(
+export async function insertOutbox(db: Db, o: OutboxRow): Promise<void> {
+  await db.run(
     `INSERT INTO notification_outbox (id, channel_id, organization_id, event_id, category, type, payload, status, attempts, next_attempt_at,
        lease_until, last_attempt_at, last_status_code, last_error, delivered_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     o.id, o.channel_id, o.organization_id, o.event_id, o.category, o.type, o.payload, o.status, o.attempts, o.next_attempt_at,
@@ -189,14 +189,14 @@ export function insertOutbox(db: Db, o: OutboxRow): void {
   );
 }
 
-export const outboxById = (db: Db, id: string) => db.get<OutboxRow>('SELECT * FROM notification_outbox WHERE id = ?', id);
+export const outboxById = async (db: Db, id: string) => await db.get<OutboxRow>('SELECT * FROM notification_outbox WHERE id = ?', id);
 
 /**
  * Claims up to `limit` due rows in one statement: pending, due, and not leased (or with a lease that
  * expired because its process died). The lease keeps another process or loop from sending them too.
  */
-export function claimDue(db: Db, now: string, leaseUntil: string, limit: number): OutboxRow[] {
-  const rows = db.all<OutboxRow>(
+export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number): Promise<OutboxRow[]> {
+  const rows = await db.all<OutboxRow>(
     `UPDATE notification_outbox SET lease_until = ?
       WHERE id IN (SELECT id FROM notification_outbox
                     WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
@@ -206,9 +206,9 @@ export function claimDue(db: Db, now: string, leaseUntil: string, limit: number)
 }
 
 /** When the next pending row becomes claimable (null: nothing pending). */
-export function nextDueAt(db: Db): string | null {
-  return db.get<{ t: string | null }>(
-    "SELECT min(max(next_attempt_at, coalesce(lease_until, ''))) AS t FROM notification_outbox WHERE status = 'pending'")!.t;
+export async function nextDueAt(db: Db): Promise<string | null> {
+  return (await db.get<{ t: string | null }>(
+    "SELECT min(max(next_attempt_at, coalesce(lease_until, ''))) AS t FROM notification_outbox WHERE status = 'pending'"))!.t;
 }
 
 export interface AttemptOutcome {
@@ -216,19 +216,19 @@ export interface AttemptOutcome {
   statusCode: number | null; error: string | null; deliveredAt: string | null;
 }
 
-export function finishAttempt(db: Db, id: string, o: AttemptOutcome): void {
-  db.run(
+export async function finishAttempt(db: Db, id: string, o: AttemptOutcome): Promise<void> {
+  await db.run(
     `UPDATE notification_outbox SET status = ?, attempts = ?, next_attempt_at = ?, lease_until = NULL, last_attempt_at = ?,
        last_status_code = ?, last_error = ?, delivered_at = ? WHERE id = ? AND status = 'pending'`,
     o.status, o.attempts, o.nextAttemptAt, o.at, o.statusCode, o.error, o.deliveredAt, id,
   );
 }
 
-export function deliveriesOf(db: Db, channelId: string, status: string | null, limit: number, offset: number): { rows: OutboxRow[]; total: number } {
+export async function deliveriesOf(db: Db, channelId: string, status: string | null, limit: number, offset: number): Promise<{ rows: OutboxRow[]; total: number }> {
   const where = status ? 'channel_id = ? AND status = ?' : 'channel_id = ?';
   const params = status ? [channelId, status] : [channelId];
   return {
-    rows: db.all<OutboxRow>(`SELECT * FROM notification_outbox WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, ...params, limit, offset),
-    total: db.get<{ n: number }>(`SELECT count(*) AS n FROM notification_outbox WHERE ${where}`, ...params)!.n,
+    rows: await db.all<OutboxRow>(`SELECT * FROM notification_outbox WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, ...params, limit, offset),
+    total: (await db.get<{ n: number }>(`SELECT count(*) AS n FROM notification_outbox WHERE ${where}`, ...params))!.n,
   };
 }

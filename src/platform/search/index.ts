@@ -33,8 +33,8 @@ export interface SearchDocument {
 const MAX_BODY = 20_000;
 
 /** Adds or replaces the search document of one object. */
-export function indexDocument(db: Db, d: SearchDocument): void {
-  db.run(
+export async function indexDocument(db: Db, d: SearchDocument): Promise<void> {
+  await db.run(
     `INSERT INTO search_documents (doc_key, type, target_id, organization_id, workspace_id, project_id, title, subtitle, body, status, target_tab, updated_at)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
      ON CONFLICT (doc_key) DO UPDATE SET title = ?7, subtitle = ?8, body = ?9, status = ?10, updated_at = ?12,
@@ -48,10 +48,10 @@ export function indexDocument(db: Db, d: SearchDocument): void {
  * Changes only the shown status of a document (a job finishing): no text, no date, so neither the
  * FTS index nor the date indexes are rewritten.
  */
-export function setDocumentStatus(db: Db, type: SearchType, id: string, status: string): void {
-  db.run('UPDATE search_documents SET status = ? WHERE doc_key = ?', status, `${type}:${id}`);
+export async function setDocumentStatus(db: Db, type: SearchType, id: string, status: string): Promise<void> {
+  await db.run('UPDATE search_documents SET status = ? WHERE doc_key = ?', status, `${type}:${id}`);
 }
 
-export function removeDocument(db: Db, type: SearchType, id: string): void {
-  db.run('DELETE FROM search_documents WHERE doc_key = ?', `${type}:${id}`);
+export async function removeDocument(db: Db, type: SearchType, id: string): Promise<void> {
+  await db.run('DELETE FROM search_documents WHERE doc_key = ?', `${type}:${id}`);
 }

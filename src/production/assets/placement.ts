@@ -1,6 +1,6 @@
 // Putting an uploaded file at its content-addressed key before it is registered, and undoing that
-// when the registration fails. The store is async and may be remote, so the object is placed before
-// the (synchronous) transaction that registers it, never inside it.
+// when the registration fails. The store may be remote and slow, so the object is placed before
+// the transaction that registers it, never inside it (a transaction holds only SQL).
 //
 // Why this is safe:
 // - A key names its bytes (assets/<organization>/<xx>/<sha256>), and the bytes of a pending write
@@ -41,7 +41,7 @@ export interface Placement {
   /** True when this write's bytes were moved to the key (false: an object already there is reused). */
   readonly placed: boolean;
   /** After a failed registration: removes the object if this write placed it and `referenced()` is false. */
-  undo(referenced: () => boolean): Promise<void>;
+  undo(referenced: () => Promise<boolean>): Promise<void>;
   /** After a committed registration: makes sure the reused object is still there (else places this write). */
   settle(log: Logger): Promise<void>;
 }
@@ -57,7 +57,7 @@ export async function placeAt(store: ObjectStore, pending: PendingWrite, key: st
   return {
     placed,
     undo: async (referenced) => {
-      if (placed && !referenced()) await store.delete(key);
+      if (placed && !(await referenced())) await store.delete(key);
     },
     settle: async (log) => {
       if (placed) return;

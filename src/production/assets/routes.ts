@@ -1,6 +1,7 @@
 // Assets and voice of the current project, and storage usage. Reads: script:read, delivery:view,
 // asset:edit or voice:edit; writes: asset:edit or voice:edit on the route, then the asset's kind
 // decides (voice -> voice:edit, others -> asset:edit).
+import { mapSeq } from '../../kernel/seq.ts';
 import { READ_ACCESS } from '../../directory/tenancy/reads.ts';
 import { json, type Router } from '../../http/router.ts';
 import { AppError, validationFailed } from '../../kernel/errors.ts';
@@ -37,20 +38,20 @@ export function bindAssetRoutes(router: Router): void {
   const tags = ['assets'];
   const base = { tags, scope: 'project' as const };
   r.get('/api/assets', { ...base, summary: 'Assets of the current project; kind, q (name or tag substring), includeArchived, page, pageSize.', permission: READ, query: AssetListQuery, response: { description: 'a page of assets, newest first', schema: o.page(AssetView) } },
-    ({ ctx, query }) => {
-      const { rows, pagination } = listAssets(ctx, query);
-      return json(200, { items: rows.map((a) => presentAsset(a, currentVersion(ctx, a))), pagination });
+    async ({ ctx, query }) => {
+      const { rows, pagination } = await listAssets(ctx, query);
+      return json(200, { items: (await mapSeq(rows, async (a) => presentAsset(a, await currentVersion(ctx, a)))), pagination });
     });
   r.post('/api/assets', { ...base, summary: 'Create an asset (voice: voice:edit; other kinds: asset:edit).', permission: WRITE, body: AssetCreateBody, response: { status: 201, description: 'the asset', schema: AssetView } },
-    ({ ctx, body }) => json(201, presentAsset(createAsset(ctx, body))));
-  r.get('/api/assets/:assetId', { ...base, summary: 'An asset with its versions, newest first.', permission: READ, response: { description: 'the asset with its versions', schema: AssetDetailView } }, ({ ctx, params }) => {
-    const a = getAsset(ctx, params.assetId);
-    return json(200, { ...presentAsset(a, currentVersion(ctx, a)), versions: assetVersions(ctx, a).map(presentVersion) });
+    async ({ ctx, body }) => json(201, presentAsset(await createAsset(ctx, body))));
+  r.get('/api/assets/:assetId', { ...base, summary: 'An asset with its versions, newest first.', permission: READ, response: { description: 'the asset with its versions', schema: AssetDetailView } }, async ({ ctx, params }) => {
+    const a = await getAsset(ctx, params.assetId);
+    return json(200, { ...presentAsset(a, await currentVersion(ctx, a)), versions: (await assetVersions(ctx, a)).map(presentVersion) });
   });
   r.patch('/api/assets/:assetId', { ...base, summary: 'Change name, description or tags.', permission: WRITE, body: AssetPatchBody, response: { description: 'the changed asset', schema: AssetView } },
-    ({ ctx, params, body }) => json(200, presentAsset(changeAsset(ctx, params.assetId, body))));
+    async ({ ctx, params, body }) => json(200, presentAsset(await changeAsset(ctx, params.assetId, body))));
   r.delete('/api/assets/:assetId', { ...base, summary: 'Archive the asset (versions and files are kept).', permission: WRITE, response: { description: 'the archived asset', schema: AssetView } },
-    ({ ctx, params }) => json(200, presentAsset(archiveAsset(ctx, params.assetId))));
+    async ({ ctx, params }) => json(200, presentAsset(await archiveAsset(ctx, params.assetId))));
   r.post('/api/assets/:assetId/versions/upload', {
     ...base, permission: WRITE, query: UploadQuery,
     response: { status: 201, description: 'the new version, with deduplicated: true when this organization already stored the same bytes (another organization\'s files never count: each organization keeps its own copy)', schema: AssetUploadView },
@@ -74,21 +75,21 @@ export function bindAssetRoutes(router: Router): void {
   r.post('/api/assets/:assetId/verify', { ...base, summary: 'Re-read the current version\'s file and compare hash and size; the result is audited (asset.verified); a mismatch marks the version corrupt.', permission: WRITE, response: { description: 'the verification result', schema: AssetVerificationView } },
     async ({ ctx, params }) => json(200, await verifyAsset(ctx, params.assetId)));
   r.post('/api/assets/:assetId/versions/:versionId/restore', { ...base, summary: 'Make an older version current again, as a new version with the same file.', permission: WRITE, response: { status: 201, description: 'the new version, with the asset it now heads', schema: AssetVersionWrittenView } },
-    ({ ctx, params }) => {
-      const { asset, version } = restoreVersion(ctx, params.assetId, params.versionId);
+    async ({ ctx, params }) => {
+      const { asset, version } = await restoreVersion(ctx, params.assetId, params.versionId);
       return json(201, { ...presentVersion(version), asset: presentAsset(asset, version) });
     });
   r.get('/api/assets/:assetId/content', { ...base, summary: 'The current version\'s file (ETag, If-None-Match 304, Range 206).', permission: READ, response: FILE }, async ({ ctx, req, params }) => {
-    const a = getAsset(ctx, params.assetId);
-    const v = currentVersion(ctx, a);
+    const a = await getAsset(ctx, params.assetId);
+    const v = await currentVersion(ctx, a);
     if (!v) throw new AppError(404, 'not_found', 'the asset has no file yet');
     return storedReply(req, ctx.storage, v);
   });
   r.get('/api/assets/:assetId/versions/:versionId/content', { ...base, summary: 'One version\'s file (ETag, If-None-Match 304, Range 206).', permission: READ, response: FILE },
-    async ({ ctx, req, params }) => storedReply(req, ctx.storage, getVersion(ctx, getAsset(ctx, params.assetId), params.versionId)));
+    async ({ ctx, req, params }) => storedReply(req, ctx.storage, await getVersion(ctx, await getAsset(ctx, params.assetId), params.versionId)));
   r.get('/api/usage/storage', {
     tags: ['usage'], scope: 'organization',
     summary: 'Storage of the current organization: usedBytes, limitBytes (billing storageGb in GiB), remainingBytes, occupancyRatio, projects (visible ones), largestFiles (top 10).',
     response: { description: 'storage of the organization', schema: StorageUsageView },
-  }, ({ ctx }) => json(200, storageUsage(ctx)));
+  }, async ({ ctx }) => json(200, await storageUsage(ctx)));
 }

@@ -39,98 +39,98 @@ function requireKindPermission(ctx: Ctx, kind: string): void {
   }
 }
 
-export function getAsset(ctx: Ctx, assetId: string): AssetRow {
-  const a = assetInProject(ctx.db, ctx.scope.projectId!, assetId);
+export async function getAsset(ctx: Ctx, assetId: string): Promise<AssetRow> {
+  const a = await assetInProject(ctx.db, ctx.scope.projectId!, assetId);
   if (!a) throw notFound('no such asset in this project');
   return a;
 }
 
-function editableAsset(ctx: Ctx, assetId: string): AssetRow {
-  const a = getAsset(ctx, assetId);
+async function editableAsset(ctx: Ctx, assetId: string): Promise<AssetRow> {
+  const a = await getAsset(ctx, assetId);
   requireKindPermission(ctx, a.kind);
   if (a.status === 'archived') throw conflict('asset_archived', 'the asset is archived; it can no longer change');
   return a;
 }
 
-export const currentVersion = (ctx: Ctx, a: AssetRow): VersionRow | null =>
-  a.current_version_id ? versionOfAsset(ctx.db, a.project_id, a.id, a.current_version_id) ?? null : null;
+export const currentVersion = async (ctx: Ctx, a: AssetRow): Promise<VersionRow | null> =>
+  a.current_version_id ? await versionOfAsset(ctx.db, a.project_id, a.id, a.current_version_id) ?? null : null;
 
 /** The search document of an asset: name, kind, tags, description and file name; never its storage path. */
-function indexAsset(ctx: Ctx, a: AssetRow, fileName?: string): void {
+async function indexAsset(ctx: Ctx, a: AssetRow, fileName?: string): Promise<void> {
   const tags = (JSON.parse(a.tags) as string[]).join(' ');
-  indexDocument(ctx.db, {
+  await indexDocument(ctx.db, {
     type: 'asset', id: a.id, organizationId: a.organization_id, workspaceId: a.workspace_id, projectId: a.project_id,
     title: a.name, subtitle: [a.kind, fileName].filter(Boolean).join(' · '), body: `${tags}\n${a.description}`, status: a.status, updatedAt: a.updated_at,
   });
 }
 
-export function createAsset(ctx: Ctx, input: Infer<typeof AssetCreateBody>): AssetRow {
+export async function createAsset(ctx: Ctx, input: Infer<typeof AssetCreateBody>): Promise<AssetRow> {
   requireKindPermission(ctx, input.kind);
-  const p = projectById(ctx.db, ctx.scope.projectId!)!;
+  const p = (await projectById(ctx.db, ctx.scope.projectId!))!;
   const now = ctx.now().toISOString();
   const a: AssetRow = {
     id: newId('ast'), organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id, kind: input.kind,
     name: input.name, description: input.description ?? '', tags: JSON.stringify([...new Set(input.tags ?? [])]), status: 'active',
     current_version_id: null, created_by: ctx.actor.userId, created_at: now, updated_at: now, archived_at: null,
   };
-  return ctx.db.tx(() => {
-    insertAsset(ctx.db, a);
-    indexAsset(ctx, a);
-    record(ctx, { action: 'asset.created', targetType: 'asset', targetId: a.id, metadata: { kind: a.kind, name: a.name } });
+  return await ctx.db.tx(async () => {
+    await insertAsset(ctx.db, a);
+    await indexAsset(ctx, a);
+    await record(ctx, { action: 'asset.created', targetType: 'asset', targetId: a.id, metadata: { kind: a.kind, name: a.name } });
     return a;
   });
 }
 
-export function changeAsset(ctx: Ctx, assetId: string, patch: Infer<typeof AssetPatchBody>): AssetRow {
+export async function changeAsset(ctx: Ctx, assetId: string, patch: Infer<typeof AssetPatchBody>): Promise<AssetRow> {
   if (patch.name === undefined && patch.description === undefined && patch.tags === undefined) {
     throw validationFailed({ body: 'name at least one field to change' });
   }
-  return ctx.db.tx(() => {
-    const a = editableAsset(ctx, assetId);
+  return await ctx.db.tx(async () => {
+    const a = await editableAsset(ctx, assetId);
     const next: AssetRow = {
       ...a, name: patch.name ?? a.name, description: patch.description ?? a.description,
       tags: patch.tags ? JSON.stringify([...new Set(patch.tags)]) : a.tags, updated_at: ctx.now().toISOString(),
     };
-    updateAsset(ctx.db, next);
-    indexAsset(ctx, next);
-    record(ctx, { action: 'asset.updated', targetType: 'asset', targetId: a.id, metadata: { fields: Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined) } });
+    await updateAsset(ctx.db, next);
+    await indexAsset(ctx, next);
+    await record(ctx, { action: 'asset.updated', targetType: 'asset', targetId: a.id, metadata: { fields: Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined) } });
     return next;
   });
 }
 
 /** DELETE archives: the asset leaves lists, its versions and files stay (history, other references). */
-export function archiveAsset(ctx: Ctx, assetId: string): AssetRow {
-  return ctx.db.tx(() => {
-    const a = editableAsset(ctx, assetId);
+export async function archiveAsset(ctx: Ctx, assetId: string): Promise<AssetRow> {
+  return await ctx.db.tx(async () => {
+    const a = await editableAsset(ctx, assetId);
     const now = ctx.now().toISOString();
     const next: AssetRow = { ...a, status: 'archived', archived_at: now, updated_at: now };
-    updateAsset(ctx.db, next);
-    removeDocument(ctx.db, 'asset', a.id);
-    record(ctx, { action: 'asset.archived', targetType: 'asset', targetId: a.id, metadata: { name: a.name } });
+    await updateAsset(ctx.db, next);
+    await removeDocument(ctx.db, 'asset', a.id);
+    await record(ctx, { action: 'asset.archived', targetType: 'asset', targetId: a.id, metadata: { name: a.name } });
     return next;
   });
 }
 
-export function listAssets(ctx: Ctx, q: { kind?: string; q?: string; includeArchived?: boolean; page?: number; pageSize?: number }) {
+export async function listAssets(ctx: Ctx, q: { kind?: string; q?: string; includeArchived?: boolean; page?: number; pageSize?: number }) {
   const { page, pageSize, offset } = pageWindow(q.page, q.pageSize);
-  const { rows, total } = assetsOfProject(ctx.db, ctx.scope.projectId!, {
+  const { rows, total } = await assetsOfProject(ctx.db, ctx.scope.projectId!, {
     kind: q.kind ?? null, q: q.q ?? null, includeArchived: q.includeArchived ?? false, limit: pageSize, offset,
   });
   return { rows, pagination: { page, pageSize, total } };
 }
 
-export const assetVersions = (ctx: Ctx, a: AssetRow) => versionsOfAsset(ctx.db, a.project_id, a.id);
+export const assetVersions = async (ctx: Ctx, a: AssetRow) => await versionsOfAsset(ctx.db, a.project_id, a.id);
 
-export function getVersion(ctx: Ctx, a: AssetRow, versionId: string): VersionRow {
-  const v = versionOfAsset(ctx.db, a.project_id, a.id, versionId);
+export async function getVersion(ctx: Ctx, a: AssetRow, versionId: string): Promise<VersionRow> {
+  const v = await versionOfAsset(ctx.db, a.project_id, a.id, versionId);
   if (!v) throw notFound('no such version of this asset');
   return v;
 }
 
 // ---- quota -------------------------------------------------------------------------------------
 
-export function storageLimitBytes(ctx: Ctx, organizationId: string): number {
-  const account = billingAccountOf(ctx.db, organizationId);
+export async function storageLimitBytes(ctx: Ctx, organizationId: string): Promise<number> {
+  const account = await billingAccountOf(ctx.db, organizationId);
   return gbToBytes(account?.storage_gb ?? 0);
 }
 
@@ -150,40 +150,50 @@ export interface UploadResult { asset: AssetRow; version: VersionRow; deduplicat
  * nothing (it is judged at commit): with a known length, when no such file has exactly that size;
  * while streaming, once more bytes arrived than its largest file holds.
  */
-function mayBeCopy(ctx: Ctx, organizationId: string, workspaceId: string | null): (bytes: number, exact: boolean) => boolean {
-  let largest: number | undefined;
-  return (bytes, exact) => (exact ? storesAssetFileOfSize(ctx.db, organizationId, workspaceId, bytes)
-    : bytes <= (largest ??= largestAssetFile(ctx.db, organizationId, workspaceId)));
+function mayBeCopy(ctx: Ctx, organizationId: string, workspaceId: string | null, canExceed: boolean): CopyCheck {
+  // The largest file is read before the bytes stream (the streaming check is synchronous), and only
+  // when the quota can be exceeded at all.
+  return {
+    exact: async (bytes) => await storesAssetFileOfSize(ctx.db, organizationId, workspaceId, bytes),
+    largest: async () => (canExceed ? await largestAssetFile(ctx.db, organizationId, workspaceId) : 0),
+  };
 }
 
+interface CopyCheck { exact(bytes: number): Promise<boolean>; largest(): Promise<number> }
+
 export async function uploadVersion(ctx: Ctx, assetId: string, input: UploadInput): Promise<UploadResult> {
-  const a = editableAsset(ctx, assetId);
+  const a = await editableAsset(ctx, assetId);
   const max = ctx.config.maxUploadBytes;
-  const limit = storageLimitBytes(ctx, a.organization_id);
-  const used = organizationStoredBytes(ctx.db, a.organization_id);
-  const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotaOfWorkspace(ctx.db, a.organization_id, a.workspace_id));
-  const [orgCopy, wsCopy] = [mayBeCopy(ctx, a.organization_id, null), mayBeCopy(ctx, a.organization_id, a.workspace_id)];
-  const checkQuotas = (bytes: number, exact: boolean) => {
-    if (used + bytes > limit && !orgCopy(bytes, exact)) throw quotaExceeded(used, limit, bytes);
-    if (own && own.usedBytes + bytes > own.limitBytes && !wsCopy(bytes, exact)) checkWorkspaceStorage(own, bytes);
-  };
+  const limit = await storageLimitBytes(ctx, a.organization_id);
+  const used = await organizationStoredBytes(ctx.db, a.organization_id);
+  const own = await workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, await quotaOfWorkspace(ctx.db, a.organization_id, a.workspace_id));
+  const [orgCopy, wsCopy] = [
+    mayBeCopy(ctx, a.organization_id, null, used + max > limit),
+    mayBeCopy(ctx, a.organization_id, a.workspace_id, own !== null && own.usedBytes + max > own.limitBytes),
+  ];
+  const [orgLargest, wsLargest] = [await orgCopy.largest(), await wsCopy.largest()];
   if (input.contentLength !== null && input.contentLength > max) throw payloadTooLarge(max);
-  if (input.contentLength !== null) checkQuotas(input.contentLength, true);
+  if (input.contentLength !== null) {
+    const bytes = input.contentLength;
+    if (used + bytes > limit && !await orgCopy.exact(bytes)) throw quotaExceeded(used, limit, bytes);
+    if (own && own.usedBytes + bytes > own.limitBytes && !await wsCopy.exact(bytes)) checkWorkspaceStorage(own, bytes);
+  }
   const pending = await ctx.storage.write(input.source, (total) => {
     if (total > max) throw payloadTooLarge(max);
-    checkQuotas(total, false);
+    if (used + total > limit && total > orgLargest) throw quotaExceeded(used, limit, total);
+    if (own && own.usedBytes + total > own.limitBytes && total > wsLargest) checkWorkspaceStorage(own, total);
   });
   return commitFile(ctx, assetId, pending, input.fileName, input.declaredType);
 }
 
 /** Registers bytes already in memory (small generated files, fixtures) through the same path as an upload. */
 export async function addVersionFromBytes(ctx: Ctx, assetId: string, bytes: Buffer, fileName: string): Promise<UploadResult> {
-  editableAsset(ctx, assetId);
+  await editableAsset(ctx, assetId);
   if (bytes.length > ctx.config.maxUploadBytes) throw payloadTooLarge(ctx.config.maxUploadBytes);
   return commitFile(ctx, assetId, await ctx.storage.write(Readable.from([bytes])), fileName, null);
 }
 
-const referenced = (ctx: Ctx, key: string) => () => ctx.db.get('SELECT 1 FROM asset_versions WHERE storage_path = ? LIMIT 1', key) !== undefined;
+const referenced = (ctx: Ctx, key: string) => async () => await ctx.db.get('SELECT 1 FROM asset_versions WHERE storage_path = ? LIMIT 1', key) !== undefined;
 
 /**
  * Places a complete write at the organization's key for its content, then registers the version in
@@ -192,14 +202,14 @@ const referenced = (ctx: Ctx, key: string) => () => ctx.db.get('SELECT 1 FROM as
  */
 async function commitFile(ctx: Ctx, assetId: string, pending: PendingWrite, fileName: string, declaredType: string | null): Promise<UploadResult> {
   try {
-    const a0 = editableAsset(ctx, assetId);
+    const a0 = await editableAsset(ctx, assetId);
     // The organization's own copy of these bytes, if any: another organization's files play no part.
-    const rel = organizationFileOf(ctx.db, a0.organization_id, { own: assetPathOf(a0.organization_id, pending.sha256), legacy: legacyAssetPathOf(pending.sha256) }).path;
+    const rel = (await organizationFileOf(ctx.db, a0.organization_id, { own: assetPathOf(a0.organization_id, pending.sha256), legacy: legacyAssetPathOf(pending.sha256) })).path;
     return await keyLock(ctx.storage, rel, async () => {
-      const placement = await placeAt(ctx.storage, pending, rel, corruptVersionWithPath(ctx.db, rel));
+      const placement = await placeAt(ctx.storage, pending, rel, await corruptVersionWithPath(ctx.db, rel));
       let result: UploadResult;
       try {
-        result = ctx.db.tx(() => registerVersion(ctx, assetId, pending, rel, fileName, declaredType));
+        result = await ctx.db.tx(async () => await registerVersion(ctx, assetId, pending, rel, fileName, declaredType));
       } catch (err) {
         await placement.undo(referenced(ctx, rel));
         throw err;
@@ -212,54 +222,54 @@ async function commitFile(ctx: Ctx, assetId: string, pending: PendingWrite, file
   }
 }
 
-function registerVersion(ctx: Ctx, assetId: string, got: Written, rel: string, fileName: string, declaredType: string | null): UploadResult {
-  const a = editableAsset(ctx, assetId);
-  const deduplicated = organizationHasFile(ctx.db, a.organization_id, rel);
+async function registerVersion(ctx: Ctx, assetId: string, got: Written, rel: string, fileName: string, declaredType: string | null): Promise<UploadResult> {
+  const a = await editableAsset(ctx, assetId);
+  const deduplicated = await organizationHasFile(ctx.db, a.organization_id, rel);
   // The account, time zone and workspace quota, and the stored bytes, read once for the checks and the warnings.
-  const quotas = quotaContextOf(ctx.db, a.organization_id, a.workspace_id);
+  const quotas = await quotaContextOf(ctx.db, a.organization_id, a.workspace_id);
   const limit = gbToBytes(quotas.account?.storage_gb ?? 0);
-  const used = organizationStoredBytes(ctx.db, a.organization_id);
+  const used = await organizationStoredBytes(ctx.db, a.organization_id);
   if (!deduplicated && used + got.size > limit) throw quotaExceeded(used, limit, got.size);
-  const own = workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotas.ownQuota, rel);
+  const own = await workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotas.ownQuota, rel);
   checkWorkspaceStorage(own, got.size);
   const now = ctx.now().toISOString();
   const v: VersionRow = {
     id: newId('asv'), asset_id: a.id, organization_id: a.organization_id, workspace_id: a.workspace_id, project_id: a.project_id,
-    number: nextVersionNumber(ctx.db, a.id), file_name: fileName, mime_type: sniffMime(got.head), declared_mime_type: declaredType,
+    number: await nextVersionNumber(ctx.db, a.id), file_name: fileName, mime_type: sniffMime(got.head), declared_mime_type: declaredType,
     file_size: got.size, content_sha256: got.sha256, storage_path: rel, status: 'ok', restored_from_version_id: null,
     verified_at: null, created_by: ctx.actor.userId, created_at: now,
   };
-  const next = addCurrentVersion(ctx, a, v, 'asset.version_uploaded',
+  const next = await addCurrentVersion(ctx, a, v, 'asset.version_uploaded',
     { fileName, mimeType: v.mime_type, fileSize: v.file_size, contentSha256: v.content_sha256, deduplicated });
   // After this file: a copy of a file the scope stores adds nothing (the workspace's bound is null then: counted if needed).
-  storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, quotas,
+  await storageQuotaWarnings(ctx, a.organization_id, a.workspace_id, quotas,
     { organization: used + (deduplicated ? 0 : got.size), workspace: own ? own.usedBytes + got.size : null });
   return { asset: next, version: v, deduplicated };
 }
 
 /** Registers a version, makes it the asset's current one and audits it; inside the caller's transaction. */
-function addCurrentVersion(ctx: Ctx, a: AssetRow, v: VersionRow, action: string, metadata: Record<string, unknown>): AssetRow {
-  insertVersion(ctx.db, v);
+async function addCurrentVersion(ctx: Ctx, a: AssetRow, v: VersionRow, action: string, metadata: Record<string, unknown>): Promise<AssetRow> {
+  await insertVersion(ctx.db, v);
   const next: AssetRow = { ...a, current_version_id: v.id, updated_at: v.created_at };
-  updateAsset(ctx.db, next);
-  indexAsset(ctx, next, v.file_name);
-  record(ctx, { action, targetType: 'asset', targetId: a.id, metadata: { versionId: v.id, number: v.number, ...metadata } });
+  await updateAsset(ctx.db, next);
+  await indexAsset(ctx, next, v.file_name);
+  await record(ctx, { action, targetType: 'asset', targetId: a.id, metadata: { versionId: v.id, number: v.number, ...metadata } });
   return next;
 }
 
 // ---- restore and verify ------------------------------------------------------------------------
 
-export function restoreVersion(ctx: Ctx, assetId: string, versionId: string): { asset: AssetRow; version: VersionRow } {
-  return ctx.db.tx(() => {
-    const a = editableAsset(ctx, assetId);
-    const old = getVersion(ctx, a, versionId);
+export async function restoreVersion(ctx: Ctx, assetId: string, versionId: string): Promise<{ asset: AssetRow; version: VersionRow }> {
+  return await ctx.db.tx(async () => {
+    const a = await editableAsset(ctx, assetId);
+    const old = await getVersion(ctx, a, versionId);
     if (old.status === 'corrupt') throw conflict('version_corrupt', 'that version failed verification; it cannot be restored');
     const now = ctx.now().toISOString();
     const v: VersionRow = {
-      ...old, id: newId('asv'), number: nextVersionNumber(ctx.db, a.id), restored_from_version_id: old.id,
+      ...old, id: newId('asv'), number: await nextVersionNumber(ctx.db, a.id), restored_from_version_id: old.id,
       verified_at: null, created_by: ctx.actor.userId, created_at: now,
     };
-    const next = addCurrentVersion(ctx, a, v, 'asset.version_restored',
+    const next = await addCurrentVersion(ctx, a, v, 'asset.version_restored',
       { restoredFromVersionId: old.id, restoredFromNumber: old.number, contentSha256: v.content_sha256 });
     return { asset: next, version: v };
   });
@@ -272,9 +282,9 @@ export interface VerifyResult {
 
 /** Re-reads the current version's file (streamed); a mismatch or a missing file marks the version corrupt. Audited either way. */
 export async function verifyAsset(ctx: Ctx, assetId: string): Promise<VerifyResult> {
-  const a = getAsset(ctx, assetId);
+  const a = await getAsset(ctx, assetId);
   requireKindPermission(ctx, a.kind);
-  const v = currentVersion(ctx, a);
+  const v = await currentVersion(ctx, a);
   if (!v) throw conflict('asset_has_no_version', 'the asset has no file yet');
   let actual: { size: number; sha256: string } | null = null;
   try {
@@ -293,9 +303,9 @@ export async function verifyAsset(ctx: Ctx, assetId: string): Promise<VerifyResu
     assetId: a.id, versionId: v.id, ok, reason, expectedSha256: v.content_sha256, actualSha256: actual?.sha256 ?? null,
     expectedSize: v.file_size, actualSize: actual?.size ?? null, status,
   };
-  ctx.db.tx(() => {
-    setVersionCheck(ctx.db, a.project_id, v.id, status, ctx.now().toISOString());
-    record(ctx, {
+  await ctx.db.tx(async () => {
+    await setVersionCheck(ctx.db, a.project_id, v.id, status, ctx.now().toISOString());
+    await record(ctx, {
       action: 'asset.verified', targetType: 'asset', targetId: a.id, result: ok ? 'success' : 'failure',
       metadata: { versionId: v.id, reason, expectedSha256: v.content_sha256, actualSha256: result.actualSha256, expectedSize: v.file_size, actualSize: result.actualSize },
     });

@@ -14,8 +14,8 @@ export interface VersionRow {
   verified_at: string | null; created_by: string | null; created_at: string;
 }
 
-export function insertAsset(db: Db, a: AssetRow): void {
-  db.run(
+export async function insertAsset(db: Db, a: AssetRow): Promise<void> {
+  await db.run(
     `INSERT INTO assets (id, organization_id, workspace_id, project_id, kind, name, description, tags, status, current_version_id,
        created_by, created_at, updated_at, archived_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     a.id, a.organization_id, a.workspace_id, a.project_id, a.kind, a.name, a.description, a.tags, a.status, a.current_version_id,
@@ -23,30 +23,30 @@ export function insertAsset(db: Db, a: AssetRow): void {
   );
 }
 
-export function updateAsset(db: Db, a: AssetRow): void {
-  db.run(
+export async function updateAsset(db: Db, a: AssetRow): Promise<void> {
+  await db.run(
     `UPDATE assets SET name = ?, description = ?, tags = ?, status = ?, current_version_id = ?, updated_at = ?, archived_at = ?
       WHERE id = ? AND project_id = ?`,
     a.name, a.description, a.tags, a.status, a.current_version_id, a.updated_at, a.archived_at, a.id, a.project_id,
   );
 }
 
-export const assetInProject = (db: Db, projectId: string, id: string) =>
-  db.get<AssetRow>('SELECT * FROM assets WHERE project_id = ? AND id = ?', projectId, id);
+export const assetInProject = async (db: Db, projectId: string, id: string) =>
+  await db.get<AssetRow>('SELECT * FROM assets WHERE project_id = ? AND id = ?', projectId, id);
 
 export interface AssetFilter { kind: string | null; q: string | null; includeArchived: boolean; limit: number; offset: number }
 
-export function assetsOfProject(db: Db, projectId: string, f: AssetFilter): { rows: AssetRow[]; total: number } {
+export async function assetsOfProject(db: Db, projectId: string, f: AssetFilter): Promise<{ rows: AssetRow[]; total: number }> {
   const where = `project_id = ?1 AND (?2 IS NULL OR kind = ?2) AND (?3 = 1 OR status = 'active')
     AND (?4 IS NULL OR instr(lower(name), lower(?4)) > 0 OR instr(lower(tags), lower(?4)) > 0)`;
   const args = [projectId, f.kind, f.includeArchived ? 1 : 0, f.q] as const;
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM assets WHERE ${where}`, ...args)!.n;
-  const rows = db.all<AssetRow>(`SELECT * FROM assets WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6`, ...args, f.limit, f.offset);
+  const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM assets WHERE ${where}`, ...args))!.n;
+  const rows = await db.all<AssetRow>(`SELECT * FROM assets WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6`, ...args, f.limit, f.offset);
   return { rows, total };
 }
 
-export function insertVersion(db: Db, v: VersionRow): void {
-  db.run(
+export async function insertVersion(db: Db, v: VersionRow): Promise<void> {
+  await db.run(
     `INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, declared_mime_type,
        file_size, content_sha256, storage_path, status, restored_from_version_id, verified_at, created_by, created_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -55,21 +55,21 @@ export function insertVersion(db: Db, v: VersionRow): void {
   );
 }
 
-export const versionOfAsset = (db: Db, projectId: string, assetId: string, id: string) =>
-  db.get<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, assetId, id);
+export const versionOfAsset = async (db: Db, projectId: string, assetId: string, id: string) =>
+  await db.get<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, assetId, id);
 
-export const versionsOfAsset = (db: Db, projectId: string, assetId: string) =>
-  db.all<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? ORDER BY number DESC', projectId, assetId);
+export const versionsOfAsset = async (db: Db, projectId: string, assetId: string) =>
+  await db.all<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? ORDER BY number DESC', projectId, assetId);
 
-export const nextVersionNumber = (db: Db, assetId: string): number =>
-  db.get<{ n: number }>('SELECT coalesce(max(number), 0) + 1 AS n FROM asset_versions WHERE asset_id = ?', assetId)!.n;
+export const nextVersionNumber = async (db: Db, assetId: string): Promise<number> =>
+  (await db.get<{ n: number }>('SELECT coalesce(max(number), 0) + 1 AS n FROM asset_versions WHERE asset_id = ?', assetId))!.n;
 
-export function setVersionCheck(db: Db, projectId: string, id: string, status: 'ok' | 'corrupt', at: string): void {
-  db.run('UPDATE asset_versions SET status = ?, verified_at = ? WHERE project_id = ? AND id = ?', status, at, projectId, id);
+export async function setVersionCheck(db: Db, projectId: string, id: string, status: 'ok' | 'corrupt', at: string): Promise<void> {
+  await db.run('UPDATE asset_versions SET status = ?, verified_at = ? WHERE project_id = ? AND id = ?', status, at, projectId, id);
 }
 
-export const organizationHasFile = (db: Db, organizationId: string, storagePath: string): boolean =>
-  db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? LIMIT 1', organizationId, storagePath) !== undefined;
+export const organizationHasFile = async (db: Db, organizationId: string, storagePath: string): Promise<boolean> =>
+  await db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? LIMIT 1', organizationId, storagePath) !== undefined;
 
 /**
  * Where the organization keeps a content hash, and whether it already does: its own path
@@ -77,21 +77,21 @@ export const organizationHasFile = (db: Db, organizationId: string, storagePath:
  * there (kept: no second copy, no second count); else its own path, not stored yet. Reads only the
  * organization's own rows.
  */
-export function organizationFileOf(db: Db, organizationId: string, paths: { own: string; legacy: string }): { path: string; stored: boolean } {
-  if (organizationHasFile(db, organizationId, paths.own)) return { path: paths.own, stored: true };
-  if (organizationHasFile(db, organizationId, paths.legacy)) return { path: paths.legacy, stored: true };
+export async function organizationFileOf(db: Db, organizationId: string, paths: { own: string; legacy: string }): Promise<{ path: string; stored: boolean }> {
+  if (await organizationHasFile(db, organizationId, paths.own)) return { path: paths.own, stored: true };
+  if (await organizationHasFile(db, organizationId, paths.legacy)) return { path: paths.legacy, stored: true };
   return { path: paths.own, stored: false };
 }
 
-export const corruptVersionWithPath = (db: Db, storagePath: string): boolean =>
-  db.get("SELECT 1 FROM asset_versions WHERE storage_path = ? AND status = 'corrupt' LIMIT 1", storagePath) !== undefined;
+export const corruptVersionWithPath = async (db: Db, storagePath: string): Promise<boolean> =>
+  await db.get("SELECT 1 FROM asset_versions WHERE storage_path = ? AND status = 'corrupt' LIMIT 1", storagePath) !== undefined;
 
 export interface LargestFileRow extends VersionRow { asset_name: string; asset_kind: string }
 
 /** The largest distinct files (by storage path) of the given projects; the newest version naming each. */
-export function largestFiles(db: Db, organizationId: string, projectIds: readonly string[], limit: number): LargestFileRow[] {
+export async function largestFiles(db: Db, organizationId: string, projectIds: readonly string[], limit: number): Promise<LargestFileRow[]> {
   if (projectIds.length === 0) return [];
-  return db.all<LargestFileRow>(
+  return await db.all<LargestFileRow>(
     `SELECT v.*, a.name AS asset_name, a.kind AS asset_kind FROM asset_versions v JOIN assets a ON a.id = v.asset_id
       WHERE v.organization_id = ? AND v.project_id IN (SELECT value FROM json_each(?))
         AND v.rowid = (SELECT max(w.rowid) FROM asset_versions w WHERE w.project_id = v.project_id AND w.storage_path = v.storage_path)

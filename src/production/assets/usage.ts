@@ -9,11 +9,11 @@ import type * as o from '../../kernel/view.ts';
 import type { AssetKind } from './schema.ts';
 import type { StorageUsageView } from './present.ts';
 
-export function storageUsage(ctx: Ctx): o.Out<typeof StorageUsageView> {
+export async function storageUsage(ctx: Ctx): Promise<o.Out<typeof StorageUsageView>> {
   const organizationId = ctx.scope.organizationId!;
-  const usedBytes = organizationStoredBytes(ctx.db, organizationId);
-  const limitBytes = storageLimitBytes(ctx, organizationId);
-  const visible = projectUsage(ctx.db, organizationId)
+  const usedBytes = await organizationStoredBytes(ctx.db, organizationId);
+  const limitBytes = await storageLimitBytes(ctx, organizationId);
+  const visible = (await projectUsage(ctx.db, organizationId))
     .filter((p) => canSeeProject(ctx.actor, ctx.memberships, { id: p.project_id, workspace_id: p.workspace_id, organization_id: organizationId }));
   return {
     scope: { organizationId, workspaceId: ctx.scope.workspaceId, projectId: ctx.scope.projectId },
@@ -22,7 +22,7 @@ export function storageUsage(ctx: Ctx): o.Out<typeof StorageUsageView> {
     remainingBytes: Math.max(0, limitBytes - usedBytes),
     occupancyRatio: limitBytes > 0 ? Math.round((usedBytes / limitBytes) * 1e6) / 1e6 : (usedBytes > 0 ? 1 : 0),
     projects: visible.map((p) => ({ projectId: p.project_id, projectName: p.project_name, workspaceId: p.workspace_id, usedBytes: p.bytes, files: p.files })),
-    largestFiles: largestFiles(ctx.db, organizationId, visible.map((p) => p.project_id), 10).map((f) => ({
+    largestFiles: (await largestFiles(ctx.db, organizationId, visible.map((p) => p.project_id), 10)).map((f) => ({
       projectId: f.project_id, assetId: f.asset_id, assetName: f.asset_name, assetKind: f.asset_kind as AssetKind, versionId: f.id, versionNumber: f.number,
       fileName: f.file_name, mimeType: f.mime_type, fileSize: f.file_size, contentSha256: f.content_sha256, storagePath: f.storage_path,
     })),

@@ -23,13 +23,13 @@ import {
 type Create = Infer<typeof SeasonCreateBody>;
 type Patch = Infer<typeof CatalogPatchBody>;
 
-export function catalog(ctx: Ctx): o.Out<typeof CatalogView> {
+export async function catalog(ctx: Ctx): Promise<o.Out<typeof CatalogView>> {
   const projectId = ctx.scope.projectId!;
-  const project = projectById(ctx.db, projectId)!;
-  const seasons = seasonsOfProject(ctx.db, projectId);
-  const episodes = episodesOfProject(ctx.db, projectId);
+  const project = (await projectById(ctx.db, projectId))!;
+  const seasons = await seasonsOfProject(ctx.db, projectId);
+  const episodes = await episodesOfProject(ctx.db, projectId);
   const shotsByEpisode = new Map<string, Record<string, number>>();
-  for (const s of shotsOfProject(ctx.db, projectId, null)) {
+  for (const s of await shotsOfProject(ctx.db, projectId, null)) {
     const counts = shotsByEpisode.get(s.episode_id) ?? {};
     counts[s.status] = (counts[s.status] ?? 0) + 1;
     shotsByEpisode.set(s.episode_id, counts);
@@ -49,7 +49,7 @@ export function catalog(ctx: Ctx): o.Out<typeof CatalogView> {
   };
   return {
     projectId, projectStatus: project.status as ProjectStatus,
-    series: seriesOfProject(ctx.db, projectId).map((sr) => {
+    series: (await seriesOfProject(ctx.db, projectId)).map((sr) => {
       const ss = seasons.filter((s) => s.series_id === sr.id).map(presentSeason);
       return {
         id: sr.id, title: sr.title, status: project.status as ProjectStatus, createdAt: sr.created_at,
@@ -69,63 +69,63 @@ export const presentEpisodeRow = (e: EpisodeRow): o.Out<typeof EpisodeView> => (
 });
 
 /** Puts `id` at `position` (clamped to 1..n) among its siblings and rewrites positions 1..n. */
-export function placeAt(ctx: Ctx, kind: Ordered, parentId: string, id: string, position: number | undefined): number {
-  const ids = siblingIds(ctx.db, kind, ctx.scope.projectId!, parentId).filter((x) => x !== id);
+export async function placeAt(ctx: Ctx, kind: Ordered, parentId: string, id: string, position: number | undefined): Promise<number> {
+  const ids = (await siblingIds(ctx.db, kind, ctx.scope.projectId!, parentId)).filter((x) => x !== id);
   const at = Math.min(Math.max(1, position ?? ids.length + 1), ids.length + 1);
   ids.splice(at - 1, 0, id);
-  writeOrder(ctx.db, kind, ctx.scope.projectId!, ids);
+  await writeOrder(ctx.db, kind, ctx.scope.projectId!, ids);
   return at;
 }
 
-function tenant(ctx: Ctx) {
-  const p = projectById(ctx.db, ctx.scope.projectId!)!;
+async function tenant(ctx: Ctx) {
+  const p = (await projectById(ctx.db, ctx.scope.projectId!))!;
   return { organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id };
 }
 
-export function createSeason(ctx: Ctx, input: Create): SeasonRow {
-  return ctx.db.tx(() => {
-    const series = seriesOfProject(ctx.db, ctx.scope.projectId!)[0];
+export async function createSeason(ctx: Ctx, input: Create): Promise<SeasonRow> {
+  return await ctx.db.tx(async () => {
+    const series = (await seriesOfProject(ctx.db, ctx.scope.projectId!))[0];
     if (!series) throw conflict('project_has_no_series', 'this project has no series to add a season to');
     const now = ctx.now().toISOString();
-    const n = siblingIds(ctx.db, 'seasons', series.project_id, series.id).length + 1;
+    const n = (await siblingIds(ctx.db, 'seasons', series.project_id, series.id)).length + 1;
     const id = newId('sea');
-    insertSeason(ctx.db, {
-      ...tenant(ctx), id, series_id: series.id, number: n, title: input.title ?? `Season ${n}`, status: input.status ?? 'draft',
+    await insertSeason(ctx.db, {
+      ...await tenant(ctx), id, series_id: series.id, number: n, title: input.title ?? `Season ${n}`, status: input.status ?? 'draft',
       position: n, created_at: now, updated_at: now,
     });
-    placeAt(ctx, 'seasons', series.id, id, input.position);
-    const season = seasonById(ctx.db, series.project_id, id)!;
-    record(ctx, { action: 'season.created', targetType: 'season', targetId: id, metadata: { title: season.title, position: season.position } });
+    await placeAt(ctx, 'seasons', series.id, id, input.position);
+    const season = (await seasonById(ctx.db, series.project_id, id))!;
+    await record(ctx, { action: 'season.created', targetType: 'season', targetId: id, metadata: { title: season.title, position: season.position } });
     return season;
   });
 }
 
-export function createEpisode(ctx: Ctx, seasonId: string, input: Create): EpisodeRow {
-  return ctx.db.tx(() => {
-    const season = getSeason(ctx, seasonId);
+export async function createEpisode(ctx: Ctx, seasonId: string, input: Create): Promise<EpisodeRow> {
+  return await ctx.db.tx(async () => {
+    const season = await getSeason(ctx, seasonId);
     const now = ctx.now().toISOString();
-    const n = childCount(ctx.db, season.project_id, 'episodes', season.id) + 1;
+    const n = await childCount(ctx.db, season.project_id, 'episodes', season.id) + 1;
     const id = newId('epi');
-    insertEpisode(ctx.db, {
-      ...tenant(ctx), id, season_id: season.id, number: n, title: input.title ?? `Episode ${n}`, status: input.status ?? 'draft',
+    await insertEpisode(ctx.db, {
+      ...await tenant(ctx), id, season_id: season.id, number: n, title: input.title ?? `Episode ${n}`, status: input.status ?? 'draft',
       position: n, created_at: now, updated_at: now,
     });
-    placeAt(ctx, 'episodes', season.id, id, input.position);
-    indexSeasonEpisodes(ctx, season.id);
-    const episode = episodeById(ctx.db, season.project_id, id)!;
-    record(ctx, { action: 'episode.created', targetType: 'episode', targetId: id, metadata: { seasonId, title: episode.title, position: episode.position } });
+    await placeAt(ctx, 'episodes', season.id, id, input.position);
+    await indexSeasonEpisodes(ctx, season.id);
+    const episode = (await episodeById(ctx.db, season.project_id, id))!;
+    await record(ctx, { action: 'episode.created', targetType: 'episode', targetId: id, metadata: { seasonId, title: episode.title, position: episode.position } });
     return episode;
   });
 }
 
-export function getSeason(ctx: Ctx, id: string): SeasonRow {
-  const s = seasonById(ctx.db, ctx.scope.projectId!, id);
+export async function getSeason(ctx: Ctx, id: string): Promise<SeasonRow> {
+  const s = await seasonById(ctx.db, ctx.scope.projectId!, id);
   if (!s) throw notFound('no such season in this project');
   return s;
 }
 
-export function getEpisode(ctx: Ctx, id: string): EpisodeRow {
-  const e = episodeById(ctx.db, ctx.scope.projectId!, id);
+export async function getEpisode(ctx: Ctx, id: string): Promise<EpisodeRow> {
+  const e = await episodeById(ctx.db, ctx.scope.projectId!, id);
   if (!e) throw notFound('no such episode in this project');
   return e;
 }
@@ -138,74 +138,74 @@ function changes<R extends { title: string; status: string }>(row: R, patch: Pat
   return out;
 }
 
-export function changeSeason(ctx: Ctx, id: string, patch: Patch): SeasonRow {
-  return ctx.db.tx(() => {
-    const s = getSeason(ctx, id);
+export async function changeSeason(ctx: Ctx, id: string, patch: Patch): Promise<SeasonRow> {
+  return await ctx.db.tx(async () => {
+    const s = await getSeason(ctx, id);
     const c = changes(s, patch);
     if (Object.keys(c).length === 0) return s;
     const next = { ...s, title: patch.title ?? s.title, status: patch.status ?? s.status, updated_at: ctx.now().toISOString() };
-    updateSeason(ctx.db, next);
-    if (c.title) indexSeasonEpisodes(ctx, id);
-    record(ctx, { action: 'season.updated', targetType: 'season', targetId: id, metadata: { changes: c } });
+    await updateSeason(ctx.db, next);
+    if (c.title) await indexSeasonEpisodes(ctx, id);
+    await record(ctx, { action: 'season.updated', targetType: 'season', targetId: id, metadata: { changes: c } });
     return next;
   });
 }
 
-export function changeEpisode(ctx: Ctx, id: string, patch: Patch): EpisodeRow {
-  return ctx.db.tx(() => {
-    const e = getEpisode(ctx, id);
+export async function changeEpisode(ctx: Ctx, id: string, patch: Patch): Promise<EpisodeRow> {
+  return await ctx.db.tx(async () => {
+    const e = await getEpisode(ctx, id);
     const c = changes(e, patch);
     if (Object.keys(c).length === 0) return e;
     const next = { ...e, title: patch.title ?? e.title, status: patch.status ?? e.status, updated_at: ctx.now().toISOString() };
-    updateEpisode(ctx.db, next);
-    indexEpisode(ctx, id, c.title !== undefined);
-    record(ctx, { action: 'episode.updated', targetType: 'episode', targetId: id, metadata: { changes: c } });
+    await updateEpisode(ctx.db, next);
+    await indexEpisode(ctx, id, c.title !== undefined);
+    await record(ctx, { action: 'episode.updated', targetType: 'episode', targetId: id, metadata: { changes: c } });
     return next;
   });
 }
 
-export function reorderSeason(ctx: Ctx, id: string, position: number): SeasonRow {
-  return ctx.db.tx(() => {
-    const s = getSeason(ctx, id);
-    const at = placeAt(ctx, 'seasons', s.series_id, id, position);
-    if (at !== s.position) record(ctx, { action: 'season.reordered', targetType: 'season', targetId: id, metadata: { from: s.position, to: at } });
-    return getSeason(ctx, id);
+export async function reorderSeason(ctx: Ctx, id: string, position: number): Promise<SeasonRow> {
+  return await ctx.db.tx(async () => {
+    const s = await getSeason(ctx, id);
+    const at = await placeAt(ctx, 'seasons', s.series_id, id, position);
+    if (at !== s.position) await record(ctx, { action: 'season.reordered', targetType: 'season', targetId: id, metadata: { from: s.position, to: at } });
+    return await getSeason(ctx, id);
   });
 }
 
-export function reorderEpisode(ctx: Ctx, id: string, position: number): EpisodeRow {
-  return ctx.db.tx(() => {
-    const e = getEpisode(ctx, id);
-    const at = placeAt(ctx, 'episodes', e.season_id, id, position);
-    if (at !== e.position) indexSeasonEpisodes(ctx, e.season_id);
-    if (at !== e.position) record(ctx, { action: 'episode.reordered', targetType: 'episode', targetId: id, metadata: { from: e.position, to: at } });
-    return getEpisode(ctx, id);
+export async function reorderEpisode(ctx: Ctx, id: string, position: number): Promise<EpisodeRow> {
+  return await ctx.db.tx(async () => {
+    const e = await getEpisode(ctx, id);
+    const at = await placeAt(ctx, 'episodes', e.season_id, id, position);
+    if (at !== e.position) await indexSeasonEpisodes(ctx, e.season_id);
+    if (at !== e.position) await record(ctx, { action: 'episode.reordered', targetType: 'episode', targetId: id, metadata: { from: e.position, to: at } });
+    return await getEpisode(ctx, id);
   });
 }
 
-export function removeSeason(ctx: Ctx, id: string): void {
-  ctx.db.tx(() => {
-    const s = getSeason(ctx, id);
-    const episodes = childCount(ctx.db, s.project_id, 'episodes', id);
+export async function removeSeason(ctx: Ctx, id: string): Promise<void> {
+  await ctx.db.tx(async () => {
+    const s = await getSeason(ctx, id);
+    const episodes = await childCount(ctx.db, s.project_id, 'episodes', id);
     if (episodes > 0) throw conflict('season_has_episodes', 'remove or move the episodes of this season first', { episodes });
-    deleteRow(ctx.db, 'seasons', s.project_id, id);
-    writeOrder(ctx.db, 'seasons', s.project_id, siblingIds(ctx.db, 'seasons', s.project_id, s.series_id));
-    record(ctx, { action: 'season.removed', targetType: 'season', targetId: id, metadata: { title: s.title, position: s.position } });
+    await deleteRow(ctx.db, 'seasons', s.project_id, id);
+    await writeOrder(ctx.db, 'seasons', s.project_id, await siblingIds(ctx.db, 'seasons', s.project_id, s.series_id));
+    await record(ctx, { action: 'season.removed', targetType: 'season', targetId: id, metadata: { title: s.title, position: s.position } });
   });
 }
 
-export function removeEpisode(ctx: Ctx, id: string): void {
-  ctx.db.tx(() => {
-    const e = getEpisode(ctx, id);
-    const jobs = jobCountUnder(ctx.db, e.project_id, 'episodes', id);
-    const shots = childCount(ctx.db, e.project_id, 'shots', id);
+export async function removeEpisode(ctx: Ctx, id: string): Promise<void> {
+  await ctx.db.tx(async () => {
+    const e = await getEpisode(ctx, id);
+    const jobs = await jobCountUnder(ctx.db, e.project_id, 'episodes', id);
+    const shots = await childCount(ctx.db, e.project_id, 'shots', id);
     if (jobs > 0) throw conflict('episode_has_jobs', 'generation jobs reference shots of this episode', { shots, jobs });
     if (shots > 0) throw conflict('episode_has_shots', 'remove the shots of this episode first', { shots });
-    if (hasScript(ctx.db, e.project_id, id)) throw conflict('episode_has_script', 'the episode has a script; its revisions are kept for good');
-    deleteRow(ctx.db, 'episodes', e.project_id, id);
-    writeOrder(ctx.db, 'episodes', e.project_id, siblingIds(ctx.db, 'episodes', e.project_id, e.season_id));
-    unindex(ctx, 'episode', id);
-    indexSeasonEpisodes(ctx, e.season_id);
-    record(ctx, { action: 'episode.removed', targetType: 'episode', targetId: id, metadata: { seasonId: e.season_id, title: e.title, position: e.position } });
+    if (await hasScript(ctx.db, e.project_id, id)) throw conflict('episode_has_script', 'the episode has a script; its revisions are kept for good');
+    await deleteRow(ctx.db, 'episodes', e.project_id, id);
+    await writeOrder(ctx.db, 'episodes', e.project_id, await siblingIds(ctx.db, 'episodes', e.project_id, e.season_id));
+    await unindex(ctx, 'episode', id);
+    await indexSeasonEpisodes(ctx, e.season_id);
+    await record(ctx, { action: 'episode.removed', targetType: 'episode', targetId: id, metadata: { seasonId: e.season_id, title: e.title, position: e.position } });
   });
 }

@@ -13,8 +13,8 @@ import { insertEpisode, insertSeason, insertShot } from '../catalog/store.ts';
  * Creates a draft project with, in the same transaction, one series, its first season, a pilot
  * episode and one starter shot.
  */
-export function createProject(ctx: Ctx, workspaceId: string, input: { name: string; templateId?: string }): ProjectRow {
-  const ws = workspaceById(ctx.db, workspaceId);
+export async function createProject(ctx: Ctx, workspaceId: string, input: { name: string; templateId?: string }): Promise<ProjectRow> {
+  const ws = await workspaceById(ctx.db, workspaceId);
   if (!ws) throw notFound('no such workspace');
   const now = ctx.now().toISOString();
   const p: ProjectRow = {
@@ -23,24 +23,24 @@ export function createProject(ctx: Ctx, workspaceId: string, input: { name: stri
     archived_at: null, archived_by: null, archived_from_status: null,
   };
   const tenant = { organization_id: p.organization_id, workspace_id: p.workspace_id, project_id: p.id };
-  ctx.db.tx(() => {
-    insertProject(ctx.db, p);
+  await ctx.db.tx(async () => {
+    await insertProject(ctx.db, p);
     const seriesId = newId('ser');
     const seasonId = newId('sea');
     const episodeId = newId('epi');
-    insertSeries(ctx.db, { ...tenant, id: seriesId, title: p.name, created_at: now });
-    insertSeason(ctx.db, { ...tenant, id: seasonId, series_id: seriesId, number: 1, title: 'Season 1', status: 'draft', position: 1, created_at: now, updated_at: now });
-    insertEpisode(ctx.db, { ...tenant, id: episodeId, season_id: seasonId, number: 1, title: 'Pilot', status: 'draft', position: 1, created_at: now, updated_at: now });
+    await insertSeries(ctx.db, { ...tenant, id: seriesId, title: p.name, created_at: now });
+    await insertSeason(ctx.db, { ...tenant, id: seasonId, series_id: seriesId, number: 1, title: 'Season 1', status: 'draft', position: 1, created_at: now, updated_at: now });
+    await insertEpisode(ctx.db, { ...tenant, id: episodeId, season_id: seasonId, number: 1, title: 'Pilot', status: 'draft', position: 1, created_at: now, updated_at: now });
     const shotId = newId('sht');
-    insertShot(ctx.db, {
+    await insertShot(ctx.db, {
       ...tenant, id: shotId, episode_id: episodeId, position: 1, title: 'Shot 1', scene_id: null, description: '', prompt: '',
       negative_prompt: '', duration_target_ms: null, aspect_ratio: '9:16', status: 'draft', created_at: now, updated_at: now,
     });
-    indexProject(ctx, p);
+    await indexProject(ctx, p);
     const where = { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id, updatedAt: now };
-    indexDocument(ctx.db, { ...where, type: 'episode', id: episodeId, title: 'Pilot', subtitle: `${p.name} · Season 1, episode 1`, status: 'draft' });
-    indexDocument(ctx.db, { ...where, type: 'shot', id: shotId, title: 'Shot 1', subtitle: `${p.name} · Pilot`, status: 'draft' });
-    record(ctx, {
+    await indexDocument(ctx.db, { ...where, type: 'episode', id: episodeId, title: 'Pilot', subtitle: `${p.name} · Season 1, episode 1`, status: 'draft' });
+    await indexDocument(ctx.db, { ...where, type: 'shot', id: shotId, title: 'Shot 1', subtitle: `${p.name} · Pilot`, status: 'draft' });
+    await record(ctx, {
       action: 'project.created', targetType: 'project', targetId: p.id, organizationId: p.organization_id,
       workspaceId: p.workspace_id, projectId: p.id, metadata: { name: p.name, templateId: p.template_id },
     });
@@ -48,26 +48,26 @@ export function createProject(ctx: Ctx, workspaceId: string, input: { name: stri
   return p;
 }
 
-function indexProject(ctx: Ctx, p: ProjectRow): void {
-  indexDocument(ctx.db, {
+async function indexProject(ctx: Ctx, p: ProjectRow): Promise<void> {
+  await indexDocument(ctx.db, {
     type: 'project', id: p.id, organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id,
     title: p.name, subtitle: p.template_id ? `template ${p.template_id}` : '', status: p.status, updatedAt: p.updated_at,
   });
 }
 
-function loadProject(ctx: Ctx, projectId: string): ProjectRow {
-  const p = projectById(ctx.db, projectId);
+async function loadProject(ctx: Ctx, projectId: string): Promise<ProjectRow> {
+  const p = await projectById(ctx.db, projectId);
   if (!p) throw notFound('no such project');
   return p;
 }
 
-export function updateProject(ctx: Ctx, projectId: string, input: { name?: string; templateId?: string | null }): ProjectRow {
-  return ctx.db.tx(() => {
-    const p = loadProject(ctx, projectId);
+export async function updateProject(ctx: Ctx, projectId: string, input: { name?: string; templateId?: string | null }): Promise<ProjectRow> {
+  return await ctx.db.tx(async () => {
+    const p = await loadProject(ctx, projectId);
     const next = { ...p, name: input.name ?? p.name, template_id: input.templateId !== undefined ? input.templateId : p.template_id, updated_at: ctx.now().toISOString() };
-    updateProjectFields(ctx.db, next);
-    indexProject(ctx, next);
-    record(ctx, {
+    await updateProjectFields(ctx.db, next);
+    await indexProject(ctx, next);
+    await record(ctx, {
       action: 'project.updated', targetType: 'project', targetId: p.id,
       metadata: { before: { name: p.name, templateId: p.template_id }, after: { name: next.name, templateId: next.template_id } },
     });
@@ -76,9 +76,9 @@ export function updateProject(ctx: Ctx, projectId: string, input: { name?: strin
 }
 
 /** Applies one lifecycle action; 409 invalid_transition names the allowed ones. */
-export function changeLifecycle(ctx: Ctx, projectId: string, action: LifecycleAction): ProjectRow {
-  return ctx.db.tx(() => {
-    const p = loadProject(ctx, projectId);
+export async function changeLifecycle(ctx: Ctx, projectId: string, action: LifecycleAction): Promise<ProjectRow> {
+  return await ctx.db.tx(async () => {
+    const p = await loadProject(ctx, projectId);
     const from = p.status as ProjectStatus;
     const to = nextStatus(from, action, p.archived_from_status);
     if (!to) {
@@ -86,7 +86,7 @@ export function changeLifecycle(ctx: Ctx, projectId: string, action: LifecycleAc
         { status: from, action, allowedActions: allowedActions(from) });
     }
     if (action === 'archive') {
-      const active = activeJobCount(ctx.db, p.id);
+      const active = await activeJobCount(ctx.db, p.id);
       if (active > 0) {
         throw new AppError(409, 'project_has_active_jobs', `${active} job(s) are queued, running or blocked; cancel or finish them before archiving`, { activeJobs: active });
       }
@@ -97,9 +97,9 @@ export function changeLifecycle(ctx: Ctx, projectId: string, action: LifecycleAc
       : action === 'restore'
         ? { ...p, status: to, updated_at: now, archived_at: null, archived_by: null, archived_from_status: null }
         : { ...p, status: to, updated_at: now };
-    updateProjectStatus(ctx.db, next);
-    indexProject(ctx, next);
-    record(ctx, {
+    await updateProjectStatus(ctx.db, next);
+    await indexProject(ctx, next);
+    await record(ctx, {
       action: action === 'archive' ? 'project.archived' : action === 'restore' ? 'project.restored' : 'project.lifecycle',
       targetType: 'project', targetId: p.id, metadata: { action, from, to },
     });

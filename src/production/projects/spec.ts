@@ -64,14 +64,14 @@ interface SpecRow { project_id: string; spec: string; updated_by: string | null;
 export interface StoredSpec { spec: DeliverySpec; isDefault: boolean; updatedBy: string | null; updatedAt: string | null }
 
 /** The project's spec (stored fields over the defaults, so a later new field has its default). */
-export function specOf(db: Db, projectId: string): StoredSpec {
-  const row = db.get<SpecRow>('SELECT * FROM project_delivery_specs WHERE project_id = ?', projectId);
+export async function specOf(db: Db, projectId: string): Promise<StoredSpec> {
+  const row = await db.get<SpecRow>('SELECT * FROM project_delivery_specs WHERE project_id = ?', projectId);
   if (!row) return { spec: { ...DEFAULT_SPEC }, isDefault: true, updatedBy: null, updatedAt: null };
   return { spec: { ...DEFAULT_SPEC, ...(JSON.parse(row.spec) as Partial<DeliverySpec>) }, isDefault: false, updatedBy: row.updated_by, updatedAt: row.updated_at };
 }
 
 /** Replaces the current project's spec (fields left out take their default); audited qa.delivery_spec_updated. */
-export function putSpec(ctx: Ctx, body: SpecInput): StoredSpec {
+export async function putSpec(ctx: Ctx, body: SpecInput): Promise<StoredSpec> {
   const projectId = ctx.scope.projectId!;
   const spec: DeliverySpec = { ...DEFAULT_SPEC };
   for (const [k, val] of Object.entries(body)) if (val !== undefined) (spec as unknown as Record<string, unknown>)[k] = val;
@@ -80,17 +80,17 @@ export function putSpec(ctx: Ctx, body: SpecInput): StoredSpec {
     if (!rate) throw validationFailed({ frameRate: 'must be a positive rate such as 24 or 30000/1001' });
     spec.frameRate = `${rate.num}/${rate.den}`;
   }
-  const project = projectById(ctx.db, projectId)!;
-  const before = specOf(ctx.db, projectId).spec;
+  const project = (await projectById(ctx.db, projectId))!;
+  const before = (await specOf(ctx.db, projectId)).spec;
   const at = ctx.now().toISOString();
-  return ctx.db.tx(() => {
-    ctx.db.run(
+  return await ctx.db.tx(async () => {
+    await ctx.db.run(
       `INSERT INTO project_delivery_specs (project_id, organization_id, spec, updated_by, updated_at) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (project_id) DO UPDATE SET spec = excluded.spec, updated_by = excluded.updated_by, updated_at = excluded.updated_at`,
       projectId, project.organization_id, JSON.stringify(spec), ctx.actor.userId, at);
     const changed = (Object.keys(spec) as Array<keyof DeliverySpec>).filter((k) => spec[k] !== before[k]);
-    record(ctx, { action: 'qa.delivery_spec_updated', targetType: 'project', targetId: projectId, metadata: { changed, spec } });
-    return specOf(ctx.db, projectId);
+    await record(ctx, { action: 'qa.delivery_spec_updated', targetType: 'project', targetId: projectId, metadata: { changed, spec } });
+    return await specOf(ctx.db, projectId);
   });
 }
 

@@ -46,30 +46,30 @@ const BIBLE = {
 
 /** The routes shared by both documents (the document found by `doc`): list, read, diff, restore. */
 function revisionRoutes<S, F, C extends ScriptContent | BibleContent, D>(
-  what: string, doc: (ctx: Ctx, params: Record<string, string>) => Doc, edit: 'script:edit' | 'asset:edit', k: DocViews<S, F, C, D>,
+  what: string, doc: (ctx: Ctx, params: Record<string, string>) => Promise<Doc>, edit: 'script:edit' | 'asset:edit', k: DocViews<S, F, C, D>,
 ) {
   const tags = ['production'];
   const read = { tags, scope: 'project' as const, permission: READ_ACCESS.script };
   return {
-    revisions: def({ summary: `Revisions of the ${what}, newest first, without content (page, pageSize).`, ...read, query: PageQuery, response: { description: 'a page of revisions, newest first', schema: o.page(k.summary) } }, ({ ctx, params, searchParams }) => {
-      const d = doc(ctx, params);
-      const { rows, pagination } = listRevisions(ctx, d, paging(searchParams));
+    revisions: def({ summary: `Revisions of the ${what}, newest first, without content (page, pageSize).`, ...read, query: PageQuery, response: { description: 'a page of revisions, newest first', schema: o.page(k.summary) } }, async ({ ctx, params, searchParams }) => {
+      const d = await doc(ctx, params);
+      const { rows, pagination } = await listRevisions(ctx, d, paging(searchParams));
       return json(200, { items: rows.map(k.presentSummary(d)), pagination });
     }),
-    revision: def({ summary: `One revision of the ${what} with its full content.`, ...read, response: { description: 'the revision', schema: k.full } }, ({ ctx, params }) => {
-      const d = doc(ctx, params);
-      return json(200, k.present(d, revision(ctx, d, revisionParam(params.revision))));
+    revision: def({ summary: `One revision of the ${what} with its full content.`, ...read, response: { description: 'the revision', schema: k.full } }, async ({ ctx, params }) => {
+      const d = await doc(ctx, params);
+      return json(200, k.present(d, await revision(ctx, d, revisionParam(params.revision))));
     }),
     diff: def({
       summary: `Diff of two revisions of the ${what} (from, to; 0 is the empty document), matched by ids: added, removed, changed with field changes and moved flags.`,
       ...read, query: DiffQuery, response: { description: 'the diff', schema: k.diff },
-    }, ({ ctx, params, query }) => json(200, diff(ctx, doc(ctx, params), query, k.differ) as D)),
+    }, async ({ ctx, params, query }) => json(200, await diff(ctx, await doc(ctx, params), query, k.differ) as D)),
     restore: def({
       summary: `Make an older revision of the ${what} current again, as a new revision (baseRevision or If-Match; stale: 409 revision_conflict).`,
       tags, scope: 'project', permission: edit, body: RestoreBody, response: { status: 201, description: 'the new revision', schema: k.full },
-    }, ({ ctx, params, body, req }) => {
-      const d = doc(ctx, params);
-      const row = restore(ctx, d, revisionParam(params.revision), baseRevisionOf(body.baseRevision, ifMatch(req)));
+    }, async ({ ctx, params, body, req }) => {
+      const d = await doc(ctx, params);
+      const row = await restore(ctx, d, revisionParam(params.revision), baseRevisionOf(body.baseRevision, ifMatch(req)));
       return json(201, k.present(d, row), etag(row));
     }),
   };
@@ -78,18 +78,18 @@ function revisionRoutes<S, F, C extends ScriptContent | BibleContent, D>(
 export function bindScriptRoutes(router: Router): void {
   const r = router.module(import.meta.url);
   const tags = ['production'];
-  const scriptOf = (ctx: Ctx, params: Record<string, string>) => scriptDoc(ctx, params.episodeId);
-  r.get('/api/production/script/episodes/:episodeId', { summary: 'The current script of an episode of the current project (revision 0 and no scenes before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: ScriptRevisionView } }, ({ ctx, params }) => {
-    const d = scriptOf(ctx, params);
-    const row = current(ctx, d);
+  const scriptOf = async (ctx: Ctx, params: Record<string, string>) => await scriptDoc(ctx, params.episodeId);
+  r.get('/api/production/script/episodes/:episodeId', { summary: 'The current script of an episode of the current project (revision 0 and no scenes before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: ScriptRevisionView } }, async ({ ctx, params }) => {
+    const d = await scriptOf(ctx, params);
+    const row = await current(ctx, d);
     return json(200, presentScriptRevision(d, row), etag(row));
   });
   r.put('/api/production/script/episodes/:episodeId', {
     summary: 'Save the script as a new revision: { baseRevision, scenes } (or If-Match: "<revision>"); a stale base is 409 revision_conflict.',
     tags, scope: 'project', permission: 'script:edit', body: ScriptSaveBody, response: { description: 'the new revision', schema: ScriptRevisionView },
-  }, ({ ctx, params, body, req }) => {
-    const d = scriptOf(ctx, params);
-    const row = saveScript(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.scenes);
+  }, async ({ ctx, params, body, req }) => {
+    const d = await scriptOf(ctx, params);
+    const row = await saveScript(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.scenes);
     return json(200, presentScriptRevision(d, row), etag(row));
   });
   const script = revisionRoutes('episode\'s script', scriptOf, 'script:edit', SCRIPT);
@@ -98,20 +98,20 @@ export function bindScriptRoutes(router: Router): void {
   r.get('/api/production/script/episodes/:episodeId/diff', ...script.diff);
   r.post('/api/production/script/episodes/:episodeId/revisions/:revision/restore', ...script.restore);
 
-  r.get('/api/production/bible', { summary: 'The story bible of the current project (revision 0 and no entries before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: BibleRevisionView } }, ({ ctx }) => {
-    const d = bibleDoc(ctx);
-    const row = current(ctx, d);
+  r.get('/api/production/bible', { summary: 'The story bible of the current project (revision 0 and no entries before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: BibleRevisionView } }, async ({ ctx }) => {
+    const d = await bibleDoc(ctx);
+    const row = await current(ctx, d);
     return json(200, presentBibleRevision(d, row), etag(row));
   });
   r.put('/api/production/bible', {
     summary: 'Save the story bible as a new revision: { baseRevision, entries } (or If-Match); a stale base is 409 revision_conflict.',
     tags, scope: 'project', permission: 'asset:edit', body: BibleSaveBody, response: { description: 'the new revision', schema: BibleRevisionView },
-  }, ({ ctx, body, req }) => {
-    const d = bibleDoc(ctx);
-    const row = saveBible(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.entries);
+  }, async ({ ctx, body, req }) => {
+    const d = await bibleDoc(ctx);
+    const row = await saveBible(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.entries);
     return json(200, presentBibleRevision(d, row), etag(row));
   });
-  const bible = revisionRoutes('story bible', (ctx) => bibleDoc(ctx), 'asset:edit', BIBLE);
+  const bible = revisionRoutes('story bible', async (ctx) => await bibleDoc(ctx), 'asset:edit', BIBLE);
   r.get('/api/production/bible/revisions', ...bible.revisions);
   r.get('/api/production/bible/revisions/:revision', ...bible.revision);
   r.get('/api/production/bible/diff', ...bible.diff);

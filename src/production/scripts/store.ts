@@ -15,8 +15,8 @@ export interface RevisionRow {
 export type RevisionSummaryRow = Omit<RevisionRow, 'content'>;
 const SUMMARY = 'id, organization_id, workspace_id, project_id, document_id, revision, restored_from, author_user_id, author_name, created_at, content_sha256, item_count';
 
-export function insertRevision(db: Db, kind: DocKind, r: RevisionRow): void {
-  db.run(
+export async function insertRevision(db: Db, kind: DocKind, r: RevisionRow): Promise<void> {
+  await db.run(
     `INSERT INTO ${TABLE[kind]} (id, organization_id, workspace_id, project_id, document_id, revision, restored_from, author_user_id,
        author_name, created_at, content, content_sha256, item_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     r.id, r.organization_id, r.workspace_id, r.project_id, r.document_id, r.revision, r.restored_from, r.author_user_id,
@@ -24,19 +24,19 @@ export function insertRevision(db: Db, kind: DocKind, r: RevisionRow): void {
   );
 }
 
-export function currentRevision(db: Db, kind: DocKind, projectId: string, documentId: string): RevisionRow | undefined {
-  return db.get<RevisionRow>(
+export async function currentRevision(db: Db, kind: DocKind, projectId: string, documentId: string): Promise<RevisionRow | undefined> {
+  return await db.get<RevisionRow>(
     `SELECT * FROM ${TABLE[kind]} WHERE project_id = ? AND document_id = ? ORDER BY revision DESC LIMIT 1`, projectId, documentId);
 }
 
-export function revisionAt(db: Db, kind: DocKind, projectId: string, documentId: string, revision: number): RevisionRow | undefined {
-  return db.get<RevisionRow>(
+export async function revisionAt(db: Db, kind: DocKind, projectId: string, documentId: string, revision: number): Promise<RevisionRow | undefined> {
+  return await db.get<RevisionRow>(
     `SELECT * FROM ${TABLE[kind]} WHERE project_id = ? AND document_id = ? AND revision = ?`, projectId, documentId, revision);
 }
 
-export function revisionPage(db: Db, kind: DocKind, projectId: string, documentId: string, limit: number, offset: number): { rows: RevisionSummaryRow[]; total: number } {
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM ${TABLE[kind]} WHERE project_id = ? AND document_id = ?`, projectId, documentId)!.n;
-  const rows = db.all<RevisionSummaryRow>(
+export async function revisionPage(db: Db, kind: DocKind, projectId: string, documentId: string, limit: number, offset: number): Promise<{ rows: RevisionSummaryRow[]; total: number }> {
+  const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM ${TABLE[kind]} WHERE project_id = ? AND document_id = ?`, projectId, documentId))!.n;
+  const rows = await db.all<RevisionSummaryRow>(
     `SELECT ${SUMMARY} FROM ${TABLE[kind]} WHERE project_id = ? AND document_id = ? ORDER BY revision DESC LIMIT ? OFFSET ?`,
     projectId, documentId, limit, offset);
   return { rows, total };
@@ -44,11 +44,11 @@ export function revisionPage(db: Db, kind: DocKind, projectId: string, documentI
 
 export interface EpisodeRef { id: string; organization_id: string; workspace_id: string; project_id: string; title: string }
 
-export function episodeInProject(db: Db, projectId: string, episodeId: string): EpisodeRef | undefined {
-  return db.get<EpisodeRef>('SELECT id, organization_id, workspace_id, project_id, title FROM episodes WHERE project_id = ? AND id = ?', projectId, episodeId);
+export async function episodeInProject(db: Db, projectId: string, episodeId: string): Promise<EpisodeRef | undefined> {
+  return await db.get<EpisodeRef>('SELECT id, organization_id, workspace_id, project_id, title FROM episodes WHERE project_id = ? AND id = ?', projectId, episodeId);
 }
 
 /** Whether the episode has a script (its revisions are immutable, so the episode cannot be removed). */
-export function hasScript(db: Db, projectId: string, episodeId: string): boolean {
-  return db.get('SELECT 1 AS x FROM script_revisions WHERE project_id = ? AND document_id = ? LIMIT 1', projectId, episodeId) !== undefined;
+export async function hasScript(db: Db, projectId: string, episodeId: string): Promise<boolean> {
+  return await db.get('SELECT 1 AS x FROM script_revisions WHERE project_id = ? AND document_id = ? LIMIT 1', projectId, episodeId) !== undefined;
 }

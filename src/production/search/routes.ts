@@ -16,7 +16,7 @@ export function bindSearchRoutes(router: Router): void {
   r.get('/api/search', {
     summary: 'Search projects, episodes, scripts, shots, assets, tasks, jobs and deliveries of the visible projects of the current workspace (scope=workspace, default) or of the current project (scope=project); a hit only where the caller holds the read permission of its kind in its project (as the route that opens it: jobs need job:create or queue:manage, deliveries delivery:view, ...). Empty q answers [].',
     tags: ['search'], scope: 'workspace', query: SearchQuery, response: { description: 'an array of results, best first', schema: o.array(SearchResultView) },
-  }, ({ ctx, query }) => json(200, search(ctx, {
+  }, async ({ ctx, query }) => json(200, (await search(ctx, {
     q: query.q ?? '', scope: query.scope ?? 'workspace', limit: Math.min(100, Math.max(1, query.limit ?? 20)),
-  }).map(presentResult)));
+  })).map(presentResult)));
 }

@@ -4,6 +4,7 @@
 // in scope answers instead. The tenant filter is built in SQL from the session, never from input:
 // the pairs (project, type) the caller may open, i.e. whose read permission (SEARCH_TYPES[type].read,
 // the same lists as the read routes) it holds in that project.
+import { mapSeq } from '../../kernel/seq.ts';
 import { withScope, type Ctx } from '../../directory/context.ts';
 import { scopeForbidden } from '../../kernel/errors.ts';
 import { hasPermission } from '../../directory/roles.ts';
@@ -31,13 +32,13 @@ function terms(q: string): string[] {
 const length = (s: string) => [...s].length;
 
 /** The projects the search may reach: the current one, or the visible projects of the current workspace. */
-function projectsInScope(ctx: Ctx, scope: 'workspace' | 'project'): ProjectRow[] {
+async function projectsInScope(ctx: Ctx, scope: 'workspace' | 'project'): Promise<ProjectRow[]> {
   if (scope === 'project') {
     if (!ctx.scope.projectId) throw scopeForbidden('choose a project first (PATCH /api/context)');
-    return [projectById(ctx.db, ctx.scope.projectId)!];
+    return [(await projectById(ctx.db, ctx.scope.projectId))!];
   }
   if (!ctx.scope.workspaceId) throw scopeForbidden('choose a workspace first (PATCH /api/context)');
-  return listProjects(ctx, ctx.scope.workspaceId);
+  return await listProjects(ctx, ctx.scope.workspaceId);
 }
 
 const TYPES = Object.keys(SEARCH_TYPES) as SearchType[];
@@ -47,9 +48,9 @@ const TYPES = Object.keys(SEARCH_TYPES) as SearchType[];
  * types whose read permission it holds there (its permissions in that project's scope, as the read
  * route would compute them).
  */
-export function readablePairs(ctx: Ctx, scope: 'workspace' | 'project'): Array<[string, SearchType]> {
+export async function readablePairs(ctx: Ctx, scope: 'workspace' | 'project'): Promise<Array<[string, SearchType]>> {
   const pairs: Array<[string, SearchType]> = [];
-  for (const p of projectsInScope(ctx, scope)) {
+  for (const p of await projectsInScope(ctx, scope)) {
     const { permissions } = withScope(ctx, { organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id });
     for (const type of TYPES) {
       const read = SEARCH_TYPES[type].read;
@@ -59,10 +60,10 @@ export function readablePairs(ctx: Ctx, scope: 'workspace' | 'project'): Array<[
   return pairs;
 }
 
-export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'project'; limit: number }): SearchRow[] {
+export async function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'project'; limit: number }): Promise<SearchRow[]> {
   const words = terms(input.q.trim());
   if (words.length === 0) return [];
-  const readable = JSON.stringify(readablePairs(ctx, input.scope));
+  const readable = JSON.stringify(await readablePairs(ctx, input.scope));
   const org = ctx.scope.organizationId;
   const long = words.filter((w) => length(w) >= 3);
   const short = words.filter((w) => length(w) < 3);
@@ -73,26 +74,26 @@ export function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'proje
     // Rank (bm25, title over subtitle over body) among the RANK_WINDOW newest matches in scope: the
     // index streams matches newest first, so the work stays bounded however common the term; then
     // make snippets for the rows kept only.
-    const top = ctx.db.all<{ rowid: number; score: number }>(
+    const top = (await ctx.db.all<{ rowid: number; score: number }>(
       `SELECT search_fts.rowid AS rowid, bm25(search_fts, 5.0, 2.0, 1.0) AS score
          FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
         WHERE search_fts MATCH ?1 AND d.organization_id = ?2 AND (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))${shortFilter}
         ORDER BY search_fts.rowid DESC LIMIT ${RANK_WINDOW}`,
       match, org, readable, ...short,
-    ).sort((a, b) => a.score - b.score).slice(0, input.limit);
+    )).sort((a, b) => a.score - b.score).slice(0, input.limit);
     // One lookup per kept row, by rowid; the snippet is cut here around the first match. FTS5's
     // snippet() walks every phrase instance of the document: about 3 s for a 10,000-character run of
     // one letter searched for "xxx", a minute or more of blocked event loop for one request.
-    return top.map(({ rowid, score }) => {
-      const { body, ...r } = ctx.db.get<Omit<SearchRow, 'score' | 'snippet'> & { body: string }>(
+    return (await mapSeq(top, async ({ rowid, score }) => {
+      const { body, ...r } = (await ctx.db.get<Omit<SearchRow, 'score' | 'snippet'> & { body: string }>(
         `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
-           FROM search_documents d WHERE d.rowid = ?1`, rowid)!;
+           FROM search_documents d WHERE d.rowid = ?1`, rowid))!;
       return { ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, words), score };
-    });
+    }));
   }
   // Only short terms: scan the organization's most recent documents (at most SUBSTRING_SCAN_LIMIT),
   // newest first, and stop at `limit` matches.
-  const rows = ctx.db.all<Omit<SearchRow, 'snippet' | 'score'> & { body: string }>(
+  const rows = await ctx.db.all<Omit<SearchRow, 'snippet' | 'score'> & { body: string }>(
     `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
        FROM (SELECT * FROM search_documents WHERE organization_id = ?1 ORDER BY updated_at DESC LIMIT ${SUBSTRING_SCAN_LIMIT}) d
       WHERE (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?2))${short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 3}) > 0`).join('')}

@@ -29,25 +29,25 @@ function normalizeDue(dueAt: string | null | undefined): string | null | undefin
 }
 
 /** The assignee must be an active account that can see the project. */
-function checkAssignee(ctx: Ctx, userId: string | null | undefined): void {
+async function checkAssignee(ctx: Ctx, userId: string | null | undefined): Promise<void> {
   if (!userId) return;
-  const user = userById(ctx.db, userId);
-  const p = projectById(ctx.db, ctx.scope.projectId!)!;
-  if (!user || user.status !== 'active' || !canSeeProject({ ...ctx.actor, isSystemAdmin: user.is_system_admin === 1 }, membershipsOfUser(ctx.db, userId), p)) {
+  const user = await userById(ctx.db, userId);
+  const p = (await projectById(ctx.db, ctx.scope.projectId!))!;
+  if (!user || user.status !== 'active' || !canSeeProject({ ...ctx.actor, isSystemAdmin: user.is_system_admin === 1 }, await membershipsOfUser(ctx.db, userId), p)) {
     throw validationFailed({ assigneeUserId: 'names no active member who can see this project' });
   }
 }
 
-function indexTask(ctx: Ctx, t: TaskRow): void {
-  indexDocument(ctx.db, {
+async function indexTask(ctx: Ctx, t: TaskRow): Promise<void> {
+  await indexDocument(ctx.db, {
     type: 'task', id: t.id, organizationId: t.organization_id, workspaceId: t.workspace_id, projectId: t.project_id,
     title: t.title, subtitle: `${t.type} · ${t.priority}`, body: t.description, status: t.status, updatedAt: t.updated_at,
   });
 }
 
-function notifyAssignee(ctx: Ctx, task: TaskRow): void {
+async function notifyAssignee(ctx: Ctx, task: TaskRow): Promise<void> {
   if (!task.assignee_user_id || task.assignee_user_id === ctx.actor.userId) return;
-  notify(ctx, {
+  await notify(ctx, {
     category: 'collaboration_tasks', type: 'task.assigned',
     organizationId: task.organization_id, workspaceId: task.workspace_id, projectId: task.project_id,
     subject: `Task assigned to you: ${task.title}`, body: task.description.slice(0, 500) || undefined,
@@ -55,9 +55,9 @@ function notifyAssignee(ctx: Ctx, task: TaskRow): void {
   });
 }
 
-export function createTask(ctx: Ctx, input: Create): TaskRow {
-  checkAssignee(ctx, input.assigneeUserId);
-  const p = projectById(ctx.db, ctx.scope.projectId!)!;
+export async function createTask(ctx: Ctx, input: Create): Promise<TaskRow> {
+  await checkAssignee(ctx, input.assigneeUserId);
+  const p = (await projectById(ctx.db, ctx.scope.projectId!))!;
   const now = ctx.now().toISOString();
   const status = input.status ?? 'todo';
   const task: TaskRow = {
@@ -66,11 +66,11 @@ export function createTask(ctx: Ctx, input: Create): TaskRow {
     status, assignee_user_id: input.assigneeUserId ?? null, due_at: normalizeDue(input.dueAt) ?? null, linked_page: input.linkedPage ?? null,
     created_by: ctx.actor.userId, created_at: now, updated_at: now, completed_at: status === 'done' ? now : null,
   };
-  return ctx.db.tx(() => {
-    insertTask(ctx.db, task);
-    indexTask(ctx, task);
-    record(ctx, { action: 'task.created', targetType: 'task', targetId: task.id, metadata: { title: task.title, status, assigneeUserId: task.assignee_user_id } });
-    notifyAssignee(ctx, task);
+  return await ctx.db.tx(async () => {
+    await insertTask(ctx.db, task);
+    await indexTask(ctx, task);
+    await record(ctx, { action: 'task.created', targetType: 'task', targetId: task.id, metadata: { title: task.title, status, assigneeUserId: task.assignee_user_id } });
+    await notifyAssignee(ctx, task);
     return task;
   });
 }
@@ -80,18 +80,18 @@ const FIELD_COLUMNS = {
   assigneeUserId: 'assignee_user_id', dueAt: 'due_at', linkedPage: 'linked_page',
 } as const satisfies Record<keyof Patch, keyof TaskRow>;
 
-export function changeTask(ctx: Ctx, taskId: string, patch: Patch): TaskRow {
+export async function changeTask(ctx: Ctx, taskId: string, patch: Patch): Promise<TaskRow> {
   const given = (Object.keys(patch) as Array<keyof Patch>).filter((k) => patch[k] !== undefined);
   if (given.length === 0) throw validationFailed({ body: 'name at least one field to change' });
-  return ctx.db.tx(() => {
-    const task = taskInProject(ctx.db, ctx.scope.projectId!, taskId);
+  return await ctx.db.tx(async () => {
+    const task = await taskInProject(ctx.db, ctx.scope.projectId!, taskId);
     if (!task) throw notFound('no such task in this project');
     if (!hasPermission(ctx.permissions, 'task:manage')) {
       if (task.assignee_user_id !== ctx.actor.userId || given.some((k) => k !== 'status')) {
         throw forbidden('permission_denied', 'with task:complete you may change only the status of tasks assigned to you');
       }
     }
-    if (patch.assigneeUserId !== undefined) checkAssignee(ctx, patch.assigneeUserId);
+    if (patch.assigneeUserId !== undefined) await checkAssignee(ctx, patch.assigneeUserId);
     const now = ctx.now().toISOString();
     const next: TaskRow = { ...task, updated_at: now };
     const changes: Record<string, { from: unknown; to: unknown }> = {};
@@ -104,27 +104,27 @@ export function changeTask(ctx: Ctx, taskId: string, patch: Patch): TaskRow {
     }
     if (changes.status) next.completed_at = next.status === 'done' ? now : null;
     if (Object.keys(changes).length === 0) return task;
-    updateTask(ctx.db, next);
-    indexTask(ctx, next);
-    record(ctx, {
+    await updateTask(ctx.db, next);
+    await indexTask(ctx, next);
+    await record(ctx, {
       action: changes.status ? 'task.status_changed' : 'task.updated', targetType: 'task', targetId: task.id,
       metadata: { changes: changes.description ? { ...changes, description: { from: '(text)', to: '(text)' } } : changes },
     });
-    if (changes.assigneeUserId) notifyAssignee(ctx, next);
+    if (changes.assigneeUserId) await notifyAssignee(ctx, next);
     return next;
   });
 }
 
-export function getTask(ctx: Ctx, taskId: string): TaskRow {
-  const task = taskInProject(ctx.db, ctx.scope.projectId!, taskId);
+export async function getTask(ctx: Ctx, taskId: string): Promise<TaskRow> {
+  const task = await taskInProject(ctx.db, ctx.scope.projectId!, taskId);
   if (!task) throw notFound('no such task in this project');
   return task;
 }
 
-export function listTasks(ctx: Ctx, q: { status?: string; assignedTo?: string; limit?: number; page?: number }) {
+export async function listTasks(ctx: Ctx, q: { status?: string; assignedTo?: string; limit?: number; page?: number }) {
   const { page, pageSize, offset } = pageWindow(q.page, q.limit);
   const assignee = q.assignedTo === undefined ? null : q.assignedTo === 'me' ? ctx.actor.userId : q.assignedTo;
-  const { rows, total } = tasksOfProject(ctx.db, ctx.scope.projectId!, {
+  const { rows, total } = await tasksOfProject(ctx.db, ctx.scope.projectId!, {
     status: !q.status || q.status === 'all' ? null : q.status, assignee, limit: pageSize, offset,
   });
   return { rows, pagination: { page, pageSize, total } };

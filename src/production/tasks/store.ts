@@ -8,8 +8,8 @@ export interface TaskRow {
   created_by: string | null; created_at: string; updated_at: string; completed_at: string | null;
 }
 
-export function insertTask(db: Db, t: TaskRow): void {
-  db.run(
+export async function insertTask(db: Db, t: TaskRow): Promise<void> {
+  await db.run(
     `INSERT INTO tasks (id, organization_id, workspace_id, project_id, title, description, type, priority, status, assignee_user_id,
        due_at, linked_page, created_by, created_at, updated_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     t.id, t.organization_id, t.workspace_id, t.project_id, t.title, t.description, t.type, t.priority, t.status, t.assignee_user_id,
@@ -17,8 +17,8 @@ export function insertTask(db: Db, t: TaskRow): void {
   );
 }
 
-export function updateTask(db: Db, t: TaskRow): void {
-  db.run(
+export async function updateTask(db: Db, t: TaskRow): Promise<void> {
+  await db.run(
     `UPDATE tasks SET title = ?, description = ?, type = ?, priority = ?, status = ?, assignee_user_id = ?, due_at = ?, linked_page = ?,
        updated_at = ?, completed_at = ? WHERE id = ? AND project_id = ?`,
     t.title, t.description, t.type, t.priority, t.status, t.assignee_user_id, t.due_at, t.linked_page, t.updated_at, t.completed_at,
@@ -26,16 +26,16 @@ export function updateTask(db: Db, t: TaskRow): void {
   );
 }
 
-export function taskInProject(db: Db, projectId: string, id: string): TaskRow | undefined {
-  return db.get<TaskRow>('SELECT * FROM tasks WHERE project_id = ? AND id = ?', projectId, id);
+export async function taskInProject(db: Db, projectId: string, id: string): Promise<TaskRow | undefined> {
+  return await db.get<TaskRow>('SELECT * FROM tasks WHERE project_id = ? AND id = ?', projectId, id);
 }
 
 export interface TaskFilter { status: string | null; assignee: string | null; limit: number; offset: number }
 
-export function tasksOfProject(db: Db, projectId: string, f: TaskFilter): { rows: TaskRow[]; total: number } {
+export async function tasksOfProject(db: Db, projectId: string, f: TaskFilter): Promise<{ rows: TaskRow[]; total: number }> {
   const where = 'project_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR assignee_user_id = ?3)';
-  const total = db.get<{ n: number }>(`SELECT count(*) AS n FROM tasks WHERE ${where}`, projectId, f.status, f.assignee)!.n;
-  const rows = db.all<TaskRow>(
+  const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM tasks WHERE ${where}`, projectId, f.status, f.assignee))!.n;
+  const rows = await db.all<TaskRow>(
     `SELECT * FROM tasks WHERE ${where} ORDER BY CASE status WHEN 'done' THEN 1 WHEN 'cancelled' THEN 1 ELSE 0 END, due_at IS NULL, due_at, created_at
       LIMIT ?4 OFFSET ?5`, projectId, f.status, f.assignee, f.limit, f.offset);
   return { rows, total };
@@ -44,8 +44,8 @@ export function tasksOfProject(db: Db, projectId: string, f: TaskFilter): { rows
 export interface TaskEventRow { id: string; created_at: string; action: string; actor_user_id: string | null; actor_name: string | null; metadata: string }
 
 /** The task's trail: its audit records, oldest first. */
-export function taskEvents(db: Db, projectId: string, taskId: string): TaskEventRow[] {
-  return db.all<TaskEventRow>(
+export async function taskEvents(db: Db, projectId: string, taskId: string): Promise<TaskEventRow[]> {
+  return await db.all<TaskEventRow>(
     `SELECT id, created_at, action, actor_user_id, actor_name, metadata FROM audit_log
       WHERE project_id = ? AND target_type = 'task' AND target_id = ? ORDER BY seq`, projectId, taskId);
 }

@@ -231,7 +231,7 @@ export async function call(req: CallRequest, prep: Prepared, secret: string | nu
       throw badResponse('the ComfyUI submission answered no prompt_id');
     }
     id = submitted.prompt_id;
-    req.onRef(id);
+    await req.onRef(id);
   }
 
   const deadline = deadlineOf(req.execution.deadline);

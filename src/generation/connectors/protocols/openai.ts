@@ -240,7 +240,7 @@ async function video(req: CallRequest, prep: Prepared, secret: string | null): P
       : await postPrepared(req, prep, secret);
     if (!isObject(created) || typeof created.id !== 'string' || !created.id) throw badResponse('the video creation answered no id');
     id = created.id;
-    req.onRef(id);
+    await req.onRef(id);
     state = videoState(created);
   }
   const deadline = deadlineOf(req.execution.deadline);

@@ -85,7 +85,7 @@ export interface CallRequest {
   /** External handle saved by an earlier attempt (ComfyUI prompt id, video id), or null. */
   resumeRef: string | null;
   /** Called as soon as an external handle is known, so that it survives a crash. */
-  onRef(ref: string): void;
+  onRef(ref: string): void | Promise<void>;
   signal: AbortSignal;
   /** The object store; outputs go to outputs/<jobId>/ through a temporary key, placed when complete. */
   storage: ObjectStore;

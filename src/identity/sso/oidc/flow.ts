@@ -29,7 +29,7 @@ interface Discovery {
   issuer: string;
   authorizationEndpoint: string;
   tokenEndpoint: string;
-  jwks: ReturnType<typeof createRemoteJWKSet>;
+  jwks: Awaited<ReturnType<typeof createRemoteJWKSet>>;
 }
 
 const discoveries = new Map<string, { expires: number; value: Promise<Discovery> }>();
@@ -112,7 +112,7 @@ export async function startOidc(ctx: Ctx, provider: ProviderRow, returnTo: strin
   const state = random();
   const nonce = random();
   const verifier = random();
-  saveFlowState(ctx, {
+  await saveFlowState(ctx, {
     providerId: provider.id, kind: 'oidc', handle: state, ttlMs: FLOW_TTL_MS,
     payload: { providerId: provider.id, nonce, verifier, returnTo, redirectUri, browser: browserHash },
   });
@@ -146,16 +146,16 @@ const errorCode = (e: string) => (/^[A-Za-z0-9_.-]{1,64}$/.test(e) ? e : 'unreco
  * flow cookie (a mismatch leaves that browser's cookie alone).
  */
 export async function completeOidc(ctx: Ctx, req: IncomingMessage, cb: OidcCallback): Promise<string> {
-  if (!cb.state) throw ssoFailure(ctx, null, 400, 'invalid_callback', 'state parameter missing');
-  const flow = takeFlowState(ctx, 'oidc', cb.state);
-  if (!flow) throw ssoFailure(ctx, null, 401, 'invalid_state', 'unknown, used or expired state');
-  const provider = providerById(ctx.db, flow.providerId);
+  if (!cb.state) throw await ssoFailure(ctx, null, 400, 'invalid_callback', 'state parameter missing');
+  const flow = await takeFlowState(ctx, 'oidc', cb.state);
+  if (!flow) throw await ssoFailure(ctx, null, 401, 'invalid_state', 'unknown, used or expired state');
+  const provider = await providerById(ctx.db, flow.providerId);
   if (!activeOfKind(provider, 'oidc')) {
-    throw ssoFailure(ctx, provider ?? null, 401, 'provider_unavailable', 'provider missing, disabled or not OIDC');
+    throw await ssoFailure(ctx, provider ?? null, 401, 'provider_unavailable', 'provider missing, disabled or not OIDC');
   }
   // Login CSRF: the answer must come back to the browser that started the flow (the state is used up either way).
   if (!fromFlowBrowser(req, flow.payload.browser)) {
-    throw ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the callback came from a browser that did not start this sign-in (flow cookie missing or different)');
+    throw await ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the callback came from a browser that did not start this sign-in (flow cookie missing or different)');
   }
   try {
     return await completeBoundFlow(ctx, req, cb, provider, flow.payload);
@@ -169,13 +169,13 @@ async function completeBoundFlow(ctx: Ctx, req: IncomingMessage, cb: OidcCallbac
   const { nonce, verifier, redirectUri } = payload;
   const returnTo = typeof payload.returnTo === 'string' ? payload.returnTo : null;
   if (typeof nonce !== 'string' || typeof verifier !== 'string' || typeof redirectUri !== 'string') {
-    throw ssoFailure(ctx, provider, 401, 'invalid_state', 'flow state incomplete');
+    throw await ssoFailure(ctx, provider, 401, 'invalid_state', 'flow state incomplete');
   }
-  if (cb.error) throw ssoFailure(ctx, provider, 401, 'provider_error', `provider answered error ${errorCode(cb.error)}`);
-  if (!cb.code) throw ssoFailure(ctx, provider, 400, 'invalid_callback', 'code parameter missing');
+  if (cb.error) throw await ssoFailure(ctx, provider, 401, 'provider_error', `provider answered error ${errorCode(cb.error)}`);
+  if (!cb.code) throw await ssoFailure(ctx, provider, 400, 'invalid_callback', 'code parameter missing');
   const cfg = oidcConfigOf(provider);
   // RFC 9207: when the provider names itself in the answer it must be the one the flow went to.
-  if (cb.iss !== null && cb.iss !== cfg.issuer) throw ssoFailure(ctx, provider, 401, 'issuer_mismatch', 'iss parameter differs from the provider');
+  if (cb.iss !== null && cb.iss !== cfg.issuer) throw await ssoFailure(ctx, provider, 401, 'issuer_mismatch', 'iss parameter differs from the provider');
   const secret = readRef(cfg.clientSecretRef);
   let d: Discovery;
   let idToken: string;
@@ -183,11 +183,11 @@ async function completeBoundFlow(ctx: Ctx, req: IncomingMessage, cb: OidcCallbac
     d = await discover(cfg.issuer);
     idToken = await exchangeCode(d, cfg, secret, cb.code, redirectUri, verifier);
   } catch (err) {
-    if (err instanceof ProviderTrouble) throw ssoFailure(ctx, provider, 401, 'token_exchange_failed', err.message);
+    if (err instanceof ProviderTrouble) throw await ssoFailure(ctx, provider, 401, 'token_exchange_failed', err.message);
     throw err;
   }
   const claims = await verifyIdToken(ctx, provider, d, cfg, idToken, nonce);
-  return finishSso(ctx, req, provider, mapClaims(ctx, provider, cfg, claims), returnTo, payload.browser as string);
+  return await finishSso(ctx, req, provider, await mapClaims(ctx, provider, cfg, claims), returnTo, payload.browser as string);
 }
 
 /** POST to the token endpoint (client_secret_basic, PKCE verifier); the ID token of the answer. */
@@ -230,14 +230,14 @@ async function verifyIdToken(ctx: Ctx, provider: ProviderRow, d: Discovery, cfg:
       clockTolerance: CLOCK_TOLERANCE_S, requiredClaims: ['sub', 'iat', 'exp'], currentDate: ctx.now(),
     }));
   } catch (err) {
-    throw ssoFailure(ctx, provider, 401, 'invalid_id_token', joseReason(err));
+    throw await ssoFailure(ctx, provider, 401, 'invalid_id_token', joseReason(err));
   }
   if (typeof payload.nonce !== 'string' || !sameString(payload.nonce, nonce)) {
-    throw ssoFailure(ctx, provider, 401, 'invalid_id_token', 'nonce differs from the flow');
+    throw await ssoFailure(ctx, provider, 401, 'invalid_id_token', 'nonce differs from the flow');
   }
   const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
   if ((audiences.length > 1 || payload.azp !== undefined) && payload.azp !== cfg.clientId) {
-    throw ssoFailure(ctx, provider, 401, 'invalid_id_token', 'azp is not the client id');
+    throw await ssoFailure(ctx, provider, 401, 'invalid_id_token', 'azp is not the client id');
   }
   return payload;
 }
@@ -256,7 +256,7 @@ function joseReason(err: unknown): string {
  * The identity the token vouches for, through the provider's claim mapping; `emailVerified` is the
  * `email_verified` claim (null when absent or not a boolean: finishSso then links no existing account).
  */
-function mapClaims(ctx: Ctx, provider: ProviderRow, cfg: OidcConfig, claims: JWTPayload): { subject: string; email: string | null; name: string | null; emailVerified: boolean | null } {
+async function mapClaims(ctx: Ctx, provider: ProviderRow, cfg: OidcConfig, claims: JWTPayload): Promise<{ subject: string; email: string | null; name: string | null; emailVerified: boolean | null }> {
   const text = (v: unknown, max: number): string | null => {
     if (typeof v === 'number' && Number.isFinite(v)) v = String(v);
     if (typeof v !== 'string') return null;
@@ -265,9 +265,9 @@ function mapClaims(ctx: Ctx, provider: ProviderRow, cfg: OidcConfig, claims: JWT
     return t && t.length <= max && !/[\u0000-\u001f\u007f]/.test(t) ? t : null;
   };
   const subject = text(claims[cfg.claimMapping.subject || 'sub'], 255);
-  if (!subject) throw ssoFailure(ctx, provider, 401, 'invalid_id_token', 'subject claim missing or malformed');
+  if (!subject) throw await ssoFailure(ctx, provider, 401, 'invalid_id_token', 'subject claim missing or malformed');
   // A provider saying the address is unverified is refused outright (no link, and no new account either).
-  if (claims.email_verified === false) throw ssoFailure(ctx, provider, 401, 'email_not_verified', 'provider marks the e-mail address unverified');
+  if (claims.email_verified === false) throw await ssoFailure(ctx, provider, 401, 'email_not_verified', 'provider marks the e-mail address unverified');
   const email = text(claims[cfg.claimMapping.email || 'email'], 254);
   return {
     subject,

@@ -62,7 +62,7 @@ export function spMetadataXml(config: Config, provider: ProviderRow, serviceOrig
  * sets). The certificate variable must be set before anyone is sent away. `serviceOrigin` (the
  * origin of the start request) is the base of the ACS URL without SVC_PUBLIC_URL.
  */
-export function startSaml(ctx: Ctx, provider: ProviderRow, returnTo: string | null, browserHash: string, serviceOrigin?: string | null): string {
+export async function startSaml(ctx: Ctx, provider: ProviderRow, returnTo: string | null, browserHash: string, serviceOrigin?: string | null): Promise<string> {
   const c = samlConfigOf(provider);
   readRef(c.idpCertRef);
   const id = `_${randomBytes(20).toString('hex')}`;
@@ -71,7 +71,7 @@ export function startSaml(ctx: Ctx, provider: ProviderRow, returnTo: string | nu
     id, issueInstant: ctx.now().toISOString().replace(/\.\d{3}Z$/, 'Z'), destination: c.ssoUrl,
     acsUrl: acsUrlOf(ctx.config, provider.id, serviceOrigin), spEntityId: c.spEntityId,
   });
-  saveFlowState(ctx, { providerId: provider.id, kind: 'saml', handle: id, payload: { relayState, returnTo, browser: browserHash }, ttlMs: FLOW_TTL_MS });
+  await saveFlowState(ctx, { providerId: provider.id, kind: 'saml', handle: id, payload: { relayState, returnTo, browser: browserHash }, ttlMs: FLOW_TTL_MS });
   const url = new URL(c.ssoUrl);
   url.searchParams.append('SAMLRequest', deflateRawSync(Buffer.from(xml, 'utf8')).toString('base64'));
   url.searchParams.append('RelayState', relayState);
@@ -104,16 +104,16 @@ function identityOf(c: SamlConfig, nameId: string, nameIdFormat: string | null, 
  * it and clears it). Every refusal is audited (auth.sso.failed) and thrown; once the browser is known to be the flow's, the
  * refusal clears the flow cookie.
  */
-export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: string, form: URLSearchParams): string {
-  const provider = providerById(ctx.db, providerId) ?? null;
+export async function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: string, form: URLSearchParams): Promise<string> {
+  const provider = await providerById(ctx.db, providerId) ?? null;
   if (!activeOfKind(provider, 'saml')) {
-    throw ssoFailure(ctx, provider, 400, 'sso_provider_unknown', 'no active SAML provider has that id');
+    throw await ssoFailure(ctx, provider, 400, 'sso_provider_unknown', 'no active SAML provider has that id');
   }
   const c = samlConfigOf(provider);
   const certificate = readRef(c.idpCertRef);
   const field = form.getAll('SAMLResponse');
   const relay = form.getAll('RelayState');
-  if (field.length !== 1 || relay.length > 1) throw ssoFailure(ctx, provider, 400, 'saml_response_invalid', 'exactly one SAMLResponse is required');
+  if (field.length !== 1 || relay.length > 1) throw await ssoFailure(ctx, provider, 400, 'saml_response_invalid', 'exactly one SAMLResponse is required');
   let facts;
   try {
     facts = verifySamlResponse(decodeSamlResponse(field[0]), {
@@ -121,23 +121,23 @@ export function consumeSamlResponse(ctx: Ctx, req: IncomingMessage, providerId: 
     });
   } catch (err) {
     if (!(err instanceof SamlRejected)) throw err;
-    throw ssoFailure(ctx, provider, err.status, err.status === 400 ? 'saml_response_invalid' : 'saml_response_rejected', err.reason);
+    throw await ssoFailure(ctx, provider, err.status, err.status === 400 ? 'saml_response_invalid' : 'saml_response_rejected', err.reason);
   }
-  const state = takeFlowState(ctx, 'saml', facts.inResponseTo);
+  const state = await takeFlowState(ctx, 'saml', facts.inResponseTo);
   if (!state || state.providerId !== provider.id) {
-    throw ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'InResponseTo matches no pending, unused request of this provider');
+    throw await ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'InResponseTo matches no pending, unused request of this provider');
   }
   // Login CSRF: the response must be posted by the browser that started the flow (the request is used up either way).
   if (!fromFlowBrowser(req, state.payload.browser)) {
-    throw ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the response was posted by a browser that did not start this sign-in (flow cookie missing or different)');
+    throw await ssoFailure(ctx, provider, 401, 'sso_browser_mismatch', 'the response was posted by a browser that did not start this sign-in (flow cookie missing or different)');
   }
   try {
     const expected = state.payload.relayState;
     if (typeof expected !== 'string' || relay.length !== 1 || !sameString(relay[0], expected)) {
-      throw ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'the relay state did not come back unchanged');
+      throw await ssoFailure(ctx, provider, 401, 'saml_response_rejected', 'the relay state did not come back unchanged');
     }
     const returnTo = typeof state.payload.returnTo === 'string' ? state.payload.returnTo : null;
-    return finishSso(ctx, req, provider, identityOf(c, facts.nameId, facts.nameIdFormat, facts.attributes), returnTo, state.payload.browser as string);
+    return await finishSso(ctx, req, provider, identityOf(c, facts.nameId, facts.nameIdFormat, facts.attributes), returnTo, state.payload.browser as string);
   } catch (err) {
     throw clearingFlowCookie(err, clearFlowCookie(req, ctx.config, 'saml'));
   }

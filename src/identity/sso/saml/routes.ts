@@ -11,8 +11,8 @@ export function bindSamlRoutes(router: Router): void {
   r.get('/api/auth/sso/saml/:providerId/metadata', {
     summary: 'SAML 2.0 service-provider metadata of a SAML provider (application/samlmetadata+xml): SP entity id and the HTTP-POST assertion consumer URL to register at the IdP. Unknown, disabled or non-SAML provider: 404.',
     tags, auth: 'none', response: { type: 'application/samlmetadata+xml', description: 'the SP metadata (an EntityDescriptor)' },
-  }, ({ ctx, req, params }) => {
-    const p = providerById(ctx.db, params.providerId);
+  }, async ({ ctx, req, params }) => {
+    const p = await providerById(ctx.db, params.providerId);
     if (!activeOfKind(p, 'saml')) throw notFound('no active SAML provider has that id');
     return { status: 200, raw: spMetadataXml(ctx.config, p, requestOrigin(req, ctx.config)), headers: { 'content-type': 'application/samlmetadata+xml; charset=utf-8' } };
   });
@@ -24,6 +24,6 @@ export function bindSamlRoutes(router: Router): void {
     tags, auth: 'none', response: { status: 302, description: 'redirect to the front end with a one-time ticket in the fragment' },
   }, async ({ ctx, req, params }) => {
     const form = await readForm(req, ctx.config.maxBodyBytes);
-    return { status: 302, headers: { location: consumeSamlResponse(ctx, req, params.providerId, form), 'cache-control': 'no-store' } };
+    return { status: 302, headers: { location: await consumeSamlResponse(ctx, req, params.providerId, form), 'cache-control': 'no-store' } };
   });
 }

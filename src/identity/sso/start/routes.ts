@@ -51,26 +51,26 @@ export function bindSsoRoutes(router: Router): void {
   const show = (ctx: Ctx, req: IncomingMessage) => (p: ProviderRow) => presentProvider(p, serviceBase(req, ctx.config), ctx.config);
 
   r.get('/api/system/identity/providers', { ...sys, summary: `Identity providers (filter organizationId, kind, status), paged: items ${SHAPE}.`, query: ProviderListQuery, response: { description: 'a page of identity providers', schema: o.page(IdentityProviderView) } },
-    ({ ctx, req, query, searchParams }) => {
-      const counts = identityCounts(ctx.db);
+    async ({ ctx, req, query, searchParams }) => {
+      const counts = await identityCounts(ctx.db);
       const b = serviceBase(req, ctx.config);
-      return json(200, pageOf(searchParams, listProvidersOf(ctx, query), (p) => presentProvider(p, b, ctx.config, counts.get(p.id) ?? 0)));
+      return json(200, pageOf(searchParams, await listProvidersOf(ctx, query), (p) => presentProvider(p, b, ctx.config, counts.get(p.id) ?? 0)));
     });
 
   r.post('/api/system/identity/providers', {
     ...sys, body: ProviderCreateBody, response: { status: 201, description: 'the identity provider', schema: IdentityProviderView },
     summary: 'Create an OIDC provider (config { issuer, clientId, clientSecretRef, scopes?, claimMapping? }) or a SAML 2.0 provider (config { idpEntityId, ssoUrl, idpCertRef, spEntityId, attributeMapping? }) '
       + 'bound to an organization (and optionally a workspace with a workspace defaultRole). clientSecretRef and idpCertRef NAME environment variables; no secret or certificate is stored. Audited as identity_provider.created.',
-  }, ({ ctx, req, body }) => json(201, show(ctx, req)(createProvider(ctx, body))));
+  }, async ({ ctx, req, body }) => json(201, show(ctx, req)(await createProvider(ctx, body))));
 
   r.get('/api/system/identity/providers/:providerId', { ...sys, summary: `One identity provider: ${SHAPE}.`, response: { description: 'the identity provider', schema: IdentityProviderView } },
-    ({ ctx, req, params }) => json(200, presentProvider(providerOrFail(ctx, params.providerId), serviceBase(req, ctx.config), ctx.config,
-      identityCounts(ctx.db).get(params.providerId) ?? 0)));
+    async ({ ctx, req, params }) => json(200, presentProvider(await providerOrFail(ctx, params.providerId), serviceBase(req, ctx.config), ctx.config,
+      (await identityCounts(ctx.db)).get(params.providerId) ?? 0)));
 
   r.patch('/api/system/identity/providers/:providerId', {
     ...sys, body: ProviderPatchBody, response: { description: 'the changed identity provider', schema: IdentityProviderView },
     summary: 'Rename, rebind the workspace and default role (for members created from now on), set status active or disabled, or change config fields (merged and checked as a whole; clears the last probe). Kind and organization are fixed. Audited as identity_provider.updated.',
-  }, ({ ctx, req, params, body }) => json(200, show(ctx, req)(updateProviderFields(ctx, params.providerId, body))));
+  }, async ({ ctx, req, params, body }) => json(200, show(ctx, req)(await updateProviderFields(ctx, params.providerId, body))));
 
   r.post('/api/system/identity/providers/:providerId/probe', {
     ...sys, response: { description: 'the probe result and the provider', schema: ProbeAnswerView },
@@ -83,7 +83,7 @@ export function bindSsoRoutes(router: Router): void {
 
   const pub = { tags: ['auth', 'sso'], auth: 'none' as const };
   r.get('/api/auth/sso/providers', { ...pub, summary: 'The active sign-in providers, paged: items { id, name, kind }.', response: { description: 'a page of sign-in providers', schema: o.page(SignInProviderView) } },
-    ({ ctx, searchParams }) => json(200, pageOf(searchParams, listProviders(ctx.db, { status: 'active' }), presentPublicProvider)));
+    async ({ ctx, searchParams }) => json(200, pageOf(searchParams, await listProviders(ctx.db, { status: 'active' }), presentPublicProvider)));
 
   r.get('/api/auth/sso/start', {
     ...pub, query: StartQuery, response: { status: 302, description: 'redirect to the provider' },
@@ -91,15 +91,15 @@ export function bindSsoRoutes(router: Router): void {
       + '(HttpOnly, Path=/api/auth/sso, 10 minutes) that the callback or assertion consumer requires. returnTo: only a relative path of the front end (422 otherwise); it comes back at redeem. '
       + `At most ${SSO_STARTS_PER_MINUTE} starts per client address per minute (429 rate_limited with Retry-After).`,
   }, async ({ ctx, req, query }) => {
-    reserveAttempt(ctx.db, [{ limit: SSO_STARTS, key: addressKey(ctx) }], ctx.now().getTime()).fail(); // every start counts
-    const provider = providerById(ctx.db, query.providerId);
+    (await reserveAttempt(ctx.db, [{ limit: SSO_STARTS, key: addressKey(ctx) }], ctx.now().getTime())).fail(); // every start counts
+    const provider = await providerById(ctx.db, query.providerId);
     if (!provider || provider.status !== 'active') throw notFound('no such sign-in provider');
     const returnTo = safeReturnTo(query.returnTo);
     const origin = serviceBase(req, ctx.config);
     const cookie = newFlowCookie(req, ctx.config, provider.kind);
     const location = provider.kind === 'oidc'
       ? await startOidc(ctx, provider, returnTo, cookie.hash, origin)
-      : startSaml(ctx, provider, returnTo, cookie.hash, origin);
+      : await startSaml(ctx, provider, returnTo, cookie.hash, origin);
     return { status: 302, headers: { location, 'referrer-policy': 'no-referrer', 'set-cookie': cookie.setCookie } };
   });
 
@@ -124,10 +124,10 @@ export function bindSsoRoutes(router: Router): void {
       + 'The request must carry the flow cookie svc_sso_flow of the browser that started the sign-in (the front end must be same-site with the service); missing or different: 401 sso_browser_mismatch, audited, '
       + 'and the ticket is used up. The answer clears the flow cookie. Failed redemptions (invalid_ticket, sso_browser_mismatch) count against the client address\'s failed-attempt limit '
       + '(SVC_LOGIN_MAX_FAILURES_PER_ADDRESS within SVC_LOGIN_WINDOW_SECONDS, shared with logins): over it, 429 rate_limited with Retry-After and the ticket is not looked at.',
-  }, ({ ctx, req, body }) => {
+  }, async ({ ctx, req, body }) => {
     const browser = fromBrowser(req, ctx.config);
     if (body.kind === 'browser' && !browser) throw validationFailed({ kind: 'browser sessions are only given to the front end or the service\'s own page (Origin)' });
-    const { result, returnTo, clearCookie } = redeemTicket(ctx, req, body.ticket, body.kind ?? (browser ? 'browser' : 'bearer'));
+    const { result, returnTo, clearCookie } = await redeemTicket(ctx, req, body.ticket, body.kind ?? (browser ? 'browser' : 'bearer'));
     const reply = signInReply(200, result);
     const headers = { ...reply.headers };
     if (clearCookie) headers['set-cookie'] = [...[headers['set-cookie'] ?? []].flat(), clearCookie];
