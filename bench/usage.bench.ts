@@ -162,7 +162,7 @@ async function aggregationMs(c: Case): Promise<{ grouped: number; loose: number 
   const columns = Object.keys(FACET_INDEXES) as FacetColumn[];
   return {
     grouped: await median5(async () => await usageCombos(db, w)),
-    loose: onlyWindow ? await median5(async () => (await mapSeq(columns, async (col) => await windowSums(db, org.id, col, from, to, 2000)))) : null,
+    loose: onlyWindow ? await median5(async () => await mapSeq(columns, async (col) => await windowSums(db, org.id, col, from, to, 2000))) : null,
   };
 }
 

@@ -89,7 +89,7 @@ async function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus,
     }
   };
   let previous: string | null = null;
-  (await forEachSeq(TEMPLATE.steps, async (step, i) => {
+  await forEachSeq(TEMPLATE.steps, async (step, i) => {
     const jobId = newId('job');
     const js = jobStatus(i);
     const t = (minutes: number) => iso(createdMs + (i * 3 + minutes) * 60_000);
@@ -117,7 +117,7 @@ async function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus,
       blockers: JSON.stringify(i > 0 && step.dependsOnPrevious ? [{ code: 'waits_for_step', message: `waits for step "${TEMPLATE.steps[i - 1].key}"` }] : []),
     });
     previous = jobId;
-  }));
+  });
   return runId;
 }
 

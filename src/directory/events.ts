@@ -76,12 +76,12 @@ export function createEventBus<C extends EventContext>(): EventBus<C> {
       if (subs.length === 0) return;
       const at = ctx.now().toISOString();
       const json = JSON.stringify(payload);
-      const ids = (await mapSeq(subs, async (s) => {
+      const ids = await mapSeq(subs, async (s) => {
         const id = newId('evt');
         await ctx.db.run('INSERT INTO event_outbox (id, event, subscriber, payload, created_at, attempts) VALUES (?, ?, ?, ?, ?, 0)',
           id, event, s.subscriber, json, at);
         return id;
-      }));
+      });
       await ctx.afterCommit(async () => { for (const id of ids) await dispatch(ctx, id); });
     },
     async dispatchPending(ctx) {

@@ -44,7 +44,7 @@ export async function identityOverview(ctx: Ctx, req: IncomingMessage): Promise<
   return {
     policy: await identityPolicy(ctx),
     providers: { password: { enabled: true }, oidc: show('oidc'), saml: show('saml') },
-    directories: (await mapSeq(directories, async (d) => presentDirectory(d, await directoryUserCounts(db, d.id), origin))),
+    directories: await mapSeq(directories, async (d) => presentDirectory(d, await directoryUserCounts(db, d.id), origin)),
     counts: {
       users: users.total, activeUsers: users.active, suspendedUsers: users.suspended, systemAdministrators: users.admins,
       usersWithMfa: users.mfa, usersWithPassword: users.password, activeSessions: sessions,

@@ -86,7 +86,7 @@ export async function productionGraph(ctx: Ctx): Promise<{ projectId: string; no
 async function continuityEdges(ctx: Ctx, projectId: string, shots: ShotRow[]): Promise<GraphEdge[]> {
   const edges: GraphEdge[] = [];
   const chosen = new Map((await mapSeq(shots, async (s) => [s.id, await chosenVideoOfShot(ctx.db, projectId, s.id)])));
-  (await forEachSeq(shots, async (s, i) => {
+  await forEachSeq(shots, async (s, i) => {
     const next = shots[i + 1];
     const from = chosen.get(s.id);
     const to = next && next.episode_id === s.episode_id ? chosen.get(next.id) : undefined;
@@ -98,6 +98,6 @@ async function continuityEdges(ctx: Ctx, projectId: string, shots: ShotRow[]): P
       from: s.id, to: next.id, kind: 'continuity',
       continuity: { fromArtifactId: from.id, toArtifactId: to.id, score: measured.score, metrics: measured.metrics, stored: row !== undefined },
     });
-  }));
+  });
   return edges;
 }

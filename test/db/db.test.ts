@@ -136,11 +136,11 @@ test('migrate applies schema.sql once and records the version', async (t) => {
 async function shape(db: Awaited<ReturnType<typeof openDb>>) {
   const objects = await db.all<{ type: string; name: string; tbl_name: string }>(
     "SELECT type, name, tbl_name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name");
-  return (await mapSeq(objects, async (o) => ({
+  return await mapSeq(objects, async (o) => ({
     ...o,
     columns: o.type === 'table' ? (await db.all<{ name: string; type: string; notnull: number; dflt_value: unknown; pk: number }>(`PRAGMA table_info(${o.name})`))
       .map((c) => `${c.name} ${c.type} ${c.notnull} ${String(c.dflt_value)} ${c.pk}`) : [],
-  })));
+  }));
 }
 
 test('a version 1 database (the first release) migrates to exactly the current schema, keeping its rows', async (t) => {

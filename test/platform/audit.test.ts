@@ -163,7 +163,7 @@ test('from and to are inclusive UTC days', async (t) => {
   const owner = await member(s, 'org_owner');
   const org = owner.tree.organizationId;
   const at = ['2024-03-09T23:59:59.999Z', '2024-03-10T00:00:00.000Z', '2024-03-10T12:00:00.000Z', '2024-03-10T23:59:59.999Z', '2024-03-11T00:00:00.000Z'];
-  const seeded = (await mapSeq(at, async (when) => await seed(s, { organizationId: org, action: 'test.dated', targetId: when, at: when })));
+  const seeded = await mapSeq(at, async (when) => await seed(s, { organizationId: org, action: 'test.dated', targetId: when, at: when }));
   const got = async (qs: string) => {
     const r = await s.call('GET', `/api/audit?action=test.dated${qs}`, { token: owner.token });
     assert.equal(r.status, 200, r.text);

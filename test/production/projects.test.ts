@@ -26,7 +26,7 @@ test('a new project has one series, one season, a pilot episode and a starter sh
   assert.equal(r.body.status, 'draft');
   assert.equal(r.body.templateId, 'tpl-thriller');
   const count = async (table: string) => (await s.db.get<{ n: number }>(`SELECT count(*) AS n FROM ${table} WHERE project_id = ?`, r.body.id))!.n;
-  assert.deepEqual((await mapSeq(['series', 'seasons', 'episodes', 'shots'], count)), [1, 1, 1, 1]);
+  assert.deepEqual(await mapSeq(['series', 'seasons', 'episodes', 'shots'], count), [1, 1, 1, 1]);
   const shot = (await s.db.get<any>('SELECT s.*, e.title AS episode_title, e.season_id FROM shots s JOIN episodes e ON e.id = s.episode_id WHERE s.project_id = ?', r.body.id))!;
   assert.equal(shot.episode_title, 'Pilot');
   assert.equal(shot.organization_id, producer.tree.organizationId);

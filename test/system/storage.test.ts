@@ -470,7 +470,7 @@ test('svc storage preview and reclaim --json act on the same files as the API, a
 
 test('files under outputs/<jobId>/ and frames/<jobId>/ of a queued, running or blocked job are kept; a failed job\'s are candidates', async (t) => {
   const { s, adminToken, tree } = await world(t);
-  const jobs = Object.fromEntries((await mapSeq(['queued', 'running', 'blocked', 'failed'], async (status) => [status, await addJob(s, tree, status)])));
+  const jobs = Object.fromEntries(await mapSeq(['queued', 'running', 'blocked', 'failed'], async (status) => [status, await addJob(s, tree, status)]));
   for (const id of Object.values(jobs)) {
     put(s, `outputs/${id}/video-1.mp4`, 40);
     put(s, `frames/${id}/video-1-first.png`, 40);

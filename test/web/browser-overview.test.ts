@@ -23,7 +23,7 @@ test('the overview: scope switcher, catalog with a generated shot\'s real first 
   const browser: Browser = await launchBrowser(t);
   const w = await mediaWorld(t, { shots: 2 });
   const title = async (id: string) => (await w.s.db.get<{ title: string }>('SELECT title FROM shots WHERE id = ?', id))!.title;
-  const [shot1, shot2] = (await mapSeq(w.shotIds, title));
+  const [shot1, shot2] = await mapSeq(w.shotIds, title);
   const video = await shotVideo(w, w.shotIds[0], 'a red lantern in the rain', { seconds: 1, size: '320x180' });
   const second = await makeProject(w.s, w.tree.workspaceId, 'Second project');
   for (const subject of ['Cut approved', 'Budget at 80 %']) {

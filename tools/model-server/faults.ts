@@ -178,7 +178,7 @@ export function controlRoutes(control: FaultControl): Route[] {
       method: 'POST',
       pattern: '/control',
       handler: async ({ req }) => {
-        control.set((await readJson(req)));
+        control.set(await readJson(req));
         return view();
       },
     },

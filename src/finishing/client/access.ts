@@ -100,14 +100,14 @@ export async function clientManifest(ctx: Ctx, access: ClientAccess, token: stri
   const exp = await exportOfLink(ctx, access);
   return {
     title: d.title, version: d.version, project: project.name, approvedAt: d.approved_at, expiresAt: link.expires_at,
-    files: (await mapSeq(await deliveryItems(ctx.db, d.id), async (item) => {
+    files: await mapSeq(await deliveryItems(ctx.db, d.id), async (item) => {
       const a = await artifactInProject(ctx.db, d.project_id, item.artifact_id);
       return {
         position: item.position, name: await fileNameOf(ctx, item, a), kind: a?.kind ?? null, mimeType: a?.mime_type ?? null,
         size: a?.file_size ?? null, sha256: item.artifact_sha256, durationMs: a?.duration_ms ?? null, downloadPath: downloadPath(item.position),
         href: withToken(downloadPath(item.position), token),
       };
-    })),
+    }),
     export: exp ? await clientExport(ctx, exp, token) : null,
   };
 }

@@ -30,27 +30,27 @@ export async function gatherItems(db: Db, projectId: string, input: { episodeIds
   if (input.episodeIds && input.artifactIds) throw validationFailed({ artifactIds: 'give episodeIds or artifactIds, not both' });
   if (input.artifactIds) {
     duplicates('artifactIds', input.artifactIds, errors);
-    const rows = (await mapSeq(input.artifactIds, async (id, i) => {
+    const rows = await mapSeq(input.artifactIds, async (id, i) => {
       const a = await artifactInProject(db, projectId, id);
       if (!a) errors[`artifactIds[${i}]`] ??= 'names no media artifact of this project';
       else if (a.kind === 'other') errors[`artifactIds[${i}]`] ??= 'must be a video, audio or image artifact';
       return a;
-    }));
+    });
     if (Object.keys(errors).length) throw validationFailed(errors);
     return rows.map((a) => itemOf(a!));
   }
   if (input.episodeIds) {
     duplicates('episodeIds', input.episodeIds, errors);
-    const cuts = (await mapSeq(input.episodeIds, async (id, i) => {
+    const cuts = await mapSeq(input.episodeIds, async (id, i) => {
       if (!await episodeById(db, projectId, id)) { errors[`episodeIds[${i}]`] ??= 'names no episode of this project'; return undefined; }
       const cut = await newestCutOfEpisode(db, projectId, id);
       if (!cut) errors[`episodeIds[${i}]`] ??= 'the episode has no cut yet (compose one first)';
       return cut;
-    }));
+    });
     if (Object.keys(errors).length) throw validationFailed(errors);
     return cuts.map((a) => itemOf(a!));
   }
-  const cuts = (await mapSeq((await episodesOfProject(db, projectId)), async (e) => await newestCutOfEpisode(db, projectId, e.id))).filter((a) => a !== undefined);
+  const cuts = (await mapSeq(await episodesOfProject(db, projectId), async (e) => await newestCutOfEpisode(db, projectId, e.id))).filter((a) => a !== undefined);
   if (cuts.length === 0) throw conflict('nothing_to_deliver', 'no episode of the project has a cut yet; compose one or name artifactIds');
   return cuts.map(itemOf);
 }
@@ -77,7 +77,7 @@ export interface ItemState {
 
 /** Each item's verdicts and gaps, from the database (the files on disk: `changedOnDisk`). */
 export async function itemStates(db: Db, projectId: string, items: readonly DeliveryItemRow[]): Promise<ItemState[]> {
-  return (await mapSeq(items, async (item) => {
+  return await mapSeq(items, async (item) => {
     const at = { artifactId: item.artifact_id, position: item.position };
     const artifact = await artifactInProject(db, projectId, item.artifact_id);
     const qa = await qaVerdictOf(db, projectId, item.artifact_id, item.artifact_sha256);
@@ -89,7 +89,7 @@ export async function itemStates(db: Db, projectId: string, items: readonly Deli
     if (!review) gaps.push({ ...at, gap: 'review_missing' });
     else if (!review.approved) gaps.push({ ...at, gap: 'review_not_approved', reviewId: review.reviewId, reviewStatus: review.status });
     return { item, artifact, qa, review, gaps };
-  }));
+  });
 }
 
 const DISK_REASONS: Record<Exclude<StoredState, 'ok'>, string> = {

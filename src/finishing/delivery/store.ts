@@ -56,11 +56,11 @@ export const itemCounts = async (db: Db, deliveryIds: readonly string[]): Promis
 /** Replaces the items of a delivery (its new version's set), in order from position 1. */
 export async function replaceItems(db: Db, deliveryId: string, items: ReadonlyArray<Omit<DeliveryItemRow, 'delivery_id' | 'position'>>): Promise<void> {
   await db.run('DELETE FROM delivery_items WHERE delivery_id = ?', deliveryId);
-  (await forEachSeq(items, async (it, i) => await db.run(
+  await forEachSeq(items, async (it, i) => await db.run(
     `INSERT INTO delivery_items (delivery_id, position, artifact_id, artifact_sha256, episode_id, shot_id, qa_run_id, review_id)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     deliveryId, i + 1, it.artifact_id, it.artifact_sha256, it.episode_id, it.shot_id, it.qa_run_id, it.review_id,
-  )));
+  ));
 }
 
 /** At approval: the QA run and review each item was approved on. */

@@ -113,11 +113,11 @@ async function cuesOf(db: Db, projectId: string, t: Timeline): Promise<Cue[]> {
     const had = chosen.get(c.shotId);
     if (!had || (!had.video && c.video)) chosen.set(c.shotId, c);
   }
-  return (await flatMapSeq([...chosen.values()].sort((a, b) => a.recordIn - b.recordIn), async (c) => {
+  return await flatMapSeq([...chosen.values()].sort((a, b) => a.recordIn - b.recordIn), async (c) => {
     const shot = await shotById(db, projectId, c.shotId!);
     const lines = shot ? (await dialogueOfShot(db, projectId, shot)).map((l) => l.text) : [];
     return spreadLines(lines, framesToMs(c.recordIn, t.rate), framesToMs(c.recordIn + c.frames, t.rate));
-  }));
+  });
 }
 
 export interface PackageMeta { exportId: string; createdAt: string; createdBy: string | null; delivery: Record<string, unknown>; project: Record<string, unknown> }
@@ -128,7 +128,7 @@ export const PACKAGE_FOLDERS = ['media', 'frames', 'timeline', 'subtitles'] as c
 /** Writes the whole package under `to.prefix` (where nothing is yet). Throws without cleaning up: the caller removes the prefix. */
 export async function writePackage(db: Db, to: PackageTarget, projectId: string, plan: ExportPlan, meta: PackageMeta): Promise<PackageFacts> {
   const files: PackageFile[] = [];
-  for (const m of plan.media) files.push(...(await copyMedia(to, m)));
+  for (const m of plan.media) files.push(...await copyMedia(to, m));
   files.push({ path: 'shotlist.csv', role: 'shotlist', ...(await writeText(to, 'shotlist.csv', await shotlistOf(db, projectId, plan))), artifactId: null, artifactSha256: null });
   const timelines = [];
   for (const t of plan.timelines) {

@@ -42,7 +42,7 @@ function extensionOf(a: ArtifactRow): string {
 /** The delivered artifacts, in item order, with their package names; 409 when an item's artifact is gone or changed. */
 export async function packedMedia(db: Db, projectId: string, items: DeliveryItemRow[]): Promise<PackedMedia[]> {
   const width = Math.max(2, String(items.length).length);
-  return (await mapSeq(items, async (item, i) => {
+  return await mapSeq(items, async (item, i) => {
     const artifact = await artifactInProject(db, projectId, item.artifact_id);
     if (!artifact) throw conflict('export_source_missing', `item ${item.position}: artifact ${item.artifact_id} no longer exists`, { position: item.position, artifactId: item.artifact_id });
     if (artifact.content_sha256 !== item.artifact_sha256) {
@@ -56,7 +56,7 @@ export async function packedMedia(db: Db, projectId: string, items: DeliveryItem
     const what = composition ? 'cut' : artifact.kind;
     const stem = [pad(i + 1, width), episodeLabel(episode), composition ? null : shotLabel(shot), what].filter(Boolean).join('-');
     return { item, artifact, path: `media/${stem}${extensionOf(artifact)}`, stem, episode, shot, composition };
-  }));
+  });
 }
 
 const mediaOf = (m: PackedMedia, frames: number): TimelineMedia =>
@@ -71,7 +71,7 @@ async function cutTimeline(db: Db, m: PackedMedia, c: CompositionRow): Promise<O
   const total = inputs.reduce((n, i) => n + i.frames, 0);
   const media = mediaOf(m, m.artifact.frame_count ?? total);
   let at = 0;
-  const clips = (await mapSeq(inputs, async (input): Promise<TimelineClip> => {
+  const clips = await mapSeq(inputs, async (input): Promise<TimelineClip> => {
     const clip: TimelineClip = {
       name: clipName(await shotById(db, m.artifact.project_id, input.shotId), `shot ${input.position}`), media,
       sourceIn: at, recordIn: at, frames: input.frames, video: true, audio: m.artifact.has_audio === 1, shotId: input.shotId,
@@ -80,7 +80,7 @@ async function cutTimeline(db: Db, m: PackedMedia, c: CompositionRow): Promise<O
     };
     at += input.frames;
     return clip;
-  }));
+  });
   return { title: [episodeLabel(m.episode), m.episode?.title, '(cut)'].filter(Boolean).join(' '), episodeId: c.episode_id, rate, clips };
 }
 

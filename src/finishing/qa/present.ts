@@ -61,13 +61,13 @@ export const QaRunView = o.named('QaRun', o.extend(QaRunSummaryView, {
 /** A run with the spec it measured against and every artifact's checks (and, right after a run, the gates it decided). */
 export async function presentRun(db: Db, r: QaRunRow, gates?: GateDecided[]): Promise<o.Out<typeof QaRunView>> {
   const byArtifact = Map.groupBy(await checksOfRun(db, r.id), (c) => `${c.artifact_id}\0${c.artifact_sha256}`);
-  const artifacts = (await mapSeq([...byArtifact.values()], async (checks) => {
+  const artifacts = await mapSeq([...byArtifact.values()], async (checks) => {
     const a = await artifactInProject(db, r.project_id, checks[0].artifact_id);
     return {
       artifactId: checks[0].artifact_id, sha256: checks[0].artifact_sha256, kind: a?.kind ?? null, source: a?.source ?? null,
       shotId: a?.shot_id ?? null, episodeId: a?.episode_id ?? null, result: worstOf(checks),
       failing: checks.filter((c) => c.blocking === 1 && c.result === 'fail').map((c) => c.check_key as CheckKey), checks: checks.map(presentCheck),
     };
-  }));
+  });
   return { ...presentRunSummary(r), spec: parsed(r.spec), artifacts, ...(gates ? { gatesDecided: gates } : {}) };
 }

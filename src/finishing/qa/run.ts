@@ -99,7 +99,7 @@ async function artifactsOfShot(ctx: Ctx, projectId: string, shotId: string): Pro
 
 async function artifactsOfEpisode(ctx: Ctx, projectId: string, episodeId: string): Promise<ArtifactRow[]> {
   const cut = await newestCutOfEpisode(ctx.db, projectId, episodeId);
-  return [...(await flatMapSeq((await shotsOfProject(ctx.db, projectId, episodeId)), async (s) => await artifactsOfShot(ctx, projectId, s.id))), ...(cut ? [cut] : [])];
+  return [...await flatMapSeq(await shotsOfProject(ctx.db, projectId, episodeId), async (s) => await artifactsOfShot(ctx, projectId, s.id)), ...(cut ? [cut] : [])];
 }
 
 /** The target and its artifacts, or 422 naming the field (nothing is measured before this passes). */
@@ -121,15 +121,15 @@ export async function pickArtifacts(ctx: Ctx, body: Infer<typeof QaRunBody>): Pr
   } else if (body.project !== undefined) {
     if (body.project !== true) throw validationFailed({ project: 'must be true' });
     target = { target_kind: 'project', target_id: projectId };
-    artifacts = (await flatMapSeq((await episodesOfProject(ctx.db, projectId)), async (e) => await artifactsOfEpisode(ctx, projectId, e.id)));
+    artifacts = await flatMapSeq(await episodesOfProject(ctx.db, projectId), async (e) => await artifactsOfEpisode(ctx, projectId, e.id));
   } else {
     const problems: Record<string, string> = {};
     artifacts = [];
-    (await forEachSeq(body.artifactIds!, async (id, i) => {
+    await forEachSeq(body.artifactIds!, async (id, i) => {
       const a = await artifactInProject(ctx.db, projectId, id);
       if (!a) problems[`artifactIds[${i}]`] = 'names no media artifact of the current project';
       else artifacts.push(a);
-    }));
+    });
     if (Object.keys(problems).length) throw validationFailed(problems);
     target = { target_kind: 'artifacts', target_id: null };
   }
@@ -195,7 +195,7 @@ export async function runQa(ctx: Ctx, body: Infer<typeof QaRunBody>, signal?: Ab
     };
     await insertRun(ctx.db, run);
     let position = 0;
-    (await forEachSeq(artifacts, async (a, i) => {
+    await forEachSeq(artifacts, async (a, i) => {
       for (const c of drafts[i]) {
         await insertCheck(ctx.db, {
           run_id: runId, position: ++position, artifact_id: a.id, artifact_sha256: a.content_sha256, check_key: c.key, blocking: c.blocking ? 1 : 0,
@@ -203,7 +203,7 @@ export async function runQa(ctx: Ctx, body: Infer<typeof QaRunBody>, signal?: Ab
           message: c.message, time_code_ms: c.timeCodeMs,
         });
       }
-    }));
+    });
     const gates = await decideGatesAfterQa(ctx, projectId, runId, new Set(artifacts.map((a) => a.id)), failed);
     await shotsAfterQa(ctx, runId, artifacts, failed);
     await record(ctx, {

@@ -49,14 +49,14 @@ export async function claimForRun(db: Db, jobId: string, runner: string, now: st
  */
 export async function reclaimExpired(db: Db, cutoff: string, now: string): Promise<JobRow[]> {
   const expired = await db.all<JobRow>("SELECT * FROM generation_jobs WHERE status = 'running' AND leased_at < ?", cutoff);
-  return (await flatMapSeq(expired, async (job) => {
+  return await flatMapSeq(expired, async (job) => {
     const after = await db.get<{ status: JobRow['status']; error: string }>(
       `UPDATE generation_jobs SET status = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END,
          error = 'lease expired: the runner stopped renewing it (crash or hang)', leased_by = NULL, leased_at = NULL, run_after = NULL,
          finished_at = CASE WHEN attempt < max_attempts THEN NULL ELSE ?2 END, updated_at = ?2
        WHERE id = ?1 AND status = 'running' AND leased_at = ?3 RETURNING status, error`, job.id, now, job.leased_at);
     return after ? [{ ...job, status: after.status, error: after.error }] : [];
-  }));
+  });
 }
 
 /** At shutdown: this runner's jobs (or just `jobId`) go back to the queue, their unfinished attempt forgotten. */

@@ -90,12 +90,12 @@ async function checkChosen(
     return undefined;
   }
   const seen = new Set<string>();
-  (await forEachSeq(ids, async (id: string, n) => {
+  await forEachSeq(ids, async (id: string, n) => {
     const a = await artifactInProject(db, projectId, id);
     if (!a || a.kind !== kind || !a.shot_id || !shotsOfEpisode.has(a.shot_id)) problems[`parameters.${field}[${n}]`] = `names no ${kind} of a shot of this episode`;
     else if (seen.has(a.shot_id)) problems[`parameters.${field}[${n}]`] = `a second ${noun} for the same shot`;
     else seen.add(a.shot_id);
-  }));
+  });
   return ids as string[];
 }
 
@@ -118,12 +118,12 @@ async function chooseInputs(ctx: Ctx, job: JobRow, params: ComposeParameters): P
   const shots = await shotsOfProject(ctx.db, job.project_id, job.episode_id);
   if (shots.length === 0) throw new ConnectorError('compose_no_shots', 'the episode has no shots', false);
   const missing: string[] = [];
-  const chosen = (await flatMapSeq(shots, async (s, i): Promise<Chosen[]> => {
+  const chosen = await flatMapSeq(shots, async (s, i): Promise<Chosen[]> => {
     const artifact = videos.get(s.id) ?? await chosenVideoOfShot(ctx.db, job.project_id, s.id);
     const voice = params.voiceLines === false ? null : voices.get(s.id) ?? await chosenVoiceOfShot(ctx.db, job.project_id, s.id) ?? null;
     if (!artifact) missing.push(`S${s.position} (${s.id})`);
     return artifact ? [{ shotId: s.id, position: i + 1, artifact, voice }] : [];
-  }));
+  });
   if (missing.length) throw new ConnectorError('compose_missing_video', `no video for shot(s) ${missing.join(', ')}`, false);
   return chosen;
 }

@@ -65,7 +65,7 @@ async function targets(ctx: Ctx, b: Batch): Promise<Array<{ id: string; job: Job
   const orgId = ctx.scope.organizationId;
   const f = orgFilter(orgId);
   if (b.ids) {
-    return (await mapSeq([...new Set(b.ids)], async (id) => ({ id, job: await ctx.db.get<JobRow>(`SELECT * FROM generation_jobs j WHERE ${f.sql} AND id = ?`, ...f.args, id) })));
+    return await mapSeq([...new Set(b.ids)], async (id) => ({ id, job: await ctx.db.get<JobRow>(`SELECT * FROM generation_jobs j WHERE ${f.sql} AND id = ?`, ...f.args, id) }));
   }
   const q = b.filter!;
   return (await ctx.db.all<JobRow>(
@@ -81,7 +81,7 @@ export async function batch(ctx: Ctx, b: Batch): Promise<{ action: Batch['action
   if (b.action === 'priority' && b.priority === undefined) throw validationFailed({ priority: 'is required for action priority' });
   const list = await targets(ctx, b);
   if (list.length > BATCH_LIMIT) throw validationFailed({ filter: `matches more than ${BATCH_LIMIT} jobs; narrow it` });
-  const results = (await mapSeq(list, async ({ id, job }): Promise<BatchOutcome> => {
+  const results = await mapSeq(list, async ({ id, job }): Promise<BatchOutcome> => {
     if (!job) return { id, outcome: 'not_found' };
     const scoped = withScope(ctx, { organizationId: job.organization_id, workspaceId: job.workspace_id, projectId: job.project_id });
     try {
@@ -94,7 +94,7 @@ export async function batch(ctx: Ctx, b: Batch): Promise<{ action: Batch['action
       if (err instanceof AppError) return { id, outcome: 'skipped', status: job.status, reason: err.code };
       throw err;
     }
-  }));
+  });
   const summary: Record<string, number> = {};
   for (const r of results) summary[r.outcome] = (summary[r.outcome] ?? 0) + 1;
   return { action: b.action, results, summary };

@@ -130,14 +130,14 @@ async function checkClipQuota(ctx: Ctx, organizationId: string, workspaceId: str
 }
 
 async function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): Promise<JobInput['inputs']> {
-  return (await mapSeq((inputs ?? []), async (i, n) => {
+  return await mapSeq((inputs ?? []), async (i, n) => {
     const asset = await assetInProject(ctx.db, projectId, i.assetId);
     if (!asset) throw validationFailed({ [`inputs[${n}].assetId`]: 'names no asset of this project' });
     const versionId = i.versionId ?? asset.current_version_id;
     const ok = versionId && await ctx.db.get('SELECT 1 AS x FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, asset.id, versionId);
     if (!ok) throw validationFailed({ [`inputs[${n}].versionId`]: 'names no version of that asset' });
     return { assetId: asset.id, versionId: versionId };
-  }));
+  });
 }
 
 /** The job's episode: named, or the shot's; a compose job names one and no shot or connector. */

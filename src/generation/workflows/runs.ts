@@ -116,7 +116,7 @@ function blockersOf(f: BlockerFacts): Blocker[] {
 async function currentBlockers(ctx: Ctx, run: RunWithStatus, steps: RunStepWithJob[], connectors: Map<string, ConnectorRow | undefined>): Promise<Blocker[][]> {
   if (run.mode === 'plan') return steps.map((s) => JSON.parse(s.blockers) as Blocker[]);
   const videoShots = new Set(steps.filter((s) => CLIP_KINDS.has(s.job_kind) && s.shot_id).map((s) => s.shot_id!));
-  return (await mapSeq(steps, async (s, i) => {
+  return await mapSeq(steps, async (s, i) => {
     if (s.job_status !== 'queued' && s.job_status !== 'blocked') return [];
     const preview = JSON.parse(s.preview) as StepPreview;
     if (s.connector_id && !connectors.has(s.connector_id)) connectors.set(s.connector_id, await connectorById(ctx.db, run.organization_id, s.connector_id));
@@ -126,12 +126,12 @@ async function currentBlockers(ctx: Ctx, run: RunWithStatus, steps: RunStepWithJ
       localOnly: await localRunnerOnly(ctx.db, run.organization_id),
       missingShots: s.job_kind === COMPOSE_KIND && run.episode_id ? await shotsWithoutVideo(ctx, run.project_id, run.episode_id, videoShots) : [],
     });
-  }));
+  });
 }
 
 /** Shots of the episode that have no video and get none from this run (a compose step would fail). */
 async function shotsWithoutVideo(ctx: Ctx, projectId: string, episodeId: string, producedFor: Set<string>): Promise<ShotRow[]> {
-  return (await filterSeq((await shotsOfProject(ctx.db, projectId, episodeId)), async (s) => !producedFor.has(s.id) && !await chosenVideoOfShot(ctx.db, projectId, s.id)));
+  return await filterSeq(await shotsOfProject(ctx.db, projectId, episodeId), async (s) => !producedFor.has(s.id) && !await chosenVideoOfShot(ctx.db, projectId, s.id));
 }
 
 export async function instantiate(ctx: Ctx, templateId: string, body: Instantiate): Promise<RunView> {
@@ -154,7 +154,7 @@ export async function instantiate(ctx: Ctx, templateId: string, body: Instantiat
   const videoShots = new Set<string>();
   const localOnly = await localRunnerOnly(ctx.db, project.organization_id);
   let clips = 0;
-  (await forEachSeq(steps, async (step, i) => {
+  await forEachSeq(steps, async (step, i) => {
     const compose = step.jobKind === COMPOSE_KIND;
     const prompt = compose ? undefined : renderPrompt(step.prompt ?? DEFAULT_PROMPT, values);
     if (prompt === '') throw validationFailed({ [`steps.${step.key}.prompt`]: 'renders empty for this shot; fill in the shot or change the step\'s prompt' });
@@ -188,7 +188,7 @@ export async function instantiate(ctx: Ctx, templateId: string, body: Instantiat
       shotId: job.job.shot_id, episodeId: job.job.episode_id, prompt: prompt ?? null, parameters: (JSON.parse(job.job.input) as { parameters: Record<string, unknown> }).parameters,
       dependsOnStep: previous ? steps[i - 1].key : null, inputFromPrevious: step.inputFromPrevious, priority,
     });
-  }));
+  });
   if (mode === 'queue' && external.length && !body.approveExternal) {
     throw conflict('external_approval_required', `the run would queue jobs on connectors that may cost money: ${external.join(', ')}; send approveExternal: true`);
   }
@@ -206,11 +206,11 @@ export async function instantiate(ctx: Ctx, templateId: string, body: Instantiat
         run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null, qa_run_id: null,
       });
     }
-    (await forEachSeq(steps, async (step, i) => await insertRunStep(ctx.db, {
+    await forEachSeq(steps, async (step, i) => await insertRunStep(ctx.db, {
       run_id: runId, position: i + 1, step_key: step.key, label: step.label, job_kind: step.jobKind, shot_id: prepared[i].job.shot_id,
       connector_id: prepared[i].job.connector_id, job_id: mode === 'queue' ? prepared[i].job.id : null,
       preview: JSON.stringify(previews[i]), blockers: JSON.stringify(blockers[i]),
-    })));
+    }));
     await record(ctx, {
       action: 'workflow.instantiated', targetType: 'workflow_run', targetId: runId,
       metadata: {
@@ -242,10 +242,10 @@ export async function listRuns(ctx: Ctx, status: RunStatus | null, limit: number
   const steps = Map.groupBy(await stepsOfRuns(ctx.db, ids), (s) => s.run_id);
   const gates = Map.groupBy(await gatesOfRuns(ctx.db, ids), (g) => g.run_id);
   const connectors = new Map<string, ConnectorRow | undefined>();
-  return (await mapSeq(runs, async (run) => {
+  return await mapSeq(runs, async (run) => {
     const own = steps.get(run.id) ?? [];
     return { run, steps: own, blockers: await currentBlockers(ctx, run, own, connectors), gates: gates.get(run.id) ?? [] };
-  }));
+  });
 }
 
 /** QA's decision on a gate of a run whose jobs have all completed (a blocking gate holds the run until it passes). */

@@ -58,7 +58,7 @@ export async function updateIdentityPolicy(ctx: Ctx, patch: PolicyPatch): Promis
   return await ctx.db.tx(async () => {
     const before = await current(ctx);
     const orgs = patch.mfaRequiredOrganizations === undefined ? undefined : [...new Set(patch.mfaRequiredOrganizations)].sort();
-    const unknown = (await filterSeq((orgs ?? []), async (id) => !await organizationById(ctx.db, id)));
+    const unknown = await filterSeq((orgs ?? []), async (id) => !await organizationById(ctx.db, id));
     if (unknown.length) throw validationFailed({ mfaRequiredOrganizations: `names no organization: ${unknown.join(', ')}` });
     const now = ctx.now().toISOString();
     const row = await policyRow(ctx.db);

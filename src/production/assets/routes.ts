@@ -40,7 +40,7 @@ export function bindAssetRoutes(router: Router): void {
   r.get('/api/assets', { ...base, summary: 'Assets of the current project; kind, q (name or tag substring), includeArchived, page, pageSize.', permission: READ, query: AssetListQuery, response: { description: 'a page of assets, newest first', schema: o.page(AssetView) } },
     async ({ ctx, query }) => {
       const { rows, pagination } = await listAssets(ctx, query);
-      return json(200, { items: (await mapSeq(rows, async (a) => presentAsset(a, await currentVersion(ctx, a)))), pagination });
+      return json(200, { items: await mapSeq(rows, async (a) => presentAsset(a, await currentVersion(ctx, a))), pagination });
     });
   r.post('/api/assets', { ...base, summary: 'Create an asset (voice: voice:edit; other kinds: asset:edit).', permission: WRITE, body: AssetCreateBody, response: { status: 201, description: 'the asset', schema: AssetView } },
     async ({ ctx, body }) => json(201, presentAsset(await createAsset(ctx, body))));

@@ -48,7 +48,7 @@ async function writeReferences(ctx: Ctx, shotId: string, input: Patch): Promise<
     const unknown = input.bibleEntryIds.filter((id) => !known.has(id));
     if (unknown.length) fields.bibleEntryIds = `names entries not in the current story bible: ${unknown.join(', ')}`;
   }
-  const missing = (await filterSeq((input.assetIds ?? []), async (id) => !await assetInProject(ctx.db, projectId, id)));
+  const missing = await filterSeq((input.assetIds ?? []), async (id) => !await assetInProject(ctx.db, projectId, id));
   if (missing.length) fields.assetIds = `names assets not in this project: ${missing.join(', ')}`;
   if (Object.keys(fields).length) throw validationFailed(fields);
   if (input.bibleEntryIds !== undefined) await replaceReferences(ctx.db, projectId, shotId, 'bible', input.bibleEntryIds);

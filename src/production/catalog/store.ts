@@ -92,9 +92,9 @@ export async function siblingIds(db: Db, kind: Ordered, projectId: string, paren
 export async function writeOrder(db: Db, kind: Ordered, projectId: string, ids: readonly string[]): Promise<void> {
   const o = ORDERED[kind];
   const set = o.numbered ? 'position = ?1, number = ?1' : 'position = ?1';
-  (await forEachSeq(ids, async (id, i) => {
+  await forEachSeq(ids, async (id, i) => {
     await db.run(`UPDATE ${o.table} SET ${set} WHERE id = ?2 AND project_id = ?3 AND (position <> ?1${o.numbered ? ' OR number <> ?1' : ''})`, i + 1, id, projectId);
-  }));
+  });
 }
 
 export const deleteRow = async (db: Db, kind: Ordered, projectId: string, id: string) =>
@@ -109,9 +109,9 @@ export const referencesOfProject = async (db: Db, projectId: string) =>
 
 export async function replaceReferences(db: Db, projectId: string, shotId: string, kind: 'bible' | 'asset', ids: readonly string[]): Promise<void> {
   await db.run('DELETE FROM shot_references WHERE project_id = ? AND shot_id = ? AND kind = ?', projectId, shotId, kind);
-  (await forEachSeq([...new Set(ids)], async (id, i) => {
+  await forEachSeq([...new Set(ids)], async (id, i) => {
     await db.run('INSERT INTO shot_references (shot_id, project_id, kind, ref_id, position) VALUES (?, ?, ?, ?, ?)', shotId, projectId, kind, id, i + 1);
-  }));
+  });
 }
 
 export const deleteReferences = async (db: Db, projectId: string, shotId: string) =>

@@ -112,10 +112,10 @@ export const saveScript = async (ctx: Ctx, doc: Doc, base: number, scenes: Scrip
 /** Saves the bible; every referenceAssetIds entry must name an asset of the project (422 otherwise). */
 export async function saveBible(ctx: Ctx, doc: Doc, base: number, entries: BibleSave['entries']): Promise<RevisionRow> {
   const fields: Record<string, string> = {};
-  (await forEachSeq(entries, async (e, i) => {
-    const missing = (await filterSeq((e.referenceAssetIds ?? []), async (id) => !await assetInProject(ctx.db, doc.projectId, id)));
+  await forEachSeq(entries, async (e, i) => {
+    const missing = await filterSeq((e.referenceAssetIds ?? []), async (id) => !await assetInProject(ctx.db, doc.projectId, id));
     if (missing.length) fields[`entries[${i}].referenceAssetIds`] = `names assets not in this project: ${missing.join(', ')}`;
-  }));
+  });
   if (Object.keys(fields).length) throw validationFailed(fields);
   return await append(ctx, doc, base, normalizeBible(entries), null);
 }

@@ -84,12 +84,12 @@ export async function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 
     // One lookup per kept row, by rowid; the snippet is cut here around the first match. FTS5's
     // snippet() walks every phrase instance of the document: about 3 s for a 10,000-character run of
     // one letter searched for "xxx", a minute or more of blocked event loop for one request.
-    return (await mapSeq(top, async ({ rowid, score }) => {
+    return await mapSeq(top, async ({ rowid, score }) => {
       const { body, ...r } = (await ctx.db.get<Omit<SearchRow, 'score' | 'snippet'> & { body: string }>(
         `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
            FROM search_documents d WHERE d.rowid = ?1`, rowid))!;
       return { ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, words), score };
-    }));
+    });
   }
   // Only short terms: scan the organization's most recent documents (at most SUBSTRING_SCAN_LIMIT),
   // newest first, and stop at `limit` matches.
