@@ -4,7 +4,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import autocannon, { type Result } from 'autocannon';
-import { login, num, printTable, setupSvc, startProcess, startSvc, svcCli, type Running } from './lib.ts';
+import { login, num, printTable, report, setupSvc, startProcess, startSvc, svcCli, type Running } from './lib.ts';
 
 const CONNECTIONS = 50;
 const PIPELINING = 1;
@@ -108,6 +108,8 @@ printTable(`HTTP: authenticated GET /api/context vs raw node:http (${CONNECTIONS
   'context: 1 user, owner of 1 organization (no workspace), Bearer session; client is autocannon in the bench process, server a separate process',
   'latencies: autocannon, whole ms. CPU columns: share of one core over the measured run (server from /proc); a client near 100% caps the raw figure, so the true ratio is lower',
 ]);
+report({ figure: 'GET /api/context req/s', value: perSecond(ctx), unit: 'req/s', better: 'higher' });
+report({ figure: 'GET /api/context p99', value: ctx.p99, unit: 'ms', better: 'lower' });
 if (!ok) {
   process.stderr.write('http-context: non-2xx responses, errors or timeouts; the figure is not valid\n');
   process.exitCode = 1;

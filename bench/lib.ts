@@ -218,6 +218,24 @@ export function machineLine(m = machine()): string {
   return `${m.cpu}, ${m.cores} cores, ${m.memGiB} GiB, Node ${m.node}, ${m.os}, load ${m.load} (1/5 min), ${m.date}`;
 }
 
+/**
+ * One figure of a script in machine-readable form: `better` says which way is an improvement,
+ * `goal` (optional) is the script's own bound for the figure (a latency under it is good enough).
+ */
+export interface Figure { figure: string; value: number; unit: string; better: 'higher' | 'lower'; goal?: number }
+
+/**
+ * Appends the figure as one JSON line `{bench, figure, value, unit, better, goal}` to the file named
+ * by BENCH_RESULT_FILE (bench/compare.ts reads them); does nothing without it. `bench` is the
+ * script's name without `.bench.ts`.
+ */
+export function report(f: Figure): void {
+  const file = process.env.BENCH_RESULT_FILE;
+  if (!file) return;
+  const bench = path.basename(process.argv[1] ?? 'unknown').replace(/\.bench\.ts$/, '');
+  fs.appendFileSync(file, JSON.stringify({ bench, ...f }) + '\n');
+}
+
 /** Formats a number with `digits` decimals and thousands separators. */
 export const num = (n: number, digits = 0): string =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
