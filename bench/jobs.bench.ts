@@ -43,8 +43,8 @@ async function seed(jobs: number): Promise<World> {
     label: 'svc model-server', endpoint: model.url, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
     protocol: { models: { chat: 'svc-chat' } },
   });
-  // All jobs in one transaction. The synchronous Db.tx of older commits refuses a function that
-  // returns a promise; the asynchronous one returns a promise itself.
+  // All jobs in one transaction. bench/compare.ts also runs this script on commits before the
+  // asynchronous data layer, whose synchronous Db.tx refuses a function that returns a promise.
   const add = (i: number): unknown => createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` });
   const tx: (fn: () => unknown) => unknown = db.tx.bind(db);
   const probe = tx(() => 0);
