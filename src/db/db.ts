@@ -133,6 +133,7 @@ export class Db {
 
   /** The transaction of this Db the calling async context runs in, if any. */
   private frame(): Frame | undefined {
+    if (!this.locked) return undefined; // no transaction is open (the cheap test first)
     const f = frames.getStore();
     return f !== undefined && f.db === this && f.open ? f : undefined;
   }
@@ -158,30 +159,42 @@ export class Db {
     else this.locked = false;
   }
 
-  async get<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
-    await this.turn();
-    return this.prepare(sql).get(...params) as T | undefined;
+  /**
+   * Runs `step` (synchronous SQL) when the connection is this caller's: at once when it is (no async
+   * function, no extra turn of the event loop), or after the open transaction ends.
+   */
+  private when<T>(step: () => T): Promise<T> {
+    const wait = this.turn();
+    if (wait) return wait.then(step);
+    try {
+      return Promise.resolve(step());
+    } catch (err) {
+      return Promise.reject(err instanceof Error ? err : new Error(String(err)));
+    }
   }
 
-  async all<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
-    await this.turn();
-    return this.prepare(sql).all(...params) as T[];
+  get<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
+    return this.when(() => this.prepare(sql).get(...params) as T | undefined);
+  }
+
+  all<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    return this.when(() => this.prepare(sql).all(...params) as T[]);
   }
 
   /**
    * all() with every INTEGER value read as bigint (REAL stays number): for money sums, which node:sqlite
    * refuses to read as a number above 2^53. Counts come back as bigint too.
    */
-  async allBig<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
-    await this.turn();
-    return this.prepare(sql, true).all(...params) as T[];
+  allBig<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    return this.when(() => this.prepare(sql, true).all(...params) as T[]);
   }
 
-  async run(sql: string, ...params: Param[]): Promise<{ changes: number; lastInsertRowid: number | bigint }> {
-    await this.turn();
-    this.invalidate();
-    const r = this.prepare(sql).run(...params);
-    return { changes: Number(r.changes), lastInsertRowid: r.lastInsertRowid };
+  run(sql: string, ...params: Param[]): Promise<{ changes: number; lastInsertRowid: number | bigint }> {
+    return this.when(() => {
+      this.invalidate();
+      const r = this.prepare(sql).run(...params);
+      return { changes: Number(r.changes), lastInsertRowid: r.lastInsertRowid };
+    });
   }
 
   /**
@@ -194,10 +207,11 @@ export class Db {
     yield* this.prepare(sql).iterate(...params) as IterableIterator<T>;
   }
 
-  async exec(sql: string): Promise<void> {
-    await this.turn();
-    this.invalidate();
-    this.raw.exec(sql);
+  exec(sql: string): Promise<void> {
+    return this.when(() => {
+      this.invalidate();
+      this.raw.exec(sql);
+    });
   }
 
   /**
@@ -206,25 +220,30 @@ export class Db {
    * so does a commit by another connection or process, which syncCache() notices through
    * PRAGMA data_version: call it once at the start of each unit of work (each request).
    */
-  async cachedGet<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
-    if (this.frame()) return await this.get<T>(sql, ...params);
+  cachedGet<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
+    if (this.frame()) return this.get<T>(sql, ...params);
     const bySql = this.cacheFor(sql);
     const key = paramKey(params);
-    if (bySql.has(key)) return bySql.get(key) as T | undefined;
-    const row = await this.get<T>(sql, ...params);
-    this.remember(bySql, key, row === undefined ? undefined : Object.freeze(row));
-    return row;
+    if (bySql.has(key)) return Promise.resolve(bySql.get(key) as T | undefined);
+    return this.when(() => {
+      // Read and kept in one step: no write comes between the read and the keeping.
+      const row = this.prepare(sql).get(...params) as T | undefined;
+      this.remember(this.cacheFor(sql), key, row === undefined ? undefined : Object.freeze(row));
+      return row;
+    });
   }
 
-  async cachedAll<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
-    if (this.frame()) return await this.all<T>(sql, ...params);
+  cachedAll<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    if (this.frame()) return this.all<T>(sql, ...params);
     const bySql = this.cacheFor(sql);
     const key = paramKey(params);
     const hit = bySql.get(key) as T[] | undefined;
-    if (hit) return hit;
-    const rows = Object.freeze((await this.all<T>(sql, ...params)).map((r) => Object.freeze(r))) as T[];
-    this.remember(bySql, key, rows);
-    return rows;
+    if (hit) return Promise.resolve(hit);
+    return this.when(() => {
+      const rows = Object.freeze((this.prepare(sql).all(...params) as T[]).map((r) => Object.freeze(r))) as T[];
+      this.remember(this.cacheFor(sql), key, rows);
+      return rows;
+    });
   }
 
   /**
@@ -300,14 +319,15 @@ export class Db {
   async tx<T>(fn: (db: Db) => Promise<T> | T): Promise<T> {
     const parent = this.frame();
     if (parent) return await this.savepoint(parent, fn);
-    await this.acquire();
+    const wait = this.acquire();
+    if (wait) await wait;
     const frame: Frame = { db: this, depth: 1, open: true, hooks: [], child: Promise.resolve() };
     let result: T;
     try {
       this.invalidate();
       this.raw.exec('BEGIN IMMEDIATE');
       try {
-        result = await frames.run(frame, async () => await fn(this));
+        result = await frames.run(frame, () => fn(this));
       } catch (err) {
         frame.open = false;
         this.raw.exec('ROLLBACK');
@@ -325,7 +345,7 @@ export class Db {
       frame.open = false;
       this.release();
     }
-    await frames.exit(async () => await this.runHooks(frame.hooks));
+    if (frame.hooks.length > 0) await frames.exit(() => this.runHooks(frame.hooks));
     return result;
   }
 
@@ -342,7 +362,7 @@ export class Db {
       this.raw.exec(`SAVEPOINT ${sp}`);
       let result: T;
       try {
-        result = await frames.run(frame, async () => await fn(this));
+        result = await frames.run(frame, () => fn(this));
       } catch (err) {
         frame.open = false;
         this.raw.exec(`ROLLBACK TO ${sp}`);
