@@ -9,7 +9,7 @@ const verify = {
   describe: 're-walk the audit log\'s hash chain; exits 1 naming the first broken row (seq and id)',
   builder: (y: Argv) => sharedOptions(y),
   handler: async (args: SharedArgs) => {
-    const report = await withOperator(args, async (ctx) => await verifyChain(ctx.db));
+    const report = await withOperator(args, (ctx) => verifyChain(ctx.db));
     if (report.broken) {
       // The report on stdout for scripts (with --json), the broken link as the one-line error.
       if (args.json) output(args, report, '');

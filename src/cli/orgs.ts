@@ -32,7 +32,7 @@ const list = {
   describe: 'list every organization',
   builder: (y: Argv) => sharedOptions(y),
   handler: async (args: SharedArgs) => {
-    const orgs = (await withOperator(args, async (ctx) => await listOrganizations(ctx))).map(presentOrganization);
+    const orgs = (await withOperator(args, (ctx) => listOrganizations(ctx))).map(presentOrganization);
     output(args, { items: orgs, pagination: { page: 1, pageSize: orgs.length, total: orgs.length } },
       [...orgs.map((o) => `${o.id}  ${JSON.stringify(o.name)}  created ${o.createdAt}`), `${orgs.length} organizations`]);
   },

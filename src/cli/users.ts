@@ -48,7 +48,7 @@ const list = {
     .option('limit', { type: 'number', requiresArg: true, describe: 'at most this many users, default 50, clamped to 1..200' }),
   handler: async (args: ListArgs) => {
     const q = parse(UserListQuery, { query: args.query, status: args.status, limit: args.limit });
-    const { items, pagination } = await withOperator(args, async (ctx) => await listGovernedUsers(ctx, q));
+    const { items, pagination } = await withOperator(args, (ctx) => listGovernedUsers(ctx, q));
     const shown = items.map(presentGovernedUser);
     output(args, { items: shown, pagination }, [...shown.map(userLine), `${shown.length} of ${pagination.total} users`]);
   },
@@ -76,18 +76,18 @@ function onUser<T>(name: string, describe: string, act: (ctx: Ctx, user: UserRow
 const shown = (verb: string) => (g: GovernedUser) => ({ data: presentGovernedUser(g), text: `${verb} user ${who(g.user)}` });
 
 const suspend = onUser('suspend', 'suspend a user; every session is revoked at once',
-  async (ctx, u) => await updateUser(ctx, u.id, { status: 'suspended' }), shown('suspended'));
+  (ctx, u) => updateUser(ctx, u.id, { status: 'suspended' }), shown('suspended'));
 const activate = onUser('activate', 'reactivate a suspended user',
-  async (ctx, u) => await updateUser(ctx, u.id, { status: 'active' }), shown('activated'));
+  (ctx, u) => updateUser(ctx, u.id, { status: 'active' }), shown('activated'));
 const resetMfaCommand = onUser('reset-mfa', 'turn MFA off for a user (enrolls again); every session is revoked',
-  async (ctx, u) => await resetMfa(ctx, u.id), shown('reset MFA of'));
+  (ctx, u) => resetMfa(ctx, u.id), shown('reset MFA of'));
 const resetPasswordCommand = onUser('reset-password', 'set a one-time password (printed once, changed at the next login); every session is revoked',
   (ctx, u) => resetPassword(ctx, u.id), (r, u) => ({
     data: { userId: u.id, email: u.email, initialPassword: r.initialPassword },
     text: [`reset the password of user ${who(u)}`, `one-time password (change it at next login): ${r.initialPassword}`],
   }));
 const revokeSessionsCommand = onUser('revoke-sessions', 'revoke every session of a user',
-  async (ctx, u) => await revokeSessions(ctx, u.id), (n, u) => ({ data: { userId: u.id, revoked: n }, text: `revoked ${n} session(s) of user ${who(u)}` }));
+  (ctx, u) => revokeSessions(ctx, u.id), (n, u) => ({ data: { userId: u.id, revoked: n }, text: `revoked ${n} session(s) of user ${who(u)}` }));
 
 export const usersCommand = {
   command: 'users <command>',

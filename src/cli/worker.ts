@@ -9,7 +9,7 @@ const status = {
   describe: 'the worker\'s health, heartbeat, queue depth and alerts, running count and last times',
   builder: (y: Argv) => sharedOptions(y),
   handler: async (args: SharedArgs) => {
-    const s = await withOperator(args, async (ctx) => await workerStatus(ctx));
+    const s = await withOperator(args, (ctx) => workerStatus(ctx));
     const age = s.heartbeatAgeMs === null ? 'never' : `${(s.heartbeatAgeMs / 1000).toFixed(1)} s ago`;
     const depth = Object.entries(s.queueDepth).map(([k, v]) => `${k} ${v}`).join(', ');
     output(args, s, [

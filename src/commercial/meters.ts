@@ -47,8 +47,8 @@ export const projectStoredBytes = async (db: Db, organizationId: string, project
 /** Bytes and files each project of the organization stores, largest first. */
 export interface ProjectUsageRow { project_id: string; project_name: string; workspace_id: string; bytes: number; files: number }
 
-export async function projectUsage(db: Db, organizationId: string): Promise<ProjectUsageRow[]> {
-  return await db.all<ProjectUsageRow>(
+export function projectUsage(db: Db, organizationId: string): Promise<ProjectUsageRow[]> {
+  return db.all<ProjectUsageRow>(
     `SELECT f.project_id, p.name AS project_name, p.workspace_id, sum(f.size) AS bytes, count(*) AS files
        FROM (${distinctFiles('project_id')}) f
        JOIN projects p ON p.id = f.project_id AND p.organization_id = ?1

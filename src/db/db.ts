@@ -89,8 +89,6 @@ export class Db {
   /** SQL -> parameter key -> frozen row(s). */
   private readonly cache = new Map<string, Map<string, unknown>>();
   private cached = 0;
-  /** Incremented by every invalidation: a value computed across an await is kept only if unchanged. */
-  private epoch = 0;
   private dataVersion = -1;
   private shm: Shm | null | undefined;
   /** Called with errors thrown by after-commit hooks (they must never undo a commit). */
@@ -248,16 +246,21 @@ export class Db {
 
   /**
    * A value derived only from cached reads (e.g. a response body), kept until the read cache is
-   * emptied, i.e. until anything is written. `key` must name everything the value depends on. A value
-   * whose computation saw the cache emptied (a write meanwhile) is returned but not kept.
+   * emptied, i.e. until anything is written. `key` must name everything the value depends on. The
+   * promise is what is kept: callers that ask while it is computed share it (after a write, many
+   * concurrent requests would otherwise all compute it). A computation that fails is forgotten; one
+   * that saw the cache emptied meanwhile is not kept (the emptying dropped it).
    */
-  async cachedDerived<T>(key: string, compute: () => Promise<T>): Promise<T> {
-    if (this.frame()) return await compute();
+  cachedDerived<T>(key: string, compute: () => Promise<T>): Promise<T> {
+    if (this.frame()) return compute();
     const derived = this.cacheFor(DERIVED);
-    if (derived.has(key)) return derived.get(key) as T;
-    const epoch = this.epoch;
-    const value = await compute();
-    if (epoch === this.epoch) this.remember(this.cacheFor(DERIVED), key, value);
+    const hit = derived.get(key) as Promise<T> | undefined;
+    if (hit) return hit;
+    const value = compute();
+    this.remember(derived, key, value);
+    value.catch(() => {
+      if (derived.get(key) === value) derived.delete(key);
+    });
     return value;
   }
 
@@ -299,7 +302,6 @@ export class Db {
   }
 
   private invalidate(): void {
-    this.epoch++;
     if (this.cached === 0) return;
     for (const m of this.cache.values()) m.clear();
     this.cached = 0;

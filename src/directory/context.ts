@@ -106,8 +106,8 @@ export function createContext(init: ContextInit): Ctx {
     ip: init.ip ?? null,
     userAgent: init.userAgent ?? null,
     now: init.now ?? (() => new Date()),
-    afterCommit: async (fn) => await init.db.afterCommit(fn),
-    async emit(event, payload) { return await events.emit(this, event, payload); },
+    afterCommit: (fn) => init.db.afterCommit(fn),
+    emit(event, payload) { return events.emit(this, event, payload); },
   };
 }
 

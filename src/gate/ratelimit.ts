@@ -105,7 +105,7 @@ async function clearKeys(db: Db, slots: Slot[], limits: AttemptLimit[]): Promise
 export async function reserveAttempt(db: Db, slots: Slot[], nowMs: number, onRefused?: (retryAfterSeconds: number) => void | Promise<void>): Promise<Reservation> {
   const outcome = await db.tx(async (): Promise<Reservation | number> => {
     await prune(db, nowMs);
-    const wait = Math.max(0, ...await mapSeq(slots, async (s) => await waitFor(db, s, nowMs)));
+    const wait = Math.max(0, ...await mapSeq(slots, (s) => waitFor(db, s, nowMs)));
     if (wait > 0) return wait;
     return new Reservation(db, await insertRows(db, slots, nowMs));
   });
@@ -137,7 +137,7 @@ export interface CheckOptions {
  */
 export async function checkAttempt<T>(db: Db, slots: Slot[], nowMs: number, check: () => T | Promise<T>, opts: CheckOptions = {}): Promise<T> {
   const outcome = await db.tx(async (): Promise<{ value: T } | { failed: unknown } | { wait: number }> => {
-    const wait = Math.max(0, ...await mapSeq(slots, async (s) => await waitFor(db, s, nowMs)));
+    const wait = Math.max(0, ...await mapSeq(slots, (s) => waitFor(db, s, nowMs)));
     if (wait > 0) return { wait };
     let value: T;
     try {

@@ -76,7 +76,7 @@ function databaseProbe(ctx: Ctx): Measure {
   return async () => {
     const nonce = newToken(12);
     const at = ctx.now().toISOString();
-    await ctx.db.tx(async () => await ctx.db.run(
+    await ctx.db.tx(() => ctx.db.run(
       'INSERT INTO system_health_probe (id, nonce, written_at) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET nonce = excluded.nonce, written_at = excluded.written_at',
       nonce, at));
     const back = await ctx.db.get<{ nonce: string }>('SELECT nonce FROM system_health_probe WHERE id = 1');

@@ -28,7 +28,7 @@ export function bindViewRoutes(router: Router): void {
       generationHistory: (await jobsOfShot(ctx.db, s.project_id, s.id)).map(presentJob),
       // Media evidence is for those who review or deliver it (qa:review, delivery:view).
       latestMedia: canSeeMedia(ctx)
-        ? (await mapSeq(await artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 }), async (a) => await presentArtifact(ctx.db, a)))
+        ? (await mapSeq(await artifactsOfProject(ctx.db, s.project_id, { shotId: s.id, jobId: null, episodeId: null, kind: null, limit: 10 }), (a) => presentArtifact(ctx.db, a)))
         : [],
     });
   });

@@ -85,8 +85,8 @@ function gibAtLeast(bytes: number): number {
 }
 
 /** The highest own limit of a workspace of the organization, if any. */
-async function highestWorkspaceQuota(db: Db, organizationId: string, column: 'monthly_clip_quota' | 'storage_gb') {
-  return await db.get<{ id: string; workspace_id: string; q: number }>(
+function highestWorkspaceQuota(db: Db, organizationId: string, column: 'monthly_clip_quota' | 'storage_gb') {
+  return db.get<{ id: string; workspace_id: string; q: number }>(
     `SELECT id, workspace_id, ${column} AS q FROM workspace_quotas WHERE organization_id = ? AND ${column} IS NOT NULL ORDER BY ${column} DESC, id LIMIT 1`,
     organizationId);
 }
@@ -96,8 +96,8 @@ const hasUsageOrInvoice = async (db: Db, organizationId: string) => (await db.ge
   organizationId))!;
 
 /** Clip usage events of the organization's local month of `now` (jobs' counter, from the local month's start). */
-export const clipsThisMonth = async (db: Db, organizationId: string, timeZone: string, now: Date): Promise<number> =>
-  await activeVideoClipsThisMonth(db, organizationId, monthWindow(timeZone, now).start);
+export const clipsThisMonth = (db: Db, organizationId: string, timeZone: string, now: Date): Promise<number> =>
+  activeVideoClipsThisMonth(db, organizationId, monthWindow(timeZone, now).start);
 
 /** 409 for the first changed field whose new value is below what is used or reserved. */
 async function checkBounds(
@@ -188,7 +188,7 @@ interface InvoiceEventRow {
   actor_user_id: string | null; actor_name: string | null; note: string | null; created_at: string;
 }
 
-const invoiceEventsOf = async (db: Db, organizationId: string, limit: number) => await db.all<InvoiceEventRow>(
+const invoiceEventsOf = (db: Db, organizationId: string, limit: number) => db.all<InvoiceEventRow>(
   `SELECT e.*, i.number FROM invoice_events e JOIN invoices i ON i.id = e.invoice_id AND i.organization_id = e.organization_id
     WHERE e.organization_id = ? ORDER BY e.created_at DESC, e.rowid DESC LIMIT ?`, organizationId, limit);
 

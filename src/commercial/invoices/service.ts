@@ -240,8 +240,8 @@ export async function changeInvoiceStatus(ctx: Ctx, organizationId: string, invo
   });
 }
 
-export async function listInvoices(ctx: Ctx, organizationId: string, f: InvoiceFilter, page: { limit: number; offset: number }) {
-  return await pageInvoices(ctx.db, organizationId, f, page.limit, page.offset);
+export function listInvoices(ctx: Ctx, organizationId: string, f: InvoiceFilter, page: { limit: number; offset: number }) {
+  return pageInvoices(ctx.db, organizationId, f, page.limit, page.offset);
 }
 
 /** The ledger's matching invoices for the streamed export: the cursor is open (its snapshot taken) before the answer starts. */

@@ -121,8 +121,8 @@ const LINES_SQL = `SELECT l.* FROM invoice_lines l JOIN invoices i ON i.id = l.i
 export const linesOfInvoice = async (db: Db, organizationId: string, invoiceId: string) =>
   (await db.allBig<InvoiceLineRow>(LINES_SQL, organizationId, invoiceId)).map(lineRow);
 
-export const eventsOfInvoice = async (db: Db, organizationId: string, invoiceId: string) =>
-  await db.all<InvoiceEventRow>('SELECT * FROM invoice_events WHERE organization_id = ? AND invoice_id = ? ORDER BY created_at, rowid', organizationId, invoiceId);
+export const eventsOfInvoice = (db: Db, organizationId: string, invoiceId: string) =>
+  db.all<InvoiceEventRow>('SELECT * FROM invoice_events WHERE organization_id = ? AND invoice_id = ? ORDER BY created_at, rowid', organizationId, invoiceId);
 
 /** Moves an invoice from `from` to `next.status` with its dates and number; false when it was no longer in `from`. */
 export async function updateInvoiceStatus(db: Db, from: InvoiceStatus, next: InvoiceRow): Promise<boolean> {

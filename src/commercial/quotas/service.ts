@@ -32,8 +32,8 @@ export interface CostCenterRow {
 }
 
 /** The organization's cost centers, by code (unique per organization). */
-export const costCentersOf = async (db: Db, organizationId: string) =>
-  await db.all<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? ORDER BY code, id', organizationId);
+export const costCentersOf = (db: Db, organizationId: string) =>
+  db.all<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? ORDER BY code, id', organizationId);
 
 const QUOTA_SELECT = `SELECT q.*, w.name AS workspace_name FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id
   WHERE q.organization_id = ?`;
@@ -47,10 +47,10 @@ export const organizationMonth = async (db: Db, organizationId: string, now: Dat
 const billingWindow = async (db: Db, organizationId: string, now: Date): Promise<PeriodWindow> =>
   periodWindow((await billingAccountOf(db, organizationId))?.billing_cycle ?? 'monthly', await timeZoneOf(db, organizationId), now);
 
-const quotaRow = async (db: Db, organizationId: string, quotaId: string) => await db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?`, organizationId, quotaId);
+const quotaRow = (db: Db, organizationId: string, quotaId: string) => db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?`, organizationId, quotaId);
 /** The workspace's own quota row (its limits null: none), or undefined. */
-export const quotaOfWorkspace = async (db: Db, organizationId: string, workspaceId: string) =>
-  await db.get<QuotaRow>(`${QUOTA_SELECT} AND q.workspace_id = ?`, organizationId, workspaceId);
+export const quotaOfWorkspace = (db: Db, organizationId: string, workspaceId: string) =>
+  db.get<QuotaRow>(`${QUOTA_SELECT} AND q.workspace_id = ?`, organizationId, workspaceId);
 
 /** What the quota checks and warnings of one workspace read, loaded once per transaction (an upload's commit, a job's settle). */
 export interface QuotaContext { account: BillingAccountRow | undefined; timeZone: string; ownQuota: QuotaRow | undefined }
@@ -77,8 +77,8 @@ export const storesAssetFileOfSize = async (db: Db, organizationId: string, work
   await db.get('SELECT 1 FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2) AND file_size = ?3 LIMIT 1',
     organizationId, workspaceId, size) !== undefined;
 
-const costCenterRow = async (db: Db, organizationId: string, id: string) =>
-  await db.get<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? AND id = ?', organizationId, id);
+const costCenterRow = (db: Db, organizationId: string, id: string) =>
+  db.get<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? AND id = ?', organizationId, id);
 
 // ---- views (commercial view and export) --------------------------------------------------------
 

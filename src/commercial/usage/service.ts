@@ -63,8 +63,8 @@ export const estimatedCostE4 = (quantity: number, unitPriceE4: number): number =
   Number(roundHalfUp(millionthsOf(quantity) * BigInt(unitPriceE4), 1_000_000n));
 
 /** Records a usage event once per (organization, eventKey): true when it was new, false when it was already there. */
-export async function recordUsageEvent(db: Db, e: UsageEventInput): Promise<boolean> {
-  return await insertUsageEvent(db, {
+export function recordUsageEvent(db: Db, e: UsageEventInput): Promise<boolean> {
+  return insertUsageEvent(db, {
     id: newId('use'), organization_id: e.organizationId, workspace_id: e.workspaceId ?? null, project_id: e.projectId ?? null,
     actor_user_id: e.actorUserId ?? null, kind: e.kind, unit: e.unit, quantity: e.quantity, unit_price_e4: e.unitPriceE4,
     estimated_cost_e4: estimatedCostE4(e.quantity, e.unitPriceE4),

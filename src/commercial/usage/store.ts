@@ -102,8 +102,8 @@ const ITEM_SELECT = `SELECT e.id, e.created_at, e.workspace_id, w.name AS worksp
 const NEWEST_FIRST = 'ORDER BY e.created_at DESC, e.rowid DESC';
 
 /** One page, newest first: the page's rowids are found first, so that names are joined for those rows only. */
-export async function pageUsage(db: Db, w: Where, limit: number, offset: number): Promise<UsageRow[]> {
-  return await db.all<UsageRow>(
+export function pageUsage(db: Db, w: Where, limit: number, offset: number): Promise<UsageRow[]> {
+  return db.all<UsageRow>(
     `${ITEM_SELECT} WHERE e.rowid IN (SELECT e.rowid FROM usage_events e WHERE ${w.sql} ${NEWEST_FIRST} LIMIT ? OFFSET ?) ${NEWEST_FIRST}`,
     ...w.params, limit, offset);
 }
@@ -183,8 +183,8 @@ export async function namesOf(db: Db, organizationId: string, table: 'workspaces
   return new Map(rows.map((r) => [r.id, r]));
 }
 
-export const costCenterByIdOrCode = async (db: Db, organizationId: string, idOrCode: string) =>
-  await db.get<{ id: string }>('SELECT id FROM cost_centers WHERE organization_id = ? AND (id = ?2 OR code = ?2) ORDER BY id = ?2 DESC LIMIT 1',
+export const costCenterByIdOrCode = (db: Db, organizationId: string, idOrCode: string) =>
+  db.get<{ id: string }>('SELECT id FROM cost_centers WHERE organization_id = ? AND (id = ?2 OR code = ?2) ORDER BY id = ?2 DESC LIMIT 1',
     organizationId, idOrCode);
 
 export interface KindSumRow { kind: string; unit: string; events: number; quantity: number; e4: bigint }

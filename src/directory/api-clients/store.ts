@@ -23,10 +23,10 @@ export async function insertApiClient(db: Db, c: ApiClientRow): Promise<void> {
   );
 }
 
-export const apiClientById = async (db: Db, id: string) => await db.get<ApiClientRow>('SELECT * FROM api_clients WHERE id = ?', id);
+export const apiClientById = (db: Db, id: string) => db.get<ApiClientRow>('SELECT * FROM api_clients WHERE id = ?', id);
 
-export async function listApiClients(db: Db, organizationId: string | null, status: string | null): Promise<ApiClientRow[]> {
-  return await db.all<ApiClientRow>(
+export function listApiClients(db: Db, organizationId: string | null, status: string | null): Promise<ApiClientRow[]> {
+  return db.all<ApiClientRow>(
     `SELECT * FROM api_clients WHERE (?1 IS NULL OR organization_id = ?1) AND (?2 IS NULL OR status = ?2)
       ORDER BY created_at, id`, organizationId, status);
 }
@@ -60,8 +60,8 @@ export async function deleteExpiredApiClientTokens(db: Db, clientId: string, now
 }
 
 /** The token's client (any status; the caller decides), through the read cache like sessions. */
-export async function apiClientByTokenHash(db: Db, tokenHash: string): Promise<ApiClientTokenRow | undefined> {
-  return await db.cachedGet<ApiClientTokenRow>(
+export function apiClientByTokenHash(db: Db, tokenHash: string): Promise<ApiClientTokenRow | undefined> {
+  return db.cachedGet<ApiClientTokenRow>(
     `SELECT c.*, t.expires_at AS token_expires_at FROM api_client_tokens t JOIN api_clients c ON c.id = t.client_id
       WHERE t.token_hash = ?`, tokenHash);
 }

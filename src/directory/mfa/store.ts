@@ -29,8 +29,8 @@ export interface ChallengeRow {
   ip: string | null;
 }
 
-export async function factorOf(db: Db, userId: string): Promise<FactorRow | undefined> {
-  return await db.get<FactorRow>('SELECT * FROM mfa_factors WHERE user_id = ?', userId);
+export function factorOf(db: Db, userId: string): Promise<FactorRow | undefined> {
+  return db.get<FactorRow>('SELECT * FROM mfa_factors WHERE user_id = ?', userId);
 }
 
 /** A new pending factor, replacing a pending one (never an enabled one: callers check first). */
@@ -96,8 +96,8 @@ export async function insertChallenge(db: Db, c: ChallengeRow): Promise<void> {
     c.locked_at, c.consumed_at, c.ip);
 }
 
-export async function challengeByTokenHash(db: Db, tokenHash: string): Promise<ChallengeRow | undefined> {
-  return await db.get<ChallengeRow>('SELECT * FROM mfa_challenges WHERE token_hash = ?', tokenHash);
+export function challengeByTokenHash(db: Db, tokenHash: string): Promise<ChallengeRow | undefined> {
+  return db.get<ChallengeRow>('SELECT * FROM mfa_challenges WHERE token_hash = ?', tokenHash);
 }
 
 /** Counts a wrong code; locks the challenge when it reaches `lockAt`. Returns the new count. */

@@ -43,8 +43,8 @@ export async function insertDefaultBillingAccount(db: Db, organizationId: string
   );
 }
 
-export async function billingAccountOf(db: Db, organizationId: string): Promise<BillingAccountRow | undefined> {
-  return await db.get<BillingAccountRow>('SELECT * FROM billing_accounts WHERE organization_id = ?', organizationId);
+export function billingAccountOf(db: Db, organizationId: string): Promise<BillingAccountRow | undefined> {
+  return db.get<BillingAccountRow>('SELECT * FROM billing_accounts WHERE organization_id = ?', organizationId);
 }
 
 /**
@@ -107,8 +107,8 @@ export async function insertBillingAccountEvent(db: Db, e: BillingAccountEventRo
 }
 
 /** The organization's account events, newest first (`limit` -1: all). */
-export const billingAccountEventsOf = async (db: Db, organizationId: string, limit = -1) =>
-  await db.all<BillingAccountEventRow>(
+export const billingAccountEventsOf = (db: Db, organizationId: string, limit = -1) =>
+  db.all<BillingAccountEventRow>(
     'SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?', organizationId, limit);
 
 /** The organization's time zone (organizations.time_zone) is one of the billing settings. */

@@ -36,8 +36,8 @@ export async function insertSession(db: Db, s: SessionRow): Promise<void> {
 }
 
 /** The session of a token (through the read cache: revocations write, so they empty it). */
-export async function sessionByTokenHash(db: Db, tokenHash: string): Promise<SessionWithUser | undefined> {
-  return await db.cachedGet<SessionWithUser>(
+export function sessionByTokenHash(db: Db, tokenHash: string): Promise<SessionWithUser | undefined> {
+  return db.cachedGet<SessionWithUser>(
     `SELECT s.*, u.name AS user_name, u.email AS user_email, u.status AS user_status,
             u.is_system_admin AS user_is_system_admin, u.password_must_change AS user_password_must_change
        FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = ?`, tokenHash);
@@ -64,12 +64,12 @@ export async function revokeUserSessions(db: Db, userId: string, now: string, re
 }
 
 /** Sessions neither revoked, past their absolute expiry, idle since before `idleCutoff`, nor created before `createdAfter`. */
-export async function liveSessionsOfUser(db: Db, userId: string, now: string, idleCutoff: string, createdAfter = ''): Promise<SessionRow[]> {
-  return await db.all<SessionRow>(
+export function liveSessionsOfUser(db: Db, userId: string, now: string, idleCutoff: string, createdAfter = ''): Promise<SessionRow[]> {
+  return db.all<SessionRow>(
     `SELECT * FROM sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? AND last_seen_at > ? AND created_at > ?
       ORDER BY created_at DESC`, userId, now, idleCutoff, createdAfter);
 }
 
-export async function sessionOfUser(db: Db, userId: string, id: string): Promise<SessionRow | undefined> {
-  return await db.get<SessionRow>('SELECT * FROM sessions WHERE id = ? AND user_id = ?', id, userId);
+export function sessionOfUser(db: Db, userId: string, id: string): Promise<SessionRow | undefined> {
+  return db.get<SessionRow>('SELECT * FROM sessions WHERE id = ? AND user_id = ?', id, userId);
 }

@@ -41,26 +41,26 @@ export async function insertMembership(db: Db, m: FullMembershipRow): Promise<vo
   );
 }
 
-export const organizationById = async (db: Db, id: string) => await db.cachedGet<OrganizationRow>('SELECT * FROM organizations WHERE id = ?', id);
-export const workspaceById = async (db: Db, id: string) => await db.cachedGet<WorkspaceRow>('SELECT * FROM workspaces WHERE id = ?', id);
-export const projectById = async (db: Db, id: string) => await db.cachedGet<ProjectRow>('SELECT * FROM projects WHERE id = ?', id);
+export const organizationById = (db: Db, id: string) => db.cachedGet<OrganizationRow>('SELECT * FROM organizations WHERE id = ?', id);
+export const workspaceById = (db: Db, id: string) => db.cachedGet<WorkspaceRow>('SELECT * FROM workspaces WHERE id = ?', id);
+export const projectById = (db: Db, id: string) => db.cachedGet<ProjectRow>('SELECT * FROM projects WHERE id = ?', id);
 
 /** Active memberships of a user, oldest first (the order that decides a new session's scope). */
-export async function membershipsOfUser(db: Db, userId: string): Promise<FullMembershipRow[]> {
-  return await db.cachedAll<FullMembershipRow>(
+export function membershipsOfUser(db: Db, userId: string): Promise<FullMembershipRow[]> {
+  return db.cachedAll<FullMembershipRow>(
     "SELECT * FROM memberships WHERE user_id = ? AND status = 'active' ORDER BY created_at, rowid", userId);
 }
 
-export async function membershipAt(db: Db, userId: string, level: Level, scopeId: string): Promise<FullMembershipRow | undefined> {
-  return await db.get<FullMembershipRow>('SELECT * FROM memberships WHERE user_id = ? AND level = ? AND scope_id = ?', userId, level, scopeId);
+export function membershipAt(db: Db, userId: string, level: Level, scopeId: string): Promise<FullMembershipRow | undefined> {
+  return db.get<FullMembershipRow>('SELECT * FROM memberships WHERE user_id = ? AND level = ? AND scope_id = ?', userId, level, scopeId);
 }
 
 export async function setMembershipRole(db: Db, id: string, role: Role, accessMode: 'full' | 'project-only'): Promise<void> {
   await db.run("UPDATE memberships SET role = ?, access_mode = ?, status = 'active' WHERE id = ?", role, accessMode, id);
 }
 
-export async function allOrganizations(db: Db): Promise<OrganizationRow[]> {
-  return await db.all<OrganizationRow>('SELECT * FROM organizations ORDER BY created_at, rowid');
+export function allOrganizations(db: Db): Promise<OrganizationRow[]> {
+  return db.all<OrganizationRow>('SELECT * FROM organizations ORDER BY created_at, rowid');
 }
 
 export async function organizationsByIds(db: Db, ids: string[]): Promise<OrganizationRow[]> {
@@ -69,12 +69,12 @@ export async function organizationsByIds(db: Db, ids: string[]): Promise<Organiz
     'SELECT * FROM organizations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY created_at, rowid', JSON.stringify(ids));
 }
 
-export async function workspacesOfOrganization(db: Db, organizationId: string): Promise<WorkspaceRow[]> {
-  return await db.cachedAll<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
+export function workspacesOfOrganization(db: Db, organizationId: string): Promise<WorkspaceRow[]> {
+  return db.cachedAll<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
 }
 
-export async function projectsOfWorkspace(db: Db, organizationId: string, workspaceId: string): Promise<ProjectRow[]> {
-  return await db.cachedAll<ProjectRow>(
+export function projectsOfWorkspace(db: Db, organizationId: string, workspaceId: string): Promise<ProjectRow[]> {
+  return db.cachedAll<ProjectRow>(
     'SELECT * FROM projects WHERE organization_id = ? AND workspace_id = ? ORDER BY created_at, rowid', organizationId, workspaceId);
 }
 
@@ -85,8 +85,8 @@ export interface NamedMembership {
   project_id: string | null; project_name: string | null;
 }
 
-export async function namedMembershipsOfUser(db: Db, userId: string): Promise<NamedMembership[]> {
-  return await db.cachedAll<NamedMembership>(
+export function namedMembershipsOfUser(db: Db, userId: string): Promise<NamedMembership[]> {
+  return db.cachedAll<NamedMembership>(
     `SELECT m.level, m.role, m.access_mode, m.organization_id, o.name AS organization_name,
             m.workspace_id, w.name AS workspace_name, m.project_id, p.name AS project_name
        FROM memberships m

@@ -30,12 +30,12 @@ export async function insertUser(db: Db, u: UserRow): Promise<void> {
   );
 }
 
-export async function userById(db: Db, id: string): Promise<UserRow | undefined> {
-  return await db.cachedGet<UserRow>('SELECT * FROM users WHERE id = ?', id);
+export function userById(db: Db, id: string): Promise<UserRow | undefined> {
+  return db.cachedGet<UserRow>('SELECT * FROM users WHERE id = ?', id);
 }
 
-export async function userByEmail(db: Db, email: string): Promise<UserRow | undefined> {
-  return await db.get<UserRow>('SELECT * FROM users WHERE email_normalized = ?', normalizeEmail(email));
+export function userByEmail(db: Db, email: string): Promise<UserRow | undefined> {
+  return db.get<UserRow>('SELECT * FROM users WHERE email_normalized = ?', normalizeEmail(email));
 }
 
 export async function setPassword(db: Db, id: string, hash: string, mustChange: boolean, now: string): Promise<void> {

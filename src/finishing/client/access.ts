@@ -95,7 +95,7 @@ const CLIENT_EXPORT_FILE = '/api/client/delivery/export/file';
  */
 export async function clientManifest(ctx: Ctx, access: ClientAccess, token: string): Promise<Out<typeof ClientManifestView>> {
   const { link, delivery: d } = access;
-  await ctx.db.tx(async () => await touchLink(ctx.db, link.id, ctx.now().toISOString(), false));
+  await ctx.db.tx(() => touchLink(ctx.db, link.id, ctx.now().toISOString(), false));
   const project = (await projectById(ctx.db, d.project_id))!;
   const exp = await exportOfLink(ctx, access);
   return {

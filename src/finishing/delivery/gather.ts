@@ -50,7 +50,7 @@ export async function gatherItems(db: Db, projectId: string, input: { episodeIds
     if (Object.keys(errors).length) throw validationFailed(errors);
     return cuts.map((a) => itemOf(a!));
   }
-  const cuts = (await mapSeq(await episodesOfProject(db, projectId), async (e) => await newestCutOfEpisode(db, projectId, e.id))).filter((a) => a !== undefined);
+  const cuts = (await mapSeq(await episodesOfProject(db, projectId), (e) => newestCutOfEpisode(db, projectId, e.id))).filter((a) => a !== undefined);
   if (cuts.length === 0) throw conflict('nothing_to_deliver', 'no episode of the project has a cut yet; compose one or name artifactIds');
   return cuts.map(itemOf);
 }

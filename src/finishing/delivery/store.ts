@@ -40,11 +40,11 @@ export async function updateDelivery(db: Db, d: DeliveryRow): Promise<void> {
   );
 }
 
-export const deliveryInProject = async (db: Db, projectId: string, id: string): Promise<DeliveryRow | undefined> =>
-  await db.get<DeliveryRow>('SELECT * FROM deliveries WHERE project_id = ? AND id = ?', projectId, id);
+export const deliveryInProject = (db: Db, projectId: string, id: string): Promise<DeliveryRow | undefined> =>
+  db.get<DeliveryRow>('SELECT * FROM deliveries WHERE project_id = ? AND id = ?', projectId, id);
 
-export const deliveryItems = async (db: Db, deliveryId: string): Promise<DeliveryItemRow[]> =>
-  await db.all<DeliveryItemRow>('SELECT * FROM delivery_items WHERE delivery_id = ? ORDER BY position', deliveryId);
+export const deliveryItems = (db: Db, deliveryId: string): Promise<DeliveryItemRow[]> =>
+  db.all<DeliveryItemRow>('SELECT * FROM delivery_items WHERE delivery_id = ? ORDER BY position', deliveryId);
 
 export const itemCounts = async (db: Db, deliveryIds: readonly string[]): Promise<Map<string, number>> => new Map(
   (await db.all<{ delivery_id: string; n: number }>(
@@ -56,7 +56,7 @@ export const itemCounts = async (db: Db, deliveryIds: readonly string[]): Promis
 /** Replaces the items of a delivery (its new version's set), in order from position 1. */
 export async function replaceItems(db: Db, deliveryId: string, items: ReadonlyArray<Omit<DeliveryItemRow, 'delivery_id' | 'position'>>): Promise<void> {
   await db.run('DELETE FROM delivery_items WHERE delivery_id = ?', deliveryId);
-  await forEachSeq(items, async (it, i) => await db.run(
+  await forEachSeq(items, (it, i) => db.run(
     `INSERT INTO delivery_items (delivery_id, position, artifact_id, artifact_sha256, episode_id, shot_id, qa_run_id, review_id)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
     deliveryId, i + 1, it.artifact_id, it.artifact_sha256, it.episode_id, it.shot_id, it.qa_run_id, it.review_id,
@@ -64,14 +64,14 @@ export async function replaceItems(db: Db, deliveryId: string, items: ReadonlyAr
 }
 
 /** At approval: the QA run and review each item was approved on. */
-export const setItemVerdicts = async (db: Db, deliveryId: string, position: number, qaRunId: string | null, reviewId: string | null) =>
-  await db.run('UPDATE delivery_items SET qa_run_id = ?, review_id = ? WHERE delivery_id = ? AND position = ?', qaRunId, reviewId, deliveryId, position);
+export const setItemVerdicts = (db: Db, deliveryId: string, position: number, qaRunId: string | null, reviewId: string | null) =>
+  db.run('UPDATE delivery_items SET qa_run_id = ?, review_id = ? WHERE delivery_id = ? AND position = ?', qaRunId, reviewId, deliveryId, position);
 
 export interface DeliveryFilter { status: string | null; limit: number; offset: number }
 
 /** Newest first. */
-export async function deliveriesOfProject(db: Db, projectId: string, f: DeliveryFilter): Promise<{ rows: DeliveryRow[]; total: number }> {
-  return await newestPageOfProject<DeliveryRow>(db, 'deliveries', projectId, f.status, f.limit, f.offset);
+export function deliveriesOfProject(db: Db, projectId: string, f: DeliveryFilter): Promise<{ rows: DeliveryRow[]; total: number }> {
+  return newestPageOfProject<DeliveryRow>(db, 'deliveries', projectId, f.status, f.limit, f.offset);
 }
 
 export async function insertLink(db: Db, l: DeliveryLinkRow): Promise<void> {
@@ -83,21 +83,21 @@ export async function insertLink(db: Db, l: DeliveryLinkRow): Promise<void> {
   );
 }
 
-export const linksOfDelivery = async (db: Db, deliveryId: string): Promise<DeliveryLinkRow[]> =>
-  await db.all<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE delivery_id = ? ORDER BY created_at DESC, id DESC', deliveryId);
+export const linksOfDelivery = (db: Db, deliveryId: string): Promise<DeliveryLinkRow[]> =>
+  db.all<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE delivery_id = ? ORDER BY created_at DESC, id DESC', deliveryId);
 
-export const linkOfDelivery = async (db: Db, deliveryId: string, linkId: string): Promise<DeliveryLinkRow | undefined> =>
-  await db.get<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE delivery_id = ? AND id = ?', deliveryId, linkId);
+export const linkOfDelivery = (db: Db, deliveryId: string, linkId: string): Promise<DeliveryLinkRow | undefined> =>
+  db.get<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE delivery_id = ? AND id = ?', deliveryId, linkId);
 
-export const revokeLink = async (db: Db, linkId: string, at: string, by: string | null) =>
-  await db.run('UPDATE delivery_links SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL', at, by, linkId);
+export const revokeLink = (db: Db, linkId: string, at: string, by: string | null) =>
+  db.run('UPDATE delivery_links SET revoked_at = ?, revoked_by = ? WHERE id = ? AND revoked_at IS NULL', at, by, linkId);
 
 /** A link by its token's SHA-256 (the UNIQUE index: one lookup, no comparison of secrets). */
-export const linkByTokenHash = async (db: Db, tokenHash: string): Promise<DeliveryLinkRow | undefined> =>
-  await db.get<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE token_hash = ?', tokenHash);
+export const linkByTokenHash = (db: Db, tokenHash: string): Promise<DeliveryLinkRow | undefined> =>
+  db.get<DeliveryLinkRow>('SELECT * FROM delivery_links WHERE token_hash = ?', tokenHash);
 
-export const deliveryById = async (db: Db, id: string): Promise<DeliveryRow | undefined> =>
-  await db.get<DeliveryRow>('SELECT * FROM deliveries WHERE id = ?', id);
+export const deliveryById = (db: Db, id: string): Promise<DeliveryRow | undefined> =>
+  db.get<DeliveryRow>('SELECT * FROM deliveries WHERE id = ?', id);
 
-export const touchLink = async (db: Db, linkId: string, at: string, counted: boolean) =>
-  await db.run('UPDATE delivery_links SET last_used_at = ?, download_count = download_count + ? WHERE id = ?', at, counted ? 1 : 0, linkId);
+export const touchLink = (db: Db, linkId: string, at: string, counted: boolean) =>
+  db.run('UPDATE delivery_links SET last_used_at = ?, download_count = download_count + ? WHERE id = ?', at, counted ? 1 : 0, linkId);

@@ -18,18 +18,18 @@ export async function insertExport(db: Db, e: ExportRow): Promise<void> {
 }
 
 /** Records the archive of an export that has none yet: `changes` is 0 when another request recorded one first. */
-export const setExportArchive = async (db: Db, id: string, archivePath: string, sha256: string) =>
-  await db.run('UPDATE exports SET archive_path = ?, archive_sha256 = ? WHERE id = ? AND archive_path IS NULL', archivePath, sha256, id);
+export const setExportArchive = (db: Db, id: string, archivePath: string, sha256: string) =>
+  db.run('UPDATE exports SET archive_path = ?, archive_sha256 = ? WHERE id = ? AND archive_path IS NULL', archivePath, sha256, id);
 
-export const exportInProject = async (db: Db, projectId: string, id: string) =>
-  await db.get<ExportRow>('SELECT * FROM exports WHERE project_id = ? AND id = ?', projectId, id);
+export const exportInProject = (db: Db, projectId: string, id: string) =>
+  db.get<ExportRow>('SELECT * FROM exports WHERE project_id = ? AND id = ?', projectId, id);
 
-export const exportOfVersion = async (db: Db, projectId: string, deliveryId: string, version: number) =>
-  await db.get<ExportRow>('SELECT * FROM exports WHERE project_id = ? AND delivery_id = ? AND delivery_version = ?', projectId, deliveryId, version);
+export const exportOfVersion = (db: Db, projectId: string, deliveryId: string, version: number) =>
+  db.get<ExportRow>('SELECT * FROM exports WHERE project_id = ? AND delivery_id = ? AND delivery_version = ?', projectId, deliveryId, version);
 
 export interface ExportFilter { deliveryId: string | null; limit: number; offset: number }
 
 /** Newest first. */
-export async function exportsOfProject(db: Db, projectId: string, f: ExportFilter): Promise<{ rows: ExportRow[]; total: number }> {
-  return await newestPageOfProject<ExportRow>(db, 'exports', projectId, f.deliveryId, f.limit, f.offset);
+export function exportsOfProject(db: Db, projectId: string, f: ExportFilter): Promise<{ rows: ExportRow[]; total: number }> {
+  return newestPageOfProject<ExportRow>(db, 'exports', projectId, f.deliveryId, f.limit, f.offset);
 }

@@ -161,7 +161,7 @@ async function continuityCheck(ctx: Ctx, a: ArtifactRow, spec: DeliverySpec): Pr
   const pairs: Array<[ArtifactRow, ArtifactRow]> = [];
   const cut = a.source === 'composition' ? await compositionOfArtifact(ctx.db, a.project_id, a.id) : undefined;
   if (cut) {
-    const inputs = await mapSeq((JSON.parse(cut.inputs) as Array<{ artifactId: string }>), async (i) => await artifactInProject(ctx.db, a.project_id, i.artifactId));
+    const inputs = await mapSeq((JSON.parse(cut.inputs) as Array<{ artifactId: string }>), (i) => artifactInProject(ctx.db, a.project_id, i.artifactId));
     for (let i = 1; i < inputs.length; i++) if (inputs[i - 1] && inputs[i]) pairs.push([inputs[i - 1]!, inputs[i]!]);
   } else if (a.shot_id) {
     const { previous } = await neighbourShots(ctx, a.project_id, a.shot_id);

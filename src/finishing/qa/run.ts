@@ -99,7 +99,7 @@ async function artifactsOfShot(ctx: Ctx, projectId: string, shotId: string): Pro
 
 async function artifactsOfEpisode(ctx: Ctx, projectId: string, episodeId: string): Promise<ArtifactRow[]> {
   const cut = await newestCutOfEpisode(ctx.db, projectId, episodeId);
-  return [...await flatMapSeq(await shotsOfProject(ctx.db, projectId, episodeId), async (s) => await artifactsOfShot(ctx, projectId, s.id)), ...(cut ? [cut] : [])];
+  return [...await flatMapSeq(await shotsOfProject(ctx.db, projectId, episodeId), (s) => artifactsOfShot(ctx, projectId, s.id)), ...(cut ? [cut] : [])];
 }
 
 /** The target and its artifacts, or 422 naming the field (nothing is measured before this passes). */
@@ -121,7 +121,7 @@ export async function pickArtifacts(ctx: Ctx, body: Infer<typeof QaRunBody>): Pr
   } else if (body.project !== undefined) {
     if (body.project !== true) throw validationFailed({ project: 'must be true' });
     target = { target_kind: 'project', target_id: projectId };
-    artifacts = await flatMapSeq(await episodesOfProject(ctx.db, projectId), async (e) => await artifactsOfEpisode(ctx, projectId, e.id));
+    artifacts = await flatMapSeq(await episodesOfProject(ctx.db, projectId), (e) => artifactsOfEpisode(ctx, projectId, e.id));
   } else {
     const problems: Record<string, string> = {};
     artifacts = [];

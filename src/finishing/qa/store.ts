@@ -27,11 +27,11 @@ export async function insertCheck(db: Db, c: QaCheckRow): Promise<void> {
     c.run_id, c.position, c.artifact_id, c.artifact_sha256, c.check_key, c.blocking, c.result, c.measured, c.expected, c.message, c.time_code_ms);
 }
 
-export const runInProject = async (db: Db, projectId: string, id: string) =>
-  await db.get<QaRunRow>('SELECT * FROM qa_runs WHERE project_id = ? AND id = ?', projectId, id);
+export const runInProject = (db: Db, projectId: string, id: string) =>
+  db.get<QaRunRow>('SELECT * FROM qa_runs WHERE project_id = ? AND id = ?', projectId, id);
 
-export const checksOfRun = async (db: Db, runId: string) =>
-  await db.all<QaCheckRow>('SELECT * FROM qa_checks WHERE run_id = ? ORDER BY position', runId);
+export const checksOfRun = (db: Db, runId: string) =>
+  db.all<QaCheckRow>('SELECT * FROM qa_checks WHERE run_id = ? ORDER BY position', runId);
 
 export interface RunFilter { targetKind: string | null; targetId: string | null; result: string | null; artifactId: string | null }
 
@@ -39,19 +39,19 @@ const FILTER = `project_id = ?1 AND (?2 IS NULL OR target_kind = ?2) AND (?3 IS 
   AND (?5 IS NULL OR id IN (SELECT run_id FROM qa_checks WHERE artifact_id = ?5))`;
 
 /** Newest first. */
-export const runsOfProject = async (db: Db, projectId: string, f: RunFilter, limit: number, offset: number) =>
-  await db.all<QaRunRow>(`SELECT * FROM qa_runs WHERE ${FILTER} ORDER BY created_at DESC, rowid DESC LIMIT ?6 OFFSET ?7`,
+export const runsOfProject = (db: Db, projectId: string, f: RunFilter, limit: number, offset: number) =>
+  db.all<QaRunRow>(`SELECT * FROM qa_runs WHERE ${FILTER} ORDER BY created_at DESC, rowid DESC LIMIT ?6 OFFSET ?7`,
     projectId, f.targetKind, f.targetId, f.result, f.artifactId, limit, offset);
 
 export const countRuns = async (db: Db, projectId: string, f: RunFilter) =>
   (await db.get<{ n: number }>(`SELECT count(*) AS n FROM qa_runs WHERE ${FILTER}`, projectId, f.targetKind, f.targetId, f.result, f.artifactId))!.n;
 
 /** The newest run of the project that checked this artifact at this hash. */
-export const newestRunOfArtifact = async (db: Db, projectId: string, artifactId: string, sha256: string) =>
-  await db.get<{ id: string; created_at: string }>(
+export const newestRunOfArtifact = (db: Db, projectId: string, artifactId: string, sha256: string) =>
+  db.get<{ id: string; created_at: string }>(
     `SELECT r.id, r.created_at FROM qa_checks c JOIN qa_runs r ON r.id = c.run_id
       WHERE c.artifact_id = ? AND c.artifact_sha256 = ? AND r.project_id = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT 1`,
     artifactId, sha256, projectId);
 
-export const checksOfArtifactInRun = async (db: Db, runId: string, artifactId: string, sha256: string) =>
-  await db.all<QaCheckRow>('SELECT * FROM qa_checks WHERE run_id = ? AND artifact_id = ? AND artifact_sha256 = ? ORDER BY position', runId, artifactId, sha256);
+export const checksOfArtifactInRun = (db: Db, runId: string, artifactId: string, sha256: string) =>
+  db.all<QaCheckRow>('SELECT * FROM qa_checks WHERE run_id = ? AND artifact_id = ? AND artifact_sha256 = ? ORDER BY position', runId, artifactId, sha256);

@@ -58,7 +58,7 @@ export async function reopenReviews(ctx: Ctx, rows: readonly ArtifactRow[], cut:
 
 /** The handler of media.artifacts_registered: the rows as they are now, then reopenReviews. */
 export async function reopenOnRegistered(ctx: Ctx, news: ArtifactsRegistered): Promise<void> {
-  const rows = (await mapSeq(news.artifactIds, async (id) => await artifactInProject(ctx.db, news.projectId, id))).filter((r): r is ArtifactRow => r !== undefined);
+  const rows = (await mapSeq(news.artifactIds, (id) => artifactInProject(ctx.db, news.projectId, id))).filter((r): r is ArtifactRow => r !== undefined);
   const cutRow = news.cut && rows.find((r) => r.id === news.cut!.artifactId);
   await reopenReviews(ctx, rows, news.cut && cutRow ? { artifact: cutRow, episodeId: news.cut.episodeId } : null, news.at);
 }

@@ -29,9 +29,9 @@ async function insertRow(db: Db, table: string, row: object): Promise<void> {
     ...entries.map(([, v]) => v as Param));
 }
 
-export const insertReview = async (db: Db, r: ReviewRow) => await insertRow(db, 'reviews', r);
-export const insertComment = async (db: Db, c: CommentRow) => await insertRow(db, 'review_comments', c);
-export const insertDecision = async (db: Db, d: DecisionRow) => await insertRow(db, 'review_decisions', d);
+export const insertReview = (db: Db, r: ReviewRow) => insertRow(db, 'reviews', r);
+export const insertComment = (db: Db, c: CommentRow) => insertRow(db, 'review_comments', c);
+export const insertDecision = (db: Db, d: DecisionRow) => insertRow(db, 'review_decisions', d);
 
 /** Status, current artifact and re-open count: the only columns that change after creation. */
 export async function updateReviewState(db: Db, r: ReviewRow): Promise<void> {
@@ -41,18 +41,18 @@ export async function updateReviewState(db: Db, r: ReviewRow): Promise<void> {
   );
 }
 
-export const reviewInProject = async (db: Db, projectId: string, id: string) =>
-  await db.get<ReviewRow>('SELECT * FROM reviews WHERE project_id = ? AND id = ?', projectId, id);
+export const reviewInProject = (db: Db, projectId: string, id: string) =>
+  db.get<ReviewRow>('SELECT * FROM reviews WHERE project_id = ? AND id = ?', projectId, id);
 
 /** A review of the artifact that is still in play (not withdrawn), if any. */
-export const activeReviewOfArtifact = async (db: Db, projectId: string, artifactId: string) =>
-  await db.get<ReviewRow>(
+export const activeReviewOfArtifact = (db: Db, projectId: string, artifactId: string) =>
+  db.get<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND artifact_id = ? AND status <> 'withdrawn'
       ORDER BY created_at DESC, rowid DESC LIMIT 1`, projectId, artifactId);
 
 /** The review whose current artifact this is: one in play before a withdrawn one, newest first. */
-export const currentReviewOfArtifact = async (db: Db, projectId: string, artifactId: string) =>
-  await db.get<ReviewRow>(
+export const currentReviewOfArtifact = (db: Db, projectId: string, artifactId: string) =>
+  db.get<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND artifact_id = ?
       ORDER BY status = 'withdrawn', created_at DESC, rowid DESC LIMIT 1`, projectId, artifactId);
 
@@ -72,25 +72,25 @@ export async function reviewsOfProject(db: Db, projectId: string, f: ReviewFilte
 }
 
 /** Oldest first. */
-export const commentsOf = async (db: Db, reviewId: string) =>
-  await db.all<CommentRow>('SELECT * FROM review_comments WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
+export const commentsOf = (db: Db, reviewId: string) =>
+  db.all<CommentRow>('SELECT * FROM review_comments WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
 
 /** Oldest first. */
-export const decisionsOf = async (db: Db, reviewId: string) =>
-  await db.all<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
+export const decisionsOf = (db: Db, reviewId: string) =>
+  db.all<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
 
-export const latestDecisionOf = async (db: Db, reviewId: string) =>
-  await db.get<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1', reviewId);
+export const latestDecisionOf = (db: Db, reviewId: string) =>
+  db.get<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1', reviewId);
 
 /** Reviews in play on an older artifact of the shot and kind (re-open candidates). */
-export const shotReviewsBefore = async (db: Db, projectId: string, shotId: string, kind: string, artifactId: string) =>
-  await db.all<ReviewRow>(
+export const shotReviewsBefore = (db: Db, projectId: string, shotId: string, kind: string, artifactId: string) =>
+  db.all<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND target_kind = 'shot' AND shot_id = ? AND artifact_kind = ?
       AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id`, projectId, shotId, kind, artifactId);
 
 /** Reviews in play on an older cut of the episode (re-open candidates). */
-export const cutReviewsBefore = async (db: Db, projectId: string, episodeId: string, artifactId: string) =>
-  await db.all<ReviewRow>(
+export const cutReviewsBefore = (db: Db, projectId: string, episodeId: string, artifactId: string) =>
+  db.all<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND target_kind = 'cut' AND episode_id = ?
       AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id`, projectId, episodeId, artifactId);
 

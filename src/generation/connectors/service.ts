@@ -45,8 +45,8 @@ async function refuseUnderLocalRunnerOnly(ctx: Ctx, what: string): Promise<void>
   }
 }
 
-const auditConnector = async (ctx: Ctx, action: string, c: ConnectorRow, metadata: Record<string, unknown>, result: 'success' | 'failure' = 'success') =>
-  await record(ctx, {
+const auditConnector = (ctx: Ctx, action: string, c: ConnectorRow, metadata: Record<string, unknown>, result: 'success' | 'failure' = 'success') =>
+  record(ctx, {
     action, targetType: 'model_connector', targetId: c.id, result, metadata,
     organizationId: c.organization_id, workspaceId: null, projectId: null,
   });

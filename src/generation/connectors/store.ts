@@ -37,13 +37,13 @@ export async function updateConnector(db: Db, c: ConnectorRow): Promise<void> {
   );
 }
 
-export async function connectorById(db: Db, organizationId: string, id: string): Promise<ConnectorRow | undefined> {
-  return await db.get<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? AND id = ?', organizationId, id);
+export function connectorById(db: Db, organizationId: string, id: string): Promise<ConnectorRow | undefined> {
+  return db.get<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? AND id = ?', organizationId, id);
 }
 
 /** Every connector of the organization, oldest first. */
-export async function connectorsOfOrg(db: Db, organizationId: string): Promise<ConnectorRow[]> {
-  return await db.all<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
+export function connectorsOfOrg(db: Db, organizationId: string): Promise<ConnectorRow[]> {
+  return db.all<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
 }
 
 export interface ConnectorFilter { status: string | null; kind: string | null; costMode: string | null; limit: number; offset: number }

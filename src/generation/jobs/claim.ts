@@ -60,8 +60,8 @@ export async function reclaimExpired(db: Db, cutoff: string, now: string): Promi
 }
 
 /** At shutdown: this runner's jobs (or just `jobId`) go back to the queue, their unfinished attempt forgotten. */
-export async function releaseLeases(db: Db, runner: string, now: string, jobId: string | null = null): Promise<JobRow[]> {
-  return await db.all<JobRow>(
+export function releaseLeases(db: Db, runner: string, now: string, jobId: string | null = null): Promise<JobRow[]> {
+  return db.all<JobRow>(
     `UPDATE generation_jobs SET status = 'queued', attempt = attempt - 1, leased_by = NULL, leased_at = NULL, attempt_started_at = NULL,
        updated_at = ?2, started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END
      WHERE status = 'running' AND leased_by = ?1 AND (?3 IS NULL OR id = ?3) RETURNING *`, runner, now, jobId);

@@ -63,7 +63,7 @@ export async function buildContract(db: Db, job: JobRow): Promise<{ contract: Pr
   const project = (await projectById(db, job.project_id))!;
   const shot = job.shot_id ? await shotById(db, job.project_id, job.shot_id) : undefined;
   const episode = shot ? await episodeById(db, job.project_id, shot.episode_id) : undefined;
-  const versions = (await mapSeq(input.inputs, async (i) => await db.get<VersionRef>(
+  const versions = (await mapSeq(input.inputs, (i) => db.get<VersionRef>(
     'SELECT asset_id, id, file_name, mime_type, file_size, content_sha256, storage_path FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?',
     job.project_id, i.assetId, i.versionId))).filter((v): v is VersionRef => v !== undefined);
   const sources: Array<{ input: ContractInput; storagePath: string }> = [

@@ -108,13 +108,13 @@ export async function runLeased(
     const prepared = await gatherEvidence(base, job, result.files, abort.signal);
     if (aborted) throw new Error(aborted);
     clearInterval(renew);
-    return { ...await commit(async () => await settleSuccess(base, job, lease, result, { ...media, prepared }, also)), result, failure: null };
+    return { ...await commit(() => settleSuccess(base, job, lease, result, { ...media, prepared }, also)), result, failure: null };
   } catch (err) {
     const failure = failureOf(err, aborted);
     // Stopping the service is not the job's failure: the lease is released (see releaseLeases).
     if (signal?.aborted) return { status: 'lost', released: [], runAfter: null, result: null, failure };
     clearInterval(renew);
-    return { ...await commit(async () => await settleFailure(base, job, lease, failure, config.workerRetryBaseMs, also)), result: null, failure };
+    return { ...await commit(() => settleFailure(base, job, lease, failure, config.workerRetryBaseMs, also)), result: null, failure };
   } finally {
     clearTimeout(deadline);
     clearInterval(renew);

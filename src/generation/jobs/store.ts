@@ -33,11 +33,11 @@ export async function insertJob(db: Db, j: JobRow): Promise<void> {
   );
 }
 
-export const jobInProject = async (db: Db, projectId: string, id: string) =>
-  await db.get<JobRow>('SELECT * FROM generation_jobs WHERE project_id = ? AND id = ?', projectId, id);
-export const jobInOrganization = async (db: Db, organizationId: string, id: string) =>
-  await db.get<JobRow>('SELECT * FROM generation_jobs WHERE organization_id = ? AND id = ?', organizationId, id);
-export const jobById = async (db: Db, id: string) => await db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
+export const jobInProject = (db: Db, projectId: string, id: string) =>
+  db.get<JobRow>('SELECT * FROM generation_jobs WHERE project_id = ? AND id = ?', projectId, id);
+export const jobInOrganization = (db: Db, organizationId: string, id: string) =>
+  db.get<JobRow>('SELECT * FROM generation_jobs WHERE organization_id = ? AND id = ?', organizationId, id);
+export const jobById = (db: Db, id: string) => db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
 
 export interface JobFilter {
   status: string | null; kind: string | null; shotId: string | null; connectorId: string | null; limit: number; offset: number;

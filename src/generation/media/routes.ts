@@ -24,7 +24,7 @@ export function bindMediaRoutes(router: Router): void {
     const rows = await artifactsOfProject(ctx.db, ctx.scope.projectId!, {
       shotId: query.shotId ?? null, jobId: query.jobId ?? null, episodeId: query.episodeId ?? null, kind: query.kind ?? null, limit: query.limit ?? 50,
     });
-    return json(200, { items: await mapSeq(rows, async (a) => await presentArtifact(ctx.db, a)) });
+    return json(200, { items: await mapSeq(rows, (a) => presentArtifact(ctx.db, a)) });
   });
 
   r.get('/api/production/media-artifacts/:artifactId', { ...base, summary: 'One media artifact with its evidence, provenance, continuity and composition.', response: { description: 'the artifact', schema: MediaArtifactView } },

@@ -49,22 +49,22 @@ export async function insertContinuity(db: Db, c: ContinuityRow): Promise<void> 
   await db.run(`${insertSql('media_continuity', columns)} ON CONFLICT (from_artifact_id, to_artifact_id) DO NOTHING`, ...columns.map((k) => c[k]));
 }
 
-export const artifactInProject = async (db: Db, projectId: string, id: string) =>
-  await db.get<ArtifactRow>('SELECT * FROM media_artifacts WHERE project_id = ? AND id = ?', projectId, id);
+export const artifactInProject = (db: Db, projectId: string, id: string) =>
+  db.get<ArtifactRow>('SELECT * FROM media_artifacts WHERE project_id = ? AND id = ?', projectId, id);
 
 export interface ArtifactFilter { shotId: string | null; jobId: string | null; episodeId: string | null; kind: string | null; limit: number }
 
 /** Newest first. */
-export async function artifactsOfProject(db: Db, projectId: string, f: ArtifactFilter): Promise<ArtifactRow[]> {
-  return await db.all<ArtifactRow>(
+export function artifactsOfProject(db: Db, projectId: string, f: ArtifactFilter): Promise<ArtifactRow[]> {
+  return db.all<ArtifactRow>(
     `SELECT * FROM media_artifacts WHERE project_id = ?1 AND (?2 IS NULL OR shot_id = ?2) AND (?3 IS NULL OR job_id = ?3)
        AND (?4 IS NULL OR episode_id = ?4) AND (?5 IS NULL OR kind = ?5)
      ORDER BY created_at DESC, id DESC LIMIT ?6`, projectId, f.shotId, f.jobId, f.episodeId, f.kind, f.limit);
 }
 
 /** A shot's newest generated artifact of a kind: the one the shot is represented by for that kind (its cut, reviews). */
-export const newestGeneratedOfShot = async (db: Db, projectId: string, shotId: string, kind: ArtifactRow['kind']): Promise<ArtifactRow | undefined> =>
-  await db.get<ArtifactRow>(
+export const newestGeneratedOfShot = (db: Db, projectId: string, shotId: string, kind: ArtifactRow['kind']): Promise<ArtifactRow | undefined> =>
+  db.get<ArtifactRow>(
     `SELECT * FROM media_artifacts WHERE project_id = ? AND shot_id = ? AND kind = ? AND source = 'generation'
       ORDER BY created_at DESC, id DESC LIMIT 1`, projectId, shotId, kind);
 
@@ -72,25 +72,25 @@ export const newestGeneratedOfShot = async (db: Db, projectId: string, shotId: s
  * The video a shot is represented by in its episode (the cut, continuity): its newest generated
  * video artifact.
  */
-export const chosenVideoOfShot = async (db: Db, projectId: string, shotId: string) => await newestGeneratedOfShot(db, projectId, shotId, 'video');
+export const chosenVideoOfShot = (db: Db, projectId: string, shotId: string) => newestGeneratedOfShot(db, projectId, shotId, 'video');
 
 /** The voice line a shot carries in its episode's cut: its newest generated audio artifact (a `tts` job bound to the shot). */
-export const chosenVoiceOfShot = async (db: Db, projectId: string, shotId: string) => await newestGeneratedOfShot(db, projectId, shotId, 'audio');
+export const chosenVoiceOfShot = (db: Db, projectId: string, shotId: string) => newestGeneratedOfShot(db, projectId, shotId, 'audio');
 
 /**
  * An episode's newest cut, the one QA, reviews and deliveries take: the artifact of the episode's
  * newest composition (by created_at, then id).
  */
-export const newestCutOfEpisode = async (db: Db, projectId: string, episodeId: string): Promise<ArtifactRow | undefined> =>
-  await db.get<ArtifactRow>(
+export const newestCutOfEpisode = (db: Db, projectId: string, episodeId: string): Promise<ArtifactRow | undefined> =>
+  db.get<ArtifactRow>(
     `SELECT a.* FROM media_compositions c JOIN media_artifacts a ON a.id = c.artifact_id AND a.project_id = c.project_id
       WHERE c.project_id = ? AND c.episode_id = ? ORDER BY c.created_at DESC, c.id DESC LIMIT 1`, projectId, episodeId);
 
-export const compositionOfArtifact = async (db: Db, projectId: string, artifactId: string) =>
-  await db.get<CompositionRow>('SELECT * FROM media_compositions WHERE project_id = ? AND artifact_id = ?', projectId, artifactId);
+export const compositionOfArtifact = (db: Db, projectId: string, artifactId: string) =>
+  db.get<CompositionRow>('SELECT * FROM media_compositions WHERE project_id = ? AND artifact_id = ?', projectId, artifactId);
 
-export const continuityBetween = async (db: Db, projectId: string, fromArtifactId: string, toArtifactId: string) =>
-  await db.get<ContinuityRow>('SELECT * FROM media_continuity WHERE project_id = ? AND from_artifact_id = ? AND to_artifact_id = ?',
+export const continuityBetween = (db: Db, projectId: string, fromArtifactId: string, toArtifactId: string) =>
+  db.get<ContinuityRow>('SELECT * FROM media_continuity WHERE project_id = ? AND from_artifact_id = ? AND to_artifact_id = ?',
     projectId, fromArtifactId, toArtifactId);
 
 /** Measures where the artifact is the later shot (previous) and the earlier one (next). */

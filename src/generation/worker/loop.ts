@@ -71,7 +71,7 @@ export async function startWorkerLoop(ctx: Ctx): Promise<WorkerLoop> {
           }
         }
         try {
-          await db.tx(async () => await flushStamps());
+          await db.tx(() => flushStamps());
         } catch (err) {
           log.error('worker state write failed', { err }); // never at the price of the settles beside it
         }

@@ -206,7 +206,7 @@ export async function instantiate(ctx: Ctx, templateId: string, body: Instantiat
         run_id: runId, gate_key: g.key, label: g.label, blocking: g.blocking ? 1 : 0, status: 'pending', decided_by: null, decided_at: null, note: null, qa_run_id: null,
       });
     }
-    await forEachSeq(steps, async (step, i) => await insertRunStep(ctx.db, {
+    await forEachSeq(steps, (step, i) => insertRunStep(ctx.db, {
       run_id: runId, position: i + 1, step_key: step.key, label: step.label, job_kind: step.jobKind, shot_id: prepared[i].job.shot_id,
       connector_id: prepared[i].job.connector_id, job_id: mode === 'queue' ? prepared[i].job.id : null,
       preview: JSON.stringify(previews[i]), blockers: JSON.stringify(blockers[i]),
@@ -234,7 +234,7 @@ async function runView(ctx: Ctx, runId: string, withTemplate: boolean): Promise<
 }
 
 /** A run of the current project with the template version it used. */
-export const getRun = async (ctx: Ctx, runId: string): Promise<RunView> => await runView(ctx, runId, true);
+export const getRun = (ctx: Ctx, runId: string): Promise<RunView> => runView(ctx, runId, true);
 
 export async function listRuns(ctx: Ctx, status: RunStatus | null, limit: number): Promise<RunView[]> {
   const runs = await runsOfProject(ctx.db, ctx.scope.projectId!, status, limit);
@@ -285,4 +285,4 @@ export async function applyGateDecision(
   });
 }
 
-export const runCount = async (ctx: Ctx, status: RunStatus | null): Promise<number> => await countRuns(ctx.db, ctx.scope.projectId!, status);
+export const runCount = (ctx: Ctx, status: RunStatus | null): Promise<number> => countRuns(ctx.db, ctx.scope.projectId!, status);

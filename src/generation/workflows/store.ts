@@ -36,20 +36,20 @@ const CURRENT = `SELECT t.*, v.name, v.category, v.status, v.description, v.defa
 const VISIBLE = `(t.scope = 'global' OR (t.scope = 'organization' AND t.organization_id = ?) OR (t.scope = 'workspace' AND t.workspace_id = ?))`;
 
 /** Templates the caller sees from an organization (and workspace, when one is current). */
-export const visibleTemplates = async (db: Db, organizationId: string, workspaceId: string | null) =>
-  await db.all<CurrentTemplate>(`${CURRENT} WHERE ${VISIBLE} ORDER BY t.template_key, t.id`, organizationId, workspaceId);
-export const visibleTemplate = async (db: Db, organizationId: string, workspaceId: string | null, id: string) =>
-  await db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ? AND ${VISIBLE}`, id, organizationId, workspaceId);
-export const templateById = async (db: Db, id: string) => await db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ?`, id);
-export const templateWithKey = async (db: Db, scope: TemplateRow['scope'], organizationId: string | null, workspaceId: string | null, key: string) =>
-  await db.get<TemplateRow>(
+export const visibleTemplates = (db: Db, organizationId: string, workspaceId: string | null) =>
+  db.all<CurrentTemplate>(`${CURRENT} WHERE ${VISIBLE} ORDER BY t.template_key, t.id`, organizationId, workspaceId);
+export const visibleTemplate = (db: Db, organizationId: string, workspaceId: string | null, id: string) =>
+  db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ? AND ${VISIBLE}`, id, organizationId, workspaceId);
+export const templateById = (db: Db, id: string) => db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ?`, id);
+export const templateWithKey = (db: Db, scope: TemplateRow['scope'], organizationId: string | null, workspaceId: string | null, key: string) =>
+  db.get<TemplateRow>(
     `SELECT * FROM workflow_templates WHERE scope = ? AND ifnull(organization_id, '') = ifnull(?, '') AND ifnull(workspace_id, '') = ifnull(?, '') AND template_key = ?`,
     scope, organizationId, workspaceId, key);
 
-export const versionOf = async (db: Db, templateId: string, version: number) =>
-  await db.get<VersionRow>('SELECT * FROM workflow_template_versions WHERE template_id = ? AND version = ?', templateId, version);
-export const versionsOf = async (db: Db, templateId: string) =>
-  await db.all<Pick<VersionRow, 'version' | 'status' | 'name' | 'created_by' | 'created_at'>>(
+export const versionOf = (db: Db, templateId: string, version: number) =>
+  db.get<VersionRow>('SELECT * FROM workflow_template_versions WHERE template_id = ? AND version = ?', templateId, version);
+export const versionsOf = (db: Db, templateId: string) =>
+  db.all<Pick<VersionRow, 'version' | 'status' | 'name' | 'created_by' | 'created_at'>>(
     'SELECT version, status, name, created_by, created_at FROM workflow_template_versions WHERE template_id = ? ORDER BY version DESC', templateId);
 
 export async function insertTemplate(db: Db, t: TemplateRow): Promise<void> {
@@ -97,12 +97,12 @@ export async function insertRunGate(db: Db, g: RunGateRow): Promise<void> {
 const RUNS = `SELECT r.*, t.template_key, v.name AS template_name FROM workflow_runs r JOIN workflow_templates t ON t.id = r.template_id
   JOIN workflow_template_versions v ON v.template_id = r.template_id AND v.version = r.template_version`;
 
-export const runsOfProject = async (db: Db, projectId: string, status: string | null, limit: number) =>
-  await db.all<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND (?2 IS NULL OR r.status = ?2) ORDER BY r.created_at DESC, r.id DESC LIMIT ?3`, projectId, status, limit);
+export const runsOfProject = (db: Db, projectId: string, status: string | null, limit: number) =>
+  db.all<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND (?2 IS NULL OR r.status = ?2) ORDER BY r.created_at DESC, r.id DESC LIMIT ?3`, projectId, status, limit);
 export const countRuns = async (db: Db, projectId: string, status: string | null) =>
   (await db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs WHERE project_id = ?1 AND (?2 IS NULL OR status = ?2)', projectId, status))!.n;
-export const runInProject = async (db: Db, projectId: string, id: string) =>
-  await db.get<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND r.id = ?`, projectId, id);
+export const runInProject = (db: Db, projectId: string, id: string) =>
+  db.get<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND r.id = ?`, projectId, id);
 
 export async function stepsOfRuns(db: Db, runIds: string[]): Promise<RunStepWithJob[]> {
   if (runIds.length === 0) return [];

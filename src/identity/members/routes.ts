@@ -81,7 +81,7 @@ export function bindMemberRoutes(router: Router): void {
   r.get('/api/invitations/preview', { summary: 'What an invitation token grants: { email, role, expiresAt, organization, workspace, project, invitedBy: { name } | null } (the console\'s /invitations/accept page shows it; 404 invitation_not_found, 410 invitation_expired; those count against the client address\'s failed-attempt limit, then 429 rate_limited).', tags: ['invitations'], auth: 'none', query: TokenQuery,
     response: { description: 'what the invitation grants', schema: InvitationPreviewView },
   }, async ({ ctx, query }) => {
-    const inv = await addressLimited(ctx, async () => await invitationForToken(ctx, query.token));
+    const inv = await addressLimited(ctx, () => invitationForToken(ctx, query.token));
     const org = (await organizationById(ctx.db, inv.organization_id))!;
     const ws = inv.workspace_id ? await workspaceById(ctx.db, inv.workspace_id) : undefined;
     const project = inv.project_id ? await projectById(ctx.db, inv.project_id) : undefined;

@@ -11,14 +11,14 @@ export interface MemberRow {
 const MEMBER_COLUMNS = `m.user_id, u.email, u.name, u.status AS user_status, u.last_login_at, m.level, m.role, m.access_mode,
   m.status, m.created_at, m.workspace_id, m.project_id`;
 
-export async function membershipsInOrganization(db: Db, organizationId: string): Promise<MemberRow[]> {
-  return await db.all<MemberRow>(
+export function membershipsInOrganization(db: Db, organizationId: string): Promise<MemberRow[]> {
+  return db.all<MemberRow>(
     `SELECT ${MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
       WHERE m.organization_id = ? ORDER BY u.email_normalized, m.level, m.created_at`, organizationId);
 }
 
-export async function membershipsAtScope(db: Db, organizationId: string, level: Level, scopeId: string): Promise<MemberRow[]> {
-  return await db.all<MemberRow>(
+export function membershipsAtScope(db: Db, organizationId: string, level: Level, scopeId: string): Promise<MemberRow[]> {
+  return db.all<MemberRow>(
     `SELECT ${MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
       WHERE m.organization_id = ? AND m.level = ? AND m.scope_id = ? ORDER BY u.email_normalized`, organizationId, level, scopeId);
 }
@@ -54,21 +54,21 @@ export async function insertInvitation(db: Db, r: InvitationRow): Promise<void> 
   );
 }
 
-export async function invitationById(db: Db, organizationId: string, id: string): Promise<InvitationRow | undefined> {
-  return await db.get<InvitationRow>('SELECT * FROM invitations WHERE organization_id = ? AND id = ?', organizationId, id);
+export function invitationById(db: Db, organizationId: string, id: string): Promise<InvitationRow | undefined> {
+  return db.get<InvitationRow>('SELECT * FROM invitations WHERE organization_id = ? AND id = ?', organizationId, id);
 }
 
-export async function invitationByTokenHash(db: Db, tokenHash: string): Promise<InvitationRow | undefined> {
-  return await db.get<InvitationRow>('SELECT * FROM invitations WHERE token_hash = ?', tokenHash);
+export function invitationByTokenHash(db: Db, tokenHash: string): Promise<InvitationRow | undefined> {
+  return db.get<InvitationRow>('SELECT * FROM invitations WHERE token_hash = ?', tokenHash);
 }
 
-export async function pendingInvitationFor(db: Db, organizationId: string, emailNormalized: string): Promise<InvitationRow | undefined> {
-  return await db.get<InvitationRow>("SELECT * FROM invitations WHERE organization_id = ? AND email_normalized = ? AND status = 'pending'",
+export function pendingInvitationFor(db: Db, organizationId: string, emailNormalized: string): Promise<InvitationRow | undefined> {
+  return db.get<InvitationRow>("SELECT * FROM invitations WHERE organization_id = ? AND email_normalized = ? AND status = 'pending'",
     organizationId, emailNormalized);
 }
 
-export async function invitationsOf(db: Db, organizationId: string, status: string | null): Promise<InvitationRow[]> {
-  return await db.all<InvitationRow>(
+export function invitationsOf(db: Db, organizationId: string, status: string | null): Promise<InvitationRow[]> {
+  return db.all<InvitationRow>(
     'SELECT * FROM invitations WHERE organization_id = ? AND (?2 IS NULL OR status = ?2) ORDER BY created_at DESC', organizationId, status);
 }
 

@@ -42,7 +42,7 @@ async function openChallenge(ctx: Ctx, token: string, purpose: ChallengeRow['pur
       throw await refusal(ctx, undefined, found ? 'wrong_purpose' : 'unknown_token', challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again'));
     }
     return found;
-  }, { onRefused: async (wait) => await refuse(ctx, undefined, 'rate_limited', rateLimited(wait)) });
+  }, { onRefused: (wait) => refuse(ctx, undefined, 'rate_limited', rateLimited(wait)) });
   if (ch.locked_at) throw await refusal(ctx, ch, 'locked', challengeError(401, 'mfa_challenge_locked', `the challenge is locked after ${CHALLENGE_MAX_FAILURES} wrong codes; log in again`));
   if (ch.consumed_at) throw await refusal(ctx, ch, 'used', challengeError(401, 'mfa_challenge_invalid', 'the challenge token is unknown or already used; log in again'));
   if (ch.expires_at <= ctx.now().toISOString()) throw await refusal(ctx, ch, 'expired', challengeError(401, 'mfa_challenge_expired', 'the challenge has expired (5 minutes); log in again'));
@@ -83,10 +83,10 @@ export async function redeemLoginChallenge(ctx: Ctx, limits: LoginLimits, token:
   // check and the failure's row are one transaction; over the limit the code is not checked (429).
   const slot = { limit: limits.mfaCodes, key: user.id };
   const outcome = await checkAttempt(ctx.db, [slot], ctx.now().getTime(), async () => {
-    const r = await redeemStep(ctx, ch, user, code, browserRequest, async () => await clearAttempts(ctx.db, slot.limit, slot.key));
+    const r = await redeemStep(ctx, ch, user, code, browserRequest, () => clearAttempts(ctx.db, slot.limit, slot.key));
     if ('wrong' in r) throw r.wrong; // counted; the challenge's failure and its audit records are kept
     return r;
-  }, { onRefused: async (wait) => await refuse(ctx, ch, 'rate_limited', rateLimited(wait)) });
+  }, { onRefused: (wait) => refuse(ctx, ch, 'rate_limited', rateLimited(wait)) });
   if ('error' in outcome) throw outcome.error;
   return outcome;
 }

@@ -27,8 +27,8 @@ import {
   setAccountIdentity, switchMemberships, updateScimUser, type DirectoryRow, type ScimUserRow,
 } from './store.ts';
 
-export async function listUsers(ctx: Ctx, dir: DirectoryRow, filter: UserFilter | null, startIndex: number, count: number) {
-  return await listScimUsers(ctx.db, dir.id, filter, startIndex - 1, count);
+export function listUsers(ctx: Ctx, dir: DirectoryRow, filter: UserFilter | null, startIndex: number, count: number) {
+  return listScimUsers(ctx.db, dir.id, filter, startIndex - 1, count);
 }
 
 /** One of the directory's users; anyone else's id (another directory's, or no SCIM user) is 404. */
@@ -57,9 +57,9 @@ export async function createScimUser(ctx: Ctx, dir: DirectoryRow, s: ScimUserSta
   const existing = await userByEmail(ctx.db, email);
   // A directory manages people of its organization, never the service's administrators.
   if (existing?.is_system_admin) throw uniqueness('this e-mail address belongs to a system administrator account, which a directory cannot provision');
-  if (existing) return await ctx.db.tx(async () => await link(ctx, dir, existing, s, false));
+  if (existing) return await ctx.db.tx(() => link(ctx, dir, existing, s, false));
   // No password: the person signs in by single sign-on, or after an administrator's password reset.
-  const { extra } = await createUser(ctx, { email, name: accountName(s), passwordless: true }, async (user) => await link(ctx, dir, user, s, true));
+  const { extra } = await createUser(ctx, { email, name: accountName(s), passwordless: true }, (user) => link(ctx, dir, user, s, true));
   return extra!;
 }
 

@@ -33,11 +33,11 @@ export async function updateDirectory(db: Db, d: DirectoryRow): Promise<void> {
   );
 }
 
-export const directoryById = async (db: Db, id: string) => await db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE id = ?', id);
-export const directoryByTokenHash = async (db: Db, hash: string) => await db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE token_hash = ?', hash);
+export const directoryById = (db: Db, id: string) => db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE id = ?', id);
+export const directoryByTokenHash = (db: Db, hash: string) => db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE token_hash = ?', hash);
 
-export async function listDirectories(db: Db, organizationId: string | null): Promise<DirectoryRow[]> {
-  return await db.all<DirectoryRow>(
+export function listDirectories(db: Db, organizationId: string | null): Promise<DirectoryRow[]> {
+  return db.all<DirectoryRow>(
     'SELECT * FROM scim_directories WHERE (?1 IS NULL OR organization_id = ?1) ORDER BY created_at, id', organizationId);
 }
 
@@ -68,18 +68,18 @@ export async function deleteScimUser(db: Db, directoryId: string, userId: string
   await db.run('DELETE FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
 }
 
-export const scimUser = async (db: Db, directoryId: string, userId: string) =>
-  await db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
+export const scimUser = (db: Db, directoryId: string, userId: string) =>
+  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
 
-export const scimUserByName = async (db: Db, directoryId: string, userNameKey: string) =>
-  await db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_name_key = ?', directoryId, userNameKey);
+export const scimUserByName = (db: Db, directoryId: string, userNameKey: string) =>
+  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_name_key = ?', directoryId, userNameKey);
 
-export const scimUserByExternalId = async (db: Db, directoryId: string, externalId: string) =>
-  await db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND external_id = ?', directoryId, externalId);
+export const scimUserByExternalId = (db: Db, directoryId: string, externalId: string) =>
+  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND external_id = ?', directoryId, externalId);
 
 /** The link of a user in an organization, whichever of its directories made it. */
-export const scimLinkInOrganization = async (db: Db, organizationId: string, userId: string) =>
-  await db.get<ScimUserRow>('SELECT * FROM scim_users WHERE organization_id = ? AND user_id = ?', organizationId, userId);
+export const scimLinkInOrganization = (db: Db, organizationId: string, userId: string) =>
+  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE organization_id = ? AND user_id = ?', organizationId, userId);
 
 /**
  * The condition of each supported filter, by attribute and operator: fixed SQL with one `?` for

@@ -45,8 +45,8 @@ async function issue(ctx: Ctx, user: UserRow, purpose: ChallengeRow['purpose'], 
 }
 
 /** A login challenge for a user with TOTP enabled, after the first factor (`method`: password, oidc, saml). */
-export async function startLoginChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method = 'password'): Promise<IssuedChallenge> {
-  return await issue(ctx, user, 'login', kind, method);
+export function startLoginChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method = 'password'): Promise<IssuedChallenge> {
+  return issue(ctx, user, 'login', kind, method);
 }
 
 /**
@@ -54,6 +54,6 @@ export async function startLoginChallenge(ctx: Ctx, user: UserRow, kind: 'bearer
  * holder sets up TOTP (/api/auth/mfa/enroll/setup) and confirms a code (/api/auth/mfa/enroll/confirm),
  * which enables it and answers the recovery codes and the session.
  */
-export async function startEnrollmentChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method = 'password'): Promise<IssuedChallenge> {
-  return await issue(ctx, user, 'enrollment', kind, method);
+export function startEnrollmentChallenge(ctx: Ctx, user: UserRow, kind: 'bearer' | 'browser', method = 'password'): Promise<IssuedChallenge> {
+  return issue(ctx, user, 'enrollment', kind, method);
 }

@@ -51,8 +51,8 @@ export const addressKey = (ctx: Ctx): string => (ctx.ip ? clientNetwork(ctx.ip) 
  * `check` runs in the limit's write transaction and a throw from it counts; over the limit, 429
  * rate_limited with Retry-After and the token is not looked at.
  */
-export async function addressLimited<T>(ctx: Ctx, check: () => T | Promise<T>, opts: CheckOptions = {}): Promise<T> {
-  return await checkAttempt(ctx.db, [{ limit: createLoginLimits(ctx.config).byAddress, key: addressKey(ctx) }], ctx.now().getTime(), check, opts);
+export function addressLimited<T>(ctx: Ctx, check: () => T | Promise<T>, opts: CheckOptions = {}): Promise<T> {
+  return checkAttempt(ctx.db, [{ limit: createLoginLimits(ctx.config).byAddress, key: addressKey(ctx) }], ctx.now().getTime(), check, opts);
 }
 
 export const invalidCredentials = () => new AppError(401, 'invalid_credentials', 'e-mail address or password is wrong');

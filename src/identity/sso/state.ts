@@ -48,7 +48,7 @@ export async function saveFlowState(ctx: Ctx, s: NewFlowState): Promise<void> {
 export async function takeFlowState(ctx: Ctx, kind: 'oidc' | 'saml', handle: string): Promise<{ providerId: string; payload: Record<string, unknown> } | null> {
   if (typeof handle !== 'string' || handle === '') return null;
   const handleHash = sha256Hex(handle);
-  const row = await ctx.db.tx(async () => await takeFlowStateRow(ctx.db, handleHash, kind, ctx.now().toISOString()));
+  const row = await ctx.db.tx(() => takeFlowStateRow(ctx.db, handleHash, kind, ctx.now().toISOString()));
   if (!row) return null;
   try {
     const payload = JSON.parse(unseal(ssoStorageKey(ctx.config), aad(handleHash, row.kind, row.provider_id), Buffer.from(row.payload, 'base64'))) as unknown;

@@ -10,16 +10,16 @@ export interface ProviderRow {
   probed_at: string | null; probe_status: 'ok' | 'failed' | null; probe_detail: string | null;
 }
 
-export async function providerById(db: Db, id: string): Promise<ProviderRow | undefined> {
-  return await db.get<ProviderRow>('SELECT * FROM identity_providers WHERE id = ?', id);
+export function providerById(db: Db, id: string): Promise<ProviderRow | undefined> {
+  return db.get<ProviderRow>('SELECT * FROM identity_providers WHERE id = ?', id);
 }
 
 /** The provider, when it exists, is of this kind and is active (the sign-in routes' one test). */
 export const activeOfKind = (p: ProviderRow | undefined | null, kind: ProviderRow['kind']): p is ProviderRow =>
   p != null && p.kind === kind && p.status === 'active';
 
-export async function listProviders(db: Db, f: { organizationId?: string | null; status?: 'active' | 'disabled' } = {}): Promise<ProviderRow[]> {
-  return await db.all<ProviderRow>(
+export function listProviders(db: Db, f: { organizationId?: string | null; status?: 'active' | 'disabled' } = {}): Promise<ProviderRow[]> {
+  return db.all<ProviderRow>(
     `SELECT * FROM identity_providers WHERE (?1 IS NULL OR organization_id = ?1) AND (?2 IS NULL OR status = ?2)
       ORDER BY name COLLATE NOCASE, id`, f.organizationId ?? null, f.status ?? null);
 }
@@ -102,8 +102,8 @@ export async function insertTicket(db: Db, t: TicketRow): Promise<void> {
 }
 
 /** Marks the ticket used and returns it, in one statement; undefined when unknown, used or expired. */
-export async function takeTicketRow(db: Db, ticketHash: string, now: string): Promise<TicketRow | undefined> {
-  return await db.get<TicketRow>(
+export function takeTicketRow(db: Db, ticketHash: string, now: string): Promise<TicketRow | undefined> {
+  return db.get<TicketRow>(
     'UPDATE sso_tickets SET used_at = ?2 WHERE ticket_hash = ?1 AND used_at IS NULL AND expires_at > ?2 RETURNING *', ticketHash, now);
 }
 
@@ -113,8 +113,8 @@ export interface SsoIdentityRow {
   provider_id: string; subject: string; user_id: string; email: string | null; created_at: string; last_login_at: string | null;
 }
 
-export async function identityBySubject(db: Db, providerId: string, subject: string): Promise<SsoIdentityRow | undefined> {
-  return await db.get<SsoIdentityRow>('SELECT * FROM sso_identities WHERE provider_id = ? AND subject = ?', providerId, subject);
+export function identityBySubject(db: Db, providerId: string, subject: string): Promise<SsoIdentityRow | undefined> {
+  return db.get<SsoIdentityRow>('SELECT * FROM sso_identities WHERE provider_id = ? AND subject = ?', providerId, subject);
 }
 
 export async function insertIdentity(db: Db, i: SsoIdentityRow): Promise<void> {

@@ -59,7 +59,7 @@ export async function listGovernedUsers(ctx: Ctx, q: UserListRequest) {
   const { page, pageSize, offset } = pageWindow(q.page, q.limit);
   const query = q.query === undefined || q.query === '' ? undefined : q.query;
   const { rows, total } = await listUsers(ctx.db, { query, status: q.status, limit: pageSize, offset });
-  return { items: await mapSeq(rows, async (u) => await governed(ctx, u)), pagination: { page, pageSize, total } };
+  return { items: await mapSeq(rows, (u) => governed(ctx, u)), pagination: { page, pageSize, total } };
 }
 
 /** Creates an active account with a one-time initial password (must be changed at first login). */

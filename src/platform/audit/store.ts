@@ -61,12 +61,12 @@ export const and = (...parts: Array<Where | null>): Where => {
 };
 
 /** A page, newest first. */
-export async function pageAudit(db: Db, w: Where, limit: number, offset: number): Promise<AuditRow[]> {
-  return await db.all<AuditRow>(`SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`, ...w.params, limit, offset);
+export function pageAudit(db: Db, w: Where, limit: number, offset: number): Promise<AuditRow[]> {
+  return db.all<AuditRow>(`SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC LIMIT ? OFFSET ?`, ...w.params, limit, offset);
 }
 
-export async function auditById(db: Db, id: string, scope: Where): Promise<AuditRow | undefined> {
-  return await db.get<AuditRow>(`SELECT * FROM audit_log WHERE id = ? AND (${scope.sql})`, id, ...scope.params);
+export function auditById(db: Db, id: string, scope: Where): Promise<AuditRow | undefined> {
+  return db.get<AuditRow>(`SELECT * FROM audit_log WHERE id = ? AND (${scope.sql})`, id, ...scope.params);
 }
 
 export const FACET_LIMIT = 100;
@@ -117,8 +117,8 @@ export async function relatedAudit(db: Db, row: AuditRow, scope: Where): Promise
 }
 
 /** Account-security events (auth.*, user.*) done by or to a user account, newest first. */
-export async function securityEventsOf(db: Db, userId: string, exceptId: string, scope: Where): Promise<AuditRow[]> {
-  return await db.all<AuditRow>(
+export function securityEventsOf(db: Db, userId: string, exceptId: string, scope: Where): Promise<AuditRow[]> {
+  return db.all<AuditRow>(
     `SELECT * FROM audit_log
       WHERE (actor_user_id = ? OR (target_type = 'user' AND target_id = ?))
         AND (action LIKE 'auth.%' OR action LIKE 'user.%') AND id <> ? AND (${scope.sql})

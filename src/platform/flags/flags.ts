@@ -65,7 +65,7 @@ async function flagView(db: Db, key: FlagKey): Promise<FlagView> {
 
 export async function listFlags(ctx: Ctx): Promise<FlagView[]> {
   requireSystemAdmin(ctx);
-  return await mapSeq((Object.keys(FEATURE_FLAGS) as FlagKey[]), async (k) => await flagView(ctx.db, k));
+  return await mapSeq((Object.keys(FEATURE_FLAGS) as FlagKey[]), (k) => flagView(ctx.db, k));
 }
 
 export async function getFlag(ctx: Ctx, key: string): Promise<FlagView> {

@@ -35,8 +35,8 @@ function checkUrl(url: string): void {
   if (problem) throw validationFailed({ url: problem });
 }
 
-const audit = async (ctx: Ctx, action: string, c: ChannelRow, metadata: Record<string, unknown> = {}) =>
-  await record(ctx, {
+const audit = (ctx: Ctx, action: string, c: ChannelRow, metadata: Record<string, unknown> = {}) =>
+  record(ctx, {
     action, targetType: 'notification_channel', targetId: c.id, organizationId: c.organization_id, workspaceId: null, projectId: null,
     metadata: { kind: c.kind, ...(c.url ? { host: new URL(c.url).host } : {}), ...metadata },
   });
@@ -47,8 +47,8 @@ export async function channelOrFail(ctx: Ctx, id: string): Promise<ChannelRow> {
   return c;
 }
 
-export async function listChannels(ctx: Ctx, organizationId: string | null): Promise<ChannelRow[]> {
-  return await store.channelsOf(ctx.db, organizationId);
+export function listChannels(ctx: Ctx, organizationId: string | null): Promise<ChannelRow[]> {
+  return store.channelsOf(ctx.db, organizationId);
 }
 
 /** Creates a channel; a webhook gets its secret, answered here once. */
@@ -147,8 +147,8 @@ export async function channelDeliveries(ctx: Ctx, id: string, status: string | n
 
 // ---- allow-list ----
 
-export async function listAllowList(ctx: Ctx, organizationId: string | null): Promise<AllowListRow[]> {
-  return await store.allowListOf(ctx.db, organizationId);
+export function listAllowList(ctx: Ctx, organizationId: string | null): Promise<AllowListRow[]> {
+  return store.allowListOf(ctx.db, organizationId);
 }
 
 export async function addAllowListEntry(ctx: Ctx, input: { organizationId: string; cidr: string; description?: string }): Promise<AllowListRow> {

@@ -216,8 +216,8 @@ export async function setNotificationRead(ctx: Ctx, id: string, read: boolean): 
   });
 }
 
-export async function markAllRead(ctx: Ctx): Promise<number> {
-  return await markVisibleRead(ctx.db, inboxOf(ctx), ctx.now().toISOString());
+export function markAllRead(ctx: Ctx): Promise<number> {
+  return markVisibleRead(ctx.db, inboxOf(ctx), ctx.now().toISOString());
 }
 
 export interface Preference { category: NotificationCategory; enabled: boolean; updatedAt: string | null }

@@ -90,15 +90,15 @@ export interface CandidateRow {
 const CANDIDATE_COLUMNS = `u.id AS user_id, u.is_system_admin, m.level, m.role, m.organization_id, m.workspace_id, m.project_id, m.access_mode`;
 
 /** Active users with an active membership in the organization, one row per membership. */
-export async function organizationMemberRows(db: Db, organizationId: string): Promise<CandidateRow[]> {
-  return await db.all<CandidateRow>(
+export function organizationMemberRows(db: Db, organizationId: string): Promise<CandidateRow[]> {
+  return db.all<CandidateRow>(
     `SELECT ${CANDIDATE_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
       WHERE m.organization_id = ? AND m.status = 'active' AND u.status = 'active' ORDER BY m.created_at, m.rowid`, organizationId);
 }
 
 /** The named active users with their active memberships in the organization (none: a row with null membership). */
-export async function namedUserRows(db: Db, organizationId: string, userIds: string[]): Promise<CandidateRow[]> {
-  return await db.all<CandidateRow>(
+export function namedUserRows(db: Db, organizationId: string, userIds: string[]): Promise<CandidateRow[]> {
+  return db.all<CandidateRow>(
     `SELECT ${CANDIDATE_COLUMNS} FROM users u
        LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = ? AND m.status = 'active'
       WHERE u.status = 'active' AND u.id IN (SELECT value FROM json_each(?))`, organizationId, JSON.stringify(userIds));
@@ -110,8 +110,8 @@ export async function disabledUsers(db: Db, organizationId: string, category: st
   )).map((r) => r.user_id));
 }
 
-export async function preferencesOf(db: Db, userId: string, organizationId: string): Promise<PreferenceRow[]> {
-  return await db.all<PreferenceRow>('SELECT * FROM notification_preferences WHERE user_id = ? AND organization_id = ?', userId, organizationId);
+export function preferencesOf(db: Db, userId: string, organizationId: string): Promise<PreferenceRow[]> {
+  return db.all<PreferenceRow>('SELECT * FROM notification_preferences WHERE user_id = ? AND organization_id = ?', userId, organizationId);
 }
 
 export async function upsertPreference(db: Db, p: PreferenceRow): Promise<void> {
@@ -145,7 +145,7 @@ export async function deleteChannel(db: Db, organizationId: string, id: string):
   await db.run('DELETE FROM notification_channels WHERE id = ? AND organization_id = ?', id, organizationId);
 }
 
-export const channelById = async (db: Db, id: string) => await db.get<ChannelRow>('SELECT * FROM notification_channels WHERE id = ?', id);
+export const channelById = (db: Db, id: string) => db.get<ChannelRow>('SELECT * FROM notification_channels WHERE id = ?', id);
 
 export async function channelsOf(db: Db, organizationId: string | null): Promise<ChannelRow[]> {
   return organizationId
@@ -153,8 +153,8 @@ export async function channelsOf(db: Db, organizationId: string | null): Promise
     : await db.all<ChannelRow>('SELECT * FROM notification_channels ORDER BY organization_id, created_at, rowid');
 }
 
-export async function enabledChannelsOf(db: Db, organizationId: string): Promise<ChannelRow[]> {
-  return await db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? AND enabled = 1 ORDER BY created_at, rowid', organizationId);
+export function enabledChannelsOf(db: Db, organizationId: string): Promise<ChannelRow[]> {
+  return db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? AND enabled = 1 ORDER BY created_at, rowid', organizationId);
 }
 
 export async function insertAllowListEntry(db: Db, e: AllowListRow): Promise<void> {
@@ -162,10 +162,10 @@ export async function insertAllowListEntry(db: Db, e: AllowListRow): Promise<voi
     e.id, e.organization_id, e.cidr, e.description, e.created_at, e.created_by);
 }
 
-export const allowListEntryById = async (db: Db, id: string) => await db.get<AllowListRow>('SELECT * FROM notification_allow_list WHERE id = ?', id);
+export const allowListEntryById = (db: Db, id: string) => db.get<AllowListRow>('SELECT * FROM notification_allow_list WHERE id = ?', id);
 
-export async function allowListEntry(db: Db, organizationId: string, cidr: string): Promise<AllowListRow | undefined> {
-  return await db.get<AllowListRow>('SELECT * FROM notification_allow_list WHERE organization_id = ? AND cidr = ?', organizationId, cidr);
+export function allowListEntry(db: Db, organizationId: string, cidr: string): Promise<AllowListRow | undefined> {
+  return db.get<AllowListRow>('SELECT * FROM notification_allow_list WHERE organization_id = ? AND cidr = ?', organizationId, cidr);
 }
 
 export async function deleteAllowListEntry(db: Db, organizationId: string, id: string): Promise<void> {
@@ -189,7 +189,7 @@ export async function insertOutbox(db: Db, o: OutboxRow): Promise<void> {
   );
 }
 
-export const outboxById = async (db: Db, id: string) => await db.get<OutboxRow>('SELECT * FROM notification_outbox WHERE id = ?', id);
+export const outboxById = (db: Db, id: string) => db.get<OutboxRow>('SELECT * FROM notification_outbox WHERE id = ?', id);
 
 /**
  * Claims up to `limit` due rows in one statement: pending, due, and not leased (or with a lease that

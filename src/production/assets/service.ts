@@ -119,7 +119,7 @@ export async function listAssets(ctx: Ctx, q: { kind?: string; q?: string; inclu
   return { rows, pagination: { page, pageSize, total } };
 }
 
-export const assetVersions = async (ctx: Ctx, a: AssetRow) => await versionsOfAsset(ctx.db, a.project_id, a.id);
+export const assetVersions = (ctx: Ctx, a: AssetRow) => versionsOfAsset(ctx.db, a.project_id, a.id);
 
 export async function getVersion(ctx: Ctx, a: AssetRow, versionId: string): Promise<VersionRow> {
   const v = await versionOfAsset(ctx.db, a.project_id, a.id, versionId);
@@ -154,7 +154,7 @@ function mayBeCopy(ctx: Ctx, organizationId: string, workspaceId: string | null,
   // The largest file is read before the bytes stream (the streaming check is synchronous), and only
   // when the quota can be exceeded at all.
   return {
-    exact: async (bytes) => await storesAssetFileOfSize(ctx.db, organizationId, workspaceId, bytes),
+    exact: (bytes) => storesAssetFileOfSize(ctx.db, organizationId, workspaceId, bytes),
     largest: async () => (canExceed ? await largestAssetFile(ctx.db, organizationId, workspaceId) : 0),
   };
 }
@@ -209,7 +209,7 @@ async function commitFile(ctx: Ctx, assetId: string, pending: PendingWrite, file
       const placement = await placeAt(ctx.storage, pending, rel, await corruptVersionWithPath(ctx.db, rel));
       let result: UploadResult;
       try {
-        result = await ctx.db.tx(async () => await registerVersion(ctx, assetId, pending, rel, fileName, declaredType));
+        result = await ctx.db.tx(() => registerVersion(ctx, assetId, pending, rel, fileName, declaredType));
       } catch (err) {
         await placement.undo(referenced(ctx, rel));
         throw err;

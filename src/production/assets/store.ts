@@ -31,8 +31,8 @@ export async function updateAsset(db: Db, a: AssetRow): Promise<void> {
   );
 }
 
-export const assetInProject = async (db: Db, projectId: string, id: string) =>
-  await db.get<AssetRow>('SELECT * FROM assets WHERE project_id = ? AND id = ?', projectId, id);
+export const assetInProject = (db: Db, projectId: string, id: string) =>
+  db.get<AssetRow>('SELECT * FROM assets WHERE project_id = ? AND id = ?', projectId, id);
 
 export interface AssetFilter { kind: string | null; q: string | null; includeArchived: boolean; limit: number; offset: number }
 
@@ -55,11 +55,11 @@ export async function insertVersion(db: Db, v: VersionRow): Promise<void> {
   );
 }
 
-export const versionOfAsset = async (db: Db, projectId: string, assetId: string, id: string) =>
-  await db.get<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, assetId, id);
+export const versionOfAsset = (db: Db, projectId: string, assetId: string, id: string) =>
+  db.get<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? AND id = ?', projectId, assetId, id);
 
-export const versionsOfAsset = async (db: Db, projectId: string, assetId: string) =>
-  await db.all<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? ORDER BY number DESC', projectId, assetId);
+export const versionsOfAsset = (db: Db, projectId: string, assetId: string) =>
+  db.all<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? ORDER BY number DESC', projectId, assetId);
 
 export const nextVersionNumber = async (db: Db, assetId: string): Promise<number> =>
   (await db.get<{ n: number }>('SELECT coalesce(max(number), 0) + 1 AS n FROM asset_versions WHERE asset_id = ?', assetId))!.n;

@@ -39,4 +39,4 @@ export async function indexSeasonEpisodes(ctx: Ctx, seasonId: string): Promise<v
   for (const id of await siblingIds(ctx.db, 'episodes', ctx.scope.projectId!, seasonId)) await indexEpisode(ctx, id, false);
 }
 
-export const unindex = async (ctx: Ctx, type: 'episode' | 'shot', id: string) => await removeDocument(ctx.db, type, id);
+export const unindex = (ctx: Ctx, type: 'episode' | 'shot', id: string) => removeDocument(ctx.db, type, id);

@@ -22,21 +22,21 @@ export interface JobRow {
   created_at: string; updated_at: string; started_at: string | null; finished_at: string | null;
 }
 
-export const seriesOfProject = async (db: Db, projectId: string) =>
-  await db.all<SeriesRow>('SELECT * FROM series WHERE project_id = ? ORDER BY created_at, id', projectId);
-export const seasonsOfProject = async (db: Db, projectId: string) =>
-  await db.all<SeasonRow>('SELECT * FROM seasons WHERE project_id = ? ORDER BY series_id, position', projectId);
-export const episodesOfProject = async (db: Db, projectId: string) =>
-  await db.all<EpisodeRow>('SELECT * FROM episodes WHERE project_id = ? ORDER BY season_id, position', projectId);
-export const seasonById = async (db: Db, projectId: string, id: string) =>
-  await db.get<SeasonRow>('SELECT * FROM seasons WHERE project_id = ? AND id = ?', projectId, id);
-export const episodeById = async (db: Db, projectId: string, id: string) =>
-  await db.get<EpisodeRow>('SELECT * FROM episodes WHERE project_id = ? AND id = ?', projectId, id);
-export const shotById = async (db: Db, projectId: string, id: string) =>
-  await db.get<ShotRow>('SELECT * FROM shots WHERE project_id = ? AND id = ?', projectId, id);
+export const seriesOfProject = (db: Db, projectId: string) =>
+  db.all<SeriesRow>('SELECT * FROM series WHERE project_id = ? ORDER BY created_at, id', projectId);
+export const seasonsOfProject = (db: Db, projectId: string) =>
+  db.all<SeasonRow>('SELECT * FROM seasons WHERE project_id = ? ORDER BY series_id, position', projectId);
+export const episodesOfProject = (db: Db, projectId: string) =>
+  db.all<EpisodeRow>('SELECT * FROM episodes WHERE project_id = ? ORDER BY season_id, position', projectId);
+export const seasonById = (db: Db, projectId: string, id: string) =>
+  db.get<SeasonRow>('SELECT * FROM seasons WHERE project_id = ? AND id = ?', projectId, id);
+export const episodeById = (db: Db, projectId: string, id: string) =>
+  db.get<EpisodeRow>('SELECT * FROM episodes WHERE project_id = ? AND id = ?', projectId, id);
+export const shotById = (db: Db, projectId: string, id: string) =>
+  db.get<ShotRow>('SELECT * FROM shots WHERE project_id = ? AND id = ?', projectId, id);
 
-export async function shotsOfProject(db: Db, projectId: string, episodeId: string | null): Promise<ShotRow[]> {
-  return await db.all<ShotRow>(
+export function shotsOfProject(db: Db, projectId: string, episodeId: string | null): Promise<ShotRow[]> {
+  return db.all<ShotRow>(
     `SELECT s.* FROM shots s JOIN episodes e ON e.id = s.episode_id
       WHERE s.project_id = ?1 AND (?2 IS NULL OR s.episode_id = ?2) ORDER BY e.season_id, e.position, s.position`, projectId, episodeId);
 }
@@ -97,15 +97,15 @@ export async function writeOrder(db: Db, kind: Ordered, projectId: string, ids: 
   });
 }
 
-export const deleteRow = async (db: Db, kind: Ordered, projectId: string, id: string) =>
-  await db.run(`DELETE FROM ${ORDERED[kind].table} WHERE id = ? AND project_id = ?`, id, projectId);
+export const deleteRow = (db: Db, kind: Ordered, projectId: string, id: string) =>
+  db.run(`DELETE FROM ${ORDERED[kind].table} WHERE id = ? AND project_id = ?`, id, projectId);
 
 export interface RefRow { kind: 'bible' | 'asset'; ref_id: string; shot_id: string }
 
-export const referencesOf = async (db: Db, projectId: string, shotId: string) =>
-  await db.all<RefRow>('SELECT kind, ref_id, shot_id FROM shot_references WHERE project_id = ? AND shot_id = ? ORDER BY kind, position', projectId, shotId);
-export const referencesOfProject = async (db: Db, projectId: string) =>
-  await db.all<RefRow>('SELECT kind, ref_id, shot_id FROM shot_references WHERE project_id = ? ORDER BY shot_id, kind, position', projectId);
+export const referencesOf = (db: Db, projectId: string, shotId: string) =>
+  db.all<RefRow>('SELECT kind, ref_id, shot_id FROM shot_references WHERE project_id = ? AND shot_id = ? ORDER BY kind, position', projectId, shotId);
+export const referencesOfProject = (db: Db, projectId: string) =>
+  db.all<RefRow>('SELECT kind, ref_id, shot_id FROM shot_references WHERE project_id = ? ORDER BY shot_id, kind, position', projectId);
 
 export async function replaceReferences(db: Db, projectId: string, shotId: string, kind: 'bible' | 'asset', ids: readonly string[]): Promise<void> {
   await db.run('DELETE FROM shot_references WHERE project_id = ? AND shot_id = ? AND kind = ?', projectId, shotId, kind);
@@ -114,18 +114,18 @@ export async function replaceReferences(db: Db, projectId: string, shotId: strin
   });
 }
 
-export const deleteReferences = async (db: Db, projectId: string, shotId: string) =>
-  await db.run('DELETE FROM shot_references WHERE project_id = ? AND shot_id = ?', projectId, shotId);
+export const deleteReferences = (db: Db, projectId: string, shotId: string) =>
+  db.run('DELETE FROM shot_references WHERE project_id = ? AND shot_id = ?', projectId, shotId);
 
 const JOB_COLUMNS = 'id, shot_id, kind, status, attempt, error, created_at, updated_at, started_at, finished_at';
 
 /** A shot's generation history, newest first. */
-export const jobsOfShot = async (db: Db, projectId: string, shotId: string) =>
-  await db.all<JobRow>(`SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE project_id = ? AND shot_id = ? ORDER BY created_at DESC, id DESC`, projectId, shotId);
-export const jobsOfProjectShots = async (db: Db, projectId: string) =>
-  await db.all<JobRow>(`SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE project_id = ? AND shot_id IS NOT NULL ORDER BY created_at DESC, id DESC`, projectId);
-export const failedJobsOfProject = async (db: Db, projectId: string) =>
-  await db.all<JobRow>(`SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE project_id = ? AND status = 'failed' ORDER BY updated_at DESC, id DESC`, projectId);
+export const jobsOfShot = (db: Db, projectId: string, shotId: string) =>
+  db.all<JobRow>(`SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE project_id = ? AND shot_id = ? ORDER BY created_at DESC, id DESC`, projectId, shotId);
+export const jobsOfProjectShots = (db: Db, projectId: string) =>
+  db.all<JobRow>(`SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE project_id = ? AND shot_id IS NOT NULL ORDER BY created_at DESC, id DESC`, projectId);
+export const failedJobsOfProject = (db: Db, projectId: string) =>
+  db.all<JobRow>(`SELECT ${JOB_COLUMNS} FROM generation_jobs WHERE project_id = ? AND status = 'failed' ORDER BY updated_at DESC, id DESC`, projectId);
 
 /** Jobs referencing the shots under a season, an episode or one shot, or the episode itself (compose jobs). */
 export async function jobCountUnder(db: Db, projectId: string, kind: Ordered, id: string): Promise<number> {
@@ -142,6 +142,6 @@ export const childCount = async (db: Db, projectId: string, kind: 'episodes' | '
 
 export interface TaskItemRow { id: string; title: string; status: string; priority: string; due_at: string | null; linked_page: string | null; type: string }
 
-export const openTasksOf = async (db: Db, projectId: string, userId: string) =>
-  await db.all<TaskItemRow>(`SELECT id, title, status, priority, due_at, linked_page, type FROM tasks
+export const openTasksOf = (db: Db, projectId: string, userId: string) =>
+  db.all<TaskItemRow>(`SELECT id, title, status, priority, due_at, linked_page, type FROM tasks
     WHERE project_id = ? AND assignee_user_id = ? AND status NOT IN ('done', 'cancelled')`, projectId, userId);

@@ -78,7 +78,7 @@ function revisionRoutes<S, F, C extends ScriptContent | BibleContent, D>(
 export function bindScriptRoutes(router: Router): void {
   const r = router.module(import.meta.url);
   const tags = ['production'];
-  const scriptOf = async (ctx: Ctx, params: Record<string, string>) => await scriptDoc(ctx, params.episodeId);
+  const scriptOf = (ctx: Ctx, params: Record<string, string>) => scriptDoc(ctx, params.episodeId);
   r.get('/api/production/script/episodes/:episodeId', { summary: 'The current script of an episode of the current project (revision 0 and no scenes before the first save); ETag is the revision.', tags, scope: 'project', permission: READ_ACCESS.script, response: { description: 'the current revision', schema: ScriptRevisionView } }, async ({ ctx, params }) => {
     const d = await scriptOf(ctx, params);
     const row = await current(ctx, d);
@@ -111,7 +111,7 @@ export function bindScriptRoutes(router: Router): void {
     const row = await saveBible(ctx, d, baseRevisionOf(body.baseRevision, ifMatch(req)), body.entries);
     return json(200, presentBibleRevision(d, row), etag(row));
   });
-  const bible = revisionRoutes('story bible', async (ctx) => await bibleDoc(ctx), 'asset:edit', BIBLE);
+  const bible = revisionRoutes('story bible', (ctx) => bibleDoc(ctx), 'asset:edit', BIBLE);
   r.get('/api/production/bible/revisions', ...bible.revisions);
   r.get('/api/production/bible/revisions/:revision', ...bible.revision);
   r.get('/api/production/bible/diff', ...bible.diff);

@@ -40,7 +40,7 @@ export async function bibleDoc(ctx: Ctx): Promise<Doc> {
   return { kind: 'bible', organizationId: p.organization_id, workspaceId: p.workspace_id, projectId: p.id, documentId: p.id };
 }
 
-export const current = async (ctx: Ctx, doc: Doc): Promise<RevisionRow | undefined> => await currentRevision(ctx.db, doc.kind, doc.projectId, doc.documentId);
+export const current = (ctx: Ctx, doc: Doc): Promise<RevisionRow | undefined> => currentRevision(ctx.db, doc.kind, doc.projectId, doc.documentId);
 
 export async function revision(ctx: Ctx, doc: Doc, n: number): Promise<RevisionRow> {
   const row = await revisionAt(ctx.db, doc.kind, doc.projectId, doc.documentId, n);
@@ -108,7 +108,7 @@ async function indexScript(ctx: Ctx, doc: Doc, row: RevisionRow, content: Script
   });
 }
 
-export const saveScript = async (ctx: Ctx, doc: Doc, base: number, scenes: ScriptSave['scenes']) => await append(ctx, doc, base, normalizeScript(scenes), null);
+export const saveScript = (ctx: Ctx, doc: Doc, base: number, scenes: ScriptSave['scenes']) => append(ctx, doc, base, normalizeScript(scenes), null);
 /** Saves the bible; every referenceAssetIds entry must name an asset of the project (422 otherwise). */
 export async function saveBible(ctx: Ctx, doc: Doc, base: number, entries: BibleSave['entries']): Promise<RevisionRow> {
   const fields: Record<string, string> = {};

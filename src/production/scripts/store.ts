@@ -24,13 +24,13 @@ export async function insertRevision(db: Db, kind: DocKind, r: RevisionRow): Pro
   );
 }
 
-export async function currentRevision(db: Db, kind: DocKind, projectId: string, documentId: string): Promise<RevisionRow | undefined> {
-  return await db.get<RevisionRow>(
+export function currentRevision(db: Db, kind: DocKind, projectId: string, documentId: string): Promise<RevisionRow | undefined> {
+  return db.get<RevisionRow>(
     `SELECT * FROM ${TABLE[kind]} WHERE project_id = ? AND document_id = ? ORDER BY revision DESC LIMIT 1`, projectId, documentId);
 }
 
-export async function revisionAt(db: Db, kind: DocKind, projectId: string, documentId: string, revision: number): Promise<RevisionRow | undefined> {
-  return await db.get<RevisionRow>(
+export function revisionAt(db: Db, kind: DocKind, projectId: string, documentId: string, revision: number): Promise<RevisionRow | undefined> {
+  return db.get<RevisionRow>(
     `SELECT * FROM ${TABLE[kind]} WHERE project_id = ? AND document_id = ? AND revision = ?`, projectId, documentId, revision);
 }
 
@@ -44,8 +44,8 @@ export async function revisionPage(db: Db, kind: DocKind, projectId: string, doc
 
 export interface EpisodeRef { id: string; organization_id: string; workspace_id: string; project_id: string; title: string }
 
-export async function episodeInProject(db: Db, projectId: string, episodeId: string): Promise<EpisodeRef | undefined> {
-  return await db.get<EpisodeRef>('SELECT id, organization_id, workspace_id, project_id, title FROM episodes WHERE project_id = ? AND id = ?', projectId, episodeId);
+export function episodeInProject(db: Db, projectId: string, episodeId: string): Promise<EpisodeRef | undefined> {
+  return db.get<EpisodeRef>('SELECT id, organization_id, workspace_id, project_id, title FROM episodes WHERE project_id = ? AND id = ?', projectId, episodeId);
 }
 
 /** Whether the episode has a script (its revisions are immutable, so the episode cannot be removed). */

@@ -26,8 +26,8 @@ export async function updateTask(db: Db, t: TaskRow): Promise<void> {
   );
 }
 
-export async function taskInProject(db: Db, projectId: string, id: string): Promise<TaskRow | undefined> {
-  return await db.get<TaskRow>('SELECT * FROM tasks WHERE project_id = ? AND id = ?', projectId, id);
+export function taskInProject(db: Db, projectId: string, id: string): Promise<TaskRow | undefined> {
+  return db.get<TaskRow>('SELECT * FROM tasks WHERE project_id = ? AND id = ?', projectId, id);
 }
 
 export interface TaskFilter { status: string | null; assignee: string | null; limit: number; offset: number }
@@ -44,8 +44,8 @@ export async function tasksOfProject(db: Db, projectId: string, f: TaskFilter): 
 export interface TaskEventRow { id: string; created_at: string; action: string; actor_user_id: string | null; actor_name: string | null; metadata: string }
 
 /** The task's trail: its audit records, oldest first. */
-export async function taskEvents(db: Db, projectId: string, taskId: string): Promise<TaskEventRow[]> {
-  return await db.all<TaskEventRow>(
+export function taskEvents(db: Db, projectId: string, taskId: string): Promise<TaskEventRow[]> {
+  return db.all<TaskEventRow>(
     `SELECT id, created_at, action, actor_user_id, actor_name, metadata FROM audit_log
       WHERE project_id = ? AND target_type = 'task' AND target_id = ? ORDER BY seq`, projectId, taskId);
 }
