@@ -14,6 +14,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import { openShm, readShmHeader, WAL_HEADER_BYTES, type Shm } from './wal-index.ts';
 import path from 'node:path';
 
 export type Param = SQLInputValue;
@@ -29,28 +30,6 @@ const STATEMENT_CACHE_LIMIT = 1000;
 const READ_CACHE_LIMIT = 20_000;
 /** The read cache's slot for derived values (no SQL text can equal it). */
 const DERIVED = '\u0000derived';
-
-/** Both 48-byte copies of the WAL-index header at the start of the -shm file. */
-const WAL_HEADER_BYTES = 96;
-
-interface Shm { fd: number; last: Buffer; next: Buffer }
-
-function openShm(dbPath: string): Shm | null {
-  if (dbPath === ':memory:') return null;
-  try {
-    return { fd: fs.openSync(`${dbPath}-shm`, 'r'), last: Buffer.alloc(WAL_HEADER_BYTES), next: Buffer.alloc(WAL_HEADER_BYTES) };
-  } catch {
-    return null;
-  }
-}
-
-function readShmHeader(fd: number, into: Buffer): number {
-  try {
-    return fs.readSync(fd, into, 0, WAL_HEADER_BYTES, 0);
-  } catch {
-    return -1;
-  }
-}
 
 // String() of a byte array is its comma-joined bytes: a distinct key. (A DataView would give
 // "[object DataView]"; none is ever bound.)
