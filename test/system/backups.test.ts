@@ -122,7 +122,8 @@ test('a snapshot taken while writes continue opens, passes integrity_check and h
     const made = await s.call('POST', '/api/system/backups', { token: adminToken });
     assert.equal(made.status, 201, made.text);
     const threadRowsAtReply = Atomics.load(counters, 1);
-    await sleep(50);
+    // It commits every few milliseconds; on a loaded machine its next commit may take longer than that.
+    for (let waited = 0; Atomics.load(counters, 1) <= threadRowsAtReply && waited < 2000; waited += 10) await sleep(10);
     assert.ok(Atomics.load(counters, 1) > threadRowsAtReply, 'the thread writer kept committing after the snapshot');
 
     const file = made.body.path as string;
