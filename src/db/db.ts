@@ -118,9 +118,10 @@ export class Db {
   /** Resolves when the connection is this caller's: at once inside its transaction or when idle. */
   private turn(): Promise<void> | undefined {
     if (!this.locked || this.frame()) return undefined;
-    return new Promise<void>((resolve) => this.waiting.push(resolve)).then(() => { this.release(); });
+    return this.acquire()!.then(() => { this.release(); });
   }
 
+  /** Takes the connection: at once when it is free, else a promise of the turn (handed over by release()). */
   private acquire(): Promise<void> | undefined {
     if (!this.locked) {
       this.locked = true;
@@ -205,7 +206,7 @@ export class Db {
     return this.when(() => {
       // Read and kept in one step: no write comes between the read and the keeping.
       const row = this.prepare(sql).get(...params) as T | undefined;
-      this.remember(this.cacheFor(sql), key, row === undefined ? undefined : Object.freeze(row));
+      this.remember(bySql, key, row === undefined ? undefined : Object.freeze(row));
       return row;
     });
   }
@@ -218,7 +219,7 @@ export class Db {
     if (hit) return Promise.resolve(hit);
     return this.when(() => {
       const rows = Object.freeze((this.prepare(sql).all(...params) as T[]).map((r) => Object.freeze(r))) as T[];
-      this.remember(this.cacheFor(sql), key, rows);
+      this.remember(bySql, key, rows);
       return rows;
     });
   }
@@ -310,11 +311,9 @@ export class Db {
       try {
         result = await frames.run(frame, () => fn(this));
       } catch (err) {
-        frame.open = false;
         this.raw.exec('ROLLBACK');
         throw err;
       }
-      frame.open = false;
       this.invalidate();
       try {
         this.raw.exec('COMMIT');
@@ -345,13 +344,11 @@ export class Db {
       try {
         result = await frames.run(frame, () => fn(this));
       } catch (err) {
-        frame.open = false;
         this.raw.exec(`ROLLBACK TO ${sp}`);
         this.raw.exec(`RELEASE ${sp}`);
         frame.hooks.length = hooksBefore;
         throw err;
       }
-      frame.open = false;
       this.raw.exec(`RELEASE ${sp}`);
       return result;
     } finally {

@@ -20,21 +20,6 @@ export async function filterSeq<T>(items: readonly T[], fn: Each<T, unknown>): P
   return out;
 }
 
-export async function someSeq<T>(items: readonly T[], fn: Each<T, unknown>): Promise<boolean> {
-  for (let i = 0; i < items.length; i++) if (await fn(items[i], i)) return true;
-  return false;
-}
-
-export async function everySeq<T>(items: readonly T[], fn: Each<T, unknown>): Promise<boolean> {
-  for (let i = 0; i < items.length; i++) if (!(await fn(items[i], i))) return false;
-  return true;
-}
-
-export async function findSeq<T>(items: readonly T[], fn: Each<T, unknown>): Promise<T | undefined> {
-  for (let i = 0; i < items.length; i++) if (await fn(items[i], i)) return items[i];
-  return undefined;
-}
-
 export async function flatMapSeq<T, U>(items: readonly T[], fn: Each<T, U | readonly U[]>): Promise<U[]> {
   const out: U[] = [];
   for (let i = 0; i < items.length; i++) {

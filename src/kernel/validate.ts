@@ -1,7 +1,6 @@
 // A small schema language: each schema checks input (collecting every field error for one 422
 // `validation_failed` answer), gives the typed result, and describes itself as JSON Schema for the
 // OpenAPI document. Query strings use the same schemas with coercion of numbers and booleans.
-import { mapSeq } from './seq.ts';
 import { validationFailed } from './errors.ts';
 
 export type JsonSchema = Record<string, unknown>;
@@ -263,10 +262,4 @@ export function clampInt(raw: string | null, dflt: number, min: number, max: num
 export function pageOf<T, U>(searchParams: URLSearchParams, rows: readonly T[], present: (row: T) => U) {
   const { page, pageSize, offset } = paging(searchParams);
   return { items: rows.slice(offset, offset + pageSize).map(present), pagination: { page, pageSize, total: rows.length } };
-}
-
-/** pageOf() whose presenter reads more (one item after the other, only the page's items). */
-export async function pageOfEach<T, U>(searchParams: URLSearchParams, rows: readonly T[], present: (row: T) => Promise<U>) {
-  const { page, pageSize, offset } = paging(searchParams);
-  return { items: await mapSeq(rows.slice(offset, offset + pageSize), present), pagination: { page, pageSize, total: rows.length } };
 }

@@ -3,7 +3,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Config } from '../../kernel/config.ts';
 import { json, type Router } from '../../http/router.ts';
-import { pageOfEach } from '../../kernel/validate.ts';
+import { pageOf } from '../../kernel/validate.ts';
+import { mapSeq } from '../../kernel/seq.ts';
 import { requestOrigin } from '../../http/request.ts';
 import { createDirectory, directoryOrFail, listDirectoriesOf, rotateDirectoryToken, updateDirectoryFields } from './directories.ts';
 import * as o from '../../kernel/view.ts';
@@ -21,7 +22,10 @@ export function bindDirectoryRoutes(router: Router): void {
   const show = (ctx: Ctx, req: IncomingMessage) => async (d: DirectoryRow) => presentDirectory(d, await directoryUserCounts(ctx.db, d.id), serviceOrigin(req, ctx.config));
 
   r.get('/api/system/identity/directory-syncs', { ...sys, summary: 'SCIM directories (filter organizationId), paged; never a token, only its hint.', query: DirectoryListQuery, response: { description: 'a page of directories', schema: o.page(DirectoryView) } },
-    async ({ ctx, req, query, searchParams }) => json(200, await pageOfEach(searchParams, await listDirectoriesOf(ctx, query.organizationId ?? null), show(ctx, req))));
+    async ({ ctx, req, query, searchParams }) => {
+      const page = pageOf(searchParams, await listDirectoriesOf(ctx, query.organizationId ?? null), (d) => d);
+      return json(200, { ...page, items: await mapSeq(page.items, show(ctx, req)) });
+    });
 
   r.post('/api/system/identity/directory-syncs', { ...sys, summary: 'Create a SCIM 2.0 directory bound to one organization: { directory, token }. The bearer token (scim_...) is answered here once and stored as SHA-256.', body: DirectoryCreateBody, response: { status: 201, description: '{ directory, token }', schema: DirectoryWithTokenView } },
     async ({ ctx, req, body }) => {
