@@ -2,7 +2,8 @@
 // an older commit and on this working tree in one run. The base commit is checked out in a temporary
 // detached worktree (node_modules linked to this tree's), this tree's bench/ folder replaces the
 // base's, and the scripts whose file name contains a NAME (default: http-context and jobs) run as
-// child processes in turn, base then new, for each round. Each script appends its figures as JSON
+// child processes in turn for each round: base then new in odd rounds, new then base in even ones,
+// so that neither side always runs first (on a warming or cooling machine the first run differs). Each script appends its figures as JSON
 // lines to BENCH_RESULT_FILE (report() in bench/lib.ts); the table gives the median of the rounds on
 // each side and their ratio. Exit 1 when a throughput figure of the new tree is more than 10 % below
 // the base's, 2 when the comparison could not be made. BENCH_DURATION, BENCH_JOBS and the other
@@ -125,7 +126,7 @@ printTable('Machine', [
 ], [
   `base: ${baseName}`,
   `new:  ${newName}`,
-  `scripts: ${scripts.join(', ')}; ${rounds} round(s), base then new; settings: ${passed.length ? passed.join(' ') : "each script's defaults"}`,
+  `scripts: ${scripts.join(', ')}; ${rounds} round(s), base first in odd rounds, new first in even ones; settings: ${passed.length ? passed.join(' ') : "each script's defaults"}`,
   ...(busy ? ['WARNING: the machine is busy (1-min load above half the cores); other processes will skew the figures'] : []),
 ]);
 
@@ -141,7 +142,8 @@ try {
 
   for (let round = 1; round <= rounds; round++) {
     for (const script of scripts) {
-      for (const [side, tree] of [['base', baseTree], ['new', ROOT]] as const) {
+      const sides = [['base', baseTree], ['new', ROOT]] as const;
+      for (const [side, tree] of round % 2 ? sides : [...sides].reverse()) {
         for (const r of await runOnce(side, tree, script, round)) {
           const key = `${r.bench}\u0000${r.figure}`;
           let f = figures.get(key);
@@ -177,7 +179,7 @@ try {
     `base: ${baseName}; new: ${newName}`,
     `ok: a throughput (higher is better) at least ${1 - TOLERANCE} × base; a latency at most ${1 + TOLERANCE} × base, or under the script's own goal`,
     `${worse ? `${worse} throughput figure(s) WORSE than ${TOLERANCE * 100}%: exit 1` : 'no throughput figure worse than 10%'}; a worse latency is shown but does not fail the run`,
-    `rounds alternate base and new (each script a fresh child process, base first); per-round values in round order`,
+    `each script a fresh child process per side and round; base runs first in odd rounds, new in even ones; per-round values in round order`,
   ]);
   code = worse ? 1 : 0;
 } catch (err) {
