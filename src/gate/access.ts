@@ -72,14 +72,26 @@ function parseSelector(value: string): ScopeRequest {
  * either, the session's current scope, which falls back to the first visible one when access to it
  * was lost. An API client acts inside its binding (clientScope).
  */
-export async function resolveRequestScope(db: Db, auth: Authenticated, asked: AskedScope | null): Promise<{ scope: ScopeIds; memberships: MembershipRow[] }> {
+export async function resolveRequestScope(db: Db, auth: Authenticated, asked: AskedScope | null): Promise<ResolvedScope> {
   const actor = auth.actor;
   if (actor.apiClient) return { scope: await clientScope(db, actor.apiClient, asked), memberships: [] };
-  const memberships = actor.userId ? await membershipsOfUser(db, actor.userId) : [];
-  if (!asked) return { scope: await sessionScope(db, actor, memberships, auth), memberships };
-  const scope = asked.via === 'path' ? await resolveScope(db, actor, memberships, asked) : await selectScope(db, actor, memberships, asked);
-  return { scope, memberships };
+  // A person's scope follows from the key below and reads behind the read cache only, so it is kept
+  // with them (any write empties it) and a request in a known scope resolves it with one await. The
+  // session's stored scope is in the key: the row it came from may be older than the cache.
+  const s = auth.session;
+  const key = JSON.stringify(asked
+    ? [actor.userId, actor.isSystemAdmin, asked.via, asked.organizationId ?? null, asked.workspaceId ?? null, asked.projectId ?? null]
+    : [actor.userId, actor.isSystemAdmin, s?.id ?? null, s?.organization_id ?? null, s?.workspace_id ?? null, s?.project_id ?? null]);
+  return await db.cachedDerived(`scope:${key}`, async (): Promise<ResolvedScope> => {
+    const memberships = actor.userId ? await membershipsOfUser(db, actor.userId) : [];
+    if (!asked) return Object.freeze({ scope: Object.freeze(await sessionScope(db, actor, memberships, auth)), memberships });
+    const scope = asked.via === 'path' ? await resolveScope(db, actor, memberships, asked) : await selectScope(db, actor, memberships, asked);
+    return Object.freeze({ scope: Object.freeze(scope), memberships });
+  });
 }
+
+/** A request's resolved scope and the person's memberships (frozen: shared by the requests that resolve it alike). */
+export interface ResolvedScope { readonly scope: ScopeIds; readonly memberships: MembershipRow[] }
 
 /**
  * An API client's scope: the one the request names (path, Svc-Scope, or the development headers when

@@ -11,7 +11,7 @@ import type { Actor } from '../directory/context.ts';
 import { tokenHash as storedTokenHash } from '../directory/sessions/token-hash.ts';
 import { sessionByTokenHash, touchSession, type SessionWithUser } from '../directory/sessions/store.ts';
 import { userById } from '../directory/users/store.ts';
-import { sessionLifetimes } from '../directory/policy/store.ts';
+import { sessionLifetimes, type SessionLifetimes } from '../directory/policy/store.ts';
 import { apiClientActorByToken } from './api-clients.ts';
 import { AppError, unauthenticated } from '../kernel/errors.ts';
 import { requestOrigin } from '../http/request.ts';
@@ -44,6 +44,20 @@ export function isAllowedOrigin(req: IncomingMessage, config: Config, origin: st
   return origin === requestOrigin(req, config);
 }
 
+interface SessionFound { session: SessionWithUser | undefined; lifetimes: SessionLifetimes | null }
+
+/**
+ * The session a token hash names and the lifetimes that apply to it: read through the read cache
+ * only, so kept with it (emptied by any write) and found with one await on a hit. Whether the
+ * session is still valid is decided per request (it depends on the time).
+ */
+function sessionOfToken(db: Db, config: Config, tokenHash: string): Promise<SessionFound> {
+  return db.cachedDerived(`session:${tokenHash}`, async () => {
+    const session = await sessionByTokenHash(db, tokenHash);
+    return Object.freeze({ session, lifetimes: session ? await sessionLifetimes(db, config) : null });
+  });
+}
+
 /** Returns the authenticated actor, null when the request carries no credential, or throws 401/403. */
 export async function authenticate(req: IncomingMessage, db: Db, config: Config, now: Date): Promise<Authenticated | null> {
   const authz = req.headers.authorization;
@@ -58,7 +72,8 @@ export async function authenticate(req: IncomingMessage, db: Db, config: Config,
     viaCookie = token !== null;
   }
   const tokenHash = token ? storedTokenHash(config, token) : null;
-  const s = tokenHash && !(config.allowDevContext && req.headers['x-user-id'] !== undefined) ? await sessionByTokenHash(db, tokenHash) : undefined;
+  const found = tokenHash && !(config.allowDevContext && req.headers['x-user-id'] !== undefined) ? await sessionOfToken(db, config, tokenHash) : null;
+  const s = found?.session;
   if (config.allowDevContext && typeof req.headers['x-user-id'] === 'string') {
     const user = await userById(db, req.headers['x-user-id']);
     if (!user || user.status !== 'active') throw unauthenticated('x-user-id names no active user');
@@ -75,7 +90,7 @@ export async function authenticate(req: IncomingMessage, db: Db, config: Config,
     if (client) return { actor: client, session: null, passwordChangeRequired: false };
   }
   const nowIso = now.toISOString();
-  const lifetimes = s ? await sessionLifetimes(db, config) : null;
+  const lifetimes = found?.lifetimes;
   const idleCutoff = now.getTime() - (lifetimes?.idleMinutes ?? 0) * 60_000;
   const absoluteCutoff = now.getTime() - (lifetimes?.absoluteHours ?? 0) * 3_600_000;
   if (!s || s.revoked_at || s.expires_at <= nowIso || Date.parse(s.last_seen_at) <= idleCutoff || Date.parse(s.created_at) <= absoluteCutoff
