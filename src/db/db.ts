@@ -3,19 +3,21 @@
 // after-commit hooks.
 //
 // Isolation on one connection. A transaction's statements are bound to it through the async context
-// (AsyncLocalStorage): every statement issued while `fn` of `await db.tx(fn)` runs, however deep the
+// (AsyncLocalStorage, src/db/transactions.ts, shared with the PostgreSQL engine): every statement issued while `fn` of `await db.tx(fn)` runs, however deep the
 // calls and awaits, runs inside that transaction. Any other statement (another request, the outbox
 // dispatcher, a timer) waits until the transaction ends: one connection has one transaction, so a
 // stranger's read never sees uncommitted rows and a stranger's write never joins (nor is rolled back
 // with) someone else's transaction. Transactions are queued first come, first served; statements
 // outside a transaction run at once when none is open. Transactions here do no I/O but SQL, so the
 // wait is the length of a few statements.
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { openShm, readShmHeader, WAL_HEADER_BYTES, type Shm } from './wal-index.ts';
 import path from 'node:path';
+import { Transactional, type Frame } from './transactions.ts';
+
+export type { Hook } from './transactions.ts';
 
 export type Param = SQLInputValue;
 export type Row = Record<string, unknown>;
@@ -42,23 +44,7 @@ function paramKey(params: Param[]): string {
 }
 /* eslint-enable @typescript-eslint/no-base-to-string */
 
-/** An after-commit hook: it may be asynchronous (the transaction's caller waits for it). */
-export type Hook = () => void | Promise<void>;
-
-/** An open transaction (depth 1) or savepoint (depth > 1) of one Db, as seen by the async context. */
-interface Frame {
-  readonly db: Db;
-  readonly depth: number;
-  open: boolean;
-  /** The outermost transaction's hooks, in order of registration. */
-  readonly hooks: Hook[];
-  /** Serializes this frame's savepoints when branches of one transaction run concurrently. */
-  child: Promise<void>;
-}
-
-const frames = new AsyncLocalStorage<Frame>();
-
-export class Db {
+export class Db extends Transactional<DatabaseSync> {
   private readonly raw: DatabaseSync;
   readonly path: string;
   private readonly statements = new Map<string, StatementSync>();
@@ -70,10 +56,8 @@ export class Db {
   private cached = 0;
   private dataVersion = -1;
   private shm: Shm | null | undefined;
-  /** Called with errors thrown by after-commit hooks (they must never undo a commit). */
-  onHookError: (err: unknown) => void = (err) => { console.error(err); };
-
   constructor(file: string, opts: OpenOptions = {}) {
+    super();
     if (file !== ':memory:') fs.mkdirSync(path.dirname(file), { recursive: true });
     this.path = file;
     this.raw = new DatabaseSync(file, { enableForeignKeyConstraints: true, readOnly: opts.readOnly ?? false });
@@ -109,10 +93,8 @@ export class Db {
   }
 
   /** The transaction of this Db the calling async context runs in, if any. */
-  private frame(): Frame | undefined {
-    if (!this.locked) return undefined; // no transaction is open (the cheap test first)
-    const f = frames.getStore();
-    return f !== undefined && f.db === this && f.open ? f : undefined;
+  protected override frame(): Frame<DatabaseSync> | undefined {
+    return this.locked ? super.frame() : undefined; // no transaction is open: the cheap test first
   }
 
   /** Resolves when the connection is this caller's: at once inside its transaction or when idle. */
@@ -287,94 +269,44 @@ export class Db {
     this.cached = 0;
   }
 
-  /** True when the calling async context runs inside a transaction of this Db. */
-  get inTransaction(): boolean {
-    return this.frame() !== undefined;
+  /** BEGIN IMMEDIATE once the connection is this transaction's (transactions queue first come, first served). */
+  protected begin(): Promise<DatabaseSync> | DatabaseSync {
+    const wait = this.acquire();
+    return wait ? wait.then(() => this.beginNow()) : this.beginNow();
   }
 
-  /**
-   * Runs fn in a transaction: BEGIN IMMEDIATE at the outside, a SAVEPOINT when the caller already
-   * runs in one (an inner failure undoes only the inner work). Every statement fn issues, through any
-   * depth of calls and awaits, is bound to the transaction; statements from outside wait for its end.
-   * The returned promise settles after the commit and the after-commit hooks.
-   */
-  async tx<T>(fn: (db: Db) => Promise<T> | T): Promise<T> {
-    const parent = this.frame();
-    if (parent) return await this.savepoint(parent, fn);
-    const wait = this.acquire();
-    if (wait) await wait;
-    const frame: Frame = { db: this, depth: 1, open: true, hooks: [], child: Promise.resolve() };
-    let result: T;
+  private beginNow(): DatabaseSync {
     try {
       this.invalidate();
       this.raw.exec('BEGIN IMMEDIATE');
-      try {
-        result = await frames.run(frame, () => fn(this));
-      } catch (err) {
-        this.raw.exec('ROLLBACK');
-        throw err;
-      }
-      this.invalidate();
-      try {
-        this.raw.exec('COMMIT');
-      } catch (err) {
-        if (this.raw.isTransaction) this.raw.exec('ROLLBACK');
-        throw err;
-      }
-    } finally {
-      frame.open = false;
+      return this.raw;
+    } catch (err) {
       this.release();
+      throw err;
     }
-    if (frame.hooks.length > 0) await frames.exit(() => this.runHooks(frame.hooks));
-    return result;
   }
 
-  private async savepoint<T>(parent: Frame, fn: (db: Db) => Promise<T> | T): Promise<T> {
-    const before = parent.child;
-    let done!: () => void;
-    parent.child = new Promise<void>((resolve) => { done = resolve; });
-    await before;
-    const sp = `sp${parent.depth}`;
-    const frame: Frame = { db: this, depth: parent.depth + 1, open: true, hooks: parent.hooks, child: Promise.resolve() };
-    const hooksBefore = frame.hooks.length;
+  protected commit(conn: DatabaseSync): void {
+    this.invalidate();
     try {
-      this.invalidate();
-      this.raw.exec(`SAVEPOINT ${sp}`);
-      let result: T;
-      try {
-        result = await frames.run(frame, () => fn(this));
-      } catch (err) {
-        this.raw.exec(`ROLLBACK TO ${sp}`);
-        this.raw.exec(`RELEASE ${sp}`);
-        frame.hooks.length = hooksBefore;
-        throw err;
-      }
-      this.raw.exec(`RELEASE ${sp}`);
-      return result;
-    } finally {
-      frame.open = false;
-      done();
+      conn.exec('COMMIT');
+    } catch (err) {
+      if (conn.isTransaction) conn.exec('ROLLBACK');
+      throw err;
     }
   }
 
-  /**
-   * Runs fn once the outermost transaction commits (the transaction's caller waits for it), or at once
-   * outside a transaction. A hook's error is reported to onHookError, never to the committer.
-   */
-  async afterCommit(fn: Hook): Promise<void> {
-    const f = this.frame();
-    if (f) f.hooks.push(fn);
-    else await this.runHooks([fn]);
+  protected rollback(conn: DatabaseSync): void {
+    conn.exec('ROLLBACK');
   }
 
-  private async runHooks(hooks: Hook[]): Promise<void> {
-    for (const h of hooks) {
-      try {
-        await h();
-      } catch (err) {
-        this.onHookError(err);
-      }
-    }
+  protected end(): void {
+    this.release();
+  }
+
+  protected savepointStep(conn: DatabaseSync, step: 'SAVEPOINT' | 'ROLLBACK TO' | 'RELEASE', name: string): void {
+    if (step === 'SAVEPOINT') this.invalidate();
+    conn.exec(`${step} ${name}`);
   }
 
   close(): void {

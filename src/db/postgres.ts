@@ -1,0 +1,222 @@
+// PostgreSQL behind the asynchronous API of db.ts: a pool of connections (the optional package pg),
+// statements written once with `?` placeholders (numbered $1, $2... here, outside quotes and
+// comments), and transactions on a pooled connection of their own, bound to the async context
+// (transactions.ts). MVCC gives the isolation db.ts gets by waiting: a statement from outside a
+// transaction runs on another connection, never sees its uncommitted rows and never joins it.
+//
+// Values come back as db.ts gives them: 64-bit integers and numeric as numbers (refused past 2^53,
+// where db.ts would throw too), or as bigint through allBig(); json and jsonb as their text; bytea
+// as a Buffer. There is no read cache yet (the cached reads read; cachedDerived computes): several
+// processes share the database, and its invalidation across them comes with LISTEN/NOTIFY.
+import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import { Transactional } from './transactions.ts';
+import type { Param, Row } from './db.ts';
+
+export interface PostgresOptions {
+  /** postgres://user:password@host:port/database */
+  url: string;
+  /** Pool size (connections); default 10. */
+  max?: number;
+}
+
+const INT8 = 20;
+const NUMERIC = 1700;
+const JSON_OID = 114;
+const JSONB = 3802;
+
+function safeNumber(text: string): number {
+  const n = Number(text);
+  if (Number.isInteger(n) && !Number.isSafeInteger(n)) throw new RangeError(`${text} is too large for a number: read it with allBig()`);
+  return n;
+}
+
+function bigOrNumber(text: string): bigint | number {
+  return /^-?\d+$/.test(text) ? BigInt(text) : Number(text);
+}
+
+type Parser = (text: string) => unknown;
+type Types = NonNullable<QueryConfig['types']>;
+
+function typesWith(own: Record<number, Parser>, fallback: (oid: number) => Parser): Types {
+  return { getTypeParser: ((oid: number) => own[oid] ?? fallback(oid)) as Types['getTypeParser'] };
+}
+
+const TRANSLATION_LIMIT = 2000;
+
+/**
+ * `sql` with its `?` and `?N` placeholders numbered ($1, $2...) as SQLite numbers them; a `?` inside a
+ * quoted string or identifier, a comment or a dollar-quoted string is left alone. Throws when the
+ * number of parameters differs from `params`.
+ */
+export function numberPlaceholders(sql: string, params: number): string {
+  let out = '';
+  let n = 0;
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i];
+    let end = i + 1;
+    if (c === "'" || c === '"') {
+      end = sql.indexOf(c, i + 1);
+      while (end >= 0 && sql[end + 1] === c) end = sql.indexOf(c, end + 2); // '' and "" escape the quote
+      end = end < 0 ? sql.length : end + 1;
+    } else if (c === '-' && sql[i + 1] === '-') {
+      end = sql.indexOf('\n', i);
+      if (end < 0) end = sql.length;
+    } else if (c === '/' && sql[i + 1] === '*') {
+      end = sql.indexOf('*/', i + 2);
+      end = end < 0 ? sql.length : end + 2;
+    } else if (c === '$') {
+      const tag = /^\$[A-Za-z_]*\$/.exec(sql.slice(i, i + 64))?.[0];
+      if (tag) {
+        end = sql.indexOf(tag, i + tag.length);
+        end = end < 0 ? sql.length : end + tag.length;
+      }
+    } else if (c === '?') {
+      // ?N is SQLite's numbered parameter (it may repeat); a bare ? is the one after the largest so far.
+      const digits = /^\d{1,4}/.exec(sql.slice(i + 1, i + 5))?.[0];
+      const k = digits ? Number(digits) : ++n;
+      if (k > n) n = k;
+      out += `$${k}`;
+      i += 1 + (digits?.length ?? 0);
+      continue;
+    }
+    out += sql.slice(i, end);
+    i = end;
+  }
+  if (n !== params) throw new Error(`the statement has ${n} parameter(s) and ${params} value(s): ${sql}`);
+  return out;
+}
+
+export class PostgresDb extends Transactional<PoolClient> {
+  readonly dialect = 'postgres';
+  private readonly translations = new Map<string, string>();
+  private readonly broken = new WeakSet<PoolClient>();
+  private readonly types: Types;
+  private readonly bigTypes: Types;
+
+  private readonly pool: Pool;
+
+  constructor(pool: Pool, fallback: (oid: number) => Parser) {
+    super();
+    this.pool = pool;
+    const text: Parser = (t) => t;
+    this.types = typesWith({ [INT8]: safeNumber, [NUMERIC]: safeNumber, [JSON_OID]: text, [JSONB]: text }, fallback);
+    this.bigTypes = typesWith({ [INT8]: BigInt, [NUMERIC]: bigOrNumber, [JSON_OID]: text, [JSONB]: text }, fallback);
+  }
+
+  private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types) {
+    let text = this.translations.get(sql);
+    if (text === undefined) {
+      text = numberPlaceholders(sql, params.length);
+      if (this.translations.size >= TRANSLATION_LIMIT) this.translations.delete(this.translations.keys().next().value!);
+      this.translations.set(sql, text);
+    }
+    const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
+    return (this.frame()?.conn ?? this.pool).query<T>({ text, values, types });
+  }
+
+  async get<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
+    return ((await this.query<QueryResultRow>(sql, params)).rows[0] as T | undefined);
+  }
+
+  async all<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    return (await this.query<QueryResultRow>(sql, params)).rows as T[];
+  }
+
+  /** all() with 64-bit integers read as bigint (and integral numeric values too). */
+  async allBig<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    return (await this.query<QueryResultRow>(sql, params, this.bigTypes)).rows as T[];
+  }
+
+  async run(sql: string, ...params: Param[]): Promise<{ changes: number }> {
+    return { changes: (await this.query(sql, params)).rowCount ?? 0 };
+  }
+
+  /** Statements without parameters, several separated by semicolons (a migration). */
+  async exec(sql: string): Promise<void> {
+    await (this.frame()?.conn ?? this.pool).query(sql);
+  }
+
+  /** The rows of `sql` one at a time; read in one query for now (a cursor comes with the large reads). */
+  async *iterate<T = Row>(sql: string, ...params: Param[]): AsyncGenerator<T, void, undefined> {
+    yield* await this.all<T>(sql, ...params);
+  }
+
+  cachedGet<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
+    return this.get<T>(sql, ...params);
+  }
+
+  cachedAll<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    return this.all<T>(sql, ...params);
+  }
+
+  cachedDerived<T>(_key: string, compute: () => Promise<T>): Promise<T> {
+    return compute();
+  }
+
+  /** Nothing to do: there is no read cache to invalidate. */
+  syncCache(): void {}
+
+  protected async begin(): Promise<PoolClient> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      return client;
+    } catch (err) {
+      client.release(err instanceof Error ? err : true);
+      throw err;
+    }
+  }
+
+  protected async commit(conn: PoolClient): Promise<void> {
+    try {
+      await conn.query('COMMIT'); // a COMMIT the server refuses ends the transaction (rolled back)
+    } catch (err) {
+      this.broken.add(conn);
+      throw err;
+    }
+  }
+
+  /** A ROLLBACK that fails (the connection is gone) leaves the caller's error to be reported, not its own. */
+  protected async rollback(conn: PoolClient): Promise<void> {
+    try {
+      await conn.query('ROLLBACK');
+    } catch {
+      this.broken.add(conn);
+    }
+  }
+
+  /** Back to the pool; a connection whose transaction could not end cleanly is closed instead. */
+  protected end(conn: PoolClient): void {
+    conn.release(this.broken.delete(conn));
+  }
+
+  protected async savepointStep(conn: PoolClient, step: 'SAVEPOINT' | 'ROLLBACK TO' | 'RELEASE', name: string): Promise<void> {
+    await conn.query(`${step} ${name}`);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/** Connects (the optional package pg must be installed) and checks the server answers. */
+export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
+  let pg: typeof import('pg').default;
+  try {
+    pg = (await import('pg')).default;
+  } catch {
+    throw new Error('PostgreSQL needs the optional package pg, which is not installed: npm install pg');
+  }
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10 });
+  // An idle connection the server drops is replaced by the pool; it must not end the process.
+  pool.on('error', () => {});
+  const db = new PostgresDb(pool, (oid) => pg.types.getTypeParser(oid) as Parser);
+  try {
+    await db.get('SELECT 1');
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+  return db;
+}

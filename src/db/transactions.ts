@@ -1,0 +1,126 @@
+// Transactions bound to the async context, the part every engine shares (SQLite in db.ts, PostgreSQL
+// in postgres.ts). `await db.tx(fn)` opens a transaction on a connection of its own (the engine's
+// begin()); every statement fn issues, through any depth of calls and awaits, finds it with frame()
+// and runs on that connection. A nested tx() is a savepoint: an inner failure undoes only the inner
+// work; branches of one transaction that open savepoints concurrently take turns. After-commit hooks
+// run once, in order, after the outermost commit (never after a rollback), outside the transaction.
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** An after-commit hook: it may be asynchronous (the transaction's caller waits for it). */
+export type Hook = () => void | Promise<void>;
+
+/** An open transaction (depth 1) or savepoint (depth > 1) of one database, as seen by the async context. */
+export interface Frame<C> {
+  readonly owner: object;
+  /** The connection the transaction runs on. */
+  readonly conn: C;
+  readonly depth: number;
+  open: boolean;
+  /** The outermost transaction's hooks, in order of registration. */
+  readonly hooks: Hook[];
+  /** Serializes this frame's savepoints when branches of one transaction run concurrently. */
+  child: Promise<void>;
+}
+
+const frames = new AsyncLocalStorage<Frame<unknown>>();
+
+export abstract class Transactional<C> {
+  /** Called with errors thrown by after-commit hooks (they must never undo a commit). */
+  onHookError: (err: unknown) => void = (err) => { console.error(err); };
+
+  /** Takes a connection for a new outermost transaction and begins it there. */
+  protected abstract begin(): Promise<C> | C;
+  /** Commits; on failure the engine leaves no transaction open on `conn`. */
+  protected abstract commit(conn: C): Promise<void> | void;
+  protected abstract rollback(conn: C): Promise<void> | void;
+  /** Gives the connection of an ended transaction back (committed or rolled back). */
+  protected abstract end(conn: C): void;
+  /** SAVEPOINT, ROLLBACK TO or RELEASE of `name` on `conn`. */
+  protected abstract savepointStep(conn: C, step: 'SAVEPOINT' | 'ROLLBACK TO' | 'RELEASE', name: string): Promise<void> | void;
+
+  /** The transaction of this database the calling async context runs in, if any. */
+  protected frame(): Frame<C> | undefined {
+    const f = frames.getStore();
+    return f !== undefined && f.owner === this && f.open ? (f as Frame<C>) : undefined;
+  }
+
+  /** True when the calling async context runs inside a transaction of this database. */
+  get inTransaction(): boolean {
+    return this.frame() !== undefined;
+  }
+
+  /**
+   * Runs fn in a transaction, or in a savepoint when the caller already runs in one. The returned
+   * promise settles after the commit and the after-commit hooks.
+   */
+  async tx<T>(fn: (db: this) => Promise<T> | T): Promise<T> {
+    const parent = this.frame();
+    if (parent) return await this.savepoint(parent, fn);
+    const begun = this.begin();
+    const conn = begun instanceof Promise ? await begun : begun; // no extra turn when the engine begins at once
+    const frame: Frame<C> = { owner: this, conn, depth: 1, open: true, hooks: [], child: Promise.resolve() };
+    let result: T;
+    try {
+      try {
+        result = await frames.run(frame, () => fn(this));
+      } catch (err) {
+        await this.rollback(conn);
+        throw err;
+      }
+      const committed = this.commit(conn);
+      if (committed instanceof Promise) await committed;
+    } finally {
+      frame.open = false;
+      this.end(conn);
+    }
+    if (frame.hooks.length > 0) await frames.exit(() => this.runHooks(frame.hooks));
+    return result;
+  }
+
+  private async savepoint<T>(parent: Frame<C>, fn: (db: this) => Promise<T> | T): Promise<T> {
+    const before = parent.child;
+    let done!: () => void;
+    parent.child = new Promise<void>((resolve) => { done = resolve; });
+    await before;
+    const sp = `sp${parent.depth}`;
+    const frame: Frame<C> = { owner: this, conn: parent.conn, depth: parent.depth + 1, open: true, hooks: parent.hooks, child: Promise.resolve() };
+    const hooksBefore = frame.hooks.length;
+    try {
+      await this.savepointStep(frame.conn, 'SAVEPOINT', sp);
+      let result: T;
+      try {
+        result = await frames.run(frame, () => fn(this));
+      } catch (err) {
+        await this.savepointStep(frame.conn, 'ROLLBACK TO', sp);
+        await this.savepointStep(frame.conn, 'RELEASE', sp);
+        frame.hooks.length = hooksBefore;
+        throw err;
+      }
+      await this.savepointStep(frame.conn, 'RELEASE', sp);
+      return result;
+    } finally {
+      frame.open = false;
+      done();
+    }
+  }
+
+  /**
+   * Runs fn once the outermost transaction commits (the transaction's caller waits for it), or at once
+   * outside a transaction. A hook's error is reported to onHookError, never to the committer.
+   */
+  async afterCommit(fn: Hook): Promise<void> {
+    const f = this.frame();
+    if (f) f.hooks.push(fn);
+    else await this.runHooks([fn]);
+  }
+
+  private async runHooks(hooks: Hook[]): Promise<void> {
+    for (const h of hooks) {
+      try {
+        await h();
+      } catch (err) {
+        this.onHookError(err);
+      }
+    }
+  }
+}

@@ -1,0 +1,170 @@
+// The data layer's contract on both engines: the same asynchronous API over SQLite (db.ts) and a real
+// PostgreSQL server (postgres.ts, tools/pg/pg.sh): transactions bound to the async context, savepoints,
+// after-commit hooks, isolation from statements outside the transaction, and the values read back.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { openDb } from '../../src/db/db.ts';
+import { numberPlaceholders, openPostgres } from '../../src/db/postgres.ts';
+import { tempDir } from '../helpers/server.ts';
+import { freshPostgres } from '../helpers/postgres.ts';
+
+interface Engine {
+  get<T>(sql: string, ...p: Array<string | number | bigint | null | Uint8Array>): Promise<T | undefined>;
+  all<T>(sql: string, ...p: Array<string | number | bigint | null | Uint8Array>): Promise<T[]>;
+  run(sql: string, ...p: Array<string | number | bigint | null | Uint8Array>): Promise<{ changes: number }>;
+  exec(sql: string): Promise<void>;
+  tx<T>(fn: () => Promise<T>): Promise<T>;
+  afterCommit(fn: () => void | Promise<void>): Promise<void>;
+  readonly inTransaction: boolean;
+  onHookError: (err: unknown) => void;
+}
+
+const ENGINES: Record<string, (t: TestContext) => Promise<Engine>> = {
+  sqlite: async (t) => {
+    const db = openDb(path.join(tempDir(t), 'svc.db'));
+    t.after(() => db.close());
+    return db;
+  },
+  postgres: async (t) => await freshPostgres(t),
+};
+
+async function withItems(t: TestContext, engine: string): Promise<{ db: Engine; insert: (id: string) => Promise<unknown>; ids: () => Promise<string[]> }> {
+  const db = await ENGINES[engine](t);
+  await db.exec('CREATE TABLE items (id TEXT PRIMARY KEY, n INTEGER)');
+  return {
+    db,
+    insert: async (id: string) => await db.run('INSERT INTO items (id) VALUES (?)', id),
+    ids: async () => (await db.all<{ id: string }>('SELECT id FROM items ORDER BY id')).map((r) => r.id),
+  };
+}
+
+for (const engine of Object.keys(ENGINES)) {
+  test(`${engine}: tx nests as savepoints: an inner failure undoes only the inner work`, async (t) => {
+    const { db, insert, ids } = await withItems(t, engine);
+    await db.tx(async () => {
+      await insert('a');
+      await assert.rejects(async () => await db.tx(async () => { await insert('b'); throw new Error('inner'); }), /inner/);
+      await db.tx(async () => await insert('c'));
+      assert.equal(db.inTransaction, true);
+    });
+    assert.deepEqual(await ids(), ['a', 'c']);
+    await assert.rejects(async () => await db.tx(async () => { await insert('d'); await db.tx(async () => await insert('e')); throw new Error('outer'); }), /outer/);
+    assert.deepEqual(await ids(), ['a', 'c']);
+    assert.equal(db.inTransaction, false);
+  });
+
+  test(`${engine}: a statement that fails inside a savepoint leaves the transaction usable`, async (t) => {
+    const { db, insert, ids } = await withItems(t, engine);
+    await db.tx(async () => {
+      await insert('a');
+      await assert.rejects(async () => await db.tx(async () => await insert('a')), /UNIQUE|duplicate key/);
+      await insert('b');
+    });
+    assert.deepEqual(await ids(), ['a', 'b']);
+  });
+
+  test(`${engine}: after-commit hooks run once after the outermost commit and never after a rollback`, async (t) => {
+    const { db } = await withItems(t, engine);
+    const seen: string[] = [];
+    await db.tx(async () => {
+      await db.afterCommit(() => { seen.push('outer'); });
+      await db.tx(async () => await db.afterCommit(() => { seen.push('inner'); }));
+      await assert.rejects(async () => await db.tx(async () => { await db.afterCommit(() => { seen.push('rolled back'); }); throw new Error('x'); }));
+      assert.deepEqual(seen, [], 'nothing before commit');
+    });
+    assert.deepEqual(seen, ['outer', 'inner']);
+    await assert.rejects(async () => await db.tx(async () => { await db.afterCommit(() => { seen.push('never'); }); throw new Error('y'); }));
+    await db.afterCommit(() => { seen.push('now'); });
+    assert.deepEqual(seen, ['outer', 'inner', 'now']);
+    const errors: unknown[] = [];
+    db.onHookError = (e) => errors.push(e);
+    await db.tx(async () => await db.afterCommit(() => { throw new Error('hook failed'); }));
+    assert.equal(errors.length, 1, 'a failing hook is reported, the commit stands');
+  });
+
+  test(`${engine}: a stranger's read never sees a transaction's uncommitted rows and its write never joins it`, async (t) => {
+    const { db, insert, ids } = await withItems(t, engine);
+    let release!: () => void;
+    const paused = new Promise<void>((resolve) => { release = resolve; });
+    let inside!: () => void;
+    const opened = new Promise<void>((resolve) => { inside = resolve; });
+    const failing = db.tx(async () => {
+      await insert('uncommitted');
+      inside();
+      await paused;
+      assert.ok((await ids()).includes('uncommitted'), 'its own statements see its rows, however deep the awaits');
+      throw new Error('rolled back');
+    });
+    await opened;
+    const read = ids();
+    const write = insert('stranger');
+    try {
+      assert.equal(db.inTransaction, false, 'outside the transaction\'s async context');
+      if (engine === 'postgres') {
+        // Another connection: the stranger does not wait for the transaction.
+        assert.ok(!(await read).includes('uncommitted'), 'the read did not see the uncommitted row');
+        await write;
+      }
+    } finally {
+      release();
+    }
+    await assert.rejects(failing, /rolled back/);
+    assert.ok(!(await read).includes('uncommitted'), 'the read never saw the uncommitted row');
+    await write;
+    assert.deepEqual(await ids(), ['stranger'], 'the stranger\'s write did not join the transaction (not rolled back with it)');
+  });
+
+  test(`${engine}: values read back as numbers, text and bytes; placeholders inside quotes stay text`, async (t) => {
+    const { db } = await withItems(t, engine);
+    await db.exec(`CREATE TABLE v (i INTEGER, big ${engine === 'postgres' ? 'BIGINT' : 'INTEGER'}, r REAL, s TEXT, b ${engine === 'postgres' ? 'BYTEA' : 'BLOB'})`);
+    await db.run('INSERT INTO v (i, big, r, s, b) VALUES (?, ?, ?, ?, ?)', 7, 2 ** 40, 1.5, 'it\'s ? here', new Uint8Array([1, 2, 3]));
+    const row = (await db.get<{ i: number; big: number; r: number; s: string; b: Uint8Array; n: number; q: string }>(
+      "SELECT i, big, r, s, b, (SELECT count(*) FROM v) AS n, '?' AS q FROM v WHERE s = ?", 'it\'s ? here'))!;
+    assert.deepEqual({ ...row, b: [...row.b] }, { i: 7, big: 2 ** 40, r: 1.5, s: 'it\'s ? here', b: [1, 2, 3], n: 1, q: '?' });
+    assert.equal(await db.get('SELECT i FROM v WHERE s = ?', 'none'), undefined);
+  });
+}
+
+test('postgres: allBig reads 64-bit integers and integral sums as bigint; all() refuses what a number cannot hold', async (t) => {
+  const db = await freshPostgres(t);
+  await db.exec('CREATE TABLE m (cents BIGINT)');
+  await db.run('INSERT INTO m (cents) VALUES (?), (?)', 9007199254740993n, 10n);
+  assert.deepEqual(await db.allBig('SELECT sum(cents) AS total, count(*) AS n FROM m'), [{ total: 9007199254741003n, n: 2n }]);
+  await assert.rejects(async () => await db.all('SELECT cents FROM m'), RangeError);
+  assert.deepEqual(await db.all('SELECT count(*) AS n, sum(cents) FILTER (WHERE cents < 100) AS small FROM m'), [{ n: 2, small: 10 }]);
+});
+
+test('postgres: json and jsonb come back as their text', async (t) => {
+  const db = await freshPostgres(t);
+  assert.deepEqual(await db.get(`SELECT '{"a": 1}'::json AS j, '{"a": 1}'::jsonb AS jb`), { j: '{"a": 1}', jb: '{"a": 1}' });
+});
+
+test('postgres: concurrent transactions each run on their own connection and commit alone', async (t) => {
+  const db = await freshPostgres(t, 4);
+  await db.exec('CREATE TABLE items (id TEXT PRIMARY KEY)');
+  const work = async (id: string) => await db.tx(async () => {
+    await db.run('INSERT INTO items (id) VALUES (?)', id);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const own = (await db.all<{ id: string }>('SELECT id FROM items ORDER BY id')).map((r) => r.id);
+    assert.ok(own.includes(id), 'each sees its own row');
+    if (id === 'b') throw new Error('b fails');
+  });
+  const results = await Promise.allSettled([work('a'), work('b'), work('c')]);
+  assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+  assert.deepEqual((await db.all<{ id: string }>('SELECT id FROM items ORDER BY id')).map((r) => r.id), ['a', 'c']);
+});
+
+test('postgres: a server that does not answer is a clear error at open', async () => {
+  await assert.rejects(async () => await openPostgres({ url: 'postgres://svc@127.0.0.1:1/postgres' }), /ECONNREFUSED/);
+});
+
+test('numberPlaceholders numbers ? outside quotes, identifiers, comments and dollar quotes', () => {
+  assert.equal(numberPlaceholders('SELECT ? , \'?\', "a?b", ? -- ?\n, ? /* ? */ FROM t WHERE x = $$?$$ AND y = ?', 4),
+    'SELECT $1 , \'?\', "a?b", $2 -- ?\n, $3 /* ? */ FROM t WHERE x = $$?$$ AND y = $4');
+  assert.equal(numberPlaceholders("SELECT 'it''s ?', ?", 1), "SELECT 'it''s ?', $1");
+  assert.throws(() => numberPlaceholders('SELECT ?', 2), /1 parameter\(s\) and 2 value\(s\)/);
+  // SQLite's numbered form: ?N may repeat; a bare ? takes the number after the largest so far.
+  assert.equal(numberPlaceholders('SELECT ?2, ?1, ?12 WHERE a = ?1', 12), 'SELECT $2, $1, $12 WHERE a = $1');
+  assert.equal(numberPlaceholders('SELECT ?, ?3, ?', 4), 'SELECT $1, $3, $4');
+});

@@ -1,0 +1,59 @@
+// The PostgreSQL server the tests use: a throwaway cluster started by tools/pg/pg.sh (`npm run
+// pg:start`), found by SVC_TEST_POSTGRES_URL or the state file the script writes
+// (${SVC_PG_DIR:-${TMPDIR:-/tmp}/svc-pg}/pg.env). Each test gets a database of its own, dropped after it.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import type { TestContext } from 'node:test';
+import pg from 'pg';
+import { openPostgres, type PostgresDb } from '../../src/db/postgres.ts';
+
+export const PG_STATE_FILE = path.join(process.env.SVC_PG_DIR || path.join(process.env.TMPDIR || os.tmpdir(), 'svc-pg'), 'pg.env');
+
+export const NO_POSTGRES = `no test PostgreSQL server: start one with \`npm run pg:start\` (tools/pg/pg.sh; needs the Debian package postgresql: apt-get install -y --no-install-recommends postgresql), or set SVC_TEST_POSTGRES_URL (state file looked for: ${PG_STATE_FILE})`;
+
+/** The running test server's URL (its maintenance database); throws NO_POSTGRES when there is none. */
+export function testPostgresUrl(): string {
+  if (process.env.SVC_TEST_POSTGRES_URL) return process.env.SVC_TEST_POSTGRES_URL;
+  let text: string;
+  try {
+    text = fs.readFileSync(PG_STATE_FILE, 'utf8');
+  } catch {
+    throw new Error(NO_POSTGRES);
+  }
+  const url = /^SVC_TEST_POSTGRES_URL=(.+)$/m.exec(text)?.[1];
+  if (!url) throw new Error(NO_POSTGRES);
+  return url;
+}
+
+async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: testPostgresUrl() });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** A new empty database for this test (dropped after it, once `closeFirst` has run), and its URL. */
+export async function freshDatabaseUrl(t: TestContext, closeFirst: () => Promise<void> = async () => {}): Promise<string> {
+  const name = `t_${process.pid}_${randomBytes(5).toString('hex')}`;
+  await admin((c) => c.query(`CREATE DATABASE ${name} TEMPLATE template0`));
+  t.after(async () => {
+    await closeFirst();
+    await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  });
+  const url = new URL(testPostgresUrl());
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** A PostgresDb over a new empty database, closed and dropped after the test. */
+export async function freshPostgres(t: TestContext, max?: number): Promise<PostgresDb> {
+  const opened: { db?: PostgresDb } = {};
+  const url = await freshDatabaseUrl(t, async () => await opened.db?.close());
+  opened.db = await openPostgres({ url, max });
+  return opened.db;
+}
