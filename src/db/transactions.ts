@@ -64,11 +64,12 @@ export abstract class Transactional<C> {
       try {
         result = await frames.run(frame, () => fn(this));
       } catch (err) {
-        await this.rollback(conn);
+        const rolledBack = this.rollback(conn);
+        if (rolledBack) await rolledBack;
         throw err;
       }
       const committed = this.commit(conn);
-      if (committed instanceof Promise) await committed;
+      if (committed) await committed;
     } finally {
       frame.open = false;
       this.end(conn);
@@ -85,18 +86,24 @@ export abstract class Transactional<C> {
     const sp = `sp${parent.depth}`;
     const frame: Frame<C> = { owner: this, conn: parent.conn, depth: parent.depth + 1, open: true, hooks: parent.hooks, child: Promise.resolve() };
     const hooksBefore = frame.hooks.length;
+    // An engine whose steps are synchronous (SQLite) takes no extra turn for them: awaited only when a promise.
+    const step = (kind: 'SAVEPOINT' | 'ROLLBACK TO' | 'RELEASE') => this.savepointStep(frame.conn, kind, sp);
     try {
-      await this.savepointStep(frame.conn, 'SAVEPOINT', sp);
+      let r = step('SAVEPOINT');
+      if (r) await r;
       let result: T;
       try {
         result = await frames.run(frame, () => fn(this));
       } catch (err) {
-        await this.savepointStep(frame.conn, 'ROLLBACK TO', sp);
-        await this.savepointStep(frame.conn, 'RELEASE', sp);
+        r = step('ROLLBACK TO');
+        if (r) await r;
+        r = step('RELEASE');
+        if (r) await r;
         frame.hooks.length = hooksBefore;
         throw err;
       }
-      await this.savepointStep(frame.conn, 'RELEASE', sp);
+      r = step('RELEASE');
+      if (r) await r;
       return result;
     } finally {
       frame.open = false;
