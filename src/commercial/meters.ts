@@ -95,7 +95,7 @@ export interface ClipsTowardQuota {
 export async function clipsTowardQuota(db: Db, organizationId: string, workspaceId: string | null, start: string, end: string): Promise<ClipsTowardQuota> {
   const r = (await db.get<{ org_recorded: number; org_pending: number; ws_recorded: number | null; ws_pending: number | null }>(
     `SELECT (SELECT count(*) ${clipEventsOf()}) AS org_recorded, (${PENDING_VIDEO}) AS org_pending,
-            CASE WHEN ?4 IS NULL THEN NULL ELSE (SELECT count(*) ${clipEventsOf('?4')}) END AS ws_recorded,
+            CASE WHEN CAST(?4 AS TEXT) IS NULL THEN NULL ELSE (SELECT count(*) ${clipEventsOf('?4')}) END AS ws_recorded,
             CASE WHEN ?4 IS NULL THEN NULL ELSE (${PENDING_VIDEO} AND workspace_id = ?4) END AS ws_pending`,
     organizationId, start, end, workspaceId))!;
   const ws = r.ws_recorded === null || r.ws_pending === null ? null : { recorded: r.ws_recorded, pending: r.ws_pending };

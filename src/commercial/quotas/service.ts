@@ -69,12 +69,12 @@ const workspaceHasFile = async (db: Db, organizationId: string, workspaceId: str
 
 /** The size of the largest asset file the organization (or, given, its workspace) stores; 0 without one. */
 export const largestAssetFile = async (db: Db, organizationId: string, workspaceId: string | null): Promise<number> =>
-  (await db.get<{ n: number }>('SELECT coalesce(max(file_size), 0) AS n FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2)',
+  (await db.get<{ n: number }>('SELECT coalesce(max(file_size), 0) AS n FROM asset_versions WHERE organization_id = ?1 AND (workspace_id = ?2 OR ?2 IS NULL)',
     organizationId, workspaceId))!.n;
 
 /** Whether the organization (or, given, its workspace) stores an asset file of exactly `size` bytes. */
 export const storesAssetFileOfSize = async (db: Db, organizationId: string, workspaceId: string | null, size: number): Promise<boolean> =>
-  await db.get('SELECT 1 FROM asset_versions WHERE organization_id = ?1 AND (?2 IS NULL OR workspace_id = ?2) AND file_size = ?3 LIMIT 1',
+  await db.get('SELECT 1 FROM asset_versions WHERE organization_id = ?1 AND (workspace_id = ?2 OR ?2 IS NULL) AND file_size = ?3 LIMIT 1',
     organizationId, workspaceId, size) !== undefined;
 
 const costCenterRow = (db: Db, organizationId: string, id: string) =>

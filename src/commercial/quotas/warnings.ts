@@ -99,11 +99,11 @@ const bytesBounds = new WeakMap<Db, Map<string, BytesBound>>();
  */
 const ADDED_SINCE = `
   SELECT (SELECT coalesce(max(rowid), 0) FROM asset_versions) AS av, (SELECT coalesce(max(rowid), 0) FROM media_artifacts) AS ma,
-    CASE WHEN ?3 IS NULL THEN NULL ELSE
+    CASE WHEN CAST(?3 AS BIGINT) IS NULL THEN NULL ELSE
       (SELECT coalesce(sum(file_size), 0) FROM asset_versions WHERE rowid > ?3 AND organization_id = ?1)
       + (SELECT coalesce(sum(file_size + coalesce(first_frame_size, 0) + coalesce(last_frame_size, 0)), 0)
            FROM media_artifacts WHERE rowid > ?4 AND organization_id = ?1) END AS org,
-    CASE WHEN ?5 IS NULL THEN NULL ELSE
+    CASE WHEN CAST(?5 AS BIGINT) IS NULL THEN NULL ELSE
       (SELECT coalesce(sum(file_size), 0) FROM asset_versions WHERE rowid > ?5 AND organization_id = ?1 AND workspace_id = ?2)
       + (SELECT coalesce(sum(file_size + coalesce(first_frame_size, 0) + coalesce(last_frame_size, 0)), 0)
            FROM media_artifacts WHERE rowid > ?6 AND organization_id = ?1 AND workspace_id = ?2) END AS ws`;

@@ -27,7 +27,7 @@ export const apiClientById = (db: Db, id: string) => db.get<ApiClientRow>('SELEC
 
 export function listApiClients(db: Db, organizationId: string | null, status: string | null): Promise<ApiClientRow[]> {
   return db.all<ApiClientRow>(
-    `SELECT * FROM api_clients WHERE (?1 IS NULL OR organization_id = ?1) AND (?2 IS NULL OR status = ?2)
+    `SELECT * FROM api_clients WHERE (organization_id = ?1 OR ?1 IS NULL) AND (status = ?2 OR ?2 IS NULL)
       ORDER BY created_at, id`, organizationId, status);
 }
 

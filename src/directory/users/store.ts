@@ -69,8 +69,8 @@ export interface UserFilter { query?: string; status?: 'active' | 'suspended'; l
  */
 export async function listUsers(db: Db, f: UserFilter): Promise<{ rows: UserRow[]; total: number }> {
   const pattern = f.query ? likePattern(f.query) : null;
-  const where = `WHERE (?1 IS NULL OR email_normalized LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\')
-      AND (?2 IS NULL OR status = ?2)`;
+  const where = `WHERE (email_normalized LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\' OR ?1 IS NULL)
+      AND (status = ?2 OR ?2 IS NULL)`;
   const params = [pattern, f.status ?? null] as const;
   const rows = await db.all<UserRow>(`SELECT * FROM users ${where} ORDER BY email_normalized, id LIMIT ?3 OFFSET ?4`, ...params, f.limit, f.offset);
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM users ${where}`, ...params))!.n;

@@ -35,8 +35,8 @@ export const checksOfRun = (db: Db, runId: string) =>
 
 export interface RunFilter { targetKind: string | null; targetId: string | null; result: string | null; artifactId: string | null }
 
-const FILTER = `project_id = ?1 AND (?2 IS NULL OR target_kind = ?2) AND (?3 IS NULL OR target_id = ?3) AND (?4 IS NULL OR result = ?4)
-  AND (?5 IS NULL OR id IN (SELECT run_id FROM qa_checks WHERE artifact_id = ?5))`;
+const FILTER = `project_id = ?1 AND (target_kind = ?2 OR ?2 IS NULL) AND (target_id = ?3 OR ?3 IS NULL) AND (result = ?4 OR ?4 IS NULL)
+  AND (id IN (SELECT run_id FROM qa_checks WHERE artifact_id = ?5) OR ?5 IS NULL)`;
 
 /** Newest first. */
 export const runsOfProject = (db: Db, projectId: string, f: RunFilter, limit: number, offset: number) =>

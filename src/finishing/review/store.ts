@@ -62,8 +62,8 @@ export interface ReviewFilter {
 
 /** Newest first. */
 export async function reviewsOfProject(db: Db, projectId: string, f: ReviewFilter): Promise<{ rows: ReviewRow[]; total: number }> {
-  const where = `project_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR shot_id = ?3)
-    AND (?4 IS NULL OR episode_id = ?4) AND (?5 IS NULL OR artifact_id = ?5)`;
+  const where = `project_id = ?1 AND (status = ?2 OR ?2 IS NULL) AND (shot_id = ?3 OR ?3 IS NULL)
+    AND (episode_id = ?4 OR ?4 IS NULL) AND (artifact_id = ?5 OR ?5 IS NULL)`;
   const params = [projectId, f.status, f.shotId, f.episodeId, f.artifactId] as const;
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM reviews WHERE ${where}`, ...params))!.n;
   const rows = await db.all<ReviewRow>(`SELECT * FROM reviews WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?6 OFFSET ?7`,

@@ -50,7 +50,7 @@ export interface ConnectorFilter { status: string | null; kind: string | null; c
 
 /** One page of the organization's connectors, newest first, with the filtered total. */
 export async function pageConnectors(db: Db, organizationId: string, f: ConnectorFilter): Promise<{ rows: ConnectorRow[]; total: number }> {
-  const where = 'organization_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR cost_mode = ?4)';
+  const where = 'organization_id = ?1 AND (status = ?2 OR ?2 IS NULL) AND (kind = ?3 OR ?3 IS NULL) AND (cost_mode = ?4 OR ?4 IS NULL)';
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM model_connectors WHERE ${where}`, organizationId, f.status, f.kind, f.costMode))!.n;
   const rows = await db.all<ConnectorRow>(
     `SELECT * FROM model_connectors WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?5 OFFSET ?6`,

@@ -21,7 +21,7 @@ export async function claimJobs(db: Db, workerId: string, now: string, limit: nu
   // SQLite plans the ordered index scan several times slower.
   return await db.all<JobRow>(
     `UPDATE generation_jobs SET ${LEASE_SET}
-      WHERE id IN (SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (?3 IS NULL OR j.organization_id = ?3)
+      WHERE id IN (SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (j.organization_id = ?3 OR ?3 IS NULL)
                    ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))})
       RETURNING *`, workerId, now, organizationId);
 }
@@ -64,5 +64,5 @@ export function releaseLeases(db: Db, runner: string, now: string, jobId: string
   return db.all<JobRow>(
     `UPDATE generation_jobs SET status = 'queued', attempt = attempt - 1, leased_by = NULL, leased_at = NULL, attempt_started_at = NULL,
        updated_at = ?2, started_at = CASE WHEN attempt = 1 THEN NULL ELSE started_at END
-     WHERE status = 'running' AND leased_by = ?1 AND (?3 IS NULL OR id = ?3) RETURNING *`, runner, now, jobId);
+     WHERE status = 'running' AND leased_by = ?1 AND (id = ?3 OR ?3 IS NULL) RETURNING *`, runner, now, jobId);
 }

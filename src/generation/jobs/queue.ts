@@ -69,8 +69,8 @@ async function targets(ctx: Ctx, b: Batch): Promise<Array<{ id: string; job: Job
   }
   const q = b.filter!;
   return (await ctx.db.all<JobRow>(
-    `SELECT * FROM generation_jobs j WHERE ${f.sql} AND (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR kind = ?2)
-       AND (?3 IS NULL OR connector_id = ?3) AND (?4 IS NULL OR project_id = ?4) ORDER BY created_at, id LIMIT ${BATCH_LIMIT + 1}`
+    `SELECT * FROM generation_jobs j WHERE ${f.sql} AND (status = ?1 OR ?1 IS NULL) AND (kind = ?2 OR ?2 IS NULL)
+       AND (connector_id = ?3 OR ?3 IS NULL) AND (project_id = ?4 OR ?4 IS NULL) ORDER BY created_at, id LIMIT ${BATCH_LIMIT + 1}`
       .replace(/\?(\d)/g, (_, n: string) => `?${Number(n) + f.args.length}`),
     ...f.args, q.status ?? null, q.kind ?? null, q.connectorId ?? null, q.projectId ?? null,
   )).map((job) => ({ id: job.id, job }));

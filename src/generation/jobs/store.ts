@@ -44,8 +44,8 @@ export interface JobFilter {
 }
 
 export async function jobsOfProject(db: Db, projectId: string, f: JobFilter): Promise<{ rows: JobRow[]; total: number }> {
-  const where = `project_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR kind = ?3) AND (?4 IS NULL OR shot_id = ?4)
-    AND (?5 IS NULL OR connector_id = ?5)`;
+  const where = `project_id = ?1 AND (status = ?2 OR ?2 IS NULL) AND (kind = ?3 OR ?3 IS NULL) AND (shot_id = ?4 OR ?4 IS NULL)
+    AND (connector_id = ?5 OR ?5 IS NULL)`;
   const args = [projectId, f.status, f.kind, f.shotId, f.connectorId] as const;
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM generation_jobs WHERE ${where}`, ...args))!.n;
   const rows = await db.all<JobRow>(`SELECT * FROM generation_jobs WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7`,

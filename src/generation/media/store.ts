@@ -57,8 +57,8 @@ export interface ArtifactFilter { shotId: string | null; jobId: string | null; e
 /** Newest first. */
 export function artifactsOfProject(db: Db, projectId: string, f: ArtifactFilter): Promise<ArtifactRow[]> {
   return db.all<ArtifactRow>(
-    `SELECT * FROM media_artifacts WHERE project_id = ?1 AND (?2 IS NULL OR shot_id = ?2) AND (?3 IS NULL OR job_id = ?3)
-       AND (?4 IS NULL OR episode_id = ?4) AND (?5 IS NULL OR kind = ?5)
+    `SELECT * FROM media_artifacts WHERE project_id = ?1 AND (shot_id = ?2 OR ?2 IS NULL) AND (job_id = ?3 OR ?3 IS NULL)
+       AND (episode_id = ?4 OR ?4 IS NULL) AND (kind = ?5 OR ?5 IS NULL)
      ORDER BY created_at DESC, id DESC LIMIT ?6`, projectId, f.shotId, f.jobId, f.episodeId, f.kind, f.limit);
 }
 

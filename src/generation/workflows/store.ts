@@ -98,9 +98,9 @@ const RUNS = `SELECT r.*, t.template_key, v.name AS template_name FROM workflow_
   JOIN workflow_template_versions v ON v.template_id = r.template_id AND v.version = r.template_version`;
 
 export const runsOfProject = (db: Db, projectId: string, status: string | null, limit: number) =>
-  db.all<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND (?2 IS NULL OR r.status = ?2) ORDER BY r.created_at DESC, r.id DESC LIMIT ?3`, projectId, status, limit);
+  db.all<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND (r.status = ?2 OR ?2 IS NULL) ORDER BY r.created_at DESC, r.id DESC LIMIT ?3`, projectId, status, limit);
 export const countRuns = async (db: Db, projectId: string, status: string | null) =>
-  (await db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs WHERE project_id = ?1 AND (?2 IS NULL OR status = ?2)', projectId, status))!.n;
+  (await db.get<{ n: number }>('SELECT count(*) AS n FROM workflow_runs WHERE project_id = ?1 AND (status = ?2 OR ?2 IS NULL)', projectId, status))!.n;
 export const runInProject = (db: Db, projectId: string, id: string) =>
   db.get<RunWithStatus>(`${RUNS} WHERE r.project_id = ? AND r.id = ?`, projectId, id);
 

@@ -69,7 +69,7 @@ export function pendingInvitationFor(db: Db, organizationId: string, emailNormal
 
 export function invitationsOf(db: Db, organizationId: string, status: string | null): Promise<InvitationRow[]> {
   return db.all<InvitationRow>(
-    'SELECT * FROM invitations WHERE organization_id = ? AND (?2 IS NULL OR status = ?2) ORDER BY created_at DESC', organizationId, status);
+    'SELECT * FROM invitations WHERE organization_id = ? AND (status = ?2 OR ?2 IS NULL) ORDER BY created_at DESC', organizationId, status);
 }
 
 export async function setInvitationToken(db: Db, id: string, tokenHash: string, hint: string, expiresAt: string, now: string): Promise<void> {

@@ -38,7 +38,7 @@ export const directoryByTokenHash = (db: Db, hash: string) => db.get<DirectoryRo
 
 export function listDirectories(db: Db, organizationId: string | null): Promise<DirectoryRow[]> {
   return db.all<DirectoryRow>(
-    'SELECT * FROM scim_directories WHERE (?1 IS NULL OR organization_id = ?1) ORDER BY created_at, id', organizationId);
+    'SELECT * FROM scim_directories WHERE (organization_id = ?1 OR ?1 IS NULL) ORDER BY created_at, id', organizationId);
 }
 
 export async function directoryUserCounts(db: Db, directoryId: string): Promise<{ total: number; active: number }> {

@@ -20,7 +20,7 @@ export const activeOfKind = (p: ProviderRow | undefined | null, kind: ProviderRo
 
 export function listProviders(db: Db, f: { organizationId?: string | null; status?: 'active' | 'disabled' } = {}): Promise<ProviderRow[]> {
   return db.all<ProviderRow>(
-    `SELECT * FROM identity_providers WHERE (?1 IS NULL OR organization_id = ?1) AND (?2 IS NULL OR status = ?2)
+    `SELECT * FROM identity_providers WHERE (organization_id = ?1 OR ?1 IS NULL) AND (status = ?2 OR ?2 IS NULL)
       ORDER BY name COLLATE NOCASE, id`, f.organizationId ?? null, f.status ?? null);
 }
 

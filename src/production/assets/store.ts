@@ -37,8 +37,8 @@ export const assetInProject = (db: Db, projectId: string, id: string) =>
 export interface AssetFilter { kind: string | null; q: string | null; includeArchived: boolean; limit: number; offset: number }
 
 export async function assetsOfProject(db: Db, projectId: string, f: AssetFilter): Promise<{ rows: AssetRow[]; total: number }> {
-  const where = `project_id = ?1 AND (?2 IS NULL OR kind = ?2) AND (?3 = 1 OR status = 'active')
-    AND (?4 IS NULL OR instr(lower(name), lower(?4)) > 0 OR instr(lower(tags), lower(?4)) > 0)`;
+  const where = `project_id = ?1 AND (kind = ?2 OR ?2 IS NULL) AND (?3 = 1 OR status = 'active')
+    AND (instr(lower(name), lower(?4)) > 0 OR instr(lower(tags), lower(?4)) > 0 OR ?4 IS NULL)`;
   const args = [projectId, f.kind, f.includeArchived ? 1 : 0, f.q] as const;
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM assets WHERE ${where}`, ...args))!.n;
   const rows = await db.all<AssetRow>(`SELECT * FROM assets WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6`, ...args, f.limit, f.offset);

@@ -38,7 +38,7 @@ export const shotById = (db: Db, projectId: string, id: string) =>
 export function shotsOfProject(db: Db, projectId: string, episodeId: string | null): Promise<ShotRow[]> {
   return db.all<ShotRow>(
     `SELECT s.* FROM shots s JOIN episodes e ON e.id = s.episode_id
-      WHERE s.project_id = ?1 AND (?2 IS NULL OR s.episode_id = ?2) ORDER BY e.season_id, e.position, s.position`, projectId, episodeId);
+      WHERE s.project_id = ?1 AND (s.episode_id = ?2 OR ?2 IS NULL) ORDER BY e.season_id, e.position, s.position`, projectId, episodeId);
 }
 
 export async function insertSeason(db: Db, r: SeasonRow): Promise<void> {

@@ -33,7 +33,7 @@ export function taskInProject(db: Db, projectId: string, id: string): Promise<Ta
 export interface TaskFilter { status: string | null; assignee: string | null; limit: number; offset: number }
 
 export async function tasksOfProject(db: Db, projectId: string, f: TaskFilter): Promise<{ rows: TaskRow[]; total: number }> {
-  const where = 'project_id = ?1 AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR assignee_user_id = ?3)';
+  const where = 'project_id = ?1 AND (status = ?2 OR ?2 IS NULL) AND (assignee_user_id = ?3 OR ?3 IS NULL)';
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM tasks WHERE ${where}`, projectId, f.status, f.assignee))!.n;
   const rows = await db.all<TaskRow>(
     `SELECT * FROM tasks WHERE ${where} ORDER BY CASE status WHEN 'done' THEN 1 WHEN 'cancelled' THEN 1 ELSE 0 END, due_at IS NULL, due_at, created_at
