@@ -32,8 +32,9 @@ export async function identityOverview(ctx: Ctx, req: IncomingMessage): Promise<
   const { db } = ctx;
   const now = ctx.now().toISOString();
   const users = (await db.get<{ total: number; active: number; suspended: number; admins: number; mfa: number; password: number }>(
-    `SELECT count(*) AS total, coalesce(sum(status = 'active'), 0) AS active, coalesce(sum(status = 'suspended'), 0) AS suspended,
-            coalesce(sum(is_system_admin), 0) AS admins, coalesce(sum(mfa_enabled), 0) AS mfa, coalesce(sum(password_hash IS NOT NULL), 0) AS password
+    `SELECT count(*) AS total, count(*) FILTER (WHERE status = 'active') AS active, count(*) FILTER (WHERE status = 'suspended') AS suspended,
+            coalesce(sum(is_system_admin), 0) AS admins, coalesce(sum(mfa_enabled), 0) AS mfa,
+            count(*) FILTER (WHERE password_hash IS NOT NULL) AS password
        FROM users`))!;
   const sessions = (await db.get<{ n: number }>('SELECT count(*) AS n FROM sessions WHERE revoked_at IS NULL AND expires_at > ?', now))!.n;
   const directories = await listDirectoriesOf(ctx, null);

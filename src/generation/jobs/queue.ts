@@ -23,7 +23,8 @@ export async function queueOverview(ctx: Ctx) {
     `SELECT status, count(*) AS n FROM generation_jobs j WHERE ${f.sql} GROUP BY status`, ...f.args)).map((r) => [r.status, r.n]));
   const byConnector = await db.all<{ connector_id: string | null; label: string | null; cost_mode: string | null; connector_status: string | null; queued: number; running: number; blocked: number }>(
     `SELECT j.connector_id, c.label, c.cost_mode, c.status AS connector_status,
-        sum(j.status = 'queued') AS queued, sum(j.status = 'running') AS running, sum(j.status = 'blocked') AS blocked
+        count(*) FILTER (WHERE j.status = 'queued') AS queued, count(*) FILTER (WHERE j.status = 'running') AS running,
+        count(*) FILTER (WHERE j.status = 'blocked') AS blocked
        FROM generation_jobs j LEFT JOIN model_connectors c ON c.id = j.connector_id
       WHERE ${f.sql} AND j.status IN ('queued', 'running', 'blocked') GROUP BY j.connector_id ORDER BY queued DESC`, ...f.args);
   const byPriority = await db.all<{ priority: number; n: number }>(

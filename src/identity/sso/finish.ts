@@ -250,7 +250,8 @@ async function linkRefusal(db: Ctx['db'], user: UserRow, provider: ProviderRow, 
     return 'the provider did not confirm that the e-mail address is verified';
   }
   const r = (await db.get<{ here: number; elsewhere: number }>(
-    `SELECT coalesce(sum(organization_id = ?2 AND status = 'active'), 0) AS here, coalesce(sum(organization_id <> ?2), 0) AS elsewhere
+    `SELECT count(*) FILTER (WHERE organization_id = ?2 AND status = 'active') AS here,
+            count(*) FILTER (WHERE organization_id <> ?2) AS elsewhere
        FROM memberships WHERE user_id = ?1`, user.id, provider.organization_id))!;
   if (r.elsewhere > 0) return 'the account is a member of another organization';
   if (r.here === 0) return 'the account has no active membership in the provider\'s organization';
