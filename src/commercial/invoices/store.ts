@@ -208,7 +208,7 @@ export async function usageGroups(db: Db, organizationId: string, start: string,
   return (await db.allBig<UsageGroupRow>(
     `SELECT g.*, c.code AS cost_center_code, w.name AS workspace_name FROM (
         SELECT cost_center_id, workspace_id, kind, unit, currency, unit_price_e4,
-               sum(CAST(round(quantity * 1000000) AS INTEGER)) AS quantity_e6, sum(estimated_cost_e4) AS cost_e4, count(*) AS events
+               sum(CAST(round(quantity * 1000000) AS BIGINT)) AS quantity_e6, sum(estimated_cost_e4) AS cost_e4, count(*) AS events
           FROM usage_events WHERE organization_id = ?1 AND created_at >= ?2 AND created_at < ?3
          GROUP BY cost_center_id, workspace_id, kind, unit, currency, unit_price_e4) g
        LEFT JOIN cost_centers c ON c.id = g.cost_center_id AND c.organization_id = ?1

@@ -59,7 +59,7 @@ export async function revokeSessionById(db: Db, userId: string, id: string, now:
 /** Revokes every live session of a user except `exceptId`; returns how many. */
 export async function revokeUserSessions(db: Db, userId: string, now: string, reason: string, exceptId: string | null = null): Promise<number> {
   return (await db.run(
-    'UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE user_id = ? AND revoked_at IS NULL AND id IS NOT ?',
+    'UPDATE sessions SET revoked_at = ?, revoked_reason = ? WHERE user_id = ? AND revoked_at IS NULL AND id IS DISTINCT FROM ?',
     now, reason, userId, exceptId)).changes;
 }
 

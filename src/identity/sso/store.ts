@@ -21,7 +21,7 @@ export const activeOfKind = (p: ProviderRow | undefined | null, kind: ProviderRo
 export function listProviders(db: Db, f: { organizationId?: string | null; status?: 'active' | 'disabled' } = {}): Promise<ProviderRow[]> {
   return db.all<ProviderRow>(
     `SELECT * FROM identity_providers WHERE (organization_id = ?1 OR ?1 IS NULL) AND (status = ?2 OR ?2 IS NULL)
-      ORDER BY name COLLATE NOCASE, id`, f.organizationId ?? null, f.status ?? null);
+      ORDER BY lower(name), id`, f.organizationId ?? null, f.status ?? null);
 }
 
 /** The id of a provider (any organization) whose clientSecretRef or idpCertRef names `variable`, if any. */
