@@ -47,7 +47,7 @@ export function auditReach(ctx: Ctx): AuditReach {
 /** The reach as SQL over audit_log, built from the session's ids only. */
 export function reachWhere(r: AuditReach): Where {
   switch (r.kind) {
-    case 'system': return { sql: '1', params: [] };
+    case 'system': return { sql: '1 = 1', params: [] };
     case 'organization': return { sql: 'organization_id = ?', params: [r.organizationId] };
     case 'workspace': return { sql: 'organization_id = ? AND (workspace_id = ? OR workspace_id IS NULL)', params: [r.organizationId, r.workspaceId] };
     case 'project': return { sql: 'organization_id = ? AND (project_id = ? OR workspace_id IS NULL)', params: [r.organizationId, r.projectId] };

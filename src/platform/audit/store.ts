@@ -57,7 +57,7 @@ export interface Where { sql: string; params: Param[] }
 
 export const and = (...parts: Array<Where | null>): Where => {
   const p = parts.filter((x): x is Where => x !== null);
-  return p.length === 0 ? { sql: '1', params: [] } : { sql: p.map((x) => `(${x.sql})`).join(' AND '), params: p.flatMap((x) => x.params) };
+  return p.length === 0 ? { sql: '1 = 1', params: [] } : { sql: p.map((x) => `(${x.sql})`).join(' AND '), params: p.flatMap((x) => x.params) };
 };
 
 /** A page, newest first. */
