@@ -19,29 +19,29 @@ const STORED_FILES = `
 /** The distinct stored files per `owner` column (none: per organization), each with its size; `where` narrows the files. */
 const distinctFiles = (owner: 'workspace_id' | 'project_id' | null, where = '') => {
   const key = owner ? `${owner}, storage_path` : 'storage_path';
-  return `SELECT ${key}, max(size) AS size FROM (${STORED_FILES}) ${where} GROUP BY ${key}`;
+  return `SELECT ${key}, max(size) AS size FROM (${STORED_FILES}) AS s ${where} GROUP BY ${key}`;
 };
 
 /** Bytes the organization keeps in storage (uploaded assets and generated media): each distinct stored file counted once. */
 export async function organizationStoredBytes(db: Db, organizationId: string): Promise<number> {
-  return (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles(null)})`, organizationId))!.n;
+  return (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles(null)}) AS f`, organizationId))!.n;
 }
 
 /** Bytes each workspace of the organization stores (workspaces with files only): a file counted once per workspace, in every workspace that stores it. */
 export async function storedBytesByWorkspace(db: Db, organizationId: string): Promise<Map<string, number>> {
   return new Map((await db.all<{ w: string; n: number }>(
-    `SELECT workspace_id AS w, sum(size) AS n FROM (${distinctFiles('workspace_id')}) GROUP BY workspace_id`, organizationId,
+    `SELECT workspace_id AS w, sum(size) AS n FROM (${distinctFiles('workspace_id')}) AS f GROUP BY workspace_id`, organizationId,
   )).map((r) => [r.w, r.n]));
 }
 
 /** Bytes one workspace stores: each distinct stored file of the workspace counted once. */
 export const workspaceStoredBytes = async (db: Db, organizationId: string, workspaceId: string): Promise<number> =>
-  (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('workspace_id', 'WHERE workspace_id = ?2')})`,
+  (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('workspace_id', 'WHERE workspace_id = ?2')}) AS f`,
     organizationId, workspaceId))!.n;
 
 /** Bytes one project stores: each distinct stored file of the project counted once. */
 export const projectStoredBytes = async (db: Db, organizationId: string, projectId: string): Promise<number> =>
-  (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('project_id', 'WHERE project_id = ?2')})`,
+  (await db.get<{ n: number }>(`SELECT coalesce(sum(size), 0) AS n FROM (${distinctFiles('project_id', 'WHERE project_id = ?2')}) AS f`,
     organizationId, projectId))!.n;
 
 /** Bytes and files each project of the organization stores, largest first. */

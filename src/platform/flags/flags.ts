@@ -28,7 +28,7 @@ export async function featureEnabled(db: Db, key: FlagKey, organizationId: strin
   const row = await db.get<{ enabled: number }>(
     `SELECT enabled FROM (
        SELECT enabled, 0 AS rank FROM feature_flag_organizations WHERE flag_key = ?1 AND organization_id = ?2
-       UNION ALL SELECT enabled, 1 AS rank FROM feature_flags WHERE flag_key = ?1)
+       UNION ALL SELECT enabled, 1 AS rank FROM feature_flags WHERE flag_key = ?1) AS f
      ORDER BY rank LIMIT 1`, key, organizationId ?? '');
   return row ? row.enabled === 1 : FEATURE_FLAGS[key].default;
 }
