@@ -52,7 +52,7 @@ export function projectUsage(db: Db, organizationId: string): Promise<ProjectUsa
     `SELECT f.project_id, p.name AS project_name, p.workspace_id, sum(f.size) AS bytes, count(*) AS files
        FROM (${distinctFiles('project_id')}) f
        JOIN projects p ON p.id = f.project_id AND p.organization_id = ?1
-      GROUP BY f.project_id ORDER BY bytes DESC, f.project_id`, organizationId);
+      GROUP BY f.project_id, p.name, p.workspace_id ORDER BY bytes DESC, f.project_id`, organizationId);
 }
 
 /**

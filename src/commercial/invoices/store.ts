@@ -213,7 +213,7 @@ export async function usageGroups(db: Db, organizationId: string, start: string,
          GROUP BY cost_center_id, workspace_id, kind, unit, currency, unit_price_e4) g
        LEFT JOIN cost_centers c ON c.id = g.cost_center_id AND c.organization_id = ?1
        LEFT JOIN workspaces w ON w.id = g.workspace_id AND w.organization_id = ?1
-      ORDER BY c.code, w.name, g.workspace_id, g.kind, g.unit, g.currency, g.unit_price_e4`,
+      ORDER BY c.code NULLS FIRST, w.name NULLS FIRST, g.workspace_id NULLS FIRST, g.kind, g.unit, g.currency, g.unit_price_e4`,
     organizationId, start, end)).map((g) => ({ ...g, events: Number(g.events) }));
 }
 

@@ -141,7 +141,7 @@ export async function costCenterDetailView(db: Db, organizationId: string, now: 
        FROM usage_events u JOIN cost_centers cc ON cc.id = u.cost_center_id AND cc.organization_id = ?1
        LEFT JOIN workspaces ws ON ws.id = u.workspace_id
       WHERE u.organization_id = ?1 AND u.created_at >= ?2 AND u.created_at < ?3
-      GROUP BY u.cost_center_id, u.workspace_id ORDER BY cc.code, ws.name, u.workspace_id`,
+      GROUP BY u.cost_center_id, u.workspace_id, cc.code, ws.name ORDER BY cc.code, ws.name NULLS FIRST, u.workspace_id NULLS FIRST`,
     organizationId, p.start, p.end))
     .map((r) => ({
       costCenterId: r.c, code: r.code, workspaceId: r.w, workspaceName: r.wn, events: Number(r.n), units: r.units, estimatedCost: formatE4Amount(r.e4, currency),

@@ -100,9 +100,9 @@ export async function facetsOf(db: Db, w: Where): Promise<{ total: number; facet
     .sort((a, b) => b.count - a.count || String(a.value ?? '').localeCompare(String(b.value ?? '')))
     .slice(0, FACET_LIMIT);
   const actor = await db.all<ActorFacetValue>(
-    `SELECT actor_user_id AS value, min(actor_type) AS type, max(actor_name) AS name, count(*) AS count FROM audit_log WHERE ${w.sql}
+    `SELECT max(actor_user_id) AS value, min(actor_type) AS type, max(actor_name) AS name, count(*) AS count FROM audit_log WHERE ${w.sql}
       GROUP BY coalesce('u:' || actor_user_id, 't:' || actor_type || ':' || coalesce(actor_name, ''))
-      ORDER BY count DESC, value, name LIMIT ${FACET_LIMIT}`, ...w.params);
+      ORDER BY count DESC, value NULLS FIRST, name NULLS FIRST LIMIT ${FACET_LIMIT}`, ...w.params);
   return { total, facets: { action: top(action), targetType: top(targetType), result: top(result), actor } };
 }
 
