@@ -92,7 +92,8 @@ function highestWorkspaceQuota(db: Db, organizationId: string, column: 'monthly_
 }
 
 const hasUsageOrInvoice = async (db: Db, organizationId: string) => (await db.get<{ usage: number; invoices: number }>(
-  `SELECT EXISTS (SELECT 1 FROM usage_events WHERE organization_id = ?1) AS usage, EXISTS (SELECT 1 FROM invoices WHERE organization_id = ?1) AS invoices`,
+  `SELECT CASE WHEN EXISTS (SELECT 1 FROM usage_events WHERE organization_id = ?1) THEN 1 ELSE 0 END AS usage,
+          CASE WHEN EXISTS (SELECT 1 FROM invoices WHERE organization_id = ?1) THEN 1 ELSE 0 END AS invoices`,
   organizationId))!;
 
 /** Clip usage events of the organization's local month of `now` (jobs' counter, from the local month's start). */
