@@ -19,8 +19,9 @@ export interface BucketRow { label: string; unit: string | null; events: number;
 // MATERIALIZED: the buckets are read from the JSON once, not per compared row.
 const bucketSql = (byUnit: boolean) => `
   WITH buckets(label, start, finish) AS MATERIALIZED (SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1))
-  SELECT b.label AS label, ${byUnit ? 'u.unit' : 'NULL'} AS unit, count(*) AS events, total(u.kind = 'clip') AS clips,
-         total(u.quantity) AS units, sum(u.estimated_cost_e4) AS e4
+  SELECT b.label AS label, ${byUnit ? 'u.unit' : 'NULL'} AS unit, count(*) AS events,
+         CAST(count(*) FILTER (WHERE u.kind = 'clip') AS DOUBLE PRECISION) AS clips,
+         CAST(coalesce(sum(u.quantity), 0) AS DOUBLE PRECISION) AS units, sum(u.estimated_cost_e4) AS e4
     FROM buckets b CROSS JOIN usage_events u INDEXED BY usage_events_org
       ON u.organization_id = ?2 AND u.created_at >= b.start AND u.created_at < b.finish AND u.created_at <= ?3
    GROUP BY b.label${byUnit ? ', u.unit' : ''} ORDER BY b.label${byUnit ? ', u.unit' : ''}`;

@@ -122,7 +122,7 @@ export interface UsageCombo { u: string | null; p: string | null; c: string | nu
  */
 export const usageCombos = async (db: Db, w: Where): Promise<UsageCombo[]> => (await db.allBig<Omit<UsageCombo, 'n'> & { n: bigint }>(
   `SELECT e.actor_user_id AS u, e.project_id AS p, e.cost_center_id AS c, e.workspace_id AS w, e.kind AS kind, e.unit AS unit,
-          count(*) AS n, total(e.quantity) AS q, sum(e.estimated_cost_e4) AS e4
+          count(*) AS n, CAST(coalesce(sum(e.quantity), 0) AS DOUBLE PRECISION) AS q, sum(e.estimated_cost_e4) AS e4
      FROM usage_events e WHERE ${w.sql} GROUP BY 1, 2, 3, 4, 5, 6`, ...w.params)).map((r) => ({ ...r, n: Number(r.n) }));
 
 // A window without other filters: each facet from its own index (organization_id, column, created_at), by a
@@ -158,7 +158,7 @@ export async function distinctValues(db: Db, organizationId: string, column: Fac
 export async function windowSums(db: Db, organizationId: string, column: FacetColumn, from: string, to: string | null, maxValues: number): Promise<WindowSum[] | null> {
   const values = await distinctValues(db, organizationId, column, maxValues);
   if (!values) return null;
-  const sums = column === 'unit' ? 'total(quantity) AS q, coalesce(sum(estimated_cost_e4), 0) AS e4' : '0.0 AS q, 0 AS e4';
+  const sums = column === 'unit' ? 'CAST(coalesce(sum(quantity), 0) AS DOUBLE PRECISION) AS q, coalesce(sum(estimated_cost_e4), 0) AS e4' : '0.0 AS q, 0 AS e4';
   const count = (test: string) => `SELECT count(*) AS n, ${sums} FROM usage_events INDEXED BY ${FACET_INDEXES[column]}
     WHERE organization_id = ? AND ${test} AND created_at >= ? AND created_at < ?`;
   const end = to ?? OPEN_END;
@@ -197,7 +197,7 @@ export async function scopeSums(db: Db, s: { organizationId: string; workspaceId
     s.projectId ? { sql: 'project_id = ?', params: [s.projectId] } : null,
   );
   return (await db.allBig<Omit<KindSumRow, 'events'> & { events: bigint }>(
-    `SELECT kind, unit, count(*) AS events, total(quantity) AS quantity, sum(estimated_cost_e4) AS e4
+    `SELECT kind, unit, count(*) AS events, CAST(coalesce(sum(quantity), 0) AS DOUBLE PRECISION) AS quantity, sum(estimated_cost_e4) AS e4
        FROM usage_events WHERE ${w.sql} GROUP BY kind, unit ORDER BY kind, unit`, ...w.params)).map((r) => ({ ...r, events: Number(r.events) }));
 }
 
