@@ -40,39 +40,7 @@ test('prepared statements are cached by their SQL', async (t) => {
   assert.equal(db.preparedStatements, before + 2, 'another SQL text is another statement');
 });
 
-test('tx nests as savepoints: an inner failure undoes only the inner work', async (t) => {
-  const db = await fresh(t);
-  const insert = async (id: string) => await db.run("INSERT INTO organizations (id, name, created_at) VALUES (?, 'n', 'now')", id);
-  const ids = async () => (await db.all<{ id: string }>('SELECT id FROM organizations ORDER BY id')).map((r) => r.id);
-  await db.tx(async () => {
-    await insert('a');
-    await assert.rejects(async () => await db.tx(async () => { await insert('b'); throw new Error('inner'); }), /inner/);
-    await db.tx(async () => await insert('c'));
-  });
-  assert.deepEqual(await ids(), ['a', 'c']);
-  await assert.rejects(async () => await db.tx(async () => { await insert('d'); await db.tx(async () => await insert('e')); throw new Error('outer'); }), /outer/);
-  assert.deepEqual(await ids(), ['a', 'c']);
-  assert.equal(db.inTransaction, false);
-});
-
-test('after-commit hooks run once after the outermost commit and never after a rollback', async (t) => {
-  const db = await fresh(t);
-  const seen: string[] = [];
-  await db.tx(async () => {
-    await db.afterCommit(() => { seen.push('outer'); });
-    await db.tx(async () => await db.afterCommit(() => { seen.push('inner'); }));
-    await assert.rejects(async () => await db.tx(async () => { await db.afterCommit(() => { seen.push('rolled back'); }); throw new Error('x'); }));
-    assert.deepEqual(seen, [], 'nothing before commit');
-  });
-  assert.deepEqual(seen, ['outer', 'inner']);
-  await assert.rejects(async () => await db.tx(async () => { await db.afterCommit(() => { seen.push('never'); }); throw new Error('y'); }));
-  await db.afterCommit(() => { seen.push('now'); });
-  assert.deepEqual(seen, ['outer', 'inner', 'now']);
-  const errors: unknown[] = [];
-  db.onHookError = (e) => errors.push(e);
-  await db.tx(async () => await db.afterCommit(() => { throw new Error('hook failed'); }));
-  assert.equal(errors.length, 1, 'a failing hook is reported, the commit stands');
-});
+// Savepoints and after-commit hooks: test/db/engines.test.ts (the same contract on SQLite and PostgreSQL).
 
 test('a transaction\'s statements are bound to it; a stranger\'s read and write wait for its end', async (t) => {
   const db = await fresh(t);

@@ -41,14 +41,8 @@ as_owner() {
   fi
 }
 
-free_port() {
-  local port
-  for _ in $(seq 1 200); do
-    port=$((20000 + RANDOM % 30000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
-  done
-  die "no free port found"
-}
+# shellcheck source=../free-port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../free-port.sh"
 
 answers() {
   [ -s "$STATE" ] || return 1

@@ -34,14 +34,8 @@ need() {
 pid_of() { [ -s "$DIR/run/$1.pid" ] && cat "$DIR/run/$1.pid" || true; }
 alive() { local pid; pid=$(pid_of "$1"); [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; }
 
-free_port() {
-  local port
-  for _ in $(seq 1 200); do
-    port=$((20000 + RANDOM % 30000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
-  done
-  die "no free port found"
-}
+# shellcheck source=../free-port.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../free-port.sh"
 
 answers() {
   [ -s "$STATE" ] || return 1
