@@ -88,7 +88,6 @@ export function numberPlaceholders(sql: string, params: number): string {
 }
 
 export class PostgresDb extends Transactional<PoolClient> {
-  readonly dialect = 'postgres';
   private readonly translations = new Map<string, string>();
   private readonly broken = new WeakSet<PoolClient>();
   private readonly types: Types;

@@ -18,7 +18,7 @@ const FORMS: Record<string, { re: RegExp; instead: string }> = {
   'rowid': { re: /\b_?rowid_?\b/gi, instead: 'an id column that orders (newId) or RETURNING id' },
   'INSERT OR / REPLACE INTO': { re: /\bINSERT\s+OR\s+\w+|\bREPLACE\s+INTO\b/gi, instead: 'INSERT ... ON CONFLICT' },
   'ifnull()': { re: /\bifnull\s*\(/gi, instead: 'coalesce()' },
-  'total()': { re: /\btotal\s*\(/gi, instead: 'coalesce(sum(x), 0) through the dialect seam' },
+  'total()': { re: /\btotal\s*\(/gi, instead: 'CAST(coalesce(sum(x), 0) AS DOUBLE PRECISION)' },
   'sum(condition)': { re: /\bsum\s*\([^()]*?(?:[=<>]|\bIS\b|\bIN\b|\bLIKE\b)[^()]*\)/gi, instead: 'count(*) FILTER (WHERE condition)' },
   'LIMIT -1': { re: /\bLIMIT\s+-1\b/gi, instead: 'a large LIMIT, or none' },
   'COLLATE NOCASE': { re: /\bCOLLATE\s+NOCASE\b/gi, instead: 'lower(x)' },
