@@ -1,42 +1,22 @@
 // The svc command line: yargs root. Commands parse their arguments, build a context for the
 // local operator, call the same services as HTTP and print the result. Errors: one line on
 // stderr (one JSON document with --json, src/cli/errors.ts) and a non-zero exit.
-import yargs from 'yargs';
+import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { exitWithError, reportErrorsAsJson, usageError, wantsJson } from './errors.ts';
 import { SHARED_OPTIONS } from './common.ts';
-import { serveCommand } from './serve.ts';
-import { usersCommand } from './users.ts';
-import { orgsCommand } from './orgs.ts';
-import { migrateCommand } from './migrate.ts';
-import { auditCommand } from './audit.ts';
-import { modelServerCommand } from './modelserver.ts';
-import { workerCommand } from './worker.ts';
-import { storageCommand } from './storage.ts';
-import { backupCommand } from './backup.ts';
-import { configCommand, healthCommand } from './health.ts';
-import { routesCommand } from './routes.ts';
+import { commandsFor } from './commands.ts';
 
 export async function main(argv: string[]): Promise<void> {
   reportErrorsAsJson(wantsJson(argv));
   try {
-    await yargs(argv)
+    const commands = await commandsFor(argv);
+    const base: Argv = yargs(argv)
       .scriptName('svc')
       .usage('$0 <command> [options]\n\nThe svc service and its operator\'s tools. Every command accepts the global options below.')
       .options(SHARED_OPTIONS)
-      .group(Object.keys(SHARED_OPTIONS), 'Global options:')
-      .command(serveCommand)
-      .command(migrateCommand)
-      .command(usersCommand)
-      .command(orgsCommand)
-      .command(auditCommand)
-      .command(modelServerCommand)
-      .command(workerCommand)
-      .command(storageCommand)
-      .command(backupCommand)
-      .command(healthCommand)
-      .command(configCommand)
-      .command(routesCommand)
+      .group(Object.keys(SHARED_OPTIONS), 'Global options:');
+    await commands.reduce((y, register) => register(y), base)
       .demandCommand(1, 'name a command; see svc --help')
       .strict()
       .fail((msg, err) => {
