@@ -125,6 +125,8 @@ export function createApp({ config, db, log }: AppDeps): App {
     const q = raw.indexOf('?');
     const path = q < 0 ? raw : raw.slice(0, q);
     const searchParams = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
+    // A worker-role process answers only the liveness probe: the api processes serve the rest.
+    if (config.role === 'worker' && path !== '/api/health') throw notFound(`no route for ${path}: this process runs the worker role (SVC_ROLE=worker)`);
     const m = router.match(req.method ?? 'GET', path);
     if (!m && isScimPath(path)) throw unroutedScimRequest(req.method ?? 'GET', path, null);
     if (m && 'allow' in m && isScimPath(path)) throw unroutedScimRequest(req.method ?? 'GET', path, m.allow);

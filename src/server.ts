@@ -1,5 +1,7 @@
 // svc serve: open the database (migrating it), prepare storage, listen, print the one line
-// "listening on http://HOST:PORT", and shut down cleanly on SIGTERM/SIGINT within 10 s.
+// "listening on http://HOST:PORT", and shut down cleanly on SIGTERM/SIGINT within 10 s. The role
+// (SVC_ROLE) decides whether the job worker and the notification deliveries run here (all, worker)
+// and whether the API is served (all, api; a worker answers only GET /api/health, src/app.ts).
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -95,12 +97,14 @@ export async function startServer(config: Config, log: Logger = createLogger(con
     db.close();
     throw err;
   }
-  const delivery = startDeliveryLoop({ db, config, log });
-  let worker: WorkerHost;
+  // The background work (jobs, notification deliveries) runs in the worker and all roles only.
+  const background = config.role !== 'api';
+  const delivery = background ? startDeliveryLoop({ db, config, log }) : null;
+  let worker: WorkerHost | null = null;
   try {
-    worker = await startWorkerThread({ db, config, log, entry: new URL('./worker-thread.ts', import.meta.url) });
+    if (background) worker = await startWorkerThread({ db, config, log, entry: new URL('./worker-thread.ts', import.meta.url) });
   } catch (err) {
-    await delivery.stop();
+    await delivery?.stop();
     server.close();
     db.close();
     throw err;
@@ -124,12 +128,12 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         // Manual runs are put back in the queue at once (their requests answer); the worker finishes its
         // running jobs or releases their leases while connections drain.
         await stopManualRuns(db, new Date().toISOString());
-        const workerStopped = worker.stop(WORKER_GRACE_MS);
+        const workerStopped = worker?.stop(WORKER_GRACE_MS);
         await done;
         clearInterval(sweep);
         clearTimeout(force);
         await workerStopped;
-        await delivery.stop();
+        await delivery?.stop();
         await app.close();
         db.close();
         log.flush();

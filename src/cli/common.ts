@@ -21,8 +21,8 @@ export function sharedOptions<T>(y: Argv<T>) {
   return y.options(SHARED_OPTIONS);
 }
 
-export function configFrom(args: SharedArgs & { host?: string; port?: string }): Config {
-  return loadConfig({ dataDir: args.dataDir, storageDir: args.storageDir, host: args.host, port: args.port });
+export function configFrom(args: SharedArgs & { host?: string; port?: string; role?: string }): Config {
+  return loadConfig({ dataDir: args.dataDir, storageDir: args.storageDir, host: args.host, port: args.port, role: args.role });
 }
 
 /** Opens the database for one command, runs fn as the local operator, closes it again. */

@@ -8,8 +8,9 @@ export const serveCommand = {
   describe: 'run the HTTP service',
   builder: (y: Argv) => sharedOptions(y)
     .option('host', { type: 'string', describe: 'listen address (SVC_HOST, default 127.0.0.1)' })
-    .option('port', { type: 'string', describe: 'listen port, 0 = any free port (SVC_PORT, default 8080)' }),
-  handler: async (args: SharedArgs & { host?: string; port?: string }) => {
+    .option('port', { type: 'string', describe: 'listen port, 0 = any free port (SVC_PORT, default 8080)' })
+    .option('role', { type: 'string', describe: 'all (default), api (the HTTP API only) or worker (jobs and deliveries, HTTP only for GET /api/health) (SVC_ROLE)' }),
+  handler: async (args: SharedArgs & { host?: string; port?: string; role?: string }) => {
     const running = await startServer(configFrom(args));
     serveUntilSignal(running.url, () => running.close());
   },

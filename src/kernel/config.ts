@@ -32,6 +32,7 @@ export interface ConfigValues {
   dataDir: string;
   storageDir: string;
   dbSynchronous: 'full' | 'normal';
+  role: 'all' | 'api' | 'worker';
   allowDevContext: boolean;
   frontendOrigin: string;
   publicUrl: string;
@@ -85,6 +86,7 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'dataDir', env: 'SVC_DATA_DIR', flag: 'data-dir', kind: 'string', default: './data', doc: 'Data directory: the SQLite file `svc.db` and snapshots in `backups/`.' },
   { key: 'storageDir', env: 'SVC_STORAGE_DIR', flag: 'storage-dir', kind: 'string', default: './storage', doc: 'Storage root with `assets/`, `outputs/`, `frames/`, `tmp/`, `cache/`.' },
   { key: 'dbSynchronous', env: 'SVC_DB_SYNCHRONOUS', kind: 'enum', values: ['full', 'normal'], default: 'full', doc: '`full`: a committed write survives power loss. `normal`: faster, the last commits may be lost on power loss (never corrupted).' },
+  { key: 'role', env: 'SVC_ROLE', flag: 'role', kind: 'enum', values: ['all', 'api', 'worker'], default: 'all', doc: 'What `svc serve` runs: `all` the HTTP API, the job worker and the notification deliveries; `api` only the HTTP API (jobs wait for a worker process on the same database); `worker` the job worker and the deliveries, answering HTTP only on `GET /api/health`.' },
   { key: 'allowDevContext', env: 'SVC_ALLOW_DEV_CONTEXT', kind: 'bool', default: '0', doc: 'Development bypass: `1` honours the `x-user-id`, `x-organization-id`, `x-workspace-id`, `x-project-id` headers for every caller, API clients included. Never in production (the per-request scope is the `Svc-Scope` header).' },
   { key: 'frontendOrigin', env: 'SVC_FRONTEND_ORIGIN', kind: 'string', default: '', doc: 'Origin of the web front end allowed to use cookie sessions (besides the service\'s own origin).' },
   { key: 'publicUrl', env: 'SVC_PUBLIC_URL', kind: 'string', default: '', doc: 'Public base URL of the service ({base_url}); default `http://HOST:PORT` as listened on.' },

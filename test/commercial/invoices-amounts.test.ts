@@ -6,6 +6,9 @@ import assert from 'node:assert/strict';
 import { makeProject, makeTree, makeWorkspace, member } from '../helpers/factories.ts';
 import { createJob, jobWorld, waitJob } from '../helpers/jobs.ts';
 import { setBilling, addUsage, base, setup, lineOf } from './invoices-setup.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 test('USD: tax once on the unrounded sum: three lines whose taxes each round up while their sum rounds down', async (t) => {
   const { s, tree, owner, generate } = await setup(t);

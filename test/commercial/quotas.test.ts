@@ -9,9 +9,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, type TestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { makeTree, member } from '../helpers/factories.ts';
 import { createJob, jobWorld, waitJob } from '../helpers/jobs.ts';
+
+serversRunTheWorker();
 
 const GIB = 1024 ** 3;
 /** The documented ids of a workspace's quota and cost center (made with the workspace). */

@@ -4,7 +4,9 @@ import test from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { events } from '../../src/directory/context.ts';
-import { startTestServer, tempDir } from '../helpers/server.ts';
+import { startTestServer, tempDir, serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 declare module '../../src/directory/events.ts' {
   interface EventMap { 'test.ping': { n: number }; 'test.news': { n: number } }

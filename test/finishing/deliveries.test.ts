@@ -19,6 +19,9 @@ import { VerifiedFiles, verifyObject } from '../../src/kernel/storage/verify.ts'
 import { login, makeUser, member } from '../helpers/factories.ts';
 import { connector, createJob, waitJob } from '../helpers/jobs.ts';
 import { episodeCut, mediaWorld, shotVideo, type MediaWorld } from '../helpers/media.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 const sha256 = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
 const BASE = '/api/production/deliveries';

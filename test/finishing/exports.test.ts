@@ -23,6 +23,9 @@ import { edlOf } from '../../src/finishing/export/edl.ts';
 import { spreadLines, srtOf } from '../../src/finishing/export/srt.ts';
 import { writeTar } from '../../src/finishing/export/tar.ts';
 import { timecode, type Timeline } from '../../src/finishing/export/timeline.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 /**
  * FIXTURE — a delivery row of another organization inserted with s.db (the deliveries table of

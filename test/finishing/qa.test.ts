@@ -14,12 +14,14 @@ import path from 'node:path';
 import { withScope } from '../../src/directory/context.ts';
 import { closedSignal, runQa } from '../../src/finishing/qa/run.ts';
 import { member } from '../helpers/factories.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, type TestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { mediaWorld, shotVideo, type MediaWorld } from '../helpers/media.ts';
 import { waitJob } from '../helpers/jobs.ts';
 import { qaVerdictOf } from '../../src/finishing/qa/verdict.ts';
 import { DEFAULT_SPEC } from '../../src/production/projects/spec.ts';
 import { parseMeasureLog } from '../../src/finishing/qa/measure.ts';
+
+serversRunTheWorker();
 
 const SIZE = '180x320';
 const SPEC = { width: 180, height: 320 };

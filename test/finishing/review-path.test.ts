@@ -15,6 +15,9 @@ import { login, makeUser, member } from '../helpers/factories.ts';
 import { episodeCut, mediaWorld, shotVideo } from '../helpers/media.ts';
 import { otioErrors, parseEdl, sha256, validOtio } from '../helpers/package.ts';
 import { storageOf } from '../../src/kernel/storage/index.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 /**
  * The bytes of a download answer: 200 with the body on local; on s3 a 302 (no-store) to a signed URL

@@ -13,6 +13,9 @@ import type { TestServer } from '../helpers/server.ts';
 import { reviewVerdictOf } from '../../src/finishing/review/verdict.ts';
 import { frameAt, pinOf, timeCodeOf } from '../../src/finishing/review/pin.ts';
 import { AppError } from '../../src/kernel/errors.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 const VIDEO = { seconds: 1, size: '180x320' };
 

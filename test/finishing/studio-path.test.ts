@@ -9,9 +9,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startModelServer } from '../../tools/model-server/server.ts';
 import { DEFAULT_SPEC } from '../../src/production/projects/spec.ts';
-import { startTestServer } from '../helpers/server.ts';
+import { startTestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { login, makeUser } from '../helpers/factories.ts';
 import { WORKER_ENV } from '../helpers/jobs.ts';
+
+serversRunTheWorker();
 
 const TEMPLATE = 'wft_builtin_shot_to_cut';
 

@@ -9,7 +9,7 @@ import crypto from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { TestContext } from 'node:test';
-import { startTestServer, tempDir } from '../helpers/server.ts';
+import { startTestServer, tempDir, serversRunTheWorker } from '../helpers/server.ts';
 import { login, makeOrg, makeUser, member } from '../helpers/factories.ts';
 import { createJob, waitJob, WORKER_ENV } from '../helpers/jobs.ts';
 import { ConfigError, loadConfig } from '../../src/kernel/config.ts';
@@ -19,6 +19,8 @@ import { callConnector, probeConnector } from '../../src/generation/connectors/p
 import { credentialPolicy } from '../../src/kernel/credentials.ts';
 import { ConnectorError, type CallRequest, type ConnectorSpec } from '../../src/generation/connectors/protocols/types.ts';
 import { LocalStore } from '../../src/kernel/storage/local.ts';
+
+serversRunTheWorker();
 
 const BASE = '/api/platform/models';
 

@@ -28,6 +28,9 @@ import { createJob, jobWorld, waitJob } from '../helpers/jobs.ts';
 import { credentialPolicy } from '../../src/kernel/credentials.ts';
 import { loadConfig } from '../../src/kernel/config.ts';
 import { storageOf } from '../../src/kernel/storage/index.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 const CREDENTIALS = credentialPolicy(loadConfig({}, {}));
 

@@ -7,9 +7,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
-import { startTestServer } from '../helpers/server.ts';
+import { startTestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { member, makeUser, login, grant } from '../helpers/factories.ts';
 import { WORKER_ENV, connector, createJob, jobWorld, sleep, startModel, waitJob } from '../helpers/jobs.ts';
+
+serversRunTheWorker();
 
 test('image -> video chain on a local connector completes; files are stored with their hashes; one clip usage event', async (t) => {
   const s = await startTestServer(t, WORKER_ENV);

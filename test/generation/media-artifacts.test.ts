@@ -12,6 +12,9 @@ import { runFfmpeg, runFfprobe } from '../../src/media-tools/ffmpeg.ts';
 import { grant, login, makeUser, member } from '../helpers/factories.ts';
 import { createJob, jobWorld, waitJob } from '../helpers/jobs.ts';
 import type { TestServer } from '../helpers/server.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 const sha256 = (b: Buffer) => crypto.createHash('sha256').update(b).digest('hex');
 

@@ -11,6 +11,9 @@ import path from 'node:path';
 import { runFfmpeg } from '../../src/media-tools/ffmpeg.ts';
 import { createJob, jobWorld, waitJob } from '../helpers/jobs.ts';
 import type { TestServer } from '../helpers/server.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 interface Artifact { id: string; path: string; contentSha256: string; durationMs: number; frameCount: number; kind: string }
 interface CutInput { shotId: string; artifactId: string; audioArtifactId: string | null; audioPath: string | null; audioContentSha256: string | null }

@@ -4,9 +4,11 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { makeProject, makeWorkspace, member } from '../helpers/factories.ts';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, type TestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { connector, jobWorld, startModel } from '../helpers/jobs.ts';
 import { matrix, runScenarios, type Route } from '../helpers/scenarios.ts';
+
+serversRunTheWorker();
 
 const step = (key: string, jobKind: string, extra: Record<string, unknown> = {}) => ({ key, label: `Step ${key}`, jobKind, ...extra });
 const STEPS = [step('still', 'image', { requiresShot: true }), step('clip', 'video', { requiresShot: true, inputFromPrevious: true })];

@@ -37,6 +37,16 @@ export function tempDir(t: TestContext): string {
   return dir;
 }
 
+// Test servers serve the API only (SVC_ROLE=api): starting the worker thread is most of a server's
+// start, and most tests never run a job. A file whose tests run jobs or send notifications says so
+// once, and its servers run the worker and the deliveries too (role all, as `svc serve` by default).
+let defaultRole: 'api' | 'all' = 'api';
+
+/** This file's test servers run the job worker and the notification deliveries (SVC_ROLE=all). */
+export function serversRunTheWorker(): void {
+  defaultRole = 'all';
+}
+
 export interface TestServerOptions {
   dataDir?: string;
   storageDir?: string;
@@ -58,7 +68,7 @@ export async function startTestServer(t: TestContext, env: Record<string, string
   }
   const config = loadConfig({
     port: 0, host: '127.0.0.1', dataDir: dirs.dataDir ?? path.join(dir, 'data'), storageDir,
-  }, { ...TEST_ENV, ...storageEnv, ...env });
+  }, { ...TEST_ENV, SVC_ROLE: defaultRole, ...storageEnv, ...env });
   const logs: string[] = [];
   const log = createLogger(config.logLevel, { write: (chunk: string) => { logs.push(...chunk.split('\n').filter(Boolean)); } });
   const running = await startServer(config, log);

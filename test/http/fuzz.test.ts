@@ -17,8 +17,10 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, type TestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { grant, login, makeTree, makeUser, type Tree } from '../helpers/factories.ts';
+
+serversRunTheWorker();
 
 const SEED = Number(process.env.FUZZ_SEED ?? 42);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 12);

@@ -15,10 +15,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, type TestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { login, makeOrg, makeUser, member, type Tree } from '../helpers/factories.ts';
 import { WORKER_ENV, createJob, waitJob } from '../helpers/jobs.ts';
 import { loadConfig } from '../../src/kernel/config.ts';
+
+serversRunTheWorker();
 
 const BASE = '/api/platform/models';
 

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { startTestServer, TEST_ENV } from '../helpers/server.ts';
+import { startTestServer, TEST_ENV, serversRunTheWorker } from '../helpers/server.ts';
 import { login, makeTree, makeUser, member } from '../helpers/factories.ts';
 import { loadConfig } from '../../src/kernel/config.ts';
 import { createLogger } from '../../src/kernel/log.ts';
@@ -16,6 +16,8 @@ import { startServer } from '../../src/server.ts';
 import type { Db } from '../../src/db/db.ts';
 import { notify } from '../../src/platform/notifications/service.ts';
 import { deliveryLoopOf } from '../../src/platform/notifications/delivery.ts';
+
+serversRunTheWorker();
 
 interface Received { headers: http.IncomingHttpHeaders; body: string; path: string }
 

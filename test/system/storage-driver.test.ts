@@ -10,8 +10,10 @@ import { createLogger } from '../../src/kernel/log.ts';
 import { storageOf } from '../../src/kernel/storage/index.ts';
 import { S3Store } from '../../src/kernel/storage/s3.ts';
 import { login, makeTree, makeUser, member } from '../helpers/factories.ts';
-import { startTestServer, tempDir } from '../helpers/server.ts';
+import { startTestServer, tempDir, serversRunTheWorker } from '../helpers/server.ts';
 import { freshPrefix, s3Settings, testGateway } from '../helpers/s3.ts';
+
+serversRunTheWorker();
 
 const PNG = Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), Buffer.alloc(2000, 7)]);
 

@@ -9,11 +9,13 @@ import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { serversRunTheWorker, startTestServer, type TestServer } from '../helpers/server.ts';
 import { login, makeUser } from '../helpers/factories.ts';
 import { THIS_WRITER, tempKey, writerOf } from '../../src/kernel/storage/store.ts';
 import { longestWriteMs, processAlive, WRITE_MARGIN_MS } from '../../src/system/storage-rules.ts';
 import { previewCleanup, reclaimStorage } from '../../src/system/storage.ts';
+
+serversRunTheWorker();
 
 const MINUTE = 60_000;
 

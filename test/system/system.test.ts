@@ -5,11 +5,13 @@
 // `svc config` with --json.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { startTestServer, type TestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { login, makeUser, member } from '../helpers/factories.ts';
 import { Sandbox } from '../helpers/cli.ts';
 import { connector } from '../helpers/jobs.ts';
 import { featureEnabled } from '../../src/platform/flags/flags.ts';
+
+serversRunTheWorker();
 
 const ROUTES = [
   ['GET', '/api/system/config'], ['GET', '/api/system/health'], ['GET', '/api/system/feature-flags'],

@@ -11,6 +11,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { episodeCut, mediaWorld, shotVideo } from '../helpers/media.ts';
 import { heading, launchBrowser, openPage, problemsOf, shots, type Browser } from '../helpers/browser.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 // What the functions evaluated inside the page use (this project type-checks for Node, without the DOM library).
 declare const document: any;

@@ -20,6 +20,9 @@ import {
   expectedFailure, field, heading, launchBrowser, onPath, openPage, problemsOf, section, shots, signIn, waitFor,
   type Browser, type Page,
 } from '../helpers/browser.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
 

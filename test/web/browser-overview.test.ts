@@ -13,6 +13,9 @@ import {
   field, heading, launchBrowser, noStoredToken, onPath, openPage, problemsOf, section, shots, signIn, waitFor,
   type Browser,
 } from '../helpers/browser.ts';
+import { serversRunTheWorker } from '../helpers/server.ts';
+
+serversRunTheWorker();
 
 // What the functions evaluated inside the page use (this project type-checks for Node, without the DOM library).
 declare const document: any;
