@@ -32,13 +32,46 @@ function randomInto(buf: Buffer, offset: number, length: number): void {
   poolOffset += length;
 }
 
-/** prefix + 48-bit millisecond time + 80 random bits: sortable by creation, unguessable. */
-export function newId(prefix: string): string {
-  const buf = Buffer.allocUnsafe(16);
-  buf.writeUIntBE(Date.now(), 0, 6);
-  randomInto(buf, 6, 10);
-  return `${prefix}_${base32(buf)}`;
+type Fill = (buf: Buffer, offset: number, length: number) => void;
+
+/**
+ * A source of ids: 48-bit millisecond time + 80 random bits, monotonic within the source (ULID-style).
+ * When the clock has not advanced past the previous id's millisecond (or went back), the next id keeps
+ * that millisecond and adds 1 + a fresh 32-bit random amount to the previous random part, so it sorts
+ * strictly after the previous id and is still not guessable from it. If that addition carries out of
+ * the 80 bits, the time part is bumped by 1 ms and the random part drawn afresh. `clock` and `random`
+ * are for tests; the process uses one source, `newId`.
+ */
+export function idSource(clock: () => number = Date.now, random: Fill = randomInto): (prefix: string) => string {
+  const last = Buffer.alloc(16); // the previous id's bytes: time (0-5), random part (6-15)
+  let lastMs = -1;
+  const step = Buffer.allocUnsafe(4);
+  return (prefix) => {
+    const now = clock();
+    if (now > lastMs) {
+      lastMs = now;
+      last.writeUIntBE(now, 0, 6);
+      random(last, 6, 10);
+    } else {
+      random(step, 0, 4);
+      let carry = step.readUInt32BE(0) + 1; // 1 .. 2^32
+      for (let i = 15; i >= 6 && carry > 0; i--) {
+        const sum = last[i] + (carry % 256);
+        last[i] = sum & 255;
+        carry = Math.floor(carry / 256) + (sum >> 8);
+      }
+      if (carry > 0) {
+        lastMs += 1;
+        last.writeUIntBE(lastMs, 0, 6);
+        random(last, 6, 10);
+      }
+    }
+    return `${prefix}_${base32(last)}`;
+  };
 }
+
+/** prefix + 48-bit millisecond time + 80 random bits: sortable by creation (strictly, within a process), unguessable. */
+export const newId: (prefix: string) => string = idSource();
 
 /** A secret bearer value: 32 random bytes, base64url. */
 export function newToken(bytes = 32): string {
