@@ -191,7 +191,7 @@ interface InvoiceEventRow {
 
 const invoiceEventsOf = (db: Db, organizationId: string, limit: number) => db.all<InvoiceEventRow>(
   `SELECT e.*, i.number FROM invoice_events e JOIN invoices i ON i.id = e.invoice_id AND i.organization_id = e.organization_id
-    WHERE e.organization_id = ? ORDER BY e.created_at DESC, e.rowid DESC LIMIT ?`, organizationId, limit);
+    WHERE e.organization_id = ? ORDER BY e.created_at DESC, e.id DESC LIMIT ?`, organizationId, limit);
 
 const presentInvoiceEvent = (e: InvoiceEventRow): Out<typeof InvoiceStatusChangeView> => ({
   kind: 'invoice' as const, id: e.id, at: e.created_at, actor: { userId: e.actor_user_id, name: e.actor_name },

@@ -122,7 +122,7 @@ export const linesOfInvoice = async (db: Db, organizationId: string, invoiceId: 
   (await db.allBig<InvoiceLineRow>(LINES_SQL, organizationId, invoiceId)).map(lineRow);
 
 export const eventsOfInvoice = (db: Db, organizationId: string, invoiceId: string) =>
-  db.all<InvoiceEventRow>('SELECT * FROM invoice_events WHERE organization_id = ? AND invoice_id = ? ORDER BY created_at, rowid', organizationId, invoiceId);
+  db.all<InvoiceEventRow>('SELECT * FROM invoice_events WHERE organization_id = ? AND invoice_id = ? ORDER BY created_at, id', organizationId, invoiceId);
 
 /** Moves an invoice from `from` to `next.status` with its dates and number; false when it was no longer in `from`. */
 export async function updateInvoiceStatus(db: Db, from: InvoiceStatus, next: InvoiceRow): Promise<boolean> {

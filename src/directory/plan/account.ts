@@ -109,7 +109,7 @@ export async function insertBillingAccountEvent(db: Db, e: BillingAccountEventRo
 /** The organization's account events, newest first (`limit` -1: all). */
 export const billingAccountEventsOf = (db: Db, organizationId: string, limit = -1) =>
   db.all<BillingAccountEventRow>(
-    'SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, rowid DESC LIMIT ?', organizationId, limit);
+    'SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', organizationId, limit);
 
 /** The organization's time zone (organizations.time_zone) is one of the billing settings. */
 export const setOrganizationTimeZone = async (db: Db, organizationId: string, timeZone: string): Promise<void> => {

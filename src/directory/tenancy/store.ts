@@ -48,7 +48,7 @@ export const projectById = (db: Db, id: string) => db.cachedGet<ProjectRow>('SEL
 /** Active memberships of a user, oldest first (the order that decides a new session's scope). */
 export function membershipsOfUser(db: Db, userId: string): Promise<FullMembershipRow[]> {
   return db.cachedAll<FullMembershipRow>(
-    "SELECT * FROM memberships WHERE user_id = ? AND status = 'active' ORDER BY created_at, rowid", userId);
+    "SELECT * FROM memberships WHERE user_id = ? AND status = 'active' ORDER BY created_at, id", userId);
 }
 
 export function membershipAt(db: Db, userId: string, level: Level, scopeId: string): Promise<FullMembershipRow | undefined> {
@@ -60,22 +60,22 @@ export async function setMembershipRole(db: Db, id: string, role: Role, accessMo
 }
 
 export function allOrganizations(db: Db): Promise<OrganizationRow[]> {
-  return db.all<OrganizationRow>('SELECT * FROM organizations ORDER BY created_at, rowid');
+  return db.all<OrganizationRow>('SELECT * FROM organizations ORDER BY created_at, id');
 }
 
 export async function organizationsByIds(db: Db, ids: string[]): Promise<OrganizationRow[]> {
   if (ids.length === 0) return [];
   return await db.all<OrganizationRow>(
-    'SELECT * FROM organizations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY created_at, rowid', JSON.stringify(ids));
+    'SELECT * FROM organizations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id', JSON.stringify(ids));
 }
 
 export function workspacesOfOrganization(db: Db, organizationId: string): Promise<WorkspaceRow[]> {
-  return db.cachedAll<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
+  return db.cachedAll<WorkspaceRow>('SELECT * FROM workspaces WHERE organization_id = ? ORDER BY created_at, id', organizationId);
 }
 
 export function projectsOfWorkspace(db: Db, organizationId: string, workspaceId: string): Promise<ProjectRow[]> {
   return db.cachedAll<ProjectRow>(
-    'SELECT * FROM projects WHERE organization_id = ? AND workspace_id = ? ORDER BY created_at, rowid', organizationId, workspaceId);
+    'SELECT * FROM projects WHERE organization_id = ? AND workspace_id = ? ORDER BY created_at, id', organizationId, workspaceId);
 }
 
 export interface NamedMembership {
@@ -94,7 +94,7 @@ export function namedMembershipsOfUser(db: Db, userId: string): Promise<NamedMem
        LEFT JOIN workspaces w ON w.id = m.workspace_id
        LEFT JOIN projects p ON p.id = m.project_id
       WHERE m.user_id = ? AND m.status = 'active'
-      ORDER BY m.created_at, m.rowid`, userId);
+      ORDER BY m.created_at, m.id`, userId);
 }
 
 export async function activeOwnerCount(db: Db, organizationId: string): Promise<number> {

@@ -94,5 +94,5 @@ export async function organizationsOwnedOnlyBy(db: Db, userId: string): Promise<
         AND NOT EXISTS (SELECT 1 FROM memberships o JOIN users u ON u.id = o.user_id
                          WHERE o.organization_id = m.organization_id AND o.level = 'organization' AND o.role = 'org_owner'
                            AND o.status = 'active' AND o.user_id <> ?1 AND u.status = 'active')
-      ORDER BY m.created_at, m.rowid`, userId)).map((r) => r.organization_id);
+      ORDER BY m.created_at, m.id`, userId)).map((r) => r.organization_id);
 }

@@ -40,7 +40,7 @@ const FILTER = `project_id = ?1 AND (target_kind = ?2 OR ?2 IS NULL) AND (target
 
 /** Newest first. */
 export const runsOfProject = (db: Db, projectId: string, f: RunFilter, limit: number, offset: number) =>
-  db.all<QaRunRow>(`SELECT * FROM qa_runs WHERE ${FILTER} ORDER BY created_at DESC, rowid DESC LIMIT ?6 OFFSET ?7`,
+  db.all<QaRunRow>(`SELECT * FROM qa_runs WHERE ${FILTER} ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7`,
     projectId, f.targetKind, f.targetId, f.result, f.artifactId, limit, offset);
 
 export const countRuns = async (db: Db, projectId: string, f: RunFilter) =>
@@ -50,7 +50,7 @@ export const countRuns = async (db: Db, projectId: string, f: RunFilter) =>
 export const newestRunOfArtifact = (db: Db, projectId: string, artifactId: string, sha256: string) =>
   db.get<{ id: string; created_at: string }>(
     `SELECT r.id, r.created_at FROM qa_checks c JOIN qa_runs r ON r.id = c.run_id
-      WHERE c.artifact_id = ? AND c.artifact_sha256 = ? AND r.project_id = ? ORDER BY r.created_at DESC, r.rowid DESC LIMIT 1`,
+      WHERE c.artifact_id = ? AND c.artifact_sha256 = ? AND r.project_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT 1`,
     artifactId, sha256, projectId);
 
 export const checksOfArtifactInRun = (db: Db, runId: string, artifactId: string, sha256: string) =>

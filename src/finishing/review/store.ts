@@ -48,13 +48,13 @@ export const reviewInProject = (db: Db, projectId: string, id: string) =>
 export const activeReviewOfArtifact = (db: Db, projectId: string, artifactId: string) =>
   db.get<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND artifact_id = ? AND status <> 'withdrawn'
-      ORDER BY created_at DESC, rowid DESC LIMIT 1`, projectId, artifactId);
+      ORDER BY created_at DESC, id DESC LIMIT 1`, projectId, artifactId);
 
 /** The review whose current artifact this is: one in play before a withdrawn one, newest first. */
 export const currentReviewOfArtifact = (db: Db, projectId: string, artifactId: string) =>
   db.get<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND artifact_id = ?
-      ORDER BY status = 'withdrawn', created_at DESC, rowid DESC LIMIT 1`, projectId, artifactId);
+      ORDER BY status = 'withdrawn', created_at DESC, id DESC LIMIT 1`, projectId, artifactId);
 
 export interface ReviewFilter {
   status: string | null; shotId: string | null; episodeId: string | null; artifactId: string | null; limit: number; offset: number;
@@ -66,21 +66,21 @@ export async function reviewsOfProject(db: Db, projectId: string, f: ReviewFilte
     AND (episode_id = ?4 OR ?4 IS NULL) AND (artifact_id = ?5 OR ?5 IS NULL)`;
   const params = [projectId, f.status, f.shotId, f.episodeId, f.artifactId] as const;
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM reviews WHERE ${where}`, ...params))!.n;
-  const rows = await db.all<ReviewRow>(`SELECT * FROM reviews WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?6 OFFSET ?7`,
+  const rows = await db.all<ReviewRow>(`SELECT * FROM reviews WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?6 OFFSET ?7`,
     ...params, f.limit, f.offset);
   return { rows, total };
 }
 
 /** Oldest first. */
 export const commentsOf = (db: Db, reviewId: string) =>
-  db.all<CommentRow>('SELECT * FROM review_comments WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
+  db.all<CommentRow>('SELECT * FROM review_comments WHERE review_id = ? ORDER BY created_at, id', reviewId);
 
 /** Oldest first. */
 export const decisionsOf = (db: Db, reviewId: string) =>
-  db.all<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at, rowid', reviewId);
+  db.all<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at, id', reviewId);
 
 export const latestDecisionOf = (db: Db, reviewId: string) =>
-  db.get<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1', reviewId);
+  db.get<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at DESC, id DESC LIMIT 1', reviewId);
 
 /** Reviews in play on an older artifact of the shot and kind (re-open candidates). */
 export const shotReviewsBefore = (db: Db, projectId: string, shotId: string, kind: string, artifactId: string) =>

@@ -43,7 +43,7 @@ export function connectorById(db: Db, organizationId: string, id: string): Promi
 
 /** Every connector of the organization, oldest first. */
 export function connectorsOfOrg(db: Db, organizationId: string): Promise<ConnectorRow[]> {
-  return db.all<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? ORDER BY created_at, rowid', organizationId);
+  return db.all<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? ORDER BY created_at, id', organizationId);
 }
 
 export interface ConnectorFilter { status: string | null; kind: string | null; costMode: string | null; limit: number; offset: number }
@@ -53,7 +53,7 @@ export async function pageConnectors(db: Db, organizationId: string, f: Connecto
   const where = 'organization_id = ?1 AND (status = ?2 OR ?2 IS NULL) AND (kind = ?3 OR ?3 IS NULL) AND (cost_mode = ?4 OR ?4 IS NULL)';
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM model_connectors WHERE ${where}`, organizationId, f.status, f.kind, f.costMode))!.n;
   const rows = await db.all<ConnectorRow>(
-    `SELECT * FROM model_connectors WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ?5 OFFSET ?6`,
+    `SELECT * FROM model_connectors WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ?5 OFFSET ?6`,
     organizationId, f.status, f.kind, f.costMode, f.limit, f.offset);
   return { rows, total };
 }

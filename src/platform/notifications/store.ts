@@ -57,7 +57,7 @@ export async function insertNotification(db: Db, n: NotificationRow): Promise<vo
 
 export async function listInbox(db: Db, o: InboxOwner, unreadOnly: boolean, limit: number): Promise<NotificationRow[]> {
   const w = inboxWhere(o, unreadOnly);
-  return await db.all<NotificationRow>(`SELECT * FROM notifications WHERE ${w.sql} ORDER BY created_at DESC, rowid DESC LIMIT ?`, ...w.params, limit);
+  return await db.all<NotificationRow>(`SELECT * FROM notifications WHERE ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?`, ...w.params, limit);
 }
 
 export async function countInbox(db: Db, o: InboxOwner, unreadOnly: boolean): Promise<number> {
@@ -93,7 +93,7 @@ const CANDIDATE_COLUMNS = `u.id AS user_id, u.is_system_admin, m.level, m.role, 
 export function organizationMemberRows(db: Db, organizationId: string): Promise<CandidateRow[]> {
   return db.all<CandidateRow>(
     `SELECT ${CANDIDATE_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
-      WHERE m.organization_id = ? AND m.status = 'active' AND u.status = 'active' ORDER BY m.created_at, m.rowid`, organizationId);
+      WHERE m.organization_id = ? AND m.status = 'active' AND u.status = 'active' ORDER BY m.created_at, m.id`, organizationId);
 }
 
 /** The named active users with their active memberships in the organization (none: a row with null membership). */
@@ -149,12 +149,12 @@ export const channelById = (db: Db, id: string) => db.get<ChannelRow>('SELECT * 
 
 export async function channelsOf(db: Db, organizationId: string | null): Promise<ChannelRow[]> {
   return organizationId
-    ? await db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? ORDER BY created_at, rowid', organizationId)
-    : await db.all<ChannelRow>('SELECT * FROM notification_channels ORDER BY organization_id, created_at, rowid');
+    ? await db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? ORDER BY created_at, id', organizationId)
+    : await db.all<ChannelRow>('SELECT * FROM notification_channels ORDER BY organization_id, created_at, id');
 }
 
 export function enabledChannelsOf(db: Db, organizationId: string): Promise<ChannelRow[]> {
-  return db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? AND enabled = 1 ORDER BY created_at, rowid', organizationId);
+  return db.all<ChannelRow>('SELECT * FROM notification_channels WHERE organization_id = ? AND enabled = 1 ORDER BY created_at, id', organizationId);
 }
 
 export async function insertAllowListEntry(db: Db, e: AllowListRow): Promise<void> {
@@ -174,8 +174,8 @@ export async function deleteAllowListEntry(db: Db, organizationId: string, id: s
 
 export async function allowListOf(db: Db, organizationId: string | null): Promise<AllowListRow[]> {
   return organizationId
-    ? await db.all<AllowListRow>('SELECT * FROM notification_allow_list WHERE organization_id = ? ORDER BY created_at, rowid', organizationId)
-    : await db.all<AllowListRow>('SELECT * FROM notification_allow_list ORDER BY organization_id, created_at, rowid');
+    ? await db.all<AllowListRow>('SELECT * FROM notification_allow_list WHERE organization_id = ? ORDER BY created_at, id', organizationId)
+    : await db.all<AllowListRow>('SELECT * FROM notification_allow_list ORDER BY organization_id, created_at, id');
 }
 
 // ---- outbox ----
@@ -200,7 +200,7 @@ export async function claimDue(db: Db, now: string, leaseUntil: string, limit: n
     `UPDATE notification_outbox SET lease_until = ?
       WHERE id IN (SELECT id FROM notification_outbox
                     WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-                    ORDER BY next_attempt_at, rowid LIMIT ?)
+                    ORDER BY next_attempt_at, id LIMIT ?)
      RETURNING *`, leaseUntil, now, now, limit);
   return rows.sort((a, b) => (a.next_attempt_at < b.next_attempt_at ? -1 : a.next_attempt_at > b.next_attempt_at ? 1 : 0));
 }
@@ -228,7 +228,7 @@ export async function deliveriesOf(db: Db, channelId: string, status: string | n
   const where = status ? 'channel_id = ? AND status = ?' : 'channel_id = ?';
   const params = status ? [channelId, status] : [channelId];
   return {
-    rows: await db.all<OutboxRow>(`SELECT * FROM notification_outbox WHERE ${where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, ...params, limit, offset),
+    rows: await db.all<OutboxRow>(`SELECT * FROM notification_outbox WHERE ${where} ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?`, ...params, limit, offset),
     total: (await db.get<{ n: number }>(`SELECT count(*) AS n FROM notification_outbox WHERE ${where}`, ...params))!.n,
   };
 }
