@@ -149,11 +149,10 @@ export class Db extends Transactional<DatabaseSync> {
     return this.when(() => this.prepare(sql, true).all(...params) as T[]);
   }
 
-  run(sql: string, ...params: Param[]): Promise<{ changes: number; lastInsertRowid: number | bigint }> {
+  run(sql: string, ...params: Param[]): Promise<{ changes: number }> {
     return this.when(() => {
       this.invalidate();
-      const r = this.prepare(sql).run(...params);
-      return { changes: Number(r.changes), lastInsertRowid: r.lastInsertRowid };
+      return { changes: Number(this.prepare(sql).run(...params).changes) };
     });
   }
 

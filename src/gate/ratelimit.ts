@@ -86,8 +86,8 @@ export class Reservation {
 async function insertRows(db: Db, slots: Slot[], nowMs: number): Promise<Array<{ id: number; slot: Slot }>> {
   return await mapSeq(slots, async (slot) => ({
     slot,
-    id: Number((await db.run('INSERT INTO attempt_limits (bucket, key_hash, at_ms, expires_at_ms) VALUES (?, ?, ?, ?)',
-      slot.limit.bucket, keyHash(slot.key), nowMs, nowMs + slot.limit.windowMs)).lastInsertRowid),
+    id: Number((await db.get<{ id: number | bigint }>('INSERT INTO attempt_limits (bucket, key_hash, at_ms, expires_at_ms) VALUES (?, ?, ?, ?) RETURNING id',
+      slot.limit.bucket, keyHash(slot.key), nowMs, nowMs + slot.limit.windowMs))!.id),
   }));
 }
 
