@@ -382,6 +382,22 @@ test('GET /api/usage/storage splits by visible project and lists the largest fil
   assert.deepEqual([theirs.body.usedBytes, theirs.body.projects, theirs.body.largestFiles], [0, [], []]);
 });
 
+test('largestFiles names a file shared by versions (a restore) once, by its newest version, even when created in the same millisecond', async (t) => {
+  const { s, tree, producer } = await setup(t);
+  const a = await createAsset(s, producer.token);
+  const v1 = (await upload(s, producer.token, a.id, Buffer.alloc(700, 3), { fileName: 'shared.bin' })).body;
+  const v2 = (await upload(s, producer.token, a.id, Buffer.alloc(300, 4), { fileName: 'other.bin' })).body;
+  const v3 = await s.call('POST', `/api/assets/${a.id}/versions/${v1.id}/restore`, { token: producer.token });
+  assert.equal(v3.status, 201, v3.text);
+  // Every version the same instant: the id orders them (ids are monotonic within a process).
+  await s.db.run('UPDATE asset_versions SET created_at = ? WHERE asset_id = ?', '2026-01-01T00:00:00.000Z', a.id);
+  const owner = await member(s, 'org_owner', tree);
+  const usage = await s.call('GET', '/api/usage/storage', { token: owner.token });
+  assert.equal(usage.status, 200, usage.text);
+  assert.deepEqual(usage.body.largestFiles.map((f: any) => [f.fileName, f.fileSize, f.versionId, f.versionNumber]),
+    [['shared.bin', 700, v3.body.id, 3], ['other.bin', 300, v2.id, 2]]);
+});
+
 function vmRss(pid: number): number {
   const m = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) * 1024 : 0;

@@ -98,4 +98,4 @@ export const cutReviewsBefore = (db: Db, projectId: string, episodeId: string, a
 export const decidersOn = async (db: Db, reviewId: string, artifactId: string) =>
   (await db.all<{ decided_by: string }>(
     `SELECT decided_by FROM review_decisions WHERE review_id = ? AND artifact_id = ? AND decided_by IS NOT NULL
-      GROUP BY decided_by ORDER BY min(rowid)`, reviewId, artifactId)).map((r) => r.decided_by);
+      GROUP BY decided_by ORDER BY min(created_at || ' ' || id)`, reviewId, artifactId)).map((r) => r.decided_by);
