@@ -85,7 +85,7 @@ export class Sandbox {
   async serve(args: string[], env: Record<string, string> = {}, node?: string): Promise<Server> {
     const child = this.spawn(['serve', ...args], { env, node });
     child.stdin!.end();
-    const done = collect(child);
+    const done = collect(child, null);
     let stdout = '';
     const firstLine = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`serve printed no line within ${COMMAND_TIMEOUT_MS} ms; stdout: ${stdout}`)), COMMAND_TIMEOUT_MS);
@@ -112,13 +112,16 @@ export class Sandbox {
 
 export interface Server { child: ChildProcess; firstLine: string; port: number; url: string; done: Promise<Result> }
 
-/** Collects a child's output until it has exited and closed its streams; SIGKILL after the timeout. */
-export function collect(child: ChildProcess): Promise<Result> {
+/**
+ * Collects a child's output until it has exited and closed its streams; SIGKILL after the timeout
+ * (none for a server, which runs until its test stops it or ends).
+ */
+export function collect(child: ChildProcess, timeoutMs: number | null = COMMAND_TIMEOUT_MS): Promise<Result> {
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (c: string) => { stdout += c; });
   child.stderr!.on('data', (c: string) => { stderr += c; });
-  const timer = setTimeout(() => child.kill('SIGKILL'), COMMAND_TIMEOUT_MS);
+  const timer = timeoutMs === null ? undefined : setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   return new Promise((resolve, reject) => {
     child.once('error', (err) => { clearTimeout(timer); reject(err); });
     child.once('close', (code, signal) => { clearTimeout(timer); resolve({ code, signal, stdout, stderr }); });
