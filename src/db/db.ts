@@ -45,6 +45,7 @@ function paramKey(params: Param[]): string {
 /* eslint-enable @typescript-eslint/no-base-to-string */
 
 export class Db extends Transactional<DatabaseSync> {
+  readonly engine = 'sqlite' as const;
   private readonly raw: DatabaseSync;
   readonly path: string;
   private readonly statements = new Map<string, StatementSync>();

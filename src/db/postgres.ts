@@ -88,6 +88,7 @@ export function numberPlaceholders(sql: string, params: number): string {
 }
 
 export class PostgresDb extends Transactional<PoolClient> {
+  readonly engine = 'postgres' as const;
   private readonly translations = new Map<string, string>();
   private readonly broken = new WeakSet<PoolClient>();
   private readonly types: Types;
