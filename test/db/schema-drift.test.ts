@@ -9,7 +9,6 @@
 // PostgreSQL server is configured (test/helpers/postgres.ts).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import util from 'node:util';
 import { createHash } from 'node:crypto';
@@ -29,8 +28,6 @@ const noPostgres: string | false = (() => {
   }
 })();
 
-const PG_SCHEMA = fs.readFileSync(path.join(import.meta.dirname, '../../schema.pg.sql'), 'utf8');
-
 async function freshSqlite(t: TestContext): Promise<Db> {
   const db = openDb(path.join(tempDir(t), 'svc.db'));
   t.after(() => db.close());
@@ -40,7 +37,7 @@ async function freshSqlite(t: TestContext): Promise<Db> {
 
 async function freshPgSchema(t: TestContext): Promise<PostgresDb> {
   const db = await freshPostgres(t);
-  await db.tx(async () => await db.exec(PG_SCHEMA));
+  assert.deepEqual((await migrate(db)).applied, ['schema.pg.sql']);
   return db;
 }
 
