@@ -2,23 +2,15 @@
 // one transaction, a current one is left as it is, one with foreign tables or a newer or too old
 // version is refused, and two processes starting at once on a fresh database migrate it once. And the
 // rule for the steps after PG_BASELINE: each SQLite step has its PostgreSQL twin of the same name.
-// The PostgreSQL cases are skipped when no test server is configured (test/helpers/postgres.ts).
+// The PostgreSQL cases need the test server (test/helpers/postgres.ts) and fail without it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { currentSchemaVersion, listMigrations, migrate, PG_BASELINE, PG_MIGRATIONS_DIR, schemaVersionOf, SchemaVersionError } from '../../src/db/migrate.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
-import { freshDatabaseUrl, freshPostgres, NO_POSTGRES, testPostgresUrl } from '../helpers/postgres.ts';
+import { freshDatabaseUrl, freshPostgres } from '../helpers/postgres.ts';
 
-const noPostgres: string | false = (() => {
-  try {
-    testPostgresUrl();
-    return false;
-  } catch {
-    return NO_POSTGRES;
-  }
-})();
 
 test('every SQLite step after the PostgreSQL baseline has its PostgreSQL twin, and no twin is alone', () => {
   const lite = listMigrations();
@@ -33,7 +25,7 @@ test('every SQLite step after the PostgreSQL baseline has its PostgreSQL twin, a
   assert.ok(fs.existsSync(path.join(import.meta.dirname, '../../schema.pg.sql')));
 });
 
-test('postgres: a fresh database gets schema.pg.sql and the version in one step, then nothing', { skip: noPostgres }, async (t) => {
+test('postgres: a fresh database gets schema.pg.sql and the version in one step, then nothing', async (t) => {
   const db = await freshPostgres(t);
   assert.equal(await schemaVersionOf(db), 0);
   assert.deepEqual(await migrate(db), { from: 0, to: currentSchemaVersion(), applied: ['schema.pg.sql'] });
@@ -43,7 +35,7 @@ test('postgres: a fresh database gets schema.pg.sql and the version in one step,
   await assert.rejects(async () => await db.run('INSERT INTO svc_schema_version (id, version) VALUES (2, 1)'), /check constraint/, 'one row');
 });
 
-test('postgres: a schema that fails leaves the database as it was (one transaction)', { skip: noPostgres }, async (t) => {
+test('postgres: a schema that fails leaves the database as it was (one transaction)', async (t) => {
   const db = await freshPostgres(t);
   await db.exec("CREATE FUNCTION svc_sha256(text) RETURNS text LANGUAGE sql AS $$ SELECT 'taken' $$"); // schema.pg.sql creates it
   await assert.rejects(async () => await migrate(db), /already exists/);
@@ -51,14 +43,14 @@ test('postgres: a schema that fails leaves the database as it was (one transacti
   assert.equal((await db.get<{ n: number }>('SELECT count(*) AS n FROM pg_tables WHERE schemaname = current_schema()'))!.n, 0);
 });
 
-test('postgres: a database with foreign tables and no version is left alone', { skip: noPostgres }, async (t) => {
+test('postgres: a database with foreign tables and no version is left alone', async (t) => {
   const db = await freshPostgres(t);
   await db.exec('CREATE TABLE something (x integer)');
   await assert.rejects(async () => await migrate(db), (e: unknown) => e instanceof SchemaVersionError && /^PostgreSQL database t_\w+ has tables but no svc schema version/.test(e.message));
   assert.deepEqual((await db.all<{ t: string }>('SELECT tablename AS t FROM pg_tables WHERE schemaname = current_schema()')).map((r) => r.t), ['something']);
 });
 
-test('postgres: a database written by a newer version, or older than schema.pg.sql\'s first edition, is refused', { skip: noPostgres }, async (t) => {
+test('postgres: a database written by a newer version, or older than schema.pg.sql\'s first edition, is refused', async (t) => {
   const db = await freshPostgres(t);
   await migrate(db);
   await db.run('UPDATE svc_schema_version SET version = ?', currentSchemaVersion() + 1);
@@ -68,7 +60,7 @@ test('postgres: a database written by a newer version, or older than schema.pg.s
   assert.equal(await schemaVersionOf(db), PG_BASELINE - 1, 'left alone');
 });
 
-test('postgres: two processes migrating a fresh database at once apply the schema once', { skip: noPostgres }, async (t) => {
+test('postgres: two processes migrating a fresh database at once apply the schema once', async (t) => {
   const dbs: Array<Awaited<ReturnType<typeof openPostgres>>> = [];
   const url = await freshDatabaseUrl(t, async () => { for (const db of dbs) await db.close(); });
   dbs.push(await openPostgres({ url }), await openPostgres({ url }));

@@ -5,8 +5,8 @@
 // (name, timing, event, WHEN, the message of a refusing trigger). The differences by design are
 // asserted as such: search_fts (FTS5 there, a trigram-indexed table here) and search_documents.rid,
 // and the TRUNCATE guards PostgreSQL adds. Then the PostgreSQL functions that keep statements
-// portable (svc_sha256, ifnull, instr, scalar max and min) answer as SQLite does. Skipped when no test
-// PostgreSQL server is configured (test/helpers/postgres.ts).
+// portable (svc_sha256, ifnull, instr, scalar max and min) answer as SQLite does. Without a test
+// PostgreSQL server (test/helpers/postgres.ts) these tests fail, as every PostgreSQL test does.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -16,17 +16,8 @@ import { openDb, type Db } from '../../src/db/db.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import type { PostgresDb } from '../../src/db/postgres.ts';
 import { tempDir } from '../helpers/server.ts';
-import { freshPostgres, NO_POSTGRES, testPostgresUrl } from '../helpers/postgres.ts';
+import { freshPostgres } from '../helpers/postgres.ts';
 
-/** Why the PostgreSQL tests are skipped, or false when a server is configured. */
-const noPostgres: string | false = (() => {
-  try {
-    testPostgresUrl();
-    return false;
-  } catch {
-    return NO_POSTGRES;
-  }
-})();
 
 async function freshSqlite(t: TestContext): Promise<Db> {
   const db = openDb(path.join(tempDir(t), 'svc.db'));
@@ -167,7 +158,7 @@ async function pgShape(db: PostgresDb): Promise<Shape> {
   return shape;
 }
 
-test('schema.pg.sql has the tables, columns, keys, indexes, constraints and triggers of schema.sql', { skip: noPostgres }, async (t) => {
+test('schema.pg.sql has the tables, columns, keys, indexes, constraints and triggers of schema.sql', async (t) => {
   const lite = await sqliteShape(await freshSqlite(t));
   const pg = await pgShape(await freshPgSchema(t));
   assert.deepEqual(Object.keys(pg).sort(), Object.keys(lite).sort(), 'the same tables');
@@ -203,7 +194,7 @@ test('schema.pg.sql has the tables, columns, keys, indexes, constraints and trig
   assert.equal(Object.values(lite).reduce((n, s) => n + s.triggers.length, 0), 22, 'the 22 triggers are compared');
 });
 
-test('the PostgreSQL functions that keep statements portable exist', { skip: noPostgres }, async (t) => {
+test('the PostgreSQL functions that keep statements portable exist', async (t) => {
   const pg = await freshPgSchema(t);
   const functions = (await pg.all<{ f: string }>(
     `SELECT p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ') ' || p.provolatile::text AS f
@@ -232,7 +223,7 @@ async function outcomes(db: Db | PostgresDb, statements: string[]): Promise<unkn
   return out;
 }
 
-test('svc_sha256, ifnull, instr, max(a, b) and min(a, b) give SQLite\'s results on PostgreSQL', { skip: noPostgres }, async (t) => {
+test('svc_sha256, ifnull, instr, max(a, b) and min(a, b) give SQLite\'s results on PostgreSQL', async (t) => {
   const sha = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
   const statements = [
     "SELECT svc_sha256('') AS h, svc_sha256('abc') AS a, svc_sha256('héllo ✓ 𝄞') AS u, svc_sha256(NULL) AS n",
@@ -304,7 +295,7 @@ async function changes(db: Db | PostgresDb, statements: string[]): Promise<Array
   return out;
 }
 
-test('each refusing trigger refuses on PostgreSQL what it refuses on SQLite, with the same message', { skip: noPostgres }, async (t) => {
+test('each refusing trigger refuses on PostgreSQL what it refuses on SQLite, with the same message', async (t) => {
   const cases: Array<[string, number | string]> = [
     ["UPDATE audit_log SET action = 'y'", 'audit_log is append-only'],
     ['DELETE FROM audit_log', 'audit_log is append-only'],
@@ -345,7 +336,7 @@ test('each refusing trigger refuses on PostgreSQL what it refuses on SQLite, wit
   }
 });
 
-test('a workflow run\'s status follows its steps, jobs and gates on PostgreSQL as on SQLite', { skip: noPostgres }, async (t) => {
+test('a workflow run\'s status follows its steps, jobs and gates on PostgreSQL as on SQLite', async (t) => {
   const run = (id: string, mode: string, status = 'queued') =>
     `INSERT INTO workflow_runs (id, organization_id, workspace_id, project_id, template_id, template_version, mode, status, priority, approve_external, created_at) VALUES ('${id}', 'o1', 'w1', 'p1', 't1', 1, '${mode}', '${status}', 0, 0, 'now')`;
   const job = (id: string) => `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, created_at, updated_at) VALUES ('${id}', 'o1', 'w1', 'p1', 'video', 'queued', 'now', 'now')`;
@@ -391,7 +382,7 @@ test('a workflow run\'s status follows its steps, jobs and gates on PostgreSQL a
   assert.deepEqual(await trail(pg), expected, 'PostgreSQL');
 });
 
-test('search_fts follows search_documents on PostgreSQL as the FTS5 index does on SQLite', { skip: noPostgres }, async (t) => {
+test('search_fts follows search_documents on PostgreSQL as the FTS5 index does on SQLite', async (t) => {
   const upsert = (title: string) => `INSERT INTO search_documents (doc_key, type, target_id, organization_id, title, subtitle, body, target_tab, updated_at)
     VALUES ('shot:1', 'shot', '1', 'o1', '${title}', 'Sub', 'Body text', 'shots', 'now')
     ON CONFLICT (doc_key) DO UPDATE SET title = excluded.title, updated_at = excluded.updated_at`;
