@@ -46,7 +46,6 @@ test('svc config --json runs without loading the server or the identity provider
   const record = path.join(sb.root, 'loaded.txt');
   const hook = path.join(sb.root, 'hook.mjs');
   fs.writeFileSync(hook, `import module from 'node:module';
-import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 const seen = [];
 module.registerHooks({ load(url, context, next) { seen.push(url); return next(url, context); } });
