@@ -130,7 +130,8 @@ export async function createBackup(ctx: Ctx): Promise<BackupRecord> {
       metadata: { fileName, sizeBytes, sha256 },
     });
     const old = await ctx.db.all<{ id: string; file_name: string }>(
-      'SELECT id, file_name FROM system_backups ORDER BY created_at DESC, file_name DESC LIMIT -1 OFFSET ?', ctx.config.backupRetention);
+      `SELECT id, file_name FROM system_backups WHERE id NOT IN (SELECT id FROM system_backups ORDER BY created_at DESC, file_name DESC LIMIT ?)
+        ORDER BY created_at DESC, file_name DESC`, ctx.config.backupRetention);
     for (const o of old) await ctx.db.run('DELETE FROM system_backups WHERE id = ?', o.id);
     expired = old.map((o) => o.file_name);
   });
