@@ -15,12 +15,40 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { openShm, readShmHeader, WAL_HEADER_BYTES, type Shm } from './wal-index.ts';
 import path from 'node:path';
-import { Transactional, type Frame } from './transactions.ts';
+import { Transactional, type Frame, type Hook } from './transactions.ts';
 
 export type { Hook } from './transactions.ts';
 
 export type Param = SQLInputValue;
 export type Row = Record<string, unknown>;
+
+/**
+ * The business database as every service sees it, whichever engine runs it: SqliteDb below (the
+ * embedded default) or PostgresDb (postgres.ts). SQL is written once, with `?` or `?N` placeholders;
+ * what differs between the engines is behind db.engine and the seams of src/db.
+ */
+export interface Db {
+  readonly engine: 'sqlite' | 'postgres';
+  get<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined>;
+  all<T = Row>(sql: string, ...params: Param[]): Promise<T[]>;
+  /** all() with 64-bit integers read as bigint. */
+  allBig<T = Row>(sql: string, ...params: Param[]): Promise<T[]>;
+  run(sql: string, ...params: Param[]): Promise<{ changes: number }>;
+  /** Statements without parameters, several separated by semicolons. */
+  exec(sql: string): Promise<void>;
+  iterate<T = Row>(sql: string, ...params: Param[]): AsyncGenerator<T, void, undefined>;
+  cachedGet<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined>;
+  cachedAll<T = Row>(sql: string, ...params: Param[]): Promise<T[]>;
+  cachedDerived<T>(key: string, compute: () => Promise<T>): Promise<T>;
+  /** Called once at the start of each unit of work: drops cached reads another process made stale. */
+  syncCache(): void;
+  /** fn in a transaction (a savepoint when already in one); see transactions.ts. */
+  tx<T>(fn: (db: this) => Promise<T> | T): Promise<T>;
+  afterCommit(fn: Hook): Promise<void>;
+  readonly inTransaction: boolean;
+  onHookError: (err: unknown) => void;
+  close(): void | Promise<void>;
+}
 
 export interface OpenOptions {
   synchronous?: 'full' | 'normal';
@@ -44,7 +72,7 @@ function paramKey(params: Param[]): string {
 }
 /* eslint-enable @typescript-eslint/no-base-to-string */
 
-export class Db extends Transactional<DatabaseSync> {
+export class SqliteDb extends Transactional<DatabaseSync> implements Db {
   readonly engine = 'sqlite' as const;
   private readonly raw: DatabaseSync;
   readonly path: string;
@@ -318,6 +346,12 @@ export class Db extends Transactional<DatabaseSync> {
   }
 }
 
-export function openDb(file: string, opts: OpenOptions = {}): Db {
-  return new Db(file, opts);
+/** The SQLite file behind `db`, for what reads the file itself (snapshot cursors, backups); throws on another engine. */
+export function sqliteFile(db: Db): string {
+  if (db instanceof SqliteDb) return db.path;
+  throw new Error(`this operation reads the SQLite file and the business database runs on ${db.engine}`);
+}
+
+export function openDb(file: string, opts: OpenOptions = {}): SqliteDb {
+  return new SqliteDb(file, opts);
 }

@@ -10,7 +10,7 @@
 // processes share the database, and its invalidation across them comes with LISTEN/NOTIFY.
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
-import type { Param, Row } from './db.ts';
+import type { Db, Param, Row } from './db.ts';
 
 export interface PostgresOptions {
   /** postgres://user:password@host:port/database */
@@ -87,7 +87,7 @@ export function numberPlaceholders(sql: string, params: number): string {
   return out;
 }
 
-export class PostgresDb extends Transactional<PoolClient> {
+export class PostgresDb extends Transactional<PoolClient> implements Db {
   readonly engine = 'postgres' as const;
   private readonly translations = new Map<string, string>();
   private readonly broken = new WeakSet<PoolClient>();

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { DatabaseSync } from 'node:sqlite';
+import { sqliteFile } from '../db/db.ts';
 import type { Ctx } from '../directory/context.ts';
 import { record } from '../platform/audit/service.ts';
 import { AppError, requireSystemAdmin } from '../kernel/errors.ts';
@@ -74,7 +75,7 @@ function removeQuietly(file: string): void {
 
 export async function createBackup(ctx: Ctx): Promise<BackupRecord> {
   requireSystemAdmin(ctx);
-  if (ctx.db.path === ':memory:') throw new AppError(500, 'backup_failed', 'an in-memory database cannot be snapshotted');
+  if (sqliteFile(ctx.db) === ':memory:') throw new AppError(500, 'backup_failed', 'an in-memory database cannot be snapshotted');
   const dir = ctx.config.backupsDir;
   fs.mkdirSync(dir, { recursive: true });
   // A later millisecond when the name is taken (two snapshots within one millisecond).
@@ -84,7 +85,7 @@ export async function createBackup(ctx: Ctx): Promise<BackupRecord> {
   const finalPath = path.join(dir, fileName);
   const tmpPath = path.join(dir, `.${fileName}.${randomBytes(6).toString('hex')}.tmp`);
 
-  const reader = new DatabaseSync(ctx.db.path, { readOnly: true });
+  const reader = new DatabaseSync(sqliteFile(ctx.db), { readOnly: true });
   try {
     reader.exec('PRAGMA busy_timeout = 5000');
     reader.prepare('VACUUM INTO ?').run(tmpPath);

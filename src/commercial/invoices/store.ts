@@ -3,7 +3,7 @@
 // id except organizationOfInvoice, which exists to tell "another organization's invoice" (403) from
 // "no such invoice" (404). Money columns (amounts, unit prices, usage cost sums) are read as bigint.
 import type { StatementSync } from 'node:sqlite';
-import type { Db } from '../../db/db.ts';
+import { sqliteFile, type Db } from '../../db/db.ts';
 import { likePattern } from '../../db/like.ts';
 import { openSnapshotCursor } from '../../db/cursor.ts';
 import { storedBytesByWorkspace } from '../meters.ts';
@@ -172,7 +172,7 @@ export interface InvoiceCursor { rows: Iterator<InvoiceRow>; lines(invoiceId: st
 /** The matching invoices, ledger order, read from one snapshot of its own read-only connection. */
 export function openInvoiceCursor(db: Db, organizationId: string, f: InvoiceFilter): InvoiceCursor {
   const w = filterWhere(organizationId, f);
-  const c = openSnapshotCursor<InvoiceRow, StatementSync>(db.path, `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER}`, w.params, {
+  const c = openSnapshotCursor<InvoiceRow, StatementSync>(sqliteFile(db), `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER}`, w.params, {
     bigInts: true,
     prepare: (reader) => {
       const lines = reader.prepare(LINES_SQL);

@@ -1,6 +1,6 @@
 // SQL of the append-only, hash-chained audit log: the one-statement append, the scoped and filtered
 // reads behind the list, facets, detail and export, and the chain walk of `svc audit verify`.
-import type { Db, Param } from '../../db/db.ts';
+import { sqliteFile, type Db, type Param } from '../../db/db.ts';
 import { openSnapshotCursor, type RowCursor } from '../../db/cursor.ts';
 
 export interface AuditRow {
@@ -128,7 +128,7 @@ export function securityEventsOf(db: Db, userId: string, exceptId: string, scope
 /** Every matching row (or one page), newest first like the list, from a snapshot of its own read-only connection (export.ts). */
 export function openAuditCursor(db: Db, w: Where, limit?: { limit: number; offset: number }): RowCursor<AuditRow> {
   const sql = `SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC${limit ? ' LIMIT ? OFFSET ?' : ''}`;
-  return openSnapshotCursor<AuditRow>(db.path, sql, [...w.params, ...(limit ? [limit.limit, limit.offset] : [])]);
+  return openSnapshotCursor<AuditRow>(sqliteFile(db), sql, [...w.params, ...(limit ? [limit.limit, limit.offset] : [])]);
 }
 
 export interface ChainRow extends Pick<AuditRow, 'seq' | 'prev_hash' | 'hash'>, NewAuditRow {}
