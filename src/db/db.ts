@@ -16,6 +16,7 @@ import fs from 'node:fs';
 import { openShm, readShmHeader, WAL_HEADER_BYTES, type Shm } from './wal-index.ts';
 import path from 'node:path';
 import { Transactional, type Frame, type Hook } from './transactions.ts';
+import { SQLITE, type Dialect } from './dialect.ts';
 
 export type { Hook } from './transactions.ts';
 
@@ -29,6 +30,8 @@ export type Row = Record<string, unknown>;
  */
 export interface Db {
   readonly engine: 'sqlite' | 'postgres';
+  /** The fragments of SQL this engine spells its own way. */
+  readonly dialect: Dialect;
   get<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined>;
   all<T = Row>(sql: string, ...params: Param[]): Promise<T[]>;
   /** all() with 64-bit integers read as bigint. */
@@ -46,6 +49,14 @@ export interface Db {
   tx<T>(fn: (db: this) => Promise<T> | T): Promise<T>;
   afterCommit(fn: Hook): Promise<void>;
   readonly inTransaction: boolean;
+  /**
+   * Serializes the rest of the calling transaction with every other transaction that locks `key`,
+   * until it ends: for a check then a write that must not interleave (a count against a limit, the
+   * next number of a sequence). SQLite's writers are serialized already (BEGIN IMMEDIATE); PostgreSQL
+   * takes a transaction-scoped advisory lock, and the statements after it see what the previous
+   * holder committed (READ COMMITTED). Only inside tx().
+   */
+  lock(key: string): Promise<void>;
   onHookError: (err: unknown) => void;
   close(): void | Promise<void>;
 }
@@ -74,6 +85,7 @@ function paramKey(params: Param[]): string {
 
 export class SqliteDb extends Transactional<DatabaseSync> implements Db {
   readonly engine = 'sqlite' as const;
+  readonly dialect = SQLITE;
   private readonly raw: DatabaseSync;
   readonly path: string;
   private readonly statements = new Map<string, StatementSync>();
@@ -295,6 +307,12 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
     if (this.cached === 0) return;
     for (const m of this.cache.values()) m.clear();
     this.cached = 0;
+  }
+
+  /** Nothing to take: this transaction holds SQLite's write lock since its BEGIN IMMEDIATE. */
+  lock(key: string): Promise<void> {
+    if (!this.frame()) return Promise.reject(new Error(`lock(${key}) outside a transaction`));
+    return Promise.resolve();
   }
 
   /** BEGIN IMMEDIATE once the connection is this transaction's (transactions queue first come, first served). */

@@ -10,6 +10,7 @@
 // processes share the database, and its invalidation across them comes with LISTEN/NOTIFY.
 import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
+import { POSTGRES } from './dialect.ts';
 import type { Db, Param, Row } from './db.ts';
 
 export interface PostgresOptions {
@@ -89,6 +90,7 @@ export function numberPlaceholders(sql: string, params: number): string {
 
 export class PostgresDb extends Transactional<PoolClient> implements Db {
   readonly engine = 'postgres' as const;
+  readonly dialect = POSTGRES;
   private readonly translations = new Map<string, string>();
   private readonly broken = new WeakSet<PoolClient>();
   private readonly types: Types;
@@ -152,6 +154,12 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   cachedDerived<T>(_key: string, compute: () => Promise<T>): Promise<T> {
     return compute();
+  }
+
+  /** A transaction-scoped advisory lock on the 64-bit hash of `key` (see Db.lock). */
+  async lock(key: string): Promise<void> {
+    if (!this.frame()) throw new Error(`lock(${key}) outside a transaction`);
+    await this.query('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [key]);
   }
 
   /** Nothing to do: there is no read cache to invalidate. */

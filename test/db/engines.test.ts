@@ -18,6 +18,8 @@ interface Engine {
   afterCommit(fn: () => void | Promise<void>): Promise<void>;
   readonly inTransaction: boolean;
   onHookError: (err: unknown) => void;
+  lock(key: string): Promise<void>;
+  readonly dialect: { jsonValues(param: string): string };
 }
 
 const ENGINES: Record<string, (t: TestContext) => Promise<Engine>> = {
@@ -123,6 +125,29 @@ for (const engine of Object.keys(ENGINES)) {
       "SELECT i, big, r, s, b, (SELECT count(*) FROM v) AS n, '?' AS q FROM v WHERE s = ?", 'it\'s ? here'))!;
     assert.deepEqual({ ...row, b: [...row.b] }, { i: 7, big: 2 ** 40, r: 1.5, s: 'it\'s ? here', b: [1, 2, 3], n: 1, q: '?' });
     assert.equal(await db.get('SELECT i FROM v WHERE s = ?', 'none'), undefined);
+  });
+
+  test(`${engine}: lock(key) serializes a read-then-write between concurrent transactions`, async (t) => {
+    const { db } = await withItems(t, engine);
+    await db.run("INSERT INTO items (id, n) VALUES ('counter', 0)");
+    // Each transaction reads the counter, yields, and writes it back plus one: without the lock,
+    // transactions on PostgreSQL's pooled connections would read the same value and lose increments.
+    const bump = () => db.tx(async () => {
+      await db.lock('items:counter');
+      const { n } = (await db.get<{ n: number }>("SELECT n FROM items WHERE id = 'counter'"))!;
+      await new Promise((r) => setTimeout(r, 5));
+      await db.run("UPDATE items SET n = ? WHERE id = 'counter'", n + 1);
+    });
+    await Promise.all(Array.from({ length: 8 }, bump));
+    assert.equal((await db.get<{ n: number }>("SELECT n FROM items WHERE id = 'counter'"))!.n, 8);
+    await assert.rejects(async () => await db.lock('items:counter'), /outside a transaction/);
+  });
+
+  test(`${engine}: dialect.jsonValues reads the text values of a JSON array parameter`, async (t) => {
+    const { db, insert } = await withItems(t, engine);
+    for (const id of ['a', 'b', 'c']) await insert(id);
+    const rows = await db.all<{ id: string }>(`SELECT id FROM items WHERE id IN (SELECT value FROM ${db.dialect.jsonValues('?')}) ORDER BY id`, JSON.stringify(['c', 'a', 'x']));
+    assert.deepEqual(rows.map((r) => r.id), ['a', 'c']);
   });
 }
 

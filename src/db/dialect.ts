@@ -1,0 +1,29 @@
+// What differs in the SQL text between the engines, in one place: each store writes its statement
+// once and asks db.dialect for the few fragments SQLite and PostgreSQL spell differently. Everything
+// else is written in the portable subset (test/db/portable-sql.test.ts keeps SQLite-only forms out).
+
+export interface Dialect {
+  readonly engine: 'sqlite' | 'postgres';
+  /**
+   * A FROM-clause source of the text values of the JSON array bound to `param` (e.g. `?`), its one
+   * column named `value`: `... IN (SELECT value FROM ${d.jsonValues('?')})`.
+   */
+  jsonValues(param: string): string;
+  /**
+   * Appended to a SELECT that picks rows to claim: on PostgreSQL the rows are locked for the
+   * transaction and rows another transaction holds are skipped; SQLite serializes writers, so nothing.
+   */
+  readonly skipLocked: string;
+}
+
+export const SQLITE: Dialect = {
+  engine: 'sqlite',
+  jsonValues: (param) => `json_each(${param})`,
+  skipLocked: '',
+};
+
+export const POSTGRES: Dialect = {
+  engine: 'postgres',
+  jsonValues: (param) => `jsonb_array_elements_text(CAST(${param} AS jsonb)) AS value`,
+  skipLocked: ' FOR UPDATE SKIP LOCKED',
+};
