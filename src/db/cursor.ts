@@ -1,42 +1,65 @@
-// The snapshot cursor of streamed exports: rows of one query read at the client's pace from one
-// consistent snapshot, on a private read-only connection (src/kernel/export-stream.ts streams them).
+// The snapshot cursor of streamed exports: the rows of one query read at the client's pace from one
+// consistent snapshot, on a connection of their own (src/kernel/export-stream.ts streams them), so
+// that the export neither holds a read transaction open on the shared connection nor waits for it.
+// Each engine opens it its own way (Db.snapshotCursor): SQLite on a private read-only connection to the
+// file (openSqliteSnapshot below), PostgreSQL in a REPEATABLE READ transaction on a pooled connection
+// (postgres.ts).
 import { DatabaseSync } from 'node:sqlite';
-import type { Param } from './db.ts';
+import type { Param, Row } from './db.ts';
 import type { RecordSource } from '../kernel/export-stream.ts';
 
 export type RowCursor<R> = RecordSource<R>;
 
-export interface SnapshotOptions<X> {
-  /** Read INTEGER columns as bigint (money stays exact). */
+/** What a snapshot cursor reads. */
+export interface SnapshotQuery {
+  sql: string;
+  params: Param[];
+  /** Read 64-bit integers as bigint (money stays exact). */
   bigInts?: boolean;
-  /** Prepares more on the same reader (same snapshot), e.g. a second statement; its result is the cursor's `prepared`. */
-  prepare?: (reader: DatabaseSync) => X;
+  /** A second read per row, from the same snapshot (and with the same bigInts): its rows are set on the row as `name`. */
+  each?: { name: string; sql: string; params: (row: Row) => Param[] };
 }
 
 /**
- * The rows of `sql` on a private read-only connection: the export reads one consistent snapshot at
- * the client's pace without holding a read transaction open on the shared connection (whose other
- * requests would see that old snapshot and whose writes would fail against it). close() must be called.
+ * The rows of `q` on a private read-only connection to the SQLite file `dbPath`, in one read
+ * transaction (one snapshot, opened by the first read). close() must be called; it may be called twice.
  */
-export function openSnapshotCursor<R, X = undefined>(
-  dbPath: string, sql: string, params: Param[], opts: SnapshotOptions<X> = {},
-): RowCursor<R> & { prepared: X } {
+export function openSqliteSnapshot<R>(dbPath: string, q: SnapshotQuery): RowCursor<R> {
   const reader = new DatabaseSync(dbPath, { readOnly: true });
   try {
     reader.exec('PRAGMA busy_timeout = 5000');
-    const prepared = opts.prepare?.(reader) as X;
-    const statement = reader.prepare(sql);
-    if (opts.bigInts) statement.setReadBigInts(true);
-    const rows = statement.iterate(...params) as Iterator<R>;
+    reader.exec('BEGIN');
+    const statement = reader.prepare(q.sql);
+    statement.setReadBigInts(q.bigInts ?? false);
+    const rows = statement.iterate(...q.params) as IterableIterator<Row>;
+    const each = q.each;
+    let withEach: Iterator<R> = rows as Iterator<R>;
+    if (each) {
+      const side = reader.prepare(each.sql);
+      side.setReadBigInts(q.bigInts ?? false);
+      withEach = (function* () {
+        for (const row of rows) yield { ...row, [each.name]: side.all(...each.params(row)) } as R;
+      })();
+    }
     return {
-      rows,
-      prepared,
+      rows: withEach,
       close() {
-        if (reader.isOpen) reader.close(); // ends the statement and its read snapshot
+        if (reader.isOpen) reader.close(); // ends the statement and its read transaction
       },
     };
   } catch (err) {
     reader.close();
     throw err;
   }
+}
+
+/** `c` with every row passed through `fn` (on either kind of cursor, without an extra turn on a synchronous one). */
+export function mapCursor<A, B>(c: RowCursor<A>, fn: (row: A) => B): RowCursor<B> {
+  const inner = c.rows;
+  const step = (r: IteratorResult<A>): IteratorResult<B> => (r.done ? { done: true, value: undefined } : { done: false, value: fn(r.value) });
+  const next = () => {
+    const r = inner.next();
+    return r instanceof Promise ? r.then(step) : step(r);
+  };
+  return { rows: { next } as Iterator<B> | AsyncIterator<B>, close: () => c.close() };
 }

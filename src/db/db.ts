@@ -17,6 +17,7 @@ import { openShm, readShmHeader, WAL_HEADER_BYTES, type Shm } from './wal-index.
 import path from 'node:path';
 import { Transactional, type Frame, type Hook } from './transactions.ts';
 import { SQLITE, type Dialect } from './dialect.ts';
+import { openSqliteSnapshot, type RowCursor, type SnapshotQuery } from './cursor.ts';
 
 export type { Hook } from './transactions.ts';
 
@@ -57,6 +58,11 @@ export interface Db {
    * holder committed (READ COMMITTED). Only inside tx().
    */
   lock(key: string): Promise<void>;
+  /**
+   * The rows of `q` read at the consumer's pace from one consistent snapshot, on a connection of
+   * the cursor's own (cursor.ts): for streamed exports. Opens at once; close() must be called.
+   */
+  snapshotCursor<R>(q: SnapshotQuery): RowCursor<R>;
   onHookError: (err: unknown) => void;
   close(): void | Promise<void>;
 }
@@ -307,6 +313,10 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
     if (this.cached === 0) return;
     for (const m of this.cache.values()) m.clear();
     this.cached = 0;
+  }
+
+  snapshotCursor<R>(q: SnapshotQuery): RowCursor<R> {
+    return openSqliteSnapshot<R>(this.path, q);
   }
 
   /** Nothing to take: this transaction holds SQLite's write lock since its BEGIN IMMEDIATE. */

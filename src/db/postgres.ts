@@ -12,6 +12,7 @@ import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import type { Db, Param, Row } from './db.ts';
+import type { RowCursor, SnapshotQuery } from './cursor.ts';
 
 export interface PostgresOptions {
   /** postgres://user:password@host:port/database */
@@ -31,6 +32,9 @@ function safeNumber(text: string): number {
   return n;
 }
 
+/** A bound value as the driver takes it (bigint as its decimal text). */
+const value = (p: Param) => (typeof p === 'bigint' ? p.toString() : p);
+
 function bigOrNumber(text: string): bigint | number {
   return /^-?\d+$/.test(text) ? BigInt(text) : Number(text);
 }
@@ -43,6 +47,8 @@ function typesWith(own: Record<number, Parser>, fallback: (oid: number) => Parse
 }
 
 const TRANSLATION_LIMIT = 2000;
+/** Rows a snapshot cursor fetches at a time. */
+const SNAPSHOT_BATCH = 500;
 
 /**
  * `sql` with its `?` and `?N` placeholders numbered ($1, $2...) as SQLite numbers them; a `?` inside a
@@ -106,15 +112,19 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     this.bigTypes = typesWith({ [INT8]: BigInt, [NUMERIC]: bigOrNumber, [JSON_OID]: text, [JSONB]: text }, fallback);
   }
 
-  private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types) {
+  /** `sql` with numbered placeholders, translated once per text. */
+  private translate(sql: string, params: number): string {
     let text = this.translations.get(sql);
     if (text === undefined) {
-      text = numberPlaceholders(sql, params.length);
+      text = numberPlaceholders(sql, params);
       if (this.translations.size >= TRANSLATION_LIMIT) this.translations.delete(this.translations.keys().next().value!);
       this.translations.set(sql, text);
     }
-    const values = params.map((p) => (typeof p === 'bigint' ? p.toString() : p));
-    return (this.frame()?.conn ?? this.pool).query<T>({ text, values, types });
+    return text;
+  }
+
+  private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on: Pool | PoolClient = this.frame()?.conn ?? this.pool) {
+    return on.query<T>({ text: this.translate(sql, params.length), values: params.map(value), types });
   }
 
   async get<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
@@ -160,6 +170,59 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   async lock(key: string): Promise<void> {
     if (!this.frame()) throw new Error(`lock(${key}) outside a transaction`);
     await this.query('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [key]);
+  }
+
+  /**
+   * A cursor (DECLARE ... CURSOR) in a REPEATABLE READ, READ ONLY transaction on a pooled connection of
+   * its own, fetched SNAPSHOT_BATCH rows at a time as the consumer reads; the `each` read runs on
+   * the same connection, in the same snapshot. The connection is taken at once; close() ends the
+   * transaction and gives it back (also when called before it was taken).
+   */
+  snapshotCursor<R>(q: SnapshotQuery): RowCursor<R> {
+    const types = q.bigInts ? this.bigTypes : this.types;
+    let closed = false;
+    const opening = (async () => {
+      const client = await this.pool.connect();
+      try {
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+        await this.query(`DECLARE svc_snapshot NO SCROLL CURSOR FOR ${q.sql}`, q.params, types, client);
+        return client;
+      } catch (err) {
+        client.release(true);
+        throw err;
+      }
+    })();
+    opening.catch(() => {}); // reported by the first read
+    const each = q.each;
+    const side = (row: Row, client: PoolClient) => this.query<Row>(each!.sql, each!.params(row), types, client);
+    async function* rows(): AsyncGenerator<R, void, undefined> {
+      const client = await opening;
+      for (;;) {
+        if (closed) return;
+        const batch = (await client.query<Row>({ text: `FETCH ${SNAPSHOT_BATCH} FROM svc_snapshot`, types })).rows;
+        for (const row of batch) {
+          if (closed) return;
+          if (each) row[each.name] = (await side(row, client)).rows;
+          yield row as R;
+        }
+        if (batch.length < SNAPSHOT_BATCH) return;
+      }
+    }
+    return {
+      rows: rows(),
+      close: () => {
+        if (closed) return;
+        closed = true;
+        opening.then(async (client) => {
+          try {
+            await client.query('ROLLBACK');
+            client.release();
+          } catch {
+            client.release(true);
+          }
+        }, () => {});
+      },
+    };
   }
 
   /** Nothing to do: there is no read cache to invalidate. */

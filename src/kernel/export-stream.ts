@@ -14,7 +14,11 @@ export type ExportFormat = 'json' | 'csv';
 const CHUNK_BYTES = 64 * 1024;
 
 /** Records read one at a time, and what releases them (called once the stream ends or is destroyed). */
-export interface RecordSource<R> { rows: Iterator<R>; close(): void }
+export interface RecordSource<R> {
+  /** Synchronous (SQLite's cursor) or asynchronous (PostgreSQL's, fetched in batches). */
+  rows: Iterator<R> | AsyncIterator<R>;
+  close(): void;
+}
 
 /** How records become text: what opens the document, one record, and what closes it. */
 export interface RecordText<R> { head: string; record(r: R, first: boolean): string; tail(empty: boolean): string }
@@ -61,45 +65,69 @@ export function recordStream<R>(cursor: RecordSource<R>, t: RecordText<R>): Read
     cursor.close();
     return t.tail(records === 0);
   };
+  let buf: Buffer | null = null;
+  let used = 0;
+  /**
+   * Fills the chunk with records until it is full or the records end; a record that must first be
+   * read from an asynchronous cursor ends the synchronous part with its promise (the caller resumes).
+   * Returns true when the stream is done.
+   */
+  const fill = (stream: Readable): boolean | Promise<void> => {
+    for (;;) {
+      if (pending === null) {
+        const next = cursor.rows.next();
+        if (next instanceof Promise) {
+          return next.then((r) => { take(r); });
+        }
+        take(next);
+      }
+      buf ??= Buffer.allocUnsafeSlow(CHUNK_BYTES);
+      const size = Buffer.byteLength(pending!, 'utf8');
+      if (size > CHUNK_BYTES - used) {
+        if (used > 0) break; // full: the pending text opens the next chunk
+        stream.push(Buffer.from(pending!, 'utf8')); // one record larger than a chunk, on its own
+        pending = null;
+        if (last) stream.push(null);
+        return true;
+      }
+      used += buf.write(pending!, used, 'utf8');
+      pending = null;
+      if (last) {
+        if (used > 0) stream.push(buf.subarray(0, used));
+        stream.push(null);
+        return true;
+      }
+    }
+    stream.push(buf.subarray(0, used));
+    buf = null;
+    used = 0;
+    return true;
+  };
+  const take = (next: IteratorResult<R>) => {
+    if (next.done) {
+      pending = finish();
+      last = true;
+    } else {
+      pending = t.record(next.value, records === 0);
+      records++;
+    }
+  };
+  const fail = (stream: Readable, err: unknown) => {
+    cursor.close();
+    stream.destroy(err as Error);
+  };
+  const run = (stream: Readable): void => {
+    try {
+      const r = fill(stream);
+      if (r instanceof Promise) r.then(() => { run(stream); }, (err: unknown) => { fail(stream, err); });
+    } catch (err) {
+      fail(stream, err);
+    }
+  };
   return new Readable({
     highWaterMark: CHUNK_BYTES,
     read() {
-      const buf = Buffer.allocUnsafeSlow(CHUNK_BYTES);
-      let used = 0;
-      try {
-        for (;;) {
-          if (pending === null) {
-            const next = cursor.rows.next();
-            if (next.done) {
-              pending = finish();
-              last = true;
-            } else {
-              pending = t.record(next.value, records === 0);
-              records++;
-            }
-          }
-          const size = Buffer.byteLength(pending, 'utf8');
-          if (size > CHUNK_BYTES - used) {
-            if (used > 0) break; // full: the pending text opens the next chunk
-            this.push(Buffer.from(pending, 'utf8')); // one record larger than a chunk, on its own
-            pending = null;
-            if (last) this.push(null);
-            return;
-          }
-          used += buf.write(pending, used, 'utf8');
-          pending = null;
-          if (last) {
-            if (used > 0) this.push(buf.subarray(0, used));
-            this.push(null);
-            return;
-          }
-        }
-      } catch (err) {
-        cursor.close();
-        this.destroy(err as Error);
-        return;
-      }
-      this.push(buf.subarray(0, used));
+      run(this);
     },
     destroy(err, callback) {
       cursor.close();

@@ -1,49 +1,84 @@
-// The snapshot cursor (src/db/cursor.ts): one consistent snapshot on a private read-only connection,
-// read at the caller's pace while the shared connection keeps writing; bigint columns; close().
-import { test } from 'node:test';
+// The snapshot cursor (Db.snapshotCursor, src/db/cursor.ts and postgres.ts) on both engines: one
+// consistent snapshot on a connection of its own, read at the caller's pace while the shared
+// connection keeps writing; bigint columns; a second read per row from the same snapshot; close().
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import { openSnapshotCursor } from '../../src/db/cursor.ts';
+import { openDb, type Db } from '../../src/db/db.ts';
+import type { RowCursor } from '../../src/db/cursor.ts';
+import { tempDir } from '../helpers/server.ts';
+import { freshPostgres } from '../helpers/postgres.ts';
 
-function database(t: { after(fn: () => void): void }) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cursor-'));
-  const file = path.join(dir, 'svc.db');
-  const db = new DatabaseSync(file);
-  db.exec('PRAGMA journal_mode = WAL; CREATE TABLE t (n INTEGER, s TEXT)');
-  const insert = db.prepare('INSERT INTO t VALUES (?, ?)');
-  for (let i = 1; i <= 50; i++) insert.run(i, `row ${i}`);
-  t.after(() => { db.close(); fs.rmSync(dir, { recursive: true, force: true }); });
-  return { db, file };
+const ENGINES: Record<string, (t: TestContext) => Promise<Db>> = {
+  sqlite: async (t) => {
+    const db = openDb(path.join(tempDir(t), 'svc.db'));
+    t.after(() => db.close());
+    return db;
+  },
+  postgres: async (t) => await freshPostgres(t),
+};
+
+async function database(t: TestContext, engine: string): Promise<Db> {
+  const db = await ENGINES[engine](t);
+  await db.exec(`CREATE TABLE t (n ${engine === 'postgres' ? 'BIGINT' : 'INTEGER'}, s TEXT)`);
+  await db.tx(async () => { for (let i = 1; i <= 1200; i++) await db.run('INSERT INTO t VALUES (?, ?)', i, `row ${i}`); });
+  return db;
 }
 
-test('a cursor reads one snapshot: writes made meanwhile on the shared connection are not seen, and do not wait', (t) => {
-  const { db, file } = database(t);
-  const cursor = openSnapshotCursor<{ n: number; s: string }>(file, 'SELECT n, s FROM t WHERE n > ? ORDER BY n', [10]);
-  const first = cursor.rows.next();
-  assert.deepEqual({ ...first.value }, { n: 11, s: 'row 11' });
-  db.prepare('INSERT INTO t VALUES (?, ?)').run(51, 'late');
-  db.prepare('DELETE FROM t WHERE n = 12').run();
-  const rest: number[] = [];
-  for (let r = cursor.rows.next(); !r.done; r = cursor.rows.next()) rest.push(r.value.n);
-  assert.deepEqual(rest, Array.from({ length: 39 }, (_, i) => i + 12));
-  cursor.close();
-  cursor.close(); // twice is harmless
-  assert.equal((db.prepare('SELECT count(*) AS c FROM t').get() as { c: number }).c, 50);
-});
+async function next<R>(c: RowCursor<R>): Promise<IteratorResult<R>> {
+  return await c.rows.next();
+}
 
-test('bigInts reads INTEGER columns as bigint; prepare() runs on the same snapshot; a bad query closes the reader', (t) => {
-  const { db, file } = database(t);
-  db.prepare('INSERT INTO t VALUES (?, ?)').run(2n ** 60n, 'big');
-  const cursor = openSnapshotCursor<{ n: bigint }, () => number>(file, 'SELECT n FROM t WHERE s = ?', ['big'], {
-    bigInts: true,
-    prepare: (reader) => { const st = reader.prepare('SELECT count(*) AS c FROM t'); return () => (st.get() as { c: number }).c; },
+async function drain<R>(c: RowCursor<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let r = await next(c); !r.done; r = await next(c)) out.push(r.value);
+  return out;
+}
+
+for (const engine of Object.keys(ENGINES)) {
+  test(`${engine}: a cursor reads one snapshot: writes made meanwhile are not seen, and do not wait`, async (t) => {
+    const db = await database(t, engine);
+    const cursor = db.snapshotCursor<{ n: number; s: string }>({ sql: 'SELECT n, s FROM t WHERE n > ? ORDER BY n', params: [10] });
+    assert.deepEqual({ ...(await next(cursor)).value }, { n: 11, s: 'row 11' });
+    await db.run('INSERT INTO t VALUES (?, ?)', 5000, 'late');
+    await db.run('DELETE FROM t WHERE n = 12');
+    const rest = (await drain(cursor)).map((r) => r.n);
+    assert.deepEqual(rest, Array.from({ length: 1189 }, (_, i) => i + 12), 'past several fetch batches, the deleted row still there and the late one absent');
+    cursor.close();
+    cursor.close(); // twice is harmless
+    assert.equal((await db.get<{ c: number }>('SELECT count(*) AS c FROM t'))!.c, 1200);
   });
-  assert.equal(cursor.rows.next().value.n, 2n ** 60n); // the snapshot starts with the first row
-  db.prepare('INSERT INTO t VALUES (?, ?)').run(0, 'after');
-  assert.equal(cursor.prepared(), 51, 'the second statement sees the same snapshot');
-  cursor.close();
-  assert.throws(() => openSnapshotCursor(file, 'SELECT nope FROM t', []), /no such column/);
+
+  test(`${engine}: bigInts reads integers as bigint; each() reads from the same snapshot; a bad query fails`, async (t) => {
+    const db = await database(t, engine);
+    await db.run('INSERT INTO t VALUES (?, ?)', 2n ** 60n, 'big');
+    const cursor = db.snapshotCursor<{ n: bigint; s: string; same: Array<{ c: bigint }> }>({
+      sql: "SELECT n, s FROM t WHERE s IN ('big', 'row 1') ORDER BY s", params: [], bigInts: true,
+      each: { name: 'same', sql: 'SELECT count(*) AS c FROM t WHERE s = ?', params: (row) => [row.s as string] },
+    });
+    const first = (await next(cursor)).value;
+    assert.equal(first.n, 2n ** 60n);
+    assert.deepEqual(first.same.map((r: { c: bigint }) => r.c), [1n]);
+    await db.run("INSERT INTO t VALUES (0, 'row 1')"); // after the snapshot: the second row's side read does not see it
+    const second = (await next(cursor)).value;
+    assert.deepEqual([second.s, second.same.map((r: { c: bigint }) => r.c)], ['row 1', [1n]]);
+    assert.equal((await next(cursor)).done, true);
+    cursor.close();
+    await assert.rejects(async () => {
+      const bad = db.snapshotCursor({ sql: 'SELECT nope FROM t', params: [] });
+      try {
+        await next(bad);
+      } finally {
+        bad.close();
+      }
+    }, /nope|no such column/);
+  });
+}
+
+test('postgres: a cursor closed before it is read gives its connection back', async (t) => {
+  const db = await database(t, 'postgres');
+  for (let i = 0; i < 30; i++) db.snapshotCursor({ sql: 'SELECT n FROM t', params: [] }).close(); // more than the pool holds
+  const c = db.snapshotCursor<{ n: number }>({ sql: 'SELECT n FROM t WHERE n <= 3 ORDER BY n', params: [] });
+  assert.deepEqual((await drain(c)).map((r) => r.n), [1, 2, 3]);
+  c.close();
 });

@@ -35,7 +35,7 @@ export function bindInvoiceRoutes(router: Router): void {
     const { cursor, filename } = invoiceExport(ctx, params.organizationId, query, format);
     const stream = recordStream(cursor, format === 'csv'
       ? csvText(`${CSV_COLUMNS.join(',')}\r\n`, (r) => { const inv = presentInvoice(r); return csvRow(CSV_COLUMNS.map((k) => inv[k])); })
-      : jsonArrayText((r) => ({ ...presentInvoice(r), lines: cursor.lines(r.id).map((l) => presentLine(l, r.currency)) })));
+      : jsonArrayText((r) => ({ ...presentInvoice(r), lines: (r.lines ?? []).map((l) => presentLine(l, r.currency)) })));
     return attachment(res, format, filename, stream);
   });
 

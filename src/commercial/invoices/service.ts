@@ -13,6 +13,7 @@ import type { Infer } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { exportStamp, type ExportFormat } from '../../kernel/export-stream.ts';
+import type { RowCursor } from '../../db/cursor.ts';
 import { seatUsage } from '../../directory/plan/seats.ts';
 import { organizationById } from '../../directory/tenancy/store.ts';
 import { billingAccountOf, type BillingAccountRow } from '../../directory/plan/account.ts';
@@ -26,7 +27,7 @@ import type { InvoiceStatus } from '../vocabulary.ts';
 import {
   eventsOfInvoice, insertInvoice, insertInvoiceEvent, insertInvoiceLine, invoiceForPeriod, invoiceInOrganization,
   linesOfInvoice, liveInvoiceOverlapping, openInvoiceCursor, organizationOfInvoice, pageInvoices, storageByWorkspace, takeInvoiceNumber,
-  updateInvoiceStatus, usageGroups, type InvoiceCursor, type InvoiceLineRow, type InvoiceRow,
+  updateInvoiceStatus, usageGroups, type ExportedInvoice, type InvoiceLineRow, type InvoiceRow,
 } from './store.ts';
 
 const GIB = 2n ** 30n;
@@ -245,6 +246,6 @@ export function listInvoices(ctx: Ctx, organizationId: string, f: InvoiceFilter,
 }
 
 /** The ledger's matching invoices for the streamed export: the cursor is open (its snapshot taken) before the answer starts. */
-export function invoiceExport(ctx: Ctx, organizationId: string, f: InvoiceFilter, format: ExportFormat): { cursor: InvoiceCursor; filename: string } {
-  return { cursor: openInvoiceCursor(ctx.db, organizationId, f), filename: `invoices-${organizationId}-${exportStamp(ctx.now())}.${format}` };
+export function invoiceExport(ctx: Ctx, organizationId: string, f: InvoiceFilter, format: ExportFormat): { cursor: RowCursor<ExportedInvoice>; filename: string } {
+  return { cursor: openInvoiceCursor(ctx.db, organizationId, f, format === 'json'), filename: `invoices-${organizationId}-${exportStamp(ctx.now())}.${format}` };
 }

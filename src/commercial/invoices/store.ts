@@ -2,10 +2,9 @@
 // grouped for lines, storage per workspace, cost centers). Every statement carries the organization
 // id except organizationOfInvoice, which exists to tell "another organization's invoice" (403) from
 // "no such invoice" (404). Money columns (amounts, unit prices, usage cost sums) are read as bigint.
-import type { StatementSync } from 'node:sqlite';
-import { sqliteFile, type Db } from '../../db/db.ts';
+import type { Db } from '../../db/db.ts';
 import { likePattern } from '../../db/like.ts';
-import { openSnapshotCursor } from '../../db/cursor.ts';
+import { mapCursor, type RowCursor } from '../../db/cursor.ts';
 import { storedBytesByWorkspace } from '../meters.ts';
 import type { InvoiceFilter } from './schema.ts';
 import type { InvoiceStatus } from '../vocabulary.ts';
@@ -167,24 +166,18 @@ export async function pageInvoices(db: Db, organizationId: string, f: InvoiceFil
   };
 }
 
-export interface InvoiceCursor { rows: Iterator<InvoiceRow>; lines(invoiceId: string): InvoiceLineRow[]; close(): void }
+export type ExportedInvoice = InvoiceRow & { lines?: InvoiceLineRow[] };
 
-/** The matching invoices, ledger order, read from one snapshot of its own read-only connection. */
-export function openInvoiceCursor(db: Db, organizationId: string, f: InvoiceFilter): InvoiceCursor {
+/** The matching invoices, ledger order, with their lines when asked, read from one snapshot (Db.snapshotCursor). */
+export function openInvoiceCursor(db: Db, organizationId: string, f: InvoiceFilter, withLines: boolean): RowCursor<ExportedInvoice> {
   const w = filterWhere(organizationId, f);
-  const c = openSnapshotCursor<InvoiceRow, StatementSync>(sqliteFile(db), `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER}`, w.params, {
+  const c = db.snapshotCursor<ExportedInvoice>({
+    sql: `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER}`,
+    params: w.params,
     bigInts: true,
-    prepare: (reader) => {
-      const lines = reader.prepare(LINES_SQL);
-      lines.setReadBigInts(true);
-      return lines;
-    },
+    each: withLines ? { name: 'lines', sql: LINES_SQL, params: (r) => [organizationId, r.id as string] } : undefined,
   });
-  return {
-    rows: (function* () { for (let next = c.rows.next(); !next.done; next = c.rows.next()) yield invoiceRow(next.value); })(),
-    lines: (invoiceId) => (c.prepared.all(organizationId, invoiceId) as unknown as InvoiceLineRow[]).map(lineRow),
-    close: () => c.close(),
-  };
+  return mapCursor(c, (r) => (r.lines ? { ...invoiceRow(r), lines: r.lines.map(lineRow) } : invoiceRow(r)));
 }
 
 export interface UsageGroupRow {

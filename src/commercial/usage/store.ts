@@ -1,9 +1,9 @@
 // SQL of usage events: the idempotent insert, the filtered page (newest first), the one grouped pass
 // behind the list's summary and facets, the export's cursor, and the month's sums of a scope. Every
 // statement names the organization; names come from the organization's own rows.
-import { sqliteFile, type Db, type Param } from '../../db/db.ts';
+import type { Db, Param } from '../../db/db.ts';
 import { and, type Where } from '../../platform/audit/store.ts';
-import { openSnapshotCursor, type RowCursor } from '../../db/cursor.ts';
+import type { RowCursor } from '../../db/cursor.ts';
 import { likePattern } from '../../db/like.ts';
 
 export interface NewUsageRow {
@@ -108,9 +108,9 @@ export function pageUsage(db: Db, w: Where, limit: number, offset: number): Prom
     ...w.params, limit, offset);
 }
 
-/** Every matching event, newest first, with names, from a snapshot of a private read-only connection. */
+/** Every matching event, newest first, with names, from a snapshot on a connection of its own. */
 export const openUsageCursor = (db: Db, w: Where): RowCursor<UsageRow> =>
-  openSnapshotCursor<UsageRow>(sqliteFile(db), `${ITEM_SELECT} WHERE ${w.sql} ${NEWEST_FIRST}`, w.params);
+  db.snapshotCursor<UsageRow>({ sql: `${ITEM_SELECT} WHERE ${w.sql} ${NEWEST_FIRST}`, params: w.params });
 
 /** Events of one combination of actor, project, cost center, workspace, kind and unit, with their sums (cost e4 exact, a bigint). */
 export interface UsageCombo { u: string | null; p: string | null; c: string | null; w: string | null; kind: string; unit: string; n: number; q: number; e4: bigint }

@@ -1,7 +1,7 @@
 // SQL of the append-only, hash-chained audit log: the one-statement append, the scoped and filtered
 // reads behind the list, facets, detail and export, and the chain walk of `svc audit verify`.
-import { sqliteFile, type Db, type Param } from '../../db/db.ts';
-import { openSnapshotCursor, type RowCursor } from '../../db/cursor.ts';
+import type { Db, Param } from '../../db/db.ts';
+import type { RowCursor } from '../../db/cursor.ts';
 
 export interface AuditRow {
   seq: number;
@@ -125,10 +125,10 @@ export function securityEventsOf(db: Db, userId: string, exceptId: string, scope
       ORDER BY seq DESC LIMIT ${RELATED_LIMIT}`, userId, userId, exceptId, ...scope.params);
 }
 
-/** Every matching row (or one page), newest first like the list, from a snapshot of its own read-only connection (export.ts). */
+/** Every matching row (or one page), newest first like the list, from a snapshot on a connection of its own (export.ts). */
 export function openAuditCursor(db: Db, w: Where, limit?: { limit: number; offset: number }): RowCursor<AuditRow> {
   const sql = `SELECT * FROM audit_log WHERE ${w.sql} ORDER BY seq DESC${limit ? ' LIMIT ? OFFSET ?' : ''}`;
-  return openSnapshotCursor<AuditRow>(sqliteFile(db), sql, [...w.params, ...(limit ? [limit.limit, limit.offset] : [])]);
+  return db.snapshotCursor<AuditRow>({ sql, params: [...w.params, ...(limit ? [limit.limit, limit.offset] : [])] });
 }
 
 export interface ChainRow extends Pick<AuditRow, 'seq' | 'prev_hash' | 'hash'>, NewAuditRow {}
