@@ -9,7 +9,8 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Config } from './kernel/config.ts';
 import { storageOf } from './kernel/storage/index.ts';
-import { openDb, type Db } from './db/db.ts';
+import type { Db } from './db/db.ts';
+import { openDatabase } from './db/open.ts';
 import { migrate } from './db/migrate.ts';
 import { syncBuiltinTemplates } from './generation/workflows/builtin.ts';
 import { createLogger, type Logger } from './kernel/log.ts';
@@ -59,7 +60,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   const sessionSecret = sessionKey(config);
   credentialPolicy(config); // a malformed SVC_CONNECTOR_SECRET_PREFIX / _NAMES stops the start too
   prepareDirectories(config);
-  const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
+  const db = await openDatabase(config);
   const m = await migrate(db);
   if (m.applied.length) log.info('database migrated', { from: m.from, to: m.to, applied: m.applied });
   const builtins = await syncBuiltinTemplates(db, new Date().toISOString());
@@ -94,7 +95,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
       server.listen(config.port, config.host, () => resolve());
     });
   } catch (err) {
-    db.close();
+    await db.close();
     throw err;
   }
   // The background work (jobs, notification deliveries) runs in the worker and all roles only.
@@ -106,7 +107,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
   } catch (err) {
     await delivery?.stop();
     server.close();
-    db.close();
+    await db.close();
     throw err;
   }
   const port = (server.address() as AddressInfo).port;
@@ -135,7 +136,7 @@ export async function startServer(config: Config, log: Logger = createLogger(con
         await workerStopped;
         await delivery?.stop();
         await app.close();
-        db.close();
+        await db.close();
         log.flush();
       })();
       return closing;

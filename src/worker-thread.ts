@@ -2,7 +2,7 @@
 // thread, the event subscriptions, and the loop, driven by messages from the main thread (see
 // src/generation/worker/host.ts for the protocol).
 import { parentPort, workerData } from 'node:worker_threads';
-import { openDb } from './db/db.ts';
+import { openDatabase } from './db/open.ts';
 import { createContext } from './directory/context.ts';
 import type { Config } from './kernel/config.ts';
 import type { Logger } from './kernel/log.ts';
@@ -19,7 +19,7 @@ const send = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string, field
 };
 const log: Logger = { debug: send('debug'), info: send('info'), warn: send('warn'), error: send('error'), flush() {} };
 bindSubscribers();
-const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
+const db = await openDatabase(config);
 const loop = await startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }));
 
 port.on('message', (m: ToWorker) => {
@@ -31,8 +31,8 @@ port.on('message', (m: ToWorker) => {
       void loop.dispatch(m.organizationId).then((jobId) => { port.postMessage({ type: 'dispatched', ref: m.ref, jobId }); });
       break;
     case 'stop':
-      void loop.stop(m.graceMs).finally(() => {
-        db.close();
+      void loop.stop(m.graceMs).finally(async () => {
+        await db.close();
         port.postMessage({ type: 'stopped' });
       });
       break;

@@ -3,7 +3,7 @@
 import type { Argv } from 'yargs';
 import { loadConfig, type Config } from '../kernel/config.ts';
 import { createContext, type Ctx } from '../directory/context.ts';
-import { openDb } from '../db/db.ts';
+import { openDatabase } from '../db/open.ts';
 import { migrate } from '../db/migrate.ts';
 import { createLogger } from '../kernel/log.ts';
 import { CliError, exitWithError } from './errors.ts';
@@ -28,13 +28,13 @@ export function configFrom(args: SharedArgs & { host?: string; port?: string; ro
 /** Opens the database for one command, runs fn as the local operator, closes it again. */
 export async function withOperator<T>(args: SharedArgs, fn: (ctx: Ctx) => T | Promise<T>): Promise<T> {
   const config = configFrom(args);
-  const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
+  const db = await openDatabase(config);
   try {
     await migrate(db);
     const log = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel);
     return await fn(createContext({ db, config, log }));
   } finally {
-    db.close();
+    await db.close();
   }
 }
 

@@ -1,6 +1,6 @@
 // svc migrate
 import type { Argv } from 'yargs';
-import { openDb } from '../db/db.ts';
+import { databaseLabel, openDatabase } from '../db/open.ts';
 import { migrate } from '../db/migrate.ts';
 import { configFrom, output, sharedOptions, type SharedArgs } from './common.ts';
 
@@ -10,13 +10,14 @@ export const migrateCommand = {
   builder: (y: Argv) => sharedOptions(y),
   handler: async (args: SharedArgs) => {
     const config = configFrom(args);
-    const db = openDb(config.dbPath, { synchronous: config.dbSynchronous });
+    const db = await openDatabase(config);
+    const name = databaseLabel(config);
     try {
       const r = await migrate(db);
-      output(args, { database: config.dbPath, ...r },
-        r.applied.length ? `migrated ${config.dbPath} from version ${r.from} to ${r.to} (${r.applied.join(', ')})` : `${config.dbPath} is at version ${r.to}; nothing to do`);
+      output(args, { database: name, ...r },
+        r.applied.length ? `migrated ${name} from version ${r.from} to ${r.to} (${r.applied.join(', ')})` : `${name} is at version ${r.to}; nothing to do`);
     } finally {
-      db.close();
+      await db.close();
     }
   },
 };

@@ -5,7 +5,7 @@
 // file (openSqliteSnapshot below), PostgreSQL in a REPEATABLE READ transaction on a pooled connection
 // (postgres.ts).
 import { DatabaseSync } from 'node:sqlite';
-import type { Param, Row } from './db.ts';
+import type { Param, Row } from './values.ts';
 import type { RecordSource } from '../kernel/export-stream.ts';
 
 export type RowCursor<R> = RecordSource<R>;

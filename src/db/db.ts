@@ -10,7 +10,8 @@
 // with) someone else's transaction. Transactions are queued first come, first served; statements
 // outside a transaction run at once when none is open. Transactions here do no I/O but SQL, so the
 // wait is the length of a few statements.
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { Param, Row } from './values.ts';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { openShm, readShmHeader, WAL_HEADER_BYTES, type Shm } from './wal-index.ts';
@@ -21,8 +22,7 @@ import { openSqliteSnapshot, type RowCursor, type SnapshotQuery } from './cursor
 
 export type { Hook } from './transactions.ts';
 
-export type Param = SQLInputValue;
-export type Row = Record<string, unknown>;
+export type { Param, Row } from './values.ts';
 
 /**
  * The business database as every service sees it, whichever engine runs it: SqliteDb below (the

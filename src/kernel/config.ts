@@ -32,6 +32,9 @@ export interface ConfigValues {
   dataDir: string;
   storageDir: string;
   dbSynchronous: 'full' | 'normal';
+  database: 'sqlite' | 'postgres';
+  postgresUrl: string;
+  postgresPoolSize: number;
   role: 'all' | 'api' | 'worker';
   allowDevContext: boolean;
   frontendOrigin: string;
@@ -86,6 +89,9 @@ export const SETTINGS: readonly Setting[] = [
   { key: 'dataDir', env: 'SVC_DATA_DIR', flag: 'data-dir', kind: 'string', default: './data', doc: 'Data directory: the SQLite file `svc.db` and snapshots in `backups/`.' },
   { key: 'storageDir', env: 'SVC_STORAGE_DIR', flag: 'storage-dir', kind: 'string', default: './storage', doc: 'Storage root with `assets/`, `outputs/`, `frames/`, `tmp/`, `cache/`.' },
   { key: 'dbSynchronous', env: 'SVC_DB_SYNCHRONOUS', kind: 'enum', values: ['full', 'normal'], default: 'full', doc: '`full`: a committed write survives power loss. `normal`: faster, the last commits may be lost on power loss (never corrupted).' },
+  { key: 'database', env: 'SVC_DATABASE', kind: 'enum', values: ['sqlite', 'postgres'], default: 'sqlite', doc: 'The business database: `sqlite` (the file `DATA_DIR/svc.db`, nothing else to run) or `postgres` (the server of `SVC_POSTGRES_URL`, which several `svc serve` processes on several hosts can share). PostgreSQL is active only when this says `postgres`, never because `PLATFORM_POSTGRES_URL` is set.' },
+  { key: 'postgresUrl', env: 'SVC_POSTGRES_URL', kind: 'string', default: '', secret: true, doc: 'With `SVC_DATABASE=postgres`: the connection, `postgres://user:password@host:port/database` (libpq parameters such as `?sslmode=require` are honoured); never logged or shown. The database must exist; `svc migrate` (or the first `svc serve`) creates the schema.' },
+  { key: 'postgresPoolSize', env: 'SVC_POSTGRES_POOL', kind: 'int', default: '10', min: 1, max: 1000, doc: 'With `SVC_DATABASE=postgres`: connections each process (and its worker thread) keeps open at most.' },
   { key: 'role', env: 'SVC_ROLE', flag: 'role', kind: 'enum', values: ['all', 'api', 'worker'], default: 'all', doc: 'What `svc serve` runs: `all` the HTTP API, the job worker and the notification deliveries; `api` only the HTTP API (jobs wait for a worker process on the same database); `worker` the job worker and the deliveries, answering HTTP only on `GET /api/health`.' },
   { key: 'allowDevContext', env: 'SVC_ALLOW_DEV_CONTEXT', kind: 'bool', default: '0', doc: 'Development bypass: `1` honours the `x-user-id`, `x-organization-id`, `x-workspace-id`, `x-project-id` headers for every caller, API clients included. Never in production (the per-request scope is the `Svc-Scope` header).' },
   { key: 'frontendOrigin', env: 'SVC_FRONTEND_ORIGIN', kind: 'string', default: '', doc: 'Origin of the web front end allowed to use cookie sessions (besides the service\'s own origin).' },
@@ -193,6 +199,19 @@ function checkStorage(v: ConfigValues): void {
   }
 }
 
+/** SVC_DATABASE=postgres has a connection URL; messages never carry it (it holds a password). */
+function checkDatabase(v: ConfigValues): void {
+  if (v.database !== 'postgres') return;
+  if (!v.postgresUrl) throw new ConfigError('SVC_DATABASE=postgres needs SVC_POSTGRES_URL');
+  let url: URL | null = null;
+  try {
+    url = new URL(v.postgresUrl);
+  } catch { /* refused below */ }
+  if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')) {
+    throw new ConfigError('SVC_POSTGRES_URL must be a postgres:// or postgresql:// URL');
+  }
+}
+
 /**
  * Builds the configuration. `flags` holds command-line values keyed by setting key (undefined = not
  * given); `env` is usually process.env. Relative directories resolve against `cwd`.
@@ -229,6 +248,7 @@ export function loadConfig(
     throw new ConfigError(`SVC_CONNECTOR_OUTPUT_ORIGINS: ${(err as Error).message}`);
   }
   checkStorage(v);
+  checkDatabase(v);
   return Object.freeze({
     ...v,
     dbPath: path.join(v.dataDir, 'svc.db'),

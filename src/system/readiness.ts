@@ -1,12 +1,15 @@
-// Readiness: the runtime and providers this process actually uses (Node, node:sqlite, the storage
+// Readiness: the runtime and providers this process actually uses (Node, the business database —
+// node:sqlite by default, PostgreSQL only when SVC_DATABASE says so —, the storage
 // driver — local by default, s3 only when SVC_STORAGE_DRIVER says so — and ffmpeg/ffprobe) against the
 // target providers of a larger deployment (PostgreSQL, Redis, S3-compatible storage). A target is
 // "configured" when its PLATFORM_* variable is set (non-empty); its value is never shown, and a
-// PLATFORM_* variable never activates anything (the s3 driver has its own SVC_S3_* settings).
+// PLATFORM_* variable never activates anything: a target is "active" when the service's own setting
+// uses that kind of provider (postgresql: SVC_DATABASE=postgres; s3: SVC_STORAGE_DRIVER=s3; redis: never).
 import fs from 'node:fs';
 import type { Ctx } from '../directory/context.ts';
 import * as o from '../kernel/view.ts';
 import { requireSystemAdmin } from '../kernel/errors.ts';
+import { databaseLabel } from '../db/open.ts';
 import { findMediaTools, toolVersion, type Tool } from '../media-tools/ffmpeg.ts';
 
 /** The target providers and the variable that marks each configured. */
@@ -26,7 +29,9 @@ const MediaToolView = o.nullable(o.object({
 export type MediaToolReport = NonNullable<o.Out<typeof MediaToolView>>;
 
 const TargetView = o.object({
-  configured: o.bool('its PLATFORM_* variable is set (the value is never shown)'), active: o.constant(false, 'a PLATFORM_* variable never activates anything; the storage driver in use is storage.provider (SVC_STORAGE_DRIVER)'), env: o.text(),
+  configured: o.bool('its PLATFORM_* variable is set (the value is never shown)'),
+  active: o.bool('this kind of provider is in use, by the service\'s own setting (postgresql: SVC_DATABASE=postgres; s3: SVC_STORAGE_DRIVER=s3; redis: never); a PLATFORM_* variable never activates anything'),
+  env: o.text(),
 });
 
 export const ReadinessView = o.named('Readiness', o.object({
@@ -34,7 +39,13 @@ export const ReadinessView = o.named('Readiness', o.object({
   problems: o.array(o.text(), 'what makes it degraded'),
   checkedAt: o.time(),
   runtime: o.object({ name: o.constant('node'), version: o.text(), platform: o.text(), arch: o.text() }),
-  database: o.object({ provider: o.constant('node:sqlite'), sqliteVersion: o.text(), path: o.text() }),
+  database: o.anyOf([
+    o.object({ provider: o.constant('node:sqlite'), sqliteVersion: o.text(), path: o.text() }, 'the embedded default'),
+    o.object({
+      provider: o.constant('postgresql'), serverVersion: o.text(),
+      path: o.text({ description: 'postgres://host:port/database (never the user or password)' }),
+    }, 'SVC_DATABASE=postgres'),
+  ]),
   storage: o.object({
     provider: o.oneOf(['local', 's3'], 'the active storage driver (SVC_STORAGE_DRIVER)'),
     path: o.text({ description: 'where the objects are: the storage folder (local), or s3://bucket/prefix at its endpoint (never a credential)' }),
@@ -69,12 +80,29 @@ function writable(dir: string): boolean {
   }
 }
 
+/** Whether the service's own settings use each kind of target provider. */
+const ACTIVE: Record<TargetName, (config: Ctx['config']) => boolean> = {
+  postgresql: (config) => config.database === 'postgres',
+  redis: () => false,
+  s3: (config) => config.storageDriver === 's3',
+};
+
+async function databaseReport(ctx: Ctx): Promise<Readiness['database']> {
+  if (ctx.db.engine === 'sqlite') {
+    return { provider: 'node:sqlite', sqliteVersion: (await ctx.db.get<{ v: string }>('SELECT sqlite_version() AS v'))!.v, path: ctx.config.dbPath };
+  }
+  return {
+    provider: 'postgresql',
+    serverVersion: (await ctx.db.get<{ v: string }>("SELECT current_setting('server_version') AS v"))!.v,
+    path: databaseLabel(ctx.config),
+  };
+}
+
 /** `env` is where ffmpeg discovery and the PLATFORM_* variables are read (process.env in the service). */
 export async function readiness(ctx: Ctx, env: NodeJS.ProcessEnv = process.env): Promise<Readiness> {
   requireSystemAdmin(ctx);
   const { config } = ctx;
   const problems: string[] = [];
-  const sqliteVersion = (await ctx.db.get<{ v: string }>('SELECT sqlite_version() AS v'))!.v;
   const storageWritable = writable(config.storageDir);
   const local = ctx.storage.driver === 'local';
   if (!storageWritable) problems.push(`${local ? 'storage root' : 'storage working folder'} ${config.storageDir} is missing or not writable`);
@@ -82,13 +110,13 @@ export async function readiness(ctx: Ctx, env: NodeJS.ProcessEnv = process.env):
   const [ffmpeg, ffprobe] = await Promise.all([mediaTool('ffmpeg', tools.ffmpeg), mediaTool('ffprobe', tools.ffprobe)]);
   for (const p of [ffmpeg.problem, ffprobe.problem]) if (p) problems.push(p);
   const targets = Object.fromEntries(Object.entries(PLATFORM_TARGETS).map(([name, variable]) =>
-    [name, { configured: (env[variable] ?? '') !== '', active: false as const, env: variable }])) as Readiness['targets'];
+    [name, { configured: (env[variable] ?? '') !== '', active: ACTIVE[name as TargetName](config), env: variable }])) as Readiness['targets'];
   return {
     status: problems.length ? 'degraded' : 'ready',
     problems,
     checkedAt: ctx.now().toISOString(),
     runtime: { name: 'node', version: process.versions.node, platform: process.platform, arch: process.arch },
-    database: { provider: 'node:sqlite', sqliteVersion, path: config.dbPath },
+    database: await databaseReport(ctx),
     storage: local
       ? { provider: 'local', path: config.storageDir, writable: storageWritable }
       : { provider: ctx.storage.driver, path: ctx.storage.location, writable: storageWritable, workingDir: config.storageDir },

@@ -2,7 +2,9 @@
 // fetch wrapper. Password hashing cost is lowered for speed (SVC_SCRYPT_LOG_N=10). The media store is
 // the local folder, or the s3 driver on the test gateway (a fresh key prefix, emptied after the test)
 // when SVC_TEST_STORAGE_DRIVER=s3 or the `storage: 's3'` option asks for it: the same test files run
-// on both drivers.
+// on both drivers. The business database is SQLite in the data folder, or a fresh PostgreSQL database
+// on the test server (tools/pg/pg.sh) when SVC_TEST_DATABASE=postgres (`npm run test:postgres`): a
+// server started again on the same data folder finds the same database.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +13,7 @@ import { loadConfig, type Config } from '../../src/kernel/config.ts';
 import { createContext, type Ctx } from '../../src/directory/context.ts';
 import { createLogger, type Logger } from '../../src/kernel/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
+import { freshDatabaseUrl } from './postgres.ts';
 import { checkAnswer } from './openapi-check.ts';
 import { cleanUpPrefix, freshPrefix, s3Env } from './s3.ts';
 
@@ -54,6 +57,23 @@ export interface TestServerOptions {
   storage?: 'local' | 's3';
 }
 
+/** The engine test servers use (SVC_TEST_DATABASE=postgres runs the suite on PostgreSQL). */
+export const testDatabase = (): 'sqlite' | 'postgres' => (process.env.SVC_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite');
+
+/** The PostgreSQL database of each test data folder (a restart on the folder finds its database again). */
+const databases = new Map<string, string>();
+
+/** SVC_DATABASE and SVC_POSTGRES_URL of a test server on `dataDir` (nothing on SQLite); the database is dropped after the test. */
+async function databaseEnv(t: TestContext, dataDir: string, close: () => Promise<void>): Promise<Record<string, string>> {
+  if (testDatabase() !== 'postgres') return {};
+  let url = databases.get(dataDir);
+  if (!url) {
+    url = await freshDatabaseUrl(t, close);
+    databases.set(dataDir, url);
+  }
+  return { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url, SVC_POSTGRES_POOL: '4' };
+}
+
 /** The driver test servers use unless asked otherwise (SVC_TEST_STORAGE_DRIVER=s3 runs a test file on the s3 driver). */
 export const testStorageDriver = (): 'local' | 's3' => (process.env.SVC_TEST_STORAGE_DRIVER === 's3' ? 's3' : 'local');
 
@@ -66,12 +86,16 @@ export async function startTestServer(t: TestContext, env: Record<string, string
     storageEnv = s3Env(prefix);
     cleanUpPrefix(t, prefix, storageDir);
   }
+  const dataDir = dirs.dataDir ?? path.join(dir, 'data');
+  const servers: RunningServer[] = [];
+  const databaseEnvs = await databaseEnv(t, dataDir, async () => { for (const s of servers) await s.close(); });
   const config = loadConfig({
-    port: 0, host: '127.0.0.1', dataDir: dirs.dataDir ?? path.join(dir, 'data'), storageDir,
-  }, { ...TEST_ENV, SVC_ROLE: defaultRole, ...storageEnv, ...env });
+    port: 0, host: '127.0.0.1', dataDir, storageDir,
+  }, { ...TEST_ENV, SVC_ROLE: defaultRole, ...storageEnv, ...databaseEnvs, ...env });
   const logs: string[] = [];
   const log = createLogger(config.logLevel, { write: (chunk: string) => { logs.push(...chunk.split('\n').filter(Boolean)); } });
   const running = await startServer(config, log);
+  servers.push(running);
   t.after(() => running.close());
   const call = async (method: string, p: string, opts: CallOptions = {}): Promise<Answer> => {
     const headers: Record<string, string> = { ...opts.headers };

@@ -44,3 +44,24 @@ test('the s3 driver refuses to start without a bucket, credentials or an http(s)
   assert.equal(loadConfig({}, { ...S3_ENV, SVC_STORAGE_URL_TTL_SECONDS: '60' }, '/tmp').storageUrlTtlSeconds, 60);
   assert.throws(() => loadConfig({}, { SVC_STORAGE_URL_TTL_SECONDS: '604801' }, '/tmp'), ConfigError);
 });
+
+test('the business database is SQLite unless SVC_DATABASE says postgres, which needs a postgres:// URL named by no secret', () => {
+  assert.equal(loadConfig({}, { PLATFORM_POSTGRES_URL: 'postgres://u:p@db/svc' }, '/tmp').database, 'sqlite');
+  const url = 'postgres://svc:hunter2-password@db.internal:5432/svc';
+  const pg = loadConfig({}, { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url, SVC_POSTGRES_POOL: '3' }, '/tmp');
+  assert.deepEqual([pg.database, pg.postgresUrl, pg.postgresPoolSize], ['postgres', url, 3]);
+  assert.equal(loadConfig({}, { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url }, '/tmp').postgresPoolSize, 10);
+  for (const [env, pattern] of [
+    [{ SVC_DATABASE: 'postgres' }, /needs SVC_POSTGRES_URL/],
+    [{ SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: 'mysql://svc:hunter2-password@db/svc' }, /postgres:\/\//],
+    [{ SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: 'hunter2-password' }, /postgres:\/\//],
+    [{ SVC_DATABASE: 'mysql' }, /SVC_DATABASE/],
+  ] as const) {
+    assert.throws(() => loadConfig({}, env, '/tmp'), (err: Error) => {
+      assert.ok(err instanceof ConfigError);
+      assert.match(err.message, pattern);
+      assert.ok(!err.message.includes('hunter2'), 'no password in the message');
+      return true;
+    });
+  }
+});

@@ -86,7 +86,7 @@ test('on s3: readiness and health name the driver without a credential; a bucket
   assert.equal(ready.status, 200, ready.text);
   assert.deepEqual(ready.body.storage, { provider: 's3', path: storageOf(s.config).location, writable: true, workingDir: s.config.storageDir });
   assert.match(ready.body.storage.path, /^s3:\/\//);
-  assert.equal(ready.body.targets.s3.active, false);
+  assert.equal(ready.body.targets.s3.active, true, 'SVC_STORAGE_DRIVER=s3 (not a PLATFORM_* variable) makes the s3 target active');
   const health = await s.call('GET', '/api/system/health', { token });
   assert.deepEqual([health.body.storage.driver, health.body.storage.status], ['s3', 'ok'], health.text);
   for (const text of [ready.text, health.text]) assert.ok(!text.includes(g.secretAccessKey) && !text.includes(g.accessKeyId), 'no credential');

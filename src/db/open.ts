@@ -1,0 +1,18 @@
+// The business database the configuration names (SVC_DATABASE): the SQLite file of the data folder,
+// or the PostgreSQL server of SVC_POSTGRES_URL. Every process part (the server, its worker thread,
+// each CLI command) opens its own.
+import type { Config } from '../kernel/config.ts';
+import { openDb, type Db } from './db.ts';
+
+export async function openDatabase(config: Config): Promise<Db> {
+  if (config.database === 'sqlite') return openDb(config.dbPath, { synchronous: config.dbSynchronous });
+  const { openPostgres } = await import('./postgres.ts');
+  return await openPostgres({ url: config.postgresUrl, max: config.postgresPoolSize });
+}
+
+/** The database as shown to operators: the SQLite file, or the PostgreSQL server and database (never the user or password). */
+export function databaseLabel(config: Config): string {
+  if (config.database === 'sqlite') return config.dbPath;
+  const url = new URL(config.postgresUrl);
+  return `postgres://${url.host}${url.pathname}`;
+}
