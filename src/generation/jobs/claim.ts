@@ -1,6 +1,7 @@
 // The worker's claim: one atomic UPDATE ... RETURNING takes the next claimable jobs — queued, due,
 // dependencies completed, connector ready and local (or a local compose job, which has none) — in
-// priority then age order, and leases them.
+// priority then age order, and leases them. On PostgreSQL the picked rows are locked (FOR UPDATE SKIP
+// LOCKED, db.dialect): two workers claiming at once take different jobs, and neither waits for the other.
 // Manual runs (/run) take one named job the same way; reclaim returns expired leases to the queue.
 import { flatMapSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
@@ -19,12 +20,21 @@ export async function claimJobs(db: Db, workerId: string, now: string, limit: nu
   if (limit <= 0) return [];
   // The limit is written into the SQL (one cached statement per value, 1..8): with a bound LIMIT
   // SQLite plans the ordered index scan several times slower.
-  return await db.all<JobRow>(
-    `UPDATE generation_jobs SET ${LEASE_SET}
-      WHERE id IN (SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (j.organization_id = ?3 OR ?3 IS NULL)
-                   ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))})
+  // The picked ids are materialized once: PostgreSQL could otherwise run a locking subquery again
+  // (its rows differ each time with SKIP LOCKED) and lease more than `limit`. RETURNING has no order.
+  const jobs = await db.all<JobRow>(
+    `WITH picked AS MATERIALIZED (
+       SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (j.organization_id = ?3 OR ?3 IS NULL)
+        ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))}${db.dialect.skipLocked})
+     UPDATE generation_jobs SET ${LEASE_SET}
+      WHERE id IN (SELECT id FROM picked) AND status = 'queued'
       RETURNING *`, workerId, now, organizationId);
+  return jobs.sort(claimOrder);
 }
+
+/** Priority then age order (what the claim picks first comes first). */
+const claimOrder = (a: JobRow, b: JobRow) =>
+  b.priority - a.priority || (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 /** True when some job is claimable now (a read, so that an idle poll takes no write lock). */
 export async function anyClaimable(db: Db, now: string): Promise<boolean> {

@@ -193,15 +193,19 @@ export const outboxById = (db: Db, id: string) => db.get<OutboxRow>('SELECT * FR
 
 /**
  * Claims up to `limit` due rows in one statement: pending, due, and not leased (or with a lease that
- * expired because its process died). The lease keeps another process or loop from sending them too.
+ * expired because its process died). The lease keeps another process or loop from sending them too;
+ * on PostgreSQL the picked rows are locked while claimed (db.dialect.skipLocked), so that two claims at
+ * once take different rows.
  */
 export async function claimDue(db: Db, now: string, leaseUntil: string, limit: number): Promise<OutboxRow[]> {
+  // Materialized once: PostgreSQL could run a locking subquery again and lease more than `limit`.
   const rows = await db.all<OutboxRow>(
-    `UPDATE notification_outbox SET lease_until = ?
-      WHERE id IN (SELECT id FROM notification_outbox
-                    WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-                    ORDER BY next_attempt_at, id LIMIT ?)
-     RETURNING *`, leaseUntil, now, now, limit);
+    `WITH picked AS MATERIALIZED (
+       SELECT id FROM notification_outbox
+        WHERE status = 'pending' AND next_attempt_at <= ?2 AND (lease_until IS NULL OR lease_until <= ?2)
+        ORDER BY next_attempt_at, id LIMIT ?3${db.dialect.skipLocked})
+     UPDATE notification_outbox SET lease_until = ?1 WHERE id IN (SELECT id FROM picked)
+     RETURNING *`, leaseUntil, now, limit);
   return rows.sort((a, b) => (a.next_attempt_at < b.next_attempt_at ? -1 : a.next_attempt_at > b.next_attempt_at ? 1 : 0));
 }
 

@@ -1,0 +1,104 @@
+// The worker's claim (src/generation/jobs/claim.ts) and the notification outbox's (claimDue) on both
+// engines, with several claimers at once: on PostgreSQL each runs on its own pool (as separate
+// processes would), and FOR UPDATE SKIP LOCKED must hand every job or row to exactly one of them.
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { openDb, type Db } from '../../src/db/db.ts';
+import { openPostgres } from '../../src/db/postgres.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { claimJobs } from '../../src/generation/jobs/claim.ts';
+import { claimDue } from '../../src/platform/notifications/store.ts';
+import { tempDir } from '../helpers/server.ts';
+import { freshDatabaseUrl } from '../helpers/postgres.ts';
+
+const T0 = '2026-01-01T00:00:00.000Z';
+const NOW = '2026-01-01T00:01:00.000Z';
+const JOBS = 60;
+const CLAIMERS = 4;
+
+/**
+ * `CLAIMERS` handles on one new database: PostgreSQL pools, or on SQLite one connection shared (its
+ * transactions queue; connections of one thread would block each other's event loop on the lock).
+ */
+const ENGINES: Record<string, (t: TestContext) => Promise<Db[]>> = {
+  sqlite: async (t) => {
+    const db = openDb(path.join(tempDir(t), 'svc.db'));
+    t.after(() => db.close());
+    return Array.from({ length: CLAIMERS }, () => db);
+  },
+  postgres: async (t) => {
+    const dbs: Db[] = [];
+    const url = await freshDatabaseUrl(t, async () => { for (const db of dbs) await db.close(); });
+    for (let i = 0; i < CLAIMERS; i++) dbs.push(await openPostgres({ url, max: 3 }));
+    return dbs;
+  },
+};
+
+async function world(db: Db): Promise<void> {
+  await migrate(db);
+  await db.tx(async () => {
+    await db.run("INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Studio', ?)", T0);
+    await db.run("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ('ws_1', 'org_1', 'Drama', ?)", T0);
+    await db.run("INSERT INTO projects (id, organization_id, workspace_id, name, created_at, updated_at) VALUES ('prj_1', 'org_1', 'ws_1', 'Pilot', ?, ?)", T0, T0);
+    await db.run(`INSERT INTO model_connectors (id, organization_id, label, endpoint, kind, cost_mode, status, created_at, updated_at)
+      VALUES ('con_1', 'org_1', 'local', 'http://127.0.0.1:1', 'openai-compatible', 'local', 'ready', ?, ?)`, T0, T0);
+    for (let i = 0; i < JOBS; i++) {
+      await db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, connector_id, kind, status, priority, created_at, updated_at)
+        VALUES (?, 'org_1', 'ws_1', 'prj_1', 'con_1', 'image', 'queued', ?, ?, ?)`, `job_${String(i).padStart(3, '0')}`, i % 3, T0, T0);
+    }
+  });
+}
+
+for (const engine of Object.keys(ENGINES)) {
+  test(`${engine}: concurrent claims by several workers lease every job exactly once, in priority then age order`, async (t) => {
+    const dbs = await ENGINES[engine](t);
+    await world(dbs[0]);
+    const taken = new Map<string, string>();
+    const rounds = await Promise.all(dbs.map(async (db, w) => {
+      const mine: string[] = [];
+      for (;;) {
+        const jobs = await db.tx(() => claimJobs(db, `worker-${w}`, NOW, 2));
+        if (jobs.length === 0) return mine;
+        for (const j of jobs) {
+          assert.equal(taken.get(j.id), undefined, `${j.id} claimed by worker-${w} and ${taken.get(j.id)}`);
+          taken.set(j.id, `worker-${w}`);
+          assert.deepEqual([j.status, j.leased_by, j.attempt], ['running', `worker-${w}`, 1]);
+          mine.push(j.id);
+        }
+      }
+    }));
+    assert.equal(taken.size, JOBS);
+    const rows = await dbs[0].all<{ leased_by: string; attempt: number }>('SELECT leased_by, attempt FROM generation_jobs');
+    assert.ok(rows.every((r) => r.attempt === 1 && taken.size === JOBS), 'no job leased twice');
+    assert.ok(rounds.filter((r) => r.length > 0).length >= 2, 'the work was shared');
+    // One claimer alone takes the highest priority first.
+    await dbs[0].run("UPDATE generation_jobs SET status = 'queued', attempt = 0, leased_by = NULL");
+    const first = await dbs[0].tx(() => claimJobs(dbs[0], 'solo', NOW, 3));
+    assert.deepEqual(first.map((j) => j.id), ['job_002', 'job_005', 'job_008']);
+  });
+
+  test(`${engine}: concurrent outbox claims take each due row once`, async (t) => {
+    const dbs = await ENGINES[engine](t);
+    await world(dbs[0]);
+    await dbs[0].tx(async () => {
+      await dbs[0].run("INSERT INTO notification_channels (id, organization_id, kind, created_at, updated_at) VALUES ('ch_1', 'org_1', 'log', ?, ?)", T0, T0);
+      for (let i = 0; i < JOBS; i++) {
+        await dbs[0].run(`INSERT INTO notification_outbox (id, organization_id, channel_id, event_id, category, type, payload, next_attempt_at, created_at)
+          VALUES (?, 'org_1', 'ch_1', ?, 'jobs', 'job.completed', '{}', ?, ?)`, `out_${String(i).padStart(3, '0')}`, `evt_${i}`, T0, T0);
+      }
+    });
+    const seen = new Set<string>();
+    await Promise.all(dbs.map(async (db) => {
+      for (;;) {
+        const rows = await db.tx(() => claimDue(db, NOW, '2026-01-01T00:02:00.000Z', 3));
+        if (rows.length === 0) return;
+        for (const r of rows) {
+          assert.ok(!seen.has(r.id), `${r.id} claimed twice`);
+          seen.add(r.id);
+        }
+      }
+    }));
+    assert.equal(seen.size, JOBS);
+  });
+}
