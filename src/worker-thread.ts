@@ -8,6 +8,7 @@ import type { Config } from './kernel/config.ts';
 import type { Logger } from './kernel/log.ts';
 import { startWorkerLoop } from './generation/worker/loop.ts';
 import { workerActor, type ToWorker } from './generation/worker/host.ts';
+import { onWorkerMessage, WORKER_CHANNEL } from './generation/dispatch/control.ts';
 import { bindSubscribers } from './subscribers.ts';
 
 const port = parentPort!;
@@ -21,6 +22,8 @@ const log: Logger = { debug: send('debug'), info: send('info'), warn: send('warn
 bindSubscribers();
 const db = await openDatabase(config);
 const loop = await startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }));
+// Wake-ups and aborts from any process (PostgreSQL; nothing is heard on SQLite, where the main thread's messages below do it).
+const unlisten = await db.listen(WORKER_CHANNEL, onWorkerMessage(loop));
 
 port.on('message', (m: ToWorker) => {
   switch (m.type) {
@@ -32,6 +35,7 @@ port.on('message', (m: ToWorker) => {
       break;
     case 'stop':
       void loop.stop(m.graceMs).finally(async () => {
+        await unlisten();
         await db.close();
         port.postMessage({ type: 'stopped' });
       });

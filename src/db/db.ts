@@ -63,6 +63,17 @@ export interface Db {
    * the cursor's own (cursor.ts): for streamed exports. Opens at once; close() must be called.
    */
   snapshotCursor<R>(q: SnapshotQuery): RowCursor<R>;
+  /**
+   * Tells every process listening on `channel` (see listen): on PostgreSQL a NOTIFY, delivered when
+   * the calling transaction commits (at once outside one, never after a rollback). On SQLite nothing
+   * leaves the process: callers keep their in-process path, and other processes their poll.
+   */
+  notify(channel: string, payload: string): Promise<void>;
+  /**
+   * fn gets every payload any process notifies on `channel` (PostgreSQL: LISTEN on a connection of
+   * its own, opened again when lost); on SQLite never. Resolves, once listening, to the stop function.
+   */
+  listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>;
   onHookError: (err: unknown) => void;
   close(): void | Promise<void>;
 }
@@ -317,6 +328,15 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
 
   snapshotCursor<R>(q: SnapshotQuery): RowCursor<R> {
     return openSqliteSnapshot<R>(this.path, q);
+  }
+
+  /** Nothing leaves the process on SQLite (see Db.notify). */
+  notify(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  listen(): Promise<() => Promise<void>> {
+    return Promise.resolve(() => Promise.resolve());
   }
 
   /** Nothing to take: this transaction holds SQLite's write lock since its BEGIN IMMEDIATE. */

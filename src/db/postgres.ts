@@ -8,7 +8,7 @@
 // where db.ts would throw too), or as bigint through allBig(); json and jsonb as their text; bytea
 // as a Buffer. There is no read cache yet (the cached reads read; cachedDerived computes): several
 // processes share the database, and its invalidation across them comes with LISTEN/NOTIFY.
-import type { Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { Client, Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import type { Db, Param, Row } from './db.ts';
@@ -103,10 +103,14 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   private readonly bigTypes: Types;
 
   private readonly pool: Pool;
+  /** A new connection outside the pool (for LISTEN, which keeps its connection). */
+  private readonly connect: () => Client;
+  private readonly listeners = new Set<Listener>();
 
-  constructor(pool: Pool, fallback: (oid: number) => Parser) {
+  constructor(pool: Pool, fallback: (oid: number) => Parser, connect: () => Client) {
     super();
     this.pool = pool;
+    this.connect = connect;
     const text: Parser = (t) => t;
     this.types = typesWith({ [INT8]: safeNumber, [NUMERIC]: safeNumber, [JSON_OID]: text, [JSONB]: text }, fallback);
     this.bigTypes = typesWith({ [INT8]: BigInt, [NUMERIC]: bigOrNumber, [JSON_OID]: text, [JSONB]: text }, fallback);
@@ -266,10 +270,64 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     await conn.query(`${step} ${name}`);
   }
 
+  /** pg_notify: delivered to every listener when the calling transaction commits (at once outside one; never after a rollback). */
+  async notify(channel: string, payload: string): Promise<void> {
+    await this.query('SELECT pg_notify(?, ?)', [channel, payload]);
+  }
+
+  /**
+   * LISTEN on a connection of its own: fn gets every payload notified on `channel` by any process.
+   * A lost connection is opened again (after LISTEN_RETRY_MS, until stopped); what was notified
+   * meanwhile is missed, which the callers' polls cover. Resolves once listening.
+   */
+  async listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>> {
+    const l: Listener = { client: null, stopped: false, timer: null };
+    this.listeners.add(l);
+    const open = async (): Promise<void> => {
+      const client = this.connect();
+      client.on('error', () => {}); // followed by 'end'
+      client.on('notification', (n) => { if (n.channel === channel) fn(n.payload ?? ''); });
+      client.on('end', () => {
+        if (l.client !== client || l.stopped) return;
+        l.client = null;
+        l.timer = setTimeout(() => { l.timer = null; open().catch(() => {}); }, LISTEN_RETRY_MS);
+      });
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${quoteIdent(channel)}`);
+      } catch (err) {
+        await client.end().catch(() => {});
+        if (!l.stopped) l.timer = setTimeout(() => { l.timer = null; open().catch(() => {}); }, LISTEN_RETRY_MS);
+        throw err;
+      }
+      if (l.stopped) await client.end();
+      else l.client = client;
+    };
+    await open();
+    return async () => { await this.unlisten(l); };
+  }
+
+  private async unlisten(l: Listener): Promise<void> {
+    l.stopped = true;
+    this.listeners.delete(l);
+    if (l.timer) clearTimeout(l.timer);
+    const client = l.client;
+    l.client = null;
+    await client?.end().catch(() => {});
+  }
+
   async close(): Promise<void> {
+    for (const l of [...this.listeners]) await this.unlisten(l);
     await this.pool.end();
   }
 }
+
+interface Listener { client: Client | null; stopped: boolean; timer: NodeJS.Timeout | null }
+
+/** A wait before a lost LISTEN connection is opened again. */
+const LISTEN_RETRY_MS = 1000;
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** Connects (the optional package pg must be installed) and checks the server answers. */
 export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
@@ -282,7 +340,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
   const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10 });
   // An idle connection the server drops is replaced by the pool; it must not end the process.
   pool.on('error', () => {});
-  const db = new PostgresDb(pool, (oid) => pg.types.getTypeParser(oid) as Parser);
+  const db = new PostgresDb(pool, (oid) => pg.types.getTypeParser(oid) as Parser, () => new pg.Client({ connectionString: opts.url }));
   try {
     await db.get('SELECT 1');
   } catch (err) {

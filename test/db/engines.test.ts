@@ -193,3 +193,59 @@ test('numberPlaceholders numbers ? outside quotes, identifiers, comments and dol
   assert.equal(numberPlaceholders('SELECT ?2, ?1, ?12 WHERE a = ?1', 12), 'SELECT $2, $1, $12 WHERE a = $1');
   assert.equal(numberPlaceholders('SELECT ?, ?3, ?', 4), 'SELECT $1, $3, $4');
 });
+
+test('postgres: notify reaches a listener of another pool at commit, never after a rollback', async (t) => {
+  const { freshDatabaseUrl } = await import('../helpers/postgres.ts');
+  const dbs: Array<Awaited<ReturnType<typeof openPostgres>>> = [];
+  const url = await freshDatabaseUrl(t, async () => { for (const d of dbs) await d.close(); });
+  const [a, b] = [await openPostgres({ url }), await openPostgres({ url })];
+  dbs.push(a, b);
+  const heard: string[] = [];
+  let arrived: () => void = () => {};
+  const stop = await b.listen('svc_test', (p) => { heard.push(p); arrived(); });
+  const next = () => new Promise<void>((resolve) => { arrived = resolve; });
+  let got = next();
+  await a.tx(async () => {
+    await a.notify('svc_test', 'in-tx');
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(heard, [], 'nothing before the commit');
+  });
+  await got;
+  await assert.rejects(async () => await a.tx(async () => { await a.notify('svc_test', 'rolled-back'); throw new Error('undo'); }), /undo/);
+  got = next();
+  await a.notify('svc_test', 'outside');
+  await got;
+  assert.deepEqual(heard, ['in-tx', 'outside']);
+  await stop();
+  await a.notify('svc_test', 'after-stop');
+  await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(heard, ['in-tx', 'outside']);
+});
+
+test('sqlite: notify keeps to the process and listen never hears', async (t) => {
+  const db = openDb(path.join(tempDir(t), 'svc.db'));
+  t.after(() => db.close());
+  let heard = 0;
+  const stop = await db.listen('svc_test', () => { heard++; });
+  await db.notify('svc_test', 'x');
+  await stop();
+  assert.equal(heard, 0);
+});
+
+test('postgres: a listener whose connection the server ends listens again', async (t) => {
+  const { freshDatabaseUrl } = await import('../helpers/postgres.ts');
+  const dbs: Array<Awaited<ReturnType<typeof openPostgres>>> = [];
+  const url = await freshDatabaseUrl(t, async () => { for (const d of dbs) await d.close(); });
+  const db = await openPostgres({ url });
+  dbs.push(db);
+  const heard: string[] = [];
+  await db.listen('svc_again', (p) => heard.push(p));
+  const killed = await db.all<{ ok: boolean }>(
+    "SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'");
+  assert.equal(killed.length, 1);
+  for (let i = 0; i < 50 && !heard.includes('back'); i++) {
+    await db.notify('svc_again', 'back');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(heard.includes('back'), 'heard again after the connection was replaced');
+});

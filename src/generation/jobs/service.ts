@@ -22,7 +22,7 @@ import { localRunnerOnly } from '../connectors/service.ts';
 import { credentialPolicy } from '../../kernel/credentials.ts';
 import { dryRun, supportsKind } from '../connectors/protocols/index.ts';
 import { ConnectorError, type DryRunRequest } from '../connectors/protocols/types.ts';
-import { wakeWorker, workerOf } from '../dispatch/control.ts';
+import { abortOnWorkers, wakeWorker } from '../dispatch/control.ts';
 import { claimForRun, releaseLeases } from './claim.ts';
 import type { Db } from '../../db/db.ts';
 import { buildContract, type JobInput } from './contract.ts';
@@ -253,10 +253,8 @@ export async function cancel(ctx: Ctx, job: JobRow, reason = 'cancelled'): Promi
     await setDocumentStatus(ctx.db, 'job', job.id, after.status);
     await record(ctx, { action: 'job.cancelled', targetType: 'generation_job', targetId: job.id, metadata: { from: before.status, blockedJobs: blocked } });
     if (before.status === 'running') {
-      await ctx.afterCommit(() => {
-        workerOf(ctx.db)?.abort(job.id);
-        manualRuns.get(job.id)?.controller.abort(new Error('cancelled'));
-      });
+      await abortOnWorkers(ctx, job.id);
+      await ctx.afterCommit(() => { manualRuns.get(job.id)?.controller.abort(new Error('cancelled')); });
     }
     return after;
   });
@@ -335,7 +333,7 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
   manualRuns.set(job.id, { controller, db: ctx.db, runner });
   try {
     const outcome = await runLeased(ctx, leased, controller.signal);
-    if (outcome.released.length) workerOf(ctx.db)?.wake();
+    if (outcome.released.length) await wakeWorker(ctx);
     const after = (await jobById(ctx.db, job.id))!;
     return {
       // The stored output once completed (it names the registered artifacts too).

@@ -1,6 +1,7 @@
 // The worker's loop, inside the worker thread: claim while a concurrency slot is free, run each
 // claimed job through the shared runner, heartbeat and reclaim expired leases every poll. It is
-// woken by a message (enqueue, dispatch, connector ready); the poll interval is only the backstop,
+// woken by a message (enqueue, dispatch, connector ready; on PostgreSQL a notification from any
+// process, src/generation/dispatch/control.ts); the poll interval is only the backstop,
 // and a timer wakes it when the earliest backoff ends.
 import type { Ctx } from '../../directory/context.ts';
 import { runLeased, type Committer } from '../jobs/runner.ts';
@@ -8,6 +9,7 @@ import type { SettleOutcome } from '../jobs/settle.ts';
 import { recordFailure, jobScope } from '../jobs/settle.ts';
 import { recordAttempt, type JobRow } from '../jobs/store.ts';
 import { anyClaimable, claimJobs, nextRunAfter, reclaimExpired, releaseLeases } from '../jobs/claim.ts';
+import { wakeWorker } from '../dispatch/control.ts';
 
 export interface WorkerLoop {
   wake(): void;
@@ -154,7 +156,10 @@ export async function startWorkerLoop(ctx: Ctx): Promise<WorkerLoop> {
         lastError = `${job.id}: ${outcome.failure.code}: ${outcome.failure.message}`;
       }
       if (outcome.runAfter) scheduleWake(Date.parse(outcome.runAfter));
-      if (outcome.released.length) next.push(...await claim(free()));
+      if (outcome.released.length) {
+        next.push(...await claim(free()));
+        await wakeWorker(ctx); // the workers of other processes, for what this one has no slot for (PostgreSQL)
+      }
     } catch (err) {
       // The settling transaction failed (the lease stays and expires): claims made inside it were
       // rolled back too, so their slots are given back instead of starting them.
