@@ -5,7 +5,9 @@
 //              transaction, read back and compared (fail on any error or mismatch)
 //   integrity  age of the newest snapshot whose PRAGMA integrity_check passed (every `svc backup` checks
 //              its copy): warn when there is none or it is older than INTEGRITY_MAX_AGE_HOURS
-//   wal        size of the write-ahead log file: warn above WAL_WARN_BYTES (checkpoints are not keeping up)
+//   wal        size of the write-ahead log file: warn above WAL_WARN_BYTES (checkpoints are not keeping up);
+//              on PostgreSQL the server's WAL folder (pg_ls_waldir, which needs pg_monitor: without it the
+//              probe says so and stays ok), warn above twice max_wal_size
 //   disk       free bytes of the file systems of the data directory and the storage root: warn below
 //              10 % or 1 GiB, fail below 100 MiB
 //   worker     the job worker's heartbeat (src/generation/dispatch/status.ts): ok; paused warn; stale, stopped or
@@ -100,15 +102,32 @@ function integrityProbe(ctx: Ctx): Measure {
 }
 
 function walProbe(ctx: Ctx): Measure {
+  if (ctx.db.engine === 'postgres') return postgresWalProbe(ctx);
   return () => {
     let bytes = 0;
     try {
       bytes = fs.statSync(`${ctx.config.dbPath}-wal`).size;
     } catch { /* no WAL file: nothing pending */ }
-    const details = { bytes, warnAboveBytes: WAL_WARN_BYTES };
-    return bytes > WAL_WARN_BYTES
-      ? { status: 'warn', message: `the write-ahead log holds ${bytes} bytes`, details }
-      : { status: 'ok', message: `write-ahead log ${bytes} bytes`, details };
+    return walMeasured(bytes, WAL_WARN_BYTES);
+  };
+}
+
+function walMeasured(bytes: number, warnAboveBytes: number): Measured {
+  const details = { bytes, warnAboveBytes };
+  return bytes > warnAboveBytes
+    ? { status: 'warn', message: `the write-ahead log holds ${bytes} bytes`, details }
+    : { status: 'ok', message: `write-ahead log ${bytes} bytes`, details };
+}
+
+function postgresWalProbe(ctx: Ctx): Measure {
+  return async () => {
+    const limit = Number((await ctx.db.get<{ b: number }>("SELECT pg_size_bytes(current_setting('max_wal_size')) AS b"))!.b) * 2;
+    try {
+      const bytes = Number((await ctx.db.get<{ b: number }>('SELECT coalesce(sum(size), 0) AS b FROM pg_ls_waldir()'))!.b);
+      return walMeasured(bytes, limit);
+    } catch {
+      return { status: 'ok', message: 'the PostgreSQL server\'s write-ahead log is not readable by this database user (grant it pg_monitor to measure it)', details: { bytes: null, warnAboveBytes: limit } };
+    }
   };
 }
 

@@ -62,6 +62,6 @@ export function bindSystemRoutes(router: Router): void {
   }, async ({ ctx }) => json(200, { items: await listBackups(ctx) }));
   r.post('/api/system/backups', {
     ...admin, response: { status: 201, description: 'the snapshot record { id, fileName, path, sizeBytes, sha256, integrity, createdBy, createdAt }', schema: BackupView },
-    summary: 'Takes a consistent snapshot of the database (VACUUM INTO DATA_DIR/backups/svc-<UTC YYYYMMDDTHHMMSSmmmZ>.db), checked with PRAGMA integrity_check (else 500 backup_failed, nothing kept) and hashed (SHA-256); keeps the newest SVC_BACKUP_RETENTION snapshots. Audited as system.database.backup_created.',
+    summary: 'Takes a consistent snapshot of the database (SQLite: VACUUM INTO DATA_DIR/backups/svc-<UTC YYYYMMDDTHHMMSSmmmZ>.db, checked with PRAGMA integrity_check; PostgreSQL: pg_dump --format=custom into svc-<stamp>.dump, checked with pg_restore --list; else 500 backup_failed, nothing kept) and hashed (SHA-256); keeps the newest SVC_BACKUP_RETENTION snapshots. Audited as system.database.backup_created.',
   }, async ({ ctx }) => json(201, await createBackup(ctx)));
 }
