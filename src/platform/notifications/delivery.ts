@@ -1,7 +1,8 @@
 // The delivery loop: a timer in the main process (started by startServer, stopped on close) that
 // claims due outbox rows, sends them (webhook: one signed POST; log: one appended JSON line) and
 // records the outcome. It wakes at the next due time (at most every POLL_MS, so rows written by other
-// connections are noticed) and at once when notify() pokes it after a commit.
+// connections are noticed) and at once when poke() is called after a commit that queued rows (on
+// PostgreSQL a notification on DELIVERY_CHANNEL pokes the loop of every process).
 //
 // Retries: after failed attempt n the next one is due retryBase * 2^(n-1) later (SVC_WEBHOOK_RETRY_BASE_MS,
 // default 1 s: 1 s, 2 s, 4 s, ... capped at 1 hour); after MAX_ATTEMPTS failed attempts the delivery is
@@ -55,9 +56,16 @@ const loops = new WeakMap<Db, DeliveryLoop>();
 /** The loop running over this database connection, if any (tests replace its resolver through it). */
 export const deliveryLoopOf = (db: Db) => loops.get(db);
 
-/** Wakes the loop of this connection; rows queued by other connections are found by its poll. */
-export function pokeDelivery(db: Db): void {
-  loops.get(db)?.poke();
+/** The channel on which the delivery loops of every process hear about queued rows (PostgreSQL). */
+const DELIVERY_CHANNEL = 'svc_delivery';
+
+/**
+ * Wakes the delivery loop, after a commit that queued rows: this connection's, or on PostgreSQL
+ * every process's (a notification); on SQLite another process's loop finds the rows at its poll.
+ */
+export async function pokeDelivery(db: Db): Promise<void> {
+  if (db.engine === 'postgres') await db.notify(DELIVERY_CHANNEL, 'poke');
+  else loops.get(db)?.poke();
 }
 
 export const logFileOf = (config: Config, organizationId: string) => path.join(config.dataDir, 'notifications', `${organizationId}.jsonl`);
@@ -176,6 +184,7 @@ export function startDeliveryLoop(deps: { db: Db; config: Config; log: Logger },
     poke: () => schedule(0),
     async stop() {
       stopping.abort();
+      await (await listening)();
       if (timer) clearTimeout(timer);
       timer = null;
       if (running) await running;
@@ -183,6 +192,11 @@ export function startDeliveryLoop(deps: { db: Db; config: Config; log: Logger },
     },
   };
   loops.set(db, loop);
+  // What another process queued (PostgreSQL); a failed LISTEN leaves the poll to find it.
+  const listening = db.listen(DELIVERY_CHANNEL, () => loop.poke()).catch((err: unknown) => {
+    log.warn('notification delivery: not listening for queued rows; the poll finds them', { err });
+    return () => Promise.resolve();
+  });
   schedule(0);
   return loop;
 }
