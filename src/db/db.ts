@@ -331,11 +331,11 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
   }
 
   /** Nothing leaves the process on SQLite (see Db.notify). */
-  notify(): Promise<void> {
+  notify(_channel: string, _payload: string): Promise<void> {
     return Promise.resolve();
   }
 
-  listen(): Promise<() => Promise<void>> {
+  listen(_channel: string, _fn: (payload: string) => void): Promise<() => Promise<void>> {
     return Promise.resolve(() => Promise.resolve());
   }
 

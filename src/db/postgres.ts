@@ -170,6 +170,12 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     return compute();
   }
 
+  /** 40001 serialization_failure, 40P01 deadlock_detected: the server rolled the transaction back; it may run again. */
+  protected override retryable(err: unknown): boolean {
+    const code = (err as { code?: unknown } | null)?.code;
+    return code === '40001' || code === '40P01';
+  }
+
   /** A transaction-scoped advisory lock on the 64-bit hash of `key` (see Db.lock). */
   async lock(key: string): Promise<void> {
     if (!this.frame()) throw new Error(`lock(${key}) outside a transaction`);

@@ -24,6 +24,9 @@ export interface Frame<C> {
 
 const frames = new AsyncLocalStorage<Frame<unknown>>();
 
+/** How many times an outermost transaction runs at most when the engine rolls it back for a deadlock or a serialization failure. */
+const TX_ATTEMPTS = 3;
+
 export abstract class Transactional<C> {
   /** Called with errors thrown by after-commit hooks (they must never undo a commit). */
   onHookError: (err: unknown) => void = (err) => { console.error(err); };
@@ -50,12 +53,32 @@ export abstract class Transactional<C> {
   }
 
   /**
+   * True for an error after which the whole transaction may simply run again (PostgreSQL: a deadlock
+   * or a serialization failure, which the server resolved by rolling this transaction back).
+   */
+  protected retryable(_err: unknown): boolean {
+    return false;
+  }
+
+  /**
    * Runs fn in a transaction, or in a savepoint when the caller already runs in one. The returned
-   * promise settles after the commit and the after-commit hooks.
+   * promise settles after the commit and the after-commit hooks. An outermost transaction the engine
+   * rolled back for a deadlock or a serialization failure runs again (up to TX_ATTEMPTS times in all):
+   * transaction bodies do SQL only, and their after-commit hooks are kept from the attempt that commits.
    */
   async tx<T>(fn: (db: this) => Promise<T> | T): Promise<T> {
     const parent = this.frame();
     if (parent) return await this.savepoint(parent, fn);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.outermost(fn);
+      } catch (err) {
+        if (attempt >= TX_ATTEMPTS || !this.retryable(err)) throw err;
+      }
+    }
+  }
+
+  private async outermost<T>(fn: (db: this) => Promise<T> | T): Promise<T> {
     const begun = this.begin();
     const conn = begun instanceof Promise ? await begun : begun; // no extra turn when the engine begins at once
     const frame: Frame<C> = { owner: this, conn, depth: 1, open: true, hooks: [], child: Promise.resolve() };

@@ -249,3 +249,29 @@ test('postgres: a listener whose connection the server ends listens again', asyn
   }
   assert.ok(heard.includes('back'), 'heard again after the connection was replaced');
 });
+
+test('postgres: a transaction the server rolls back for a deadlock runs again, and only its last attempt\'s hooks run', async (t) => {
+  const db = await freshPostgres(t);
+  await db.exec("CREATE TABLE items (id TEXT PRIMARY KEY, n INTEGER); INSERT INTO items VALUES ('a', 0), ('b', 0)");
+  let attempts = 0;
+  const hooks: string[] = [];
+  // Each locks one row, waits until the other holds its row, then wants the other's: a deadlock, which
+  // PostgreSQL breaks by rolling one back (40P01); that one runs again and both commit.
+  let ready = 0;
+  const bothHold = () => new Promise<void>((resolve) => {
+    ready++;
+    const wait = () => (ready >= 2 ? resolve() : setTimeout(wait, 5));
+    wait();
+  });
+  const cross = (first: string, second: string) => db.tx(async () => {
+    attempts++;
+    await db.run('UPDATE items SET n = n + 1 WHERE id = ?', first);
+    await bothHold();
+    await db.run('UPDATE items SET n = n + 1 WHERE id = ?', second);
+    await db.afterCommit(() => { hooks.push(first); });
+  });
+  await Promise.all([cross('a', 'b'), cross('b', 'a')]);
+  assert.equal(attempts, 3, 'one of the two ran twice');
+  assert.deepEqual(hooks.sort(), ['a', 'b'], 'one hook per committed transaction');
+  assert.deepEqual((await db.all<{ n: number }>('SELECT n FROM items ORDER BY id')).map((r) => r.n), [2, 2]);
+});
