@@ -57,6 +57,29 @@ export interface TestServerOptions {
   storage?: 'local' | 's3';
 }
 
+/**
+ * A call over real HTTP to the server at `base()` (asked per call: a caller may spread its calls over
+ * several processes), its answer checked against the OpenAPI document.
+ */
+export function callerOf(base: () => string): TestServer['call'] {
+  return async (method: string, p: string, opts: CallOptions = {}): Promise<Answer> => {
+    const url = base();
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | Buffer | undefined = opts.raw;
+    if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const res = await fetch(url + p, { method, headers, body, redirect: 'manual' });
+    const text = await res.text();
+    let parsed: unknown = null;
+    if (text && (res.headers.get('content-type') ?? '').includes('json')) parsed = JSON.parse(text);
+    await checkAnswer(url, method, p, res.status, res.headers.get('content-type'), parsed);
+    return { status: res.status, headers: res.headers, body: parsed, text };
+  };
+}
+
 /** The engine test servers use (SVC_TEST_DATABASE=postgres runs the suite on PostgreSQL). */
 export const testDatabase = (): 'sqlite' | 'postgres' => (process.env.SVC_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite');
 
@@ -97,21 +120,7 @@ export async function startTestServer(t: TestContext, env: Record<string, string
   const running = await startServer(config, log);
   servers.push(running);
   t.after(() => running.close());
-  const call = async (method: string, p: string, opts: CallOptions = {}): Promise<Answer> => {
-    const headers: Record<string, string> = { ...opts.headers };
-    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
-    let body: string | Buffer | undefined = opts.raw;
-    if (opts.body !== undefined) {
-      body = JSON.stringify(opts.body);
-      headers['content-type'] ??= 'application/json';
-    }
-    const res = await fetch(running.url + p, { method, headers, body, redirect: 'manual' });
-    const text = await res.text();
-    let parsed: unknown = null;
-    if (text && (res.headers.get('content-type') ?? '').includes('json')) parsed = JSON.parse(text);
-    await checkAnswer(running.url, method, p, res.status, res.headers.get('content-type'), parsed);
-    return { status: res.status, headers: res.headers, body: parsed, text };
-  };
+  const call = callerOf(() => running.url);
   return {
     ...running, config, log, logs, dir, call,
     operator: () => createContext({ db: running.db, config, log }),
