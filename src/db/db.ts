@@ -74,6 +74,8 @@ export interface Db {
    * its own, opened again when lost); on SQLite never. Resolves, once listening, to the stop function.
    */
   listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>>;
+  /** Statements run so far by this handle (cached reads that hit run none): for the benchmarks' statements per request. */
+  readonly statementCount: number;
   onHookError: (err: unknown) => void;
   close(): void | Promise<void>;
 }
@@ -135,8 +137,11 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
     return this.statements.size;
   }
 
-  /** The cached statement of `sql`; with `bigInts`, a statement of its own that reads INTEGER values as bigint. */
+  statementCount = 0;
+
+  /** The cached statement of `sql` (about to run: counted); with `bigInts`, a statement of its own that reads INTEGER values as bigint. */
   private prepare(sql: string, bigInts = false): StatementSync {
+    this.statementCount++;
     const key = bigInts ? `\u0000bigint\u0000${sql}` : sql;
     let st = this.statements.get(key);
     if (!st) {
@@ -227,6 +232,7 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
   exec(sql: string): Promise<void> {
     return this.when(() => {
       this.invalidate();
+      this.statementCount++;
       this.raw.exec(sql);
     });
   }

@@ -127,7 +127,10 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     return text;
   }
 
+  statementCount = 0;
+
   private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on: Pool | PoolClient = this.frame()?.conn ?? this.pool) {
+    this.statementCount++;
     return on.query<T>({ text: this.translate(sql, params.length), values: params.map(value), types });
   }
 
@@ -150,6 +153,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   /** Statements without parameters, several separated by semicolons (a migration). */
   async exec(sql: string): Promise<void> {
+    this.statementCount++;
     await (this.frame()?.conn ?? this.pool).query(sql);
   }
 

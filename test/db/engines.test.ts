@@ -127,6 +127,16 @@ for (const engine of Object.keys(ENGINES)) {
     assert.equal(await db.get('SELECT i FROM v WHERE s = ?', 'none'), undefined);
   });
 
+  test(`${engine}: statementCount counts every statement run`, async (t) => {
+    const { db, insert } = await withItems(t, engine);
+    const counted = db as unknown as { statementCount: number };
+    const before = counted.statementCount;
+    await insert('a');
+    await db.get('SELECT id FROM items');
+    await db.tx(async () => { await insert('b'); });
+    assert.equal(counted.statementCount - before, 3, 'two inserts and a read (BEGIN and COMMIT are not statements of the caller)');
+  });
+
   test(`${engine}: lock(key) serializes a read-then-write between concurrent transactions`, async (t) => {
     const { db } = await withItems(t, engine);
     await db.run("INSERT INTO items (id, n) VALUES ('counter', 0)");
