@@ -116,7 +116,15 @@ export async function startTestServer(t: TestContext, env: Record<string, string
     port: 0, host: '127.0.0.1', dataDir, storageDir,
   }, { ...TEST_ENV, SVC_ROLE: defaultRole, ...storageEnv, ...databaseEnvs, ...env });
   const logs: string[] = [];
-  const log = createLogger(config.logLevel, { write: (chunk: string) => { logs.push(...chunk.split('\n').filter(Boolean)); } });
+  // SVC_TEST_ECHO_ERRORS=1 also prints the server's error lines (the cause behind a 500) to stderr.
+  const echo = process.env.SVC_TEST_ECHO_ERRORS === '1';
+  const log = createLogger(config.logLevel, {
+    write: (chunk: string) => {
+      const lines = chunk.split('\n').filter(Boolean);
+      logs.push(...lines);
+      if (echo) for (const l of lines) if (l.includes('"level":"error"')) process.stderr.write(`server error: ${l}\n`);
+    },
+  });
   const running = await startServer(config, log);
   servers.push(running);
   t.after(() => running.close());
