@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { openDb } from '../../src/db/db.ts';
 import { numberPlaceholders, openPostgres } from '../../src/db/postgres.ts';
+import { isUniqueViolation } from '../../src/db/errors.ts';
 import { tempDir } from '../helpers/server.ts';
 import { freshPostgres } from '../helpers/postgres.ts';
 
@@ -151,6 +152,25 @@ for (const engine of Object.keys(ENGINES)) {
     await Promise.all(Array.from({ length: 8 }, bump));
     assert.equal((await db.get<{ n: number }>("SELECT n FROM items WHERE id = 'counter'"))!.n, 8);
     await assert.rejects(async () => await db.lock('items:counter'), /outside a transaction/);
+  });
+
+  test(`${engine}: isUniqueViolation knows a primary key, a unique column or a unique partial index refusing a write, and nothing else`, async (t) => {
+    const { db } = await withItems(t, engine);
+    await db.exec("CREATE TABLE u (id TEXT PRIMARY KEY, k TEXT UNIQUE, s TEXT, open INTEGER NOT NULL CHECK (open IN (0, 1)), item TEXT REFERENCES items(id))");
+    await db.exec('CREATE UNIQUE INDEX u_one_open ON u(s) WHERE open = 1');
+    await db.run("INSERT INTO u (id, k, s, open) VALUES ('a', 'x', 's', 1)");
+    const refusal = async (sql: string): Promise<unknown> => await db.run(sql).then(() => assert.fail(`${sql} was written`), (err: unknown) => err);
+    for (const sql of ["INSERT INTO u (id, k, s, open) VALUES ('a', 'y', 't', 0)", "INSERT INTO u (id, k, s, open) VALUES ('b', 'x', 't', 0)",
+      "INSERT INTO u (id, k, s, open) VALUES ('b', 'y', 's', 1)"]) {
+      assert.equal(isUniqueViolation(await refusal(sql)), true, sql);
+    }
+    for (const sql of ["INSERT INTO u (id, k, s, open) VALUES ('b', 'y', 's', NULL)", "INSERT INTO u (id, k, s, open) VALUES ('b', 'y', 's', 2)",
+      "INSERT INTO u (id, k, s, open, item) VALUES ('b', 'y', 's', 0, 'none')", 'SELECT nothing FROM u']) {
+      assert.equal(isUniqueViolation(await refusal(sql)), false, sql);
+    }
+    await db.run("INSERT INTO u (id, k, s, open) VALUES ('b', 'y', 's', 0)"); // a closed one is not in the partial index
+    assert.equal(isUniqueViolation(new Error('UNIQUE constraint failed: u.k')), false, 'a message is not a code');
+    assert.equal(isUniqueViolation(undefined), false);
   });
 
   test(`${engine}: dialect.jsonValues reads the text values of a JSON array parameter`, async (t) => {
