@@ -4,6 +4,7 @@
 // wings they measure (asset versions, media artifacts, generation jobs) by SQL only: the meters are
 // a read model of commercial's own, so no module of those wings is imported upward.
 import type { Db } from '../db/db.ts';
+import type { Dialect } from '../db/dialect.ts';
 
 /**
  * Every stored file of organization ?1 with its workspace, project and size: asset versions, and media
@@ -58,12 +59,13 @@ export function projectUsage(db: Db, organizationId: string): Promise<ProjectUsa
 /**
  * FROM and WHERE of the clip usage events (recorded use) of organization ?1 in [?2, ?3), and of its
  * workspace `ws` (an SQL expression) when given: a range of a covering index (usage_events_org_kind,
- * usage_events_org_workspace_kind). Every count of clips a month is made of it.
+ * usage_events_org_workspace_kind; SQLite is told which, see Dialect.indexedBy). Every count of clips
+ * a month is made of it.
  */
-export const clipEventsOf = (ws?: string) => (ws === undefined
-  ? `FROM usage_events INDEXED BY usage_events_org_kind
+export const clipEventsOf = (d: Dialect, ws?: string) => (ws === undefined
+  ? `FROM usage_events ${d.indexedBy('usage_events_org_kind')}
   WHERE organization_id = ?1 AND kind = 'clip' AND created_at >= ?2 AND created_at < ?3`
-  : `FROM usage_events INDEXED BY usage_events_org_workspace_kind
+  : `FROM usage_events ${d.indexedBy('usage_events_org_workspace_kind')}
   WHERE organization_id = ?1 AND workspace_id = ${ws} AND kind = 'clip' AND created_at >= ?2 AND created_at < ?3`);
 
 /** After every ISO instant: the end of an open window. */
@@ -71,10 +73,10 @@ const OPEN_END = '9999-12-31T23:59:59.999Z';
 
 /** Recorded use: the organization's clip usage events from `monthStart` on (the billing PATCH bound). */
 export const activeVideoClipsThisMonth = async (db: Db, organizationId: string, monthStart: string) =>
-  (await db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf()}`, organizationId, monthStart, OPEN_END))!.n;
+  (await db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf(db.dialect)}`, organizationId, monthStart, OPEN_END))!.n;
 
 /** Video jobs not finished yet (partial index generation_jobs_pending_video): each becomes a clip when it completes. */
-const PENDING_VIDEO = `SELECT count(*) FROM generation_jobs INDEXED BY generation_jobs_pending_video
+const pendingVideo = (d: Dialect) => `SELECT count(*) FROM generation_jobs ${d.indexedBy('generation_jobs_pending_video')}
   WHERE organization_id = ?1 AND kind = 'video' AND status IN ('queued', 'running', 'blocked')`;
 
 /** A scope's clips of a month: recorded (clip usage events) and pending (video jobs not finished yet). */
@@ -94,9 +96,9 @@ export interface ClipsTowardQuota {
  */
 export async function clipsTowardQuota(db: Db, organizationId: string, workspaceId: string | null, start: string, end: string): Promise<ClipsTowardQuota> {
   const r = (await db.get<{ org_recorded: number; org_pending: number; ws_recorded: number | null; ws_pending: number | null }>(
-    `SELECT (SELECT count(*) ${clipEventsOf()}) AS org_recorded, (${PENDING_VIDEO}) AS org_pending,
-            CASE WHEN CAST(?4 AS TEXT) IS NULL THEN NULL ELSE (SELECT count(*) ${clipEventsOf('?4')}) END AS ws_recorded,
-            CASE WHEN ?4 IS NULL THEN NULL ELSE (${PENDING_VIDEO} AND workspace_id = ?4) END AS ws_pending`,
+    `SELECT (SELECT count(*) ${clipEventsOf(db.dialect)}) AS org_recorded, (${pendingVideo(db.dialect)}) AS org_pending,
+            CASE WHEN CAST(?4 AS TEXT) IS NULL THEN NULL ELSE (SELECT count(*) ${clipEventsOf(db.dialect, '?4')}) END AS ws_recorded,
+            CASE WHEN ?4 IS NULL THEN NULL ELSE (${pendingVideo(db.dialect)} AND workspace_id = ?4) END AS ws_pending`,
     organizationId, start, end, workspaceId))!;
   const ws = r.ws_recorded === null || r.ws_pending === null ? null : { recorded: r.ws_recorded, pending: r.ws_pending };
   return {

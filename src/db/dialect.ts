@@ -14,16 +14,31 @@ export interface Dialect {
    * transaction and rows another transaction holds are skipped; SQLite serializes writers, so nothing.
    */
   readonly skipLocked: string;
+  /**
+   * Appended to a SELECT of a row the transaction's decision rests on while another transaction may
+   * change it (a job's dependency): on PostgreSQL the row is read as last committed and may not change
+   * until this transaction ends (a writer waits); SQLite serializes writers, so nothing.
+   */
+  readonly forShare: string;
+  /**
+   * `INDEXED BY name` after a table in FROM: the index SQLite's planner must use (a hint it would
+   * otherwise miss); nothing on PostgreSQL, whose planner picks it (a partial index included).
+   */
+  indexedBy(index: string): string;
 }
 
 export const SQLITE: Dialect = {
   engine: 'sqlite',
   jsonValues: (param) => `json_each(${param})`,
   skipLocked: '',
+  forShare: '',
+  indexedBy: (index) => `INDEXED BY ${index}`,
 };
 
 export const POSTGRES: Dialect = {
   engine: 'postgres',
   jsonValues: (param) => `jsonb_array_elements_text(CAST(${param} AS jsonb)) AS value`,
   skipLocked: ' FOR UPDATE SKIP LOCKED',
+  forShare: ' FOR SHARE',
+  indexedBy: () => '',
 };

@@ -61,7 +61,7 @@ export const quotaContextOf = async (db: Db, organizationId: string, workspaceId
 
 /** Clip usage events of one workspace in [start, end) (recorded use). */
 export const workspaceClips = async (db: Db, organizationId: string, workspaceId: string, start: string, end: string): Promise<number> =>
-  (await db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf('?4')}`, organizationId, start, end, workspaceId))!.n;
+  (await db.get<{ n: number }>(`SELECT count(*) AS n ${clipEventsOf(db.dialect, '?4')}`, organizationId, start, end, workspaceId))!.n;
 
 const workspaceHasFile = async (db: Db, organizationId: string, workspaceId: string, storagePath: string): Promise<boolean> =>
   await db.get('SELECT 1 FROM asset_versions WHERE organization_id = ? AND storage_path = ? AND workspace_id = ? LIMIT 1',
@@ -95,7 +95,7 @@ export async function workspaceQuotasView(db: Db, organizationId: string, now: D
   const bytes = await storedBytesByWorkspace(db, organizationId);
   // One index range count per workspace (a correlated subquery), not a scan of the month's clips.
   return (await db.all<QuotaRow & { clips: number }>(
-    `SELECT q.*, w.name AS workspace_name, (SELECT count(*) ${clipEventsOf('q.workspace_id')}) AS clips
+    `SELECT q.*, w.name AS workspace_name, (SELECT count(*) ${clipEventsOf(db.dialect, 'q.workspace_id')}) AS clips
        FROM workspace_quotas q JOIN workspaces w ON w.id = q.workspace_id WHERE q.organization_id = ?1 ORDER BY w.name, q.id`,
     organizationId, m.start, m.end))
     .map(({ clips, ...q }) => presentQuota(q, clips, bytes.get(q.workspace_id) ?? 0));

@@ -81,8 +81,8 @@ export async function clipQuotaWarnings(ctx: Ctx, organizationId: string, worksp
   // the count was below the quota before this event), 0 for a scope not pending.
   const limit = (org: boolean) => pending.find((s) => (s.key === '') === org)?.quota ?? 0;
   const used = (await ctx.db.get<{ org: number; ws: number }>(
-    `SELECT (SELECT count(*) FROM (SELECT 1 ${clipEventsOf()} LIMIT ?5) AS e) AS org,
-            (SELECT count(*) FROM (SELECT 1 ${clipEventsOf('?4')} LIMIT ?6) AS e) AS ws`,
+    `SELECT (SELECT count(*) FROM (SELECT 1 ${clipEventsOf(ctx.db.dialect)} LIMIT ?5) AS e) AS org,
+            (SELECT count(*) FROM (SELECT 1 ${clipEventsOf(ctx.db.dialect, '?4')} LIMIT ?6) AS e) AS ws`,
     organizationId, m.start, m.end, workspaceId, Math.max(0, limit(true)), Math.max(0, limit(false))))!;
   for (const s of pending) await recordCrossings(ctx, organizationId, 'clips', m.label, s, s.key === '' ? used.org : used.ws);
 }
