@@ -1,5 +1,7 @@
 // Organizations, workspaces, projects, role grants and the session's current scope.
 import type { Ctx } from '../directory/context.ts';
+import type { Db } from '../db/db.ts';
+import { LOCKS } from '../directory/locks.ts';
 import { conflict, notFound, validationFailed } from '../kernel/errors.ts';
 import { newId } from '../kernel/ids.ts';
 import { record } from '../platform/audit/service.ts';
@@ -77,10 +79,16 @@ export async function grantRole(ctx: Ctx, g: Grant): Promise<FullMembershipRow> 
     if (g.level !== 'organization') await ensureParent(ctx, g.userId, 'organization', org, 'org_member');
     if (g.level === 'project') await ensureParent(ctx, g.userId, 'workspace', ws!, 'project_guest');
     const accessMode = g.accessMode ?? (g.role === 'project_guest' ? 'project-only' : 'full');
-    const existing = await membershipAt(ctx.db, g.userId, g.level, g.scopeId);
+    let existing = await membershipAt(ctx.db, g.userId, g.level, g.scopeId);
+    if (existing && g.level === 'organization') {
+      // A change of an organization role may take an owner away: the owners key, then the role read
+      // again as last committed (src/directory/locks.ts). A new membership takes nothing away.
+      await ctx.db.lock(LOCKS.owners);
+      existing = await membershipAt(ctx.db, g.userId, g.level, g.scopeId);
+    }
     if (existing) {
       if (existing.role === g.role && existing.status === 'active') return existing;
-      if (existing.role === 'org_owner' && existing.status === 'active') await assertKeepsAnOwner(ctx, org, g.userId);
+      if (existing.role === 'org_owner' && existing.status === 'active') await assertKeepsAnOwner(ctx.db, org, g.userId);
       await setMembershipRole(ctx.db, existing.id, g.role, accessMode);
     } else {
       await insertMembership(ctx.db, {
@@ -104,10 +112,15 @@ async function ensureParent(ctx: Ctx, userId: string, level: 'organization' | 'w
   else if (parent.status !== 'active') await grantRole(ctx, { userId, level, scopeId, role: parent.role });
 }
 
-/** 409 last_owner when `userId` is the organization's only active owner. */
-export async function assertKeepsAnOwner(ctx: Ctx, organizationId: string, userId: string): Promise<void> {
-  const m = await membershipAt(ctx.db, userId, 'organization', organizationId);
-  if (m?.role === 'org_owner' && m.status === 'active' && await activeOwnerCount(ctx.db, organizationId) <= 1) {
+/**
+ * 409 last_owner when `userId` is the organization's only active owner. Inside the transaction that
+ * then demotes, removes or deactivates the user: the owners key comes first (src/directory/locks.ts),
+ * so two such changes of two owners cannot both count the other one as staying.
+ */
+export async function assertKeepsAnOwner(db: Db, organizationId: string, userId: string): Promise<void> {
+  await db.lock(LOCKS.owners);
+  const m = await membershipAt(db, userId, 'organization', organizationId);
+  if (m?.role === 'org_owner' && m.status === 'active' && await activeOwnerCount(db, organizationId) <= 1) {
     throw conflict('last_owner', 'an organization must keep an active owner; make someone else org_owner first', { organizationId, userId });
   }
 }

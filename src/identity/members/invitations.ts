@@ -12,6 +12,7 @@ import { normalizeEmail, userByEmail, userById, type UserRow } from '../../direc
 import { createUser } from '../users/service.ts';
 import { addressLimited, signIn, type SignInResult } from '../sessions/service.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import {
   closeInvitation, insertInvitation, invitationById, invitationByTokenHash, pendingInvitationFor, setInvitationToken, type InvitationRow,
 } from './store.ts';
@@ -64,6 +65,9 @@ export async function createInvitation(ctx: Ctx, organizationId: string, input: 
 
   const emailKey = normalizeEmail(input.email);
   return await ctx.db.tx(async () => {
+    // The seats key before the reads (src/directory/locks.ts): every write of a pending invitation
+    // takes it (here and on resend), so the pending invitation check and the seat count below decide.
+    await ctx.db.lock(LOCKS.seats(organizationId));
     const now = ctx.now().toISOString();
     if (await isActiveMember(ctx, organizationId, emailKey)) {
       throw conflict('invitation_recipient_already_member', 'that e-mail address already belongs to a member of this organization');
@@ -99,6 +103,7 @@ async function loadInvitation(ctx: Ctx, organizationId: string, id: string): Pro
 /** A new token (the old link stops working) and a new expiry; an expired invitation takes a seat again. */
 export async function resendInvitation(ctx: Ctx, organizationId: string, id: string): Promise<IssuedInvitation> {
   return await ctx.db.tx(async () => {
+    await ctx.db.lock(LOCKS.seats(organizationId)); // before the reads (src/directory/locks.ts)
     const inv = await loadInvitation(ctx, organizationId, id);
     if (inv.status !== 'pending' && inv.status !== 'expired') {
       throw conflict('invitation_not_pending', `the invitation is ${inv.status}`, { status: inv.status });

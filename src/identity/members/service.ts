@@ -7,6 +7,7 @@ import { assertKeepsAnOwner, grantRole } from '../../tenancy/service.ts';
 import { isOrgAdmin, orgRoleOf } from '../../directory/tenancy/scope.ts';
 import { membershipAt, projectById } from '../../directory/tenancy/store.ts';
 import type { Level, Role } from '../../directory/roles.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import { deleteMemberships, membershipsAtScope, membershipsInOrganization, type MemberRow } from './store.ts';
 
 export interface OrganizationMember {
@@ -96,6 +97,8 @@ export async function setMemberRole(ctx: Ctx, level: Level, scopeId: string, use
   }
   const organizationId = ctx.scope.organizationId!;
   return await ctx.db.tx(async () => {
+    // An organization role may take an owner away: the owners key before the reads (src/directory/locks.ts).
+    if (level === 'organization') await ctx.db.lock(LOCKS.owners);
     const orgMembership = await membershipAt(ctx.db, userId, 'organization', organizationId);
     if (!orgMembership || orgMembership.status !== 'active') throw notFound('no such member of this organization');
     const current = await membershipAt(ctx.db, userId, level, scopeId);
@@ -112,12 +115,13 @@ export async function setMemberRole(ctx: Ctx, level: Level, scopeId: string, use
 export async function removeMember(ctx: Ctx, level: Level, scopeId: string, userId: string): Promise<void> {
   const organizationId = ctx.scope.organizationId!;
   await ctx.db.tx(async () => {
+    if (level === 'organization') await ctx.db.lock(LOCKS.owners); // before the reads (src/directory/locks.ts)
     const current = await membershipAt(ctx.db, userId, level, scopeId);
     if (!current) throw notFound('no such member here');
     let removed: number;
     if (level === 'organization') {
       checkOwnership(ctx, organizationId, current.role, null);
-      await assertKeepsAnOwner(ctx, organizationId, userId);
+      await assertKeepsAnOwner(ctx.db, organizationId, userId);
       removed = await deleteMemberships(ctx.db, organizationId, userId, {});
     } else if (level === 'workspace') {
       removed = await deleteMemberships(ctx.db, organizationId, userId, { workspaceId: scopeId });

@@ -14,6 +14,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import { revokeUserSessions } from '../../directory/sessions/store.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import { ORG_ROLES, type Role } from '../../directory/roles.ts';
 import { assertKeepsAnOwner, grantRole } from '../../tenancy/service.ts';
 import { membershipAt, membershipsOfUser } from '../../directory/tenancy/store.ts';
@@ -58,9 +59,14 @@ export async function createScimUser(ctx: Ctx, dir: DirectoryRow, s: ScimUserSta
   // A directory manages people of its organization, never the service's administrators.
   if (existing?.is_system_admin) throw uniqueness('this e-mail address belongs to a system administrator account, which a directory cannot provision');
   if (existing) return await ctx.db.tx(() => link(ctx, dir, existing, s, false));
-  // No password: the person signs in by single sign-on, or after an administrator's password reset.
-  const { extra } = await createUser(ctx, { email, name: accountName(s), passwordless: true }, (user) => link(ctx, dir, user, s, true));
-  return extra!;
+  return await ctx.db.tx(async () => {
+    // The key link() takes (activate: the seats; deactivate: the owners), before createUser's audit
+    // record (src/directory/locks.ts).
+    await ctx.db.lock(s.active ? LOCKS.seats(dir.organization_id) : LOCKS.owners);
+    // No password: the person signs in by single sign-on, or after an administrator's password reset.
+    const { extra } = await createUser(ctx, { email, name: accountName(s), passwordless: true }, (user) => link(ctx, dir, user, s, true));
+    return extra!;
+  });
 }
 
 /** Runs in the caller's transaction: the SCIM row, the memberships and the audit record. */
@@ -115,7 +121,7 @@ async function activate(ctx: Ctx, dir: DirectoryRow, userId: string, initial: bo
  * its inactive memberships already refuse access here).
  */
 async function deactivate(ctx: Ctx, dir: DirectoryRow, userId: string): Promise<{ membershipsDeactivated: number; sessionsRevoked: number }> {
-  await assertKeepsAnOwner(ctx, dir.organization_id, userId);
+  await assertKeepsAnOwner(ctx.db, dir.organization_id, userId);
   const n = await switchMemberships(ctx.db, dir.organization_id, userId, 'active', 'inactive');
   const now = ctx.now().toISOString();
   const elsewhere = (await membershipsOfUser(ctx.db, userId)).some((m) => m.organization_id !== dir.organization_id && m.status === 'active');

@@ -13,6 +13,7 @@ import { frontendBase } from '../../http/request.ts';
 import { newId, newToken, sha256Hex } from '../../kernel/ids.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from './flow-cookie.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import { ORG_ROLES, type Role } from '../../directory/roles.ts';
 import { grantRole } from '../../tenancy/service.ts';
 import { membershipAt } from '../../directory/tenancy/store.ts';
@@ -98,7 +99,11 @@ export async function finishSso(ctx: Ctx, req: IncomingMessage, provider: Provid
           linkReason = await linkRefusal(ctx.db, user, provider, identity.emailVerified ?? null);
           if (linkReason) throw new AppError(401, 'sso_link_refused', 'single sign-on failed: this account cannot be linked to a sign-in provider');
         }
-        if (!user) user = await createAccount(pctx, provider, email, name ?? email.split('@')[0], now);
+        if (!user) {
+          // The seats key grantProviderMemberships takes, before the account's audit record (src/directory/locks.ts).
+          await ctx.db.lock(LOCKS.seats(provider.organization_id));
+          user = await createAccount(pctx, provider, email, name ?? email.split('@')[0], now);
+        }
         await insertIdentity(ctx.db, { provider_id: provider.id, subject, user_id: user.id, email, created_at: now, last_login_at: now });
       }
       if (!user) throw new AppError(401, 'sso_failed', 'single sign-on failed: the linked account no longer exists');

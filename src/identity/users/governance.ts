@@ -11,6 +11,8 @@ import { generatePassword, hashPassword } from '../../kernel/password.ts';
 import { absoluteCutoff, idleCutoff } from '../sessions/service.ts';
 import { liveSessionsOfUser, revokeUserSessions } from '../../directory/sessions/store.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
+import { LOCKS } from '../../directory/locks.ts';
+import type { Db } from '../../db/db.ts';
 import { passwordRules } from '../../directory/policy/store.ts';
 import { ROLE_LEVEL, type Level, type Role } from '../../directory/roles.ts';
 import { grantRole } from '../../tenancy/service.ts';
@@ -84,6 +86,12 @@ export async function updateUser(ctx: Ctx, userId: string, patch: UserPatch): Pr
     throw validationFailed({ body: 'name status or isSystemAdmin' });
   }
   await ctx.db.tx(async () => {
+    // The keys the checks below need, in their order and before the reads (src/directory/locks.ts).
+    if (patch.status === 'suspended' || patch.isSystemAdmin === false) await ctx.db.lock(LOCKS.systemAdmins);
+    const seatsOf = patch.status === 'active'
+      ? (await membershipsOfUser(ctx.db, userId)).filter((m) => m.level === 'organization').map((m) => m.organization_id) : [];
+    for (const organizationId of [...new Set(seatsOf)].sort()) await ctx.db.lock(LOCKS.seats(organizationId));
+    if (patch.status === 'suspended') await ctx.db.lock(LOCKS.owners);
     const user = await existingUser(ctx, userId);
     const now = ctx.now().toISOString();
     const suspending = patch.status === 'suspended' && user.status === 'active';
@@ -93,19 +101,10 @@ export async function updateUser(ctx: Ctx, userId: string, patch: UserPatch): Pr
     if (suspending && userId === ctx.actor.userId) {
       throw conflict('cannot_suspend_self', 'you cannot suspend your own account');
     }
-    if (user.status === 'active' && wasAdmin && (suspending || !isAdmin) && await countActiveSystemAdmins(ctx.db, userId) === 0) {
-      throw conflict('last_system_admin', 'this is the last active system administrator; grant the identity to another account first', { userId });
-    }
-    if (suspending) {
-      const organizationIds = await organizationsOwnedOnlyBy(ctx.db, userId);
-      if (organizationIds.length > 0) {
-        throw conflict('only_organization_owner', `the user is the only active owner of ${organizationIds.join(', ')}; make someone else org_owner first`, { organizationIds });
-      }
-    }
+    if (user.status === 'active' && wasAdmin && (suspending || !isAdmin)) await assertKeepsASystemAdmin(ctx.db, userId);
+    if (suspending) await assertOwnsNoOrganizationAlone(ctx.db, userId);
     if (activating) {
-      for (const m of await membershipsOfUser(ctx.db, userId)) {
-        if (m.level === 'organization') await assertSeatsAvailable(ctx.db, m.organization_id, now);
-      }
+      for (const organizationId of seatsOf) await assertSeatsAvailable(ctx.db, organizationId, now);
     }
     if (isAdmin !== wasAdmin) {
       await setSystemAdmin(ctx.db, userId, isAdmin, now);
@@ -118,6 +117,32 @@ export async function updateUser(ctx: Ctx, userId: string, patch: UserPatch): Pr
     if (patch.status !== undefined) await setUserStatus(ctx, userId, patch.status);
   });
   return await governed(ctx, await existingUser(ctx, userId));
+}
+
+/**
+ * 409 last_system_admin when no active account but `userId` holds the system administrator identity.
+ * Inside the transaction that then suspends the user or removes the identity: the system-admins key
+ * first (src/directory/locks.ts), so two such changes cannot both count the other account as staying.
+ */
+export async function assertKeepsASystemAdmin(db: Db, userId: string): Promise<void> {
+  await db.lock(LOCKS.systemAdmins);
+  if (await countActiveSystemAdmins(db, userId) === 0) {
+    throw conflict('last_system_admin', 'this is the last active system administrator; grant the identity to another account first', { userId });
+  }
+}
+
+/**
+ * 409 only_organization_owner when the user is the only active owner of an organization. Inside the
+ * transaction that then suspends the user: the owners key first (src/directory/locks.ts; the same as
+ * a demotion's, assertKeepsAnOwner), so a suspension and a demotion cannot leave an organization
+ * without an active owner between them.
+ */
+export async function assertOwnsNoOrganizationAlone(db: Db, userId: string): Promise<void> {
+  await db.lock(LOCKS.owners);
+  const organizationIds = await organizationsOwnedOnlyBy(db, userId);
+  if (organizationIds.length > 0) {
+    throw conflict('only_organization_owner', `the user is the only active owner of ${organizationIds.join(', ')}; make someone else org_owner first`, { organizationIds });
+  }
 }
 
 /** Sets a new one-time password (must be changed at the next login) and revokes every session. */
