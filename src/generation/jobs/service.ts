@@ -13,6 +13,7 @@ import { billingAccountOf } from '../../directory/plan/account.ts';
 import { clipsTowardQuota } from '../../commercial/meters.ts';
 import { organizationMonth, workspaceClipQuota } from '../../commercial/quotas/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import { episodeById, shotById } from '../../production/catalog/store.ts';
 import { checkComposeParameters, COMPOSE_KIND } from './compose-job.ts';
 import { assetInProject } from '../../production/assets/store.ts';
@@ -33,7 +34,7 @@ import { indexJob } from './settle.ts';
 import { setDocumentStatus } from '../../platform/search/index.ts';
 import type { JobCreateBody, JobListQuery } from './schema.ts';
 import {
-  attemptsOf, blockDescendants, cancelJob, insertJob, recordAttempt, jobById, jobInProject, jobsOfProject,
+  attemptsOf, blockDescendants, cancelJob, dependencyStatus, insertJob, recordAttempt, jobById, jobInProject, jobsOfProject,
   requeueJob, setPriority, type AttemptRow, type JobRow,
 } from './store.ts';
 
@@ -56,9 +57,14 @@ export async function stopManualRuns(db: Db, now: string): Promise<number> {
   return n;
 }
 
-/** True when a job depending on `dependencyId` must be blocked: the dependency failed, was cancelled or is blocked itself. */
+/**
+ * True when a job depending on `dependencyId` must be blocked: the dependency failed, was cancelled or
+ * is blocked itself. Inside a write transaction: the dependency's row is read as last committed and
+ * stays so until the transaction ends (dependencyStatus), so the job written next is queued or blocked
+ * on the dependency's final word, and a worker that fails the dependency afterwards sees the job.
+ */
 async function waitsOnFailure(db: Db, dependencyId: string): Promise<boolean> {
-  const status = (await jobById(db, dependencyId))?.status;
+  const status = await dependencyStatus(db, dependencyId);
   return status === 'failed' || status === 'cancelled' || status === 'blocked';
 }
 
@@ -106,12 +112,12 @@ export async function pickConnector(ctx: Ctx, kind: string, connectorId: string 
  * cannot overrun the quota before they complete.
  */
 export async function clipQuotaProblem(
-  ctx: Ctx, organizationId: string, before: number, workspaceId: string,
+  db: Db, organizationId: string, before: number, workspaceId: string, now: Date,
 ): Promise<{ message: string; used: number; quota: number; scope: 'organization' | 'workspace' } | null> {
-  const quota = (await billingAccountOf(ctx.db, organizationId))?.monthly_clip_quota ?? 0;
-  const own = await workspaceClipQuota(ctx.db, organizationId, workspaceId);
-  const m = await organizationMonth(ctx.db, organizationId, ctx.now());
-  const n = await clipsTowardQuota(ctx.db, organizationId, own ? workspaceId : null, m.start, m.end);
+  const quota = (await billingAccountOf(db, organizationId))?.monthly_clip_quota ?? 0;
+  const own = await workspaceClipQuota(db, organizationId, workspaceId);
+  const m = await organizationMonth(db, organizationId, now);
+  const n = await clipsTowardQuota(db, organizationId, own ? workspaceId : null, m.start, m.end);
   const used = n.organization + before;
   if (used >= quota) {
     return { message: `this month's ${used} clip(s), with video jobs not finished yet, reached the organization's monthly clip quota of ${quota}`, used, quota, scope: 'organization' };
@@ -124,9 +130,22 @@ export async function clipQuotaProblem(
   };
 }
 
-async function checkClipQuota(ctx: Ctx, organizationId: string, workspaceId: string, before: number): Promise<void> {
-  const problem = await clipQuotaProblem(ctx, organizationId, before, workspaceId);
+async function checkClipQuota(db: Db, organizationId: string, workspaceId: string, before: number, now: Date): Promise<void> {
+  const problem = await clipQuotaProblem(db, organizationId, before, workspaceId, now);
   if (problem) throw conflict('clip_quota_exceeded', problem.message, { used: problem.used, quota: problem.quota, scope: problem.scope });
+}
+
+/**
+ * The clip quota check that decides, inside the transaction that then writes one more video job (a
+ * creation or a retry): 409 clip_quota_exceeded when it does not fit. The organization's clips key
+ * comes first (src/directory/locks.ts), so no other creation or retry of the organization counts
+ * between this count and this transaction's end; the video jobs this transaction wrote before count
+ * already (they are not finished). The check before the transaction, when there is one, only answers
+ * early.
+ */
+export async function holdClipQuota(db: Db, organizationId: string, workspaceId: string, now: Date): Promise<void> {
+  await db.lock(LOCKS.clips(organizationId));
+  await checkClipQuota(db, organizationId, workspaceId, 0, now);
 }
 
 async function resolveInputs(ctx: Ctx, projectId: string, inputs: Create['inputs']): Promise<JobInput['inputs']> {
@@ -198,7 +217,7 @@ export async function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions =
     ...(input.useDependencyOutputs ? { useDependencyOutputs: true } : {}),
     ...(opts.workflow ? { workflow: opts.workflow } : {}),
   };
-  if (CLIP_KINDS.has(input.kind) && opts.clipsBefore !== null) await checkClipQuota(ctx, project.organization_id, project.workspace_id, opts.clipsBefore ?? 0);
+  if (CLIP_KINDS.has(input.kind) && opts.clipsBefore !== null) await checkClipQuota(ctx.db, project.organization_id, project.workspace_id, opts.clipsBefore ?? 0, ctx.now());
   const now = ctx.now().toISOString();
   const job: JobRow = {
     id: opts.id ?? newId('job'), organization_id: project.organization_id, workspace_id: project.workspace_id, project_id: project.id,
@@ -211,11 +230,19 @@ export async function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions =
   return { job, prompt: jobInput.prompt, costMode: connector?.cost_mode ?? 'local' };
 }
 
-/** Writes prepared jobs; call inside a write transaction (a job behind a failed dependency starts blocked). */
+/**
+ * Writes prepared jobs of one organization; call inside a write transaction. Each video job is checked
+ * against the clip quotas again (holdClipQuota), and a job behind a failed dependency starts blocked.
+ */
 export async function insertPrepared(ctx: Ctx, prepared: PreparedJob[]): Promise<void> {
+  // The clips key before the first audit record (src/directory/locks.ts); holdClipQuota takes it again.
+  const video = prepared.find((p) => CLIP_KINDS.has(p.job.kind));
+  if (video) await ctx.db.lock(LOCKS.clips(video.job.organization_id));
   for (const { job, prompt, costMode } of prepared) {
-    // Read inside the write transaction: the worker cannot fail the dependency between this read and
-    // the insert (a job queued behind a failed dependency would wait forever).
+    if (CLIP_KINDS.has(job.kind)) await holdClipQuota(ctx.db, job.organization_id, job.workspace_id, ctx.now());
+    // Read inside the write transaction, its row locked against change until the end (waitsOnFailure):
+    // the worker cannot fail the dependency between this read and the insert (a job queued behind a
+    // failed dependency would wait forever).
     if (job.depends_on && await waitsOnFailure(ctx.db, job.depends_on)) job.status = 'blocked';
     await insertJob(ctx.db, job);
     await indexJob(ctx, job, prompt);
@@ -268,7 +295,7 @@ export async function retry(ctx: Ctx, job: JobRow, attempts = DEFAULT_MAX_ATTEMP
   if (job.status !== 'failed' && job.status !== 'cancelled') throw conflict('job_not_retryable', `a ${job.status} job cannot be retried`);
   const at = ctx.now().toISOString();
   return await ctx.db.tx(async () => {
-    if (CLIP_KINDS.has(job.kind)) await checkClipQuota(ctx, job.organization_id, job.workspace_id, 0);
+    if (CLIP_KINDS.has(job.kind)) await holdClipQuota(ctx.db, job.organization_id, job.workspace_id, ctx.now());
     const row = await requeueJob(ctx.db, job.id, attempts, job.depends_on !== null && await waitsOnFailure(ctx.db, job.depends_on), at);
     if (!row) throw conflict('job_not_retryable', 'the job changed meanwhile');
     await setDocumentStatus(ctx.db, 'job', job.id, row.status);

@@ -39,6 +39,13 @@ export const jobInOrganization = (db: Db, organizationId: string, id: string) =>
   db.get<JobRow>('SELECT * FROM generation_jobs WHERE organization_id = ? AND id = ?', organizationId, id);
 export const jobById = (db: Db, id: string) => db.get<JobRow>('SELECT * FROM generation_jobs WHERE id = ?', id);
 
+/**
+ * A job's status as last committed, its row locked against change until the transaction ends (on
+ * PostgreSQL; SQLite's writers take turns): for a decision a later write rests on (jobs/service.ts).
+ */
+export const dependencyStatus = async (db: Db, id: string): Promise<JobRow['status'] | undefined> =>
+  (await db.get<{ status: JobRow['status'] }>(`SELECT status FROM generation_jobs WHERE id = ?${db.dialect.forShare}`, id))?.status;
+
 export interface JobFilter {
   status: string | null; kind: string | null; shotId: string | null; connectorId: string | null; limit: number; offset: number;
 }

@@ -177,7 +177,7 @@ export async function instantiate(ctx: Ctx, templateId: string, body: Instantiat
       missingShots: compose && episode ? await shotsWithoutVideo(ctx, project.id, episode.id, videoShots) : [],
     });
     if (CLIP_KINDS.has(step.jobKind)) {
-      const quota = mode === 'plan' ? await clipQuotaProblem(ctx, project.organization_id, clips, project.workspace_id) : null;
+      const quota = mode === 'plan' ? await clipQuotaProblem(ctx.db, project.organization_id, clips, project.workspace_id, ctx.now()) : null;
       if (quota) own.push({ code: 'clip_quota_exceeded', message: quota.message });
       clips++;
     }
