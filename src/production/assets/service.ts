@@ -15,8 +15,10 @@ import { billingAccountOf } from '../../directory/plan/account.ts';
 import { organizationStoredBytes } from '../../commercial/meters.ts';
 import {
   checkWorkspaceStorage, gbToBytes, largestAssetFile, quotaContextOf, quotaOfWorkspace, storesAssetFileOfSize,
-  workspaceStorageBound,
+  workspaceStorageBound, type QuotaContext, type WorkspaceStorageBound,
 } from '../../commercial/quotas/service.ts';
+import type { Db } from '../../db/db.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import { storageQuotaWarnings } from '../../commercial/quotas/warnings.ts';
 import { hasPermission } from '../../directory/roles.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
@@ -86,6 +88,7 @@ export async function changeAsset(ctx: Ctx, assetId: string, patch: Infer<typeof
     throw validationFailed({ body: 'name at least one field to change' });
   }
   return await ctx.db.tx(async () => {
+    await ctx.db.lock(LOCKS.asset(assetId)); // the row is written whole: no other change of it in between
     const a = await editableAsset(ctx, assetId);
     const next: AssetRow = {
       ...a, name: patch.name ?? a.name, description: patch.description ?? a.description,
@@ -101,6 +104,7 @@ export async function changeAsset(ctx: Ctx, assetId: string, patch: Infer<typeof
 /** DELETE archives: the asset leaves lists, its versions and files stay (history, other references). */
 export async function archiveAsset(ctx: Ctx, assetId: string): Promise<AssetRow> {
   return await ctx.db.tx(async () => {
+    await ctx.db.lock(LOCKS.asset(assetId));
     const a = await editableAsset(ctx, assetId);
     const now = ctx.now().toISOString();
     const next: AssetRow = { ...a, status: 'archived', archived_at: now, updated_at: now };
@@ -209,7 +213,7 @@ async function commitFile(ctx: Ctx, assetId: string, pending: PendingWrite, file
       const placement = await placeAt(ctx.storage, pending, rel, await corruptVersionWithPath(ctx.db, rel));
       let result: UploadResult;
       try {
-        result = await ctx.db.tx(() => registerVersion(ctx, assetId, pending, rel, fileName, declaredType));
+        result = await ctx.db.tx(() => registerVersion(ctx, a0.organization_id, assetId, pending, rel, fileName, declaredType));
       } catch (err) {
         await placement.undo(referenced(ctx, rel));
         throw err;
@@ -222,16 +226,45 @@ async function commitFile(ctx: Ctx, assetId: string, pending: PendingWrite, file
   }
 }
 
-async function registerVersion(ctx: Ctx, assetId: string, got: Written, rel: string, fileName: string, declaredType: string | null): Promise<UploadResult> {
-  const a = await editableAsset(ctx, assetId);
-  const deduplicated = await organizationHasFile(ctx.db, a.organization_id, rel);
+/** What holdStorageQuota read, for the quota warnings after the file. */
+export interface StorageHeld {
+  /** The organization stores the file already (this copy adds nothing to its bytes). */
+  deduplicated: boolean;
+  quotas: QuotaContext;
+  /** The organization's stored bytes before the file. */
+  used: number;
+  own: WorkspaceStorageBound | null;
+}
+
+/**
+ * The storage quota check that decides, inside the transaction that then registers a file of `size`
+ * bytes at `rel` in the workspace: 409 storage_quota_exceeded when it does not fit the organization's
+ * quota or the workspace's own (a copy of a file the scope stores adds nothing). The organization's
+ * storage key comes first (src/directory/locks.ts), so no other file of the organization is registered
+ * between these sums and this transaction's end; the checks while the bytes streamed only answer early.
+ */
+export async function holdStorageQuota(db: Db, organizationId: string, workspaceId: string, rel: string, size: number): Promise<StorageHeld> {
+  await db.lock(LOCKS.storage(organizationId));
+  const deduplicated = await organizationHasFile(db, organizationId, rel);
   // The account, time zone and workspace quota, and the stored bytes, read once for the checks and the warnings.
-  const quotas = await quotaContextOf(ctx.db, a.organization_id, a.workspace_id);
+  const quotas = await quotaContextOf(db, organizationId, workspaceId);
   const limit = gbToBytes(quotas.account?.storage_gb ?? 0);
-  const used = await organizationStoredBytes(ctx.db, a.organization_id);
-  if (!deduplicated && used + got.size > limit) throw quotaExceeded(used, limit, got.size);
-  const own = await workspaceStorageBound(ctx.db, a.organization_id, a.workspace_id, quotas.ownQuota, rel);
-  checkWorkspaceStorage(own, got.size);
+  const used = await organizationStoredBytes(db, organizationId);
+  if (!deduplicated && used + size > limit) throw quotaExceeded(used, limit, size);
+  const own = await workspaceStorageBound(db, organizationId, workspaceId, quotas.ownQuota, rel);
+  checkWorkspaceStorage(own, size);
+  return { deduplicated, quotas, used, own };
+}
+
+async function registerVersion(
+  ctx: Ctx, organizationId: string, assetId: string, got: Written, rel: string, fileName: string, declaredType: string | null,
+): Promise<UploadResult> {
+  // The keys in their order, before the reads (src/directory/locks.ts): the organization's storage
+  // quotas, then the asset (its next version number, and the row written whole below).
+  await ctx.db.lock(LOCKS.storage(organizationId));
+  await ctx.db.lock(LOCKS.asset(assetId));
+  const a = await editableAsset(ctx, assetId);
+  const { deduplicated, quotas, used, own } = await holdStorageQuota(ctx.db, a.organization_id, a.workspace_id, rel, got.size);
   const now = ctx.now().toISOString();
   const v: VersionRow = {
     id: newId('asv'), asset_id: a.id, organization_id: a.organization_id, workspace_id: a.workspace_id, project_id: a.project_id,
@@ -261,6 +294,7 @@ async function addCurrentVersion(ctx: Ctx, a: AssetRow, v: VersionRow, action: s
 
 export async function restoreVersion(ctx: Ctx, assetId: string, versionId: string): Promise<{ asset: AssetRow; version: VersionRow }> {
   return await ctx.db.tx(async () => {
+    await ctx.db.lock(LOCKS.asset(assetId)); // before the reads (src/directory/locks.ts)
     const a = await editableAsset(ctx, assetId);
     const old = await getVersion(ctx, a, versionId);
     if (old.status === 'corrupt') throw conflict('version_corrupt', 'that version failed verification; it cannot be restored');

@@ -1,5 +1,6 @@
 // SQL of assets and asset versions; every statement names the project or the organization.
 import type { Db } from '../../db/db.ts';
+import { LOCKS } from '../../directory/locks.ts';
 
 export interface AssetRow {
   id: string; organization_id: string; workspace_id: string; project_id: string;
@@ -61,8 +62,15 @@ export const versionOfAsset = (db: Db, projectId: string, assetId: string, id: s
 export const versionsOfAsset = (db: Db, projectId: string, assetId: string) =>
   db.all<VersionRow>('SELECT * FROM asset_versions WHERE project_id = ? AND asset_id = ? ORDER BY number DESC', projectId, assetId);
 
-export const nextVersionNumber = async (db: Db, assetId: string): Promise<number> =>
-  (await db.get<{ n: number }>('SELECT coalesce(max(number), 0) + 1 AS n FROM asset_versions WHERE asset_id = ?', assetId))!.n;
+/**
+ * The asset's next version number (the highest + 1), inside the transaction that then inserts it: the
+ * asset's key first (src/directory/locks.ts), so no two transactions take the same number. A caller
+ * that reads the asset before takes the key itself first (taking it again here is free).
+ */
+export async function nextVersionNumber(db: Db, assetId: string): Promise<number> {
+  await db.lock(LOCKS.asset(assetId));
+  return (await db.get<{ n: number }>('SELECT coalesce(max(number), 0) + 1 AS n FROM asset_versions WHERE asset_id = ?', assetId))!.n;
+}
 
 export async function setVersionCheck(db: Db, projectId: string, id: string, status: 'ok' | 'corrupt', at: string): Promise<void> {
   await db.run('UPDATE asset_versions SET status = ?, verified_at = ? WHERE project_id = ? AND id = ?', status, at, projectId, id);
