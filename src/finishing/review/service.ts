@@ -7,6 +7,7 @@
 // Comments never change the status. Every write is audited and runs in one transaction; requests
 // notify the qa:review holders, decisions the requester (review category).
 import type { Ctx } from '../../directory/context.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { pageWindow } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -50,6 +51,9 @@ async function targetOf(ctx: Ctx, a: ArtifactRow): Promise<Target> {
 export async function createReview(ctx: Ctx, input: ReviewCreate): Promise<ReviewRow> {
   const projectId = ctx.scope.projectId!;
   return await ctx.db.tx(async () => {
+    // The artifact's review key before the reads (src/directory/locks.ts): of two requests at once,
+    // the second finds the first's review in play (no unique key keeps one review an artifact).
+    await ctx.db.lock(LOCKS.review(input.artifactId));
     const a = await artifactInProject(ctx.db, projectId, input.artifactId);
     if (!a) throw validationFailed({ artifactId: 'names no media artifact of this project' });
     const target = await targetOf(ctx, a);

@@ -9,6 +9,7 @@ import type { Infer } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import { indexEpisode, indexSeasonEpisodes, unindex } from './indexing.ts';
 import type { CatalogPatchBody, SeasonCreateBody } from './schema.ts';
 import { hasScript } from '../scripts/store.ts';
@@ -68,7 +69,14 @@ export const presentEpisodeRow = (e: EpisodeRow): o.Out<typeof EpisodeView> => (
   id: e.id, seasonId: e.season_id, number: e.number, title: e.title, status: e.status as CatalogStatus, position: e.position, createdAt: e.created_at, updatedAt: e.updated_at,
 });
 
-/** Puts `id` at `position` (clamped to 1..n) among its siblings and rewrites positions 1..n. */
+/**
+ * Takes the current project's catalog key (src/directory/locks.ts): first in every transaction that
+ * numbers or places seasons, episodes or shots, before it reads the siblings, so that two such changes
+ * never count or order from the same rows (numbers and positions have no unique constraint).
+ */
+export const lockCatalog = (ctx: Ctx): Promise<void> => ctx.db.lock(LOCKS.catalog(ctx.scope.projectId!));
+
+/** Puts `id` at `position` (clamped to 1..n) among its siblings and rewrites positions 1..n; after lockCatalog. */
 export async function placeAt(ctx: Ctx, kind: Ordered, parentId: string, id: string, position: number | undefined): Promise<number> {
   const ids = (await siblingIds(ctx.db, kind, ctx.scope.projectId!, parentId)).filter((x) => x !== id);
   const at = Math.min(Math.max(1, position ?? ids.length + 1), ids.length + 1);
@@ -84,6 +92,7 @@ async function tenant(ctx: Ctx) {
 
 export async function createSeason(ctx: Ctx, input: Create): Promise<SeasonRow> {
   return await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     const series = (await seriesOfProject(ctx.db, ctx.scope.projectId!))[0];
     if (!series) throw conflict('project_has_no_series', 'this project has no series to add a season to');
     const now = ctx.now().toISOString();
@@ -102,6 +111,7 @@ export async function createSeason(ctx: Ctx, input: Create): Promise<SeasonRow> 
 
 export async function createEpisode(ctx: Ctx, seasonId: string, input: Create): Promise<EpisodeRow> {
   return await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     const season = await getSeason(ctx, seasonId);
     const now = ctx.now().toISOString();
     const n = await childCount(ctx.db, season.project_id, 'episodes', season.id) + 1;
@@ -166,6 +176,7 @@ export async function changeEpisode(ctx: Ctx, id: string, patch: Patch): Promise
 
 export async function reorderSeason(ctx: Ctx, id: string, position: number): Promise<SeasonRow> {
   return await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     const s = await getSeason(ctx, id);
     const at = await placeAt(ctx, 'seasons', s.series_id, id, position);
     if (at !== s.position) await record(ctx, { action: 'season.reordered', targetType: 'season', targetId: id, metadata: { from: s.position, to: at } });
@@ -175,6 +186,7 @@ export async function reorderSeason(ctx: Ctx, id: string, position: number): Pro
 
 export async function reorderEpisode(ctx: Ctx, id: string, position: number): Promise<EpisodeRow> {
   return await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     const e = await getEpisode(ctx, id);
     const at = await placeAt(ctx, 'episodes', e.season_id, id, position);
     if (at !== e.position) await indexSeasonEpisodes(ctx, e.season_id);
@@ -185,6 +197,7 @@ export async function reorderEpisode(ctx: Ctx, id: string, position: number): Pr
 
 export async function removeSeason(ctx: Ctx, id: string): Promise<void> {
   await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     const s = await getSeason(ctx, id);
     const episodes = await childCount(ctx.db, s.project_id, 'episodes', id);
     if (episodes > 0) throw conflict('season_has_episodes', 'remove or move the episodes of this season first', { episodes });
@@ -196,6 +209,7 @@ export async function removeSeason(ctx: Ctx, id: string): Promise<void> {
 
 export async function removeEpisode(ctx: Ctx, id: string): Promise<void> {
   await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     const e = await getEpisode(ctx, id);
     const jobs = await jobCountUnder(ctx.db, e.project_id, 'episodes', id);
     const shots = await childCount(ctx.db, e.project_id, 'shots', id);

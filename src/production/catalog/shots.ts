@@ -8,7 +8,7 @@ import type { Infer } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
-import { getEpisode, placeAt } from './catalog.ts';
+import { getEpisode, lockCatalog, placeAt } from './catalog.ts';
 import { indexShots, unindex } from './indexing.ts';
 import type { ShotCreateBody, ShotPatchBody } from './schema.ts';
 import { currentRevision } from '../scripts/store.ts';
@@ -57,6 +57,7 @@ async function writeReferences(ctx: Ctx, shotId: string, input: Patch): Promise<
 
 export async function createShot(ctx: Ctx, input: Create): Promise<ShotRow> {
   return await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     let episode;
     try {
       episode = await getEpisode(ctx, input.episodeId);
@@ -111,6 +112,7 @@ export async function changeShot(ctx: Ctx, id: string, patch: Patch): Promise<Sh
 
 export async function reorderShot(ctx: Ctx, id: string, position: number): Promise<ShotRow> {
   return await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     const s = await getShot(ctx, id);
     const at = await placeAt(ctx, 'shots', s.episode_id, id, position);
     if (at !== s.position) await record(ctx, { action: 'shot.reordered', targetType: 'shot', targetId: id, metadata: { episodeId: s.episode_id, from: s.position, to: at } });
@@ -120,6 +122,7 @@ export async function reorderShot(ctx: Ctx, id: string, position: number): Promi
 
 export async function removeShot(ctx: Ctx, id: string): Promise<void> {
   await ctx.db.tx(async () => {
+    await lockCatalog(ctx);
     const s = await getShot(ctx, id);
     const jobs = await jobCountUnder(ctx.db, s.project_id, 'shots', id);
     if (jobs > 0) throw conflict('shot_has_jobs', 'generation jobs reference this shot; it keeps their history', { jobs });

@@ -9,6 +9,7 @@ import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { newId, sha256Hex } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
+import { LOCKS } from '../../directory/locks.ts';
 import { indexDocument } from '../../platform/search/index.ts';
 import {
   EMPTY_BIBLE, EMPTY_SCRIPT, lineCount, normalizeBible, normalizeScript, type BibleContent, type ScriptContent,
@@ -72,6 +73,9 @@ const itemCount = (doc: Doc, content: ScriptContent | BibleContent) =>
 /** Appends revision n+1 if `base` is the current revision (409 revision_conflict otherwise), with its audit record. */
 async function append(ctx: Ctx, doc: Doc, base: number, content: ScriptContent | BibleContent, restoredFrom: number | null): Promise<RevisionRow> {
   return await ctx.db.tx(async () => {
+    // The document's key before reading its current revision (src/directory/locks.ts): of two saves
+    // on the same base, the second reads the first's revision and is refused as a stale base.
+    await ctx.db.lock(LOCKS.document(doc.documentId));
     const cur = (await current(ctx, doc))?.revision ?? 0;
     if (base !== cur) {
       throw conflict('revision_conflict', `the ${doc.kind} is at revision ${cur}, not ${base}; reload it, reapply your change and save on revision ${cur}`, {
