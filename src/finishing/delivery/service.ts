@@ -62,6 +62,14 @@ export async function createDelivery(ctx: Ctx, input: DeliveryCreate): Promise<D
   });
 }
 
+/** Writes `next` over `d` as read in this transaction; 409 delivery_changed when another change came first. */
+async function rewrite(ctx: Ctx, d: DeliveryRow, next: DeliveryRow): Promise<void> {
+  if (!await updateDelivery(ctx.db, d, next)) {
+    const now = await deliveryInProject(ctx.db, d.project_id, d.id);
+    throw conflict('delivery_changed', 'the delivery changed meanwhile; reload it and try again', { version: now?.version ?? d.version });
+  }
+}
+
 function draftOnly(d: DeliveryRow): void {
   if (d.status !== 'draft') throw conflict('delivery_not_draft', `the delivery is ${d.status}; only a draft can change (create a new delivery instead)`, { status: d.status });
 }
@@ -86,7 +94,7 @@ export async function changeDelivery(ctx: Ctx, id: string, patch: DeliveryPatch)
     if (next.note !== d.note) changes.note = { from: '(text)', to: '(text)' };
     if (newSet) changes.items = { from: itemsMeta(current), to: itemsMeta(items) };
     if (Object.keys(changes).length === 0) return d;
-    await updateDelivery(ctx.db, next);
+    await rewrite(ctx, d, next);
     if (newSet) await replaceItems(ctx.db, d.id, items);
     await indexDelivery(ctx, next, (items ?? current).length);
     await record(ctx, { action: 'delivery.updated', targetType: 'delivery', targetId: d.id, metadata: { version: next.version, changes } });
@@ -122,7 +130,7 @@ export async function approveDelivery(ctx: Ctx, id: string): Promise<DeliveryRow
     const now = ctx.now().toISOString();
     for (const s of states) await setItemVerdicts(ctx.db, d.id, s.item.position, s.qa!.runId, s.review!.reviewId);
     const next: DeliveryRow = { ...d, status: 'approved', approved_by: ctx.actor.userId, approved_at: now, updated_at: now };
-    await updateDelivery(ctx.db, next);
+    await rewrite(ctx, d, next);
     await indexDelivery(ctx, next, states.length);
     await record(ctx, {
       action: 'delivery.approved', targetType: 'delivery', targetId: d.id,
@@ -146,7 +154,7 @@ export async function withdrawDelivery(ctx: Ctx, id: string, note: string | null
     const d = await getDelivery(ctx, id);
     if (d.status === 'withdrawn') throw conflict('delivery_withdrawn', 'the delivery is already withdrawn');
     const next: DeliveryRow = { ...d, status: 'withdrawn', updated_at: ctx.now().toISOString() };
-    await updateDelivery(ctx.db, next);
+    await rewrite(ctx, d, next);
     await indexDelivery(ctx, next, (await deliveryItems(ctx.db, d.id)).length);
     await record(ctx, { action: 'delivery.withdrawn', targetType: 'delivery', targetId: d.id, metadata: { from: d.status, version: d.version, note } });
     if (d.status === 'approved') {

@@ -32,12 +32,19 @@ export async function insertDelivery(db: Db, d: DeliveryRow): Promise<void> {
   );
 }
 
-export async function updateDelivery(db: Db, d: DeliveryRow): Promise<void> {
-  await db.run(
+/**
+ * Writes `d` over the delivery as it was read (`read`): only while its version, status and updated_at
+ * are still the ones read, so that of two changes made from the same row the second writes nothing
+ * (on PostgreSQL at READ COMMITTED it waits for the first, then finds the row changed). False then:
+ * the caller refuses (409 delivery_changed) and its transaction ends without its other writes.
+ */
+export async function updateDelivery(db: Db, read: DeliveryRow, d: DeliveryRow): Promise<boolean> {
+  return (await db.run(
     `UPDATE deliveries SET title = ?, note = ?, status = ?, version = ?, updated_at = ?, approved_by = ?, approved_at = ?
-      WHERE id = ? AND project_id = ?`,
+      WHERE id = ? AND project_id = ? AND version = ? AND status = ? AND updated_at = ?`,
     d.title, d.note, d.status, d.version, d.updated_at, d.approved_by, d.approved_at, d.id, d.project_id,
-  );
+    read.version, read.status, read.updated_at,
+  )).changes === 1;
 }
 
 export const deliveryInProject = (db: Db, projectId: string, id: string): Promise<DeliveryRow | undefined> =>
