@@ -9,6 +9,7 @@
 // version: a repeat answers the recorded one without rewriting it (asking for the archive adds the
 // archive only, audited once).
 import type { Ctx } from '../../directory/context.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { record } from '../../platform/audit/service.ts';
 import { conflict, notFound } from '../../kernel/errors.ts';
 import { pageWindow, type Infer } from '../../kernel/validate.ts';
@@ -146,6 +147,12 @@ export async function writeExport(ctx: Ctx, body: Infer<typeof ExportWriteBody>)
         },
       });
       return null;
+    }).catch(async (err: unknown) => {
+      // The other request's export of this version committed after the check (PostgreSQL: it commits
+      // in between, and this insert meets its unique key): the same answer as the check's.
+      const other = isUniqueViolation(err) ? await exportOfVersion(ctx.db, projectId, delivery.id, delivery.version) : undefined;
+      if (!other) throw err;
+      return other;
     });
     if (raced) {
       // Another request wrote this delivery version meanwhile: its package stands, this one goes.

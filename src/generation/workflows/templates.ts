@@ -3,6 +3,7 @@
 // read-only; organization templates are written by org owners and admins; workspace templates by
 // workflow:manage holders of that workspace.
 import type { Ctx } from '../../directory/context.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { conflict, forbidden, notFound, validationFailed } from '../../kernel/errors.ts';
 import type { Infer } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -71,7 +72,13 @@ export async function createTemplate(ctx: Ctx, input: Create): Promise<CurrentTe
     if (await templateWithKey(ctx.db, scope, orgId, workspaceId, input.templateKey)) {
       throw conflict('template_key_taken', `this ${scope} already has a template with key "${input.templateKey}"; change that one instead`);
     }
-    await insertTemplate(ctx.db, { id, scope, organization_id: orgId, workspace_id: workspaceId, template_key: input.templateKey, version: 1, created_by: ctx.actor.userId, created_at: now, updated_at: now });
+    try {
+      await insertTemplate(ctx.db, { id, scope, organization_id: orgId, workspace_id: workspaceId, template_key: input.templateKey, version: 1, created_by: ctx.actor.userId, created_at: now, updated_at: now });
+    } catch (err) {
+      // Created by another transaction after the check (PostgreSQL: it commits in between).
+      if (isUniqueViolation(err)) throw conflict('template_key_taken', `this ${scope} already has a template with key "${input.templateKey}"; change that one instead`);
+      throw err;
+    }
     await insertVersion(ctx.db, {
       template_id: id, version: 1, name: input.name, category: input.category ?? 'general', status: input.status ?? 'draft',
       description: input.description ?? '', default_adapter_id: input.defaultAdapterId ?? null, steps: JSON.stringify(steps), gates: JSON.stringify(gates),

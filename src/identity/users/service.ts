@@ -1,5 +1,6 @@
 // Creating user accounts (CLI `svc users create`, and the administrator's routes later).
 import type { Ctx } from '../../directory/context.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { revokeUserSessions } from '../../directory/sessions/store.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -37,7 +38,13 @@ export async function createUser<T = undefined>(ctx: Ctx, input: NewUser, within
   const extra = await ctx.db.tx(async () => {
     // Checked again inside the transaction: the hash above took time.
     if (await userByEmail(ctx.db, email)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
-    await insertUser(ctx.db, user);
+    try {
+      await insertUser(ctx.db, user);
+    } catch (err) {
+      // Another transaction registered the address after the check (PostgreSQL: it commits in between).
+      if (isUniqueViolation(err)) throw conflict('email_already_registered', 'an account with this e-mail address exists');
+      throw err;
+    }
     await record(ctx, {
       action: 'user.created', targetType: 'user', targetId: user.id,
       organizationId: null, workspaceId: null, projectId: null,

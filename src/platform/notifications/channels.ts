@@ -3,6 +3,7 @@
 // logged or audited afterwards. The allow-list names public destinations (CIDR ranges) an organization's
 // webhooks may reach; private and loopback ones need no entry. Every change is audited.
 import type { Ctx } from '../../directory/context.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { record } from '../audit/service.ts';
@@ -162,7 +163,13 @@ export async function addAllowListEntry(ctx: Ctx, input: { organizationId: strin
       id: newId('nal'), organization_id: input.organizationId, cidr: parsed.cidr, description: input.description ?? '',
       created_at: ctx.now().toISOString(), created_by: ctx.actor.userId,
     };
-    await store.insertAllowListEntry(ctx.db, e);
+    try {
+      await store.insertAllowListEntry(ctx.db, e);
+    } catch (err) {
+      // Added by another transaction after the check (PostgreSQL: it commits in between).
+      if (isUniqueViolation(err)) throw conflict('allow_list_entry_exists', `${parsed.cidr} is already allowed`);
+      throw err;
+    }
     await record(ctx, {
       action: 'notification.allow_list_added', targetType: 'notification_allow_list', targetId: e.id,
       organizationId: e.organization_id, workspaceId: null, projectId: null, metadata: { cidr: e.cidr },
