@@ -43,7 +43,9 @@ export function string(o: StringOpts = {}) {
   return make<string>(json, (value, path, st) => {
     if (typeof value !== 'string') { fail(st, path, 'must be a string'); return ''; }
     const s = o.trim === false ? value : value.trim();
-    if (o.min !== undefined && s.length < o.min) fail(st, path, o.min === 1 ? 'must not be empty' : `must be at least ${o.min} characters`);
+    // No text the service keeps may hold U+0000: PostgreSQL's text type refuses it (SQLite would keep it).
+    if (s.includes('\u0000')) fail(st, path, 'must not contain the NUL character (U+0000)');
+    else if (o.min !== undefined && s.length < o.min) fail(st, path, o.min === 1 ? 'must not be empty' : `must be at least ${o.min} characters`);
     else if (s.length > max) fail(st, path, `must be at most ${max} characters`);
     else if (o.pattern && !o.pattern.test(s)) fail(st, path, 'has an invalid format');
     else if (o.format === 'email' && !EMAIL.test(s)) fail(st, path, 'must be an e-mail address');

@@ -65,3 +65,11 @@ test('paging clamps pageSize to 1..200 and page to 1..', () => {
   assert.deepEqual(v.paging(new URLSearchParams('page=0&pageSize=0')), { page: 1, pageSize: 1, offset: 0 });
   assert.deepEqual(v.paging(new URLSearchParams('page=x&pageSize=-5')), { page: 1, pageSize: 1, offset: 0 });
 });
+
+test('a string holding U+0000 is refused, trimmed or not, naming the field', () => {
+  const schema = v.object({ name: v.string(), raw: v.optional(v.string({ trim: false })) });
+  assert.deepEqual(fieldsOf(() => v.parse(schema, { name: 'a\u0000b', raw: '\u0000' })), {
+    name: 'must not contain the NUL character (U+0000)', raw: 'must not contain the NUL character (U+0000)',
+  });
+  assert.deepEqual(v.parse(schema, { name: ' ok ' }), { name: 'ok' });
+});
