@@ -5,7 +5,7 @@ import type { RowCursor, SnapshotQuery } from './cursor.ts';
 import type { Hook } from './transactions.ts';
 
 /**
- * The business database as every service sees it, whichever engine runs it: SqliteDb below (the
+ * The business database as every service sees it, whichever engine runs it: SqliteDb (db.ts, the
  * embedded default) or PostgresDb (postgres.ts). SQL is written once, with `?` or `?N` placeholders;
  * what differs between the engines is behind db.engine and the seams of src/db.
  */
