@@ -74,22 +74,26 @@ export async function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 
     // Rank (bm25, title over subtitle over body) among the RANK_WINDOW newest matches in scope: the
     // index streams matches newest first, so the work stays bounded however common the term; then
     // make snippets for the rows kept only.
-    const top = (await ctx.db.all<{ rowid: number; score: number }>(
-      `SELECT search_fts.rowid AS rowid, bm25(search_fts, 5.0, 2.0, 1.0) AS score
+    const top = (await ctx.db.all<{ doc_key: string; score: number }>(
+      `SELECT d.doc_key AS doc_key, bm25(search_fts, 5.0, 2.0, 1.0) AS score
          FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
         WHERE search_fts MATCH ?1 AND d.organization_id = ?2 AND (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))${shortFilter}
         ORDER BY search_fts.rowid DESC LIMIT ${RANK_WINDOW}`,
       match, org, readable, ...short,
     )).sort((a, b) => a.score - b.score).slice(0, input.limit);
-    // One lookup per kept row, by rowid; the snippet is cut here around the first match. FTS5's
-    // snippet() walks every phrase instance of the document: about 3 s for a 10,000-character run of
-    // one letter searched for "xxx", a minute or more of blocked event loop for one request.
-    return await mapSeq(top, async ({ rowid, score }) => {
-      const { body, ...r } = (await ctx.db.get<Omit<SearchRow, 'score' | 'snippet'> & { body: string }>(
+    // One lookup per kept row, by its unique key; the snippet is cut here around the first match.
+    // FTS5's snippet() walks every phrase instance of the document: about 3 s for a 10,000-character
+    // run of one letter searched for "xxx", a minute or more of blocked event loop for one request.
+    // A document removed since the match is left out.
+    const rows = await mapSeq(top, async ({ doc_key, score }) => {
+      const found = await ctx.db.get<Omit<SearchRow, 'score' | 'snippet'> & { body: string }>(
         `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
-           FROM search_documents d WHERE d.rowid = ?1`, rowid))!;
+           FROM search_documents d WHERE d.doc_key = ?1`, doc_key);
+      if (!found) return null;
+      const { body, ...r } = found;
       return { ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, words), score };
     });
+    return rows.filter((r) => r !== null);
   }
   // Only short terms: scan the organization's most recent documents (at most SUBSTRING_SCAN_LIMIT),
   // newest first, and stop at `limit` matches.
