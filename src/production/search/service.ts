@@ -1,9 +1,10 @@
 // Search inside the session's organization, workspace and visible projects. Terms of three or more
-// characters go through the FTS5 trigram index (any language, CJK included); when every term is
-// shorter (e.g. a two-character Chinese word) a bounded substring scan of the most recent documents
-// in scope answers instead. The tenant filter is built in SQL from the session, never from input:
-// the pairs (project, type) the caller may open, i.e. whose read permission (SEARCH_TYPES[type].read,
-// the same lists as the read routes) it holds in that project.
+// characters go through the engine's trigram index (any language, CJK included; the search store of
+// each engine, store.ts); when every term is shorter (e.g. a two-character Chinese word) a bounded
+// substring scan of the most recent documents in scope answers instead. The tenant filter is built
+// in SQL from the session, never from input: the pairs (project, type) the caller may open, i.e.
+// whose read permission (SEARCH_TYPES[type].read, the same lists as the read routes) it holds in
+// that project.
 import { mapSeq } from '../../kernel/seq.ts';
 import { withScope, type Ctx } from '../../directory/context.ts';
 import { scopeForbidden } from '../../kernel/errors.ts';
@@ -11,16 +12,18 @@ import { hasPermission } from '../../directory/roles.ts';
 import { listProjects } from '../../tenancy/service.ts';
 import { projectById, type ProjectRow } from '../../directory/tenancy/store.ts';
 import { SEARCH_TYPES, type SearchType } from '../../platform/search/index.ts';
+import type { Db } from '../../db/db.ts';
+import { DOCUMENT_COLUMNS, type DocumentRow, type SearchStore, type SearchTerms } from './store.ts';
+import { SQLITE_SEARCH } from './sqlite-store.ts';
+import { POSTGRES_SEARCH } from './postgres-store.ts';
 
 export interface SearchRow {
   type: SearchType; target_id: string; organization_id: string; workspace_id: string | null; project_id: string | null;
   title: string; subtitle: string; status: string; target_tab: string; snippet: string; score: number;
 }
 
-/** Matches ranked at most for one query (the newest ones in scope). */
-export const RANK_WINDOW = 500;
-/** Documents scanned at most by the short-term fallback. */
-export const SUBSTRING_SCAN_LIMIT = 20_000;
+/** The search of each engine (store.ts). */
+const STORES: Record<Db['engine'], SearchStore> = { sqlite: SQLITE_SEARCH, postgres: POSTGRES_SEARCH };
 // Highlight markers inside snippets; present.ts turns them into ranges.
 export const MARK_OPEN = '\u0002';
 export const MARK_CLOSE = '\u0003';
@@ -63,32 +66,23 @@ export async function readablePairs(ctx: Ctx, scope: 'workspace' | 'project'): P
 export async function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 'project'; limit: number }): Promise<SearchRow[]> {
   const words = terms(input.q.trim());
   if (words.length === 0) return [];
-  const readable = JSON.stringify(await readablePairs(ctx, input.scope));
-  const org = ctx.scope.organizationId;
-  const long = words.filter((w) => length(w) >= 3);
-  const short = words.filter((w) => length(w) < 3);
-  // Every short term must appear too (a substring test over the document's text).
-  const shortFilter = short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 4}) > 0`).join('');
-  if (long.length > 0) {
-    const match = long.map((w) => `"${w.replace(/"/g, '""')}"`).join(' AND ');
-    // Rank (bm25, title over subtitle over body) among the RANK_WINDOW newest matches in scope: the
-    // index streams matches newest first, so the work stays bounded however common the term; then
-    // make snippets for the rows kept only.
-    const top = (await ctx.db.all<{ doc_key: string; score: number }>(
-      `SELECT d.doc_key AS doc_key, bm25(search_fts, 5.0, 2.0, 1.0) AS score
-         FROM search_fts JOIN search_documents d ON d.rowid = search_fts.rowid
-        WHERE search_fts MATCH ?1 AND d.organization_id = ?2 AND (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?3))${shortFilter}
-        ORDER BY search_fts.rowid DESC LIMIT ${RANK_WINDOW}`,
-      match, org, readable, ...short,
-    )).sort((a, b) => a.score - b.score).slice(0, input.limit);
-    // One lookup per kept row, by its unique key; the snippet is cut here around the first match.
-    // FTS5's snippet() walks every phrase instance of the document: about 3 s for a 10,000-character
-    // run of one letter searched for "xxx", a minute or more of blocked event loop for one request.
-    // A document removed since the match is left out.
+  const store = STORES[ctx.db.engine];
+  const query: SearchTerms = {
+    organizationId: ctx.scope.organizationId!,
+    readable: JSON.stringify(await readablePairs(ctx, input.scope)),
+    long: words.filter((w) => length(w) >= 3),
+    // Every short term must appear too (a substring test over the document's text).
+    short: words.filter((w) => length(w) < 3),
+  };
+  if (query.long.length > 0) {
+    // Rank among the RANK_WINDOW newest matches in scope, then make snippets for the rows kept only.
+    const top = (await store.matches(ctx.db, query)).sort((a, b) => a.score - b.score).slice(0, input.limit);
+    // One lookup per kept row; the snippet is cut here around the first match. FTS5's snippet()
+    // walks every phrase instance of the document: about 3 s for a 10,000-character run of one
+    // letter searched for "xxx", a minute or more of blocked event loop for one request. A document
+    // removed since the match is left out.
     const rows = await mapSeq(top, async ({ doc_key, score }) => {
-      const found = await ctx.db.get<Omit<SearchRow, 'score' | 'snippet'> & { body: string }>(
-        `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
-           FROM search_documents d WHERE d.doc_key = ?1`, doc_key);
+      const found = await ctx.db.get<DocumentRow>(`SELECT ${DOCUMENT_COLUMNS} FROM search_documents d WHERE d.doc_key = ?1`, doc_key);
       if (!found) return null;
       const { body, ...r } = found;
       return { ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, words), score };
@@ -97,14 +91,8 @@ export async function search(ctx: Ctx, input: { q: string; scope: 'workspace' | 
   }
   // Only short terms: scan the organization's most recent documents (at most SUBSTRING_SCAN_LIMIT),
   // newest first, and stop at `limit` matches.
-  const rows = await ctx.db.all<Omit<SearchRow, 'snippet' | 'score'> & { body: string }>(
-    `SELECT d.type, d.target_id, d.organization_id, d.workspace_id, d.project_id, d.title, d.subtitle, d.status, d.target_tab, d.body
-       FROM (SELECT * FROM search_documents WHERE organization_id = ?1 ORDER BY updated_at DESC LIMIT ${SUBSTRING_SCAN_LIMIT}) d
-      WHERE (d.project_id, d.type) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?2))${short.map((_, i) => ` AND instr(d.title || ' ' || d.subtitle || ' ' || d.body, ?${i + 3}) > 0`).join('')}
-      LIMIT ?${short.length + 3}`,
-    org, readable, ...short, input.limit,
-  );
-  return rows.map(({ body, ...r }) => ({ ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, short), score: 0 }));
+  const rows = await store.scan(ctx.db, query, input.limit);
+  return rows.map(({ body, ...r }) => ({ ...r, snippet: excerpt(`${r.title} ${r.subtitle} ${body}`, query.short), score: 0 }));
 }
 
 /**
