@@ -53,6 +53,37 @@ export function openSqliteSnapshot<R>(dbPath: string, q: SnapshotQuery): RowCurs
   }
 }
 
+/**
+ * Several reads from one consistent snapshot (Db.readSnapshot): for what must see the whole database
+ * at one instant, such as a copy of every table (src/db/copy.ts). Every integer is read as bigint.
+ */
+export interface SnapshotReader {
+  /** The rows of `sql` as the caller asks for them; one read at a time. */
+  rows<R = Row>(sql: string, ...params: Param[]): AsyncGenerator<R, void, undefined>;
+}
+
+/**
+ * fn with a reader of the SQLite file `dbPath` on a private read-only connection, in one read
+ * transaction: its first statement fixes the snapshot every later read sees. Closed when fn ends.
+ */
+export async function readSqliteSnapshot<T>(dbPath: string, fn: (read: SnapshotReader) => Promise<T>): Promise<T> {
+  const reader = new DatabaseSync(dbPath, { readOnly: true });
+  try {
+    reader.exec('PRAGMA busy_timeout = 5000');
+    reader.exec('BEGIN');
+    reader.prepare('SELECT count(*) FROM sqlite_master').get(); // the snapshot starts here
+    return await fn({
+      async* rows<R>(sql: string, ...params: Param[]) {
+        const statement = reader.prepare(sql);
+        statement.setReadBigInts(true);
+        yield* statement.iterate(...params) as IterableIterator<R>;
+      },
+    });
+  } finally {
+    reader.close();
+  }
+}
+
 /** `c` with every row passed through `fn` (on either kind of cursor, without an extra turn on a synchronous one). */
 export function mapCursor<A, B>(c: RowCursor<A>, fn: (row: A) => B): RowCursor<B> {
   const inner = c.rows;

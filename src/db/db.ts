@@ -19,7 +19,7 @@ import { openShm, readShmHeader, WAL_HEADER_BYTES, type Shm } from './wal-index.
 import path from 'node:path';
 import { Transactional, type Frame } from './transactions.ts';
 import { SQLITE } from './dialect.ts';
-import { openSqliteSnapshot, type RowCursor, type SnapshotQuery } from './cursor.ts';
+import { openSqliteSnapshot, readSqliteSnapshot, type RowCursor, type SnapshotQuery, type SnapshotReader } from './cursor.ts';
 
 export type { Hook } from './transactions.ts';
 
@@ -281,6 +281,10 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
 
   snapshotCursor<R>(q: SnapshotQuery): RowCursor<R> {
     return openSqliteSnapshot<R>(this.path, q);
+  }
+
+  readSnapshot<T>(fn: (read: SnapshotReader) => Promise<T>): Promise<T> {
+    return readSqliteSnapshot(this.path, fn);
   }
 
   /** Nothing leaves the process on SQLite (see Db.notify). */

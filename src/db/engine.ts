@@ -1,7 +1,7 @@
 // The business database as every service sees it (Db), apart from either engine's class.
 import type { Param, Row } from './values.ts';
 import type { Dialect } from './dialect.ts';
-import type { RowCursor, SnapshotQuery } from './cursor.ts';
+import type { RowCursor, SnapshotQuery, SnapshotReader } from './cursor.ts';
 import type { Hook } from './transactions.ts';
 
 /**
@@ -43,6 +43,12 @@ export interface Db {
    * the cursor's own (cursor.ts): for streamed exports. Opens at once; close() must be called.
    */
   snapshotCursor<R>(q: SnapshotQuery): RowCursor<R>;
+  /**
+   * fn with a reader of one consistent snapshot of the whole database (cursor.ts), on a read-only
+   * connection of its own that nothing else uses: SQLite's read transaction, PostgreSQL's REPEATABLE
+   * READ, READ ONLY transaction. For a copy of every table (copy.ts).
+   */
+  readSnapshot<T>(fn: (read: SnapshotReader) => Promise<T>): Promise<T>;
   /**
    * Tells every process listening on `channel` (see listen): on PostgreSQL a NOTIFY, delivered when
    * the calling transaction commits (at once outside one, never after a rollback). On SQLite nothing

@@ -12,7 +12,7 @@ import type { Client, Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import type { Db, Param, Row } from './db.ts';
-import type { RowCursor, SnapshotQuery } from './cursor.ts';
+import type { RowCursor, SnapshotQuery, SnapshotReader } from './cursor.ts';
 
 export interface PostgresOptions {
   /** postgres://user:password@host:port/database */
@@ -245,6 +245,33 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
         }, () => {});
       },
     };
+  }
+
+  /** A REPEATABLE READ, READ ONLY transaction on a pooled connection; each read a cursor fetched SNAPSHOT_BATCH rows at a time. */
+  async readSnapshot<T>(fn: (read: SnapshotReader) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    const [query, types] = [this.query.bind(this), this.bigTypes];
+    let [cursors, clean] = [0, false];
+    try {
+      await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'); // the first read fixes the snapshot
+      const result = await fn({
+        async* rows<R>(sql: string, ...params: Param[]) {
+          const name = `svc_read_${++cursors}`;
+          await query(`DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`, params, types, client);
+          for (let n = SNAPSHOT_BATCH; n === SNAPSHOT_BATCH;) {
+            const batch = (await client.query<Row>({ text: `FETCH ${SNAPSHOT_BATCH} FROM ${name}`, types })).rows;
+            yield* batch as R[];
+            n = batch.length;
+          }
+          await client.query(`CLOSE ${name}`);
+        },
+      });
+      await client.query('ROLLBACK'); // nothing was written
+      clean = true;
+      return result;
+    } finally {
+      client.release(!clean);
+    }
   }
 
   /** Nothing to do: there is no read cache to invalidate. */

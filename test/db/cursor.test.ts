@@ -1,6 +1,7 @@
 // The snapshot cursor (Db.snapshotCursor, src/db/cursor.ts and postgres.ts) on both engines: one
 // consistent snapshot on a connection of its own, read at the caller's pace while the shared
 // connection keeps writing; bigint columns; a second read per row from the same snapshot; close().
+// And Db.readSnapshot: several reads, of several tables, from one snapshot.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -72,6 +73,31 @@ for (const engine of Object.keys(ENGINES)) {
         bad.close();
       }
     }, /nope|no such column/);
+  });
+}
+
+for (const engine of Object.keys(ENGINES)) {
+  test(`${engine}: readSnapshot reads every table as it was when its first read began, integers as bigint`, async (t) => {
+    const db = await database(t, engine);
+    await db.exec('CREATE TABLE u (n BIGINT)');
+    await db.run('INSERT INTO u VALUES (?)', 2n ** 62n);
+    const seen = await db.readSnapshot(async (read) => {
+      const first: Array<{ n: bigint }> = [];
+      for await (const r of read.rows<{ n: bigint }>('SELECT n FROM t WHERE n <= ? ORDER BY n', 600)) {
+        first.push({ ...r });
+        if (first.length === 1) {
+          // Written after the snapshot began, by the shared connection: neither table shows it.
+          await db.run('DELETE FROM t WHERE n = 2');
+          await db.run('INSERT INTO u VALUES (1)');
+        }
+      }
+      const u: Array<{ n: bigint }> = [];
+      for await (const r of read.rows<{ n: bigint }>('SELECT n FROM u')) u.push({ ...r });
+      return { first: first.length, second: first[1], u };
+    });
+    assert.deepEqual(seen, { first: 600, second: { n: 2n }, u: [{ n: 2n ** 62n }] });
+    assert.equal((await db.get<{ c: number }>('SELECT count(*) AS c FROM u'))!.c, 2);
+    await assert.rejects(db.readSnapshot(async (read) => { for await (const r of read.rows('SELECT nope FROM u')) void r; }), /nope|no such column/);
   });
 }
 
