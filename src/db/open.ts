@@ -4,10 +4,12 @@
 import type { Config } from '../kernel/config.ts';
 import { openDb, type Db } from './db.ts';
 
-export async function openDatabase(config: Config): Promise<Db> {
-  if (config.database === 'sqlite') return openDb(config.dbPath, { synchronous: config.dbSynchronous });
+/** With `readOnly`, nothing can be written through it (the SQLite file must exist). */
+export async function openDatabase(config: Config, opts: { readOnly?: boolean } = {}): Promise<Db> {
+  const readOnly = opts.readOnly ?? false;
+  if (config.database === 'sqlite') return openDb(config.dbPath, { synchronous: config.dbSynchronous, readOnly });
   const { openPostgres } = await import('./postgres.ts');
-  return await openPostgres({ url: config.postgresUrl, max: config.postgresPoolSize });
+  return await openPostgres({ url: config.postgresUrl, max: config.postgresPoolSize, readOnly });
 }
 
 /** The database as shown to operators: the SQLite file, or the PostgreSQL server and database (never the user or password). */

@@ -19,6 +19,8 @@ export interface PostgresOptions {
   url: string;
   /** Pool size (connections); default 10. */
   max?: number;
+  /** Every transaction read-only (default_transaction_read_only): for a database that must only be read. */
+  readOnly?: boolean;
 }
 
 const INT8 = 20;
@@ -382,7 +384,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
   } catch {
     throw new Error('PostgreSQL needs the optional package pg, which is not installed: npm install pg');
   }
-  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10 });
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, ...(opts.readOnly ? { options: '-c default_transaction_read_only=on' } : {}) });
   // An idle connection the server drops is replaced by the pool; it must not end the process.
   pool.on('error', () => {});
   const db = new PostgresDb(pool, (oid) => pg.types.getTypeParser(oid) as Parser, () => new pg.Client({ connectionString: opts.url }));
