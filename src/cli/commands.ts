@@ -16,6 +16,7 @@ const COMMANDS: Record<string, Loader> = {
   worker: () => import('./worker.ts').then((m) => (y) => y.command(m.workerCommand)),
   storage: () => import('./storage.ts').then((m) => (y) => y.command(m.storageCommand)),
   backup: () => import('./backup.ts').then((m) => (y) => y.command(m.backupCommand)),
+  db: () => import('./db.ts').then((m) => (y) => y.command(m.dbCommand)),
   health: () => import('./health.ts').then((m) => (y) => y.command(m.healthCommand)),
   config: () => import('./health.ts').then((m) => (y) => y.command(m.configCommand)),
   routes: () => import('./routes.ts').then((m) => (y) => y.command(m.routesCommand)),

@@ -209,10 +209,12 @@ export const ERROR_CODES = {
 
   // Command line only
   audit_chain_broken: { area: 'cli', status: [], meaning: 'svc audit verify found the audit hash chain broken; details.broken names the first bad entry.' },
+  database_copy_mismatch: { area: 'cli', status: [], meaning: 'svc db copy read back rows that differ from the source (details.tables names the tables); the copy was rolled back and the target holds the schema only.' },
+  database_not_empty: { area: 'cli', status: [], meaning: 'svc db copy found data in the target database (details.tables names the tables); nothing was written. Copy into an empty database.' },
   interrupted: { area: 'cli', status: [], meaning: 'A second stop signal arrived during shutdown; svc exited at once.' },
   invalid_configuration: { area: 'cli', status: [], meaning: 'A flag or SVC_* setting is out of range; the message names it.' },
   shutdown_failed: { area: 'cli', status: [], meaning: 'The server or worker failed to shut down cleanly; see the message.' },
-  unsupported_schema_version: { area: 'cli', status: [], meaning: 'The database has a newer schema version than this svc knows, or tables without an svc schema version; it is left untouched.' },
+  unsupported_schema_version: { area: 'cli', status: [], meaning: 'The database has a newer schema version than this svc knows, or tables without an svc schema version (or, for svc db copy, a source at another version than this svc writes); it is left untouched.' },
   usage_error: { area: 'cli', status: [], meaning: 'The command line is not valid (unknown or missing flags or commands, exit 2); details.fields and details.help say what to fix.' },
 } as const satisfies Record<string, ErrorEntry>;
 

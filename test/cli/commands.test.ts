@@ -23,19 +23,19 @@ test('the command word skips options and the values of the global options that t
   for (const [argv, word] of cases) assert.equal(commandWord(argv), word, argv.join(' '));
 });
 
-test('a named command loads that command alone; help, nothing or an unknown word loads all twelve', async () => {
+test('a named command loads that command alone; help, nothing or an unknown word loads all thirteen', async () => {
   const helpOf = async (argv: string[]) => {
     const registers = await commandsFor(argv);
     return { count: registers.length, help: await registers.reduce((y, r) => r(y), yargs([]).scriptName('svc')).getHelp() };
   };
-  for (const name of ['serve', 'migrate', 'users', 'orgs', 'audit', 'model-server', 'worker', 'storage', 'backup', 'health', 'config', 'routes']) {
+  for (const name of ['serve', 'migrate', 'users', 'orgs', 'audit', 'model-server', 'worker', 'storage', 'backup', 'db', 'health', 'config', 'routes']) {
     const { count, help } = await helpOf([name, '--json']);
     assert.equal(count, 1, name);
     assert.match(help, new RegExp(`^\\s+svc ${name}\\b`, 'm'), `${name}:\n${help}`);
   }
   for (const argv of [['--help'], [], ['bogus']]) {
     const { count, help } = await helpOf(argv);
-    assert.equal(count, 12, argv.join(' '));
+    assert.equal(count, 13, argv.join(' '));
     assert.match(help, /svc model-server/);
     assert.match(help, /svc users <command>/);
   }
