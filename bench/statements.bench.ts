@@ -1,0 +1,109 @@
+// Figure: SQL statements per request of hot routes, on each engine side by side (SQLite, and
+// PostgreSQL on the test cluster of tools/pg/pg.sh when one runs: `npm run pg:start`). A statement
+// costs ~4-5 µs on SQLite here and ~140-170 µs on PostgreSQL (a round trip), so a route that loops a
+// query per item (N+1) shows here first. The server runs in this process (its Db counts the
+// statements it runs, Db.statementCount); each route is called once to warm it, then ROUNDS times,
+// one at a time, and the mean count is printed with the mean latency.
+import { loadConfig, type Config } from '../src/kernel/config.ts';
+import { startServer, type RunningServer } from '../src/server.ts';
+import { createLogger } from '../src/kernel/log.ts';
+import { createContext } from '../src/directory/context.ts';
+import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
+import { createProject } from '../src/production/projects/service.ts';
+import { userByEmail } from '../src/directory/users/store.ts';
+import { login, num, printTable, setupSvc } from './lib.ts';
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
+
+/** The test cluster's URL for a new database, or null when no cluster runs. */
+async function postgresUrl(): Promise<string | null> {
+  let admin: string;
+  try {
+    const { testPostgresUrl } = await import('../test/helpers/postgres.ts');
+    admin = testPostgresUrl();
+  } catch {
+    return null;
+  }
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  const name = `bench_${process.pid}_${Date.now()}`;
+  await client.query(`CREATE DATABASE ${name} TEMPLATE template0`);
+  await client.end();
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+interface Route { name: string; method: string; path: string; body?: unknown }
+
+async function measure(env: Record<string, string>): Promise<Map<string, { statements: number; ms: number; status: number }>> {
+  const setup = setupSvc({ env });
+  const config: Config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir, host: '127.0.0.1', port: 0 }, { SVC_LOG_LEVEL: 'error', SVC_ROLE: 'api', ...env });
+  const log = createLogger('error');
+  const running: RunningServer = await startServer(config, log);
+  try {
+    const ctx = createContext({ db: running.db, config, log });
+    const owner = (await userByEmail(running.db, setup.email))!.id;
+    const org = await createOrganization(ctx, { name: 'Bench Studio', ownerUserId: owner });
+    const ws = await createWorkspace(ctx, org.id, { name: 'Dramas' });
+    const project = await createProject(ctx, ws.id, { name: 'Night Train' });
+    const episode = (await running.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ? ORDER BY created_at, id LIMIT 1', project.id))!.id;
+    const token = await login(running.url, setup.email, setup.password);
+    const scene = (i: number) => ({ id: `s${i}`, heading: `INT. TRAIN - NIGHT ${i}`, lines: [{ id: `l${i}`, kind: 'action', text: `The conductor looks up (${i}).` }] });
+    let revision = 0;
+    const routes: Route[] = [
+      { name: 'GET /api/context', method: 'GET', path: '/api/context' },
+      { name: 'GET /api/organizations', method: 'GET', path: '/api/organizations' },
+      { name: 'GET /api/jobs', method: 'GET', path: '/api/jobs' },
+      { name: 'GET /api/notifications', method: 'GET', path: '/api/notifications' },
+      { name: 'GET /api/assets', method: 'GET', path: '/api/assets' },
+      { name: 'GET /api/production/media-artifacts', method: 'GET', path: '/api/production/media-artifacts' },
+      { name: 'GET /api/search?q=conductor', method: 'GET', path: '/api/search?q=conductor' },
+      { name: 'GET /api/audit', method: 'GET', path: '/api/audit' },
+      { name: 'GET script of an episode', method: 'GET', path: `/api/production/script/episodes/${episode}` },
+      { name: 'PUT script of an episode (save)', method: 'PUT', path: `/api/production/script/episodes/${episode}` },
+    ];
+    const out = new Map<string, { statements: number; ms: number; status: number }>();
+    for (const r of routes) {
+      const call = async () => {
+        const body = r.method === 'PUT' ? JSON.stringify({ baseRevision: revision, scenes: [scene(revision)] }) : undefined;
+        const res = await fetch(running.url + r.path, {
+          method: r.method, body, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        });
+        const text = await res.text();
+        if (r.method === 'PUT' && res.status === 200) revision = (JSON.parse(text) as { revision: number }).revision;
+        return res.status;
+      };
+      await call(); // warm: prepared statements, caches
+      const before = running.db.statementCount;
+      const t0 = performance.now();
+      let status = 0;
+      for (let i = 0; i < ROUNDS; i++) status = await call();
+      out.set(r.name, { statements: (running.db.statementCount - before) / ROUNDS, ms: (performance.now() - t0) / ROUNDS, status });
+    }
+    return out;
+  } finally {
+    await running.close();
+  }
+}
+
+const sqlite = await measure({});
+const url = await postgresUrl();
+let failure = '';
+const postgres = url
+  ? await measure({ SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url }).catch((err: unknown) => { failure = (err as Error).message.split('\n')[0]; return null; })
+  : null;
+const rows: string[][] = [['route', 'SQLite statements', 'SQLite ms', 'PostgreSQL statements', 'PostgreSQL ms']];
+for (const [name, s] of sqlite) {
+  const p = postgres?.get(name);
+  const cell = (m: { statements: number; ms: number; status: number } | undefined, v: 'statements' | 'ms') =>
+    (m === undefined ? 'n/a' : m.status >= 400 ? `HTTP ${m.status}` : num(m[v], 1));
+  rows.push([name, cell(s, 'statements'), cell(s, 'ms'), cell(p, 'statements'), cell(p, 'ms')]);
+}
+printTable('Statements per request (mean of the rounds after one warm-up call; one caller at a time)', rows, [
+  `${ROUNDS} calls a route; the server in this process, role api; PostgreSQL: ${url ? 'the tools/pg/pg.sh cluster, a fresh database' : 'no cluster running (npm run pg:start)'}`,
+  'SQLite counts statements that ran (cached reads that hit run none); PostgreSQL keeps no read cache',
+  ...(failure ? [`PostgreSQL run failed: ${failure.slice(0, 300)}`] : []),
+]);
+if (failure) process.exitCode = 1;
