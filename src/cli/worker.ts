@@ -19,6 +19,7 @@ const status = {
       `last claimed ${s.lastClaimedAt ?? '-'}, completed ${s.lastCompletedAt ?? '-'}, failed ${s.lastFailedAt ?? '-'}, reclaimed ${s.lastReclaimedAt ?? '-'}, retried ${s.lastRetriedAt ?? '-'}`,
       ...(s.lastError ? [`last error: ${s.lastError}`] : []),
       ...s.queueAlerts.map((a) => `alert ${a.code}: ${a.message}`),
+      ...(s.workers ?? []).map((w) => `live worker ${w.workerId}: ${w.healthStatus}, running ${w.runningCount} of ${w.concurrency}, heartbeat ${(w.heartbeatAgeMs / 1000).toFixed(1)} s ago`),
     ]);
   },
 };

@@ -31,6 +31,15 @@ test('an api process queues jobs without running them; a worker process on the s
   const live = await api.call('GET', '/api/system/worker', { token: admin });
   assert.equal(live.body.workerId, 'worker-1');
   assert.equal(live.body.healthStatus, 'ok');
+  assert.deepEqual(live.body.workers.map((w: { workerId: string; healthStatus: string }) => [w.workerId, w.healthStatus]), [['worker-1', 'ok']], 'the live workers');
+
+  // A second worker process on the same database joins the list; a stopped one leaves it.
+  const second = await startTestServer(t, { ...WORKER_ENV, SVC_ROLE: 'worker', SVC_WORKER_ID: 'worker-2' }, dirs);
+  const both = await api.call('GET', '/api/system/worker', { token: admin });
+  assert.deepEqual(both.body.workers.map((w: { workerId: string }) => w.workerId), ['worker-1', 'worker-2']);
+  await second.close();
+  const after = await api.call('GET', '/api/system/worker', { token: admin });
+  assert.deepEqual(after.body.workers.map((w: { workerId: string }) => w.workerId), ['worker-1']);
 
   // The worker process answers the liveness probe, and nothing else.
   const health = await worker.call('GET', '/api/health');

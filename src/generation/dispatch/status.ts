@@ -10,6 +10,9 @@ interface StateRow {
   last_reclaimed_at: string | null; last_retried_at: string | null; last_error: string | null;
 }
 
+/** A worker silent this long (killed, its host gone) leaves the list of live workers. */
+const FORGET_AFTER_MS = 24 * 3_600_000;
+
 /** A queued job older than this raises the oldest_waiting alert. */
 export const OLD_WAITING_MS = 15 * 60_000;
 
@@ -24,6 +27,12 @@ export const QueueAlertView = o.named('QueueAlert', o.object({
 export type Alert = o.Out<typeof QueueAlertView>;
 
 const at = o.nullable(o.time());
+
+export const LiveWorkerView = o.named('LiveWorker', o.object({
+  workerId: o.text(), healthStatus: o.oneOf(['ok', 'paused', 'stale']), heartbeatAt: o.time(), heartbeatAgeMs: o.int(),
+  concurrency: o.int(), runningCount: o.int(), startedAt: o.time(),
+}, 'a worker that has not stopped (one per process running one, on any host)'));
+
 export const WorkerStatusView = o.named('WorkerStatus', o.object({
   workerId: o.text(), healthStatus: o.oneOf(WORKER_HEALTH), enabled: o.bool('SVC_WORKER_ENABLED: claims jobs by itself'),
   startedAt: at, heartbeatAt: at, heartbeatAgeMs: o.nullable(o.int()), staleThresholdMs: o.int(),
@@ -33,7 +42,8 @@ export const WorkerStatusView = o.named('WorkerStatus', o.object({
   runningCount: o.int(),
   lastClaimedAt: at, lastCompletedAt: at, lastFailedAt: at, lastReclaimedAt: at, lastRetriedAt: at,
   lastError: o.nullable(o.text()),
-}, 'the job worker\'s state'));
+  workers: o.optional(o.array(LiveWorkerView, 'every worker not stopped that was heard from in the last 24 hours, by id (the system-wide status only): the processes sharing the database, on any host')),
+}, 'the job worker\'s state: this process\'s worker, or the freshest one'));
 
 function healthOf(row: StateRow | undefined, ageMs: number | null, staleMs: number): Health {
   if (!row) return 'not_started';
@@ -65,6 +75,14 @@ export async function workerStatus(ctx: Ctx, workerOnly = false): Promise<o.Out<
     const oldest = (await db.get<{ t: string | null }>("SELECT min(created_at) AS t FROM generation_jobs WHERE status = 'queued'"))!.t;
     if (oldest && now - Date.parse(oldest) > OLD_WAITING_MS) alerts.push({ code: 'oldest_waiting', message: `the oldest queued job has waited ${Math.round((now - Date.parse(oldest)) / 60_000)} minutes` });
   }
+  const live = workerOnly ? undefined : (await db.all<StateRow>(
+    'SELECT * FROM worker_state WHERE stopped_at IS NULL AND heartbeat_at >= ? ORDER BY worker_id', new Date(now - FORGET_AFTER_MS).toISOString())).map((w) => {
+    const age = Math.max(0, now - Date.parse(w.heartbeat_at));
+    return {
+      workerId: w.worker_id, healthStatus: healthOf(w, age, staleMs) as 'ok' | 'paused' | 'stale', heartbeatAt: w.heartbeat_at, heartbeatAgeMs: age,
+      concurrency: w.concurrency, runningCount: w.running, startedAt: w.started_at,
+    };
+  });
   return {
     workerId: row?.worker_id ?? config.workerId,
     healthStatus: health,
@@ -85,5 +103,6 @@ export async function workerStatus(ctx: Ctx, workerOnly = false): Promise<o.Out<
     lastReclaimedAt: row?.last_reclaimed_at ?? null,
     lastRetriedAt: row?.last_retried_at ?? null,
     lastError: row?.last_error ?? null,
+    ...(live ? { workers: live } : {}),
   };
 }
