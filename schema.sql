@@ -244,7 +244,8 @@ CREATE INDEX memberships_org ON memberships(organization_id, level);
 -- actor_user_id, actor_name, organization_id, workspace_id, project_id, action, target_type,
 -- target_id, result, metadata, ip, user_agent, request_id, prev_hash), each value a JSON string or
 -- null (the same text as JavaScript's JSON.stringify of that array). Rows are appended by one
--- INSERT ... SELECT that reads the last hash and hashes with svc_sha256() (src/audit/store.ts);
+-- INSERT ... SELECT from the chain's head (audit_chain_head, below) that hashes with svc_sha256()
+-- (src/platform/audit/store.ts);
 -- `svc audit verify` re-walks the chain. The hash columns stay nullable only so that a row written
 -- by hand without them can exist; verify reports such a row as broken.
 CREATE TABLE audit_log (
@@ -277,6 +278,19 @@ CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
 BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
+-- The head of the chain: seq and hash of the last row (0 and 64 zeros before the first). An append
+-- reads it with the row's values (locked on PostgreSQL until the transaction ends), so appends from
+-- every connection and process take turns: each chains to the row before it and takes the next seq,
+-- without gaps and in commit order. The trigger moves the head to each new row. `svc audit verify`
+-- compares its seq with the last row's: a higher one means rows at the end were removed.
+CREATE TABLE audit_chain_head (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  seq INTEGER NOT NULL,
+  hash TEXT NOT NULL
+);
+INSERT INTO audit_chain_head (id, seq, hash) VALUES (1, 0, '0000000000000000000000000000000000000000000000000000000000000000');
+CREATE TRIGGER audit_log_head AFTER INSERT ON audit_log
+BEGIN UPDATE audit_chain_head SET seq = NEW.seq, hash = NEW.hash WHERE id = 1 AND seq < NEW.seq; END;
 
 -- == notifications ==
 -- Inbox: one row per recipient of an event (src/notifications/service.ts computes the recipients).

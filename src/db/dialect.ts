@@ -25,6 +25,12 @@ export interface Dialect {
    * otherwise miss); nothing on PostgreSQL, whose planner picks it (a partial index included).
    */
   indexedBy(index: string): string;
+  /**
+   * Appended to a SELECT that reads a row its statement or transaction then writes (a counter, the
+   * head of a chain): on PostgreSQL the row is locked until the transaction ends, and a row another
+   * transaction changed is waited for and read as it committed; SQLite serializes writers, so nothing.
+   */
+  readonly forUpdate: string;
 }
 
 export const SQLITE: Dialect = {
@@ -33,6 +39,7 @@ export const SQLITE: Dialect = {
   skipLocked: '',
   forShare: '',
   indexedBy: (index) => `INDEXED BY ${index}`,
+  forUpdate: '',
 };
 
 export const POSTGRES: Dialect = {
@@ -41,4 +48,5 @@ export const POSTGRES: Dialect = {
   skipLocked: ' FOR UPDATE SKIP LOCKED',
   forShare: ' FOR SHARE',
   indexedBy: () => '',
+  forUpdate: ' FOR UPDATE',
 };

@@ -191,7 +191,7 @@ test('schema.pg.sql has the tables, columns, keys, indexes, constraints and trig
 
   const differ = Object.keys(lite).filter((table) => !util.isDeepStrictEqual(pg[table], lite[table]));
   for (const table of differ) assert.deepEqual(pg[table], lite[table], `table ${table} (and ${differ.length - 1} more: ${differ.join(', ')})`);
-  assert.equal(Object.values(lite).reduce((n, s) => n + s.triggers.length, 0), 22, 'the 22 triggers are compared');
+  assert.equal(Object.values(lite).reduce((n, s) => n + s.triggers.length, 0), 23, 'the 23 triggers are compared');
 });
 
 test('the PostgreSQL functions that keep statements portable exist', async (t) => {

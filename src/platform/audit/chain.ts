@@ -1,6 +1,7 @@
 // Tamper evidence: re-walks the audit log's hash chain in seq order, one row in memory at a time,
-// and names the first broken link. The canonical text is recomputed here with JSON.stringify,
-// independently of the SQL that wrote it (json_array writes the same text).
+// and names the first broken link. The canonical text is recomputed here with JSON.stringify, from
+// the values as stored, independently of the statement that wrote them (rows appended before schema
+// version 15 were hashed over SQLite's json_array, the same text).
 import { createHash } from 'node:crypto';
 import type { Db } from '../../db/db.ts';
 import { GENESIS_HASH, HASHED_FIELDS, highestSeqIssued, iterateChain, type ChainRow } from './store.ts';
@@ -19,7 +20,7 @@ export type ChainProblem =
   | 'link'
   /** Both of the above. */
   | 'hash_and_link'
-  /** Rows after the last one were removed (sqlite_sequence has handed out higher numbers). */
+  /** Rows after the last one were removed (the chain's head has a higher seq). */
   | 'truncated';
 
 export interface ChainBreak {

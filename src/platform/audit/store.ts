@@ -1,7 +1,8 @@
-// SQL of the append-only, hash-chained audit log: the one-statement append, the scoped and filtered
+// SQL of the append-only, hash-chained audit log: the one-statement append to the chain's head, the scoped and filtered
 // reads behind the list, facets, detail and export, and the chain walk of `svc audit verify`.
 import type { Db, Param } from '../../db/db.ts';
 import type { RowCursor } from '../../db/cursor.ts';
+import { POSTGRES, SQLITE } from '../../db/dialect.ts';
 
 export interface AuditRow {
   seq: number;
@@ -37,19 +38,29 @@ export const HASHED_FIELDS = [
 ] as const satisfies ReadonlyArray<keyof NewAuditRow>;
 
 /**
- * Appends one row in ONE statement: the new values (as text), the hash of the last row by seq (or
- * the genesis value) as prev_hash, and svc_sha256 of json_array(fields..., prev_hash) as hash. A
- * writing statement takes SQLite's write lock before it reads, so two connections can never chain
- * to the same row.
+ * Appends one row in ONE statement, the same on both engines: the new values, the head's seq + 1 and
+ * its hash as prev_hash, and as hash svc_sha256 of the canonical text (schema.sql): JSON.stringify of
+ * the values and prev_hash, written here without its end and completed in SQL with the head's hash
+ * (64 hex digits, a JSON string without escapes). The head is read FOR UPDATE on PostgreSQL (SQLite's
+ * writers take turns already), so an append waits for the transaction of the one before to end and
+ * chains to what it committed, one seq after it: seq is gap-free and in commit order. The trigger
+ * audit_log_head moves the head to the new row.
  */
-const INSERT_SQL = `INSERT INTO audit_log (${HASHED_FIELDS.join(', ')}, prev_hash, hash)
-SELECT ${HASHED_FIELDS.map((f) => `n.${f}`).join(', ')}, n.prev_hash,
-       svc_sha256(json_array(${HASHED_FIELDS.map((f) => `n.${f}`).join(', ')}, n.prev_hash))
-  FROM (SELECT ${HASHED_FIELDS.map((f) => `CAST(? AS TEXT) AS ${f}`).join(', ')},
-               coalesce((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '${GENESIS_HASH}') AS prev_hash) AS n`;
+const INSERT_SQL = `INSERT INTO audit_log (seq, ${HASHED_FIELDS.join(', ')}, prev_hash, hash)
+SELECT h.seq + 1, ${HASHED_FIELDS.map((f) => `CAST(? AS TEXT) AS ${f}`).join(', ')}, h.hash,
+       svc_sha256(CAST(? AS TEXT) || ',"' || h.hash || '"]')
+  FROM audit_chain_head h WHERE h.id = 1`;
+/** INSERT_SQL with each engine's lock of the head row, made once. */
+const INSERT_SQL_OF = { sqlite: INSERT_SQL + SQLITE.forUpdate, postgres: INSERT_SQL + POSTGRES.forUpdate };
+
+/** A value as the database stores it: a lone surrogate (not UTF-8) becomes U+FFFD, as the drivers write it. */
+const stored = (v: string | null): string | null => (v === null ? null : v.toWellFormed());
 
 export async function insertAudit(db: Db, r: NewAuditRow): Promise<void> {
-  await db.run(INSERT_SQL, ...HASHED_FIELDS.map((f) => r[f]));
+  const values = HASHED_FIELDS.map((f) => stored(r[f]));
+  const text = JSON.stringify(values).slice(0, -1); // the canonical text up to ,"<prev_hash>"]
+  const appended = await db.run(INSERT_SQL_OF[db.engine], ...values, text);
+  if (appended.changes !== 1) throw new Error('the audit log has no chain head (table audit_chain_head): nothing was appended');
 }
 
 /** A WHERE clause with its parameters. */
@@ -138,9 +149,9 @@ export function iterateChain(db: Db): AsyncGenerator<ChainRow, void, undefined> 
   return db.iterate<ChainRow>(`SELECT seq, prev_hash, hash, ${HASHED_FIELDS.join(', ')} FROM audit_log ORDER BY seq`);
 }
 
-/** The highest seq ever handed out (AUTOINCREMENT keeps it in sqlite_sequence), 0 when none. */
+/** The seq of the chain's head: the highest ever appended (0 when none). */
 export async function highestSeqIssued(db: Db): Promise<number> {
-  return Number((await db.get<{ seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'"))?.seq ?? 0);
+  return Number((await db.get<{ seq: number }>('SELECT seq FROM audit_chain_head WHERE id = 1'))?.seq ?? 0);
 }
 
 /** True when a user appears in a record of the scope, as its actor or as its target. */
