@@ -3,10 +3,10 @@
 // address, a client address, a client id, a user id) within a sliding window.
 //
 // An attempt whose check awaits (scrypt) RESERVES its slot first (reserveAttempt): in one write
-// transaction (BEGIN IMMEDIATE, so serialized across connections and processes) the key's rows within
-// the window are counted; at the limit the attempt is refused with 429 `rate_limited` and Retry-After
-// without being evaluated, else a row is inserted. A concurrent burst therefore gets at most `max`
-// evaluations. The outcome then settles the reservation: a failure keeps its row (it counts), a success
+// transaction that first locks its keys (lockSlots: serialized across connections and processes) the
+// key's rows within the window are counted; at the limit the attempt is refused with 429 `rate_limited`
+// and Retry-After without being evaluated, else a row is inserted. A concurrent burst therefore gets
+// at most `max` evaluations. The outcome then settles the reservation: a failure keeps its row (it counts), a success
 // releases it (deletes it) or clears the key (deletes every row of the key), a refusal unrelated to the
 // guessed secret releases it. A reservation nobody settles (the process died) counts as a failure
 // until the window passes.
@@ -39,6 +39,17 @@ async function waitFor(db: Db, slot: Slot, nowMs: number): Promise<number> {
     `SELECT at_ms FROM attempt_limits WHERE bucket = ? AND key_hash = ? AND at_ms > ?
       ORDER BY at_ms DESC, id DESC LIMIT 1 OFFSET ?`, bucket, keyHash(slot.key), nowMs - windowMs, max - 1);
   return row ? Math.max(1, Math.ceil((row.at_ms + windowMs - nowMs) / 1000)) : 0;
+}
+
+/**
+ * Locks each slot's (bucket, key) for the rest of the caller's transaction, in one order (sorted) so
+ * that two attempts sharing keys never wait for each other crosswise: a count then an insert of one key
+ * never interleaves with another's, on SQLite (writers take turns already) as on PostgreSQL (an
+ * advisory lock each; the count after it sees what the previous holder committed).
+ */
+async function lockSlots(db: Db, slots: Slot[]): Promise<void> {
+  const keys = [...new Set(slots.map((s) => `attempt_limits:${s.limit.bucket}:${keyHash(s.key)}`))].sort();
+  for (const key of keys) await db.lock(key);
 }
 
 async function prune(db: Db, nowMs: number): Promise<void> {
@@ -104,6 +115,7 @@ async function clearKeys(db: Db, slots: Slot[], limits: AttemptLimit[]): Promise
  */
 export async function reserveAttempt(db: Db, slots: Slot[], nowMs: number, onRefused?: (retryAfterSeconds: number) => void | Promise<void>): Promise<Reservation> {
   const outcome = await db.tx(async (): Promise<Reservation | number> => {
+    await lockSlots(db, slots);
     await prune(db, nowMs);
     const wait = Math.max(0, ...await mapSeq(slots, (s) => waitFor(db, s, nowMs)));
     if (wait > 0) return wait;
@@ -137,6 +149,7 @@ export interface CheckOptions {
  */
 export async function checkAttempt<T>(db: Db, slots: Slot[], nowMs: number, check: () => T | Promise<T>, opts: CheckOptions = {}): Promise<T> {
   const outcome = await db.tx(async (): Promise<{ value: T } | { failed: unknown } | { wait: number }> => {
+    await lockSlots(db, slots);
     const wait = Math.max(0, ...await mapSeq(slots, (s) => waitFor(db, s, nowMs)));
     if (wait > 0) return { wait };
     let value: T;

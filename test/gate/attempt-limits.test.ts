@@ -10,7 +10,9 @@ import { login, makeTree, makeUser } from '../helpers/factories.ts';
 import { totpAt } from '../../src/identity/mfa/totp.ts';
 import { openDb } from '../../src/db/db.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { checkAttempt, reserveAttempt, type AttemptLimit } from '../../src/gate/ratelimit.ts';
+import { openPostgres, type PostgresDb } from '../../src/db/postgres.ts';
+import { checkAttempt, reserveAttempt, type AttemptLimit, type Slot } from '../../src/gate/ratelimit.ts';
+import { freshDatabaseUrl } from '../helpers/postgres.ts';
 
 /** How many answers of each status a burst got. */
 function tally(answers: Answer[]): Record<number, number> {
@@ -233,4 +235,30 @@ test('the limiter: keys stored as SHA-256 only, all-or-none reservations, releas
   // A minute and more later every row has expired: the next reservation prunes them.
   await reserveAttempt(db, [{ limit: big, key: '192.0.2.9' }], t0 + 120_000);
   assert.equal((await db.get<{ n: number }>('SELECT count(*) AS n FROM attempt_limits'))!.n, 1, 'only the new row is left');
+});
+
+test('postgres: concurrent reservations and checks on two pools (two processes) get exactly the limit, whatever the order of their keys', async (t) => {
+  const pools: PostgresDb[] = [];
+  const url = await freshDatabaseUrl(t, async () => { for (const p of pools) await p.close(); });
+  pools.push(await openPostgres({ url, max: 5 }), await openPostgres({ url, max: 5 }));
+  await migrate(pools[0]);
+  const account: AttemptLimit = { bucket: 'pg_account', max: 4, windowMs: 60_000 };
+  const address: AttemptLimit = { bucket: 'pg_address', max: 7, windowMs: 60_000 };
+  const t0 = Date.now();
+  // Half of the attempts name their keys in the other order: the locks are taken sorted, never crosswise.
+  const slots = (i: number, who: string): Slot[] => {
+    const both: Slot[] = [{ limit: account, key: who }, { limit: address, key: '192.0.2.1' }];
+    return i % 2 ? both.reverse() : both;
+  };
+  const outcome = async (p: Promise<unknown>) => p.then(() => 'granted', (e: { status?: number }) => (e.status === 429 ? '429' : Promise.reject(e as Error)));
+  const reserved = await Promise.all(Array.from({ length: 24 }, async (_, i) => await outcome(reserveAttempt(pools[i % 2], slots(i, 'alice'), t0))));
+  assert.equal(reserved.filter((x) => x === 'granted').length, 4, 'the account\'s limit');
+  // Checks that take a while (inside the transaction) and fail: each counted, never more run than allowed.
+  let ran = 0;
+  const failing = async () => { ran++; await new Promise((r) => setTimeout(r, 5)); throw Object.assign(new Error('wrong'), { status: 401 }); };
+  const checked = await Promise.all(Array.from({ length: 24 }, async (_, i) => await outcome(checkAttempt(pools[i % 2], slots(i, `user${i % 3}`), t0, failing))
+    .catch((e: { status?: number }) => (e.status === 401 ? 'failed' : Promise.reject(e as Error)))));
+  assert.equal(ran, 3, 'the address had 3 of its 7 left');
+  assert.equal(checked.filter((x) => x === 'failed').length, 3);
+  assert.equal((await pools[1].get<{ n: number }>("SELECT count(*) AS n FROM attempt_limits WHERE bucket = 'pg_address'"))!.n, 7);
 });
