@@ -29,7 +29,7 @@ import { costCenterDetailView, costCentersView, gbToBytes, GIB, quotaWarningsVie
 import { roundUnits, usageByBucket, usageTrend, type Bucket } from '../trend.ts';
 import { liveInvoiceOverlapping, type InvoiceRow } from '../invoices/store.ts';
 import { presentInvoice } from '../invoices/present.ts';
-import { invoiceRef } from '../invoices/service.ts';
+import { invoiceLock, invoiceRef } from '../invoices/service.ts';
 import type { Out } from '../../kernel/view.ts';
 import type { CommercialExportView, CommercialView, InvoiceStatusChangeView, InvoiceSummaryView, UsageMonthView } from '../views.ts';
 import type { InvoiceStatus } from '../vocabulary.ts';
@@ -165,6 +165,9 @@ export async function updateBillingAccount(ctx: Ctx, organizationId: string, p: 
     const after = billingSettings(next, timeZone);
     const changed = (Object.keys(after) as Array<keyof BillingSettings>).filter((k) => after[k] !== before[k]);
     if (changed.length === 0) return presentBillingAccount(row, tz);
+    // What an invoice locks (its periods are drawn in the cycle and the zone, its amounts in the
+    // currency) is checked and changed under the invoice lock, never between a generation's checks.
+    if (changed.some((k) => k === 'billingCycle' || k === 'timeZone' || k === 'currency')) await invoiceLock(ctx, organizationId);
     await checkBounds(ctx, organizationId, new Set(changed), next, row, timeZone, tz);
     const at = ctx.now().toISOString();
     next.updated_at = at;

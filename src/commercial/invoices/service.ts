@@ -1,8 +1,9 @@
 // Invoices: a draft is a snapshot of one billing period (plan, seats, storage per workspace, usage
 // per cost center, cost centers, tax rate) with its lines; one per organization and period (the
 // unique key decides, so a repeat, also a concurrent one, gets the original), and no period may
-// overlap another invoice's that is not void (409 invoice_period_overlap, checked under the write
-// lock). The draft is computed before the transaction; the transaction only checks and inserts.
+// overlap another invoice's that is not void (409 invoice_period_overlap, checked under the
+// organization's invoice lock, invoiceLock). The draft is computed before the transaction; the
+// transaction only checks and inserts.
 // Numbers are taken at issue from the billing account's counter, in the same transaction: gap-free
 // per organization.
 // Rounding (docs/commercial.md#invoices): each line's exact amount is rounded half-up once; the
@@ -140,6 +141,16 @@ async function basisOf(ctx: Ctx, organizationId: string, body: Infer<typeof Gene
   return { account, timeZone, g, start: g.start.toISOString(), end: g.end.toISOString(), key: `${timeZone}\n${JSON.stringify(account)}` };
 }
 
+/**
+ * Takes the organization's invoice lock for the rest of the caller's transaction: a generation's
+ * overlap check and insert, and a billing change that redraws the periods (cycle, time zone), never
+ * interleave with another's (SQLite's writers take turns already; PostgreSQL at READ COMMITTED needs
+ * the lock, after which the checks see what the previous holder committed).
+ */
+export async function invoiceLock(ctx: Ctx, organizationId: string): Promise<void> {
+  await ctx.db.lock(`invoices:${organizationId}`);
+}
+
 /** An invoice as named in a 409's details (overlapping period, locked billing cycle or time zone). */
 export const invoiceRef = (i: InvoiceRow) => ({ id: i.id, number: i.number, status: i.status, periodStart: i.period_start, periodEnd: i.period_end });
 
@@ -147,9 +158,9 @@ export const invoiceRef = (i: InvoiceRow) => ({ id: i.id, number: i.number, stat
  * A draft for the period (default: the billing cycle's current period in the organization's time
  * zone). created false: the organization already had one for exactly that period, returned unchanged.
  * The draft (a GROUP BY over the period's usage, every stored file, the members) is computed before
- * the write lock is taken; under it: the same period again (the original, 200), an overlapping
- * invoice that is not void (409 invoice_period_overlap), then the insert. A billing change committed
- * in between (prices, cycle, time zone) makes the draft again under the lock.
+ * the transaction; in it, under the organization's invoice lock: the same period again (the original,
+ * 200), an overlapping invoice that is not void (409 invoice_period_overlap), then the insert. A
+ * billing change committed in between (prices, cycle, time zone) makes the draft again under the lock.
  */
 export async function generateInvoice(ctx: Ctx, organizationId: string, body: Infer<typeof GenerateBody>): Promise<{ invoice: InvoiceRow; created: boolean }> {
   const before = await basisOf(ctx, organizationId, body);
@@ -157,6 +168,7 @@ export async function generateInvoice(ctx: Ctx, organizationId: string, body: In
   if (existing) return { invoice: existing, created: false };
   const prepared = await draftOf(ctx, before.account, before.timeZone, before.g);
   return await ctx.db.tx(async () => {
+    await invoiceLock(ctx, organizationId);
     const b = await basisOf(ctx, organizationId, body);
     const { start, end } = b;
     const original = await invoiceForPeriod(ctx.db, organizationId, start, end);
