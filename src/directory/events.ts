@@ -49,14 +49,20 @@ export interface EventBus<C extends EventContext> {
 export function createEventBus<C extends EventContext>(): EventBus<C> {
   const subscriptions = new Map<string, Array<{ subscriber: string; what: string; handler: (ctx: C, payload: unknown) => void | Promise<void> }>>();
 
-  /** Runs a pending row's handler in a transaction that also marks it done; a failure is logged and kept. */
+  /**
+   * Runs a pending row's handler in a transaction that first claims the row and also marks it done; a
+   * failure is logged and kept. The claim reads the row again as pending: SQLite's writers take turns,
+   * and on PostgreSQL it locks the row until the transaction ends (FOR UPDATE SKIP LOCKED), so another
+   * process dispatching the same row (dispatchPending at its start) skips it instead of running the
+   * handler a second time, and one that comes after the commit finds it done.
+   */
   const dispatch = async (ctx: C, id: string): Promise<void> => {
     const row = await ctx.db.get<EventRow>('SELECT * FROM event_outbox WHERE id = ? AND done_at IS NULL', id);
     const sub = row && subscriptions.get(row.event)?.find((s) => s.subscriber === row.subscriber);
     if (!row || !sub) return;
     try {
       await ctx.db.tx(async () => {
-        if (!await ctx.db.get('SELECT 1 FROM event_outbox WHERE id = ? AND done_at IS NULL', id)) return;
+        if (!await ctx.db.get(`SELECT 1 FROM event_outbox WHERE id = ? AND done_at IS NULL${ctx.db.dialect.skipLocked}`, id)) return;
         await sub.handler(ctx, JSON.parse(row.payload) as unknown);
         await ctx.db.run('UPDATE event_outbox SET done_at = ?, attempts = attempts + 1, last_error = NULL WHERE id = ?', ctx.now().toISOString(), id);
       });
