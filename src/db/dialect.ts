@@ -31,6 +31,56 @@ export interface Dialect {
    * transaction changed is waited for and read as it committed; SQLite serializes writers, so nothing.
    */
   readonly forUpdate: string;
+  /**
+   * A FROM-clause source of the elements of the JSON array `json` (an SQL expression of JSON text: a
+   * parameter, a column, or jsonGet of one), one row per element, the element as `${alias}.value`
+   * (read its fields with jsonText); no row when `json` is NULL. It may refer to the tables before it
+   * in FROM (`FROM jobs j, ${d.jsonEach(d.jsonGet('j.output', 'files'), 'f')}`). Only arrays: SQLite
+   * would walk an object's members, PostgreSQL refuses anything but an array.
+   */
+  jsonEach(json: string, alias: string): string;
+  /** The member `key` of a JSON object (or the element at index `key` of an array) as JSON, for jsonEach; NULL when absent. */
+  jsonGet(json: string, key: string | number): string;
+  /**
+   * The member `key` of a JSON object (or the element at index `key` of an array) as an SQL value;
+   * NULL when absent or JSON null. A JSON string is its text on both engines; a number is a number on
+   * SQLite but text on PostgreSQL: CAST it where the type matters (a comparison, a UNION, a sum).
+   */
+  jsonText(json: string, key: string | number): string;
+  /**
+   * An aggregate: the JSON array (as text) of `expr` over the group's rows in the order of `orderBy`,
+   * `[]` when there are none. The texts differ in spaces (PostgreSQL writes `["a", "b"]`): parse it.
+   */
+  jsonArrayAgg(expr: string, orderBy: string): string;
+  /**
+   * The LIKE operator that ignores the case of ASCII letters (other letters match exactly), as
+   * SQLite's LIKE does: LIKE there, ILIKE on PostgreSQL (whose LIKE is case-sensitive; ILIKE folds
+   * ASCII only in the C collation the schema's databases use).
+   */
+  readonly likeAnyCase: string;
+  /**
+   * `x` rounded to a whole number, halves away from zero, as SQLite's round(x) computes it on a
+   * double (x + 0.5, then truncated); PostgreSQL's round() of a double rounds halves to even. `x`
+   * is written twice on PostgreSQL: it must hold no parameter.
+   */
+  roundHalfAway(x: string): string;
+  /**
+   * A key of the rows of a table whose id is a newId, to find a page's rows first (a deferred join)
+   * and to break ties in its order: SQLite's rowid, which ends every index (the page is found in the
+   * index alone), and the id on PostgreSQL. Both follow insertion order within a process (newId is
+   * monotonic), so both engines order the same rows alike.
+   */
+  readonly rowKey: string;
+}
+
+/** A JSON object key (a quoted SQL string; letters, digits and _ only) or an array index. */
+function jsonKey(key: string | number): string {
+  if (typeof key === 'number') {
+    if (!Number.isSafeInteger(key) || key < 0) throw new RangeError(`not a JSON array index: ${key}`);
+    return String(key);
+  }
+  if (!/^\w+$/.test(key)) throw new RangeError(`not a plain JSON key: ${key}`);
+  return `'${key}'`;
 }
 
 export const SQLITE: Dialect = {
@@ -40,6 +90,13 @@ export const SQLITE: Dialect = {
   forShare: '',
   indexedBy: (index) => `INDEXED BY ${index}`,
   forUpdate: '',
+  jsonEach: (json, alias) => `json_each(${json}) AS ${alias}`,
+  jsonGet: (json, key) => `(${json} -> ${jsonKey(key)})`,
+  jsonText: (json, key) => `(${json} ->> ${jsonKey(key)})`,
+  jsonArrayAgg: (expr, orderBy) => `json_group_array(${expr} ORDER BY ${orderBy})`,
+  likeAnyCase: 'LIKE',
+  roundHalfAway: (x) => `round(${x})`,
+  rowKey: 'rowid',
 };
 
 export const POSTGRES: Dialect = {
@@ -49,4 +106,20 @@ export const POSTGRES: Dialect = {
   forShare: ' FOR SHARE',
   indexedBy: () => '',
   forUpdate: ' FOR UPDATE',
+  jsonEach: (json, alias) => `jsonb_array_elements(CAST(${json} AS jsonb)) AS ${alias}(value)`,
+  jsonGet: (json, key) => `(CAST(${json} AS jsonb) -> ${jsonKey(key)})`,
+  jsonText: (json, key) => `(CAST(${json} AS jsonb) ->> ${jsonKey(key)})`,
+  jsonArrayAgg: (expr, orderBy) => `coalesce(json_agg(${expr} ORDER BY ${orderBy}), '[]')`,
+  likeAnyCase: 'ILIKE',
+  roundHalfAway: (x) => `(sign(${x}) * trunc(abs(${x}) + 0.5))`,
+  rowKey: 'id',
 };
+
+/** What `make` builds of a dialect (statements of its fragments), made once per dialect. */
+export function perDialect<T>(make: (d: Dialect) => T): (d: Dialect) => T {
+  const made = new Map<Dialect, T>();
+  return (d) => {
+    if (!made.has(d)) made.set(d, make(d));
+    return made.get(d)!;
+  };
+}

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { openDb } from '../../src/db/db.ts';
 import { numberPlaceholders, openPostgres } from '../../src/db/postgres.ts';
+import type { Dialect } from '../../src/db/dialect.ts';
+import { newId } from '../../src/kernel/ids.ts';
 import { isUniqueViolation } from '../../src/db/errors.ts';
 import { tempDir } from '../helpers/server.ts';
 import { freshPostgres } from '../helpers/postgres.ts';
@@ -20,7 +22,7 @@ interface Engine {
   readonly inTransaction: boolean;
   onHookError: (err: unknown) => void;
   lock(key: string): Promise<void>;
-  readonly dialect: { jsonValues(param: string): string };
+  readonly dialect: Dialect;
 }
 
 const ENGINES: Record<string, (t: TestContext) => Promise<Engine>> = {
@@ -178,6 +180,51 @@ for (const engine of Object.keys(ENGINES)) {
     for (const id of ['a', 'b', 'c']) await insert(id);
     const rows = await db.all<{ id: string }>(`SELECT id FROM items WHERE id IN (SELECT value FROM ${db.dialect.jsonValues('?')}) ORDER BY id`, JSON.stringify(['c', 'a', 'x']));
     assert.deepEqual(rows.map((r) => r.id), ['a', 'c']);
+  });
+
+  test(`${engine}: dialect JSON fragments walk arrays of a column or a parameter and read members as text`, async (t) => {
+    const { db } = await withItems(t, engine);
+    const d = db.dialect;
+    await db.exec('CREATE TABLE docs (id TEXT PRIMARY KEY, body TEXT)');
+    for (const [id, body] of [['a', '{"files":[{"path":"x","size":3000000000},{"path":"y"}],"n":7}'], ['b', '{"files":[]}'], ['c', '{"other":true}'], ['d', null]]) {
+      await db.run('INSERT INTO docs (id, body) VALUES (?, ?)', id, body);
+    }
+    const plain = <T>(rows: T[]) => rows.map((r) => ({ ...r }));
+    assert.deepEqual(plain(await db.all(
+      `SELECT j.id, ${d.jsonText('f.value', 'path')} AS path, CAST(${d.jsonText('f.value', 'size')} AS BIGINT) AS size
+         FROM docs j, ${d.jsonEach(d.jsonGet('j.body', 'files'), 'f')} ORDER BY j.id, path`)),
+    [{ id: 'a', path: 'x', size: 3000000000 }, { id: 'a', path: 'y', size: null }], 'the elements of a member of each row; none for an empty array, a missing member, NULL');
+    assert.deepEqual(plain(await db.all(`SELECT ${d.jsonText('e.value', 0)} AS k, ${d.jsonText('e.value', 1)} AS v FROM ${d.jsonEach('?', 'e')} ORDER BY k`,
+      JSON.stringify([['k', 'v'], ['a', null]]))), [{ k: 'a', v: null }, { k: 'k', v: 'v' }], 'arrays of a parameter, by index; JSON null is NULL');
+    assert.deepEqual(plain(await db.all(`SELECT id FROM docs WHERE CAST(${d.jsonText('body', 'n')} AS BIGINT) = ?`, 7)), [{ id: 'a' }], 'a number compared once CAST');
+    assert.throws(() => d.jsonText('body', "x') OR ('1"), RangeError, 'a key is a plain name, never SQL');
+  });
+
+  test(`${engine}: dialect.jsonArrayAgg aggregates in the order given, [] for no rows`, async (t) => {
+    const { db, insert } = await withItems(t, engine);
+    for (const id of ['a', 'c', 'b']) await insert(id);
+    const agg = async (where: string) => JSON.parse((await db.get<{ a: string }>(`SELECT ${db.dialect.jsonArrayAgg('id', 'id DESC')} AS a FROM items WHERE ${where}`))!.a) as string[];
+    assert.deepEqual(await agg('1 = 1'), ['c', 'b', 'a']);
+    assert.deepEqual(await agg('id = \'x\''), []);
+  });
+
+  test(`${engine}: dialect.likeAnyCase ignores the case of ASCII letters only; roundHalfAway rounds halves as SQLite's round()`, async (t) => {
+    const { db } = await withItems(t, engine);
+    const d = db.dialect;
+    const like = async (value: string, pattern: string) => (await db.get<{ m: number }>(`SELECT CASE WHEN ? ${d.likeAnyCase} ? ESCAPE '\\' THEN 1 ELSE 0 END AS m`, value, pattern))!.m;
+    assert.deepEqual([await like('INV-0001', '%inv-%'), await like('École', 'école'), await like('École', 'École'), await like('a_b', 'a\\_b'), await like('axb', 'a\\_b')], [1, 0, 1, 1, 0]);
+    const round = async (x: number) => Number((await db.get<{ r: number }>(
+      `SELECT CAST(${d.roundHalfAway('v.x')} AS BIGINT) AS r FROM (SELECT CAST(? AS DOUBLE PRECISION) AS x) AS v`, x))!.r);
+    // 0.49999999999999994 + 0.5 is 1 in doubles: SQLite's round() says 1, and so must PostgreSQL's spelling.
+    assert.deepEqual(await Promise.all([2.5, -2.5, 4.5, 0.5, 1.4999999999999998, 0.49999999999999994, 2000000.5].map(round)), [3, -3, 5, 1, 1, 1, 2000001]);
+  });
+
+  test(`${engine}: dialect.rowKey orders rows with newId ids by insertion`, async (t) => {
+    const { db, insert } = await withItems(t, engine);
+    const ids = Array.from({ length: 20 }, () => newId('itm'));
+    for (const id of ids) await insert(id);
+    const read = await db.all<{ id: string }>(`SELECT id FROM items WHERE ${db.dialect.rowKey} IN (SELECT ${db.dialect.rowKey} FROM items ORDER BY ${db.dialect.rowKey} DESC LIMIT 5) ORDER BY ${db.dialect.rowKey} DESC`);
+    assert.deepEqual(read.map((r) => r.id), ids.slice(-5).reverse());
   });
 }
 
