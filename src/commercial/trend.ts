@@ -6,6 +6,7 @@
 // column of the buckets, not a bound of usage_events alone: so no plan that starts from usage_events
 // (a range of the whole organization, scanned once per bucket) looks cheaper, even without ANALYZE.
 import type { Db } from '../db/db.ts';
+import { perDialect, type Dialect } from '../db/dialect.ts';
 import { formatE4Amount } from '../kernel/money.ts';
 import { localDate, localDaysBefore } from '../kernel/periods.ts';
 import type { Out } from '../kernel/view.ts';
@@ -19,22 +20,22 @@ export interface Bucket { label: string; start: Date; end: Date }
 export interface BucketRow { label: string; unit: string | null; events: number; clips: number; units: number; e4: bigint }
 
 // MATERIALIZED: the buckets are read from the JSON once, not per compared row.
-const bucketSql = (byUnit: boolean) => `
-  WITH buckets(label, start, finish, until) AS MATERIALIZED (SELECT value ->> 0, value ->> 1, value ->> 2, ?3 FROM json_each(?1))
+const bucketSql = (d: Dialect, byUnit: boolean) => `
+  WITH buckets(label, start, finish, until) AS MATERIALIZED (
+    SELECT ${d.jsonText('j.value', 0)}, ${d.jsonText('j.value', 1)}, ${d.jsonText('j.value', 2)}, ?3 FROM ${d.jsonEach('?1', 'j')})
   SELECT b.label AS label, ${byUnit ? 'u.unit' : 'NULL'} AS unit, count(*) AS events,
          CAST(count(*) FILTER (WHERE u.kind = 'clip') AS DOUBLE PRECISION) AS clips,
          CAST(coalesce(sum(u.quantity), 0) AS DOUBLE PRECISION) AS units, sum(u.estimated_cost_e4) AS e4
-    FROM buckets b JOIN usage_events u INDEXED BY usage_events_org
+    FROM buckets b JOIN usage_events u ${d.indexedBy('usage_events_org')}
       ON u.organization_id = ?2 AND u.created_at >= b.start AND u.created_at < b.finish AND u.created_at <= b.until
    GROUP BY b.label${byUnit ? ', u.unit' : ''} ORDER BY b.label${byUnit ? ', u.unit' : ''}`;
-const BY_BUCKET = bucketSql(false);
-const BY_BUCKET_AND_UNIT = bucketSql(true);
+const bySql = perDialect((d) => ({ bucket: bucketSql(d, false), bucketAndUnit: bucketSql(d, true) }));
 
 /** The organization's usage events per bucket (and unit name), up to `until` inclusive; buckets without events give no row. */
 export async function usageByBucket(db: Db, organizationId: string, buckets: Bucket[], until: Date, byUnit = false): Promise<BucketRow[]> {
   const json = JSON.stringify(buckets.map((b) => [b.label, b.start.toISOString(), b.end.toISOString()]));
   // Integers as bigint: the cost sum may pass 2^53; the count is a number again (clips and units are REAL sums).
-  return (await db.allBig<BucketRow>(byUnit ? BY_BUCKET_AND_UNIT : BY_BUCKET, json, organizationId, until.toISOString()))
+  return (await db.allBig<BucketRow>(byUnit ? bySql(db.dialect).bucketAndUnit : bySql(db.dialect).bucket, json, organizationId, until.toISOString()))
     .map((r) => ({ ...r, events: Number(r.events) }));
 }
 

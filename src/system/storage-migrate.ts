@@ -10,6 +10,7 @@
 // target with the expected bytes is skipped, so a run interrupted at any point (even kill -9: a
 // write is placed only once complete) resumes where it stopped. Keys stay the same on both drivers.
 import type { Db } from '../db/db.ts';
+import { perDialect } from '../db/dialect.ts';
 import { AppError } from '../kernel/errors.ts';
 import type { ObjectStore } from '../kernel/storage/store.ts';
 import { hashObject, verifyObject } from '../kernel/storage/verify.ts';
@@ -32,16 +33,16 @@ export interface MigrationSummary {
   failed: Array<{ key: string; reason: string }>;
 }
 
-const RECORDED_SQL = `
+const recordedSql = perDialect((d) => `
   SELECT storage_path AS key, content_sha256 AS sha256, file_size AS size FROM media_artifacts
   UNION ALL SELECT first_frame_path, first_frame_sha256, first_frame_size FROM media_artifacts WHERE first_frame_path IS NOT NULL
   UNION ALL SELECT last_frame_path, last_frame_sha256, last_frame_size FROM media_artifacts WHERE last_frame_path IS NOT NULL
   UNION ALL SELECT c.storage_path, CASE WHEN a.storage_path = c.storage_path THEN a.content_sha256 END, NULL
     FROM media_compositions c LEFT JOIN media_artifacts a ON a.id = c.artifact_id
   UNION ALL SELECT storage_path, content_sha256, file_size FROM asset_versions
-  UNION ALL SELECT json_extract(f.value, '$.path'), json_extract(f.value, '$.sha256'), json_extract(f.value, '$.fileSize')
-    FROM generation_jobs j, json_each(j.output, '$.files') f WHERE j.status = 'completed' AND j.output IS NOT NULL
-  UNION ALL SELECT archive_path, archive_sha256, NULL FROM exports WHERE archive_path IS NOT NULL`;
+  UNION ALL SELECT ${d.jsonText('f.value', 'path')}, ${d.jsonText('f.value', 'sha256')}, CAST(${d.jsonText('f.value', 'fileSize')} AS BIGINT)
+    FROM generation_jobs j, ${d.jsonEach(d.jsonGet('j.output', 'files'), 'f')} WHERE j.status = 'completed' AND j.output IS NOT NULL
+  UNION ALL SELECT archive_path, archive_sha256, NULL FROM exports WHERE archive_path IS NOT NULL`);
 
 /** Folders whose every object is referenced, with the hashes known for some of their keys. */
 interface Folder { prefix: string; known: Map<string, { sha256: string; size: number | null }> }
@@ -50,7 +51,7 @@ interface Folder { prefix: string; known: Map<string, { sha256: string; size: nu
 async function referenced(db: Db): Promise<{ items: Map<string, MigrationItem>; folders: Folder[]; manifests: Array<{ prefix: string; sha256: string }> }> {
   return await db.tx(async () => {
     const items = new Map<string, MigrationItem>();
-    for await (const r of db.iterate<{ key: string | null; sha256: string | null; size: number | null }>(RECORDED_SQL)) {
+    for await (const r of db.iterate<{ key: string | null; sha256: string | null; size: number | null }>(recordedSql(db.dialect))) {
       if (typeof r.key !== 'string' || !r.key) continue;
       const had = items.get(r.key);
       if (!had || (had.sha256 === null && r.sha256)) items.set(r.key, { key: r.key, sha256: r.sha256 || null, size: typeof r.size === 'number' ? r.size : null });

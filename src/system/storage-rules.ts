@@ -12,6 +12,7 @@
 import path from 'node:path';
 import type { Ctx } from '../directory/context.ts';
 import type { Db } from '../db/db.ts';
+import { perDialect } from '../db/dialect.ts';
 import type { Config } from '../kernel/config.ts';
 import { REQUEST_TIMEOUT_MS } from '../http/request.ts';
 import { THIS_WRITER, writerOf } from '../kernel/storage/store.ts';
@@ -86,21 +87,21 @@ export function oldEnough(r: Rules, folder: string, key: string, modifiedMs: num
 
 // Every stored relative path a row refers to. The columns are not indexed for lookups by path, so
 // the set is read in one pass rather than queried per file.
-const REFERENCED_SQL = `
+const referencedSql = perDialect((d) => `
   SELECT storage_path AS p FROM media_artifacts
   UNION SELECT first_frame_path FROM media_artifacts WHERE first_frame_path IS NOT NULL
   UNION SELECT last_frame_path FROM media_artifacts WHERE last_frame_path IS NOT NULL
   UNION SELECT storage_path FROM media_compositions
   UNION SELECT storage_path FROM asset_versions
-  UNION SELECT json_extract(f.value, '$.path') FROM generation_jobs j, json_each(j.output, '$.files') f
-    WHERE j.status = 'completed' AND j.output IS NOT NULL`;
+  UNION SELECT ${d.jsonText('f.value', 'path')} FROM generation_jobs j, ${d.jsonEach(d.jsonGet('j.output', 'files'), 'f')}
+    WHERE j.status = 'completed' AND j.output IS NOT NULL`);
 
 /** What a reclaim must keep: the referenced paths, and the folders of jobs that may still write files. */
 export interface Protection { paths: Set<string>; activeJobs: Set<string> }
 
 export async function protectionOf(db: Db): Promise<Protection> {
   const paths = new Set<string>();
-  for await (const r of db.iterate<{ p: string }>(REFERENCED_SQL)) paths.add(path.posix.normalize(r.p));
+  for await (const r of db.iterate<{ p: string }>(referencedSql(db.dialect))) paths.add(path.posix.normalize(r.p));
   // outputs/<jobId>/ and frames/<jobId>/ of a job that is not finished are being (or will be) written
   // by it: a crashed attempt's files stay until the job ends (its retry writes the same names).
   const activeJobs = new Set((await db.all<{ id: string }>("SELECT id FROM generation_jobs WHERE status IN ('queued', 'running', 'blocked')")).map((r) => r.id));

@@ -66,7 +66,7 @@ export function allOrganizations(db: Db): Promise<OrganizationRow[]> {
 export async function organizationsByIds(db: Db, ids: string[]): Promise<OrganizationRow[]> {
   if (ids.length === 0) return [];
   return await db.all<OrganizationRow>(
-    'SELECT * FROM organizations WHERE id IN (SELECT value FROM json_each(?)) ORDER BY created_at, id', JSON.stringify(ids));
+    `SELECT * FROM organizations WHERE id IN (SELECT value FROM ${db.dialect.jsonValues('?')}) ORDER BY created_at, id`, JSON.stringify(ids));
 }
 
 export function workspacesOfOrganization(db: Db, organizationId: string): Promise<WorkspaceRow[]> {

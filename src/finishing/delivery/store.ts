@@ -55,7 +55,7 @@ export const deliveryItems = (db: Db, deliveryId: string): Promise<DeliveryItemR
 
 export const itemCounts = async (db: Db, deliveryIds: readonly string[]): Promise<Map<string, number>> => new Map(
   (await db.all<{ delivery_id: string; n: number }>(
-    `SELECT delivery_id, count(*) AS n FROM delivery_items WHERE delivery_id IN (SELECT value FROM json_each(?)) GROUP BY delivery_id`,
+    `SELECT delivery_id, count(*) AS n FROM delivery_items WHERE delivery_id IN (SELECT value FROM ${db.dialect.jsonValues('?')}) GROUP BY delivery_id`,
     JSON.stringify(deliveryIds),
   )).map((r) => [r.delivery_id, r.n]),
 );

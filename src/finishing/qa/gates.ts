@@ -8,6 +8,7 @@
 // The decision goes through the workflow's own gate code (same audit, workflow.gate_decided, with
 // the QA run's id), inside the QA run's transaction.
 import type { Ctx } from '../../directory/context.ts';
+import type { Db } from '../../db/db.ts';
 import { applyGateDecision, GATE_READY } from '../../generation/workflows/runs.ts';
 import { gatesOfRuns, runInProject, type RunGateRow } from '../../generation/workflows/store.ts';
 
@@ -16,12 +17,14 @@ export interface GateDecided { workflowRunId: string; gateKey: string; status: '
 /** A blocking gate QA may decide: still pending, or decided by an earlier QA run. */
 const decidedByQa = (g: RunGateRow) => g.blocking === 1 && (g.status === 'pending' || g.qa_run_id !== null);
 
-/** Workflow runs with a blocking gate QA may decide whose jobs have all completed, with the artifacts their jobs registered. */
-async function candidates(ctx: Ctx, projectId: string): Promise<Array<{ id: string; artifactIds: string[] }>> {
-  const rows = await ctx.db.all<{ id: string; artifact_ids: string | null }>(
-    `SELECT r.id, (SELECT json_group_array(a.id) FROM workflow_run_steps st JOIN media_artifacts a ON a.job_id = st.job_id WHERE st.run_id = r.id) AS artifact_ids
+/** Workflow runs with a blocking gate QA may decide whose jobs have all completed, with the artifacts their jobs registered (by step). */
+export async function gateCandidates(db: Db, projectId: string): Promise<Array<{ id: string; artifactIds: string[] }>> {
+  const d = db.dialect;
+  const rows = await db.all<{ id: string; artifact_ids: string | null }>(
+    `SELECT r.id, (SELECT ${d.jsonArrayAgg('a.id', 'st.position, a.created_at, a.id')} FROM workflow_run_steps st JOIN media_artifacts a ON a.job_id = st.job_id
+                    WHERE st.run_id = r.id) AS artifact_ids
        FROM workflow_runs r
-      WHERE r.project_id = ? AND r.mode = 'queue' AND r.status IN (SELECT value FROM json_each(?))
+      WHERE r.project_id = ? AND r.mode = 'queue' AND r.status IN (SELECT value FROM ${d.jsonValues('?')})
         AND EXISTS (SELECT 1 FROM workflow_run_gates g WHERE g.run_id = r.id AND g.blocking = 1 AND (g.status = 'pending' OR g.qa_run_id IS NOT NULL))
       ORDER BY r.created_at, r.id`, projectId, JSON.stringify(GATE_READY));
   return rows.map((r) => ({ id: r.id, artifactIds: JSON.parse(r.artifact_ids ?? '[]') as string[] }));
@@ -30,7 +33,7 @@ async function candidates(ctx: Ctx, projectId: string): Promise<Array<{ id: stri
 /** Call inside the QA run's transaction: `checked` = artifacts of the QA run, `failed` = those with a failed blocking check. */
 export async function decideGatesAfterQa(ctx: Ctx, projectId: string, qaRunId: string, checked: Set<string>, failed: Set<string>): Promise<GateDecided[]> {
   const out: GateDecided[] = [];
-  for (const c of await candidates(ctx, projectId)) {
+  for (const c of await gateCandidates(ctx.db, projectId)) {
     if (c.artifactIds.length === 0 || !c.artifactIds.every((id) => checked.has(id))) continue;
     const failing = c.artifactIds.filter((id) => failed.has(id));
     const status = failing.length ? 'failed' : 'passed';

@@ -1,6 +1,7 @@
 // SQL of SCIM directories and the users they provision, and the membership status switch of
 // (de)provisioning. Every statement names its directory or organization.
 import type { Db } from '../../db/db.ts';
+import { perDialect } from '../../db/dialect.ts';
 import type { UserFilter } from './filter.ts';
 
 export interface DirectoryRow {
@@ -83,23 +84,24 @@ export const scimLinkInOrganization = (db: Db, organizationId: string, userId: s
 
 /**
  * The condition of each supported filter, by attribute and operator: fixed SQL with one `?` for
- * the value (never the filter's text). eq, sw and co on strings; instr() = 1 is "starts with".
+ * the value (never the filter's text). eq, sw and co on strings; instr() = 1 is "starts with". Made
+ * per dialect: the e-mail conditions walk the JSON array of e-mail addresses.
  */
-const FILTER_SQL: Record<UserFilter['attribute'], Record<UserFilter['op'], string>> = {
-  userName: { eq: 'user_name_key = ?', sw: 'instr(user_name_key, ?) = 1', co: 'instr(user_name_key, ?) > 0' },
-  externalId: { eq: 'external_id = ?', sw: 'instr(external_id, ?) = 1', co: 'instr(external_id, ?) > 0' },
-  id: { eq: 'user_id = ?', sw: 'instr(user_id, ?) = 1', co: 'instr(user_id, ?) > 0' },
-  displayName: { eq: 'lower(display_name) = ?', sw: 'instr(lower(display_name), ?) = 1', co: 'instr(lower(display_name), ?) > 0' },
-  'emails.value': {
-    eq: "EXISTS (SELECT 1 FROM json_each(emails) e WHERE lower(json_extract(e.value, '$.value')) = ?)",
-    sw: "EXISTS (SELECT 1 FROM json_each(emails) e WHERE instr(lower(json_extract(e.value, '$.value')), ?) = 1)",
-    co: "EXISTS (SELECT 1 FROM json_each(emails) e WHERE instr(lower(json_extract(e.value, '$.value')), ?) > 0)",
-  },
-};
+const filterSql = perDialect((d): Record<UserFilter['attribute'], Record<UserFilter['op'], string>> => {
+  const email = `lower(${d.jsonText('e.value', 'value')})`;
+  const anyEmail = (test: string) => `EXISTS (SELECT 1 FROM ${d.jsonEach('emails', 'e')} WHERE ${test})`;
+  return {
+    userName: { eq: 'user_name_key = ?', sw: 'instr(user_name_key, ?) = 1', co: 'instr(user_name_key, ?) > 0' },
+    externalId: { eq: 'external_id = ?', sw: 'instr(external_id, ?) = 1', co: 'instr(external_id, ?) > 0' },
+    id: { eq: 'user_id = ?', sw: 'instr(user_id, ?) = 1', co: 'instr(user_id, ?) > 0' },
+    displayName: { eq: 'lower(display_name) = ?', sw: 'instr(lower(display_name), ?) = 1', co: 'instr(lower(display_name), ?) > 0' },
+    'emails.value': { eq: anyEmail(`${email} = ?`), sw: anyEmail(`instr(${email}, ?) = 1`), co: anyEmail(`instr(${email}, ?) > 0`) },
+  };
+});
 
 /** One page of a directory's users (oldest first) and how many match in all. */
 export async function listScimUsers(db: Db, directoryId: string, filter: UserFilter | null, offset: number, limit: number): Promise<{ rows: ScimUserRow[]; total: number }> {
-  const where = filter ? `directory_id = ? AND ${FILTER_SQL[filter.attribute][filter.op]}` : 'directory_id = ?';
+  const where = filter ? `directory_id = ? AND ${filterSql(db.dialect)[filter.attribute][filter.op]}` : 'directory_id = ?';
   const params = filter ? [directoryId, filter.value] : [directoryId];
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM scim_users WHERE ${where}`, ...params))!.n;
   const rows = limit === 0 ? [] : await db.all<ScimUserRow>(

@@ -26,9 +26,10 @@ export function listProviders(db: Db, f: { organizationId?: string | null; statu
 
 /** The id of a provider (any organization) whose clientSecretRef or idpCertRef names `variable`, if any. */
 export async function providerReadingVariable(db: Db, variable: string): Promise<string | undefined> {
+  const d = db.dialect;
   return (await db.get<{ id: string }>(
     `SELECT id FROM identity_providers
-      WHERE json_extract(config, '$.clientSecretRef') = ?1 OR json_extract(config, '$.idpCertRef') = ?1 LIMIT 1`, variable))?.id;
+      WHERE ${d.jsonText('config', 'clientSecretRef')} = ?1 OR ${d.jsonText('config', 'idpCertRef')} = ?1 LIMIT 1`, variable))?.id;
 }
 
 export async function insertProvider(db: Db, p: ProviderRow): Promise<void> {

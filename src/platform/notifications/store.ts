@@ -1,6 +1,7 @@
 // SQL of notifications: the inbox, preferences, organization channels, their allow-list and the
 // delivery outbox. Every inbox query names its user and organization.
 import type { Db } from '../../db/db.ts';
+import type { Dialect } from '../../db/dialect.ts';
 import type { Level, Role } from '../../directory/roles.ts';
 
 export interface NotificationRow {
@@ -34,13 +35,14 @@ export type Visibility =
 
 export interface InboxOwner { userId: string; organizationId: string; visibility: Visibility }
 
-function inboxWhere(o: InboxOwner, unreadOnly: boolean): { sql: string; params: string[] } {
+function inboxWhere(d: Dialect, o: InboxOwner, unreadOnly: boolean): { sql: string; params: string[] } {
   let sql = 'user_id = ? AND organization_id = ?';
   const params = [o.userId, o.organizationId];
   const v = o.visibility;
   if (!v.all) {
-    sql += ` AND (workspace_id IS NULL OR (workspace_id IN (SELECT value FROM json_each(?))
-      AND (project_id IS NULL OR workspace_id IN (SELECT value FROM json_each(?)) OR project_id IN (SELECT value FROM json_each(?)))))`;
+    const values = d.jsonValues('?');
+    sql += ` AND (workspace_id IS NULL OR (workspace_id IN (SELECT value FROM ${values})
+      AND (project_id IS NULL OR workspace_id IN (SELECT value FROM ${values}) OR project_id IN (SELECT value FROM ${values}))))`;
     params.push(JSON.stringify(v.workspaces), JSON.stringify(v.fullWorkspaces), JSON.stringify(v.projects));
   }
   if (unreadOnly) sql += ' AND read_at IS NULL';
@@ -56,17 +58,17 @@ export async function insertNotification(db: Db, n: NotificationRow): Promise<vo
 }
 
 export async function listInbox(db: Db, o: InboxOwner, unreadOnly: boolean, limit: number): Promise<NotificationRow[]> {
-  const w = inboxWhere(o, unreadOnly);
+  const w = inboxWhere(db.dialect, o, unreadOnly);
   return await db.all<NotificationRow>(`SELECT * FROM notifications WHERE ${w.sql} ORDER BY created_at DESC, id DESC LIMIT ?`, ...w.params, limit);
 }
 
 export async function countInbox(db: Db, o: InboxOwner, unreadOnly: boolean): Promise<number> {
-  const w = inboxWhere(o, unreadOnly);
+  const w = inboxWhere(db.dialect, o, unreadOnly);
   return (await db.get<{ n: number }>(`SELECT count(*) AS n FROM notifications WHERE ${w.sql}`, ...w.params))!.n;
 }
 
 export async function visibleNotification(db: Db, o: InboxOwner, id: string): Promise<NotificationRow | undefined> {
-  const w = inboxWhere(o, false);
+  const w = inboxWhere(db.dialect, o, false);
   return await db.get<NotificationRow>(`SELECT * FROM notifications WHERE id = ? AND ${w.sql}`, id, ...w.params);
 }
 
@@ -75,7 +77,7 @@ export async function setReadAt(db: Db, userId: string, id: string, readAt: stri
 }
 
 export async function markVisibleRead(db: Db, o: InboxOwner, readAt: string): Promise<number> {
-  const w = inboxWhere(o, true);
+  const w = inboxWhere(db.dialect, o, true);
   return (await db.run(`UPDATE notifications SET read_at = ? WHERE ${w.sql}`, readAt, ...w.params)).changes;
 }
 
@@ -101,7 +103,7 @@ export function namedUserRows(db: Db, organizationId: string, userIds: string[])
   return db.all<CandidateRow>(
     `SELECT ${CANDIDATE_COLUMNS} FROM users u
        LEFT JOIN memberships m ON m.user_id = u.id AND m.organization_id = ? AND m.status = 'active'
-      WHERE u.status = 'active' AND u.id IN (SELECT value FROM json_each(?))`, organizationId, JSON.stringify(userIds));
+      WHERE u.status = 'active' AND u.id IN (SELECT value FROM ${db.dialect.jsonValues('?')})`, organizationId, JSON.stringify(userIds));
 }
 
 export async function disabledUsers(db: Db, organizationId: string, category: string): Promise<Set<string>> {

@@ -101,7 +101,7 @@ export async function largestFiles(db: Db, organizationId: string, projectIds: r
   if (projectIds.length === 0) return [];
   return await db.all<LargestFileRow>(
     `SELECT v.*, a.name AS asset_name, a.kind AS asset_kind FROM asset_versions v JOIN assets a ON a.id = v.asset_id
-      WHERE v.organization_id = ? AND v.project_id IN (SELECT value FROM json_each(?))
+      WHERE v.organization_id = ? AND v.project_id IN (SELECT value FROM ${db.dialect.jsonValues('?')})
         AND v.id = (SELECT w.id FROM asset_versions w WHERE w.project_id = v.project_id AND w.storage_path = v.storage_path
           ORDER BY w.created_at DESC, w.id DESC LIMIT 1)
       ORDER BY v.file_size DESC, v.id LIMIT ?`, organizationId, JSON.stringify(projectIds), limit);
