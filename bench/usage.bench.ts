@@ -153,7 +153,7 @@ async function aggregationMs(c: Case): Promise<{ grouped: number; loose: number 
   const day = (d: string, after: boolean) => { const [y, m, dd] = d.split('-').map(Number); return startOfLocalDay(y, m, dd + (after ? 1 : 0), TZ).toISOString(); };
   const from = q.get('from') ? day(q.get('from')!, false) : thisMonth.start.toISOString();
   const to = q.get('to') ? day(q.get('to')!, true) : null;
-  const w = usageWhere({
+  const w = usageWhere(db.dialect, {
     organizationId: org.id, from, to, projectId: q.get('projectId') ?? undefined, workspaceId: q.get('workspaceId') ?? undefined,
     userId: q.get('userId') ?? undefined, kind: q.get('kind') ?? undefined, costCenterId: q.get('costCenter') ? cc0.id : undefined,
     query: q.get('query') ? await resolveQuery(db, org.id, q.get('query')!) : undefined,

@@ -3,6 +3,7 @@
 // id except organizationOfInvoice, which exists to tell "another organization's invoice" (403) from
 // "no such invoice" (404). Money columns (amounts, unit prices, usage cost sums) are read as bigint.
 import type { Db } from '../../db/db.ts';
+import type { Dialect } from '../../db/dialect.ts';
 import { likePattern } from '../../db/like.ts';
 import { mapCursor, type RowCursor } from '../../db/cursor.ts';
 import { storedBytesByWorkspace } from '../meters.ts';
@@ -141,7 +142,7 @@ export async function takeInvoiceNumber(db: Db, organizationId: string): Promise
   return { prefix: r.invoice_prefix, number: r.taken };
 }
 
-function filterWhere(organizationId: string, f: InvoiceFilter): { sql: string; params: string[] } {
+function filterWhere(d: Dialect, organizationId: string, f: InvoiceFilter): { sql: string; params: string[] } {
   let sql = 'organization_id = ?';
   const params = [organizationId];
   if (f.status) {
@@ -150,7 +151,7 @@ function filterWhere(organizationId: string, f: InvoiceFilter): { sql: string; p
   }
   if (f.query) {
     const like = likePattern(f.query);
-    sql += " AND (number LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\')";
+    sql += ` AND (number ${d.likeAnyCase} ? ESCAPE '\\' OR id ${d.likeAnyCase} ? ESCAPE '\\')`;
     params.push(like, like);
   }
   return { sql, params };
@@ -159,7 +160,7 @@ function filterWhere(organizationId: string, f: InvoiceFilter): { sql: string; p
 const LEDGER_ORDER = 'ORDER BY period_start DESC, created_at DESC, id DESC';
 
 export async function pageInvoices(db: Db, organizationId: string, f: InvoiceFilter, limit: number, offset: number): Promise<{ rows: InvoiceRow[]; total: number }> {
-  const w = filterWhere(organizationId, f);
+  const w = filterWhere(db.dialect, organizationId, f);
   return {
     rows: await invoices(db, `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER} LIMIT ? OFFSET ?`, ...w.params, limit, offset),
     total: (await db.get<{ n: number }>(`SELECT count(*) AS n FROM invoices WHERE ${w.sql}`, ...w.params))!.n,
@@ -170,7 +171,7 @@ export type ExportedInvoice = InvoiceRow & { lines?: InvoiceLineRow[] };
 
 /** The matching invoices, ledger order, with their lines when asked, read from one snapshot (Db.snapshotCursor). */
 export function openInvoiceCursor(db: Db, organizationId: string, f: InvoiceFilter, withLines: boolean): RowCursor<ExportedInvoice> {
-  const w = filterWhere(organizationId, f);
+  const w = filterWhere(db.dialect, organizationId, f);
   const c = db.snapshotCursor<ExportedInvoice>({
     sql: `SELECT * FROM invoices WHERE ${w.sql} ${LEDGER_ORDER}`,
     params: w.params,
@@ -201,7 +202,7 @@ export async function usageGroups(db: Db, organizationId: string, start: string,
   return (await db.allBig<UsageGroupRow>(
     `SELECT g.*, c.code AS cost_center_code, w.name AS workspace_name FROM (
         SELECT cost_center_id, workspace_id, kind, unit, currency, unit_price_e4,
-               sum(CAST(round(quantity * 1000000) AS BIGINT)) AS quantity_e6, sum(estimated_cost_e4) AS cost_e4, count(*) AS events
+               sum(CAST(${db.dialect.roundHalfAway('quantity * 1000000')} AS BIGINT)) AS quantity_e6, sum(estimated_cost_e4) AS cost_e4, count(*) AS events
           FROM usage_events WHERE organization_id = ?1 AND created_at >= ?2 AND created_at < ?3
          GROUP BY cost_center_id, workspace_id, kind, unit, currency, unit_price_e4) g
        LEFT JOIN cost_centers c ON c.id = g.cost_center_id AND c.organization_id = ?1

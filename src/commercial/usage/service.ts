@@ -98,7 +98,7 @@ async function whereOf(ctx: Ctx, organizationId: string, f: UsageFilters) {
   const org = (await organizationById(ctx.db, organizationId))!;
   const window = usageWindow(f, org.time_zone, ctx.now());
   const costCenterId = f.costCenter === undefined ? undefined : ((await costCenterByIdOrCode(ctx.db, organizationId, f.costCenter))?.id ?? f.costCenter);
-  const where = usageWhere({
+  const where = usageWhere(ctx.db.dialect, {
     organizationId, ...window, workspaceId: f.workspaceId, projectId: f.projectId, userId: f.userId, kind: f.kind, unit: f.unitName,
     costCenterId, query: f.query === undefined ? undefined : await resolveQuery(ctx.db, organizationId, f.query),
   });

@@ -2,6 +2,7 @@
 // behind the list's summary and facets, the export's cursor, and the month's sums of a scope. Every
 // statement names the organization; names come from the organization's own rows.
 import type { Db, Param } from '../../db/db.ts';
+import type { Dialect } from '../../db/dialect.ts';
 import { and, type Where } from '../../platform/audit/store.ts';
 import type { RowCursor } from '../../db/cursor.ts';
 import { likePattern } from '../../db/like.ts';
@@ -37,24 +38,26 @@ export interface UsageWhere {
  */
 export interface QueryMatch { like: string; kinds: string[] | null; units: string[] | null; projectIds: string[]; workspaceIds: string[]; costCenterIds: string[] }
 
-const LIKE = "LIKE ? ESCAPE '\\'";
+/** A comparison with a likePattern (after a column), ASCII letters in any case as SQLite's LIKE. */
+const like = (d: Dialect) => `${d.likeAnyCase} ? ESCAPE '\\'`;
 const eq = (column: string, value: string | undefined): Where | null => (value === undefined ? null : { sql: `e.${column} = ?`, params: [value] });
-const inList = (column: string, values: string[]): Where | null =>
-  (values.length === 0 ? null : { sql: `e.${column} IN (SELECT value FROM json_each(?))`, params: [JSON.stringify(values)] });
+const inList = (d: Dialect, column: string, values: string[]): Where | null =>
+  (values.length === 0 ? null : { sql: `e.${column} IN (SELECT value FROM ${d.jsonValues('?')})`, params: [JSON.stringify(values)] });
 
 /** Values a kind or unit walk may list before the term is compared row by row instead. */
 const MATCH_VALUES = 2000;
 
 /** What a query term (case-insensitive substring, ASCII case folding as SQL LIKE) matches besides metadata. */
 export async function resolveQuery(db: Db, organizationId: string, q: string): Promise<QueryMatch> {
-  const like = likePattern(q);
+  const pattern = likePattern(q);
+  const d = db.dialect;
   const matching = async (values: string[] | null) => (values === null ? null
-    : (await db.all<{ value: string }>(`SELECT value FROM json_each(?) WHERE value ${LIKE}`, JSON.stringify(values), like)).map((r) => r.value));
+    : (await db.all<{ value: string }>(`SELECT value FROM ${d.jsonValues('?')} WHERE value ${like(d)}`, JSON.stringify(values), pattern)).map((r) => r.value));
   const ids = async (table: string, columns: string[]) => (await db.all<{ id: string }>(
-    `SELECT id FROM ${table} WHERE organization_id = ? AND (${columns.map((c) => `${c} ${LIKE}`).join(' OR ')})`, organizationId, ...columns.map(() => like),
+    `SELECT id FROM ${table} WHERE organization_id = ? AND (${columns.map((c) => `${c} ${like(d)}`).join(' OR ')})`, organizationId, ...columns.map(() => pattern),
   )).map((r) => r.id);
   return {
-    like,
+    like: pattern,
     kinds: await matching(await distinctValues(db, organizationId, 'kind', MATCH_VALUES)),
     units: await matching(await distinctValues(db, organizationId, 'unit', MATCH_VALUES)),
     projectIds: await ids('projects', ['name']),
@@ -63,24 +66,24 @@ export async function resolveQuery(db: Db, organizationId: string, q: string): P
   };
 }
 
-function queryWhere(m: QueryMatch | undefined): Where | null {
+function queryWhere(d: Dialect, m: QueryMatch | undefined): Where | null {
   if (!m) return null;
   const parts = [
-    { sql: `e.metadata ${LIKE}`, params: [m.like] },
-    m.kinds === null ? { sql: `e.kind ${LIKE}`, params: [m.like] } : inList('kind', m.kinds),
-    m.units === null ? { sql: `e.unit ${LIKE}`, params: [m.like] } : inList('unit', m.units),
-    inList('project_id', m.projectIds), inList('workspace_id', m.workspaceIds), inList('cost_center_id', m.costCenterIds),
+    { sql: `e.metadata ${like(d)}`, params: [m.like] },
+    m.kinds === null ? { sql: `e.kind ${like(d)}`, params: [m.like] } : inList(d, 'kind', m.kinds),
+    m.units === null ? { sql: `e.unit ${like(d)}`, params: [m.like] } : inList(d, 'unit', m.units),
+    inList(d, 'project_id', m.projectIds), inList(d, 'workspace_id', m.workspaceIds), inList(d, 'cost_center_id', m.costCenterIds),
   ].filter((x): x is Where => x !== null);
   return { sql: parts.map((x) => x.sql).join(' OR '), params: parts.flatMap((x) => x.params) };
 }
 
-/** The WHERE of a filtered set (alias e). */
-export function usageWhere(f: UsageWhere): Where {
+/** The WHERE of a filtered set (alias e) in the dialect of the database it is for. */
+export function usageWhere(d: Dialect, f: UsageWhere): Where {
   return and(
     { sql: 'e.organization_id = ? AND e.created_at >= ?', params: [f.organizationId, f.from] },
     f.to === null ? null : { sql: 'e.created_at < ?', params: [f.to] },
     eq('workspace_id', f.workspaceId), eq('project_id', f.projectId), eq('actor_user_id', f.userId), eq('kind', f.kind),
-    eq('unit', f.unit), eq('cost_center_id', f.costCenterId), queryWhere(f.query),
+    eq('unit', f.unit), eq('cost_center_id', f.costCenterId), queryWhere(d, f.query),
   );
 }
 
@@ -99,18 +102,19 @@ const ITEM_SELECT = `SELECT e.id, e.created_at, e.workspace_id, w.name AS worksp
   LEFT JOIN projects p ON p.id = e.project_id AND p.organization_id = e.organization_id
   LEFT JOIN cost_centers c ON c.id = e.cost_center_id AND c.organization_id = e.organization_id
   LEFT JOIN users u ON u.id = e.actor_user_id`;
-const NEWEST_FIRST = 'ORDER BY e.created_at DESC, e.rowid DESC';
+const newestFirst = (d: Dialect) => `ORDER BY e.created_at DESC, e.${d.rowKey} DESC`;
 
-/** One page, newest first: the page's rowids are found first, so that names are joined for those rows only. */
+/** One page, newest first: the page's row keys (Dialect.rowKey) are found first, so that names are joined for those rows only. */
 export function pageUsage(db: Db, w: Where, limit: number, offset: number): Promise<UsageRow[]> {
+  const d = db.dialect;
   return db.all<UsageRow>(
-    `${ITEM_SELECT} WHERE e.rowid IN (SELECT e.rowid FROM usage_events e WHERE ${w.sql} ${NEWEST_FIRST} LIMIT ? OFFSET ?) ${NEWEST_FIRST}`,
+    `${ITEM_SELECT} WHERE e.${d.rowKey} IN (SELECT e.${d.rowKey} FROM usage_events e WHERE ${w.sql} ${newestFirst(d)} LIMIT ? OFFSET ?) ${newestFirst(d)}`,
     ...w.params, limit, offset);
 }
 
 /** Every matching event, newest first, with names, from a snapshot on a connection of its own. */
 export const openUsageCursor = (db: Db, w: Where): RowCursor<UsageRow> =>
-  db.snapshotCursor<UsageRow>({ sql: `${ITEM_SELECT} WHERE ${w.sql} ${NEWEST_FIRST}`, params: w.params });
+  db.snapshotCursor<UsageRow>({ sql: `${ITEM_SELECT} WHERE ${w.sql} ${newestFirst(db.dialect)}`, params: w.params });
 
 /** Events of one combination of actor, project, cost center, workspace, kind and unit, with their sums (cost e4 exact, a bigint). */
 export interface UsageCombo { u: string | null; p: string | null; c: string | null; w: string | null; kind: string; unit: string; n: number; q: number; e4: bigint }
@@ -142,7 +146,7 @@ export interface WindowSum { value: string | null; n: number; q: number; e4: big
 /** The organization's distinct values of a facet column, ascending, one index seek each; null when there are more than `maxValues`. */
 export async function distinctValues(db: Db, organizationId: string, column: FacetColumn, maxValues: number): Promise<string[] | null> {
   const next = (op: '>' | '>=') =>
-    `SELECT ${column} AS v FROM usage_events INDEXED BY ${FACET_INDEXES[column]} WHERE organization_id = ? AND ${column} ${op} ? ORDER BY ${column} LIMIT 1`;
+    `SELECT ${column} AS v FROM usage_events ${db.dialect.indexedBy(FACET_INDEXES[column])} WHERE organization_id = ? AND ${column} ${op} ? ORDER BY ${column} LIMIT 1`;
   const values: string[] = [];
   for (let v = (await db.get<{ v: string }>(next('>='), organizationId, ''))?.v; v !== undefined; v = (await db.get<{ v: string }>(next('>'), organizationId, v))?.v) {
     if (values.length === maxValues) return null;
@@ -158,8 +162,9 @@ export async function distinctValues(db: Db, organizationId: string, column: Fac
 export async function windowSums(db: Db, organizationId: string, column: FacetColumn, from: string, to: string | null, maxValues: number): Promise<WindowSum[] | null> {
   const values = await distinctValues(db, organizationId, column, maxValues);
   if (!values) return null;
-  const sums = column === 'unit' ? 'CAST(coalesce(sum(quantity), 0) AS DOUBLE PRECISION) AS q, coalesce(sum(estimated_cost_e4), 0) AS e4' : '0.0 AS q, 0 AS e4';
-  const count = (test: string) => `SELECT count(*) AS n, ${sums} FROM usage_events INDEXED BY ${FACET_INDEXES[column]}
+  const sums = column === 'unit' ? 'CAST(coalesce(sum(quantity), 0) AS DOUBLE PRECISION) AS q, coalesce(sum(estimated_cost_e4), 0) AS e4'
+    : 'CAST(0 AS DOUBLE PRECISION) AS q, CAST(0 AS BIGINT) AS e4';
+  const count = (test: string) => `SELECT count(*) AS n, ${sums} FROM usage_events ${db.dialect.indexedBy(FACET_INDEXES[column])}
     WHERE organization_id = ? AND ${test} AND created_at >= ? AND created_at < ?`;
   const end = to ?? OPEN_END;
   const out: WindowSum[] = [];
@@ -179,7 +184,7 @@ export async function namesOf(db: Db, organizationId: string, table: 'workspaces
   const cols = table === 'cost_centers' ? 'id, name, code' : 'id, name';
   const tenant = table === 'users' ? '' : 'organization_id = ? AND';
   const params: Param[] = table === 'users' ? [JSON.stringify(ids)] : [organizationId, JSON.stringify(ids)];
-  const rows = await db.all<NameRow>(`SELECT ${cols} FROM ${table} WHERE ${tenant} id IN (SELECT value FROM json_each(?))`, ...params);
+  const rows = await db.all<NameRow>(`SELECT ${cols} FROM ${table} WHERE ${tenant} id IN (SELECT value FROM ${db.dialect.jsonValues('?')})`, ...params);
   return new Map(rows.map((r) => [r.id, r]));
 }
 

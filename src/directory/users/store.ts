@@ -65,11 +65,12 @@ export interface UserFilter { query?: string; status?: 'active' | 'suspended'; l
 
 /**
  * One page of users, by e-mail address, and how many match in all. `query` is a substring of the
- * e-mail address or the name; LIKE ignores the case of ASCII letters (other letters match exactly).
+ * e-mail address or the name, ignoring the case of ASCII letters (other letters match exactly: Dialect.likeAnyCase).
  */
 export async function listUsers(db: Db, f: UserFilter): Promise<{ rows: UserRow[]; total: number }> {
   const pattern = f.query ? likePattern(f.query) : null;
-  const where = `WHERE (email_normalized LIKE ?1 ESCAPE '\\' OR name LIKE ?1 ESCAPE '\\' OR ?1 IS NULL)
+  const like = db.dialect.likeAnyCase;
+  const where = `WHERE (email_normalized ${like} ?1 ESCAPE '\\' OR name ${like} ?1 ESCAPE '\\' OR ?1 IS NULL)
       AND (status = ?2 OR ?2 IS NULL)`;
   const params = [pattern, f.status ?? null] as const;
   const rows = await db.all<UserRow>(`SELECT * FROM users ${where} ORDER BY email_normalized, id LIMIT ?3 OFFSET ?4`, ...params, f.limit, f.offset);
