@@ -41,9 +41,11 @@ export const visibleTemplates = (db: Db, organizationId: string, workspaceId: st
 export const visibleTemplate = (db: Db, organizationId: string, workspaceId: string | null, id: string) =>
   db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ? AND ${VISIBLE}`, id, organizationId, workspaceId);
 export const templateById = (db: Db, id: string) => db.get<CurrentTemplate>(`${CURRENT} WHERE t.id = ?`, id);
+/** The template with a key in a scope; a null organization or workspace matches null (a global or organization template). */
 export const templateWithKey = (db: Db, scope: TemplateRow['scope'], organizationId: string | null, workspaceId: string | null, key: string) =>
   db.get<TemplateRow>(
-    `SELECT * FROM workflow_templates WHERE scope = ? AND ifnull(organization_id, '') = ifnull(?, '') AND ifnull(workspace_id, '') = ifnull(?, '') AND template_key = ?`,
+    `SELECT * FROM workflow_templates
+      WHERE scope = ? AND organization_id IS NOT DISTINCT FROM ? AND workspace_id IS NOT DISTINCT FROM ? AND template_key = ?`,
     scope, organizationId, workspaceId, key);
 
 export const versionOf = (db: Db, templateId: string, version: number) =>
@@ -108,12 +110,30 @@ export async function stepsOfRuns(db: Db, runIds: string[]): Promise<RunStepWith
   if (runIds.length === 0) return [];
   return await db.all<RunStepWithJob>(
     `SELECT st.*, j.status AS job_status, j.error AS job_error, j.attempt AS job_attempt FROM workflow_run_steps st
-     LEFT JOIN generation_jobs j ON j.id = st.job_id WHERE st.run_id IN (SELECT value FROM json_each(?)) ORDER BY st.run_id, st.position`,
+     LEFT JOIN generation_jobs j ON j.id = st.job_id WHERE st.run_id IN (SELECT value FROM ${db.dialect.jsonValues('?')}) ORDER BY st.run_id, st.position`,
     JSON.stringify(runIds));
 }
+/**
+ * The gates of the runs, by run, each run's in the order of its template version's gates (the order
+ * they were inserted in; a gate has no position column of its own).
+ */
 export async function gatesOfRuns(db: Db, runIds: string[]): Promise<RunGateRow[]> {
   if (runIds.length === 0) return [];
-  return await db.all<RunGateRow>('SELECT * FROM workflow_run_gates WHERE run_id IN (SELECT value FROM json_each(?)) ORDER BY run_id, rowid', JSON.stringify(runIds));
+  const rows = await db.all<RunGateRow & { template_gates: string }>(
+    `SELECT g.*, v.gates AS template_gates FROM workflow_run_gates g JOIN workflow_runs r ON r.id = g.run_id
+       JOIN workflow_template_versions v ON v.template_id = r.template_id AND v.version = r.template_version
+      WHERE g.run_id IN (SELECT value FROM ${db.dialect.jsonValues('?')}) ORDER BY g.run_id, g.gate_key`, JSON.stringify(runIds));
+  const keysOf = new Map<string, string[]>();
+  const position = (g: RunGateRow & { template_gates: string }): number => {
+    let keys = keysOf.get(g.template_gates);
+    if (!keys) keysOf.set(g.template_gates, (keys = (JSON.parse(g.template_gates) as Array<{ key: string }>).map((t) => t.key)));
+    const i = keys.indexOf(g.gate_key);
+    return i < 0 ? keys.length : i;
+  };
+  return rows
+    .map((g) => ({ g, at: position(g) }))
+    .sort((a, b) => (a.g.run_id < b.g.run_id ? -1 : a.g.run_id > b.g.run_id ? 1 : a.at - b.at))
+    .map(({ g: { template_gates: _, ...g } }) => g);
 }
 
 /** Records QA's decision on a gate; false when the run has no such gate. */
