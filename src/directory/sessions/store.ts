@@ -67,7 +67,7 @@ export async function revokeUserSessions(db: Db, userId: string, now: string, re
 export function liveSessionsOfUser(db: Db, userId: string, now: string, idleCutoff: string, createdAfter = ''): Promise<SessionRow[]> {
   return db.all<SessionRow>(
     `SELECT * FROM sessions WHERE user_id = ? AND revoked_at IS NULL AND expires_at > ? AND last_seen_at > ? AND created_at > ?
-      ORDER BY created_at DESC`, userId, now, idleCutoff, createdAfter);
+      ORDER BY created_at DESC, id`, userId, now, idleCutoff, createdAfter);
 }
 
 export function sessionOfUser(db: Db, userId: string, id: string): Promise<SessionRow | undefined> {

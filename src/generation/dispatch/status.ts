@@ -56,7 +56,7 @@ function healthOf(row: StateRow | undefined, ageMs: number | null, staleMs: numb
 export async function workerStatus(ctx: Ctx, workerOnly = false): Promise<o.Out<typeof WorkerStatusView>> {
   const { db, config } = ctx;
   const row = await db.get<StateRow>('SELECT * FROM worker_state WHERE worker_id = ?', config.workerId)
-    ?? await db.get<StateRow>('SELECT * FROM worker_state ORDER BY heartbeat_at DESC LIMIT 1');
+    ?? await db.get<StateRow>('SELECT * FROM worker_state ORDER BY heartbeat_at DESC, worker_id LIMIT 1');
   const now = ctx.now().getTime();
   const ageMs = row ? Math.max(0, now - Date.parse(row.heartbeat_at)) : null;
   const staleMs = config.workerStaleMs;

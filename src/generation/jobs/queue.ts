@@ -27,7 +27,7 @@ export async function queueOverview(ctx: Ctx) {
         count(*) FILTER (WHERE j.status = 'blocked') AS blocked
        FROM generation_jobs j LEFT JOIN model_connectors c ON c.id = j.connector_id
       WHERE ${f.sql} AND j.status IN ('queued', 'running', 'blocked')
-      GROUP BY j.connector_id, c.label, c.cost_mode, c.status ORDER BY queued DESC`, ...f.args);
+      GROUP BY j.connector_id, c.label, c.cost_mode, c.status ORDER BY queued DESC, j.connector_id NULLS FIRST`, ...f.args);
   const byPriority = await db.all<{ priority: number; n: number }>(
     `SELECT priority, count(*) AS n FROM generation_jobs j WHERE ${f.sql} AND status = 'queued' GROUP BY priority ORDER BY priority DESC`, ...f.args);
   const oldest = await db.get<{ id: string; created_at: string; kind: string; project_id: string }>(

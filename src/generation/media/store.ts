@@ -96,7 +96,7 @@ export const continuityBetween = (db: Db, projectId: string, fromArtifactId: str
 /** Measures where the artifact is the later shot (previous) and the earlier one (next). */
 export async function continuityOf(db: Db, projectId: string, artifactId: string): Promise<{ previous: ContinuityRow[]; next: ContinuityRow[] }> {
   return {
-    previous: await db.all<ContinuityRow>('SELECT * FROM media_continuity WHERE project_id = ? AND to_artifact_id = ? ORDER BY created_at', projectId, artifactId),
-    next: await db.all<ContinuityRow>('SELECT * FROM media_continuity WHERE project_id = ? AND from_artifact_id = ? ORDER BY created_at', projectId, artifactId),
+    previous: await db.all<ContinuityRow>('SELECT * FROM media_continuity WHERE project_id = ? AND to_artifact_id = ? ORDER BY created_at, id', projectId, artifactId),
+    next: await db.all<ContinuityRow>('SELECT * FROM media_continuity WHERE project_id = ? AND from_artifact_id = ? ORDER BY created_at, id', projectId, artifactId),
   };
 }

@@ -14,7 +14,7 @@ const MEMBER_COLUMNS = `m.user_id, u.email, u.name, u.status AS user_status, u.l
 export function membershipsInOrganization(db: Db, organizationId: string): Promise<MemberRow[]> {
   return db.all<MemberRow>(
     `SELECT ${MEMBER_COLUMNS} FROM memberships m JOIN users u ON u.id = m.user_id
-      WHERE m.organization_id = ? ORDER BY u.email_normalized, m.level, m.created_at`, organizationId);
+      WHERE m.organization_id = ? ORDER BY u.email_normalized, m.level, m.created_at, m.id`, organizationId);
 }
 
 export function membershipsAtScope(db: Db, organizationId: string, level: Level, scopeId: string): Promise<MemberRow[]> {
@@ -69,7 +69,7 @@ export function pendingInvitationFor(db: Db, organizationId: string, emailNormal
 
 export function invitationsOf(db: Db, organizationId: string, status: string | null): Promise<InvitationRow[]> {
   return db.all<InvitationRow>(
-    'SELECT * FROM invitations WHERE organization_id = ? AND (status = ?2 OR ?2 IS NULL) ORDER BY created_at DESC', organizationId, status);
+    'SELECT * FROM invitations WHERE organization_id = ? AND (status = ?2 OR ?2 IS NULL) ORDER BY created_at DESC, id', organizationId, status);
 }
 
 export async function setInvitationToken(db: Db, id: string, tokenHash: string, hint: string, expiresAt: string, now: string): Promise<void> {

@@ -144,4 +144,4 @@ export interface TaskItemRow { id: string; title: string; status: string; priori
 
 export const openTasksOf = (db: Db, projectId: string, userId: string) =>
   db.all<TaskItemRow>(`SELECT id, title, status, priority, due_at, linked_page, type FROM tasks
-    WHERE project_id = ? AND assignee_user_id = ? AND status NOT IN ('done', 'cancelled')`, projectId, userId);
+    WHERE project_id = ? AND assignee_user_id = ? AND status NOT IN ('done', 'cancelled') ORDER BY created_at, id`, projectId, userId);

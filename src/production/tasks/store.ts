@@ -36,7 +36,7 @@ export async function tasksOfProject(db: Db, projectId: string, f: TaskFilter): 
   const where = 'project_id = ?1 AND (status = ?2 OR ?2 IS NULL) AND (assignee_user_id = ?3 OR ?3 IS NULL)';
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM tasks WHERE ${where}`, projectId, f.status, f.assignee))!.n;
   const rows = await db.all<TaskRow>(
-    `SELECT * FROM tasks WHERE ${where} ORDER BY CASE status WHEN 'done' THEN 1 WHEN 'cancelled' THEN 1 ELSE 0 END, due_at IS NULL, due_at, created_at
+    `SELECT * FROM tasks WHERE ${where} ORDER BY CASE status WHEN 'done' THEN 1 WHEN 'cancelled' THEN 1 ELSE 0 END, due_at IS NULL, due_at, created_at, id
       LIMIT ?4 OFFSET ?5`, projectId, f.status, f.assignee, f.limit, f.offset);
   return { rows, total };
 }
