@@ -2,6 +2,12 @@
 // column's value, with the total: the list shape of deliveries and exports.
 import type { Db } from './db.ts';
 
+/**
+ * A LIMIT that keeps every row, on both engines: SQLite reads a negative LIMIT as none, PostgreSQL
+ * refuses it.
+ */
+export const ALL_ROWS = Number.MAX_SAFE_INTEGER;
+
 /** Tables and the one column each list may filter by (names are never taken from input). */
 const FILTERABLE = { deliveries: 'status', exports: 'delivery_id' } as const;
 type Table = keyof typeof FILTERABLE;

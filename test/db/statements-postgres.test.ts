@@ -14,6 +14,9 @@ import {
   costCenterByIdOrCode, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageCombos, usageWhere, windowSums,
 } from '../../src/commercial/usage/store.ts';
 import { openInvoiceCursor, pageInvoices, usageGroups } from '../../src/commercial/invoices/store.ts';
+import { quotaWarningsView } from '../../src/commercial/quotas/service.ts';
+import { billingAccountEventsOf } from '../../src/directory/plan/account.ts';
+import { ALL_ROWS } from '../../src/db/page.ts';
 import { listScimUsers } from '../../src/identity/scim/store.ts';
 import { listProviders, providerReadingVariable } from '../../src/identity/sso/store.ts';
 import { invitationsOf } from '../../src/identity/members/store.ts';
@@ -99,6 +102,12 @@ async function seed(db: Db): Promise<void> {
   }));
   await put(db, 'usage_events', usage('ue_9', { organization_id: 'org_b', kind: 'clip', unit: 'clips', quantity: 1, estimated_cost_e4: 1, created_at: at(1) }));
 
+  for (const [i, [ws, threshold]] of [['', 80], ['ws_a', 80], ['', 100]].entries()) {
+    await put(db, 'quota_warnings', { organization_id: 'org_a', workspace_id: ws, metric: 'clips', period: '2026-03', threshold, used: 9, quota: 10, created_at: at(i) });
+  }
+  for (const id of ['bae_1', 'bae_2']) {
+    await put(db, 'billing_account_events', { id, organization_id: 'org_a', changed: '[]', before: '{}', after: '{}', created_at: at(1) });
+  }
   await put(db, 'invoices', invoice('inv_1', 'org_a', 1, 'issued', 'INV-0001'));
   await put(db, 'invoices', invoice('inv_2', 'org_a', 2, 'draft', null));
   await put(db, 'invoices', invoice('inv_3', 'org_a', 3, 'issued', 'INV-0002'));
@@ -251,6 +260,12 @@ test('the stores\' statements answer alike on SQLite and PostgreSQL', async (t) 
     const exported = await drain(openInvoiceCursor(db, 'org_a', { query: 'inv-' }, true));
     return { dash: [ids(dash.rows), dash.total], underscore: [ids(underscore.rows), underscore.total], none: none.total, exported: exported.map((r) => [r.id, r.lines]) };
   }, { dash: [['inv_3', 'inv_1'], 2], underscore: [['inv_3', 'inv_2', 'inv_1'], 3], none: 0, exported: [['inv_3', []], ['inv_1', []]] });
+
+  await check('every row is read with ALL_ROWS as the LIMIT (SQLite\'s LIMIT -1 is an error on PostgreSQL)', async (db) => ({
+    warnings: (await quotaWarningsView(db, 'org_a', ALL_ROWS)).map((w) => [w.workspaceId, w.threshold]),
+    latest: (await quotaWarningsView(db, 'org_a', 1)).length,
+    events: ids(await billingAccountEventsOf(db, 'org_a')),
+  }), { warnings: [[null, 100], ['ws_a', 80], [null, 80]], latest: 1, events: ['bae_2', 'bae_1'] });
 
   const query = async (db: Db) => usageWhere(db.dialect, { organizationId: 'org_a', from: MARCH.start, to: null, query: await resolveQuery(db, 'org_a', 'al') });
   await check('a usage query term matches names and metadata in any ASCII case, values through JSON lists', async (db) => ({

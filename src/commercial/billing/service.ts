@@ -11,6 +11,7 @@
 // PATCH that changes nothing writes nothing.
 import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
+import { ALL_ROWS } from '../../db/page.ts';
 import { conflict, validationFailed, type ErrorCodeWithStatus } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
@@ -207,7 +208,7 @@ async function billingHistory(db: Db, organizationId: string, limit: number) {
     ...(await billingAccountEventsOf(db, organizationId, limit)).map(presentBillingAccountEvent),
     ...(await invoiceEventsOf(db, organizationId, limit)).map(presentInvoiceEvent),
   ].sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : 0));
-  return limit < 0 ? items : items.slice(0, limit);
+  return items.slice(0, limit);
 }
 
 async function usageThisMonth(db: Db, organizationId: string, timeZone: string, currency: string, now: Date) {
@@ -241,10 +242,10 @@ export async function commercialView(ctx: Ctx, organizationId: string, all = fal
     },
     workspaceQuotas: await workspaceQuotasView(db, organizationId, now),
     usageThisMonth: await usageThisMonth(db, organizationId, org.time_zone, account.currency, now),
-    quotaWarnings: await quotaWarningsView(db, organizationId, all ? -1 : WARNINGS_IN_VIEW),
+    quotaWarnings: await quotaWarningsView(db, organizationId, all ? ALL_ROWS : WARNINGS_IN_VIEW),
     costCenters: await costCentersView(db, organizationId, now),
     costCenterDetail: await costCenterDetailView(db, organizationId, now),
-    billingHistory: await billingHistory(db, organizationId, all ? -1 : HISTORY_IN_VIEW),
+    billingHistory: await billingHistory(db, organizationId, all ? ALL_ROWS : HISTORY_IN_VIEW),
     usageTrend: await usageTrend(db, organizationId, org.time_zone, account.currency, now),
   };
 }

@@ -2,6 +2,7 @@
 // (docs/tenancy.md#tenancy). Amounts are integer minor units of the currency; unit prices
 // are in 1/10,000 of a minor unit (`_e4`).
 import type { Db } from '../../db/db.ts';
+import { ALL_ROWS } from '../../db/page.ts';
 import { formatAmount, formatUnitPrice } from '../../kernel/money.ts';
 import type { BillingCycle } from '../../kernel/periods.ts';
 
@@ -106,8 +107,8 @@ export async function insertBillingAccountEvent(db: Db, e: BillingAccountEventRo
     e.id, e.organization_id, e.actor_user_id, e.actor_name, e.changed, e.before, e.after, e.created_at);
 }
 
-/** The organization's account events, newest first (`limit` -1: all). */
-export const billingAccountEventsOf = (db: Db, organizationId: string, limit = -1) =>
+/** The organization's account events, newest first (all of them unless `limit` is given). */
+export const billingAccountEventsOf = (db: Db, organizationId: string, limit = ALL_ROWS) =>
   db.all<BillingAccountEventRow>(
     'SELECT * FROM billing_account_events WHERE organization_id = ? ORDER BY created_at DESC, id DESC LIMIT ?', organizationId, limit);
 
