@@ -53,9 +53,8 @@ const TRANSLATION_LIMIT = 2000;
 const SNAPSHOT_BATCH = 500;
 
 /**
- * `sql` with its `?` and `?N` placeholders numbered ($1, $2...) as SQLite numbers them, and SQLite's
- * index hints (`INDEXED BY name`) dropped; a `?` or a hint inside a quoted string or identifier, a
- * comment or a dollar-quoted string is left alone. Throws when the
+ * `sql` with its `?` and `?N` placeholders numbered ($1, $2...) as SQLite numbers them; a `?` inside a
+ * quoted string or identifier, a comment or a dollar-quoted string is left alone. Throws when the
  * number of parameters differs from `params`.
  */
 export function numberPlaceholders(sql: string, params: number): string {
@@ -80,13 +79,6 @@ export function numberPlaceholders(sql: string, params: number): string {
       if (tag) {
         end = sql.indexOf(tag, i + tag.length);
         end = end < 0 ? sql.length : end + tag.length;
-      }
-    } else if ((c === 'I' || c === 'i') && !/\w/.test(sql[i - 1] ?? ' ')) {
-      // SQLite's index hint (INDEXED BY name) chooses a plan, not a result: PostgreSQL plans on its own.
-      const hint = /^INDEXED\s+BY\s+\w+/i.exec(sql.slice(i, i + 200))?.[0];
-      if (hint) {
-        i += hint.length;
-        continue;
       }
     } else if (c === '?') {
       // ?N is SQLite's numbered parameter (it may repeat); a bare ? is the one after the largest so far.

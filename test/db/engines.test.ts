@@ -269,10 +269,6 @@ test('numberPlaceholders numbers ? outside quotes, identifiers, comments and dol
   // SQLite's numbered form: ?N may repeat; a bare ? takes the number after the largest so far.
   assert.equal(numberPlaceholders('SELECT ?2, ?1, ?12 WHERE a = ?1', 12), 'SELECT $2, $1, $12 WHERE a = $1');
   assert.equal(numberPlaceholders('SELECT ?, ?3, ?', 4), 'SELECT $1, $3, $4');
-  // SQLite's index hints are dropped, outside quotes only.
-  assert.equal(numberPlaceholders("SELECT n FROM t INDEXED BY t_by_n WHERE s = 'INDEXED BY x' AND u = ?", 1),
-    "SELECT n FROM t  WHERE s = 'INDEXED BY x' AND u = $1");
-  assert.equal(numberPlaceholders('SELECT reindexed by FROM t', 0), 'SELECT reindexed by FROM t');
 });
 
 test('postgres: notify reaches a listener of another pool at commit, never after a rollback', async (t) => {

@@ -26,6 +26,7 @@ const FORMS: Record<string, { re: RegExp; instead: string }> = {
   'WHERE 1': { re: /\bWHERE\s+1\b(?!\s*[=<>])/gi, instead: 'WHERE 1 = 1' },
   'json functions': { re: /\bjson(?:_each|_extract|_group_array|_group_object|_array|_object|_insert|_set|_remove|_type|_valid)?\(/gi, instead: 'the dialect seam (src/db)' },
   'date functions': { re: /\b(?:datetime|strftime|julianday|unixepoch)\s*\(/gi, instead: 'ISO text compared as text, or values computed in TypeScript' },
+  'INDEXED BY': { re: /\bINDEXED\s+BY\b/gi, instead: 'db.dialect.indexedBy(index)' },
   'GLOB / REGEXP': { re: /\b(?:GLOB|REGEXP)\b/g, instead: 'LIKE' },
   'FTS (MATCH, bm25, fts5)': { re: /\b\w+ MATCH \?|\bbm25\s*\(|\bfts5\b/g, instead: 'the search store of each engine' },
   'PRAGMA / sqlite_ names': { re: /\bPRAGMA\b|\bsqlite_\w+/gi, instead: 'the engine (src/db) or the operations of each engine' },
