@@ -1213,7 +1213,7 @@ CREATE TABLE invoice_events (
   created_at text NOT NULL
 );
 CREATE INDEX invoice_events_invoice ON invoice_events(invoice_id, created_at);
--- Stored files are never deleted as rows (commercial/quotas.ts bounds stored bytes by rowid ranges).
+-- Stored files are never deleted as rows (the bound of stored bytes below never falls below the truth).
 CREATE TRIGGER asset_versions_no_delete BEFORE DELETE ON asset_versions
   FOR EACH ROW EXECUTE FUNCTION svc_refuse('asset_versions rows are never deleted');
 CREATE TRIGGER asset_versions_no_truncate BEFORE TRUNCATE ON asset_versions
@@ -1222,6 +1222,36 @@ CREATE TRIGGER media_artifacts_no_delete BEFORE DELETE ON media_artifacts
   FOR EACH ROW EXECUTE FUNCTION svc_refuse('media_artifacts rows are never deleted');
 CREATE TRIGGER media_artifacts_no_truncate BEFORE TRUNCATE ON media_artifacts
   FOR EACH STATEMENT EXECUTE FUNCTION svc_refuse('media_artifacts rows are never deleted');
+-- The bytes of the files stored per organization and workspace ever, each file counted whole (an asset
+-- version; a media artifact with its frames), added by the triggers below in the transaction that
+-- registers the file: the storage warnings (src/commercial/quotas/warnings.ts) bound a scope's stored
+-- bytes from above by an exact count plus what was added since, by whatever connection or process.
+CREATE TABLE storage_added (
+  organization_id text NOT NULL,
+  workspace_id text NOT NULL,
+  bytes bigint NOT NULL,
+  PRIMARY KEY (organization_id, workspace_id)
+);
+CREATE FUNCTION asset_versions_added() RETURNS trigger
+  LANGUAGE plpgsql
+  AS $$
+BEGIN
+  INSERT INTO storage_added (organization_id, workspace_id, bytes) VALUES (NEW.organization_id, NEW.workspace_id, NEW.file_size)
+    ON CONFLICT (organization_id, workspace_id) DO UPDATE SET bytes = storage_added.bytes + excluded.bytes;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER asset_versions_added AFTER INSERT ON asset_versions
+  FOR EACH ROW EXECUTE FUNCTION asset_versions_added();
+CREATE FUNCTION media_artifacts_added() RETURNS trigger
+  LANGUAGE plpgsql
+  AS $$
+BEGIN
+  INSERT INTO storage_added (organization_id, workspace_id, bytes) VALUES (NEW.organization_id, NEW.workspace_id, NEW.file_size + coalesce(NEW.first_frame_size, 0) + coalesce(NEW.last_frame_size, 0))
+    ON CONFLICT (organization_id, workspace_id) DO UPDATE SET bytes = storage_added.bytes + excluded.bytes;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER media_artifacts_added AFTER INSERT ON media_artifacts
+  FOR EACH ROW EXECUTE FUNCTION media_artifacts_added();
 
 -- System administration: database snapshots (src/system/backups.ts). One row per snapshot file in
 -- DATA_DIR/backups/ kept by the retention; the row goes with its file.

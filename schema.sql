@@ -1108,11 +1108,31 @@ CREATE TABLE invoice_events (
   created_at TEXT NOT NULL
 );
 CREATE INDEX invoice_events_invoice ON invoice_events(invoice_id, created_at);
--- Stored files are never deleted as rows (commercial/quotas.ts bounds stored bytes by rowid ranges).
+-- Stored files are never deleted as rows (the bound of stored bytes below never falls below the truth).
 CREATE TRIGGER asset_versions_no_delete BEFORE DELETE ON asset_versions
 BEGIN SELECT RAISE(ABORT, 'asset_versions rows are never deleted'); END;
 CREATE TRIGGER media_artifacts_no_delete BEFORE DELETE ON media_artifacts
 BEGIN SELECT RAISE(ABORT, 'media_artifacts rows are never deleted'); END;
+-- The bytes of the files stored per organization and workspace ever, each file counted whole (an asset
+-- version; a media artifact with its frames), added by the triggers below in the transaction that
+-- registers the file: the storage warnings (src/commercial/quotas/warnings.ts) bound a scope's stored
+-- bytes from above by an exact count plus what was added since, by whatever connection or process.
+CREATE TABLE storage_added (
+  organization_id TEXT NOT NULL,
+  workspace_id TEXT NOT NULL,
+  bytes INTEGER NOT NULL,
+  PRIMARY KEY (organization_id, workspace_id)
+);
+CREATE TRIGGER asset_versions_added AFTER INSERT ON asset_versions
+BEGIN
+  INSERT INTO storage_added (organization_id, workspace_id, bytes) VALUES (NEW.organization_id, NEW.workspace_id, NEW.file_size)
+    ON CONFLICT (organization_id, workspace_id) DO UPDATE SET bytes = storage_added.bytes + excluded.bytes;
+END;
+CREATE TRIGGER media_artifacts_added AFTER INSERT ON media_artifacts
+BEGIN
+  INSERT INTO storage_added (organization_id, workspace_id, bytes) VALUES (NEW.organization_id, NEW.workspace_id, NEW.file_size + coalesce(NEW.first_frame_size, 0) + coalesce(NEW.last_frame_size, 0))
+    ON CONFLICT (organization_id, workspace_id) DO UPDATE SET bytes = storage_added.bytes + excluded.bytes;
+END;
 
 -- System administration: database snapshots (src/system/backups.ts). One row per snapshot file in
 -- DATA_DIR/backups/ kept by the retention; the row goes with its file.

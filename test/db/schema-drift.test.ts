@@ -191,7 +191,7 @@ test('schema.pg.sql has the tables, columns, keys, indexes, constraints and trig
 
   const differ = Object.keys(lite).filter((table) => !util.isDeepStrictEqual(pg[table], lite[table]));
   for (const table of differ) assert.deepEqual(pg[table], lite[table], `table ${table} (and ${differ.length - 1} more: ${differ.join(', ')})`);
-  assert.equal(Object.values(lite).reduce((n, s) => n + s.triggers.length, 0), 23, 'the 23 triggers are compared');
+  assert.equal(Object.values(lite).reduce((n, s) => n + s.triggers.length, 0), 25, 'the 25 triggers are compared');
 });
 
 test('the PostgreSQL functions that keep statements portable exist', async (t) => {
@@ -380,6 +380,22 @@ test('a workflow run\'s status follows its steps, jobs and gates on PostgreSQL a
   ];
   assert.deepEqual(await trail(lite), expected, 'SQLite');
   assert.deepEqual(await trail(pg), expected, 'PostgreSQL');
+});
+
+test('storage_added counts the stored files\' bytes on PostgreSQL as on SQLite; the chain head follows audit_log', async (t) => {
+  const [lite, pg] = await world(t);
+  const frames = "INSERT INTO media_artifacts (id, organization_id, workspace_id, project_id, job_id, kind, source, storage_path, file_name, mime_type, file_size, content_sha256, has_video, has_audio, created_at, first_frame_path, first_frame_size, last_frame_path, last_frame_size) VALUES ('a2', 'o1', 'w1', 'p1', 'j1', 'video', 'generation', 'outputs/j1/b.mp4', 'b.mp4', 'video/mp4', 100, 'h', 1, 0, 'now', 'f.png', 10, 'l.png', 5)";
+  for (const db of [lite, pg]) {
+    await db.run(frames);
+    await db.run("INSERT INTO workspaces (id, organization_id, name, created_at) VALUES ('w2', 'o1', 'Ws2', 'now')");
+    await db.run("INSERT INTO asset_versions (id, asset_id, organization_id, workspace_id, project_id, number, file_name, mime_type, file_size, content_sha256, storage_path, created_at) VALUES ('av2', 'as1', 'o1', 'w2', 'p1', 2, 'i.png', 'image/png', 7, 'h', 'assets/h', 'now')");
+    assert.deepEqual((await db.all('SELECT organization_id, workspace_id, bytes FROM storage_added ORDER BY workspace_id')).map((r) => ({ ...r })),
+      [{ organization_id: 'o1', workspace_id: 'w1', bytes: 1 + 1 + 115 }, { organization_id: 'o1', workspace_id: 'w2', bytes: 7 }], db.engine);
+    // WORLD's audit row was written by hand (seq 1): the head moved to it; a lower seq does not move it back.
+    assert.deepEqual({ ...await db.get('SELECT seq, hash FROM audit_chain_head') }, { seq: 1, hash: '1' }, db.engine);
+    await db.run("INSERT INTO audit_log (seq, id, created_at, actor_type, action, result, prev_hash, hash) VALUES (0, 'aud0', 'now', 'system', 'x', 'success', '0', '2')");
+    assert.deepEqual({ ...await db.get('SELECT seq, hash FROM audit_chain_head') }, { seq: 1, hash: '1' }, db.engine);
+  }
 });
 
 test('search_fts follows search_documents on PostgreSQL as the FTS5 index does on SQLite', async (t) => {

@@ -103,9 +103,13 @@ SELECT ${HASHED_FIELDS.map((f) => `n.${f}`).join(', ')}, n.prev_hash, svc_sha256
 /** A current database taken back to version 14: what step 0015 adds is dropped. */
 async function atVersion14(db: Db): Promise<void> {
   if (db.engine === 'sqlite') {
-    await db.exec('DROP TRIGGER audit_log_head; DROP TABLE audit_chain_head; PRAGMA user_version = 14');
+    await db.exec(`DROP TRIGGER audit_log_head; DROP TABLE audit_chain_head;
+      DROP TRIGGER asset_versions_added; DROP TRIGGER media_artifacts_added; DROP TABLE storage_added; PRAGMA user_version = 14`);
   } else {
-    await db.exec('DROP TRIGGER audit_log_head ON audit_log; DROP FUNCTION audit_log_head(); DROP TABLE audit_chain_head; UPDATE svc_schema_version SET version = 14');
+    await db.exec(`DROP TRIGGER audit_log_head ON audit_log; DROP FUNCTION audit_log_head(); DROP TABLE audit_chain_head;
+      DROP TRIGGER asset_versions_added ON asset_versions; DROP FUNCTION asset_versions_added();
+      DROP TRIGGER media_artifacts_added ON media_artifacts; DROP FUNCTION media_artifacts_added(); DROP TABLE storage_added;
+      UPDATE svc_schema_version SET version = 14`);
   }
 }
 

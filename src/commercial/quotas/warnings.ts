@@ -87,26 +87,25 @@ export async function clipQuotaWarnings(ctx: Ctx, organizationId: string, worksp
   for (const s of pending) await recordCrossings(ctx, organizationId, 'clips', m.label, s, s.key === '' ? used.org : used.ws);
 }
 
-/** A scope's stored bytes at least as high as the truth, as of the rowids `av` (asset_versions) and `ma` (media_artifacts). */
-interface BytesBound { bytes: number; av: number; ma: number }
-/** Per connection: the last bound of each scope ('org' or 'org workspace'), replaced after each commit that used it. */
+/**
+ * A scope's stored bytes counted exactly (`bytes`) and its storage_added counter read before that
+ * count (`added`): its stored bytes later are at most bytes + (the counter then - added).
+ */
+interface BytesBound { bytes: number; added: number }
+/** Per database handle (a process's): the last bound of each scope ('org' or 'org workspace'), kept once its transaction committed. */
 const bytesBounds = new WeakMap<Db, Map<string, BytesBound>>();
 
 /**
- * Bytes of the files added since the bounds' rowids (each file counted whole: an upper bound of what
- * they add), and the current last rowids. Asset versions and artifacts are never deleted, so rowids
- * only grow (a bound is stored after its transaction commits). One statement of rowid ranges.
+ * The storage_added counters of the organization (all its workspaces) and of the workspace: the bytes
+ * of every file ever registered there, each counted whole, kept by triggers in the registering
+ * transaction (schema.sql). They only grow, and a count that sees a file also sees its bytes added
+ * (same transaction): read BEFORE an exact count, the growth since bounds what that count missed, on
+ * SQLite (writers take turns) as on PostgreSQL (files committed between the two reads are counted
+ * twice, never missed). Two primary-key ranges.
  */
-const ADDED_SINCE = `
-  SELECT (SELECT coalesce(max(rowid), 0) FROM asset_versions) AS av, (SELECT coalesce(max(rowid), 0) FROM media_artifacts) AS ma,
-    CASE WHEN CAST(?3 AS BIGINT) IS NULL THEN NULL ELSE
-      (SELECT coalesce(sum(file_size), 0) FROM asset_versions WHERE rowid > ?3 AND organization_id = ?1)
-      + (SELECT coalesce(sum(file_size + coalesce(first_frame_size, 0) + coalesce(last_frame_size, 0)), 0)
-           FROM media_artifacts WHERE rowid > ?4 AND organization_id = ?1) END AS org,
-    CASE WHEN CAST(?5 AS BIGINT) IS NULL THEN NULL ELSE
-      (SELECT coalesce(sum(file_size), 0) FROM asset_versions WHERE rowid > ?5 AND organization_id = ?1 AND workspace_id = ?2)
-      + (SELECT coalesce(sum(file_size + coalesce(first_frame_size, 0) + coalesce(last_frame_size, 0)), 0)
-           FROM media_artifacts WHERE rowid > ?6 AND organization_id = ?1 AND workspace_id = ?2) END AS ws`;
+const ADDED = `
+  SELECT (SELECT coalesce(sum(bytes), 0) FROM storage_added WHERE organization_id = ?1) AS org,
+         (SELECT coalesce(sum(bytes), 0) FROM storage_added WHERE organization_id = ?1 AND workspace_id = ?2) AS ws`;
 
 /** The stored bytes after this change when the caller counted them exactly (an upload's commit); workspace null: not counted. */
 export interface StoredBytes { organization: number; workspace: number | null }
@@ -115,10 +114,10 @@ export interface StoredBytes { organization: number; workspace: number | null }
  * After files are stored (an upload's commit, generated media registered; inside that transaction):
  * the storage warnings of the organization and of the workspace with its own storage quota, cheaply.
  * Nothing is counted when every threshold of the current quota values is recorded. A scope's use the
- * caller counted (`exact`) is taken as is; otherwise it is bounded from above by its last bound on
- * this connection plus the files added since (one statement of rowid ranges), and only a bound that
+ * caller counted (`exact`) is taken as is; otherwise it is bounded from above by its last bound in
+ * this process plus the bytes added since (storage_added, one statement), and only a bound that
  * reaches the lowest pending threshold, or a scope without a bound yet, is counted exactly (every
- * distinct stored file). Thresholds are recorded from exact counts only.
+ * distinct stored file), which makes its next bound. Thresholds are recorded from exact counts only.
  */
 export async function storageQuotaWarnings(ctx: Ctx, organizationId: string, workspaceId: string, q: QuotaContext, exact?: StoredBytes): Promise<void> {
   const pending = await pendingWarnings(ctx.db, organizationId, workspaceId, 'storage', STORAGE_PERIOD, q);
@@ -127,21 +126,24 @@ export async function storageQuotaWarnings(ctx: Ctx, organizationId: string, wor
   if (!known) bytesBounds.set(ctx.db, (known = new Map<string, BytesBound>()));
   const keyOf = (s: WarnScope) => (s.key === '' ? organizationId : `${organizationId} ${s.key}`);
   const exactOf = (s: WarnScope) => (exact ? (s.key === '' ? exact.organization : exact.workspace) : null);
-  const boundOf = (s: WarnScope | undefined) => (s && exactOf(s) === null ? known.get(keyOf(s)) : undefined);
-  const [o, w] = [boundOf(pending.find((s) => s.key === '')), boundOf(pending.find((s) => s.key !== ''))];
-  const added = (await ctx.db.get<{ av: number; ma: number; org: number | null; ws: number | null }>(
-    ADDED_SINCE, organizationId, workspaceId, o?.av ?? null, o?.ma ?? null, w?.av ?? null, w?.ma ?? null))!;
+  // Read before any exact count below (see ADDED). An exact count from the caller was made before
+  // this read, so it makes no bound: the scope's last one stays (it counts this change as added).
+  const added = pending.some((s) => exactOf(s) === null)
+    ? (await ctx.db.get<{ org: number; ws: number }>(ADDED, organizationId, workspaceId))!
+    : null;
   for (const s of pending) {
-    let bytes = exactOf(s);
-    if (bytes === null) {
-      const before = s.key === '' ? o : w;
-      bytes = before ? before.bytes + ((s.key === '' ? added.org : added.ws) ?? 0) : Infinity;
-      if (bytes * 100 >= s.quota * Math.min(...s.pending)) {
-        bytes = s.key === '' ? await organizationStoredBytes(ctx.db, organizationId) : await workspaceStoredBytes(ctx.db, organizationId, workspaceId);
-        await recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
-      }
-    } else await recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
-    const next: BytesBound = { bytes, av: added.av, ma: added.ma };
+    const given = exactOf(s);
+    if (given !== null) {
+      await recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, given);
+      continue;
+    }
+    const now = s.key === '' ? added!.org : added!.ws;
+    const before = known.get(keyOf(s));
+    const bound = before ? before.bytes + (now - before.added) : Infinity;
+    if (bound * 100 < s.quota * Math.min(...s.pending)) continue;
+    const bytes = s.key === '' ? await organizationStoredBytes(ctx.db, organizationId) : await workspaceStoredBytes(ctx.db, organizationId, workspaceId);
+    await recordCrossings(ctx, organizationId, 'storage', STORAGE_PERIOD, s, bytes);
+    const next: BytesBound = { bytes, added: now };
     await ctx.afterCommit(() => { known.set(keyOf(s), next); });
   }
 }
