@@ -16,7 +16,7 @@ import { createProject } from '../src/production/projects/service.ts';
 import { registerConnector } from '../src/generation/connectors/service.ts';
 import { createJob } from '../src/generation/jobs/service.ts';
 import { userByEmail } from '../src/directory/users/store.ts';
-import { SVC_BIN, login, num, percentile, printTable, setupSvc, startProcess, type Running, type SvcSetup } from './lib.ts';
+import { freshPostgresUrl, SVC_BIN, login, num, percentile, printTable, setupSvc, startProcess, type Running, type SvcSetup } from './lib.ts';
 
 const JOBS = Number(process.env.BENCH_ENGINE_JOBS ?? 5000);
 const WORKERS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
@@ -25,23 +25,6 @@ const CONCURRENCY = 2;
 
 const model = await startProcess([SVC_BIN, 'model-server', '--port', '0']);
 
-async function freshPostgres(): Promise<string | null> {
-  let admin: string;
-  try {
-    admin = (await import('../test/helpers/postgres.ts')).testPostgresUrl();
-  } catch {
-    return null;
-  }
-  const pg = (await import('pg')).default;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  const name = `bench_${process.pid}_${Date.now()}`;
-  await client.query(`CREATE DATABASE ${name} TEMPLATE template0`);
-  await client.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 interface World { setup: SvcSetup; config: Config; env: Record<string, string>; connectorId: string }
 
@@ -134,7 +117,7 @@ try {
   latency.push(['SQLite (one process)', String(SPACED), num(percentile(lat, 50), 1), num(percentile(lat, 99), 1), num(Math.max(...lat), 1)]);
   const notes: string[] = [];
   for (const n of WORKERS) {
-    const url = await freshPostgres();
+    const url = await freshPostgresUrl();
     if (!url) {
       notes.push('PostgreSQL: no test cluster runs (npm run pg:start)');
       break;
@@ -143,7 +126,7 @@ try {
     const r = await burnDown(await seed(JOBS, env), n);
     rows.push(['PostgreSQL (api + workers)', String(n), num(JOBS), num(r.seconds, 2), num(JOBS / r.seconds), String(r.failed)]);
   }
-  const url = await freshPostgres();
+  const url = await freshPostgresUrl();
   if (url) {
     const l = await enqueueToStart(await seed(0, { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url }));
     latency.push(['PostgreSQL (api process -> worker process)', String(SPACED), num(percentile(l, 50), 1), num(percentile(l, 99), 1), num(Math.max(...l), 1)]);

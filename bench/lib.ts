@@ -291,3 +291,25 @@ export async function measuredDownload(url: string, headers: Record<string, stri
     clearInterval(sampler);
   }
 }
+
+/**
+ * A new empty database on the test PostgreSQL cluster (tools/pg/pg.sh: `npm run pg:start`), its
+ * URL; null when no cluster runs. Left for the cluster's stop to remove.
+ */
+export async function freshPostgresUrl(): Promise<string | null> {
+  let admin: string;
+  try {
+    admin = (await import('../test/helpers/postgres.ts')).testPostgresUrl();
+  } catch {
+    return null;
+  }
+  const pg = (await import('pg')).default;
+  const client = new pg.Client({ connectionString: admin });
+  await client.connect();
+  const name = `bench_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  await client.query(`CREATE DATABASE ${name} TEMPLATE template0`);
+  await client.end();
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return url.toString();
+}

@@ -11,29 +11,10 @@ import { createContext } from '../src/directory/context.ts';
 import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
 import { createProject } from '../src/production/projects/service.ts';
 import { userByEmail } from '../src/directory/users/store.ts';
-import { login, num, printTable, setupSvc } from './lib.ts';
+import { freshPostgresUrl, login, num, printTable, setupSvc } from './lib.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 
-/** The test cluster's URL for a new database, or null when no cluster runs. */
-async function postgresUrl(): Promise<string | null> {
-  let admin: string;
-  try {
-    const { testPostgresUrl } = await import('../test/helpers/postgres.ts');
-    admin = testPostgresUrl();
-  } catch {
-    return null;
-  }
-  const pg = (await import('pg')).default;
-  const client = new pg.Client({ connectionString: admin });
-  await client.connect();
-  const name = `bench_${process.pid}_${Date.now()}`;
-  await client.query(`CREATE DATABASE ${name} TEMPLATE template0`);
-  await client.end();
-  const url = new URL(admin);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 interface Route { name: string; method: string; path: string; body?: unknown }
 
@@ -89,7 +70,7 @@ async function measure(env: Record<string, string>): Promise<Map<string, { state
 }
 
 const sqlite = await measure({});
-const url = await postgresUrl();
+const url = await freshPostgresUrl();
 let failure = '';
 const postgres = url
   ? await measure({ SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url }).catch((err: unknown) => { failure = (err as Error).message.split('\n')[0]; return null; })

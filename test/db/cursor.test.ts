@@ -4,20 +4,9 @@
 // And Db.readSnapshot: several reads, of several tables, from one snapshot.
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { openDb, type Db } from '../../src/db/db.ts';
+import type { Db } from '../../src/db/db.ts';
 import type { RowCursor } from '../../src/db/cursor.ts';
-import { tempDir } from '../helpers/server.ts';
-import { freshPostgres } from '../helpers/postgres.ts';
-
-const ENGINES: Record<string, (t: TestContext) => Promise<Db>> = {
-  sqlite: async (t) => {
-    const db = openDb(path.join(tempDir(t), 'svc.db'));
-    t.after(() => db.close());
-    return db;
-  },
-  postgres: async (t) => await freshPostgres(t),
-};
+import { ENGINES } from '../helpers/postgres.ts';
 
 async function database(t: TestContext, engine: string): Promise<Db> {
   const db = await ENGINES[engine](t);

@@ -10,7 +10,7 @@ import type { Dialect } from '../../src/db/dialect.ts';
 import { newId } from '../../src/kernel/ids.ts';
 import { isUniqueViolation } from '../../src/db/errors.ts';
 import { tempDir } from '../helpers/server.ts';
-import { freshPostgres } from '../helpers/postgres.ts';
+import { ENGINES, freshPostgres } from '../helpers/postgres.ts';
 
 interface Engine {
   get<T>(sql: string, ...p: Array<string | number | bigint | null | Uint8Array>): Promise<T | undefined>;
@@ -25,14 +25,6 @@ interface Engine {
   readonly dialect: Dialect;
 }
 
-const ENGINES: Record<string, (t: TestContext) => Promise<Engine>> = {
-  sqlite: async (t) => {
-    const db = openDb(path.join(tempDir(t), 'svc.db'));
-    t.after(() => db.close());
-    return db;
-  },
-  postgres: async (t) => await freshPostgres(t),
-};
 
 async function withItems(t: TestContext, engine: string): Promise<{ db: Engine; insert: (id: string) => Promise<unknown>; ids: () => Promise<string[]> }> {
   const db = await ENGINES[engine](t);

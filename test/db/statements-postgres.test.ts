@@ -2,10 +2,9 @@
 // alike with care (JSON, LIKE's case, rounding, NULL order, ties, a parameter's type), run on both
 // engines over the same seeded rows of a migrated database: each answer must be the one expected, on
 // SQLite and on PostgreSQL. The real store functions are called; the rows are seeded with plain SQL.
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { openDb, type Db } from '../../src/db/db.ts';
+import type { Db } from '../../src/db/db.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import type { RowCursor } from '../../src/db/cursor.ts';
 import { LocalStore } from '../../src/kernel/storage/local.ts';
@@ -34,7 +33,7 @@ import { liveSessionsOfUser } from '../../src/directory/sessions/store.ts';
 import { protectionOf } from '../../src/system/storage-rules.ts';
 import { migrationItems } from '../../src/system/storage-migrate.ts';
 import { tempDir } from '../helpers/server.ts';
-import { freshPostgres } from '../helpers/postgres.ts';
+import { ENGINES } from '../helpers/postgres.ts';
 
 const at = (minute: number) => new Date(Date.UTC(2026, 2, 10, 12, minute)).toISOString();
 const MARCH = { start: '2026-03-01T00:00:00.000Z', end: '2026-04-01T00:00:00.000Z' };
@@ -227,14 +226,6 @@ async function drain<R>(c: RowCursor<R>): Promise<R[]> {
   return out;
 }
 
-const ENGINES: Record<string, (t: TestContext) => Promise<Db>> = {
-  sqlite: async (t) => {
-    const db = openDb(path.join(tempDir(t), 'svc.db'));
-    t.after(() => db.close());
-    return db;
-  },
-  postgres: async (t) => await freshPostgres(t),
-};
 
 test('the stores\' statements answer alike on SQLite and PostgreSQL', async (t) => {
   const dbs: Record<string, Db> = {};

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { TestContext } from 'node:test';
 import pg from 'pg';
 import { openPostgres, type PostgresDb } from '../../src/db/postgres.ts';
+import { openDb, type Db } from '../../src/db/db.ts';
 
 export const PG_STATE_FILE = path.join(process.env.SVC_PG_DIR || path.join(process.env.TMPDIR || os.tmpdir(), 'svc-pg'), 'pg.env');
 
@@ -57,3 +58,17 @@ export async function freshPostgres(t: TestContext, max?: number): Promise<Postg
   opened.db = await openPostgres({ url, max });
   return opened.db;
 }
+
+/** A new empty database of each engine for a test (closed, and on PostgreSQL dropped, after it): tests loop over it. */
+export const ENGINES: Record<string, (t: TestContext) => Promise<Db>> = {
+  sqlite: async (t) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-engine-'));
+    const db = openDb(path.join(dir, 'svc.db'));
+    t.after(() => {
+      db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    });
+    return db;
+  },
+  postgres: async (t) => await freshPostgres(t),
+};
