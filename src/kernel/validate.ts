@@ -31,7 +31,11 @@ function make<T>(json: JsonSchema, check: (value: unknown, path: string, st: Par
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
-export interface StringOpts { min?: number; max?: number; pattern?: RegExp; format?: 'email' | 'date' | 'uri'; trim?: boolean; description?: string }
+export interface StringOpts {
+  min?: number; max?: number; pattern?: RegExp; format?: 'email' | 'date' | 'uri'; trim?: boolean; description?: string;
+  /** Let U+0000 through, for a value never stored that its handler refuses with a more precise error (a file path: unsafe_path). */
+  allowNul?: boolean;
+}
 
 export function string(o: StringOpts = {}) {
   const max = o.max ?? 10_000;
@@ -44,7 +48,7 @@ export function string(o: StringOpts = {}) {
     if (typeof value !== 'string') { fail(st, path, 'must be a string'); return ''; }
     const s = o.trim === false ? value : value.trim();
     // No text the service keeps may hold U+0000: PostgreSQL's text type refuses it (SQLite would keep it).
-    if (s.includes('\u0000')) fail(st, path, 'must not contain the NUL character (U+0000)');
+    if (!o.allowNul && s.includes('\u0000')) fail(st, path, 'must not contain the NUL character (U+0000)');
     else if (o.min !== undefined && s.length < o.min) fail(st, path, o.min === 1 ? 'must not be empty' : `must be at least ${o.min} characters`);
     else if (s.length > max) fail(st, path, `must be at most ${max} characters`);
     else if (o.pattern && !o.pattern.test(s)) fail(st, path, 'has an invalid format');

@@ -31,7 +31,7 @@ const olderThanDays = () => int({ min: 0, max: MAX_DAYS, description: `files mod
 export const CleanupPreviewQuery = object({ olderThanDays: optional(olderThanDays()) });
 
 export const ReclaimBody = object({
-  paths: optional(array(string({ trim: false, max: 4096, description: 'a path relative to the storage root, inside outputs/, frames/, tmp/ or cache/' }), { max: 10_000 })),
+  paths: optional(array(string({ trim: false, allowNul: true, max: 4096, description: 'a path relative to the storage root, inside outputs/, frames/, tmp/ or cache/' }), { max: 10_000 })),
   olderThanDays: optional(olderThanDays()),
 }, { description: 'without paths every current candidate is deleted; with paths (even empty) only those that are candidates now' });
 

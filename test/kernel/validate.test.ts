@@ -72,4 +72,6 @@ test('a string holding U+0000 is refused, trimmed or not, naming the field', () 
     name: 'must not contain the NUL character (U+0000)', raw: 'must not contain the NUL character (U+0000)',
   });
   assert.deepEqual(v.parse(schema, { name: ' ok ' }), { name: 'ok' });
+  // A value its handler refuses more precisely (a file path: unsafe_path) may let it through.
+  assert.deepEqual(v.parse(v.object({ p: v.string({ trim: false, allowNul: true }) }), { p: 'a\u0000' }), { p: 'a\u0000' });
 });
