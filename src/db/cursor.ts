@@ -20,15 +20,26 @@ export interface SnapshotQuery {
   each?: { name: string; sql: string; params: (row: Row) => Param[] };
 }
 
+/** A private read-only connection to the SQLite file `dbPath`, in a read transaction (its first read fixes the snapshot). */
+function openReader(dbPath: string): DatabaseSync {
+  const reader = new DatabaseSync(dbPath, { readOnly: true });
+  try {
+    reader.exec('PRAGMA busy_timeout = 5000');
+    reader.exec('BEGIN');
+    return reader;
+  } catch (err) {
+    reader.close();
+    throw err;
+  }
+}
+
 /**
  * The rows of `q` on a private read-only connection to the SQLite file `dbPath`, in one read
  * transaction (one snapshot, opened by the first read). close() must be called; it may be called twice.
  */
 export function openSqliteSnapshot<R>(dbPath: string, q: SnapshotQuery): RowCursor<R> {
-  const reader = new DatabaseSync(dbPath, { readOnly: true });
+  const reader = openReader(dbPath);
   try {
-    reader.exec('PRAGMA busy_timeout = 5000');
-    reader.exec('BEGIN');
     const statement = reader.prepare(q.sql);
     statement.setReadBigInts(q.bigInts ?? false);
     const rows = statement.iterate(...q.params) as IterableIterator<Row>;
@@ -67,10 +78,8 @@ export interface SnapshotReader {
  * transaction: its first statement fixes the snapshot every later read sees. Closed when fn ends.
  */
 export async function readSqliteSnapshot<T>(dbPath: string, fn: (read: SnapshotReader) => Promise<T>): Promise<T> {
-  const reader = new DatabaseSync(dbPath, { readOnly: true });
+  const reader = openReader(dbPath);
   try {
-    reader.exec('PRAGMA busy_timeout = 5000');
-    reader.exec('BEGIN');
     reader.prepare('SELECT count(*) FROM sqlite_master').get(); // the snapshot starts here
     return await fn({
       async* rows<R>(sql: string, ...params: Param[]) {

@@ -351,12 +351,6 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
   }
 }
 
-/** The SQLite file behind `db`, for what reads the file itself (snapshot cursors, backups); throws on another engine. */
-export function sqliteFile(db: Db): string {
-  if (db instanceof SqliteDb) return db.path;
-  throw new Error(`this operation reads the SQLite file and the business database runs on ${db.engine}`);
-}
-
 export function openDb(file: string, opts: OpenOptions = {}): SqliteDb {
   return new SqliteDb(file, opts);
 }

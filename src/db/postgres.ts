@@ -211,17 +211,13 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     opening.catch(() => {}); // reported by the first read
     const each = q.each;
     const side = (row: Row, client: PoolClient) => this.query<Row>(each!.sql, each!.params(row), types, client);
+    const fetched = (client: PoolClient) => this.fetched(client, 'svc_snapshot', types, () => closed);
     async function* rows(): AsyncGenerator<R, void, undefined> {
       const client = await opening;
-      for (;;) {
+      for await (const row of fetched(client)) {
         if (closed) return;
-        const batch = (await client.query<Row>({ text: `FETCH ${SNAPSHOT_BATCH} FROM svc_snapshot`, types })).rows;
-        for (const row of batch) {
-          if (closed) return;
-          if (each) row[each.name] = (await side(row, client)).rows;
-          yield row as R;
-        }
-        if (batch.length < SNAPSHOT_BATCH) return;
+        if (each) row[each.name] = (await side(row, client)).rows;
+        yield row as R;
       }
     }
     return {
@@ -241,10 +237,19 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     };
   }
 
+  /** The rows of the declared cursor `name` on `client`, fetched SNAPSHOT_BATCH at a time as the caller asks (no fetch once `stopped()`). */
+  private async *fetched(client: PoolClient, name: string, types: Types, stopped = () => false): AsyncGenerator<Row, void, undefined> {
+    for (let n = SNAPSHOT_BATCH; n === SNAPSHOT_BATCH && !stopped();) {
+      const batch = (await client.query<Row>({ text: `FETCH ${SNAPSHOT_BATCH} FROM ${name}`, types })).rows;
+      yield* batch;
+      n = batch.length;
+    }
+  }
+
   /** A REPEATABLE READ, READ ONLY transaction on a pooled connection; each read a cursor fetched SNAPSHOT_BATCH rows at a time. */
   async readSnapshot<T>(fn: (read: SnapshotReader) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
-    const [query, types] = [this.query.bind(this), this.bigTypes];
+    const [query, fetched, types] = [this.query.bind(this), this.fetched.bind(this), this.bigTypes];
     let [cursors, clean] = [0, false];
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'); // the first read fixes the snapshot
@@ -252,11 +257,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
         async* rows<R>(sql: string, ...params: Param[]) {
           const name = `svc_read_${++cursors}`;
           await query(`DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`, params, types, client);
-          for (let n = SNAPSHOT_BATCH; n === SNAPSHOT_BATCH;) {
-            const batch = (await client.query<Row>({ text: `FETCH ${SNAPSHOT_BATCH} FROM ${name}`, types })).rows;
-            yield* batch as R[];
-            n = batch.length;
-          }
+          yield* fetched(client, name, types) as AsyncGenerator<R>;
           await client.query(`CLOSE ${name}`);
         },
       });
