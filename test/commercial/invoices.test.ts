@@ -5,12 +5,11 @@
 // inserted with SQL (in the service they are written by jobs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { grant, login, makeOrg, makeUser, member } from '../helpers/factories.ts';
 import { matrix, runScenarios, type Route } from '../helpers/scenarios.ts';
 import { billingPeriod } from '../../src/kernel/periods.ts';
 import { setBilling, base, setup } from './invoices-setup.ts';
+import { otherWriter } from '../helpers/postgres.ts';
 
 test('access: 401 without a session, 403 permission_denied for ordinary members (and generate/status without billing:manage), 403 organization_forbidden for another organization', async (t) => {
   const { s, tree, owner, generate } = await setup(t);
@@ -96,24 +95,15 @@ test('one invoice per organization and period: a repeat, also two concurrent req
 test('the unique key decides under real concurrency: another connection inserting the period while this one waits makes generate answer its invoice', async (t) => {
   const { s, tree, generate } = await setup(t);
   const org = tree.organizationId;
-  // A second process takes the write lock, inserts the period's invoice and commits 400 ms later. The
-  // server's look-up before its transaction sees nothing yet (WAL snapshot), its BEGIN IMMEDIATE waits,
-  // and its INSERT then meets the unique key: it reads back and answers the other invoice.
-  const child = spawn(process.execPath, ['-e', `
-    const { DatabaseSync } = require('node:sqlite');
-    const db = new DatabaseSync(process.argv[1]);
-    db.exec('PRAGMA busy_timeout = 5000');
-    db.exec('BEGIN IMMEDIATE');
-    db.prepare("INSERT INTO invoices (id, organization_id, period_start, period_end, status, currency, tax_rate, due_days, subtotal_minor, tax_minor, total_minor, snapshot, created_at, updated_at) VALUES ('ivc_other_writer', ?, '2026-10-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z', 'draft', 'USD', '0', 30, 0, 0, 0, '{}', '2026-10-01T00:00:00.000Z', '2026-10-01T00:00:00.000Z')").run(process.argv[2]);
-    process.stdout.write('locked\\n');
-    setTimeout(() => { db.exec('COMMIT'); db.close(); }, 400);
-  `, s.config.dbPath, org], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = once(child, 'exit');
-  await once(child.stdout, 'data');
+  // Another writer (a second process on SQLite, a second connection on PostgreSQL) inserts the
+  // period's invoice in a transaction and commits 400 ms later. The server's look-up before its
+  // transaction sees nothing yet (WAL snapshot; read committed), its write waits (BEGIN IMMEDIATE; the
+  // unique index), and its INSERT then meets the unique key: it reads back and answers the other invoice.
+  const other = await otherWriter(s.config, "INSERT INTO invoices (id, organization_id, period_start, period_end, status, currency, tax_rate, due_days, subtotal_minor, tax_minor, total_minor, snapshot, created_at, updated_at) VALUES ('ivc_other_writer', ?, '2026-10-01T00:00:00.000Z', '2026-11-01T00:00:00.000Z', 'draft', 'USD', '0', 30, 0, 0, 0, '{}', '2026-10-01T00:00:00.000Z', '2026-10-01T00:00:00.000Z')", [org], 400);
   const started = performance.now();
   const r = await generate({ periodStart: '2026-10-01', periodEnd: '2026-11-01' });
   assert.ok(performance.now() - started >= 150, 'the generation waited for the other writer\'s lock');
-  assert.deepEqual(await exited, [0, null]);
+  await other.committed;
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.id, 'ivc_other_writer');
   assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM invoices WHERE organization_id = ? AND period_start = '2026-10-01T00:00:00.000Z'", org))!.n, 1);

@@ -1,6 +1,9 @@
 // The PostgreSQL server the tests use: a throwaway cluster started by tools/pg/pg.sh (`npm run
 // pg:start`), found by SVC_TEST_POSTGRES_URL or the state file the script writes
 // (${SVC_PG_DIR:-${TMPDIR:-/tmp}/svc-pg}/pg.env). Each test gets a database of its own, dropped after it.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -72,3 +75,36 @@ export const ENGINES: Record<string, (t: TestContext) => Promise<Db>> = {
   },
   postgres: async (t) => await freshPostgres(t),
 };
+
+/**
+ * Another writer on a test server's database, outside the server: on SQLite a child process that takes
+ * the file's write lock (BEGIN IMMEDIATE; a timer of its own commits, since the server's SQLite calls
+ * block this process while they wait), on PostgreSQL a connection of its own. It runs `sql` (`?`
+ * placeholders) in a transaction, resolves once that holds, and commits `holdMs` later: `committed`.
+ */
+export async function otherWriter(config: { database: string; postgresUrl: string; dbPath: string }, sql: string, params: Array<string | number>, holdMs: number): Promise<{ committed: Promise<void> }> {
+  if (config.database === 'postgres') {
+    const client = new pg.Client({ connectionString: config.postgresUrl });
+    await client.connect();
+    await client.query('BEGIN');
+    let n = 0;
+    await client.query(sql.replace(/\?/g, () => `$${++n}`), params);
+    const committed = new Promise((resolve) => setTimeout(resolve, holdMs)).then(async () => {
+      await client.query('COMMIT');
+      await client.end();
+    });
+    return { committed };
+  }
+  const child = spawn(process.execPath, ['-e', `
+    const { DatabaseSync } = require('node:sqlite');
+    const db = new DatabaseSync(process.argv[1]);
+    db.exec('PRAGMA busy_timeout = 5000');
+    db.exec('BEGIN IMMEDIATE');
+    db.prepare(process.argv[2]).run(...JSON.parse(process.argv[3]));
+    process.stdout.write('locked\\n');
+    setTimeout(() => { db.exec('COMMIT'); db.close(); }, Number(process.argv[4]));
+  `, config.dbPath, sql, JSON.stringify(params), String(holdMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = once(child, 'exit');
+  await once(child.stdout!, 'data');
+  return { committed: exited.then((end) => assert.deepEqual(end, [0, null], 'the other writer committed')) };
+}
