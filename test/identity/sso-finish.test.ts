@@ -218,3 +218,22 @@ test('a system administrator never signs in through a provider: an account linke
     ['invalid_ticket', 'the ticket is unknown, used or expired', null],
   ]);
 });
+
+test('first sign-ins of one person at once make one account: the others find it through its link', async (t) => {
+  const { s, admin, org } = await world(t);
+  const p = await create(s, admin, oidcBody(org.id, {}, {}));
+  const provider = await row(s, p.id);
+  // On PostgreSQL these run at once, and all but one meet the first one's unique keys; on SQLite they take turns.
+  const urls = await Promise.all([1, 2, 3, 4].map(() =>
+    finishSso(s.operator(), fakeReq, provider, { subject: 'sub-twice', email: 'twice@example.test', name: 'Twice' }, null, FLOW.hash)));
+  for (const url of urls) assert.match(url, new RegExp(`^${FRONTEND}/sso/complete#ticket=`));
+  assert.equal(new Set(urls).size, 4, 'a ticket each');
+  const users = await s.db.all<{ id: string }>("SELECT id FROM users WHERE email_normalized = 'twice@example.test'");
+  assert.equal(users.length, 1);
+  assert.deepEqual((await s.db.all<{ user_id: string }>('SELECT user_id FROM sso_identities WHERE provider_id = ?', p.id)).map((r) => r.user_id), [users[0].id]);
+  const verified = await audits(s, 'auth.sso.verified');
+  assert.deepEqual(verified.map((a) => a.metadata.account).sort(), ['created', 'identity', 'identity', 'identity']);
+  assert.ok(verified.every((a) => a.metadata.userId === users[0].id));
+  assert.equal((await audits(s, 'user.created')).filter((a) => a.metadata.via === 'sso').length, 1);
+  assert.equal((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM memberships WHERE user_id = ? AND level = 'organization'", users[0].id))!.n, 1);
+});

@@ -9,6 +9,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import { accountSuspended, addressLimited, signIn, type SignInResult } from '../sessions/service.ts';
 import { AppError, type ErrorCodeWithStatus } from '../../kernel/errors.ts';
+import { isUniqueViolation } from '../../db/errors.ts';
 import { frontendBase } from '../../http/request.ts';
 import { newId, newToken, sha256Hex } from '../../kernel/ids.ts';
 import { clearFlowCookie, clearingFlowCookie, fromFlowBrowser } from './flow-cookie.ts';
@@ -78,50 +79,62 @@ export async function finishSso(ctx: Ctx, req: IncomingMessage, provider: Provid
   let outcome: { user: UserRow; how: 'identity' | 'email' | 'created'; rolesGranted: string[] };
   // Why a link was refused, for the audit record only (the answer does not tell the caller about the account).
   let linkReason = null as string | null;
-  try {
-    outcome = await ctx.db.tx(async () => {
-      const current = await currentProvider(ctx, provider.id);
-      if (current.status !== 'active') throw new AppError(401, 'sso_provider_disabled', 'single sign-on failed: the provider is disabled');
-      const at = ctx.now();
-      const now = at.toISOString();
-      const linked = await identityBySubject(ctx.db, provider.id, subject);
-      let user: UserRow | undefined;
-      let how: 'identity' | 'email' | 'created';
-      if (linked) {
-        user = await userById(ctx.db, linked.user_id);
-        how = 'identity';
-        await touchIdentity(ctx.db, provider.id, subject, email, now);
-      } else {
-        if (!email) throw new AppError(401, 'sso_email_missing', 'single sign-on failed: the provider gave no e-mail address for a new sign-in');
-        user = await userByEmail(ctx.db, email);
-        how = user ? 'email' : 'created';
-        if (user) {
-          linkReason = await linkRefusal(ctx.db, user, provider, identity.emailVerified ?? null);
-          if (linkReason) throw new AppError(401, 'sso_link_refused', 'single sign-on failed: this account cannot be linked to a sign-in provider');
-        }
-        if (!user) {
-          // The seats key grantProviderMemberships takes, before the account's audit record (src/directory/locks.ts).
-          await ctx.db.lock(LOCKS.seats(provider.organization_id));
-          user = await createAccount(pctx, provider, email, name ?? email.split('@')[0], now);
-        }
-        await insertIdentity(ctx.db, { provider_id: provider.id, subject, user_id: user.id, email, created_at: now, last_login_at: now });
+  // Two first sign-ins of one person at once (two tabs, a repeated callback) on PostgreSQL: the later
+  // one's account or link meets the earlier one's unique key once that commits. Running it again finds
+  // the account the earlier one made (SQLite's writers take turns, so it never gets there).
+  const provision = async () => await ctx.db.tx(async () => {
+    const current = await currentProvider(ctx, provider.id);
+    if (current.status !== 'active') throw new AppError(401, 'sso_provider_disabled', 'single sign-on failed: the provider is disabled');
+    const at = ctx.now();
+    const now = at.toISOString();
+    const linked = await identityBySubject(ctx.db, provider.id, subject);
+    let user: UserRow | undefined;
+    let how: 'identity' | 'email' | 'created';
+    if (linked) {
+      user = await userById(ctx.db, linked.user_id);
+      how = 'identity';
+      await touchIdentity(ctx.db, provider.id, subject, email, now);
+    } else {
+      if (!email) throw new AppError(401, 'sso_email_missing', 'single sign-on failed: the provider gave no e-mail address for a new sign-in');
+      user = await userByEmail(ctx.db, email);
+      how = user ? 'email' : 'created';
+      if (user) {
+        linkReason = await linkRefusal(ctx.db, user, provider, identity.emailVerified ?? null);
+        if (linkReason) throw new AppError(401, 'sso_link_refused', 'single sign-on failed: this account cannot be linked to a sign-in provider');
       }
-      if (!user) throw new AppError(401, 'sso_failed', 'single sign-on failed: the linked account no longer exists');
-      // Also through an existing link: the account may have been made a service administrator since.
-      if (user.is_system_admin) throw systemAdminRefused();
-      if (user.status !== 'active') throw accountSuspended();
-      const rolesGranted = await grantProviderMemberships(pctx, provider, user.id, now);
-      await insertTicket(ctx.db, {
-        ticket_hash: sha256Hex(ticket), user_id: user.id, provider_id: provider.id, return_to: returnTo,
-        created_at: now, expires_at: new Date(at.getTime() + TICKET_TTL_MS).toISOString(), used_at: null, browser_hash: browserHash,
-      });
-      await record(ctx, {
-        action: 'auth.sso.verified', targetType: 'user', targetId: user.id, actorUserId: user.id, actorName: user.name,
-        organizationId: provider.organization_id, workspaceId: null, projectId: null,
-        metadata: { providerId: provider.id, providerKind: provider.kind, subject, userId: user.id, account: how, rolesGranted },
-      });
-      return { user, how, rolesGranted };
+      if (!user) {
+        // The seats key grantProviderMemberships takes, before the account's audit record (src/directory/locks.ts).
+        await ctx.db.lock(LOCKS.seats(provider.organization_id));
+        user = await createAccount(pctx, provider, email, name ?? email.split('@')[0], now);
+      }
+      await insertIdentity(ctx.db, { provider_id: provider.id, subject, user_id: user.id, email, created_at: now, last_login_at: now });
+    }
+    if (!user) throw new AppError(401, 'sso_failed', 'single sign-on failed: the linked account no longer exists');
+    // Also through an existing link: the account may have been made a service administrator since.
+    if (user.is_system_admin) throw systemAdminRefused();
+    if (user.status !== 'active') throw accountSuspended();
+    const rolesGranted = await grantProviderMemberships(pctx, provider, user.id, now);
+    await insertTicket(ctx.db, {
+      ticket_hash: sha256Hex(ticket), user_id: user.id, provider_id: provider.id, return_to: returnTo,
+      created_at: now, expires_at: new Date(at.getTime() + TICKET_TTL_MS).toISOString(), used_at: null, browser_hash: browserHash,
     });
+    await record(ctx, {
+      action: 'auth.sso.verified', targetType: 'user', targetId: user.id, actorUserId: user.id, actorName: user.name,
+      organizationId: provider.organization_id, workspaceId: null, projectId: null,
+      metadata: { providerId: provider.id, providerKind: provider.kind, subject, userId: user.id, account: how, rolesGranted },
+    });
+    return { user, how, rolesGranted };
+  });
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        outcome = await provision();
+        break;
+      } catch (err) {
+        if (attempt >= 3 || !isUniqueViolation(err)) throw err;
+        linkReason = null;
+      }
+    }
   } catch (err) {
     if (err instanceof AppError) await auditFailure(ctx, provider, err.code, linkReason && err.code === 'sso_link_refused' ? linkReason : err.message, { subject });
     throw err;
