@@ -12,6 +12,7 @@ import type { TestContext } from 'node:test';
 import pg from 'pg';
 import { openPostgres, type PostgresDb } from '../../src/db/postgres.ts';
 import { openDb, type Db } from '../../src/db/db.ts';
+import { DatabasePool } from './postgres-pool.ts';
 
 export const PG_STATE_FILE = path.join(process.env.SVC_PG_DIR || path.join(process.env.TMPDIR || os.tmpdir(), 'svc-pg'), 'pg.env');
 
@@ -52,6 +53,23 @@ export async function freshDatabaseUrl(t: TestContext, closeFirst: () => Promise
   const url = new URL(testPostgresUrl());
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+let pool: DatabasePool | undefined;
+
+/**
+ * A database with the current schema and no rows for this test, from the pool of reused ones
+ * (test/helpers/postgres-pool.ts): given back after the test, once `closeFirst` has closed every
+ * connection to it.
+ */
+export async function schemaDatabaseUrl(t: TestContext, closeFirst: () => Promise<void> = async () => {}): Promise<string> {
+  pool ??= new DatabasePool(testPostgresUrl);
+  const name = await pool.claim();
+  t.after(async () => {
+    await closeFirst();
+    await pool!.release(name);
+  });
+  return pool.urlOf(name);
 }
 
 /** A PostgresDb over a new empty database, closed and dropped after the test. */
@@ -105,6 +123,6 @@ export async function otherWriter(config: { database: string; postgresUrl: strin
     setTimeout(() => { db.exec('COMMIT'); db.close(); }, Number(process.argv[4]));
   `, config.dbPath, sql, JSON.stringify(params), String(holdMs)], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
-  await once(child.stdout!, 'data');
+  await once(child.stdout, 'data');
   return { committed: exited.then((end) => assert.deepEqual(end, [0, null], 'the other writer committed')) };
 }

@@ -2,9 +2,10 @@
 // fetch wrapper. Password hashing cost is lowered for speed (SVC_SCRYPT_LOG_N=10). The media store is
 // the local folder, or the s3 driver on the test gateway (a fresh key prefix, emptied after the test)
 // when SVC_TEST_STORAGE_DRIVER=s3 or the `storage: 's3'` option asks for it: the same test files run
-// on both drivers. The business database is SQLite in the data folder, or a fresh PostgreSQL database
-// on the test server (tools/pg/pg.sh) when SVC_TEST_DATABASE=postgres (`npm run test:postgres`): a
-// server started again on the same data folder finds the same database.
+// on both drivers. The business database is SQLite in the data folder, or, when
+// SVC_TEST_DATABASE=postgres (`npm run test:postgres`), a PostgreSQL database on the test server
+// (tools/pg/pg.sh) with the schema and no rows, reused from test/helpers/postgres-pool.ts: a server
+// started again on the same data folder finds the same database.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +14,7 @@ import { loadConfig, type Config } from '../../src/kernel/config.ts';
 import { createContext, type Ctx } from '../../src/directory/context.ts';
 import { createLogger, type Logger } from '../../src/kernel/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
-import { freshDatabaseUrl } from './postgres.ts';
+import { schemaDatabaseUrl } from './postgres.ts';
 import { checkAnswer } from './openapi-check.ts';
 import { cleanUpPrefix, freshPrefix, s3Env } from './s3.ts';
 
@@ -91,7 +92,7 @@ async function databaseEnv(t: TestContext, dataDir: string, close: () => Promise
   if (testDatabase() !== 'postgres') return {};
   let url = databases.get(dataDir);
   if (!url) {
-    url = await freshDatabaseUrl(t, close);
+    url = await schemaDatabaseUrl(t, close);
     databases.set(dataDir, url);
   }
   return { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url, SVC_POSTGRES_POOL: '4' };
