@@ -30,7 +30,7 @@ function poolKey(): string {
   return h.digest('hex').slice(0, 10);
 }
 
-/** Everything the schema is made of, hashed: relations, columns, constraints, triggers, functions, schemas. */
+/** Everything the schema is made of, hashed: relations, columns, constraints, triggers, functions, schemas and its version. */
 const FINGERPRINT = `
 SELECT md5(string_agg(x, ',' ORDER BY x)) AS fingerprint FROM (
   SELECT 'n:' || nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema'
@@ -41,6 +41,7 @@ SELECT md5(string_agg(x, ',' ORDER BY x)) AS fingerprint FROM (
   UNION ALL SELECT 'k:' || conname || ':' || md5(pg_get_constraintdef(k.oid)) FROM pg_constraint k JOIN pg_namespace n ON n.oid = k.connamespace WHERE n.nspname = 'public'
   UNION ALL SELECT 't:' || tgname || ':' || tgenabled::text || ':' || md5(pg_get_triggerdef(t.oid)) FROM pg_trigger t WHERE NOT tgisinternal
   UNION ALL SELECT 'p:' || p.proname || ':' || md5(p.prosrc) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'
+  UNION ALL SELECT 'v:' || version FROM svc_schema_version
 ) f(x)`;
 
 interface Pristine { reset: string; fingerprint: string }
