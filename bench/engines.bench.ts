@@ -9,14 +9,9 @@ import { loadConfig, type Config } from '../src/kernel/config.ts';
 import { openDatabase } from '../src/db/open.ts';
 import type { Db } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { createContext, withScope } from '../src/directory/context.ts';
-import { createLogger } from '../src/kernel/log.ts';
-import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
-import { createProject } from '../src/production/projects/service.ts';
 import { registerConnector } from '../src/generation/connectors/service.ts';
 import { createJob } from '../src/generation/jobs/service.ts';
-import { userByEmail } from '../src/directory/users/store.ts';
-import { freshPostgresUrl, SVC_BIN, login, num, percentile, printTable, setupSvc, startProcess, type Running, type SvcSetup } from './lib.ts';
+import { createStudio, freshPostgresUrl, SVC_BIN, login, num, percentile, printTable, setupSvc, startProcess, type Running, type SvcSetup } from './lib.ts';
 
 const JOBS = Number(process.env.BENCH_ENGINE_JOBS ?? 5000);
 const WORKERS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
@@ -34,11 +29,7 @@ async function seed(jobs: number, env: Record<string, string>): Promise<World> {
   const config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir }, env);
   const db = await openDatabase(config);
   await migrate(db);
-  const ctx = createContext({ db, config, log: createLogger('warn') });
-  const org = await createOrganization(ctx, { name: 'Bench Studio', ownerUserId: (await userByEmail(db, setup.email))!.id });
-  const ws = await createWorkspace(ctx, org.id, { name: 'Dramas' });
-  const project = await createProject(ctx, ws.id, { name: 'Night Train' });
-  const scoped = withScope(ctx, { organizationId: org.id, workspaceId: ws.id, projectId: project.id });
+  const { ctx: scoped } = await createStudio(db, config, setup.email);
   const connector = await registerConnector(scoped, {
     label: 'svc model-server', endpoint: model.url, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
     protocol: { models: { chat: 'svc-chat' } },

@@ -7,6 +7,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
+import type { Config } from '../src/kernel/config.ts';
+import type { Db } from '../src/db/db.ts';
+import type { Ctx } from '../src/directory/context.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const SVC_BIN = path.join(ROOT, 'bin', 'svc');
@@ -181,12 +184,38 @@ export function setupSvc(opts: { env?: EnvOverrides; email?: string; password?: 
   return { ...d, dir, logFile: path.join(dir, 'svc.log'), email, password, userId: out.user.id };
 }
 
-/** `svc serve` on 127.0.0.1 and an ephemeral port over the setup's directories; stderr (the JSON log) to setup.logFile. */
-export function startSvc(s: SvcSetup, env: EnvOverrides = {}): Promise<Running> {
+/**
+ * `svc serve` on 127.0.0.1 and an ephemeral port over the setup's directories, with `args` added
+ * (such as `--role api`); stderr (the JSON log) to setup.logFile.
+ */
+export function startSvc(s: SvcSetup, env: EnvOverrides = {}, args: string[] = []): Promise<Running> {
   return startProcess(
-    [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', s.dataDir, '--storage-dir', s.storageDir],
+    [SVC_BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--data-dir', s.dataDir, '--storage-dir', s.storageDir, ...args],
     { env, stderrFile: s.logFile },
   );
+}
+
+export interface Studio { organizationId: string; workspaceId: string; projectId: string; /** Scoped to the project. */ ctx: Ctx }
+
+/**
+ * Creates through the service functions, on an open and migrated `db`, organization "Bench Studio"
+ * owned by the user `ownerEmail`, its workspace "Dramas" and project "Night Train" (with its first
+ * season, episode and shot); returns their ids and a context scoped to the project for seeding more.
+ * The service modules are loaded here, so that the scripts which need no studio do not load them.
+ */
+export async function createStudio(db: Db, config: Config, ownerEmail: string): Promise<Studio> {
+  const [{ createContext, withScope }, { createLogger }, { createOrganization, createWorkspace }, { createProject }, { userByEmail }] = await Promise.all([
+    import('../src/directory/context.ts'), import('../src/kernel/log.ts'), import('../src/tenancy/service.ts'),
+    import('../src/production/projects/service.ts'), import('../src/directory/users/store.ts'),
+  ]);
+  const owner = await userByEmail(db, ownerEmail);
+  if (!owner) throw new Error(`createStudio: no user ${ownerEmail}`);
+  const ctx = createContext({ db, config, log: createLogger('warn') });
+  const org = await createOrganization(ctx, { name: 'Bench Studio', ownerUserId: owner.id });
+  const ws = await createWorkspace(ctx, org.id, { name: 'Dramas' });
+  const project = await createProject(ctx, ws.id, { name: 'Night Train' });
+  const scope = { organizationId: org.id, workspaceId: ws.id, projectId: project.id };
+  return { ...scope, ctx: withScope(ctx, scope) };
 }
 
 /** POST /api/auth/login; returns the Bearer token or throws. */

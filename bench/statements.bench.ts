@@ -7,11 +7,7 @@
 import { loadConfig, type Config } from '../src/kernel/config.ts';
 import { startServer, type RunningServer } from '../src/server.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { createContext } from '../src/directory/context.ts';
-import { createOrganization, createWorkspace } from '../src/tenancy/service.ts';
-import { createProject } from '../src/production/projects/service.ts';
-import { userByEmail } from '../src/directory/users/store.ts';
-import { freshPostgresUrl, login, num, printTable, setupSvc } from './lib.ts';
+import { createStudio, freshPostgresUrl, login, num, printTable, setupSvc } from './lib.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 
@@ -24,12 +20,8 @@ async function measure(env: Record<string, string>): Promise<Map<string, { state
   const log = createLogger('error');
   const running: RunningServer = await startServer(config, log);
   try {
-    const ctx = createContext({ db: running.db, config, log });
-    const owner = (await userByEmail(running.db, setup.email))!.id;
-    const org = await createOrganization(ctx, { name: 'Bench Studio', ownerUserId: owner });
-    const ws = await createWorkspace(ctx, org.id, { name: 'Dramas' });
-    const project = await createProject(ctx, ws.id, { name: 'Night Train' });
-    const episode = (await running.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ? ORDER BY created_at, id LIMIT 1', project.id))!.id;
+    const project = await createStudio(running.db, config, setup.email);
+    const episode = (await running.db.get<{ id: string }>('SELECT id FROM episodes WHERE project_id = ? ORDER BY created_at, id LIMIT 1', project.projectId))!.id;
     const token = await login(running.url, setup.email, setup.password);
     const scene = (i: number) => ({ id: `s${i}`, heading: `INT. TRAIN - NIGHT ${i}`, lines: [{ id: `l${i}`, kind: 'action', text: `The conductor looks up (${i}).` }] });
     let revision = 0;
