@@ -115,6 +115,28 @@ export const POSTGRES: Dialect = {
   rowKey: 'id',
 };
 
+/**
+ * How a getter reads its row. `forUpdate`: the read a change is computed from (the values written
+ * back, a counter, a status a transition starts from, JSON merged in TypeScript). On PostgreSQL, at
+ * READ COMMITTED, two such changes of one row would otherwise both start from the row as it was, and
+ * the later write would undo the earlier one; with the lock the second waits for the first to end and
+ * reads the row as it committed. SQLite's writers take turns (BEGIN IMMEDIATE): the statement there is
+ * the plain one. Only inside a transaction, after the keys it takes (src/directory/locks.ts).
+ */
+export interface RowRead { readonly forUpdate?: boolean }
+
+/**
+ * The end of a getter's SELECT for `read`: Dialect.forUpdate (`OF table`, the table's alias or name,
+ * when the SELECT joins others whose rows stay unlocked), or nothing. A locking read outside a
+ * transaction is a mistake (the lock would end with the statement): it throws, on both engines.
+ */
+export function lockClause(db: { readonly dialect: Dialect; readonly inTransaction: boolean }, read: RowRead | undefined, of?: string): string {
+  if (!read?.forUpdate) return '';
+  if (!db.inTransaction) throw new Error('a read FOR UPDATE outside a transaction');
+  const fragment = db.dialect.forUpdate;
+  return fragment && of ? `${fragment} OF ${of}` : fragment;
+}
+
 /** What `make` builds of a dialect (statements of its fragments), made once per dialect. */
 export function perDialect<T>(make: (d: Dialect) => T): (d: Dialect) => T {
   const made = new Map<Dialect, T>();
