@@ -1,5 +1,6 @@
 // SQL of organizations, workspaces, projects and memberships. Every query names its tenant.
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 import type { Level, MembershipRow, Role } from '../roles.ts';
 
 export interface OrganizationRow { id: string; name: string; time_zone: string; created_at: string; created_by: string | null }
@@ -43,7 +44,9 @@ export async function insertMembership(db: Db, m: FullMembershipRow): Promise<vo
 
 export const organizationById = (db: Db, id: string) => db.cachedGet<OrganizationRow>('SELECT * FROM organizations WHERE id = ?', id);
 export const workspaceById = (db: Db, id: string) => db.cachedGet<WorkspaceRow>('SELECT * FROM workspaces WHERE id = ?', id);
-export const projectById = (db: Db, id: string) => db.cachedGet<ProjectRow>('SELECT * FROM projects WHERE id = ?', id);
+/** The project; `read` { forUpdate } for the change computed from it (inside a transaction, where nothing is cached). */
+export const projectById = (db: Db, id: string, read?: RowRead) =>
+  db.cachedGet<ProjectRow>(`SELECT * FROM projects WHERE id = ?${lockClause(db, read)}`, id);
 
 /** Active memberships of a user, oldest first (the order that decides a new session's scope). */
 export function membershipsOfUser(db: Db, userId: string): Promise<FullMembershipRow[]> {

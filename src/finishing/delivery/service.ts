@@ -6,6 +6,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { pageWindow } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { record } from '../../platform/audit/service.ts';
 import { notify } from '../../platform/notifications/service.ts';
 import { indexDocument } from '../../platform/search/index.ts';
@@ -29,8 +30,9 @@ async function indexDelivery(ctx: Ctx, d: DeliveryRow, itemCount: number): Promi
 const itemsMeta = (items: ReadonlyArray<Pick<DeliveryItemRow, 'artifact_id' | 'artifact_sha256'>>) =>
   items.map((i) => ({ artifactId: i.artifact_id, sha256: i.artifact_sha256 }));
 
-export async function getDelivery(ctx: Ctx, id: string): Promise<DeliveryRow> {
-  const d = await deliveryInProject(ctx.db, ctx.scope.projectId!, id);
+/** The delivery; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function getDelivery(ctx: Ctx, id: string, read?: RowRead): Promise<DeliveryRow> {
+  const d = await deliveryInProject(ctx.db, ctx.scope.projectId!, id, read);
   if (!d) throw notFound('no such delivery in this project');
   return d;
 }
@@ -80,7 +82,7 @@ const sameSet = (a: readonly ItemInput[], b: readonly DeliveryItemRow[]) =>
 export async function changeDelivery(ctx: Ctx, id: string, patch: DeliveryPatch): Promise<DeliveryRow> {
   if (Object.values(patch).every((x) => x === undefined)) throw validationFailed({ body: 'name at least one field to change' });
   return await ctx.db.tx(async () => {
-    const d = await getDelivery(ctx, id);
+    const d = await getDelivery(ctx, id, { forUpdate: true });
     draftOnly(d);
     const current = await deliveryItems(ctx.db, d.id);
     const items = patch.episodeIds || patch.artifactIds ? await gatherItems(ctx.db, d.project_id, patch) : null;
@@ -121,7 +123,7 @@ export async function approveDelivery(ctx: Ctx, id: string): Promise<DeliveryRow
     if (reason && !s.gaps.some((g) => g.gap === 'artifact_changed')) diskGaps.push({ artifactId: s.item.artifact_id, position: s.item.position, gap: 'artifact_changed', reason });
   }
   return await ctx.db.tx(async () => {
-    const d = await getDelivery(ctx, id);
+    const d = await getDelivery(ctx, id, { forUpdate: true });
     draftOnly(d);
     if (d.version !== before.version) throw conflict('delivery_changed', 'the delivery changed while it was being approved; try again', { version: d.version });
     const states = await itemStates(ctx.db, d.project_id, await deliveryItems(ctx.db, d.id));
@@ -151,7 +153,7 @@ export async function approveDelivery(ctx: Ctx, id: string): Promise<DeliveryRow
 /** Withdraws a draft or approved delivery (terminal): its client links stop working. */
 export async function withdrawDelivery(ctx: Ctx, id: string, note: string | null): Promise<DeliveryRow> {
   return await ctx.db.tx(async () => {
-    const d = await getDelivery(ctx, id);
+    const d = await getDelivery(ctx, id, { forUpdate: true });
     if (d.status === 'withdrawn') throw conflict('delivery_withdrawn', 'the delivery is already withdrawn');
     const next: DeliveryRow = { ...d, status: 'withdrawn', updated_at: ctx.now().toISOString() };
     await rewrite(ctx, d, next);

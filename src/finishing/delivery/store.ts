@@ -3,6 +3,7 @@
 import { forEachSeq } from '../../kernel/seq.ts';
 import { newestPageOfProject } from '../../db/page.ts';
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 
 export interface DeliveryRow {
   id: string; organization_id: string; workspace_id: string; project_id: string;
@@ -36,7 +37,9 @@ export async function insertDelivery(db: Db, d: DeliveryRow): Promise<void> {
  * Writes `d` over the delivery as it was read (`read`): only while its version, status and updated_at
  * are still the ones read, so that of two changes made from the same row the second writes nothing
  * (on PostgreSQL at READ COMMITTED it waits for the first, then finds the row changed). False then:
- * the caller refuses (409 delivery_changed) and its transaction ends without its other writes.
+ * the caller refuses (409 delivery_changed) and its transaction ends without its other writes. The
+ * service's changes read the row locked first (deliveryInProject { forUpdate }), so they never find it
+ * changed; the check keeps a write from a read that did not lock.
  */
 export async function updateDelivery(db: Db, read: DeliveryRow, d: DeliveryRow): Promise<boolean> {
   return (await db.run(
@@ -47,8 +50,8 @@ export async function updateDelivery(db: Db, read: DeliveryRow, d: DeliveryRow):
   )).changes === 1;
 }
 
-export const deliveryInProject = (db: Db, projectId: string, id: string): Promise<DeliveryRow | undefined> =>
-  db.get<DeliveryRow>('SELECT * FROM deliveries WHERE project_id = ? AND id = ?', projectId, id);
+export const deliveryInProject = (db: Db, projectId: string, id: string, read?: RowRead): Promise<DeliveryRow | undefined> =>
+  db.get<DeliveryRow>(`SELECT * FROM deliveries WHERE project_id = ? AND id = ?${lockClause(db, read)}`, projectId, id);
 
 export const deliveryItems = (db: Db, deliveryId: string): Promise<DeliveryItemRow[]> =>
   db.all<DeliveryItemRow>('SELECT * FROM delivery_items WHERE delivery_id = ? ORDER BY position', deliveryId);

@@ -39,7 +39,10 @@ async function moveReview(ctx: Ctx, review: ReviewRow, to: ArtifactRow, at: stri
   });
 }
 
-/** Moves the reviews of the artifacts the registered ones replace (see the top of this file). */
+/**
+ * Moves the reviews of the artifacts the registered ones replace (see the top of this file), each read
+ * locked: the status, artifact and reopen count written are computed from the row as it is.
+ */
 export async function reopenReviews(ctx: Ctx, rows: readonly ArtifactRow[], cut: { artifact: ArtifactRow; episodeId: string } | null, at: string): Promise<void> {
   const seen = new Set<string>();
   for (const row of rows) {
@@ -49,10 +52,12 @@ export async function reopenReviews(ctx: Ctx, rows: readonly ArtifactRow[], cut:
     seen.add(key);
     const current = await newestGeneratedOfShot(ctx.db, row.project_id, row.shot_id, row.kind);
     if (!current || !rows.some((r) => r.id === current.id)) continue;
-    for (const review of await shotReviewsBefore(ctx.db, row.project_id, row.shot_id, row.kind, current.id)) await moveReview(ctx, review, current, at);
+    const reviews = await shotReviewsBefore(ctx.db, row.project_id, row.shot_id, row.kind, current.id, { forUpdate: true });
+    for (const review of reviews) await moveReview(ctx, review, current, at);
   }
   if (cut) {
-    for (const review of await cutReviewsBefore(ctx.db, cut.artifact.project_id, cut.episodeId, cut.artifact.id)) await moveReview(ctx, review, cut.artifact, at);
+    const reviews = await cutReviewsBefore(ctx.db, cut.artifact.project_id, cut.episodeId, cut.artifact.id, { forUpdate: true });
+    for (const review of reviews) await moveReview(ctx, review, cut.artifact, at);
   }
 }
 

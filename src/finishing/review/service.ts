@@ -8,6 +8,7 @@
 // notify the qa:review holders, decisions the requester (review category).
 import type { Ctx } from '../../directory/context.ts';
 import { LOCKS } from '../../directory/locks.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { pageWindow } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
@@ -82,8 +83,9 @@ export async function createReview(ctx: Ctx, input: ReviewCreate): Promise<Revie
   });
 }
 
-export async function getReview(ctx: Ctx, reviewId: string): Promise<ReviewRow> {
-  const review = await reviewInProject(ctx.db, ctx.scope.projectId!, reviewId);
+/** The review; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function getReview(ctx: Ctx, reviewId: string, read?: RowRead): Promise<ReviewRow> {
+  const review = await reviewInProject(ctx.db, ctx.scope.projectId!, reviewId, read);
   if (!review) throw notFound('no such review in this project');
   return review;
 }
@@ -96,9 +98,12 @@ export async function listReviews(ctx: Ctx, q: ReviewListFilter) {
   return { rows, pagination: { page, pageSize, total } };
 }
 
-/** The review, in play (404 when not in the project, 409 review_withdrawn once withdrawn); inside the caller's transaction. */
+/**
+ * The review, in play (404 when not in the project, 409 review_withdrawn once withdrawn); inside the
+ * caller's transaction, its row locked: a withdrawal and a comment or a decision take turns.
+ */
 async function reviewInPlay(ctx: Ctx, reviewId: string): Promise<ReviewRow> {
-  const review = await getReview(ctx, reviewId);
+  const review = await getReview(ctx, reviewId, { forUpdate: true });
   if (review.status === 'withdrawn') throw conflict('review_withdrawn', 'the review was withdrawn', { reviewId });
   return review;
 }

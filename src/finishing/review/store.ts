@@ -1,6 +1,7 @@
 // SQL of reviews, their comments and decisions. Every read names the project (a review's comments and
 // decisions are reached through a review of the project). Decisions are immutable (a trigger).
 import type { Db, Param } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 
 export const REVIEW_STATUSES = ['open', 'changes_requested', 'approved', 'reopened', 'withdrawn'] as const;
 export type ReviewStatus = (typeof REVIEW_STATUSES)[number];
@@ -41,8 +42,8 @@ export async function updateReviewState(db: Db, r: ReviewRow): Promise<void> {
   );
 }
 
-export const reviewInProject = (db: Db, projectId: string, id: string) =>
-  db.get<ReviewRow>('SELECT * FROM reviews WHERE project_id = ? AND id = ?', projectId, id);
+export const reviewInProject = (db: Db, projectId: string, id: string, read?: RowRead) =>
+  db.get<ReviewRow>(`SELECT * FROM reviews WHERE project_id = ? AND id = ?${lockClause(db, read)}`, projectId, id);
 
 /** A review of the artifact that is still in play (not withdrawn), if any. */
 export const activeReviewOfArtifact = (db: Db, projectId: string, artifactId: string) =>
@@ -83,16 +84,16 @@ export const latestDecisionOf = (db: Db, reviewId: string) =>
   db.get<DecisionRow>('SELECT * FROM review_decisions WHERE review_id = ? ORDER BY created_at DESC, id DESC LIMIT 1', reviewId);
 
 /** Reviews in play on an older artifact of the shot and kind (re-open candidates). */
-export const shotReviewsBefore = (db: Db, projectId: string, shotId: string, kind: string, artifactId: string) =>
+export const shotReviewsBefore = (db: Db, projectId: string, shotId: string, kind: string, artifactId: string, read?: RowRead) =>
   db.all<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND target_kind = 'shot' AND shot_id = ? AND artifact_kind = ?
-      AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id`, projectId, shotId, kind, artifactId);
+      AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id${lockClause(db, read)}`, projectId, shotId, kind, artifactId);
 
 /** Reviews in play on an older cut of the episode (re-open candidates). */
-export const cutReviewsBefore = (db: Db, projectId: string, episodeId: string, artifactId: string) =>
+export const cutReviewsBefore = (db: Db, projectId: string, episodeId: string, artifactId: string, read?: RowRead) =>
   db.all<ReviewRow>(
     `SELECT * FROM reviews WHERE project_id = ? AND target_kind = 'cut' AND episode_id = ?
-      AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id`, projectId, episodeId, artifactId);
+      AND artifact_id <> ? AND status <> 'withdrawn' ORDER BY created_at, id${lockClause(db, read)}`, projectId, episodeId, artifactId);
 
 /** Who decided on an artifact under the review (distinct, in order). */
 export const decidersOn = async (db: Db, reviewId: string, artifactId: string) =>

@@ -30,7 +30,8 @@ const TRANSITIONS: Record<ShotEvent, { to: string; from: readonly string[] }> = 
 export async function advanceShot(ctx: Ctx, projectId: string, shotId: string, event: ShotEvent, metadata: Record<string, unknown> = {}): Promise<boolean> {
   const { to, from } = TRANSITIONS[event];
   return await ctx.db.tx(async () => {
-    const shot = await shotById(ctx.db, projectId, shotId);
+    // Locked: the status the event moves the shot from is the one it has when this transaction writes.
+    const shot = await shotById(ctx.db, projectId, shotId, { forUpdate: true });
     if (!shot || !from.includes(shot.status)) return false;
     await updateShot(ctx.db, { ...shot, status: to, updated_at: ctx.now().toISOString() });
     await setDocumentStatus(ctx.db, 'shot', shot.id, to);

@@ -18,6 +18,7 @@ import {
   workspaceStorageBound, type QuotaContext, type WorkspaceStorageBound,
 } from '../../commercial/quotas/service.ts';
 import type { Db } from '../../db/db.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { LOCKS } from '../../directory/locks.ts';
 import { storageQuotaWarnings } from '../../commercial/quotas/warnings.ts';
 import { hasPermission } from '../../directory/roles.ts';
@@ -41,14 +42,15 @@ function requireKindPermission(ctx: Ctx, kind: string): void {
   }
 }
 
-export async function getAsset(ctx: Ctx, assetId: string): Promise<AssetRow> {
-  const a = await assetInProject(ctx.db, ctx.scope.projectId!, assetId);
+/** The asset; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function getAsset(ctx: Ctx, assetId: string, read?: RowRead): Promise<AssetRow> {
+  const a = await assetInProject(ctx.db, ctx.scope.projectId!, assetId, read);
   if (!a) throw notFound('no such asset in this project');
   return a;
 }
 
-async function editableAsset(ctx: Ctx, assetId: string): Promise<AssetRow> {
-  const a = await getAsset(ctx, assetId);
+async function editableAsset(ctx: Ctx, assetId: string, read?: RowRead): Promise<AssetRow> {
+  const a = await getAsset(ctx, assetId, read);
   requireKindPermission(ctx, a.kind);
   if (a.status === 'archived') throw conflict('asset_archived', 'the asset is archived; it can no longer change');
   return a;
@@ -88,8 +90,7 @@ export async function changeAsset(ctx: Ctx, assetId: string, patch: Infer<typeof
     throw validationFailed({ body: 'name at least one field to change' });
   }
   return await ctx.db.tx(async () => {
-    await ctx.db.lock(LOCKS.asset(assetId)); // the row is written whole: no other change of it in between
-    const a = await editableAsset(ctx, assetId);
+    const a = await editableAsset(ctx, assetId, { forUpdate: true }); // the row is written whole: no other change of it in between
     const next: AssetRow = {
       ...a, name: patch.name ?? a.name, description: patch.description ?? a.description,
       tags: patch.tags ? JSON.stringify([...new Set(patch.tags)]) : a.tags, updated_at: ctx.now().toISOString(),
@@ -104,8 +105,7 @@ export async function changeAsset(ctx: Ctx, assetId: string, patch: Infer<typeof
 /** DELETE archives: the asset leaves lists, its versions and files stay (history, other references). */
 export async function archiveAsset(ctx: Ctx, assetId: string): Promise<AssetRow> {
   return await ctx.db.tx(async () => {
-    await ctx.db.lock(LOCKS.asset(assetId));
-    const a = await editableAsset(ctx, assetId);
+    const a = await editableAsset(ctx, assetId, { forUpdate: true });
     const now = ctx.now().toISOString();
     const next: AssetRow = { ...a, status: 'archived', archived_at: now, updated_at: now };
     await updateAsset(ctx.db, next);
@@ -260,10 +260,10 @@ async function registerVersion(
   ctx: Ctx, organizationId: string, assetId: string, got: Written, rel: string, fileName: string, declaredType: string | null,
 ): Promise<UploadResult> {
   // The keys in their order, before the reads (src/directory/locks.ts): the organization's storage
-  // quotas, then the asset (its next version number, and the row written whole below).
+  // quotas, then the asset (its next version number); then the row, written whole below.
   await ctx.db.lock(LOCKS.storage(organizationId));
   await ctx.db.lock(LOCKS.asset(assetId));
-  const a = await editableAsset(ctx, assetId);
+  const a = await editableAsset(ctx, assetId, { forUpdate: true });
   const { deduplicated, quotas, used, own } = await holdStorageQuota(ctx.db, a.organization_id, a.workspace_id, rel, got.size);
   const now = ctx.now().toISOString();
   const v: VersionRow = {
@@ -295,7 +295,7 @@ async function addCurrentVersion(ctx: Ctx, a: AssetRow, v: VersionRow, action: s
 export async function restoreVersion(ctx: Ctx, assetId: string, versionId: string): Promise<{ asset: AssetRow; version: VersionRow }> {
   return await ctx.db.tx(async () => {
     await ctx.db.lock(LOCKS.asset(assetId)); // before the reads (src/directory/locks.ts)
-    const a = await editableAsset(ctx, assetId);
+    const a = await editableAsset(ctx, assetId, { forUpdate: true });
     const old = await getVersion(ctx, a, versionId);
     if (old.status === 'corrupt') throw conflict('version_corrupt', 'that version failed verification; it cannot be restored');
     const now = ctx.now().toISOString();

@@ -1,6 +1,7 @@
 // SQL of assets and asset versions; every statement names the project or the organization.
 import type { Db } from '../../db/db.ts';
 import { LOCKS } from '../../directory/locks.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 
 export interface AssetRow {
   id: string; organization_id: string; workspace_id: string; project_id: string;
@@ -32,8 +33,8 @@ export async function updateAsset(db: Db, a: AssetRow): Promise<void> {
   );
 }
 
-export const assetInProject = (db: Db, projectId: string, id: string) =>
-  db.get<AssetRow>('SELECT * FROM assets WHERE project_id = ? AND id = ?', projectId, id);
+export const assetInProject = (db: Db, projectId: string, id: string, read?: RowRead) =>
+  db.get<AssetRow>(`SELECT * FROM assets WHERE project_id = ? AND id = ?${lockClause(db, read)}`, projectId, id);
 
 export interface AssetFilter { kind: string | null; q: string | null; includeArchived: boolean; limit: number; offset: number }
 

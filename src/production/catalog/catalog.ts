@@ -10,6 +10,7 @@ import { newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import { LOCKS } from '../../directory/locks.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { indexEpisode, indexSeasonEpisodes, unindex } from './indexing.ts';
 import type { CatalogPatchBody, SeasonCreateBody } from './schema.ts';
 import { hasScript } from '../scripts/store.ts';
@@ -128,14 +129,16 @@ export async function createEpisode(ctx: Ctx, seasonId: string, input: Create): 
   });
 }
 
-export async function getSeason(ctx: Ctx, id: string): Promise<SeasonRow> {
-  const s = await seasonById(ctx.db, ctx.scope.projectId!, id);
+/** The season; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function getSeason(ctx: Ctx, id: string, read?: RowRead): Promise<SeasonRow> {
+  const s = await seasonById(ctx.db, ctx.scope.projectId!, id, read);
   if (!s) throw notFound('no such season in this project');
   return s;
 }
 
-export async function getEpisode(ctx: Ctx, id: string): Promise<EpisodeRow> {
-  const e = await episodeById(ctx.db, ctx.scope.projectId!, id);
+/** The episode; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function getEpisode(ctx: Ctx, id: string, read?: RowRead): Promise<EpisodeRow> {
+  const e = await episodeById(ctx.db, ctx.scope.projectId!, id, read);
   if (!e) throw notFound('no such episode in this project');
   return e;
 }
@@ -150,7 +153,7 @@ function changes<R extends { title: string; status: string }>(row: R, patch: Pat
 
 export async function changeSeason(ctx: Ctx, id: string, patch: Patch): Promise<SeasonRow> {
   return await ctx.db.tx(async () => {
-    const s = await getSeason(ctx, id);
+    const s = await getSeason(ctx, id, { forUpdate: true });
     const c = changes(s, patch);
     if (Object.keys(c).length === 0) return s;
     const next = { ...s, title: patch.title ?? s.title, status: patch.status ?? s.status, updated_at: ctx.now().toISOString() };
@@ -163,7 +166,7 @@ export async function changeSeason(ctx: Ctx, id: string, patch: Patch): Promise<
 
 export async function changeEpisode(ctx: Ctx, id: string, patch: Patch): Promise<EpisodeRow> {
   return await ctx.db.tx(async () => {
-    const e = await getEpisode(ctx, id);
+    const e = await getEpisode(ctx, id, { forUpdate: true });
     const c = changes(e, patch);
     if (Object.keys(c).length === 0) return e;
     const next = { ...e, title: patch.title ?? e.title, status: patch.status ?? e.status, updated_at: ctx.now().toISOString() };

@@ -6,6 +6,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import type { Infer } from '../../kernel/validate.ts';
 import { newId } from '../../kernel/ids.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { record } from '../../platform/audit/service.ts';
 import { projectById } from '../../directory/tenancy/store.ts';
 import { getEpisode, lockCatalog, placeAt } from './catalog.ts';
@@ -32,8 +33,9 @@ export async function listShots(ctx: Ctx, episodeId: string | undefined): Promis
   return await shotsOfProject(ctx.db, ctx.scope.projectId!, episodeId ?? null);
 }
 
-export async function getShot(ctx: Ctx, id: string): Promise<ShotRow> {
-  const s = await shotById(ctx.db, ctx.scope.projectId!, id);
+/** The shot; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function getShot(ctx: Ctx, id: string, read?: RowRead): Promise<ShotRow> {
+  const s = await shotById(ctx.db, ctx.scope.projectId!, id, read);
   if (!s) throw notFound('no such shot in this project');
   return s;
 }
@@ -87,7 +89,7 @@ export async function changeShot(ctx: Ctx, id: string, patch: Patch): Promise<Sh
   const given = (Object.keys(patch) as Array<keyof Patch>).filter((k) => patch[k] !== undefined);
   if (given.length === 0) throw validationFailed({ body: 'name at least one field to change' });
   return await ctx.db.tx(async () => {
-    const shot = await getShot(ctx, id);
+    const shot = await getShot(ctx, id, { forUpdate: true });
     const next: ShotRow = { ...shot, updated_at: ctx.now().toISOString() };
     const changes: Record<string, unknown> = {};
     for (const k of given) {

@@ -2,6 +2,7 @@
 // of jobs and tasks the production views need. Every statement names the project.
 import { forEachSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 
 export interface SeriesRow { id: string; organization_id: string; workspace_id: string; project_id: string; title: string; created_at: string }
 export interface SeasonRow {
@@ -28,12 +29,12 @@ export const seasonsOfProject = (db: Db, projectId: string) =>
   db.all<SeasonRow>('SELECT * FROM seasons WHERE project_id = ? ORDER BY series_id, position', projectId);
 export const episodesOfProject = (db: Db, projectId: string) =>
   db.all<EpisodeRow>('SELECT * FROM episodes WHERE project_id = ? ORDER BY season_id, position', projectId);
-export const seasonById = (db: Db, projectId: string, id: string) =>
-  db.get<SeasonRow>('SELECT * FROM seasons WHERE project_id = ? AND id = ?', projectId, id);
-export const episodeById = (db: Db, projectId: string, id: string) =>
-  db.get<EpisodeRow>('SELECT * FROM episodes WHERE project_id = ? AND id = ?', projectId, id);
-export const shotById = (db: Db, projectId: string, id: string) =>
-  db.get<ShotRow>('SELECT * FROM shots WHERE project_id = ? AND id = ?', projectId, id);
+export const seasonById = (db: Db, projectId: string, id: string, read?: RowRead) =>
+  db.get<SeasonRow>(`SELECT * FROM seasons WHERE project_id = ? AND id = ?${lockClause(db, read)}`, projectId, id);
+export const episodeById = (db: Db, projectId: string, id: string, read?: RowRead) =>
+  db.get<EpisodeRow>(`SELECT * FROM episodes WHERE project_id = ? AND id = ?${lockClause(db, read)}`, projectId, id);
+export const shotById = (db: Db, projectId: string, id: string, read?: RowRead) =>
+  db.get<ShotRow>(`SELECT * FROM shots WHERE project_id = ? AND id = ?${lockClause(db, read)}`, projectId, id);
 
 export function shotsOfProject(db: Db, projectId: string, episodeId: string | null): Promise<ShotRow[]> {
   return db.all<ShotRow>(

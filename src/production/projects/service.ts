@@ -2,6 +2,7 @@
 import type { Ctx } from '../../directory/context.ts';
 import { AppError, conflict, notFound } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { record } from '../../platform/audit/service.ts';
 import { indexDocument } from '../../platform/search/index.ts';
 import { insertProject, projectById, workspaceById, type ProjectRow } from '../../directory/tenancy/store.ts';
@@ -55,15 +56,16 @@ async function indexProject(ctx: Ctx, p: ProjectRow): Promise<void> {
   });
 }
 
-async function loadProject(ctx: Ctx, projectId: string): Promise<ProjectRow> {
-  const p = await projectById(ctx.db, projectId);
+/** The project; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+async function loadProject(ctx: Ctx, projectId: string, read?: RowRead): Promise<ProjectRow> {
+  const p = await projectById(ctx.db, projectId, read);
   if (!p) throw notFound('no such project');
   return p;
 }
 
 export async function updateProject(ctx: Ctx, projectId: string, input: { name?: string; templateId?: string | null }): Promise<ProjectRow> {
   return await ctx.db.tx(async () => {
-    const p = await loadProject(ctx, projectId);
+    const p = await loadProject(ctx, projectId, { forUpdate: true });
     const next = { ...p, name: input.name ?? p.name, template_id: input.templateId !== undefined ? input.templateId : p.template_id, updated_at: ctx.now().toISOString() };
     await updateProjectFields(ctx.db, next);
     await indexProject(ctx, next);
@@ -78,7 +80,7 @@ export async function updateProject(ctx: Ctx, projectId: string, input: { name?:
 /** Applies one lifecycle action; 409 invalid_transition names the allowed ones. */
 export async function changeLifecycle(ctx: Ctx, projectId: string, action: LifecycleAction): Promise<ProjectRow> {
   return await ctx.db.tx(async () => {
-    const p = await loadProject(ctx, projectId);
+    const p = await loadProject(ctx, projectId, { forUpdate: true });
     const from = p.status as ProjectStatus;
     const to = nextStatus(from, action, p.archived_from_status);
     if (!to) {

@@ -84,7 +84,7 @@ export async function changeTask(ctx: Ctx, taskId: string, patch: Patch): Promis
   const given = (Object.keys(patch) as Array<keyof Patch>).filter((k) => patch[k] !== undefined);
   if (given.length === 0) throw validationFailed({ body: 'name at least one field to change' });
   return await ctx.db.tx(async () => {
-    const task = await taskInProject(ctx.db, ctx.scope.projectId!, taskId);
+    const task = await taskInProject(ctx.db, ctx.scope.projectId!, taskId, { forUpdate: true });
     if (!task) throw notFound('no such task in this project');
     if (!hasPermission(ctx.permissions, 'task:manage')) {
       if (task.assignee_user_id !== ctx.actor.userId || given.some((k) => k !== 'status')) {

@@ -1,5 +1,6 @@
 // SQL of collaboration tasks; every statement names the project.
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 
 export interface TaskRow {
   id: string; organization_id: string; workspace_id: string; project_id: string;
@@ -26,8 +27,8 @@ export async function updateTask(db: Db, t: TaskRow): Promise<void> {
   );
 }
 
-export function taskInProject(db: Db, projectId: string, id: string): Promise<TaskRow | undefined> {
-  return db.get<TaskRow>('SELECT * FROM tasks WHERE project_id = ? AND id = ?', projectId, id);
+export function taskInProject(db: Db, projectId: string, id: string, read?: RowRead): Promise<TaskRow | undefined> {
+  return db.get<TaskRow>(`SELECT * FROM tasks WHERE project_id = ? AND id = ?${lockClause(db, read)}`, projectId, id);
 }
 
 export interface TaskFilter { status: string | null; assignee: string | null; limit: number; offset: number }
