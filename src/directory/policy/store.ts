@@ -2,6 +2,7 @@
 // MFA. The reads go through the read cache: session validation asks for the lifetimes on every request.
 import type { Config } from '../../kernel/config.ts';
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 
 export interface PolicyRow {
   mfa_required: number;
@@ -18,10 +19,15 @@ export const DEFAULT_POLICY: Readonly<PolicyRow> = Object.freeze({
   session_idle_minutes: null, session_absolute_hours: null, updated_at: null, updated_by: null,
 });
 
-export async function policyRow(db: Db): Promise<PolicyRow> {
+/**
+ * The policy; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). The
+ * lock needs the row: before the first change there is none, and two first changes at once both start
+ * from the defaults.
+ */
+export async function policyRow(db: Db, read?: RowRead): Promise<PolicyRow> {
   return await db.cachedGet<PolicyRow>(
     `SELECT mfa_required, password_min_length, password_breached_check, session_idle_minutes, session_absolute_hours,
-            updated_at, updated_by FROM identity_policy WHERE id = 1`) ?? DEFAULT_POLICY;
+            updated_at, updated_by FROM identity_policy WHERE id = 1${lockClause(db, read)}`) ?? DEFAULT_POLICY;
 }
 
 export async function savePolicyRow(db: Db, p: PolicyRow): Promise<void> {

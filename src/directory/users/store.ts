@@ -1,5 +1,6 @@
 // SQL of user accounts, and the queries of global user governance.
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 import { likePattern } from '../../db/like.ts';
 import { deleteMfa, voidChallengesOf } from '../mfa/store.ts';
 
@@ -30,8 +31,9 @@ export async function insertUser(db: Db, u: UserRow): Promise<void> {
   );
 }
 
-export function userById(db: Db, id: string): Promise<UserRow | undefined> {
-  return db.cachedGet<UserRow>('SELECT * FROM users WHERE id = ?', id);
+/** The account; `read` { forUpdate } for the change computed from it (inside a transaction, where nothing is cached). */
+export function userById(db: Db, id: string, read?: RowRead): Promise<UserRow | undefined> {
+  return db.cachedGet<UserRow>(`SELECT * FROM users WHERE id = ?${lockClause(db, read)}`, id);
 }
 
 export function userByEmail(db: Db, email: string): Promise<UserRow | undefined> {

@@ -13,6 +13,7 @@ import { createUser } from '../users/service.ts';
 import { addressLimited, signIn, type SignInResult } from '../sessions/service.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
 import { LOCKS } from '../../directory/locks.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import {
   closeInvitation, insertInvitation, invitationById, invitationByTokenHash, pendingInvitationFor, setInvitationToken, type InvitationRow,
 } from './store.ts';
@@ -94,8 +95,9 @@ export async function createInvitation(ctx: Ctx, organizationId: string, input: 
   });
 }
 
+/** The invitation, locked: its status is the one the caller's transition starts from (src/db/dialect.ts RowRead). */
 async function loadInvitation(ctx: Ctx, organizationId: string, id: string): Promise<InvitationRow> {
-  const inv = await expireIfDue(ctx, await invitationById(ctx.db, organizationId, id));
+  const inv = await expireIfDue(ctx, await invitationById(ctx.db, organizationId, id, { forUpdate: true }));
   if (!inv) throw new AppError(404, 'not_found', 'no such invitation in this organization');
   return inv;
 }
@@ -139,9 +141,12 @@ export async function revokeInvitation(ctx: Ctx, organizationId: string, id: str
   });
 }
 
-/** The invitation a token stands for, checked: unknown or used 404, expired 410. */
-export async function invitationForToken(ctx: Ctx, token: string): Promise<InvitationRow> {
-  const inv = await expireIfDue(ctx, await invitationByTokenHash(ctx.db, sha256Hex(token)));
+/**
+ * The invitation a token stands for, checked: unknown or used 404, expired 410. `read` { forUpdate }
+ * in the transaction that accepts it: a revocation or a resend waits, or is waited for.
+ */
+export async function invitationForToken(ctx: Ctx, token: string, read?: RowRead): Promise<InvitationRow> {
+  const inv = await expireIfDue(ctx, await invitationByTokenHash(ctx.db, sha256Hex(token), read));
   if (!inv || (inv.status !== 'pending' && inv.status !== 'expired')) throw invitationNotFound();
   if (inv.status === 'expired') throw invitationExpired();
   return inv;
@@ -175,16 +180,16 @@ export interface Registration { token: string; email: string; name: string; pass
  * account, its memberships and the invitation's acceptance are written in one transaction.
  */
 export async function registerWithInvitation(ctx: Ctx, input: Registration, kind: 'bearer' | 'browser'): Promise<{ user: UserRow; result: SignInResult }> {
-  const check = async () => {
-    const inv = await invitationForToken(ctx, input.token);
+  const check = async (read?: RowRead) => {
+    const inv = await invitationForToken(ctx, input.token, read);
     if (inv.email_normalized !== normalizeEmail(input.email)) {
       throw forbidden('invitation_email_mismatch', 'the invitation was sent to another e-mail address');
     }
     return inv;
   };
-  await addressLimited(ctx, check);
+  await addressLimited(ctx, () => check());
   return createUser(ctx, { email: input.email, name: input.name, password: input.password }, async (user) => {
-    const inv = await check();
+    const inv = await check({ forUpdate: true });
     await fulfil(ctx, inv, user);
     // A session, or an enrollment challenge when the identity policy requires MFA of the new account.
     return await signIn(ctx, user, kind, 'registration');
@@ -194,7 +199,7 @@ export async function registerWithInvitation(ctx: Ctx, input: Registration, kind
 /** An existing account accepts with its own session; the invitation's e-mail must be the account's. */
 export async function acceptInvitation(ctx: Ctx, token: string): Promise<InvitationRow> {
   return await ctx.db.tx(async () => {
-    const inv = await invitationForToken(ctx, token);
+    const inv = await invitationForToken(ctx, token, { forUpdate: true });
     const user = (await userById(ctx.db, ctx.actor.userId!))!;
     if (inv.email_normalized !== user.email_normalized) {
       throw forbidden('invitation_email_mismatch', 'the invitation was sent to another e-mail address');

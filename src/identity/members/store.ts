@@ -1,5 +1,6 @@
 // SQL of member lists, removals and invitations. Every statement names its organization.
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 import type { Level } from '../../directory/roles.ts';
 
 export interface MemberRow {
@@ -54,12 +55,12 @@ export async function insertInvitation(db: Db, r: InvitationRow): Promise<void> 
   );
 }
 
-export function invitationById(db: Db, organizationId: string, id: string): Promise<InvitationRow | undefined> {
-  return db.get<InvitationRow>('SELECT * FROM invitations WHERE organization_id = ? AND id = ?', organizationId, id);
+export function invitationById(db: Db, organizationId: string, id: string, read?: RowRead): Promise<InvitationRow | undefined> {
+  return db.get<InvitationRow>(`SELECT * FROM invitations WHERE organization_id = ? AND id = ?${lockClause(db, read)}`, organizationId, id);
 }
 
-export function invitationByTokenHash(db: Db, tokenHash: string): Promise<InvitationRow | undefined> {
-  return db.get<InvitationRow>('SELECT * FROM invitations WHERE token_hash = ?', tokenHash);
+export function invitationByTokenHash(db: Db, tokenHash: string, read?: RowRead): Promise<InvitationRow | undefined> {
+  return db.get<InvitationRow>(`SELECT * FROM invitations WHERE token_hash = ?${lockClause(db, read)}`, tokenHash);
 }
 
 export function pendingInvitationFor(db: Db, organizationId: string, emailNormalized: string): Promise<InvitationRow | undefined> {

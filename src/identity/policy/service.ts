@@ -7,6 +7,7 @@ import * as o from '../../kernel/view.ts';
 import { record } from '../../platform/audit/service.ts';
 import { requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
 import type { Infer } from '../../kernel/validate.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { organizationById } from '../../directory/tenancy/store.ts';
 import type { PolicyPatchBody } from './schema.ts';
 import { mfaOrganizations, policyRow, replaceMfaOrganizations, savePolicyRow, sessionLifetimes, type PolicyRow } from '../../directory/policy/store.ts';
@@ -26,8 +27,8 @@ export type IdentityPolicy = o.Out<typeof IdentityPolicyView>;
 
 export type PolicyPatch = Infer<typeof PolicyPatchBody>;
 
-async function current(ctx: Ctx): Promise<IdentityPolicy> {
-  const p = await policyRow(ctx.db);
+async function current(ctx: Ctx, read?: RowRead): Promise<IdentityPolicy> {
+  const p = await policyRow(ctx.db, read);
   const lifetimes = await sessionLifetimes(ctx.db, ctx.config);
   return {
     mfaRequired: p.mfa_required === 1,
@@ -56,7 +57,7 @@ export async function updateIdentityPolicy(ctx: Ctx, patch: PolicyPatch): Promis
     throw validationFailed({ body: 'name at least one of mfaRequired, mfaRequiredOrganizations, passwordMinLength, passwordBreachedCheck, sessionIdleMinutes, sessionAbsoluteHours' });
   }
   return await ctx.db.tx(async () => {
-    const before = await current(ctx);
+    const before = await current(ctx, { forUpdate: true });
     const orgs = patch.mfaRequiredOrganizations === undefined ? undefined : [...new Set(patch.mfaRequiredOrganizations)].sort();
     const unknown = await filterSeq((orgs ?? []), async (id) => !await organizationById(ctx.db, id));
     if (unknown.length) throw validationFailed({ mfaRequiredOrganizations: `names no organization: ${unknown.join(', ')}` });

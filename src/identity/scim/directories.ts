@@ -7,6 +7,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { notFound, requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
 import { issueSecret, newId } from '../../kernel/ids.ts';
 import { record } from '../../platform/audit/service.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { organizationById, workspaceById } from '../../directory/tenancy/store.ts';
 import { ORG_ROLES } from '../../directory/roles.ts';
 import type { DirectoryRole } from './schema.ts';
@@ -52,9 +53,10 @@ export async function createDirectory(ctx: Ctx, input: DirectoryInput): Promise<
   return { directory: d, token: t.token };
 }
 
-export async function directoryOrFail(ctx: Ctx, directoryId: string): Promise<DirectoryRow> {
+/** The directory (system administrators only); `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function directoryOrFail(ctx: Ctx, directoryId: string, read?: RowRead): Promise<DirectoryRow> {
   requireSystemAdmin(ctx);
-  const d = await directoryById(ctx.db, directoryId);
+  const d = await directoryById(ctx.db, directoryId, read);
   if (!d) throw notFound('no such directory');
   return d;
 }
@@ -73,7 +75,7 @@ export interface DirectoryPatch { name?: string; defaultRole?: DirectoryRole; de
 export async function updateDirectoryFields(ctx: Ctx, directoryId: string, patch: DirectoryPatch): Promise<DirectoryRow> {
   if (Object.values(patch).every((x) => x === undefined)) throw validationFailed({ body: 'name name, defaultRole, defaultWorkspaceId or status' });
   return await ctx.db.tx(async () => {
-    const d = await directoryOrFail(ctx, directoryId);
+    const d = await directoryOrFail(ctx, directoryId, { forUpdate: true });
     const roleChanged = patch.defaultRole !== undefined && patch.defaultRole !== d.default_role;
     const next: DirectoryRow = {
       ...d,
@@ -104,7 +106,7 @@ export async function updateDirectoryFields(ctx: Ctx, directoryId: string, patch
 export async function rotateDirectoryToken(ctx: Ctx, directoryId: string): Promise<{ directory: DirectoryRow; token: string }> {
   const t = issueSecret('scim_');
   const directory = await ctx.db.tx(async () => {
-    const d = await directoryOrFail(ctx, directoryId);
+    const d = await directoryOrFail(ctx, directoryId, { forUpdate: true });
     const now = ctx.now().toISOString();
     const next: DirectoryRow = { ...d, token_hash: t.hash, token_hint: t.hint, token_rotated_at: now, updated_at: now };
     await updateDirectory(ctx.db, next);

@@ -15,6 +15,7 @@ import { record } from '../../platform/audit/service.ts';
 import { revokeUserSessions } from '../../directory/sessions/store.ts';
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
 import { LOCKS } from '../../directory/locks.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { ORG_ROLES, type Role } from '../../directory/roles.ts';
 import { assertKeepsAnOwner, grantRole } from '../../tenancy/service.ts';
 import { membershipAt, membershipsOfUser } from '../../directory/tenancy/store.ts';
@@ -32,9 +33,12 @@ export function listUsers(ctx: Ctx, dir: DirectoryRow, filter: UserFilter | null
   return listScimUsers(ctx.db, dir.id, filter, startIndex - 1, count);
 }
 
-/** One of the directory's users; anyone else's id (another directory's, or no SCIM user) is 404. */
-export async function getUser(ctx: Ctx, dir: DirectoryRow, userId: string): Promise<ScimUserRow> {
-  const row = await scimUser(ctx.db, dir.id, userId);
+/**
+ * One of the directory's users; anyone else's id (another directory's, or no SCIM user) is 404.
+ * `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead).
+ */
+export async function getUser(ctx: Ctx, dir: DirectoryRow, userId: string, read?: RowRead): Promise<ScimUserRow> {
+  const row = await scimUser(ctx.db, dir.id, userId, read);
   if (!row) throw scimNotFound();
   return row;
 }
@@ -149,7 +153,10 @@ const ATTRIBUTES = ['userName', 'externalId', 'givenName', 'familyName', 'format
 /** PUT and PATCH: `change` turns the current state into the next; one transaction, audited. */
 export async function changeUser(ctx: Ctx, dir: DirectoryRow, userId: string, change: (current: ScimUserState) => ScimUserState): Promise<ScimUserRow> {
   return await ctx.db.tx(async () => {
-    const row = await getUser(ctx, dir, userId);
+    // The row first, then the key its change needs (activation: the seats; deactivation: the owners),
+    // which only the row tells: the exception src/directory/locks.ts allows, since every transaction
+    // that locks a SCIM user's row (this one, deleteUser) locks it before any key.
+    const row = await getUser(ctx, dir, userId, { forUpdate: true });
     const cur = stateOf(row);
     const next = change(cur);
     await checkUnique(ctx, dir, next, userId);
@@ -168,7 +175,7 @@ export async function changeUser(ctx: Ctx, dir: DirectoryRow, userId: string, ch
 /** DELETE: deprovisions (as active false) and forgets the SCIM user; the account itself stays. */
 export async function deleteUser(ctx: Ctx, dir: DirectoryRow, userId: string): Promise<void> {
   await ctx.db.tx(async () => {
-    const row = await getUser(ctx, dir, userId);
+    const row = await getUser(ctx, dir, userId, { forUpdate: true }); // before the owners key: see changeUser
     const effect = row.active === 1 ? await deactivate(ctx, dir, userId) : {};
     await deleteScimUser(ctx.db, dir.id, userId);
     await record(ctx, { action: 'scim.user_deleted', targetType: 'user', targetId: userId, metadata: { directoryId: dir.id, userName: row.user_name, ...effect } });

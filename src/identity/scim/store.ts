@@ -1,7 +1,7 @@
 // SQL of SCIM directories and the users they provision, and the membership status switch of
 // (de)provisioning. Every statement names its directory or organization.
 import type { Db } from '../../db/db.ts';
-import { perDialect } from '../../db/dialect.ts';
+import { lockClause, perDialect, type RowRead } from '../../db/dialect.ts';
 import type { UserFilter } from './filter.ts';
 
 export interface DirectoryRow {
@@ -34,7 +34,8 @@ export async function updateDirectory(db: Db, d: DirectoryRow): Promise<void> {
   );
 }
 
-export const directoryById = (db: Db, id: string) => db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE id = ?', id);
+export const directoryById = (db: Db, id: string, read?: RowRead) =>
+  db.get<DirectoryRow>(`SELECT * FROM scim_directories WHERE id = ?${lockClause(db, read)}`, id);
 export const directoryByTokenHash = (db: Db, hash: string) => db.get<DirectoryRow>('SELECT * FROM scim_directories WHERE token_hash = ?', hash);
 
 export function listDirectories(db: Db, organizationId: string | null): Promise<DirectoryRow[]> {
@@ -69,8 +70,8 @@ export async function deleteScimUser(db: Db, directoryId: string, userId: string
   await db.run('DELETE FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
 }
 
-export const scimUser = (db: Db, directoryId: string, userId: string) =>
-  db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_id = ?', directoryId, userId);
+export const scimUser = (db: Db, directoryId: string, userId: string, read?: RowRead) =>
+  db.get<ScimUserRow>(`SELECT * FROM scim_users WHERE directory_id = ? AND user_id = ?${lockClause(db, read)}`, directoryId, userId);
 
 export const scimUserByName = (db: Db, directoryId: string, userNameKey: string) =>
   db.get<ScimUserRow>('SELECT * FROM scim_users WHERE directory_id = ? AND user_name_key = ?', directoryId, userNameKey);

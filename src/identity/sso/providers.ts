@@ -7,6 +7,7 @@ import { credentialNameProblem, credentialPolicy, isServiceVariable, type Creden
 import { record } from '../../platform/audit/service.ts';
 import { notFound, requireSystemAdmin, validationFailed } from '../../kernel/errors.ts';
 import { newId } from '../../kernel/ids.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { ORG_ROLES, WORKSPACE_ROLES } from '../../directory/roles.ts';
 import { organizationById, workspaceById } from '../../directory/tenancy/store.ts';
 import type { OidcConfig, SamlConfig } from './provider-config.ts';
@@ -119,9 +120,10 @@ export async function createProvider(ctx: Ctx, input: ProviderInput): Promise<Pr
   return p;
 }
 
-export async function providerOrFail(ctx: Ctx, providerId: string): Promise<ProviderRow> {
+/** The provider (system administrators only); `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function providerOrFail(ctx: Ctx, providerId: string, read?: RowRead): Promise<ProviderRow> {
   requireSystemAdmin(ctx);
-  const p = await providerById(ctx.db, providerId);
+  const p = await providerById(ctx.db, providerId, read);
   if (!p) throw notFound('no such identity provider');
   return p;
 }
@@ -143,7 +145,7 @@ export interface ProviderPatch {
 export async function updateProviderFields(ctx: Ctx, providerId: string, patch: ProviderPatch): Promise<ProviderRow> {
   if (Object.values(patch).every((x) => x === undefined)) throw validationFailed({ body: 'name name, workspaceId, defaultRole, status or config' });
   return await ctx.db.tx(async () => {
-    const p = await providerOrFail(ctx, providerId);
+    const p = await providerOrFail(ctx, providerId, { forUpdate: true });
     const workspaceId = patch.workspaceId !== undefined ? patch.workspaceId
       // A new organization role without a workspace named drops the workspace.
       : patch.defaultRole !== undefined && (ORG_ROLES as readonly string[]).includes(patch.defaultRole) ? null : p.workspace_id;

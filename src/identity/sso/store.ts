@@ -3,6 +3,7 @@
 // taken with one atomic statement (single use, unexpired): a flow state is deleted as it is read
 // (DELETE ... RETURNING), a ticket is marked used (UPDATE ... RETURNING).
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 
 export interface ProviderRow {
   id: string; kind: 'oidc' | 'saml'; name: string; organization_id: string; workspace_id: string | null; default_role: string;
@@ -10,8 +11,8 @@ export interface ProviderRow {
   probed_at: string | null; probe_status: 'ok' | 'failed' | null; probe_detail: string | null;
 }
 
-export function providerById(db: Db, id: string): Promise<ProviderRow | undefined> {
-  return db.get<ProviderRow>('SELECT * FROM identity_providers WHERE id = ?', id);
+export function providerById(db: Db, id: string, read?: RowRead): Promise<ProviderRow | undefined> {
+  return db.get<ProviderRow>(`SELECT * FROM identity_providers WHERE id = ?${lockClause(db, read)}`, id);
 }
 
 /** The provider, when it exists, is of this kind and is active (the sign-in routes' one test). */

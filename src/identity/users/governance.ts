@@ -13,6 +13,7 @@ import { liveSessionsOfUser, revokeUserSessions } from '../../directory/sessions
 import { assertSeatsAvailable } from '../../directory/plan/seats.ts';
 import { LOCKS } from '../../directory/locks.ts';
 import type { Db } from '../../db/db.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { passwordRules } from '../../directory/policy/store.ts';
 import { ROLE_LEVEL, type Level, type Role } from '../../directory/roles.ts';
 import { grantRole } from '../../tenancy/service.ts';
@@ -27,8 +28,8 @@ import {
 
 const NO_TENANT = { organizationId: null, workspaceId: null, projectId: null } as const;
 
-async function existingUser(ctx: Ctx, userId: string): Promise<UserRow> {
-  const user = await userById(ctx.db, userId);
+async function existingUser(ctx: Ctx, userId: string, read?: RowRead): Promise<UserRow> {
+  const user = await userById(ctx.db, userId, read);
   if (!user) throw notFound('no such user');
   return user;
 }
@@ -92,7 +93,8 @@ export async function updateUser(ctx: Ctx, userId: string, patch: UserPatch): Pr
       ? (await membershipsOfUser(ctx.db, userId)).filter((m) => m.level === 'organization').map((m) => m.organization_id) : [];
     for (const organizationId of [...new Set(seatsOf)].sort()) await ctx.db.lock(LOCKS.seats(organizationId));
     if (patch.status === 'suspended') await ctx.db.lock(LOCKS.owners);
-    const user = await existingUser(ctx, userId);
+    // Then the account's row: the status and identity the changes start from are the ones it has.
+    const user = await existingUser(ctx, userId, { forUpdate: true });
     const now = ctx.now().toISOString();
     const suspending = patch.status === 'suspended' && user.status === 'active';
     const activating = patch.status === 'active' && user.status === 'suspended';
