@@ -159,16 +159,17 @@ async function checkBounds(
 /** PATCH /api/organizations/:organizationId/billing: the account's API shape after the change. */
 export async function updateBillingAccount(ctx: Ctx, organizationId: string, p: BillingPatch) {
   return await ctx.db.tx(async () => {
-    const row = (await billingAccountOf(ctx.db, organizationId))!;
+    // What an invoice locks (its periods are drawn in the cycle and the zone, its amounts in the
+    // currency) is checked and changed under the invoice lock, never between a generation's checks:
+    // taken when the patch names one of them, before the account's row is locked (src/directory/locks.ts).
+    if (p.billingCycle !== undefined || p.timeZone !== undefined || p.currency !== undefined) await invoiceLock(ctx, organizationId);
+    const row = (await billingAccountOf(ctx.db, organizationId, { forUpdate: true }))!;
     const tz = (await organizationById(ctx.db, organizationId))!.time_zone;
     const before = billingSettings(row, tz);
     const { next, timeZone } = patched(row, before, p);
     const after = billingSettings(next, timeZone);
     const changed = (Object.keys(after) as Array<keyof BillingSettings>).filter((k) => after[k] !== before[k]);
     if (changed.length === 0) return presentBillingAccount(row, tz);
-    // What an invoice locks (its periods are drawn in the cycle and the zone, its amounts in the
-    // currency) is checked and changed under the invoice lock, never between a generation's checks.
-    if (changed.some((k) => k === 'billingCycle' || k === 'timeZone' || k === 'currency')) await invoiceLock(ctx, organizationId);
     await checkBounds(ctx, organizationId, new Set(changed), next, row, timeZone, tz);
     const at = ctx.now().toISOString();
     next.updated_at = at;

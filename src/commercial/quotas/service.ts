@@ -6,6 +6,7 @@
 // (organization or workspace), metric, period, threshold and quota value (warnings.ts).
 import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 import { AppError, conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { record } from '../../platform/audit/service.ts';
 import { clipEventsOf, storedBytesByWorkspace, workspaceStoredBytes } from '../meters.ts';
@@ -47,7 +48,9 @@ export const organizationMonth = async (db: Db, organizationId: string, now: Dat
 const billingWindow = async (db: Db, organizationId: string, now: Date): Promise<PeriodWindow> =>
   periodWindow((await billingAccountOf(db, organizationId))?.billing_cycle ?? 'monthly', await timeZoneOf(db, organizationId), now);
 
-const quotaRow = (db: Db, organizationId: string, quotaId: string) => db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?`, organizationId, quotaId);
+/** A quota row; `read` { forUpdate } locks the quota's row only (src/db/dialect.ts RowRead), not its workspace's. */
+const quotaRow = (db: Db, organizationId: string, quotaId: string, read?: RowRead) =>
+  db.get<QuotaRow>(`${QUOTA_SELECT} AND q.id = ?${lockClause(db, read, 'q')}`, organizationId, quotaId);
 /** The workspace's own quota row (its limits null: none), or undefined. */
 export const quotaOfWorkspace = (db: Db, organizationId: string, workspaceId: string) =>
   db.get<QuotaRow>(`${QUOTA_SELECT} AND q.workspace_id = ?`, organizationId, workspaceId);
@@ -77,8 +80,8 @@ export const storesAssetFileOfSize = async (db: Db, organizationId: string, work
   await db.get('SELECT 1 FROM asset_versions WHERE organization_id = ?1 AND (workspace_id = ?2 OR ?2 IS NULL) AND file_size = ?3 LIMIT 1',
     organizationId, workspaceId, size) !== undefined;
 
-const costCenterRow = (db: Db, organizationId: string, id: string) =>
-  db.get<CostCenterRow>('SELECT * FROM cost_centers WHERE organization_id = ? AND id = ?', organizationId, id);
+const costCenterRow = (db: Db, organizationId: string, id: string, read?: RowRead) =>
+  db.get<CostCenterRow>(`SELECT * FROM cost_centers WHERE organization_id = ? AND id = ?${lockClause(db, read)}`, organizationId, id);
 
 // ---- views (commercial view and export) --------------------------------------------------------
 
@@ -172,7 +175,7 @@ export async function updateQuota(ctx: Ctx, organizationId: string, quotaId: str
     throw validationFailed({ body: 'give monthlyClipQuota, storageGb or both (null removes the workspace\'s own limit)' });
   }
   return await ctx.db.tx(async () => {
-    const q = await quotaRow(ctx.db, organizationId, quotaId);
+    const q = await quotaRow(ctx.db, organizationId, quotaId, { forUpdate: true });
     if (!q) throw notFound('no such quota in this organization');
     const account = (await billingAccountOf(ctx.db, organizationId))!;
     const clips = patch.monthlyClipQuota;
@@ -228,7 +231,7 @@ export async function updateCostCenter(ctx: Ctx, organizationId: string, costCen
     budget = Number(minor);
   }
   return await ctx.db.tx(async () => {
-    const c = await costCenterRow(ctx.db, organizationId, costCenterId);
+    const c = await costCenterRow(ctx.db, organizationId, costCenterId, { forUpdate: true });
     if (!c) throw notFound('no such cost center in this organization');
     const next: CostCenterRow = {
       ...c, name: patch.name ?? c.name, budget_minor: budget === undefined ? c.budget_minor : budget, updated_at: ctx.now().toISOString(),

@@ -2,6 +2,7 @@
 // (docs/tenancy.md#tenancy). Amounts are integer minor units of the currency; unit prices
 // are in 1/10,000 of a minor unit (`_e4`).
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 import { ALL_ROWS } from '../../db/page.ts';
 import { formatAmount, formatUnitPrice } from '../../kernel/money.ts';
 import type { BillingCycle } from '../../kernel/periods.ts';
@@ -44,8 +45,9 @@ export async function insertDefaultBillingAccount(db: Db, organizationId: string
   );
 }
 
-export function billingAccountOf(db: Db, organizationId: string): Promise<BillingAccountRow | undefined> {
-  return db.get<BillingAccountRow>('SELECT * FROM billing_accounts WHERE organization_id = ?', organizationId);
+/** The organization's billing account; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export function billingAccountOf(db: Db, organizationId: string, read?: RowRead): Promise<BillingAccountRow | undefined> {
+  return db.get<BillingAccountRow>(`SELECT * FROM billing_accounts WHERE organization_id = ?${lockClause(db, read)}`, organizationId);
 }
 
 /**

@@ -13,6 +13,7 @@
 // otherwise). Every call judges the endpoint again (src/generation/connectors/protocols/transport.ts).
 import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { record } from '../../platform/audit/service.ts';
 import { billingAccountOf } from '../../directory/plan/account.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
@@ -114,8 +115,9 @@ async function checkReach(endpoint: string, costMode: string): Promise<void> {
   }
 }
 
-export async function getConnector(ctx: Ctx, connectorId: string): Promise<ConnectorRow> {
-  const row = await connectorById(ctx.db, ctx.scope.organizationId!, connectorId);
+/** The connector; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function getConnector(ctx: Ctx, connectorId: string, read?: RowRead): Promise<ConnectorRow> {
+  const row = await connectorById(ctx.db, ctx.scope.organizationId!, connectorId, read);
   if (!row) throw notFound('no such model connector in this organization');
   return row;
 }
@@ -174,7 +176,7 @@ export async function changeConnector(ctx: Ctx, connectorId: string, patch: Patc
     await checkReach(judged.endpoint, judged.costMode);
   }
   return await ctx.db.tx(async () => {
-    const row = await getConnector(ctx, connectorId);
+    const row = await getConnector(ctx, connectorId, { forUpdate: true });
     const next: ConnectorRow = {
       ...row,
       label: patch.label ?? row.label,
@@ -238,7 +240,7 @@ export async function probeConnectorById(ctx: Ctx, connectorId: string): Promise
     error: result.ok ? null : (result.error ?? 'probe failed').slice(0, MAX_PROBE_ERROR), at,
   };
   return await ctx.db.tx(async () => {
-    const row = await getConnector(ctx, connectorId);
+    const row = await getConnector(ctx, connectorId, { forUpdate: true });
     const sameConfig = REACH_FIELDS.every((f) => row[f] === before[f]);
     let status = row.status as ConnectorStatus;
     if (sameConfig && status !== 'disabled' && status !== 'awaiting_approval') status = probe.ok ? 'ready' : 'unreachable';
@@ -258,7 +260,7 @@ export async function probeConnectorById(ctx: Ctx, connectorId: string): Promise
 
 export async function disableConnector(ctx: Ctx, connectorId: string): Promise<ConnectorRow> {
   return await ctx.db.tx(async () => {
-    const row = await getConnector(ctx, connectorId);
+    const row = await getConnector(ctx, connectorId, { forUpdate: true });
     if (row.status === 'disabled') return row;
     const next: ConnectorRow = { ...row, status: 'disabled', updated_at: ctx.now().toISOString() };
     await updateConnector(ctx.db, next);
@@ -270,7 +272,7 @@ export async function disableConnector(ctx: Ctx, connectorId: string): Promise<C
 /** disabled -> pending (a probe makes it ready), or awaiting_approval for mixed/cloud without approval. */
 export async function enableConnector(ctx: Ctx, connectorId: string): Promise<ConnectorRow> {
   return await ctx.db.tx(async () => {
-    const row = await getConnector(ctx, connectorId);
+    const row = await getConnector(ctx, connectorId, { forUpdate: true });
     if (row.status !== 'disabled') return row;
     if (!isLocal(row.cost_mode)) await refuseUnderLocalRunnerOnly(ctx, `enabling a ${row.cost_mode} connector`);
     const status: ConnectorStatus = !isLocal(row.cost_mode) && !row.approved_at ? 'awaiting_approval' : 'pending';
@@ -287,7 +289,7 @@ export async function enableConnector(ctx: Ctx, connectorId: string): Promise<Co
  */
 export async function approveConnector(ctx: Ctx, connectorId: string, note: string | undefined): Promise<ConnectorRow> {
   return await ctx.db.tx(async () => {
-    const row = await getConnector(ctx, connectorId);
+    const row = await getConnector(ctx, connectorId, { forUpdate: true });
     if (isLocal(row.cost_mode)) throw conflict('approval_not_needed', 'local connectors need no approval');
     await refuseUnderLocalRunnerOnly(ctx, `approving a ${row.cost_mode} connector`);
     const now = ctx.now().toISOString();

@@ -1,5 +1,6 @@
 // SQL of model connectors; every statement names the organization.
 import type { Db } from '../../db/db.ts';
+import { lockClause, type RowRead } from '../../db/dialect.ts';
 
 export interface ConnectorRow {
   id: string; organization_id: string; label: string; endpoint: string; kind: string;
@@ -37,8 +38,8 @@ export async function updateConnector(db: Db, c: ConnectorRow): Promise<void> {
   );
 }
 
-export function connectorById(db: Db, organizationId: string, id: string): Promise<ConnectorRow | undefined> {
-  return db.get<ConnectorRow>('SELECT * FROM model_connectors WHERE organization_id = ? AND id = ?', organizationId, id);
+export function connectorById(db: Db, organizationId: string, id: string, read?: RowRead): Promise<ConnectorRow | undefined> {
+  return db.get<ConnectorRow>(`SELECT * FROM model_connectors WHERE organization_id = ? AND id = ?${lockClause(db, read)}`, organizationId, id);
 }
 
 /** Every connector of the organization, oldest first. */

@@ -4,6 +4,7 @@
 // webhooks may reach; private and loopback ones need no entry. Every change is audited.
 import type { Ctx } from '../../directory/context.ts';
 import { isUniqueViolation } from '../../db/errors.ts';
+import type { RowRead } from '../../db/dialect.ts';
 import { newId } from '../../kernel/ids.ts';
 import { conflict, notFound, validationFailed } from '../../kernel/errors.ts';
 import { record } from '../audit/service.ts';
@@ -42,8 +43,9 @@ const audit = (ctx: Ctx, action: string, c: ChannelRow, metadata: Record<string,
     metadata: { kind: c.kind, ...(c.url ? { host: new URL(c.url).host } : {}), ...metadata },
   });
 
-export async function channelOrFail(ctx: Ctx, id: string): Promise<ChannelRow> {
-  const c = await store.channelById(ctx.db, id);
+/** The channel; `read` { forUpdate } for the change computed from it (src/db/dialect.ts RowRead). */
+export async function channelOrFail(ctx: Ctx, id: string, read?: RowRead): Promise<ChannelRow> {
+  const c = await store.channelById(ctx.db, id, read);
   if (!c) throw notFound('no such notification channel');
   return c;
 }
@@ -75,7 +77,7 @@ export async function createChannel(ctx: Ctx, input: ChannelInput): Promise<{ ch
 
 export async function updateChannel(ctx: Ctx, id: string, patch: ChannelPatch): Promise<ChannelRow> {
   return await ctx.db.tx(async () => {
-    const before = await channelOrFail(ctx, id);
+    const before = await channelOrFail(ctx, id, { forUpdate: true });
     if (patch.url !== undefined) {
       if (before.kind === 'log') throw validationFailed({ url: 'is not used by a log channel' });
       checkUrl(patch.url);
@@ -106,7 +108,7 @@ export async function deleteChannel(ctx: Ctx, id: string): Promise<void> {
 /** A new secret (answered once); the old one stops signing at once, pending retries included. */
 export async function rotateSecret(ctx: Ctx, id: string): Promise<{ channel: ChannelRow; secret: string }> {
   return await ctx.db.tx(async () => {
-    const c = await channelOrFail(ctx, id);
+    const c = await channelOrFail(ctx, id, { forUpdate: true });
     if (c.kind !== 'webhook') throw conflict('not_a_webhook', 'only webhook channels have a secret');
     const secret = newWebhookSecret();
     const next = { ...c, secret_encrypted: encryptSecret(ctx.config, secret), secret_hint: secretHint(secret), updated_at: ctx.now().toISOString() };

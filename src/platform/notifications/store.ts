@@ -1,7 +1,7 @@
 // SQL of notifications: the inbox, preferences, organization channels, their allow-list and the
 // delivery outbox. Every inbox query names its user and organization.
 import type { Db } from '../../db/db.ts';
-import type { Dialect } from '../../db/dialect.ts';
+import { lockClause, type Dialect, type RowRead } from '../../db/dialect.ts';
 import type { Level, Role } from '../../directory/roles.ts';
 
 export interface NotificationRow {
@@ -147,7 +147,8 @@ export async function deleteChannel(db: Db, organizationId: string, id: string):
   await db.run('DELETE FROM notification_channels WHERE id = ? AND organization_id = ?', id, organizationId);
 }
 
-export const channelById = (db: Db, id: string) => db.get<ChannelRow>('SELECT * FROM notification_channels WHERE id = ?', id);
+export const channelById = (db: Db, id: string, read?: RowRead) =>
+  db.get<ChannelRow>(`SELECT * FROM notification_channels WHERE id = ?${lockClause(db, read)}`, id);
 
 export async function channelsOf(db: Db, organizationId: string | null): Promise<ChannelRow[]> {
   return organizationId
