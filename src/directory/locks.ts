@@ -21,8 +21,22 @@
 // Every key is taken before the transaction's first audit record: an append to the audit chain waits
 // for the chain's head, which the append before holds until its transaction ends, so a transaction
 // that asked for a key after its own append would keep every other audited transaction waiting, and
-// one holding that key and appending would wait for it in turn. Row locks a transaction takes (a job's
-// dependency read FOR SHARE) come after the keys as well.
+// one holding that key and appending would wait for it in turn.
+// Row locks come after the keys and before the first audit record, for the same reasons. A change
+// computed from a row it read (the values written back whole, a status a transition starts from, a
+// counter, JSON merged in TypeScript) reads the row FOR UPDATE ({ forUpdate: true } on the getters,
+// RowRead in src/db/dialect.ts): at READ COMMITTED a second change of the row waits for the first to
+// end and starts from what it committed, instead of writing back what it read before and undoing the
+// first. A job's dependency is read FOR SHARE. Two kinds of transaction lock a row out of this order:
+// - a change whose row tells which key it needs locks the row first, then takes the key: a SCIM user
+//   (its active flag: the seats to reactivate, the owners to deactivate; identity/scim/service.ts)
+//   and an invitation being accepted (its organization, whose owners key a role change takes). No
+//   transaction holding such a key waits for such a row, so none waits for the other in turn;
+// - a change nested in its caller's transaction after the caller's append (the shot a job, a QA run or
+//   a review decision moves; the reviews a new artifact re-opens, one after another; the invitation a
+//   new account accepts) locks its row where it always did: at its write, which the locking read
+//   only comes just before.
+// PostgreSQL aborts one of two transactions that wait for each other anyway, and tx() runs it again.
 
 export const LOCKS = {
   systemAdmins: 'system-admins',
