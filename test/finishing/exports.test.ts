@@ -24,6 +24,7 @@ import { spreadLines, srtOf } from '../../src/finishing/export/srt.ts';
 import { writeTar } from '../../src/finishing/export/tar.ts';
 import { timecode, type Timeline } from '../../src/finishing/export/timeline.ts';
 import { serversRunTheWorker } from '../helpers/server.ts';
+import { refuseWrites } from '../helpers/sql.ts';
 
 serversRunTheWorker();
 
@@ -368,13 +369,14 @@ test('export packages of approved deliveries', async (t) => {
 
     // FIXTURE - a trigger refusing the audit record makes the recording transaction fail after the
     // archive was moved into exports/ (a real database error; the trigger is dropped right after).
-    await s.db.exec(`CREATE TRIGGER test_refuse_archive_audit BEFORE INSERT ON audit_log WHEN NEW.action = 'export.archived'
-      BEGIN SELECT RAISE(ABORT, 'refused by the test'); END`);
+    const allow = await refuseWrites(s.db, {
+      name: 'test_refuse_archive_audit', table: 'audit_log', event: 'INSERT', when: "NEW.action = 'export.archived'", message: 'refused by the test',
+    });
     try {
       const failed = await s.call('POST', '/api/exports/write', { token, body: { deliveryId: id, archive: true } });
       assert.equal(failed.status, 500, failed.text);
     } finally {
-      await s.db.exec('DROP TRIGGER test_refuse_archive_audit');
+      await allow();
     }
     assert.equal(fs.existsSync(tar), false, 'no unrecorded archive in exports/');
     assert.deepEqual(fs.readdirSync(tmpDir).filter((f) => f.startsWith('export-')), []);

@@ -14,6 +14,7 @@ import { reviewVerdictOf } from '../../src/finishing/review/verdict.ts';
 import { frameAt, pinOf, timeCodeOf } from '../../src/finishing/review/pin.ts';
 import { AppError } from '../../src/kernel/errors.ts';
 import { serversRunTheWorker } from '../helpers/server.ts';
+import { refuseWrites } from '../helpers/sql.ts';
 
 serversRunTheWorker();
 
@@ -314,7 +315,7 @@ test('a re-open that fails is logged and skipped: the job completes on its first
   const rv = (await s.call('POST', '/api/production/reviews', { token: owner, body: { artifactId: video.id } })).body;
   const path = `/api/production/reviews/${rv.id}`;
   // A database state that makes the re-open throw (no project module is replaced): reviews refuse updates.
-  await s.db.run("CREATE TRIGGER reviews_frozen BEFORE UPDATE ON reviews BEGIN SELECT RAISE(ABORT, 'reviews are frozen'); END");
+  const thaw = await refuseWrites(s.db, { name: 'reviews_frozen', table: 'reviews', event: 'UPDATE', message: 'reviews are frozen' });
   const video2 = await shotVideo(w, shotId, 'a harbour at dawn, calmer water', VIDEO);
   const job = (await s.db.get<{ status: string; attempt: number; error: string | null }>('SELECT status, attempt, error FROM generation_jobs WHERE id = ?', video2.jobId))!;
   assert.deepEqual([job.status, job.attempt, job.error], ['completed', 1, null], 'the job is neither failed nor retried');
@@ -333,7 +334,7 @@ test('a re-open that fails is logged and skipped: the job completes on its first
   assert.equal(await reviewVerdictOf(s.db, w.tree.projectId, video2.id, video2.contentSha256), null);
 
   // Once updates work again, the next new video re-opens the review as usual.
-  await s.db.run('DROP TRIGGER reviews_frozen');
+  await thaw();
   const video3 = await shotVideo(w, shotId, 'a harbour at dawn, gulls', VIDEO);
   const moved = (await s.call('GET', path, { token: owner })).body;
   assert.deepEqual([moved.status, moved.artifactId, moved.reopenCount], ['reopened', video3.id, 1]);

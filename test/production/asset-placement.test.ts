@@ -8,6 +8,7 @@ import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { makeTree, member } from '../helpers/factories.ts';
+import { refuseWrites } from '../helpers/sql.ts';
 import { LocalStore } from '../../src/kernel/storage/local.ts';
 import { keyLock, placeAt } from '../../src/production/assets/placement.ts';
 import { createLogger } from '../../src/kernel/log.ts';
@@ -40,10 +41,8 @@ async function keysUnder(s: TestServer, prefix: string): Promise<string[]> {
   return keys;
 }
 
-const failRegistrations = async (s: TestServer) => {
-  await s.db.run("CREATE TEMP TRIGGER fail_version BEFORE INSERT ON asset_versions BEGIN SELECT RAISE(ABORT, 'registration refused by the test'); END");
-  return async () => await s.db.run('DROP TRIGGER fail_version');
-};
+const failRegistrations = async (s: TestServer) =>
+  await refuseWrites(s.db, { name: 'fail_version', table: 'asset_versions', event: 'INSERT', message: 'registration refused by the test' });
 
 test('a failed registration leaves no placed object, no temporary and no version; a reused object stays', async (t) => {
   const { s, asset, upload, content } = await setup(t);
