@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { events } from '../../src/directory/context.ts';
 import { startTestServer, tempDir, serversRunTheWorker } from '../helpers/server.ts';
+import { counterKey } from '../helpers/sql.ts';
 
 serversRunTheWorker();
 
@@ -14,7 +15,7 @@ declare module '../../src/directory/events.ts' {
 
 const rows = async (s: { db: { all<T>(sql: string, ...p: unknown[]): Promise<T[]> } }, event = 'test.ping') =>
   (await s.db.all<{ subscriber: string; attempts: number; last_error: string | null; done: number }>(
-    "SELECT subscriber, attempts, last_error, done_at IS NOT NULL AS done FROM event_outbox WHERE event = ? ORDER BY subscriber", event))
+    "SELECT subscriber, attempts, last_error, CASE WHEN done_at IS NULL THEN 0 ELSE 1 END AS done FROM event_outbox WHERE event = ? ORDER BY subscriber", event))
     .map((r) => ({ ...r }));
 
 test('an event is recorded in the transaction, handled once after commit, and not at all when the transaction rolls back', async (t) => {
@@ -48,7 +49,8 @@ test('a failing handler rolls back alone and stays pending with its error; the n
   const dir = tempDir(t);
   const dirs = { dataDir: path.join(dir, 'data'), storageDir: path.join(dir, 'storage') };
   const s = await startTestServer(t, {}, dirs);
-  await s.db.exec('CREATE TABLE effects (who TEXT)');
+  // The key numbers the rows in the order they were written.
+  await s.db.exec(`CREATE TABLE effects (n ${counterKey(s.db)}, who TEXT)`);
   let broken = true;
   events.subscribe('test.news', 'test.fragile', async (ctx) => {
     await ctx.db.run("INSERT INTO effects (who) VALUES ('fragile')");
@@ -60,7 +62,7 @@ test('a failing handler rolls back alone and stays pending with its error; the n
     await ctx.db.run("INSERT INTO effects (who) VALUES ('emitter')");
     await ctx.emit('test.news', { n: 7 });
   });
-  const who = async () => (await s.db.all<{ who: string }>('SELECT who FROM effects ORDER BY rowid')).map((r) => r.who);
+  const who = async () => (await s.db.all<{ who: string }>('SELECT who FROM effects ORDER BY n')).map((r) => r.who);
   assert.deepEqual(await who(), ['emitter', 'sturdy'], 'the emitter and the other subscriber keep their work; the failed handler leaves nothing');
   assert.deepEqual(await rows(s, 'test.news'), [
     { subscriber: 'test.fragile', attempts: 1, last_error: 'the fragile handler broke', done: 0 },
@@ -79,6 +81,6 @@ test('a failing handler rolls back alone and stays pending with its error; the n
     { subscriber: 'test.fragile', attempts: 2, last_error: null, done: 1 },
     { subscriber: 'test.sturdy', attempts: 1, last_error: null, done: 1 },
   ]);
-  assert.deepEqual((await again.db.all<{ who: string }>('SELECT who FROM effects ORDER BY rowid')).map((r) => r.who), ['emitter', 'sturdy', 'fragile']);
+  assert.deepEqual((await again.db.all<{ who: string }>('SELECT who FROM effects ORDER BY n')).map((r) => r.who), ['emitter', 'sturdy', 'fragile']);
   assert.ok(again.logs.some((l) => l.includes('pending events dispatched')), 'the start says so');
 });

@@ -445,7 +445,7 @@ test('a writer (script:read) queues a run, under the same clip quota, local-runn
   const writer = await member(s, 'writer', tree);
   const run = await instantiate(s, writer.token, tpl.id, { mode: 'queue', shotId: shot.id });
   assert.deepEqual([run.mode, run.status, run.steps.length], ['queue', 'queued', 2]);
-  const jobs = await s.db.all<any>('SELECT id, kind, status, created_by, depends_on FROM generation_jobs WHERE project_id = ? ORDER BY rowid', tree.projectId);
+  const jobs = await s.db.all<any>(`SELECT id, kind, status, created_by, depends_on FROM generation_jobs WHERE project_id = ? ORDER BY ${s.db.dialect.rowKey}`, tree.projectId);
   assert.deepEqual(jobs.map((j) => [j.kind, j.created_by]), [['image', writer.user.id], ['video', writer.user.id]]);
   assert.equal((await s.db.all("SELECT * FROM audit_log WHERE action = 'workflow.instantiated' AND actor_user_id = ?", writer.user.id)).length, 1);
   assert.equal((await s.call('GET', `/api/workflows/runs/${run.id}`, { token: writer.token })).status, 200);

@@ -8,11 +8,8 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { startTestServer, TEST_ENV, serversRunTheWorker } from '../helpers/server.ts';
+import { startTestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { login, makeTree, makeUser, member } from '../helpers/factories.ts';
-import { loadConfig } from '../../src/kernel/config.ts';
-import { createLogger } from '../../src/kernel/log.ts';
-import { startServer } from '../../src/server.ts';
 import type { Db } from '../../src/db/db.ts';
 import { notify } from '../../src/platform/notifications/service.ts';
 import { deliveryLoopOf } from '../../src/platform/notifications/delivery.ts';
@@ -67,7 +64,7 @@ async function until<T>(what: string, fn: () => T | undefined | null | false | P
 }
 
 const deliveriesOf = async (db: Db, channelId: string) =>
-  await db.all<any>('SELECT * FROM notification_outbox WHERE channel_id = ? ORDER BY created_at, rowid', channelId);
+  await db.all<any>(`SELECT * FROM notification_outbox WHERE channel_id = ? ORDER BY created_at, ${db.dialect.rowKey}`, channelId);
 
 async function setup(t: TestContext, env: Record<string, string> = {}) {
   const s = await startTestServer(t, env);
@@ -167,9 +164,8 @@ test('a receiver that fails twice then succeeds gets the event exactly once, wit
   await s.close();
   assert.equal(rx.got.length, 1, 'stopped after the first failure');
 
-  const config = loadConfig({ port: 0, host: '127.0.0.1', dataDir: s.config.dataDir, storageDir: s.config.storageDir }, { ...TEST_ENV, ...env });
-  const again = await startServer(config, createLogger('silent'));
-  t.after(() => again.close());
+  // The same data folder: the same database (SQLite's file, or the test's PostgreSQL database).
+  const again = await startTestServer(t, env, { dataDir: s.config.dataDir, storageDir: s.config.storageDir });
   const row = (await deliveriesOf(again.db, ch.id))[0];
   assert.equal(row.status, 'pending', 'the restart kept the outbox row');
   const done = await until('delivery after the restart', async () => (await deliveriesOf(again.db, ch.id)).find((x) => x.status === 'delivered'));
