@@ -28,7 +28,7 @@ const SPEC = { width: 180, height: 320 };
 
 const audits = async (s: TestServer, action: string, targetId?: string) =>
   await s.db.all<{ target_id: string; metadata: string }>(
-    'SELECT target_id, metadata FROM audit_log WHERE action = ? AND (?2 IS NULL OR target_id = ?2) ORDER BY seq', action, targetId ?? null);
+    'SELECT target_id, metadata FROM audit_log WHERE action = ? AND (target_id = ?2 OR ?2 IS NULL) ORDER BY seq', action, targetId ?? null);
 
 async function qa(w: MediaWorld, body: Record<string, unknown>, token = w.token) {
   const r = await w.s.call('POST', '/api/production/qa/run', { token, body });

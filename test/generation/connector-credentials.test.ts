@@ -12,6 +12,7 @@ import type { TestContext } from 'node:test';
 import { startTestServer, tempDir, serversRunTheWorker } from '../helpers/server.ts';
 import { login, makeOrg, makeUser, member } from '../helpers/factories.ts';
 import { createJob, waitJob, WORKER_ENV } from '../helpers/jobs.ts';
+import { jsonSetText } from '../helpers/sql.ts';
 import { ConfigError, loadConfig } from '../../src/kernel/config.ts';
 import { startServer } from '../../src/server.ts';
 import { createLogger } from '../../src/kernel/log.ts';
@@ -183,7 +184,7 @@ test('a sign-in provider\'s variable is never a connector credential, and a prov
   // A provider created before the rule (or while the name was not designated) keeps its variable to itself.
   const created = await provider('CORP_IDP_SECRET');
   assert.equal(created.status, 201, created.text);
-  await s.db.run("UPDATE identity_providers SET config = json_set(config, '$.clientSecretRef', 'SVC_CONNECTOR_SECRET_IDP') WHERE id = ?", created.body.id);
+  await s.db.run(`UPDATE identity_providers SET config = ${jsonSetText(s.db, 'config', 'clientSecretRef', '?')} WHERE id = ?`, 'SVC_CONNECTOR_SECRET_IDP', created.body.id);
   const admin = await member(s, 'org_admin');
   const r = await s.call('POST', `${BASE}/register`, { token: admin.token, body: body('http://127.0.0.1:9', 'SVC_CONNECTOR_SECRET_IDP') });
   assert.equal(r.status, 422, r.text);

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { login, makeProject, makeTree, makeUser, member } from '../helpers/factories.ts';
+import { tableNames } from '../helpers/sql.ts';
 
 async function setup(t: any, env: Record<string, string> = {}) {
   const s = await startTestServer(t, env);
@@ -17,8 +18,7 @@ async function setup(t: any, env: Record<string, string> = {}) {
 
 /** Every text value stored anywhere in the database. */
 async function databaseText(s: TestServer): Promise<string> {
-  const tables = await s.db.all<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'");
-  return (await mapSeq(tables, async (x) => JSON.stringify(await s.db.all(`SELECT * FROM ${x.name}`)))).join('\n');
+  return (await mapSeq(await tableNames(s.db), async (name) => JSON.stringify(await s.db.all(`SELECT * FROM ${name}`)))).join('\n');
 }
 
 test('an invitation answers its token and acceptUrl once; the database keeps only a hash and a hint', async (t) => {

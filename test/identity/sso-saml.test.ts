@@ -90,7 +90,8 @@ test('SAML sign-in end to end against the samlify IdP: AuthnRequest, relay state
     ...ours.map((x) => `${x.url}\n${JSON.stringify(x.headers)}\n${x.text}`),
     ...e.browser.seen.map((x) => x.url),
     ...e.s.logs,
-    ...(await e.s.db.all<{ row: string }>("SELECT json_array(action, target_id, metadata, actor_name) AS row FROM audit_log")).map((a) => a.row),
+    ...(await e.s.db.all<{ action: string; target_id: string | null; metadata: string; actor_name: string | null }>('SELECT action, target_id, metadata, actor_name FROM audit_log'))
+      .map((a) => JSON.stringify([a.action, a.target_id, a.metadata, a.actor_name])),
   ];
   for (const h of haystacks) {
     for (const tk of tokens) assert.ok(!h.includes(tk), 'no session token');

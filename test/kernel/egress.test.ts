@@ -18,6 +18,7 @@ import type { TestContext } from 'node:test';
 import { startTestServer, type TestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { login, makeOrg, makeUser, member, type Tree } from '../helpers/factories.ts';
 import { WORKER_ENV, createJob, waitJob } from '../helpers/jobs.ts';
+import { jsonSetText } from '../helpers/sql.ts';
 import { loadConfig } from '../../src/kernel/config.ts';
 
 serversRunTheWorker();
@@ -308,7 +309,7 @@ test('identity providers: a metadata issuer is 422; discovery, key set and sign-
   // Stored before the rule: the probe refuses the discovery URL without connecting.
   const created = await s.call('POST', '/api/system/identity/providers', { token: admin, body: body('https://login.example.test') });
   assert.equal(created.status, 201, created.text);
-  await s.db.run("UPDATE identity_providers SET config = json_set(config, '$.issuer', 'https://169.254.169.254') WHERE id = ?", created.body.id);
+  await s.db.run(`UPDATE identity_providers SET config = ${jsonSetText(s.db, 'config', 'issuer', '?')} WHERE id = ?`, 'https://169.254.169.254', created.body.id);
   const started = Date.now();
   const probed = await s.call('POST', `/api/system/identity/providers/${created.body.id}/probe`, { token: admin });
   assert.equal(probed.status, 200, probed.text);
