@@ -1,5 +1,5 @@
 // The audit log's hash chain checked by `svc audit verify` as a child process after edits through a
-// second SQLite connection.
+// second connection to the database (SQLite's file, or the PostgreSQL server's database).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -7,22 +7,28 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
+import pg from 'pg';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { dropTrigger } from '../helpers/sql.ts';
 import { login, member } from '../helpers/factories.ts';
 import { seed, type Row, world } from './audit-setup.ts';
 
 const BIN_SVC = fileURLToPath(new URL('../../bin/svc', import.meta.url));
 
-/** The environment of a CLI child: the caller's minus SVC_* settings and the test runner's context. */
-function childEnv(): NodeJS.ProcessEnv {
+/**
+ * The environment of a CLI child on the server's database: the caller's minus SVC_* settings and the
+ * test runner's context, plus the server's PostgreSQL database when it has one.
+ */
+function childEnv(s: TestServer): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && k !== 'NODE_TEST_CONTEXT') env[k] = v;
-  return { ...env, SVC_SCRYPT_LOG_N: '10' };
+  const database = s.config.database === 'postgres' ? { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: s.config.postgresUrl } : {};
+  return { ...env, SVC_SCRYPT_LOG_N: '10', ...database };
 }
 
 function svc(s: TestServer, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN_SVC, ...args, '--data-dir', s.config.dataDir, '--storage-dir', s.config.storageDir], {
-    env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'],
+    env: childEnv(s), stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -35,19 +41,35 @@ function svc(s: TestServer, args: string[]): Promise<{ code: number | null; stdo
   });
 }
 
-/** A second connection to the server's database, as the sqlite3 shell would open it. */
-function tamper(s: TestServer, t: TestContext, ...sql: string[]): void {
+/** Runs `sql` on a second connection to the server's database, as the sqlite3 shell or psql would open it. */
+async function tamper(s: TestServer, t: TestContext, ...sql: string[]): Promise<void> {
+  if (s.config.database === 'postgres') {
+    const client = new pg.Client({ connectionString: s.config.postgresUrl });
+    await client.connect();
+    try {
+      for (const q of sql) await client.query(q);
+    } finally {
+      await client.end();
+    }
+    return;
+  }
   const db = new DatabaseSync(path.join(s.config.dataDir, 'svc.db'));
   t.after(() => { if (db.isOpen) db.close(); });
   for (const q of sql) db.exec(q);
   db.close();
 }
 
+/** The canonical text of an audit row (schema.sql): JSON.stringify of its hashed values, then prev_hash. */
+const canonical = (r: Row): string => JSON.stringify([r.id, r.created_at, r.actor_type, r.actor_user_id, r.actor_name, r.organization_id,
+  r.workspace_id, r.project_id, r.action, r.target_type, r.target_id, r.result, r.metadata, r.ip, r.user_agent, r.request_id, r.prev_hash]);
+
 test('hash chain: svc audit verify passes, then names the row edited, re-hashed or removed through another connection', async (t) => {
   const s = await startTestServer(t);
   const w = await world(s);
   // Awkward content the canonical text must survive, and appends from another process in between.
-  await seed(s, { organizationId: w.A.organizationId, action: 'odd.text', actorName: 'N\u0000ul\nl 🎬 "q" \\ \u2028', metadata: { k: '\u0001\u007f' } });
+  // (PostgreSQL's text holds no U+0000: there the name has the other control characters only.)
+  const odd = s.db.engine === 'postgres' ? 'Nul\nl 🎬 "q" \\ \u2028' : 'N\u0000ul\nl 🎬 "q" \\ \u2028';
+  await seed(s, { organizationId: w.A.organizationId, action: 'odd.text', actorName: odd, metadata: { k: '\u0001\u007f' } });
   const cli = await svc(s, ['orgs', 'create', '--name', 'From the CLI', '--owner', w.ownerA.user.email, '--json']);
   assert.equal(cli.code, 0, cli.stderr);
   await login(s, w.ownerA.user);
@@ -68,7 +90,7 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
 
   // Edited content: that row's own hash no longer matches.
   const victim = rows[Math.floor(rows.length / 2)];
-  tamper(s, t, 'DROP TRIGGER audit_log_no_update', `UPDATE audit_log SET metadata = '{"tampered":true}' WHERE seq = ${victim.seq}`);
+  await tamper(s, t, dropTrigger(s.db.engine, 'audit_log_no_update', 'audit_log'), `UPDATE audit_log SET metadata = '{"tampered":true}' WHERE seq = ${victim.seq}`);
   const edited = await svc(s, ['audit', 'verify', '--json']);
   assert.equal(edited.code, 1, edited.stderr);
   // With --json the error is one JSON document on stderr (the report stays on stdout).
@@ -84,11 +106,8 @@ test('hash chain: svc audit verify passes, then names the row edited, re-hashed 
   assert.equal(plain.stderr, `svc: ${editedError.message}\n`);
 
   // The editor recomputes that row's hash: now the next row's link names the break.
-  const db = new DatabaseSync(path.join(s.config.dataDir, 'svc.db'));
-  const canon = db.prepare(`SELECT json_array(id, created_at, actor_type, actor_user_id, actor_name, organization_id, workspace_id, project_id,
-    action, target_type, target_id, result, metadata, ip, user_agent, request_id, prev_hash) AS c FROM audit_log WHERE seq = ?`).get(victim.seq) as { c: string };
-  db.prepare('UPDATE audit_log SET hash = ? WHERE seq = ?').run(createHash('sha256').update(canon.c).digest('hex'), victim.seq);
-  db.close();
+  const changed = (await s.db.get<Row>('SELECT * FROM audit_log WHERE seq = ?', victim.seq))!;
+  await tamper(s, t, `UPDATE audit_log SET hash = '${createHash('sha256').update(canonical(changed)).digest('hex')}' WHERE seq = ${victim.seq}`);
   const next = rows[rows.indexOf(victim) + 1];
   const relinked = await svc(s, ['audit', 'verify', '--json']);
   assert.equal(relinked.code, 1);
@@ -102,7 +121,7 @@ test('hash chain: removing the last rows or a row in the middle is reported', as
   for (let i = 0; i < 5; i++) await seed(s, { action: 'test.row', metadata: { i } });
   const rows = await s.db.all<Row>('SELECT seq, id FROM audit_log ORDER BY seq');
   const last = rows.at(-1)!;
-  tamper(s, t, 'DROP TRIGGER audit_log_no_delete', `DELETE FROM audit_log WHERE seq = ${last.seq}`);
+  await tamper(s, t, dropTrigger(s.db.engine, 'audit_log_no_delete', 'audit_log'), `DELETE FROM audit_log WHERE seq = ${last.seq}`);
   const truncated = await svc(s, ['audit', 'verify', '--json']);
   assert.equal(truncated.code, 1);
   assert.deepEqual(JSON.parse(truncated.stdout).broken, {
@@ -110,7 +129,7 @@ test('hash chain: removing the last rows or a row in the middle is reported', as
     message: `audit chain broken after seq ${last.seq - 1}: rows up to seq ${last.seq} were written and are missing (the end of the log was removed)`,
   });
   const middle = rows[2];
-  tamper(s, t, `DELETE FROM audit_log WHERE seq = ${middle.seq}`);
+  await tamper(s, t, `DELETE FROM audit_log WHERE seq = ${middle.seq}`);
   const gap = await svc(s, ['audit', 'verify', '--json']);
   assert.equal(gap.code, 1);
   assert.deepEqual(JSON.parse(gap.stdout).broken.seq, rows[3].seq);
