@@ -121,18 +121,28 @@ test('an export reads its own snapshot on its own connection: writes go on meanw
   await s.db.tx(async () => {
     for (let i = 0; i < ROWS; i++) await seed(s, { organizationId: org, action: 'bulk.row', targetId: `t_${i}`, metadata: { i, pad: 'x'.repeat(200) } });
   });
-  const checkpointBusy = () => {
+  /**
+   * Whether a reader holds a snapshot of the database: on SQLite a checkpoint of the whole WAL is
+   * busy (a read transaction pins it); on PostgreSQL another connection than the one asking keeps a
+   * snapshot (its xmin), as only the export's open transaction does while nothing else runs.
+   */
+  const snapshotHeld = async (): Promise<boolean> => {
+    if (s.db.engine === 'postgres') {
+      return (await s.db.get<{ n: number }>(`SELECT count(*) AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL`))!.n > 0;
+    }
     const db = new DatabaseSync(path.join(s.config.dataDir, 'svc.db'));
     try {
-      return (db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }).busy;
+      return (db.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }).busy === 1;
     } finally {
       db.close();
     }
   };
-  const waitFor = async (what: string, ok: () => boolean) => {
-    for (let i = 0; i < 100 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(ok(), what);
+  const waitFor = async (what: string, ok: () => Promise<boolean>) => {
+    for (let i = 0; i < 100 && !await ok(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(await ok(), what);
   };
+  const released = async () => !await snapshotHeld();
   /** A slow client: the export started and one chunk read, then nothing; the server's stream waits. */
   const startSlow = async () => {
     const res = await fetch(`${s.url}/api/audit/export?format=csv&action=bulk.row`, { headers: { authorization: `Bearer ${owner.token}` } });
@@ -140,7 +150,7 @@ test('an export reads its own snapshot on its own connection: writes go on meanw
     const reader = res.body!.getReader();
     const first = await reader.read();
     assert.ok(first.value && first.value.length > 0);
-    await waitFor('the paused export holds a read snapshot', () => checkpointBusy() === 1);
+    await waitFor('the paused export holds a read snapshot', snapshotHeld);
     return { reader, first: first.value };
   };
 
@@ -154,7 +164,7 @@ test('an export reads its own snapshot on its own connection: writes go on meanw
   const table = parseCsv(Buffer.concat(chunks).toString('utf8'));
   assert.equal(table.length, ROWS + 1);
   assert.ok(!table.some((cells) => cells[1] === late));
-  await waitFor('a finished export closes its connection', () => checkpointBusy() === 0);
+  await waitFor('a finished export closes its connection', released);
 
   // A client that goes away mid-export (node:http, so that the socket really closes at once): the
   // server closes the export's connection.
@@ -163,7 +173,7 @@ test('an export reads its own snapshot on its own connection: writes go on meanw
   assert.equal(res.statusCode, 200);
   await new Promise((resolve) => res.once('data', resolve));
   res.pause();
-  await waitFor('the paused export holds a read snapshot', () => checkpointBusy() === 1);
+  await waitFor('the paused export holds a read snapshot', snapshotHeld);
   gone.destroy();
-  await waitFor('the export\'s connection is closed once the client is gone', () => checkpointBusy() === 0);
+  await waitFor('the export\'s connection is closed once the client is gone', released);
 });
