@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { generateSync } from 'otplib';
 import { startTestServer, type Answer, type TestServer } from '../helpers/server.ts';
 import { grant, login, makeOrg, makeUser, member, type TestUser } from '../helpers/factories.ts';
+import { storedValues } from '../helpers/sql.ts';
 import { sha256Hex } from '../../src/kernel/ids.ts';
 import { tokenHash } from '../../src/directory/sessions/token-hash.ts';
 import { TOTP_CONFIG, totpAt } from '../../src/identity/mfa/totp.ts';
@@ -308,10 +309,15 @@ test('the secret is encrypted at rest: not in the database files; a flipped ciph
   const e = await enrolled(s);
   const raw = base32Decode(e.secret);
   assert.equal(raw.length, 20);
-  const files = [s.config.dbPath, `${s.config.dbPath}-wal`].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f));
-  assert.ok(files.length >= 1 && files.some((b) => b.length > 0));
-  for (const bytes of files) {
-    assert.equal(bytes.indexOf(Buffer.from(e.secret, 'ascii')), -1, 'the base32 secret appears nowhere in svc.db or svc.db-wal');
+  // SQLite: the bytes of svc.db and svc.db-wal (free pages and old page versions included).
+  // PostgreSQL's files are the server's: there, every text and blob value of every table.
+  const stored = s.db.engine === 'postgres'
+    ? await storedValues(s.db)
+    : [s.config.dbPath, `${s.config.dbPath}-wal`].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f));
+  assert.ok(stored.length >= 1 && stored.some((b) => b.length > 0));
+  assert.ok(stored.some((b) => b.includes(Buffer.from(e.user.id))), 'the enrolled user is in what is searched');
+  for (const bytes of stored) {
+    assert.equal(bytes.indexOf(Buffer.from(e.secret, 'ascii')), -1, 'the base32 secret appears nowhere in the database');
     assert.equal(bytes.indexOf(Buffer.from(e.secret.toLowerCase(), 'ascii')), -1);
     assert.equal(bytes.indexOf(raw), -1, 'nor do its raw bytes');
   }
