@@ -117,9 +117,11 @@ test('an export reads its own snapshot on its own connection: writes go on meanw
   const s = await startTestServer(t);
   const owner = await member(s, 'org_owner');
   const org = owner.tree.organizationId;
-  const ROWS = 20_000;
+  // About 5 MB, far more than the socket buffers hold, in rows few enough to seed quickly on PostgreSQL
+  // (one round trip each).
+  const ROWS = 4_000;
   await s.db.tx(async () => {
-    for (let i = 0; i < ROWS; i++) await seed(s, { organizationId: org, action: 'bulk.row', targetId: `t_${i}`, metadata: { i, pad: 'x'.repeat(200) } });
+    for (let i = 0; i < ROWS; i++) await seed(s, { organizationId: org, action: 'bulk.row', targetId: `t_${i}`, metadata: { i, pad: 'x'.repeat(1_200) } });
   });
   /**
    * Whether a reader holds a snapshot of the database: on SQLite a checkpoint of the whole WAL is
