@@ -19,6 +19,7 @@ import { openShm, readShmHeader, WAL_HEADER_BYTES, type Shm } from './wal-index.
 import path from 'node:path';
 import { Transactional, type Frame } from './transactions.ts';
 import { SQLITE } from './dialect.ts';
+import { MISS, ReadCache } from './read-cache.ts';
 import { openSqliteSnapshot, readSqliteSnapshot, type RowCursor, type SnapshotQuery, type SnapshotReader } from './cursor.ts';
 
 export type { Hook } from './transactions.ts';
@@ -34,20 +35,6 @@ export interface OpenOptions {
 }
 
 const STATEMENT_CACHE_LIMIT = 1000;
-const READ_CACHE_LIMIT = 20_000;
-/** The read cache's slot for derived values (no SQL text can equal it). */
-const DERIVED = '\u0000derived';
-
-// String() of a byte array is its comma-joined bytes: a distinct key. (A DataView would give
-// "[object DataView]"; none is ever bound.)
-/* eslint-disable @typescript-eslint/no-base-to-string -- see above */
-function paramKey(params: Param[]): string {
-  if (params.length === 1) return typeof params[0] === 'string' ? params[0] : `\u0001${String(params[0])}`;
-  let key = '';
-  for (const p of params) key += `\u0000${typeof p === 'string' ? '' : '\u0001'}${String(p)}`;
-  return key;
-}
-/* eslint-enable @typescript-eslint/no-base-to-string */
 
 export class SqliteDb extends Transactional<DatabaseSync> implements Db {
   readonly engine = 'sqlite' as const;
@@ -58,9 +45,7 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
   /** True while a transaction (or a statement that waited for one) owns the connection. */
   private locked = false;
   private readonly waiting: Array<() => void> = [];
-  /** SQL -> parameter key -> frozen row(s). */
-  private readonly cache = new Map<string, Map<string, unknown>>();
-  private cached = 0;
+  private readonly cache = new ReadCache();
   private dataVersion = -1;
   private shm: Shm | null | undefined;
   constructor(file: string, opts: OpenOptions = {}) {
@@ -192,54 +177,26 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
    */
   cachedGet<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
     if (this.frame()) return this.get<T>(sql, ...params);
-    const bySql = this.cacheFor(sql);
-    const key = paramKey(params);
-    if (bySql.has(key)) return Promise.resolve(bySql.get(key) as T | undefined);
-    return this.when(() => {
-      // Read and kept in one step: no write comes between the read and the keeping.
-      const row = this.prepare(sql).get(...params) as T | undefined;
-      this.remember(bySql, key, row === undefined ? undefined : Object.freeze(row));
-      return row;
-    });
+    const hit = this.cache.get(sql, params);
+    if (hit !== MISS) return Promise.resolve(hit as T | undefined);
+    // Read and kept in one step: no write comes between the read and the keeping.
+    return this.when(() => this.cache.keepRow(sql, params, this.prepare(sql).get(...params) as T | undefined));
   }
 
   cachedAll<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
     if (this.frame()) return this.all<T>(sql, ...params);
-    const bySql = this.cacheFor(sql);
-    const key = paramKey(params);
-    const hit = bySql.get(key) as T[] | undefined;
-    if (hit) return Promise.resolve(hit);
-    return this.when(() => {
-      const rows = Object.freeze((this.prepare(sql).all(...params) as T[]).map((r) => Object.freeze(r))) as T[];
-      this.remember(bySql, key, rows);
-      return rows;
-    });
+    const hit = this.cache.get(sql, params);
+    if (hit !== MISS) return Promise.resolve(hit as T[]);
+    return this.when(() => this.cache.keepRows(sql, params, this.prepare(sql).all(...params) as T[]));
   }
 
   /**
    * A value derived only from cached reads (e.g. a response body), kept until the read cache is
-   * emptied, i.e. until anything is written. `key` must name everything the value depends on. The
-   * promise is what is kept: callers that ask while it is computed share it (after a write, many
-   * concurrent requests would otherwise all compute it). A computation that fails is forgotten; one
-   * that saw the cache emptied meanwhile is not kept (the emptying dropped it).
+   * emptied, i.e. until anything is written (ReadCache.derived).
    */
   cachedDerived<T>(key: string, compute: () => Promise<T>): Promise<T> {
     if (this.frame()) return compute();
-    const derived = this.cacheFor(DERIVED);
-    const hit = derived.get(key) as Promise<T> | undefined;
-    if (hit) return hit;
-    const value = compute();
-    this.remember(derived, key, value);
-    value.catch(() => {
-      if (derived.get(key) === value) derived.delete(key);
-    });
-    return value;
-  }
-
-  private cacheFor(sql: string): Map<string, unknown> {
-    let m = this.cache.get(sql);
-    if (!m) this.cache.set(sql, (m = new Map<string, unknown>()));
-    return m;
+    return this.cache.derived(key, compute);
   }
 
   /**
@@ -267,16 +224,8 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
     }
   }
 
-  private remember(bySql: Map<string, unknown>, key: string, value: unknown): void {
-    if (this.cached >= READ_CACHE_LIMIT) this.invalidate();
-    bySql.set(key, value);
-    this.cached++;
-  }
-
   private invalidate(): void {
-    if (this.cached === 0) return;
-    for (const m of this.cache.values()) m.clear();
-    this.cached = 0;
+    this.cache.clear();
   }
 
   snapshotCursor<R>(q: SnapshotQuery): RowCursor<R> {

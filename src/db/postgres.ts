@@ -6,11 +6,24 @@
 //
 // Values come back as db.ts gives them: 64-bit integers and numeric as numbers (refused past 2^53,
 // where db.ts would throw too), or as bigint through allBig(); json and jsonb as their text; bytea
-// as a Buffer. There is no read cache yet (the cached reads read; cachedDerived computes): several
-// processes share the database, and its invalidation across them comes with LISTEN/NOTIFY.
+// as a Buffer.
+//
+// The read cache (read-cache.ts, as on SQLite) keeps cached reads outside transactions. Several
+// processes share the database, so a unit of work must not see a value older than a commit that
+// finished before it began, whichever process made it. syncCache() only asks for a check; the first
+// cached read after it awaits one that started after it (units that read nothing cached pay nothing;
+// concurrent units share a check in flight when it started late enough). The check is one statement,
+// `SELECT pg_current_snapshot()::text`: a commit (of a transaction that wrote, so took an xid) either
+// removes its xid from the snapshot's in-progress list or moves xmax past it, so the same text as at
+// the previous check means nothing was committed since, and every kept value is current; another
+// text empties the cache. The snapshot is the whole cluster's: writes to other databases on the same
+// server empty it too. This process's own writes empty it at once (run and exec outside a
+// transaction, the end of every transaction), and a read that was in flight when the cache was
+// emptied does not keep what it read (ReadCache.epoch). Reads inside a transaction bypass it.
 import type { Client, Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
+import { MISS, ReadCache } from './read-cache.ts';
 import type { Db, Param, Row } from './db.ts';
 import type { RowCursor, SnapshotQuery, SnapshotReader } from './cursor.ts';
 
@@ -108,6 +121,15 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   /** A new connection outside the pool (for LISTEN, which keeps its connection). */
   private readonly connect: () => Client;
   private readonly listeners = new Set<Listener>();
+  private readonly cache = new ReadCache();
+  /** Bumped by every syncCache(): cached reads want a check that started at this generation or later. */
+  private wanted = 0;
+  /** The generation of the latest check whose answer was taken. */
+  private checked = 0;
+  /** The check in flight last started, and the generation it started at. */
+  private checking: { generation: number; done: Promise<void> } | null = null;
+  /** pg_current_snapshot() as the latest check read it. */
+  private snapshot: string | null = null;
 
   constructor(pool: Pool, fallback: (oid: number) => Parser, connect: () => Client) {
     super();
@@ -149,14 +171,25 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     return (await this.query<QueryResultRow>(sql, params, this.bigTypes)).rows as T[];
   }
 
+  /** A statement that writes: outside a transaction it has committed (or failed) when it returns, so the read cache is emptied then. */
   async run(sql: string, ...params: Param[]): Promise<{ changes: number }> {
-    return { changes: (await this.query(sql, params)).rowCount ?? 0 };
+    const inTx = this.frame() !== undefined;
+    try {
+      return { changes: (await this.query(sql, params)).rowCount ?? 0 };
+    } finally {
+      if (!inTx) this.cache.clear();
+    }
   }
 
   /** Statements without parameters, several separated by semicolons (a migration). */
   async exec(sql: string): Promise<void> {
+    const conn = this.frame()?.conn;
     this.statementCount++;
-    await (this.frame()?.conn ?? this.pool).query(sql);
+    try {
+      await (conn ?? this.pool).query(sql);
+    } finally {
+      if (!conn) this.cache.clear();
+    }
   }
 
   /** The rows of `sql` one at a time; read in one query for now (a cursor comes with the large reads). */
@@ -164,16 +197,66 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     yield* await this.all<T>(sql, ...params);
   }
 
-  cachedGet<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
-    return this.get<T>(sql, ...params);
+  /** get() through the read cache (see the top of this file); inside a transaction a plain get(). */
+  async cachedGet<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
+    if (this.frame()) return await this.get<T>(sql, ...params);
+    const check = this.fresh();
+    if (check) await check;
+    const hit = this.cache.get(sql, params);
+    if (hit !== MISS) return hit as T | undefined;
+    const epoch = this.cache.epoch;
+    return this.cache.keepRow(sql, params, await this.get<T>(sql, ...params), epoch);
   }
 
-  cachedAll<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
-    return this.all<T>(sql, ...params);
+  async cachedAll<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
+    if (this.frame()) return await this.all<T>(sql, ...params);
+    const check = this.fresh();
+    if (check) await check;
+    const hit = this.cache.get(sql, params);
+    if (hit !== MISS) return hit as T[];
+    const epoch = this.cache.epoch;
+    return this.cache.keepRows(sql, params, await this.all<T>(sql, ...params), epoch);
   }
 
-  cachedDerived<T>(_key: string, compute: () => Promise<T>): Promise<T> {
-    return compute();
+  /** A value derived only from cached reads, kept until the read cache is emptied (ReadCache.derived). */
+  async cachedDerived<T>(key: string, compute: () => Promise<T>): Promise<T> {
+    if (this.frame()) return await compute();
+    const check = this.fresh();
+    if (check) await check;
+    return await this.cache.derived(key, compute);
+  }
+
+  /** Asks the next cached read of each unit of work to await a check of the cache (see the top of this file). */
+  syncCache(): void {
+    this.wanted++;
+  }
+
+  /**
+   * Undefined when a check that started after the latest syncCache() has answered; else that check:
+   * the one in flight when it started late enough, or a new one.
+   */
+  private fresh(): Promise<void> | undefined {
+    if (this.checked >= this.wanted) return undefined;
+    if (this.checking && this.checking.generation >= this.wanted) return this.checking.done;
+    const checking = { generation: this.wanted, done: this.check(this.wanted) };
+    this.checking = checking;
+    // A check that failed is not shared any more: the next cached read starts another.
+    checking.done.catch(() => { if (this.checking === checking) this.checking = null; });
+    return checking.done;
+  }
+
+  /**
+   * Empties the cache when pg_current_snapshot() differs from the previous answer. Checks may overlap:
+   * one that answers after a later-started one was taken is ignored (the later one covers its callers).
+   */
+  private async check(generation: number): Promise<void> {
+    const row = (await this.query<{ s: string }>('SELECT pg_current_snapshot()::text AS s', [], this.types, this.pool)).rows[0];
+    if (generation <= this.checked) return;
+    this.checked = generation;
+    if (row.s !== this.snapshot) {
+      this.snapshot = row.s;
+      this.cache.clear();
+    }
   }
 
   /** 40001 serialization_failure, 40P01 deadlock_detected: the server rolled the transaction back; it may run again. */
@@ -269,9 +352,6 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     }
   }
 
-  /** Nothing to do: there is no read cache to invalidate. */
-  syncCache(): void {}
-
   protected async begin(): Promise<PoolClient> {
     const client = await this.pool.connect();
     try {
@@ -301,8 +381,9 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     }
   }
 
-  /** Back to the pool; a connection whose transaction could not end cleanly is closed instead. */
+  /** Back to the pool; a connection whose transaction could not end cleanly is closed instead. The transaction may have written: the read cache is emptied. */
   protected end(conn: PoolClient): void {
+    this.cache.clear();
     conn.release(this.broken.delete(conn));
   }
 

@@ -60,6 +60,17 @@ test('a suspended account is 403 account_suspended with the right password, 401 
   assert.equal((await s.call('POST', '/api/auth/login', { body: { email: u.email, password: u.password } })).status, 200);
 });
 
+test('a user suspended through one process has its token refused by another at the very next request', async (t) => {
+  const a = await startTestServer(t);
+  const b = await startTestServer(t, {}, { dataDir: a.config.dataDir }); // the same database: another api process
+  const u = await makeUser(a);
+  const token = await login(a, u);
+  for (let i = 0; i < 2; i++) assert.equal((await b.call('GET', '/api/context', { token })).status, 200, 'the other process has the session cached');
+  await setUserStatus(a.operator(), u.id, 'suspended');
+  assert.equal((await b.call('GET', '/api/context', { token })).status, 401);
+  assert.equal((await a.call('GET', '/api/context', { token })).status, 401);
+});
+
 test('logout makes the token 401 at once and clears the cookie', async (t) => {
   const s = await startTestServer(t);
   const u = await makeUser(s);
