@@ -1,14 +1,16 @@
 // bin/svc as a real child process: users and organizations created from the command line, the
 // database migrated and refused when newer, the server listening, logging in and stopping on
 // SIGTERM, flags winning over SVC_* variables, and the re-execution under an older system Node.
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { currentSchemaVersion } from '../../src/db/migrate.ts';
+import { openPostgres } from '../../src/db/postgres.ts';
 import { Sandbox, describe, lines, type Result, type Server } from '../helpers/cli.ts';
+import { openDataFolderDb } from '../helpers/postgres.ts';
 
 const PASSWORD = 'a long test password';
 /** Sends SIGTERM and asserts the server exits with code 0 within 10 s, having printed one stdout line. */
@@ -58,13 +60,39 @@ function createAdmin(sb: Sandbox, email = 'a@b.c', extra: string[] = sb.dirs, en
   return sb.run(['users', 'create', '--email', email, '--name', 'A', '--system-admin', '--password-stdin', '--json', ...extra], { input: `${PASSWORD}\n`, env });
 }
 
-function query<T>(dbFile: string, sql: string, ...params: string[]): T[] {
-  const db = new DatabaseSync(dbFile, { readOnly: true });
+/** Rows of the database of the data folder `dataDir` (read-only): its SQLite file, or on PostgreSQL the folder's database. */
+async function query<T>(t: TestContext, dataDir: string, sql: string, ...params: string[]): Promise<T[]> {
+  const db = await openDataFolderDb(t, dataDir);
   try {
-    return db.prepare(sql).all(...params) as T[];
+    // Copies: node:sqlite rows have a null prototype, which deepEqual tells apart.
+    return (await db.all<T & object>(sql, ...params)).map((r) => ({ ...r }));
   } finally {
-    db.close();
+    await db.close();
   }
+}
+
+/** The schema version of the sandbox's database, read as each engine keeps it (src/db/migrate.ts). */
+async function schemaVersion(t: TestContext, sb: Sandbox): Promise<number> {
+  const [r] = sb.database === 'postgres'
+    ? await query<{ version: number }>(t, sb.data, 'SELECT version FROM svc_schema_version')
+    : await query<{ version: number }>(t, sb.data, 'SELECT user_version AS version FROM pragma_user_version');
+  return Number(r.version);
+}
+
+/** Sets the schema version of the sandbox's database, as a newer version of svc would have left it. */
+async function setSchemaVersion(sb: Sandbox, version: number): Promise<void> {
+  if (sb.database === 'postgres') {
+    const db = await openPostgres({ url: (await sb.databaseEnv(sb.dirs)).SVC_POSTGRES_URL, max: 1 });
+    try {
+      await db.run('UPDATE svc_schema_version SET version = ?', version);
+    } finally {
+      await db.close();
+    }
+    return;
+  }
+  const db = new DatabaseSync(path.join(sb.data, 'svc.db'));
+  db.exec(`PRAGMA user_version = ${version}`);
+  db.close();
 }
 
 test('users create --password-stdin --json, then serve: login, /api/context, SIGTERM exits 0', async (t) => {
@@ -137,7 +165,7 @@ test('a duplicate e-mail address (other case) fails with one stderr line and not
     assert.match(line, /e-mail/);
     assert.match(line, /exists|already/);
   }
-  const rows = query<{ email: string }>(path.join(sb.data, 'svc.db'), 'SELECT email FROM users');
+  const rows = await query<{ email: string }>(t, sb.data, 'SELECT email FROM users');
   assert.deepEqual(rows.map((u) => u.email), ['a@b.c']);
 });
 
@@ -153,15 +181,13 @@ test('orgs create --owner by e-mail prints the organization; an unknown owner fa
   const org = JSON.parse(r.stdout);
   assert.match(org.id, /^org_/);
   assert.equal(org.name, 'Studio');
-  const dbFile = path.join(sb.data, 'svc.db');
-  const owners = query<{ user_id: string; role: string }>(dbFile, "SELECT user_id, role FROM memberships WHERE level = 'organization' AND scope_id = ?", org.id);
-  // node:sqlite rows have a null prototype; copy them for deepEqual.
-  assert.deepEqual(owners.map((m) => ({ ...m })), [{ user_id: userId, role: 'org_owner' }]);
+  const owners = await query<{ user_id: string; role: string }>(t, sb.data, "SELECT user_id, role FROM memberships WHERE level = 'organization' AND scope_id = ?", org.id);
+  assert.deepEqual(owners, [{ user_id: userId, role: 'org_owner' }]);
 
   const bad = await sb.run(['orgs', 'create', '--name', 'Nope', '--owner', 'nobody@x.y', '--json', ...sb.dirs]);
   const line = assertOneLineFailure(bad);
   assert.match(line, /nobody@x\.y/);
-  const orgs = query<{ name: string }>(dbFile, 'SELECT name FROM organizations');
+  const orgs = await query<{ name: string }>(t, sb.data, 'SELECT name FROM organizations');
   assert.deepEqual(orgs.map((o) => o.name), ['Studio']);
 });
 
@@ -171,7 +197,7 @@ test('orgs create requires --owner: the local operator is no person, and an orga
   const r = await sb.run(['orgs', 'create', '--name', 'Ownerless', ...sb.dirs]);
   assert.equal(r.code, 2, describe(r));
   assert.match(assertOneLineFailure(r), /owner/);
-  assert.deepEqual(query<{ n: number }>(path.join(sb.data, 'svc.db'), 'SELECT count(*) AS n FROM organizations').map((x) => x.n), [0]);
+  assert.deepEqual((await query<{ n: number }>(t, sb.data, 'SELECT count(*) AS n FROM organizations')).map((x) => x.n), [0]);
 });
 
 /** A failed --json command: nothing on stdout, one stderr line that is exactly the contract's error body. */
@@ -234,7 +260,7 @@ test('with --json every kind of failure is one JSON error document on stderr, wi
   // --json=true asks for JSON too; a later --no-json takes it back.
   assert.equal(jsonFailure(await sb.run(['users', 'suspend', 'nobody@x.y', '--json=true', ...sb.dirs])).code, 'not_found');
   assert.match(assertOneLineFailure(await sb.run(['users', 'suspend', 'nobody@x.y', '--json', '--no-json', ...sb.dirs])), /^svc: /);
-  assert.deepEqual(query<{ n: number }>(path.join(sb.data, 'svc.db'), 'SELECT count(*) AS n FROM organizations').map((x) => x.n), [0]);
+  assert.deepEqual((await query<{ n: number }>(t, sb.data, 'SELECT count(*) AS n FROM organizations')).map((x) => x.n), [0]);
 });
 
 test('invalid input is refused with one line and nothing written: names, e-mail, password, port', async (t) => {
@@ -247,24 +273,24 @@ test('invalid input is refused with one line and nothing written: names, e-mail,
   assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'not-an-address', '--name', 'X', ...sb.dirs])), /email must be an e-mail address/);
   assert.match(assertOneLineFailure(await sb.run(['users', 'create', '--email', 'short@b.c', '--name', 'X', '--password-stdin', ...sb.dirs], { input: 'short\n' })), /password must be at least 12 characters/);
   assert.match(assertOneLineFailure(await sb.run(['serve', '--port', 'abc', ...sb.dirs])), /--port must be an integer, got "abc"/);
-  const dbFile = path.join(sb.data, 'svc.db');
-  assert.deepEqual(query<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM organizations').map((r) => r.n), [0]);
-  assert.deepEqual(query<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM users').map((r) => r.n), [1]);
+  assert.deepEqual((await query<{ n: number }>(t, sb.data, 'SELECT count(*) AS n FROM organizations')).map((r) => r.n), [0]);
+  assert.deepEqual((await query<{ n: number }>(t, sb.data, 'SELECT count(*) AS n FROM users')).map((r) => r.n), [1]);
 });
 
 test('migrate --json applies schema.sql to a fresh database, then nothing', async (t) => {
   const sb = new Sandbox(t);
   const version = currentSchemaVersion();
-  const dbFile = path.join(sb.data, 'svc.db');
+  // The database as the command names it: the SQLite file, or the PostgreSQL server and database without the user or password.
+  const pg = sb.database === 'postgres' ? new URL((await sb.databaseEnv(sb.dirs)).SVC_POSTGRES_URL) : null;
   const first = await sb.run(['migrate', '--json', '--data-dir', sb.data]);
   assert.equal(first.code, 0, describe(first));
   assert.equal(first.stderr, '');
   const a = JSON.parse(first.stdout);
-  assert.equal(a.database, dbFile);
+  assert.equal(a.database, pg ? `postgres://${pg.host}${pg.pathname}` : path.join(sb.data, 'svc.db'));
   assert.equal(a.from, 0);
   assert.equal(a.to, version);
-  assert.ok(a.applied.includes('schema.sql'), first.stdout);
-  assert.equal(query<{ user_version: number }>(dbFile, 'PRAGMA user_version')[0].user_version, version);
+  assert.deepEqual(a.applied, [pg ? 'schema.pg.sql' : 'schema.sql'], first.stdout);
+  assert.equal(await schemaVersion(t, sb), version);
 
   const second = await sb.run(['migrate', '--json', '--data-dir', sb.data]);
   assert.equal(second.code, 0, describe(second));
@@ -276,10 +302,7 @@ test('a database written by a newer version makes serve and migrate fail with on
   const sb = new Sandbox(t);
   const m = await sb.run(['migrate', '--data-dir', sb.data]);
   assert.equal(m.code, 0, describe(m));
-  const dbFile = path.join(sb.data, 'svc.db');
-  const db = new DatabaseSync(dbFile);
-  db.exec('PRAGMA user_version = 999');
-  db.close();
+  await setSchemaVersion(sb, 999);
 
   const runs = await Promise.all([
     sb.run(['serve', '--port', '0', ...sb.dirs]),
@@ -292,7 +315,7 @@ test('a database written by a newer version makes serve and migrate fail with on
     assert.match(line, /999/);
   }
   assert.equal(JSON.parse(lines(runs[2].stderr)[0]).error.code, 'unsupported_schema_version');
-  assert.equal(query<{ user_version: number }>(dbFile, 'PRAGMA user_version')[0].user_version, 999, 'the database is left alone');
+  assert.equal(await schemaVersion(t, sb), 999, 'the database is left alone');
 });
 
 test('flags win over the environment: --port 0 beats SVC_PORT=1', async (t) => {
@@ -316,7 +339,13 @@ test('SVC_DATA_DIR is used without --data-dir; --data-dir beats it', async (t) =
   });
   assert.equal(viaEnv.code, 0, describe(viaEnv));
   assert.match(viaEnv.stdout, /^created user usr_\S+ <a@b\.c>\n$/);
-  assert.ok(fs.existsSync(path.join(envData, 'svc.db')), 'the database is in SVC_DATA_DIR');
+  if (sb.database === 'postgres') {
+    // The database is SVC_POSTGRES_URL's (the tests give each data folder one of its own): no SQLite file anywhere.
+    assert.equal(fs.existsSync(path.join(envData, 'svc.db')), false, 'no SQLite file on PostgreSQL');
+  } else {
+    assert.ok(fs.existsSync(path.join(envData, 'svc.db')), 'the database is in SVC_DATA_DIR');
+  }
+  assert.deepEqual((await query<{ email: string }>(t, envData, 'SELECT email FROM users')).map((u) => u.email), ['a@b.c']);
   assert.equal(fs.existsSync(path.join(sb.root, 'data')), false, 'the default ./data was not used');
 
   // The same data directory by flag sees that user.
@@ -424,7 +453,7 @@ test('users suspend from another process: the running server refuses the old tok
   const orgs = await sb.run(['orgs', 'list', '--json', ...sb.dirs]);
   assert.deepEqual(JSON.parse(orgs.stdout).items.map((o: { name: string }) => o.name), ['Studio']);
   assert.match(assertOneLineFailure(await sb.run(['users', 'suspend', 'w@b.c', ...sb.dirs])), /only active owner/);
-  const actions = query<{ action: string; actor_type: string }>(path.join(sb.data, 'svc.db'),
+  const actions = await query<{ action: string; actor_type: string }>(t, sb.data,
     "SELECT action, actor_type FROM audit_log WHERE target_id = ? AND action LIKE 'user.%' ORDER BY seq", userId);
   assert.deepEqual(actions.map((a) => [a.action, a.actor_type]), [
     ['user.created', 'operator'], ['user.suspended', 'operator'], ['user.activated', 'operator'],

@@ -120,7 +120,7 @@ function parsed(r: Result): CopyJson {
 test('svc db copy moves an installation from SQLite to PostgreSQL and back, every row the same', async (t) => {
   const dataDir = await installation(t);
   const original = sqliteRows(path.join(dataDir, 'svc.db'));
-  const sb = new Sandbox(t);
+  const sb = new Sandbox(t, { database: 'sqlite' }); // the commands name their engines themselves
   const url = new URL(await freshDatabaseUrl(t));
   url.password = PASSWORD;
   const pgEnv = { SVC_POSTGRES_URL: url.toString() };
@@ -221,7 +221,7 @@ test('svc db copy moves an installation from SQLite to PostgreSQL and back, ever
 });
 
 test('svc db copy refuses the same engine twice, a missing source and a missing SVC_POSTGRES_URL', async (t) => {
-  const sb = new Sandbox(t);
+  const sb = new Sandbox(t, { database: 'sqlite' }); // the commands name their engines themselves
   const same = await sb.run(['db', 'copy', '--from', 'sqlite', '--to', 'sqlite', ...sb.dirs, '--json']);
   assert.equal(same.code, 1, describe(same));
   assert.equal(JSON.parse(same.stderr).error.code, 'validation_failed');

@@ -1,6 +1,8 @@
 // bin/svc as a real child process in a sandbox directory: commands run to completion, `svc serve`
 // started and awaited until its listening line; every child is killed and the directory removed
-// when the test ends.
+// when the test ends. A child runs on the suite's engine: on PostgreSQL (SVC_TEST_DATABASE=postgres)
+// it gets the database of the data folder it is started on (test/helpers/postgres.ts), the one a test
+// server on that folder uses, as the SQLite file svc.db in the folder would be shared.
 import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -8,6 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { dataFolderDatabase, testDatabase } from './postgres.ts';
 
 export const BIN_SVC = fileURLToPath(new URL('../../bin/svc', import.meta.url));
 export const LISTENING = /^listening on http:\/\/127\.0\.0\.1:(\d+)$/;
@@ -15,6 +18,19 @@ export const LISTENING = /^listening on http:\/\/127\.0\.0\.1:(\d+)$/;
 export const COMMAND_TIMEOUT_MS = 30_000;
 
 export interface Result { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+
+/**
+ * The data folder of a `bin/svc` command line started in `cwd`, as the command resolves it: the last
+ * --data-dir (or --dataDir), else SVC_DATA_DIR of its environment, else ./data.
+ */
+export function dataDirOf(args: string[], env: Record<string, string | undefined>, cwd: string): string {
+  let dir: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const m = /^--(?:data-dir|dataDir)(?:=(.*))?$/.exec(args[i]);
+    if (m) dir = m[1] ?? args[++i];
+  }
+  return path.resolve(cwd, dir ?? env.SVC_DATA_DIR ?? 'data');
+}
 
 /** The child's environment: the caller's minus every SVC_* setting, plus cheap scrypt and `extra`. */
 export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -33,6 +49,14 @@ export function exited(child: ChildProcess): boolean {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
+export interface SandboxOptions {
+  /**
+   * The engine of the children that name none themselves (no SVC_DATABASE or SVC_POSTGRES_URL in
+   * their env): the suite's (the default), or 'sqlite' for tests about a given engine's files.
+   */
+  database?: 'sqlite' | 'postgres';
+}
+
 /**
  * One test's world: its own temporary directory (cwd of every child, holding data/ and storage/)
  * and every child it started; both are cleaned up in t.after, children first, whatever failed.
@@ -41,9 +65,13 @@ export class Sandbox {
   readonly root: string;
   readonly data: string;
   readonly storage: string;
+  readonly database: 'sqlite' | 'postgres';
+  private readonly t: TestContext;
   private readonly children = new Set<ChildProcess>();
 
-  constructor(t: TestContext) {
+  constructor(t: TestContext, opts: SandboxOptions = {}) {
+    this.t = t;
+    this.database = opts.database ?? testDatabase();
     this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-test-'));
     this.data = path.join(this.root, 'data');
     this.storage = path.join(this.root, 'storage');
@@ -63,9 +91,19 @@ export class Sandbox {
     return ['--data-dir', this.data, '--storage-dir', this.storage];
   }
 
-  spawn(args: string[], opts: { env?: Record<string, string>; node?: string } = {}): ChildProcess {
+  /**
+   * The database settings of a child on `args` and `env`: none on SQLite or when `env` names its
+   * database itself; on PostgreSQL those of the data folder the command line names.
+   */
+  async databaseEnv(args: string[], env: Record<string, string> = {}): Promise<Record<string, string>> {
+    if (this.database === 'sqlite' || env.SVC_DATABASE !== undefined || env.SVC_POSTGRES_URL !== undefined) return {};
+    return await dataFolderDatabase(this.t, dataDirOf(args, env, this.root));
+  }
+
+  async spawn(args: string[], opts: { env?: Record<string, string>; node?: string } = {}): Promise<ChildProcess> {
+    const env = childEnv({ ...await this.databaseEnv(args, opts.env), ...opts.env });
     const child = spawn(opts.node ?? process.execPath, [BIN_SVC, ...args], {
-      cwd: this.root, env: childEnv(opts.env), stdio: ['pipe', 'pipe', 'pipe'],
+      cwd: this.root, env, stdio: ['pipe', 'pipe', 'pipe'],
     });
     this.children.add(child);
     child.stdin.on('error', () => { /* EPIPE when the child does not read its input */ });
@@ -75,15 +113,15 @@ export class Sandbox {
   }
 
   /** Runs `svc args` to completion (killed after COMMAND_TIMEOUT_MS), `input` on its stdin. */
-  run(args: string[], opts: { input?: string; env?: Record<string, string>; node?: string } = {}): Promise<Result> {
-    const child = this.spawn(args, opts);
+  async run(args: string[], opts: { input?: string; env?: Record<string, string>; node?: string } = {}): Promise<Result> {
+    const child = await this.spawn(args, opts);
     child.stdin!.end(opts.input ?? '');
-    return collect(child);
+    return await collect(child);
   }
 
   /** Starts `svc serve args` and waits for its first stdout line. */
   async serve(args: string[], env: Record<string, string> = {}, node?: string): Promise<Server> {
-    const child = this.spawn(['serve', ...args], { env, node });
+    const child = await this.spawn(['serve', ...args], { env, node });
     child.stdin!.end();
     const done = collect(child, null);
     let stdout = '';

@@ -72,6 +72,59 @@ export async function schemaDatabaseUrl(t: TestContext, closeFirst: () => Promis
   return pool.urlOf(name);
 }
 
+/** The engine the suite runs on (SVC_TEST_DATABASE=postgres runs it on PostgreSQL, `npm run test:postgres`). */
+export const testDatabase = (): 'sqlite' | 'postgres' => (process.env.SVC_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite');
+
+/** Each test data folder's PostgreSQL database, and what must let go of it before it is dropped. */
+const folderDatabases = new Map<string, { url: Promise<string>; users: Array<() => Promise<void>> }>();
+
+/**
+ * The database settings of a process on the test data folder `dataDir`: nothing on SQLite (the file
+ * svc.db in the folder is the database), on PostgreSQL SVC_DATABASE, SVC_POSTGRES_URL and
+ * SVC_POSTGRES_POOL of the folder's own database. It is created at its first use, found again by every
+ * later process on the folder (a test server in this process, a `bin/svc` child, a reader) as the SQLite
+ * file would be, and dropped after the test once each `user` (its closing) has run. `made`: what the
+ * first use gets, an empty database (a `bin/svc` child makes the schema, as on a new SQLite file) or
+ * one with the schema from the pool (a test server: a second faster), given back instead of dropped.
+ */
+export async function dataFolderDatabase(t: TestContext, dataDir: string, user?: () => Promise<void>, made: 'empty' | 'schema' = 'empty'): Promise<Record<string, string>> {
+  if (testDatabase() !== 'postgres') return {};
+  const key = path.resolve(dataDir);
+  let entry = folderDatabases.get(key);
+  if (!entry) {
+    const users: Array<() => Promise<void>> = [];
+    const url = (made === 'schema' ? schemaDatabaseUrl : freshDatabaseUrl)(t, async () => {
+      folderDatabases.delete(key);
+      for (const close of users) await close();
+    });
+    entry = { url, users };
+    folderDatabases.set(key, entry);
+  }
+  if (user) entry.users.push(user);
+  return { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: await entry.url, SVC_POSTGRES_POOL: '4' };
+}
+
+/**
+ * The database of a test data folder opened in this process, read-only: the SQLite file (which must
+ * exist), or the folder's PostgreSQL database. Closed after the test (before the database is dropped);
+ * closing it earlier is fine.
+ */
+export async function openDataFolderDb(t: TestContext, dataDir: string): Promise<Db> {
+  const opened: { close?: () => void | Promise<void>; closing?: Promise<void> } = {};
+  const close = async () => { opened.closing ??= Promise.resolve(opened.close?.()); await opened.closing; };
+  let db: Db;
+  if (testDatabase() === 'postgres') {
+    const env = await dataFolderDatabase(t, dataDir, close);
+    db = await openPostgres({ url: env.SVC_POSTGRES_URL, max: 2, readOnly: true });
+  } else {
+    db = openDb(path.join(dataDir, 'svc.db'), { readOnly: true });
+    t.after(close);
+  }
+  opened.close = db.close.bind(db);
+  db.close = close;
+  return db;
+}
+
 /** A PostgresDb over a new empty database, closed and dropped after the test. */
 export async function freshPostgres(t: TestContext, max?: number): Promise<PostgresDb> {
   const opened: { db?: PostgresDb } = {};

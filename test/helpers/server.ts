@@ -14,7 +14,7 @@ import { loadConfig, type Config } from '../../src/kernel/config.ts';
 import { createContext, type Ctx } from '../../src/directory/context.ts';
 import { createLogger, type Logger } from '../../src/kernel/log.ts';
 import { startServer, type RunningServer } from '../../src/server.ts';
-import { schemaDatabaseUrl } from './postgres.ts';
+import { dataFolderDatabase, testDatabase } from './postgres.ts';
 import { checkAnswer } from './openapi-check.ts';
 import { cleanUpPrefix, freshPrefix, s3Env } from './s3.ts';
 
@@ -81,22 +81,8 @@ export function callerOf(base: () => string): TestServer['call'] {
   };
 }
 
-/** The engine test servers use (SVC_TEST_DATABASE=postgres runs the suite on PostgreSQL). */
-export const testDatabase = (): 'sqlite' | 'postgres' => (process.env.SVC_TEST_DATABASE === 'postgres' ? 'postgres' : 'sqlite');
-
-/** The PostgreSQL database of each test data folder (a restart on the folder finds its database again). */
-const databases = new Map<string, string>();
-
-/** SVC_DATABASE and SVC_POSTGRES_URL of a test server on `dataDir` (nothing on SQLite); the database is dropped after the test. */
-async function databaseEnv(t: TestContext, dataDir: string, close: () => Promise<void>): Promise<Record<string, string>> {
-  if (testDatabase() !== 'postgres') return {};
-  let url = databases.get(dataDir);
-  if (!url) {
-    url = await schemaDatabaseUrl(t, close);
-    databases.set(dataDir, url);
-  }
-  return { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url, SVC_POSTGRES_POOL: '4' };
-}
+// The engine test servers use (SVC_TEST_DATABASE=postgres runs the suite on PostgreSQL).
+export { testDatabase };
 
 /** The driver test servers use unless asked otherwise (SVC_TEST_STORAGE_DRIVER=s3 runs a test file on the s3 driver). */
 export const testStorageDriver = (): 'local' | 's3' => (process.env.SVC_TEST_STORAGE_DRIVER === 's3' ? 's3' : 'local');
@@ -111,8 +97,9 @@ export async function startTestServer(t: TestContext, env: Record<string, string
     cleanUpPrefix(t, prefix, storageDir);
   }
   const dataDir = dirs.dataDir ?? path.join(dir, 'data');
-  const servers: RunningServer[] = [];
-  const databaseEnvs = await databaseEnv(t, dataDir, async () => { for (const s of servers) await s.close(); });
+  // The data folder's database: every server and child on the folder finds the same one; this server is closed before it is dropped.
+  const started: { server?: RunningServer } = {};
+  const databaseEnvs = await dataFolderDatabase(t, dataDir, async () => { await started.server?.close(); }, 'schema');
   const config = loadConfig({
     port: 0, host: '127.0.0.1', dataDir, storageDir,
   }, { ...TEST_ENV, SVC_ROLE: defaultRole, ...storageEnv, ...databaseEnvs, ...env });
@@ -127,7 +114,7 @@ export async function startTestServer(t: TestContext, env: Record<string, string
     },
   });
   const running = await startServer(config, log);
-  servers.push(running);
+  started.server = running;
   t.after(() => running.close());
   const call = callerOf(() => running.url);
   return {
