@@ -5,12 +5,12 @@
 // temporaries found, an incomplete multipart upload whose writer is gone listed and aborted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { S3Client, CreateMultipartUploadCommand } from '@aws-sdk/client-s3';
 import { startTestServer, tempDir } from '../helpers/server.ts';
 import { login, makeUser } from '../helpers/factories.ts';
-import { BIN_SVC, Sandbox, childEnv, collect, describe, lines } from '../helpers/cli.ts';
+import { Sandbox, collect, describe, lines } from '../helpers/cli.ts';
 import { cleanUpPrefix, freshPrefix, s3Env, s3Settings, testGateway, testS3Store } from '../helpers/s3.ts';
 import { keysOf, storedWorld, worldKeys } from '../helpers/stored-world.ts';
 import { storageOf } from '../../src/kernel/storage/index.ts';
@@ -47,12 +47,14 @@ test('svc storage migrate --to s3 killed with kill -9 mid-run resumes on the nex
   cleanUpPrefix(t, prefix, tempDir(t));
   const env: Record<string, string> = { ...s3Env(prefix), SVC_STORAGE_DRIVER: 'local' };
   const args = ['storage', 'migrate', '--to', 's3', '--data-dir', s.config.dataDir, '--storage-dir', s.config.storageDir];
-  const child = spawn(process.execPath, [BIN_SVC, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const sb = new Sandbox(t);
+  const child = await sb.spawn(args, { env });
+  child.stdin!.end();
   const result = collect(child);
   let out = '';
   await new Promise<void>((resolve) => {
-    child.stdout.on('data', (c: Buffer) => {
-      out += c.toString();
+    child.stdout!.on('data', (c: string) => {
+      out += c;
       if ((out.match(/ copied /g) ?? []).length >= 10) resolve();
     });
     child.once('exit', () => resolve());
@@ -61,7 +63,6 @@ test('svc storage migrate --to s3 killed with kill -9 mid-run resumes on the nex
   const killed = await result;
   assert.equal(killed.signal, 'SIGKILL', `killed mid-run: ${describe(killed)}`);
 
-  const sb = new Sandbox(t);
   const again = await sb.run([...args, '--json'], { env });
   assert.equal(again.code, 0, describe(again));
   const summary = JSON.parse(again.stdout);
