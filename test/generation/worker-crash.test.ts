@@ -5,25 +5,16 @@ import test, { type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
 import { Sandbox } from '../helpers/cli.ts';
 import { startTestServer } from '../helpers/server.ts';
+import { openDataFolderDb } from '../helpers/postgres.ts';
 import { member } from '../helpers/factories.ts';
 import { connector, createJob, sleep, startModel } from '../helpers/jobs.ts';
 
-function row<T>(dbFile: string, sql: string, ...params: string[]): T {
-  const db = new DatabaseSync(dbFile, { readOnly: true });
-  try {
-    return db.prepare(sql).get(...params) as T;
-  } finally {
-    db.close();
-  }
-}
-
-async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs = 20_000): Promise<T> {
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (;;) {
-    const v = fn();
+    const v = await fn();
     if (v) return v;
     if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
     await sleep(50);
@@ -32,7 +23,8 @@ async function until<T>(what: string, fn: () => T | undefined | false, timeoutMs
 
 /**
  * A sandbox whose database holds one queued job of `kind` on a ready local connector, set up through
- * HTTP on an in-process server (its worker paused) that is closed again: `svc serve` runs it.
+ * HTTP on an in-process server (its worker paused) that is closed again: `svc serve` runs it. `row`
+ * reads that database (read-only) from this process.
  */
 async function stagedJob(t: TestContext, kind: string) {
   const sb = new Sandbox(t);
@@ -42,33 +34,34 @@ async function stagedJob(t: TestContext, kind: string) {
   const id = await connector(setup, token, m.url);
   const job = await createJob(setup, token, { kind, connectorId: id });
   await setup.close();
-  return { sb, m, job, dbFile: path.join(sb.data, 'svc.db') };
+  // The database `svc serve` uses, read from this process: the SQLite file, or the folder's PostgreSQL database.
+  const db = await openDataFolderDb(t, sb.data);
+  const row = async <T>(sql: string, ...params: string[]): Promise<T> => (await db.get<T>(sql, ...params))!;
+  return { sb, m, job, db, row };
 }
 
 test('kill -9 during a running job: after a restart with a 2 s lease the job is reclaimed and completes once', async (t) => {
-  const { sb, m, job, dbFile } = await stagedJob(t, 'image');
+  const { sb, m, job, db, row } = await stagedJob(t, 'image');
 
   await m.control({ latencyMs: 5000 });
   const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
-  await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');
+  await until('the job to run', async () => (await row<{ status: string }>('SELECT status FROM generation_jobs WHERE id = ?', job.id)).status === 'running');
   first.child.kill('SIGKILL');
   const killed = await first.done;
   assert.equal(killed.signal, 'SIGKILL');
-  const stranded = row<{ status: string; leased_by: string; attempt: number }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  const stranded = await row<{ status: string; leased_by: string; attempt: number }>('SELECT * FROM generation_jobs WHERE id = ?', job.id);
   assert.deepEqual([stranded.status, stranded.leased_by, stranded.attempt], ['running', 'first', 1]);
 
   await m.control({ latencyMs: 300 });
   const second = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
-  const done = await until('the job to complete', () => {
-    const r = row<{ status: string; attempt: number; output: string | null; leased_by: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  const done = await until('the job to complete', async () => {
+    const r = await row<{ status: string; attempt: number; output: string | null; leased_by: string | null }>('SELECT * FROM generation_jobs WHERE id = ?', job.id);
     return r.status === 'completed' || r.status === 'failed' ? r : undefined;
   });
   assert.equal(done.status, 'completed');
   assert.equal(done.attempt, 2);
-  const attempts = new DatabaseSync(dbFile, { readOnly: true });
-  const rows = attempts.prepare('SELECT attempt, runner, outcome FROM job_attempts WHERE job_id = ? ORDER BY attempt').all(job.id);
-  const reclaimed = attempts.prepare("SELECT count(*) AS n FROM audit_log WHERE action = 'job.attempt_failed' AND target_id = ?").get(job.id) as { n: number };
-  attempts.close();
+  const rows = await db.all<{ attempt: number; runner: string; outcome: string }>('SELECT attempt, runner, outcome FROM job_attempts WHERE job_id = ? ORDER BY attempt', job.id);
+  const reclaimed = await row<{ n: number }>("SELECT count(*) AS n FROM audit_log WHERE action = 'job.attempt_failed' AND target_id = ?", job.id);
   assert.deepEqual(rows.map((r) => [r.attempt, r.runner, r.outcome]), [[1, 'first', 'reclaimed'], [2, 'second', 'completed']]);
   assert.equal(reclaimed.n, 1, 'the reclaimed attempt is audited');
   const files = JSON.parse(done.output!).files as Array<{ path: string }>;
@@ -79,18 +72,18 @@ test('kill -9 during a running job: after a restart with a 2 s lease the job is 
 });
 
 test('SIGTERM during a running job: the service exits 0 within 10 s and the job is back in the queue, its attempt forgotten', async (t) => {
-  const { sb, m, job, dbFile } = await stagedJob(t, 'chat');
+  const { sb, m, job, row } = await stagedJob(t, 'chat');
   await m.control({ hang: true });
   const server = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100' });
-  await until('the job to run', () => row<{ status: string }>(dbFile, 'SELECT status FROM generation_jobs WHERE id = ?', job.id).status === 'running');
+  await until('the job to run', async () => (await row<{ status: string }>('SELECT status FROM generation_jobs WHERE id = ?', job.id)).status === 'running');
   const started = Date.now();
   server.child.kill('SIGTERM');
   const r = await server.done;
   assert.equal(r.code, 0, `signal ${r.signal}; stderr: ${r.stderr}`);
   assert.ok(Date.now() - started < 10_000, `stopped in ${Date.now() - started} ms`);
-  const after = row<{ status: string; attempt: number; leased_by: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  const after = await row<{ status: string; attempt: number; leased_by: string | null }>('SELECT * FROM generation_jobs WHERE id = ?', job.id);
   assert.deepEqual([after.status, after.attempt, after.leased_by], ['queued', 0, null]);
-  assert.equal(row<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM job_attempts WHERE job_id = ?', job.id).n, 0);
+  assert.equal((await row<{ n: number }>('SELECT count(*) AS n FROM job_attempts WHERE job_id = ?', job.id)).n, 0);
 });
 
 /** Every regular file under the storage folders that storage reclaim scans, relative to the root. */
@@ -105,7 +98,7 @@ function storedFiles(storage: string): string[] {
 }
 
 test('kill -9 between an output file written and its registration: no half-registered artifact, the retry registers once under the same names and leaves no stray file', async (t) => {
-  const { sb, job, dbFile } = await stagedJob(t, 'video');
+  const { sb, job, db, row } = await stagedJob(t, 'video');
   const output = path.join(sb.storage, 'outputs', job.id, 'video-1.mp4');
   const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
   // The file is renamed into place before ffprobe and the frame decoding start: kill as soon as it is there.
@@ -116,9 +109,9 @@ test('kill -9 between an output file written and its registration: no half-regis
   }
   first.child.kill('SIGKILL');
   assert.equal((await first.done).signal, 'SIGKILL');
-  const stranded = row<{ status: string; output: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  const stranded = await row<{ status: string; output: string | null }>('SELECT * FROM generation_jobs WHERE id = ?', job.id);
   assert.deepEqual([stranded.status, stranded.output], ['running', null]);
-  assert.equal(row<{ n: number }>(dbFile, 'SELECT count(*) AS n FROM media_artifacts').n, 0, 'no artifact row without a completed job');
+  assert.equal((await row<{ n: number }>('SELECT count(*) AS n FROM media_artifacts')).n, 0, 'no artifact row without a completed job');
   const left = storedFiles(sb.storage);
   assert.ok(left.includes(`outputs/${job.id}/video-1.mp4`), left.join(', '));
   // While the job may still run (its lease will be reclaimed), its folders are kept; every other file is a candidate.
@@ -129,14 +122,12 @@ test('kill -9 between an output file written and its registration: no half-regis
   assert.deepEqual(left.filter((f) => !f.includes(job.id) && !found.includes(f)), []);
 
   const second = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
-  const done = await until('the job to complete', () => {
-    const r = row<{ status: string; output: string | null }>(dbFile, 'SELECT * FROM generation_jobs WHERE id = ?', job.id);
+  const done = await until('the job to complete', async () => {
+    const r = await row<{ status: string; output: string | null }>('SELECT * FROM generation_jobs WHERE id = ?', job.id);
     return r.status === 'completed' || r.status === 'failed' ? r : undefined;
   });
   assert.equal(done.status, 'completed');
-  const db = new DatabaseSync(dbFile, { readOnly: true });
-  const artifacts = db.prepare('SELECT * FROM media_artifacts WHERE job_id = ?').all(job.id) as Array<{ id: string; storage_path: string; first_frame_path: string; last_frame_path: string }>;
-  db.close();
+  const artifacts = await db.all<{ id: string; storage_path: string; first_frame_path: string; last_frame_path: string }>('SELECT * FROM media_artifacts WHERE job_id = ?', job.id);
   assert.equal(artifacts.length, 1, 'registered once');
   assert.deepEqual(JSON.parse(done.output!).artifactIds, [artifacts[0].id]);
   assert.deepEqual([artifacts[0].storage_path, artifacts[0].first_frame_path, artifacts[0].last_frame_path],
