@@ -383,14 +383,27 @@ test('readiness: active providers, media tools with source and version, PLATFORM
   assert.deepEqual(b.problems, []);
   assert.equal(b.runtime.name, 'node');
   assert.equal(b.runtime.version, process.versions.node);
-  assert.equal(b.database.provider, 'node:sqlite');
-  assert.match(b.database.sqliteVersion, /^3\.\d+\.\d+$/);
-  assert.equal(b.database.path, s.config.dbPath);
+  // The database the server really uses: the SQLite file, or (SVC_DATABASE=postgres) the server and database, no credential.
+  const postgres = s.config.database === 'postgres';
+  if (postgres) {
+    const url = new URL(s.config.postgresUrl);
+    assert.deepEqual(Object.keys(b.database), ['provider', 'serverVersion', 'path']);
+    assert.equal(b.database.provider, 'postgresql');
+    assert.match(b.database.serverVersion, /^\d+\.\d+/);
+    assert.equal(b.database.serverVersion, (await s.db.get<{ server_version: string }>('SHOW server_version'))!.server_version);
+    assert.equal(b.database.path, `postgres://${url.host}${url.pathname}`);
+    if (url.password) assert.ok(!r.text.includes(url.password), 'no database password in the answer');
+  } else {
+    assert.equal(b.database.provider, 'node:sqlite');
+    assert.match(b.database.sqliteVersion, /^3\.\d+\.\d+$/);
+    assert.equal(b.database.path, s.config.dbPath);
+  }
   assert.deepEqual(b.storage, { provider: 'local', path: s.config.storageDir, writable: true });
   assert.deepEqual(b.media.ffmpeg, { path: process.env.SVC_FFMPEG_PATH, source: 'SVC_FFMPEG_PATH', version: '9.9.1-test' });
   assert.deepEqual(b.media.ffprobe, { path: process.env.SVC_FFPROBE_PATH, source: 'SVC_FFPROBE_PATH', version: 'n7.0-2-gabc' });
   assert.deepEqual(b.targets, {
-    postgresql: { configured: true, active: false, env: 'PLATFORM_POSTGRES_URL' },
+    // Active only by the service's own setting, SVC_DATABASE=postgres: never by PLATFORM_POSTGRES_URL.
+    postgresql: { configured: true, active: postgres, env: 'PLATFORM_POSTGRES_URL' },
     redis: { configured: false, active: false, env: 'PLATFORM_REDIS_URL' },
     s3: { configured: false, active: false, env: 'PLATFORM_S3_ENDPOINT' },
   });
@@ -400,7 +413,7 @@ test('readiness: active providers, media tools with source and version, PLATFORM
   const all = await s.call('GET', '/api/system/readiness', { token: adminToken });
   for (const name of ['postgresql', 'redis', 's3']) {
     assert.equal(all.body.targets[name].configured, true, name);
-    assert.equal(all.body.targets[name].active, false, name);
+    assert.equal(all.body.targets[name].active, name === 'postgresql' && postgres, name);
   }
 });
 
