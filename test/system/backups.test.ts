@@ -1,19 +1,24 @@
 // Database snapshots: access on the two routes, a snapshot taken while other connections keep
 // committing (consistent, integrity ok, every row committed before it began), the record, file and
 // audit, retention, `svc backup --json`, and the offline restore of docs/operations.md performed end
-// to end.
+// to end. On each engine: a SQLite file (VACUUM INTO, `.db`) or pg_dump's custom format (`.dump`,
+// checked here by restoring it with pg_restore into an empty database).
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { DatabaseSync } from 'node:sqlite';
 import { Worker } from 'node:worker_threads';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { login, makeUser, member } from '../helpers/factories.ts';
 import { Sandbox, describe } from '../helpers/cli.ts';
+import { freshDatabaseUrl } from '../helpers/postgres.ts';
 import { createBackup } from '../../src/system/backups.ts';
+import { openPostgres } from '../../src/db/postgres.ts';
+import pg from 'pg';
 
 async function world(t: TestContext, env: Record<string, string> = {}) {
   const s = await startTestServer(t, env);
@@ -34,6 +39,16 @@ function readOnly<T>(file: string, fn: (db: DatabaseSync) => T): T {
 
 const sha256 = (file: string) => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 const backupFiles = (s: TestServer) => fs.readdirSync(s.config.backupsDir).sort();
+/** The snapshot file's extension on each engine (src/system/backups.ts). */
+const extension = (engine: string) => (engine === 'postgres' ? 'dump' : 'db');
+
+/** pg_restore of `file` into the database of `url` (PGPASSWORD, as the service passes it); throws on any error. */
+function pgRestore(url: string, file: string, args: string[]): void {
+  const bare = new URL(url);
+  const password = decodeURIComponent(bare.password);
+  bare.password = '';
+  execFileSync('pg_restore', [...args, `--dbname=${bare.toString()}`, file], { env: { ...process.env, PGPASSWORD: password }, stdio: ['ignore', 'pipe', 'pipe'] });
+}
 
 test('backups: no session 401, an organization owner 403, the system administrator lists and creates', async (t) => {
   const { s, adminToken, ownerToken } = await world(t);
@@ -49,14 +64,15 @@ test('backups: no session 401, an organization owner 403, the system administrat
   const made = await s.call('POST', '/api/system/backups', { token: adminToken });
   assert.equal(made.status, 201, made.text);
   const b = made.body;
+  const ext = extension(s.db.engine);
   assert.match(b.id, /^bkp_/);
-  assert.match(b.fileName, /^svc-\d{8}T\d{9}Z\.db$/);
+  assert.match(b.fileName, new RegExp(`^svc-\\d{8}T\\d{9}Z\\.${ext}$`));
   assert.equal(b.path, path.join(s.config.dataDir, 'backups', b.fileName));
   assert.equal(b.integrity, 'ok');
   assert.equal(b.sizeBytes, fs.statSync(b.path).size);
   assert.equal(b.sha256, sha256(b.path));
   assert.deepEqual(backupFiles(s), [b.fileName], 'no temporary file left behind');
-  const stamp = /^svc-(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)(\d{3})Z\.db$/.exec(b.fileName)!;
+  const stamp = /^svc-(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)(\d{3})Z\.(?:db|dump)$/.exec(b.fileName)!;
   const at = Date.parse(`${stamp[1]}-${stamp[2]}-${stamp[3]}T${stamp[4]}:${stamp[5]}:${stamp[6]}.${stamp[7]}Z`);
   assert.ok(Math.abs(at - Date.now()) < 60_000, 'named by its UTC time');
 
@@ -74,8 +90,9 @@ test('backups: no session 401, an organization owner 403, the system administrat
   assert.deepEqual(JSON.parse(audit[0].metadata), { fileName: b.fileName, sizeBytes: b.sizeBytes, sha256: b.sha256 });
 });
 
-// A writer in another thread (its own connection) commits one row per small transaction as fast as
-// it can (pausing about a millisecond between) until told to stop: real concurrency with the snapshot's read transaction.
+// On SQLite a writer in another thread (its own connection) commits one row per small transaction as
+// fast as it can (pausing about a millisecond between) until told to stop: real concurrency with the
+// snapshot's read transaction.
 const WRITER = `
 const { DatabaseSync } = require('node:sqlite');
 const { workerData } = require('node:worker_threads');
@@ -94,13 +111,75 @@ while (Atomics.load(flag, 0) === 0) {
 db.close();
 `;
 
-test('a snapshot taken while writes continue opens, passes integrity_check and holds every row committed before it began', async (t) => {
-  const { s, adminToken } = await world(t);
+interface OtherWriter {
+  /** Rows org_thread_1..n it has committed so far. */
+  committed(): number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A writer on a connection of its own, outside the server, committing org_thread_1, 2, ... one row per
+ * transaction: the thread above on SQLite; on PostgreSQL a connection of this process, which keeps
+ * committing while pg_dump (another process) takes the snapshot.
+ */
+async function otherWriter(t: TestContext, s: TestServer): Promise<OtherWriter> {
+  if (s.db.engine === 'postgres') {
+    const client = new pg.Client({ connectionString: s.config.postgresUrl });
+    await client.connect();
+    let n = 0;
+    let stopped = false;
+    const loop = (async () => {
+      try {
+        while (!stopped) {
+          await client.query("INSERT INTO organizations (id, name, created_at) VALUES ($1, 'thread writer', '2026-01-01T00:00:00.000Z')", [`org_thread_${n + 1}`]);
+          n++;
+          await sleep(1);
+        }
+      } finally {
+        await client.end();
+      }
+    })();
+    const stop = async () => { stopped = true; await loop; };
+    t.after(() => stop().catch(() => {}));
+    return { committed: () => n, stop };
+  }
   const flag = new SharedArrayBuffer(8);
   const counters = new Int32Array(flag);
   const worker = new Worker(WRITER, { eval: true, workerData: { file: s.config.dbPath, flag } });
   const workerDone = new Promise<void>((resolve, reject) => { worker.once('exit', () => resolve()); worker.once('error', reject); });
   t.after(async () => { Atomics.store(counters, 0, 1); await workerDone.catch(() => {}); });
+  return {
+    committed: () => Atomics.load(counters, 1),
+    stop: async () => { Atomics.store(counters, 0, 1); await workerDone; },
+  };
+}
+
+/**
+ * The organizations in a snapshot file, once it proved whole: on SQLite opened read-only, integrity_check
+ * ok and no foreign key violated; on PostgreSQL restored with pg_restore --exit-on-error into an empty
+ * database (any error fails, and each foreign key is checked against the restored rows as it is added).
+ */
+async function organizationsIn(t: TestContext, engine: string, file: string): Promise<Set<string>> {
+  if (engine === 'postgres') {
+    const url = await freshDatabaseUrl(t);
+    pgRestore(url, file, ['--exit-on-error', '--no-owner', '--no-privileges']);
+    const copy = await openPostgres({ url, max: 1 });
+    try {
+      return new Set((await copy.all<{ id: string }>('SELECT id FROM organizations')).map((r) => r.id));
+    } finally {
+      await copy.close();
+    }
+  }
+  return readOnly(file, (db) => {
+    assert.deepEqual(db.prepare('PRAGMA integrity_check').all().map((r: any) => r.integrity_check), ['ok']);
+    assert.deepEqual(db.prepare('PRAGMA foreign_key_check').all(), []);
+    return new Set((db.prepare('SELECT id FROM organizations').all() as Array<{ id: string }>).map((r) => r.id));
+  });
+}
+
+test('a snapshot taken while writes continue opens, passes its integrity check and holds every row committed before it began', async (t) => {
+  const { s, adminToken } = await world(t);
+  const writer = await otherWriter(t, s);
 
   // And a writer on the server's own connection, awaiting between its small transactions.
   let stop = false;
@@ -116,32 +195,29 @@ test('a snapshot taken while writes continue opens, passes integrity_check and h
     }
   })();
   try {
-    while (Atomics.load(counters, 1) < 100 || local < 30) await sleep(5);
+    while (writer.committed() < 100 || local < 30) await sleep(5);
     // Every row committed by now (by either writer) must be in the snapshot.
     const before = new Set((await s.db.all<{ id: string }>("SELECT id FROM organizations WHERE id LIKE 'org_thread_%' OR id LIKE 'org_loop_%'")).map((r) => r.id));
     const made = await s.call('POST', '/api/system/backups', { token: adminToken });
     assert.equal(made.status, 201, made.text);
-    const threadRowsAtReply = Atomics.load(counters, 1);
+    const threadRowsAtReply = writer.committed();
     // It commits every few milliseconds; on a loaded machine its next commit may take longer than that.
-    for (let waited = 0; Atomics.load(counters, 1) <= threadRowsAtReply && waited < 2000; waited += 10) await sleep(10);
-    assert.ok(Atomics.load(counters, 1) > threadRowsAtReply, 'the thread writer kept committing after the snapshot');
+    for (let waited = 0; writer.committed() <= threadRowsAtReply && waited < 2000; waited += 10) await sleep(10);
+    assert.ok(writer.committed() > threadRowsAtReply, 'the other writer kept committing after the snapshot');
 
     const file = made.body.path as string;
-    const inCopy = readOnly(file, (db) => {
-      assert.deepEqual(db.prepare('PRAGMA integrity_check').all().map((r: any) => r.integrity_check), ['ok']);
-      assert.deepEqual(db.prepare('PRAGMA foreign_key_check').all(), []);
-      return new Set((db.prepare('SELECT id FROM organizations').all() as Array<{ id: string }>).map((r) => r.id));
-    });
+    assert.equal(made.body.integrity, 'ok');
+    const inCopy = await organizationsIn(t, s.db.engine, file);
     for (const id of before) assert.ok(inCopy.has(id), `${id}, committed before the snapshot began, is in it`);
-    // One consistent snapshot: the thread's rows in the copy are a prefix 1..k with no gaps.
+    // One consistent snapshot: the other writer's rows in the copy are a prefix 1..k with no gaps.
     const threadIds = [...inCopy].filter((id) => id.startsWith('org_thread_')).map((id) => Number(id.slice('org_thread_'.length))).sort((a, b) => a - b);
     assert.deepEqual(threadIds, threadIds.map((_, i) => i + 1));
+    assert.ok(threadIds.length < writer.committed(), 'rows committed after the snapshot are not in it');
     assert.equal(made.body.sha256, sha256(file));
   } finally {
     stop = true;
     await loop;
-    Atomics.store(counters, 0, 1);
-    await workerDone;
+    await writer.stop();
   }
 });
 
@@ -178,7 +254,8 @@ test('svc backup --json while svc serve runs, then the offline restore of docs/o
   assert.equal(backup.code, 0, describe(backup));
   assert.equal(backup.stderr, '');
   const b = JSON.parse(backup.stdout);
-  assert.match(b.fileName, /^svc-\d{8}T\d{9}Z\.db$/);
+  const ext = extension(sb.database);
+  assert.match(b.fileName, new RegExp(`^svc-\\d{8}T\\d{9}Z\\.${ext}$`));
   assert.equal(b.path, path.join(sb.data, 'backups', b.fileName));
   assert.equal(b.integrity, 'ok');
   assert.equal(b.sizeBytes, fs.statSync(b.path).size);
@@ -187,7 +264,7 @@ test('svc backup --json while svc serve runs, then the offline restore of docs/o
   const text = await sb.run(['backup', ...sb.dirs]);
   assert.equal(text.code, 0, describe(text));
   const [p, size, hash] = text.stdout.trim().split('\n');
-  assert.match(p, /backups\/svc-\d{8}T\d{9}Z\.db$/);
+  assert.match(p, new RegExp(`backups/svc-\\d{8}T\\d{9}Z\\.${ext}$`));
   assert.match(size, /^\d+ bytes$/);
   assert.match(hash, /^sha256 [0-9a-f]{64}$/);
 
@@ -196,13 +273,18 @@ test('svc backup --json while svc serve runs, then the offline restore of docs/o
   assert.equal((await sb.run(['orgs', 'create', '--name', 'After', '--owner', 'after@b.c', '--json', ...sb.dirs])).code, 0);
   assert.equal(await loginStatus(server.url, 'after@b.c'), 200);
 
-  // Stop svc serve; copy the snapshot over data/svc.db, remove -wal and -shm; start svc serve.
+  // Stop svc serve; restore the snapshot; start svc serve. SQLite: copy it over data/svc.db, remove
+  // -wal and -shm. PostgreSQL: pg_restore --clean --if-exists --no-owner into the service's database.
   server.child.kill('SIGTERM');
   assert.equal((await server.done).code, 0);
-  const dbFile = path.join(sb.data, 'svc.db');
-  fs.copyFileSync(b.path, dbFile);
-  fs.rmSync(`${dbFile}-wal`, { force: true });
-  fs.rmSync(`${dbFile}-shm`, { force: true });
+  if (sb.database === 'postgres') {
+    pgRestore((await sb.databaseEnv(sb.dirs)).SVC_POSTGRES_URL, b.path, ['--clean', '--if-exists', '--no-owner']);
+  } else {
+    const dbFile = path.join(sb.data, 'svc.db');
+    fs.copyFileSync(b.path, dbFile);
+    fs.rmSync(`${dbFile}-wal`, { force: true });
+    fs.rmSync(`${dbFile}-shm`, { force: true });
+  }
   server = await sb.serve(['--port', '0', ...sb.dirs]);
 
   assert.equal(await loginStatus(server.url, 'before@b.c'), 200, 'a user of before the snapshot logs in');
