@@ -9,6 +9,7 @@
 // actorUserId naming a user outside it.
 import type { Ctx } from '../../directory/context.ts';
 import type { Db } from '../../db/db.ts';
+import type { Dialect } from '../../db/dialect.ts';
 import { likePattern } from '../../db/like.ts';
 import { permissionDenied, scopeForbidden } from '../../kernel/errors.ts';
 import { ROLE_PERMISSIONS, type MembershipRow } from '../../directory/roles.ts';
@@ -115,8 +116,8 @@ export async function checkNarrowing(db: Db, r: AuditReach, f: AuditFilters): Pr
 
 const DAY_MS = 86_400_000;
 
-/** The filters as SQL (each one narrows). */
-export function filterWhere(f: AuditFilters): Where {
+/** The filters as SQL (each one narrows); the query ignores the case of ASCII letters on both engines (Dialect.likeAnyCase). */
+export function filterWhere(d: Dialect, f: AuditFilters): Where {
   const eq = (column: string, value: string | undefined): Where | null => (value ? { sql: `${column} = ?`, params: [value] } : null);
   const like = f.query ? likePattern(f.query) : null;
   return and(
@@ -126,7 +127,7 @@ export function filterWhere(f: AuditFilters): Where {
     f.from ? { sql: 'created_at >= ?', params: [`${f.from}T00:00:00.000Z`] } : null,
     f.to ? { sql: 'created_at < ?', params: [new Date(Date.parse(`${f.to}T00:00:00.000Z`) + DAY_MS).toISOString()] } : null,
     like ? {
-      sql: ['action', 'target_type', 'target_id', 'actor_name', 'metadata'].map((c) => `${c} LIKE ? ESCAPE '\\'`).join(' OR '),
+      sql: ['action', 'target_type', 'target_id', 'actor_name', 'metadata'].map((c) => `${c} ${d.likeAnyCase} ? ESCAPE '\\'`).join(' OR '),
       params: [like, like, like, like, like],
     } : null,
   );

@@ -68,7 +68,7 @@ async function scoped(ctx: Ctx, f: AuditFilters, route: string): Promise<{ reach
     });
     throw err;
   }
-  return { reach, where: and(reachWhere(reach), filterWhere(f)) };
+  return { reach, where: and(reachWhere(reach), filterWhere(ctx.db.dialect, f)) };
 }
 
 function definedFilters(f: AuditFilters): Partial<AuditFilters> {
