@@ -84,6 +84,10 @@ export function callerOf(base: () => string): TestServer['call'] {
 // The engine test servers use (SVC_TEST_DATABASE=postgres runs the suite on PostgreSQL).
 export { testDatabase };
 
+/** SVC_DATABASE and SVC_POSTGRES_URL of another process on a test server's database (nothing on SQLite, found in the data folder). */
+export const databaseEnvOf = (config: Config): Record<string, string> =>
+  (config.database === 'postgres' ? { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: config.postgresUrl } : {});
+
 /** The driver test servers use unless asked otherwise (SVC_TEST_STORAGE_DRIVER=s3 runs a test file on the s3 driver). */
 export const testStorageDriver = (): 'local' | 's3' => (process.env.SVC_TEST_STORAGE_DRIVER === 's3' ? 's3' : 'local');
 

@@ -10,7 +10,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import http from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
-import { TEST_ENV, startTestServer, tempDir, type TestServer } from '../helpers/server.ts';
+import { TEST_ENV, databaseEnvOf, startTestServer, tempDir, type TestServer } from '../helpers/server.ts';
 import { makeTree, member } from '../helpers/factories.ts';
 import { changeLifecycle } from '../../src/production/projects/service.ts';
 import { addVersionFromBytes } from '../../src/production/assets/service.ts';
@@ -418,10 +418,10 @@ test('a 200 MB upload keeps the server\'s RSS growth under 64 MB and hashes like
     fs.closeSync(fd);
   }
   const expected = execFileSync('sha256sum', [file], { encoding: 'utf8' }).split(' ')[0];
-  // The server measured is `svc serve` in a child process over the same data and storage folders,
+  // The server measured is `svc serve` in a child process over the same database and storage folder,
   // so that the client's buffers do not count.
   const child = spawn(process.execPath, ['bin/svc', 'serve', '--port', '0', '--data-dir', s.config.dataDir, '--storage-dir', s.config.storageDir], {
-    cwd: path.resolve(import.meta.dirname, '../..'), env: { ...process.env, ...TEST_ENV, SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'],
+    cwd: path.resolve(import.meta.dirname, '../..'), env: { ...process.env, ...TEST_ENV, ...databaseEnvOf(s.config), SVC_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'inherit'],
   });
   t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   const url = await new Promise<string>((resolve, reject) => {
