@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { DatabaseSync } from 'node:sqlite';
+import { openDatabase } from '../../src/db/open.ts';
 import { startTestServer, serversRunTheWorker } from '../helpers/server.ts';
 import { member, makeUser, login, grant } from '../helpers/factories.ts';
 import { WORKER_ENV, connector, createJob, jobWorld, sleep, startModel, waitJob } from '../helpers/jobs.ts';
@@ -411,9 +411,10 @@ test('a manual run in flight when the service stops is answered and its job put 
   assert.equal(answer.status, 200, answer.text);
   assert.equal(answer.body.job.status, 'queued');
   assert.match(answer.body.error, /stopping|aborted/);
-  const db = new DatabaseSync(s.config.dbPath, { readOnly: true });
+  // The server is closed: its database is read again from outside (the SQLite file or the PostgreSQL database).
+  const db = await openDatabase(s.config, { readOnly: true });
   t.after(() => db.close());
-  const row = db.prepare('SELECT status, attempt, leased_by FROM generation_jobs WHERE id = ?').get(job.id);
+  const row = await db.get('SELECT status, attempt, leased_by FROM generation_jobs WHERE id = ?', job.id);
   assert.deepEqual({ ...row }, { status: 'queued', attempt: 0, leased_by: null });
 });
 

@@ -43,18 +43,28 @@ type Create = Infer<typeof JobCreateBody>;
 export const DEFAULT_MAX_ATTEMPTS = 3;
 export const CLIP_KINDS = new Set(['video']);
 
-/** Manual runs in flight in this process, so that a cancel or the shutdown can abort them. */
-const manualRuns = new Map<string, { controller: AbortController; db: Db; runner: string }>();
+/**
+ * Manual runs in flight in this process, so that a cancel or the shutdown can abort them; `released`
+ * is the shutdown's release of the run's lease, which the run's answer waits for.
+ */
+interface ManualRun { controller: AbortController; db: Db; runner: string; released?: Promise<unknown> }
+const manualRuns = new Map<string, ManualRun>();
 
-/** At shutdown: manual runs in flight are aborted and their jobs put back in the queue (that attempt forgotten). */
+/**
+ * At shutdown: manual runs in flight are aborted and their jobs put back in the queue (that attempt
+ * forgotten). The release is written while the aborted run unwinds (on PostgreSQL on another
+ * connection): the run waits for it before it reads the job back, so that its answer shows the job queued.
+ */
 export async function stopManualRuns(db: Db, now: string): Promise<number> {
-  let n = 0;
+  const releases: Array<Promise<JobRow[]>> = [];
   for (const [jobId, run] of manualRuns) {
     if (run.db !== db) continue;
     run.controller.abort(new Error('the service is stopping'));
-    n += (await releaseLeases(db, run.runner, now, jobId)).length;
+    const released = releaseLeases(db, run.runner, now, jobId);
+    run.released = released.catch(() => {});
+    releases.push(released);
   }
-  return n;
+  return (await Promise.all(releases)).reduce((n, rows) => n + rows.length, 0);
 }
 
 /**
@@ -357,9 +367,11 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
     return row;
   });
   const controller = new AbortController();
-  manualRuns.set(job.id, { controller, db: ctx.db, runner });
+  const run: ManualRun = { controller, db: ctx.db, runner };
+  manualRuns.set(job.id, run);
   try {
     const outcome = await runLeased(ctx, leased, controller.signal);
+    await run.released;
     if (outcome.released.length) await wakeWorker(ctx);
     const after = (await jobById(ctx.db, job.id))!;
     return {
