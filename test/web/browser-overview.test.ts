@@ -1,7 +1,7 @@
 // The web console in a real browser (test/helpers/browser.ts), the overview: the scope switcher, the
 // catalog with a generated shot's real first and last frames side by side, the jobs polled live (a new
 // job follows the worker to completed without a reload), notifications with the unread count, work
-// items, and switching the project; a screenshot (acceptance 2).
+// items, and switching the project (also while the catalog is still loading); a screenshot (acceptance 2).
 import { mapSeq } from '../../src/kernel/seq.ts';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -13,12 +13,14 @@ import {
   field, heading, launchBrowser, noStoredToken, onPath, openPage, problemsOf, section, shots, signIn, waitFor,
   type Browser,
 } from '../helpers/browser.ts';
+import type { Request } from 'playwright-core';
 import { serversRunTheWorker } from '../helpers/server.ts';
 
 serversRunTheWorker();
 
 // What the functions evaluated inside the page use (this project type-checks for Node, without the DOM library).
 declare const document: any;
+declare const requestAnimationFrame: (f: () => void) => number;
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -121,4 +123,43 @@ test('the overview: scope switcher, catalog with a generated shot\'s real first 
   await first.waitFor();
   await noStoredToken(page);
   assert.deepEqual(problemsOf(page, w.s.url), []);
+
+  // A switch while the catalog is still loading (another browser, whose cache holds no frame): the
+  // list of videos, answered in the first project, reaches the page only once the scope has moved.
+  // The first project's catalog has stopped: it asks for none of its frames, which the service would
+  // answer in the second project (a 404 each).
+  const late = await openPage(browser, t);
+  const frameRequests: string[] = [];
+  late.on('request', (r) => { if (new URL(r.url()).searchParams.has('frame')) frameRequests.push(r.url()); });
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => { release = resolve; });
+  let listed!: (r: Request) => void;
+  const held = new Promise<Request>((resolve) => { listed = resolve; });
+  let holding = true;
+  await late.route((url) => url.pathname === '/api/production/media-artifacts', async (route) => {
+    if (!holding) return route.continue();
+    holding = false;
+    const answer = await route.fetch();
+    listed(route.request());
+    await released;
+    await route.fulfill({ response: answer }).catch(() => { /* the page no longer waits for it */ });
+  });
+  const settled = held.then((request) => new Promise<void>((resolve) => {
+    const done = (r: Request) => { if (r === request) resolve(); };
+    late.on('requestfinished', done);
+    late.on('requestfailed', done);
+  }));
+  await late.goto(w.s.url + '/login');
+  await signIn(late, w.user.email, w.user.password);
+  await onPath(late, '/overview');
+  await held;
+  assert.equal((await (await late.request.get(w.s.url + '/api/context')).json()).project.id, w.tree.projectId, 'the new session starts in the first project');
+  await field(late, 'Project').selectOption(second.id);
+  await waitFor(async () => (await (await late.request.get(w.s.url + '/api/context')).json()).project.id === second.id, 'the scope moved');
+  release();
+  await settled;
+  await late.evaluate(() => new Promise<void>((resolve) => { requestAnimationFrame(() => requestAnimationFrame(() => resolve())); }));
+  await waitFor(async () => (await section(late, 'Catalog').getByRole('article', { name: `Shot ${shot2}`, exact: true }).count()) === 0, 'the catalog follows the project');
+  assert.deepEqual(frameRequests, [], 'no frame of the previous project asked for after the switch');
+  assert.deepEqual(problemsOf(late, w.s.url), []);
 });

@@ -50,10 +50,12 @@ function fill(select, items, current) {
 }
 
 /**
- * The switcher. `onChange(context)` runs after the scope moved (and once the options are filled).
+ * The switcher. `onSwitch()` runs before the scope is asked to move: what works in the current scope
+ * stops (its requests would be answered in the next one). `onChange(context)` runs after the scope
+ * moved (and once the options are filled), or after a change failed, with the scope the session has.
  * `signal`: the page's (aborted when the page is left).
  * @param {Context} initial
- * @param {{ onChange: (context: Context) => void, announce: (text: string) => void, signal?: AbortSignal }} opts
+ * @param {{ onSwitch: () => void, onChange: (context: Context) => void, announce: (text: string) => void, signal?: AbortSignal }} opts
  * @returns {{ element: HTMLElement, ready: Promise<void> }}
  */
 export function scopeSwitcher(initial, opts) {
@@ -88,6 +90,7 @@ export function scopeSwitcher(initial, opts) {
       if (!value) return;
       const mine = ++changes;
       for (const l of LEVELS) selects[l].setAttribute('aria-busy', 'true');
+      opts.onSwitch();
       try {
         /** @type {Context} */
         const context = await api('PATCH', '/api/context', { [BODY_KEYS[level]]: value }, { signal: opts.signal });
@@ -99,8 +102,11 @@ export function scopeSwitcher(initial, opts) {
       } catch (err) {
         if (mine !== changes || isAborted(err)) return;
         opts.announce(`Could not switch: ${errorText(err)}`);
-        // Put the selects back to the scope the session really has.
-        try { await show(await api('GET', '/api/context', undefined, { signal: opts.signal })); } catch { /* the page shows the next error */ }
+        // Put the selects, and what onSwitch stopped, back to the scope the session really has.
+        try {
+          const context = await api('GET', '/api/context', undefined, { signal: opts.signal });
+          if (await show(context) && mine === changes) opts.onChange(context);
+        } catch { /* the page shows the next error */ }
       } finally {
         if (mine === changes) for (const l of LEVELS) selects[l].removeAttribute('aria-busy');
       }

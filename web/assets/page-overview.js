@@ -2,8 +2,8 @@
 // /overview: the production overview of the session's current scope. A scope switcher (selects
 // "Organization", "Workspace", "Project"; PATCH /api/context), then the sections "Catalog" (episodes
 // and shots with their newest video's real first and last frames), "Jobs" (polled every 2 s while the
-// page is visible), "Notifications (N unread)" and "Work items". Switching scope reloads the sections
-// below the switcher only, so keyboard focus stays on the select.
+// page is visible), "Notifications (N unread)" and "Work items". Switching scope stops the sections
+// below the switcher, then reloads them only, so keyboard focus stays on the select.
 import { api, ApiError, errorText, isAborted } from './api.js';
 import { h, clear, notice } from './dom.js';
 import { onLeave } from './app.js';
@@ -88,23 +88,36 @@ export async function render(root, _url) {
   }
   if (gone()) return;
 
+  // The sections shown work in the session's current scope, which their requests do not name (a
+  // frame's <img> cannot): before the scope moves, they stop (hide), or the service would answer them
+  // in the next scope (a 404 for a frame of the previous project).
+  let view = new AbortController();
+  const hide = () => {
+    stopPolling();
+    view.abort();
+    for (const img of content.querySelectorAll('img')) img.removeAttribute('src');
+  };
+
   /** @param {any} ctx */
   const show = (ctx) => {
-    stopPolling();
+    hide();
     if (gone()) return;
-    const catalog = catalogSection(ctx, signal);
-    const jobs = jobsSection(ctx, { shotTitle: catalog.shotTitle, onCompleted: (job) => { void catalog.refreshShot(job.shotId); }, signal });
-    const notifications = notificationsSection(ctx, signal);
-    const workItems = workItemsSection(ctx, signal);
+    view = new AbortController();
+    const sections = AbortSignal.any([signal, view.signal]);
+    const hidden = () => gone() || sections.aborted;
+    const catalog = catalogSection(ctx, sections);
+    const jobs = jobsSection(ctx, { shotTitle: catalog.shotTitle, onCompleted: (job) => { void catalog.refreshShot(job.shotId); }, signal: sections });
+    const notifications = notificationsSection(ctx, sections);
+    const workItems = workItemsSection(ctx, sections);
     content.replaceChildren(catalog.element, jobs.element, notifications.element, workItems.element);
     const anchor = jobs.element;
     let jobsOn = jobs.enabled;
     let notificationsOn = true;
     // The first job list waits for the catalog, so that jobs are named by their shots' titles.
     // (Each load and refresh catches its own errors and shows them in its section.)
-    void Promise.all([catalog.load().then(() => (gone() ? false : jobs.refresh())).then((on) => { jobsOn = on; }),
+    void Promise.all([catalog.load().then(() => (hidden() ? false : jobs.refresh())).then((on) => { jobsOn = on; }),
       notifications.refresh().then((on) => { notificationsOn = on; }), workItems.load()]).then(() => {
-      if (gone() || !anchor.isConnected || (!jobsOn && !notificationsOn)) return;
+      if (hidden() || !anchor.isConnected || (!jobsOn && !notificationsOn)) return;
       stopPolling = poll(anchor, async (n) => {
         const [j, m] = await Promise.all([
           jobsOn ? jobs.refresh() : false,
@@ -112,13 +125,14 @@ export async function render(root, _url) {
         ]);
         jobsOn = j;
         notificationsOn = m;
-        return !gone() && (jobsOn || notificationsOn);
+        return !hidden() && (jobsOn || notificationsOn);
       });
     });
   };
 
   const switcher = scopeSwitcher(context, {
     announce: (text) => { status.textContent = text; },
+    onSwitch: hide,
     onChange: (ctx) => show(ctx),
     signal,
   });
