@@ -24,6 +24,7 @@ import type { Client, Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import { MISS, ReadCache } from './read-cache.ts';
+import { TextWithNul } from './errors.ts';
 import type { Db, Param, Row } from './db.ts';
 import type { RowCursor, SnapshotQuery, SnapshotReader } from './cursor.ts';
 
@@ -153,7 +154,9 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   statementCount = 0;
 
+  /** Every statement with parameters goes through here; one holding U+0000 in a text is refused unsent (TextWithNul). */
   private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on: Pool | PoolClient = this.frame()?.conn ?? this.pool) {
+    for (const p of params) if (typeof p === 'string' && p.includes('\u0000')) return Promise.reject(new TextWithNul());
     this.statementCount++;
     return on.query<T>({ text: this.translate(sql, params.length), values: params.map(value), types });
   }

@@ -204,6 +204,9 @@ function walk(node: Node, segs: string[], i: number, params: Record<string, stri
     } catch {
       return null;
     }
+    // Like a segment that is not UTF-8, one holding U+0000 (%00) is no id: no text the service keeps can
+    // hold it (PostgreSQL's text type refuses it), so the path names no route (404) on either engine.
+    if (value.includes('\u0000')) return null;
     const found = walk(node.param.node, segs, i + 1, params);
     if (found && found.routes.size > 0) {
       params[node.param.name] = value;

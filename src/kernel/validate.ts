@@ -194,6 +194,29 @@ export function jsonExcess(value: unknown, maxDepth = JSON_MAX_DEPTH, maxValues 
   return null;
 }
 
+/**
+ * True when a JSON value holds U+0000 in a string or an object key: kept as JSON text, PostgreSQL could
+ * store it but not read it as jsonb, so free-form JSON refuses it as every validated string does. An
+ * iterative walk (call it within the limits, so it ends soon).
+ */
+export function jsonHoldsNul(value: unknown): boolean {
+  const values: unknown[] = [value];
+  while (values.length > 0) {
+    const v = values.pop();
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return true;
+    } else if (Array.isArray(v)) {
+      values.push(...(v as unknown[]));
+    } else if (typeof v === 'object' && v !== null) {
+      for (const k in v) {
+        if (k.includes('\u0000')) return true;
+        values.push((v as Record<string, unknown>)[k]);
+      }
+    }
+  }
+  return false;
+}
+
 /** The free-form limits checked on a value at `path`; true when it is within them. */
 function withinJsonLimits(value: unknown, path: string, st: ParseState): boolean {
   const excess = jsonExcess(value);
@@ -214,6 +237,7 @@ export function anyObject(o: { maxKeys?: number; description?: string } = {}) {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) { fail(st, path, 'must be an object'); return {}; }
     if (Object.keys(value).length > max) { fail(st, path, `must have at most ${max} keys`); return {}; }
     if (!withinJsonLimits(value, path, st)) return {};
+    if (jsonHoldsNul(value)) { fail(st, path, 'must not contain the NUL character (U+0000) in any key or string'); return {}; }
     return value as Record<string, unknown>;
   });
 }

@@ -8,7 +8,7 @@ import { openDb } from '../../src/db/db.ts';
 import { numberPlaceholders, openPostgres } from '../../src/db/postgres.ts';
 import type { Dialect } from '../../src/db/dialect.ts';
 import { newId } from '../../src/kernel/ids.ts';
-import { isUniqueViolation } from '../../src/db/errors.ts';
+import { TextWithNul, isUniqueViolation } from '../../src/db/errors.ts';
 import { tempDir } from '../helpers/server.ts';
 import { ENGINES, freshPostgres } from '../helpers/postgres.ts';
 
@@ -59,6 +59,24 @@ for (const engine of Object.keys(ENGINES)) {
       await insert('b');
     });
     assert.deepEqual(await ids(), ['a', 'b']);
+  });
+
+  test(`${engine}: a text parameter holding U+0000: kept on SQLite; on PostgreSQL the statement is refused unsent (TextWithNul, 422) and the transaction goes on`, async (t) => {
+    const { db, insert, ids } = await withItems(t, engine);
+    if (engine === 'sqlite') {
+      await insert('a\u0000b');
+      assert.deepEqual(await ids(), ['a\u0000b']);
+      return;
+    }
+    await db.tx(async () => {
+      await insert('a');
+      for (const attempt of [() => insert('b\u0000'), () => db.get('SELECT 1 AS x FROM items WHERE id = ?', '\u0000'), () => db.all('SELECT ? AS x', 'x\u0000')]) {
+        await assert.rejects(attempt, (err: unknown) => err instanceof TextWithNul && err.status === 422 && err.code === 'validation_failed'
+          && (err.details?.fields as Record<string, string>).request === 'must not contain the NUL character (U+0000)');
+      }
+      await insert('c');
+    });
+    assert.deepEqual(await ids(), ['a', 'c']);
   });
 
   test(`${engine}: after-commit hooks run once after the outermost commit and never after a rollback`, async (t) => {

@@ -2,7 +2,8 @@
 // parameters, a connector's workflow, a provider's configuration) nests at most JSON_MAX_DEPTH levels and
 // holds at most JSON_MAX_VALUES values (422 naming the field, never a 500 from a serializer's recursion);
 // any JSON body nests at most BODY_MAX_DEPTH levels; every integer parameter is a safe integer (422
-// beyond), so a page number never reaches SQL out of range, and a page past the end is an empty page.
+// beyond), so a page number never reaches SQL out of range, and a page past the end is an empty page;
+// no input carries U+0000 to the database (PostgreSQL's text cannot hold it).
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer } from '../helpers/server.ts';
@@ -102,6 +103,42 @@ test(`any JSON body deeper than ${BODY_MAX_DEPTH} levels is 422 naming its top-l
   // just under the limit it is an ordinary field error
   const fine = await s.call('POST', '/api/organizations', { token, raw: `{"name":${deepArrayText(BODY_MAX_DEPTH - 1)}}`, headers: { 'content-type': 'application/json' } });
   assertField(fine, 'name', /must be a string/);
+});
+
+test('U+0000, which PostgreSQL text cannot hold: a path segment names no route, free-form JSON is 422, a client id is invalid_client; never a 500', async (t) => {
+  const { s, tree, token } = await world(t);
+  // A path segment holding U+0000 names no route (404 not_found), as one that is not UTF-8, signed in or not.
+  for (const path of ['/api/projects/%00/members', `/api/organizations/%00/invitations?status=pending`, '/api/workspaces/a%00b/projects',
+    '/api/jobs/%00', '/api/production/media-artifacts/art_1%00/content?frame=first', '/api/system/users/%00', '/api/projects/%E0%A4%A/members']) {
+    for (const auth of [token, undefined]) {
+      const r = await s.call('GET', path, { token: auth });
+      assert.deepEqual([r.status, r.body.error?.code], [404, 'not_found'], `${path}: ${r.text.slice(0, 300)}`);
+      assert.match(r.body.error.message, /^no route for /);
+    }
+  }
+  const renamed = await s.call('PATCH', `/api/projects/${tree.projectId}%00`, { token, body: { name: 'x' } });
+  assert.equal(renamed.status, 404, renamed.text);
+
+  // Free-form JSON holding U+0000 in a string or a key is 422 naming the field; nothing is stored.
+  const nul = /must not contain the NUL character/;
+  for (const parameters of [{ seed: 'a\u0000b' }, { ['k\u0000']: 1 }, { list: [{ deep: ['\u0000'] }] }]) {
+    assertField(await s.call('POST', '/api/jobs', { token, body: { kind: 'image', prompt: 'p', parameters } }), 'parameters', nul);
+    assertField(await s.call('POST', '/api/adapters/dry-run', { token, body: { kind: 'image', prompt: 'p', parameters } }), 'parameters', nul);
+  }
+  assertField(await s.call('POST', '/api/workflows/templates', {
+    token, body: { name: 'T', templateKey: 'nul', steps: [{ key: 's1', label: 'S', jobKind: 'image', parameters: { a: '\u0000' } }] },
+  }), 'steps[0].parameters', nul);
+  assertField(await s.call('POST', '/api/platform/models/register', { token, body: registerBody({ 1: { inputs: { text: '{{prompt}}\u0000' } } }) }), 'protocol.workflow', nul);
+  assert.equal((await s.call('GET', '/api/jobs', { token })).body.pagination.total, 0);
+
+  // The token endpoint: a client id holding U+0000 is an unknown client (body or HTTP Basic).
+  const form = await s.call('POST', '/api/oauth/token', { body: { grant_type: 'client_credentials', client_id: 'cli_\u0000', client_secret: 'x' } });
+  assert.deepEqual([form.status, form.body.error?.code], [401, 'invalid_client'], form.text);
+  const basic = await s.call('POST', '/api/oauth/token', {
+    headers: { authorization: `Basic ${Buffer.from('cli_%00:x').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' }, raw: 'grant_type=client_credentials',
+  });
+  assert.deepEqual([basic.status, basic.body.error?.code], [401, 'invalid_client'], basic.text);
+  assert.equal(s.logs.filter((l) => l.includes('"level":"error"')).length, 0, 'no unhandled error was logged');
 });
 
 test('jsonExcess walks without recursion and stops at the first excess', () => {

@@ -75,3 +75,15 @@ test('a string holding U+0000 is refused, trimmed or not, naming the field', () 
   // A value its handler refuses more precisely (a file path: unsafe_path) may let it through.
   assert.deepEqual(v.parse(v.object({ p: v.string({ trim: false, allowNul: true }) }), { p: 'a\u0000' }), { p: 'a\u0000' });
 });
+
+test('free-form JSON holding U+0000 in a string or a key, at any depth, is refused naming the field', () => {
+  const schema = v.object({ parameters: v.anyObject() });
+  const reason = { parameters: 'must not contain the NUL character (U+0000) in any key or string' };
+  for (const parameters of [{ a: 'x\u0000' }, { ['k\u0000']: 1 }, { a: [1, { b: ['ok', '\u0000'] }] }]) {
+    assert.deepEqual(fieldsOf(() => v.parse(schema, { parameters })), reason);
+  }
+  const fine = { a: 'x\\u0000', b: [1, null, true, { c: 'd' }], 'e\u0001': '' };
+  assert.deepEqual(v.parse(schema, { parameters: fine }), { parameters: fine });
+  assert.equal(v.jsonHoldsNul(['a', { b: { c: ['\u0000'] } }]), true);
+  assert.equal(v.jsonHoldsNul({ a: 1, b: [null, 'x'] }), false);
+});

@@ -60,7 +60,8 @@ export function bindApiClientRoutes(router: Router, limits: LoginLimits): void {
     if (form.grant_type !== 'client_credentials') throw badRequest('unsupported_grant_type', 'only grant_type=client_credentials is supported');
     const clientId = basic ? basic.id : form.client_id;
     const secret = basic ? basic.secret : form.client_secret;
-    if (!clientId || !secret) throw invalidClient(basic !== null);
+    // A client id holding U+0000 names no client (no stored text can hold it): refused before any look-up.
+    if (!clientId || !secret || clientId.includes('\u0000')) throw invalidClient(basic !== null);
     return json(200, await issueAccessToken(ctx, limits, clientId, secret, basic !== null), { pragma: 'no-cache', 'cache-control': 'no-store' });
   });
 }

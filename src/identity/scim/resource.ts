@@ -38,12 +38,13 @@ export function asBoolean(v: unknown, what: string): boolean {
   throw invalidValue(`${what} must be true or false`);
 }
 
-/** A string attribute: trimmed, within its length; null, undefined and "" clear it. */
+/** A string attribute: trimmed, within its length, without U+0000 (as every validated string); null, undefined and "" clear it. */
 export function asText(v: unknown, what: string, max: number = LIMITS.text): string | null {
   if (v === null || v === undefined) return null;
   if (typeof v !== 'string') throw invalidValue(`${what} must be a string`);
   const s = v.trim();
   if (s.length > max) throw invalidValue(`${what} has at most ${max} characters`);
+  if (s.includes('\u0000')) throw invalidValue(`${what} must not contain the NUL character (U+0000)`);
   return s === '' ? null : s;
 }
 

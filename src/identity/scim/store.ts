@@ -102,6 +102,8 @@ const filterSql = perDialect((d): Record<UserFilter['attribute'], Record<UserFil
 
 /** One page of a directory's users (oldest first) and how many match in all. */
 export async function listScimUsers(db: Db, directoryId: string, filter: UserFilter | null, offset: number, limit: number): Promise<{ rows: ScimUserRow[]; total: number }> {
+  // No stored text holds U+0000 (PostgreSQL's text cannot, and asText refuses it): such a value matches nothing.
+  if (filter?.value.includes('\u0000')) return { rows: [], total: 0 };
   const where = filter ? `directory_id = ? AND ${filterSql(db.dialect)[filter.attribute][filter.op]}` : 'directory_id = ?';
   const params = filter ? [directoryId, filter.value] : [directoryId];
   const total = (await db.get<{ n: number }>(`SELECT count(*) AS n FROM scim_users WHERE ${where}`, ...params))!.n;
