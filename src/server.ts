@@ -22,7 +22,7 @@ import { startDeliveryLoop } from './platform/notifications/delivery.ts';
 import { startWorkerThread, type WorkerHost } from './generation/worker/host.ts';
 import { credentialPolicy } from './kernel/credentials.ts';
 import { sessionKey } from './directory/sessions/token-hash.ts';
-import { stopManualRuns } from './generation/jobs/service.ts';
+import { stopManualRuns } from './generation/jobs/manual-runs.ts';
 import { createContext, events } from './directory/context.ts';
 import { workerActor } from './generation/worker/host.ts';
 import { bindSubscribers } from './subscribers.ts';

@@ -20,11 +20,13 @@
 // server empty it too. This process's own writes empty it at once (run and exec outside a
 // transaction, the end of every transaction), and a read that was in flight when the cache was
 // emptied does not keep what it read (ReadCache.epoch). Reads inside a transaction bypass it.
-import type { Client, Pool, PoolClient, QueryConfig, QueryResultRow } from 'pg';
+import type { Client, Pool, PoolClient, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import { MISS, ReadCache } from './read-cache.ts';
 import { TextWithNul } from './errors.ts';
+import { numberPlaceholders, readingTypes, type Parser, type Types } from './pg-sql.ts';
+import { listenOn } from './pg-listen.ts';
 import type { Db, Param, Row } from './db.ts';
 import type { RowCursor, SnapshotQuery, SnapshotReader } from './cursor.ts';
 
@@ -37,78 +39,13 @@ export interface PostgresOptions {
   readOnly?: boolean;
 }
 
-const INT8 = 20;
-const NUMERIC = 1700;
-const JSON_OID = 114;
-const JSONB = 3802;
-
-function safeNumber(text: string): number {
-  const n = Number(text);
-  if (Number.isInteger(n) && !Number.isSafeInteger(n)) throw new RangeError(`${text} is too large for a number: read it with allBig()`);
-  return n;
-}
-
 /** A bound value as the driver takes it (bigint as its decimal text). */
 const value = (p: Param) => (typeof p === 'bigint' ? p.toString() : p);
-
-function bigOrNumber(text: string): bigint | number {
-  return /^-?\d+$/.test(text) ? BigInt(text) : Number(text);
-}
-
-type Parser = (text: string) => unknown;
-type Types = NonNullable<QueryConfig['types']>;
-
-function typesWith(own: Record<number, Parser>, fallback: (oid: number) => Parser): Types {
-  return { getTypeParser: ((oid: number) => own[oid] ?? fallback(oid)) as Types['getTypeParser'] };
-}
 
 const TRANSLATION_LIMIT = 2000;
 /** Rows a snapshot cursor fetches at a time. */
 const SNAPSHOT_BATCH = 500;
 
-/**
- * `sql` with its `?` and `?N` placeholders numbered ($1, $2...) as SQLite numbers them; a `?` inside a
- * quoted string or identifier, a comment or a dollar-quoted string is left alone. Throws when the
- * number of parameters differs from `params`.
- */
-export function numberPlaceholders(sql: string, params: number): string {
-  let out = '';
-  let n = 0;
-  let i = 0;
-  while (i < sql.length) {
-    const c = sql[i];
-    let end = i + 1;
-    if (c === "'" || c === '"') {
-      end = sql.indexOf(c, i + 1);
-      while (end >= 0 && sql[end + 1] === c) end = sql.indexOf(c, end + 2); // '' and "" escape the quote
-      end = end < 0 ? sql.length : end + 1;
-    } else if (c === '-' && sql[i + 1] === '-') {
-      end = sql.indexOf('\n', i);
-      if (end < 0) end = sql.length;
-    } else if (c === '/' && sql[i + 1] === '*') {
-      end = sql.indexOf('*/', i + 2);
-      end = end < 0 ? sql.length : end + 2;
-    } else if (c === '$') {
-      const tag = /^\$[A-Za-z_]*\$/.exec(sql.slice(i, i + 64))?.[0];
-      if (tag) {
-        end = sql.indexOf(tag, i + tag.length);
-        end = end < 0 ? sql.length : end + tag.length;
-      }
-    } else if (c === '?') {
-      // ?N is SQLite's numbered parameter (it may repeat); a bare ? is the one after the largest so far.
-      const digits = /^\d{1,4}/.exec(sql.slice(i + 1, i + 5))?.[0];
-      const k = digits ? Number(digits) : ++n;
-      if (k > n) n = k;
-      out += `$${k}`;
-      i += 1 + (digits?.length ?? 0);
-      continue;
-    }
-    out += sql.slice(i, end);
-    i = end;
-  }
-  if (n !== params) throw new Error(`the statement has ${n} parameter(s) and ${params} value(s): ${sql}`);
-  return out;
-}
 
 export class PostgresDb extends Transactional<PoolClient> implements Db {
   readonly engine = 'postgres' as const;
@@ -121,7 +58,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   private readonly pool: Pool;
   /** A new connection outside the pool (for LISTEN, which keeps its connection). */
   private readonly connect: () => Client;
-  private readonly listeners = new Set<Listener>();
+  private readonly listeners = new Set<() => Promise<void>>();
   private readonly cache = new ReadCache();
   /** Bumped by every syncCache(): cached reads want a check that started at this generation or later. */
   private wanted = 0;
@@ -136,9 +73,8 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     super();
     this.pool = pool;
     this.connect = connect;
-    const text: Parser = (t) => t;
-    this.types = typesWith({ [INT8]: safeNumber, [NUMERIC]: safeNumber, [JSON_OID]: text, [JSONB]: text }, fallback);
-    this.bigTypes = typesWith({ [INT8]: BigInt, [NUMERIC]: bigOrNumber, [JSON_OID]: text, [JSONB]: text }, fallback);
+    this.types = readingTypes(false, fallback);
+    this.bigTypes = readingTypes(true, fallback);
   }
 
   /** `sql` with numbered placeholders, translated once per text. */
@@ -399,59 +335,23 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     await this.query('SELECT pg_notify(?, ?)', [channel, payload]);
   }
 
-  /**
-   * LISTEN on a connection of its own: fn gets every payload notified on `channel` by any process.
-   * A lost connection is opened again (after LISTEN_RETRY_MS, until stopped); what was notified
-   * meanwhile is missed, which the callers' polls cover. Resolves once listening.
-   */
+  /** LISTEN on a connection of its own (pg-listen.ts): fn gets every payload notified on `channel` by any process. */
   async listen(channel: string, fn: (payload: string) => void): Promise<() => Promise<void>> {
-    const l: Listener = { client: null, stopped: false, timer: null };
-    this.listeners.add(l);
-    const open = async (): Promise<void> => {
-      const client = this.connect();
-      client.on('error', () => {}); // followed by 'end'
-      client.on('notification', (n) => { if (n.channel === channel) fn(n.payload ?? ''); });
-      client.on('end', () => {
-        if (l.client !== client || l.stopped) return;
-        l.client = null;
-        l.timer = setTimeout(() => { l.timer = null; open().catch(() => {}); }, LISTEN_RETRY_MS);
-      });
-      try {
-        await client.connect();
-        await client.query(`LISTEN ${quoteIdent(channel)}`);
-      } catch (err) {
-        await client.end().catch(() => {});
-        if (!l.stopped) l.timer = setTimeout(() => { l.timer = null; open().catch(() => {}); }, LISTEN_RETRY_MS);
-        throw err;
-      }
-      if (l.stopped) await client.end();
-      else l.client = client;
+    const { ready, stop } = listenOn(this.connect, channel, fn);
+    const stopping = async () => {
+      this.listeners.delete(stopping);
+      await stop();
     };
-    await open();
-    return async () => { await this.unlisten(l); };
-  }
-
-  private async unlisten(l: Listener): Promise<void> {
-    l.stopped = true;
-    this.listeners.delete(l);
-    if (l.timer) clearTimeout(l.timer);
-    const client = l.client;
-    l.client = null;
-    await client?.end().catch(() => {});
+    this.listeners.add(stopping); // also when the first attempt fails: it is tried again until close()
+    await ready;
+    return stopping;
   }
 
   async close(): Promise<void> {
-    for (const l of [...this.listeners]) await this.unlisten(l);
+    for (const stop of [...this.listeners]) await stop();
     await this.pool.end();
   }
 }
-
-interface Listener { client: Client | null; stopped: boolean; timer: NodeJS.Timeout | null }
-
-/** A wait before a lost LISTEN connection is opened again. */
-const LISTEN_RETRY_MS = 1000;
-
-const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /** Connects (the optional package pg must be installed) and checks the server answers. */
 export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {

@@ -24,7 +24,8 @@ import { credentialPolicy } from '../../kernel/credentials.ts';
 import { dryRun, supportsKind } from '../connectors/protocols/index.ts';
 import { ConnectorError, type DryRunRequest } from '../connectors/protocols/types.ts';
 import { abortOnWorkers, wakeWorker } from '../dispatch/control.ts';
-import { claimForRun, releaseLeases } from './claim.ts';
+import { claimForRun } from './claim.ts';
+import { manualRuns, type ManualRun } from './manual-runs.ts';
 import type { Db } from '../../db/db.ts';
 import { buildContract, type JobInput } from './contract.ts';
 import { withShotFormat } from './format.ts';
@@ -42,30 +43,6 @@ type Create = Infer<typeof JobCreateBody>;
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
 export const CLIP_KINDS = new Set(['video']);
-
-/**
- * Manual runs in flight in this process, so that a cancel or the shutdown can abort them; `released`
- * is the shutdown's release of the run's lease, which the run's answer waits for.
- */
-interface ManualRun { controller: AbortController; db: Db; runner: string; released?: Promise<unknown> }
-const manualRuns = new Map<string, ManualRun>();
-
-/**
- * At shutdown: manual runs in flight are aborted and their jobs put back in the queue (that attempt
- * forgotten). The release is written while the aborted run unwinds (on PostgreSQL on another
- * connection): the run waits for it before it reads the job back, so that its answer shows the job queued.
- */
-export async function stopManualRuns(db: Db, now: string): Promise<number> {
-  const releases: Array<Promise<JobRow[]>> = [];
-  for (const [jobId, run] of manualRuns) {
-    if (run.db !== db) continue;
-    run.controller.abort(new Error('the service is stopping'));
-    const released = releaseLeases(db, run.runner, now, jobId);
-    run.released = released.catch(() => {});
-    releases.push(released);
-  }
-  return (await Promise.all(releases)).reduce((n, rows) => n + rows.length, 0);
-}
 
 /**
  * True when a job depending on `dependencyId` must be blocked: the dependency failed, was cancelled or
