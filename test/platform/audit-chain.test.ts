@@ -8,27 +8,17 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
-import { startTestServer, type TestServer } from '../helpers/server.ts';
+import { databaseEnvOf, startTestServer, type TestServer } from '../helpers/server.ts';
+import { childEnv } from '../helpers/cli.ts';
 import { dropTrigger } from '../helpers/sql.ts';
 import { login, member } from '../helpers/factories.ts';
 import { seed, type Row, world } from './audit-setup.ts';
 
 const BIN_SVC = fileURLToPath(new URL('../../bin/svc', import.meta.url));
 
-/**
- * The environment of a CLI child on the server's database: the caller's minus SVC_* settings and the
- * test runner's context, plus the server's PostgreSQL database when it has one.
- */
-function childEnv(s: TestServer): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && k !== 'NODE_TEST_CONTEXT') env[k] = v;
-  const database = s.config.database === 'postgres' ? { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: s.config.postgresUrl } : {};
-  return { ...env, SVC_SCRYPT_LOG_N: '10', ...database };
-}
-
 function svc(s: TestServer, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN_SVC, ...args, '--data-dir', s.config.dataDir, '--storage-dir', s.config.storageDir], {
-    env: childEnv(s), stdio: ['ignore', 'pipe', 'pipe'],
+    env: childEnv(databaseEnvOf(s.config)), stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
