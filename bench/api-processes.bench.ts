@@ -2,7 +2,7 @@
 // /api/production/script/episodes/:episodeId, a write transaction with its revision, audit record
 // and search index) with 1 and 2 API processes (`svc serve --role api`: no worker, no deliveries) on
 // one database and storage folder, on each engine: SQLite (the processes share DATA_DIR/svc.db) and
-// PostgreSQL (a fresh database on the test cluster of tools/pg/pg.sh, `npm run pg:start`; skipped
+// PostgreSQL (a fresh database on the bench's own durable cluster, freshPostgresUrl in lib.ts; skipped
 // with a note when none runs). Each engine's two processes run throughout; the 1-process figure
 // loads the first only. autocannon runs in this process, one instance per loaded process with the
 // connections split evenly, all in parallel; their responses are added up. Each connection saves the
@@ -16,7 +16,7 @@ import { loadConfig } from '../src/kernel/config.ts';
 import { openDatabase } from '../src/db/open.ts';
 import { createEpisode } from '../src/production/catalog/catalog.ts';
 import {
-  createStudio, freshPostgresUrl, login, num, percentile, printTable, report, setupSvc, startSvc, type Running, type SvcSetup,
+  BENCH_POSTGRES, NO_BENCH_POSTGRES, createStudio, freshPostgresUrl, login, num, percentile, printTable, report, setupSvc, startSvc, type Running, type SvcSetup,
 } from './lib.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 12);
@@ -143,7 +143,7 @@ try {
   engines.push(await prepare('SQLite', {}));
   const url = await freshPostgresUrl();
   if (url) engines.push(await prepare('PostgreSQL', { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url }));
-  else notes.push('PostgreSQL: skipped, no test cluster runs (npm run pg:start)');
+  else notes.push(NO_BENCH_POSTGRES);
 
   const configs = engines.flatMap((e) => PROCESSES.flatMap((n) => ROUTES.map((route) => ({ e, n, route, rounds: [] as Measured[] }))));
   for (const c of configs) await load(c.e, c.n, c.route, WARMUP_S);
@@ -164,7 +164,7 @@ try {
   }
   printTable(`API processes: ${CONNECTIONS} connections split over 1 or 2 \`svc serve --role api\` on one database (${ROUNDS} alternating rounds of ${num(DURATION_S / ROUNDS, 1)} s each after ${WARMUP_S} s warm-up)`, rows, [
     `save: PUT /api/production/script/episodes/:id, ${SCENES} scenes of ${LINES} lines (about 5 KB); each connection saves its own episode on its last revision (must be 0 non-2xx)`,
-    'SQLite: the processes share DATA_DIR/svc.db (WAL, synchronous=FULL, writers serialized by the file lock); PostgreSQL: the tools/pg/pg.sh cluster, tuned for tests (fsync off), so its commits cost less than a durable server\'s',
+    'SQLite: the processes share DATA_DIR/svc.db (WAL, synchronous=FULL, writers serialized by the file lock); ' + BENCH_POSTGRES,
     `both processes of an engine run throughout; default log level (info), access log to a file; autocannon in the bench process`,
     `on this ${os.cpus().length}-core machine autocannon, the API processes and PostgreSQL share the cores: a second process can only use CPU time the others leave idle`,
     ...notes,

@@ -1,7 +1,7 @@
 // Figures, side by side in one run: the worker's burn-down of chat jobs (each a real POST to svc
 // model-server, the result committed) by the single SQLite node (`svc serve`, role all) against 1, 2
 // and 4 worker processes (`svc serve --role worker`) on one PostgreSQL database (the test cluster of
-// tools/pg/pg.sh: `npm run pg:start`), and the enqueue-to-start latency across processes (POST /api/jobs
+// the bench's own durable cluster, freshPostgresUrl in lib.ts), and the enqueue-to-start latency across processes (POST /api/jobs
 // to an API process, the job started by a worker process woken by NOTIFY; on SQLite one process).
 // BENCH_ENGINE_JOBS (5000), BENCH_WORKERS (1,2,4) and BENCH_SPACED (100) change the run. Each
 // worker process runs SVC_WORKER_CONCURRENCY=2.
@@ -11,7 +11,7 @@ import type { Db } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { registerConnector } from '../src/generation/connectors/service.ts';
 import { createJob } from '../src/generation/jobs/service.ts';
-import { createStudio, freshPostgresUrl, SVC_BIN, login, num, percentile, printTable, setupSvc, startProcess, type Running, type SvcSetup } from './lib.ts';
+import { BENCH_POSTGRES, NO_BENCH_POSTGRES, createStudio, freshPostgresUrl, SVC_BIN, login, num, percentile, printTable, setupSvc, startProcess, type Running, type SvcSetup } from './lib.ts';
 
 const JOBS = Number(process.env.BENCH_ENGINE_JOBS ?? 5000);
 const WORKERS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
@@ -110,7 +110,7 @@ try {
   for (const n of WORKERS) {
     const url = await freshPostgresUrl();
     if (!url) {
-      notes.push('PostgreSQL: no test cluster runs (npm run pg:start)');
+      notes.push(NO_BENCH_POSTGRES);
       break;
     }
     const env = { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url };
@@ -123,7 +123,8 @@ try {
     latency.push(['PostgreSQL (api process -> worker process)', String(SPACED), num(percentile(l, 50), 1), num(percentile(l, 99), 1), num(Math.max(...l), 1)]);
   }
   printTable('Worker burn-down: chat jobs against svc model-server, by engine and worker processes', rows, [
-    `each worker process: concurrency ${CONCURRENCY}; SQLite synchronous=FULL; the PostgreSQL cluster of tools/pg/pg.sh is tuned for tests (fsync off), so its commits cost less than a durable server's`,
+    `each worker process: concurrency ${CONCURRENCY}; SQLite synchronous=FULL`,
+    BENCH_POSTGRES,
     ...notes,
   ]);
   printTable('Enqueue-to-start latency (POST /api/jobs 25 ms apart, started_at - created_at; goal p99 <= 10 ms)', latency, ['timestamps have millisecond resolution']);

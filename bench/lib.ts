@@ -321,24 +321,47 @@ export async function measuredDownload(url: string, headers: Record<string, stri
   }
 }
 
+let cluster: Promise<string | null> | undefined;
+
 /**
- * A new empty database on the test PostgreSQL cluster (tools/pg/pg.sh: `npm run pg:start`), its
- * URL; null when no cluster runs. Left for the cluster's stop to remove.
+ * The URL of a new empty database on the benchmarks' own PostgreSQL cluster; null when the server
+ * binaries are missing (the Debian package postgresql). The cluster is started on first use by
+ * tools/pg/pg.sh with SVC_PG_DURABLE=1 (fsync, synchronous_commit and full_page_writes on, as on a
+ * production server, unlike the tests' cluster) in a folder of its own on a free port, and stopped
+ * when the script exits; the databases go with it.
  */
 export async function freshPostgresUrl(): Promise<string | null> {
-  let admin: string;
-  try {
-    admin = (await import('../test/helpers/postgres.ts')).testPostgresUrl();
-  } catch {
-    return null;
-  }
+  cluster ??= startBenchCluster();
+  const admin = await cluster;
+  if (!admin) return null;
   const pg = (await import('pg')).default;
   const client = new pg.Client({ connectionString: admin });
   await client.connect();
-  const name = `bench_${process.pid}_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
+  const name = `bench_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
   await client.query(`CREATE DATABASE ${name} TEMPLATE template0`);
   await client.end();
   const url = new URL(admin);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** Words for the figures' notes on the cluster freshPostgresUrl starts. */
+export const BENCH_POSTGRES = 'PostgreSQL: the bench\'s own cluster (tools/pg/pg.sh, SVC_PG_DURABLE=1: fsync, synchronous_commit and full_page_writes on)';
+export const NO_BENCH_POSTGRES = 'PostgreSQL: skipped, no server binaries (apt-get install postgresql)';
+
+async function startBenchCluster(): Promise<string | null> {
+  const script = path.join(ROOT, 'tools', 'pg', 'pg.sh');
+  // Not under a mkdtemp folder: as root the server runs as the user postgres, who must reach it.
+  const dir = path.join(os.tmpdir(), `svc-bench-pg-${process.pid}`);
+  const env = { ...process.env, SVC_PG_DIR: dir, SVC_PG_DURABLE: '1' };
+  const started = spawnSync(script, ['start'], { env, encoding: 'utf8' });
+  if (started.status !== 0) {
+    process.stderr.write(`no PostgreSQL cluster for the bench: ${started.stderr.trim()}\n`);
+    return null;
+  }
+  armCleanup();
+  process.on('exit', () => { spawnSync(script, ['stop'], { env }); });
+  const url = /^SVC_TEST_POSTGRES_URL=(.+)$/m.exec(started.stdout)?.[1];
+  if (!url) throw new Error(`tools/pg/pg.sh start printed no URL: ${started.stdout}`);
+  return url;
 }

@@ -1,5 +1,5 @@
 // Figure: SQL statements per request of hot routes, on each engine side by side (SQLite, and
-// PostgreSQL on the test cluster of tools/pg/pg.sh when one runs: `npm run pg:start`). A statement
+// PostgreSQL on the bench's own cluster when its binaries are installed, freshPostgresUrl in lib.ts). A statement
 // costs ~4-5 µs on SQLite here and ~140-170 µs on PostgreSQL (a round trip), so a route that loops a
 // query per item (N+1) shows here first. The server runs in this process (its Db counts the
 // statements it runs, Db.statementCount); each route is called once to warm it, then ROUNDS times,
@@ -7,7 +7,7 @@
 import { loadConfig, type Config } from '../src/kernel/config.ts';
 import { startServer, type RunningServer } from '../src/server.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { createStudio, freshPostgresUrl, login, num, printTable, setupSvc } from './lib.ts';
+import { BENCH_POSTGRES, NO_BENCH_POSTGRES, createStudio, freshPostgresUrl, login, num, printTable, setupSvc } from './lib.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 
@@ -75,7 +75,7 @@ for (const [name, s] of sqlite) {
   rows.push([name, cell(s, 'statements'), cell(s, 'ms'), cell(p, 'statements'), cell(p, 'ms')]);
 }
 printTable('Statements per request (mean of the rounds after one warm-up call; one caller at a time)', rows, [
-  `${ROUNDS} calls a route; the server in this process, role api; PostgreSQL: ${url ? 'the tools/pg/pg.sh cluster, a fresh database' : 'no cluster running (npm run pg:start)'}`,
+  `${ROUNDS} calls a route; the server in this process, role api; ${url ? BENCH_POSTGRES : NO_BENCH_POSTGRES}`,
   'statements that ran are counted (cached reads that hit run none); on PostgreSQL the check of the read cache (one per request that reads it) is one',
   ...(failure ? [`PostgreSQL run failed: ${failure.slice(0, 300)}`] : []),
 ]);

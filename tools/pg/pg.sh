@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real PostgreSQL server for the tests: a throwaway cluster (initdb + pg_ctl) on 127.0.0.1 at a free
 # port, everything under one folder (SVC_PG_DIR, default ${TMPDIR:-/tmp}/svc-pg). Tuned for tests, not
-# for keeping data: fsync, synchronous_commit and full_page_writes are off. It writes the connection
+# for keeping data: fsync, synchronous_commit and full_page_writes are off, unless SVC_PG_DURABLE=1
+# (the benchmarks' own clusters) turns them on as on a production server. It writes the connection
 # facts to $SVC_PG_DIR/pg.env (SVC_TEST_POSTGRES_URL, read by test/helpers/postgres.ts).
 #
 #   tools/pg/pg.sh start    start it (reuse it when it already runs); prints the state file
@@ -63,6 +64,8 @@ start() {
   chmod 700 "$DIR"
   [ "$(id -u)" = 0 ] && chown postgres: "$DIR"
   local port; port=$(free_port)
+  local durable=off
+  if [ "${SVC_PG_DURABLE:-}" = 1 ]; then durable=on; fi
   # C collation: text sorts by code point, as SQLite's BINARY does.
   as_owner "$bin/initdb" -D "$DATA" -U svc --auth=trust --encoding=UTF8 --no-locale >"$DIR/initdb.log" 2>&1 \
     || die "initdb failed: $(tail -3 "$DIR/initdb.log")"
@@ -71,9 +74,9 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$DIR'
 max_connections = 300
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+fsync = $durable
+synchronous_commit = $durable
+full_page_writes = $durable
 shared_buffers = 128MB
 EOF
   as_owner "$bin/pg_ctl" -D "$DATA" -l "$LOG" -w -t 30 start >/dev/null || die "the server did not start: $(tail -5 "$LOG")"
