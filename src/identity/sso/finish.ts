@@ -87,6 +87,10 @@ export async function finishSso(ctx: Ctx, req: IncomingMessage, provider: Provid
     if (current.status !== 'active') throw new AppError(401, 'sso_provider_disabled', 'single sign-on failed: the provider is disabled');
     const at = ctx.now();
     const now = at.toISOString();
+    // The account by e-mail is read before the link: a concurrent first sign-in commits both at once,
+    // so when this read already sees its account, the next one sees its link too (PostgreSQL reads
+    // each statement's latest commits), and the account is never taken for one to link by e-mail.
+    const byEmail = email ? await userByEmail(ctx.db, email) : undefined;
     const linked = await identityBySubject(ctx.db, provider.id, subject);
     let user: UserRow | undefined;
     let how: 'identity' | 'email' | 'created';
@@ -96,7 +100,7 @@ export async function finishSso(ctx: Ctx, req: IncomingMessage, provider: Provid
       await touchIdentity(ctx.db, provider.id, subject, email, now);
     } else {
       if (!email) throw new AppError(401, 'sso_email_missing', 'single sign-on failed: the provider gave no e-mail address for a new sign-in');
-      user = await userByEmail(ctx.db, email);
+      user = byEmail;
       how = user ? 'email' : 'created';
       if (user) {
         linkReason = await linkRefusal(ctx.db, user, provider, identity.emailVerified ?? null);
