@@ -114,10 +114,24 @@ const LISTENING = /^listening on (http:\/\/\S+)$/;
  * Starts `node ...args` (process.execPath), resolves once it prints "listening on URL" on stdout.
  * Its stderr goes to `stderrFile` (appended) or is ignored.
  */
-export async function startProcess(args: string[], opts: { env?: EnvOverrides; stderrFile?: string } = {}): Promise<Running> {
+export function startProcess(args: string[], opts: { env?: EnvOverrides; stderrFile?: string } = {}): Promise<Running> {
+  return startChild(process.execPath, args, { ...opts, ready: LISTENING });
+}
+
+export interface Child extends Running {
+  /** Writes one line to the child's stdin. */
+  send(line: string): void;
+}
+
+/**
+ * Starts `command ...args` (stdin a pipe), resolves once a line of its stdout matches `ready`; `url`
+ * is the match's first group (or the whole line). Its stderr goes to `stderrFile` (appended) or is
+ * ignored; it is killed when the script exits.
+ */
+export async function startChild(command: string, args: string[], opts: { env?: EnvOverrides; stderrFile?: string; ready: RegExp }): Promise<Child> {
   armCleanup();
   const errFd = opts.stderrFile ? fs.openSync(opts.stderrFile, 'a') : null;
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(opts.env), stdio: ['ignore', 'pipe', errFd ?? 'ignore'] });
+  const child = spawn(command, args, { cwd: ROOT, env: childEnv(opts.env), stdio: ['pipe', 'pipe', errFd ?? 'ignore'] });
   if (errFd !== null) fs.closeSync(errFd);
   children.add(child);
   const exited = new Promise<number | string>((resolve) => {
@@ -126,28 +140,32 @@ export async function startProcess(args: string[], opts: { env?: EnvOverrides; s
       resolve(code ?? signal ?? 'unknown');
     });
   });
+  child.once('error', () => {}); // a missing binary: reported through `exited` below
+  child.stdin!.on('error', () => {}); // a child that exits early closes its stdin
   const lines = readline.createInterface({ input: child.stdout! });
-  let listening = false;
+  let ready = false;
+  const what = [command, ...args].join(' ');
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${args.join(' ')}: no "listening on" line within 30 s`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`${what}: no line matching ${opts.ready} within 30 s`)), 30_000);
     lines.on('line', (line) => {
-      const m = LISTENING.exec(line.trim());
-      if (m && !listening) {
-        listening = true;
+      const m = opts.ready.exec(line.trim());
+      if (m && !ready) {
+        ready = true;
         clearTimeout(timer);
-        resolve(m[1]);
+        resolve(m[1] ?? m[0]);
       }
     });
     void exited.then((how) => {
-      if (listening) return;
+      if (ready) return;
       clearTimeout(timer);
       const tail = opts.stderrFile ? fs.readFileSync(opts.stderrFile, 'utf8').trim().split('\n').slice(-5).join('\n') : '';
-      reject(new Error(`${args.join(' ')} exited (${how}) before listening${tail ? `:\n${tail}` : ''}`));
+      reject(new Error(`${what} exited (${how}) before it was ready${tail ? `:\n${tail}` : ''}`));
     });
   });
   return {
     url,
     pid: child.pid!,
+    send(line) { child.stdin!.write(line + '\n'); },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
@@ -333,14 +351,28 @@ let cluster: Promise<string | null> | undefined;
 export async function freshPostgresUrl(): Promise<string | null> {
   cluster ??= startBenchCluster();
   const admin = await cluster;
-  if (!admin) return null;
+  return admin ? await newDatabase(admin, 'template0') : null;
+}
+
+/** A copy of the database at `url` (CREATE DATABASE ... TEMPLATE: nothing may be connected to it) on the same cluster; its URL. */
+export function clonePostgresDatabase(url: string): Promise<string> {
+  const admin = new URL(url);
+  admin.pathname = '/postgres';
+  return newDatabase(admin.toString(), new URL(url).pathname.slice(1));
+}
+
+/** A new database made from `template` on the cluster of the maintenance database `adminUrl`; its URL. */
+async function newDatabase(adminUrl: string, template: string): Promise<string> {
   const pg = (await import('pg')).default;
-  const client = new pg.Client({ connectionString: admin });
+  const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   const name = `bench_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
-  await client.query(`CREATE DATABASE ${name} TEMPLATE template0`);
-  await client.end();
-  const url = new URL(admin);
+  try {
+    await client.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   return url.toString();
 }
