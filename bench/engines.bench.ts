@@ -6,7 +6,7 @@
 // one process). The svc side is bench/svc-queue.ts.
 // BENCH_ENGINE_JOBS (5000), BENCH_WORKERS (1,2,4) and BENCH_SPACED (100) change the run. Each
 // worker process runs SVC_WORKER_CONCURRENCY=2.
-import { BENCH_POSTGRES, NO_BENCH_POSTGRES, freshPostgresUrl, SVC_BIN, num, percentile, printTable, startProcess } from './lib.ts';
+import { BENCH_POSTGRES, NO_BENCH_POSTGRES, freshPostgresUrl, SVC_BIN, num, percentile, printTable, report, startProcess } from './lib.ts';
 import { burnDown, cloneSvcQueue, enqueueToStart, seedSvcQueue } from './svc-queue.ts';
 
 const JOBS = Number(process.env.BENCH_ENGINE_JOBS ?? 5000);
@@ -20,9 +20,11 @@ try {
   const rows: string[][] = [['engine', 'worker processes', 'jobs', 'seconds', 'jobs/s', 'not completed']];
   const sqlite = await burnDown(await seedSvcQueue(model.url, JOBS), { workers: 0, concurrency: CONCURRENCY });
   rows.push(['SQLite (one node, role all)', '1 (thread)', num(JOBS), num(sqlite.seconds, 2), num(JOBS / sqlite.seconds), String(sqlite.notCompleted)]);
+  report({ figure: 'SQLite burn-down jobs/s', value: JOBS / sqlite.seconds, unit: 'jobs/s', better: 'higher' });
   const latency: string[][] = [['engine', 'jobs', 'p50 ms', 'p99 ms', 'max ms']];
   const lat = await enqueueToStart(await seedSvcQueue(model.url, 0), { spaced: SPACED, workerProcess: false, concurrency: CONCURRENCY });
   latency.push(['SQLite (one process)', String(SPACED), num(percentile(lat, 50), 1), num(percentile(lat, 99), 1), num(Math.max(...lat), 1)]);
+  report({ figure: 'SQLite enqueue-to-start p99', value: percentile(lat, 99), unit: 'ms', better: 'lower', goal: 10 });
   const url = await freshPostgresUrl();
   if (url) {
     // Seeded once; each run gets a copy (its database made from this one as a template).
@@ -30,10 +32,12 @@ try {
     for (const n of WORKERS) {
       const r = await burnDown(await cloneSvcQueue(seeded), { workers: n, concurrency: CONCURRENCY });
       rows.push(['PostgreSQL (api + workers)', String(n), num(JOBS), num(r.seconds, 2), num(JOBS / r.seconds), String(r.notCompleted)]);
+      report({ figure: `PostgreSQL burn-down jobs/s, ${n} worker process${n === 1 ? '' : 'es'}`, value: JOBS / r.seconds, unit: 'jobs/s', better: 'higher' });
     }
     const idle = await seedSvcQueue(model.url, 0, { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: (await freshPostgresUrl())! });
     const l = await enqueueToStart(idle, { spaced: SPACED, workerProcess: true, concurrency: CONCURRENCY });
     latency.push(['PostgreSQL (api process -> worker process)', String(SPACED), num(percentile(l, 50), 1), num(percentile(l, 99), 1), num(Math.max(...l), 1)]);
+    report({ figure: 'PostgreSQL enqueue-to-start p99', value: percentile(l, 99), unit: 'ms', better: 'lower', goal: 10 });
   }
   printTable('Worker burn-down: chat jobs against svc model-server, by engine and worker processes', rows, [
     `each worker process: concurrency ${CONCURRENCY}; SQLite synchronous=FULL`,

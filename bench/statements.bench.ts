@@ -7,7 +7,7 @@
 import { loadConfig, type Config } from '../src/kernel/config.ts';
 import { startServer, type RunningServer } from '../src/server.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { BENCH_POSTGRES, NO_BENCH_POSTGRES, createStudio, freshPostgresUrl, login, num, printTable, setupSvc } from './lib.ts';
+import { BENCH_POSTGRES, NO_BENCH_POSTGRES, createStudio, freshPostgresUrl, login, num, printTable, report, setupSvc } from './lib.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 
@@ -73,6 +73,9 @@ for (const [name, s] of sqlite) {
   const cell = (m: { statements: number; ms: number; status: number } | undefined, v: 'statements' | 'ms') =>
     (m === undefined ? 'n/a' : m.status >= 400 ? `HTTP ${m.status}` : num(m[v], 1));
   rows.push([name, cell(s, 'statements'), cell(s, 'ms'), cell(p, 'statements'), cell(p, 'ms')]);
+  for (const [engine, m] of [['SQLite', s], ['PostgreSQL', p]] as const) {
+    if (m && m.status < 400) report({ figure: `${name} ${engine} ms`, value: m.ms, unit: 'ms', better: 'lower' });
+  }
 }
 printTable('Statements per request (mean of the rounds after one warm-up call; one caller at a time)', rows, [
   `${ROUNDS} calls a route; the server in this process, role api; ${url ? BENCH_POSTGRES : NO_BENCH_POSTGRES}`,

@@ -43,6 +43,25 @@ export interface PostgresOptions {
 const value = (p: Param) => (typeof p === 'bigint' ? p.toString() : p);
 
 const TRANSLATION_LIMIT = 2000;
+/**
+ * A statement text run this many times is prepared by name on each connection that runs it again, so
+ * that the server parses and plans it once per connection instead of on every run.
+ */
+const PREPARE_AFTER = 3;
+/** Texts given a name, at most (until a stale plan renames them all): what a connection may hold prepared. */
+const NAMED_LIMIT = 500;
+/** Only these are prepared by name (not DECLARE, SET, LISTEN...). */
+const PREPARABLE = /^\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
+
+/** A statement text as sent: placeholders numbered, and its prepared statement's name once it has one. */
+interface Translation { text: string; uses: number; name: string | undefined }
+
+/**
+ * 0A000 "cached plan must not change result type": a table a prepared statement reads changed shape
+ * (a migration while this process runs); the name must not be used again.
+ */
+const stalePlan = (err: unknown) =>
+  (err as { code?: unknown } | null)?.code === '0A000' && /cached plan must not change result type/.test((err as Error).message);
 /** Rows a snapshot cursor fetches at a time. */
 const SNAPSHOT_BATCH = 500;
 
@@ -50,7 +69,10 @@ const SNAPSHOT_BATCH = 500;
 export class PostgresDb extends Transactional<PoolClient> implements Db {
   readonly engine = 'postgres' as const;
   readonly dialect = POSTGRES;
-  private readonly translations = new Map<string, string>();
+  private readonly translations = new Map<string, Translation>();
+  /** Names given in this generation; a stale plan starts the next generation (see query()). */
+  private named = 0;
+  private generation = 0;
   private readonly broken = new WeakSet<PoolClient>();
   private readonly types: Types;
   private readonly bigTypes: Types;
@@ -77,15 +99,28 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     this.bigTypes = readingTypes(true, fallback);
   }
 
-  /** `sql` with numbered placeholders, translated once per text. */
-  private translate(sql: string, params: number): string {
-    let text = this.translations.get(sql);
-    if (text === undefined) {
-      text = numberPlaceholders(sql, params);
+  /** `sql` with numbered placeholders, translated once per text; named once it has run PREPARE_AFTER times. */
+  private translate(sql: string, params: number): Translation {
+    let t = this.translations.get(sql);
+    if (t === undefined) {
+      t = { text: numberPlaceholders(sql, params), uses: 0, name: undefined };
       if (this.translations.size >= TRANSLATION_LIMIT) this.translations.delete(this.translations.keys().next().value!);
-      this.translations.set(sql, text);
+      this.translations.set(sql, t);
     }
-    return text;
+    if (t.name === undefined && ++t.uses >= PREPARE_AFTER && this.named < NAMED_LIMIT && PREPARABLE.test(t.text)) {
+      t.name = `svc${this.generation}_${++this.named}`;
+    }
+    return t;
+  }
+
+  /** After a stale plan: every text is unnamed, and names given later are new ones (the old ones stay unused on their connections). */
+  private forgetNames(): void {
+    this.generation++;
+    this.named = 0;
+    for (const t of this.translations.values()) {
+      t.name = undefined;
+      t.uses = 0;
+    }
   }
 
   statementCount = 0;
@@ -94,7 +129,18 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on: Pool | PoolClient = this.frame()?.conn ?? this.pool) {
     for (const p of params) if (typeof p === 'string' && p.includes('\u0000')) return Promise.reject(new TextWithNul());
     this.statementCount++;
-    return on.query<T>({ text: this.translate(sql, params.length), values: params.map(value), types });
+    const t = this.translate(sql, params.length);
+    const values = params.map(value);
+    const sent = on.query<T>({ text: t.text, name: t.name, values, types });
+    if (t.name === undefined) return sent;
+    // A stale plan: no name is used again. Outside a transaction the statement runs again unnamed; in
+    // one, the transaction runs again (retryable()).
+    return sent.catch((err: unknown) => {
+      if (!stalePlan(err)) throw err;
+      if (t.name !== undefined) this.forgetNames();
+      if (on !== this.pool) throw err;
+      return on.query<T>({ text: t.text, values, types });
+    });
   }
 
   async get<T = Row>(sql: string, ...params: Param[]): Promise<T | undefined> {
@@ -198,10 +244,13 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     }
   }
 
-  /** 40001 serialization_failure, 40P01 deadlock_detected: the server rolled the transaction back; it may run again. */
+  /**
+   * 40001 serialization_failure, 40P01 deadlock_detected: the server rolled the transaction back; it
+   * may run again. So may one that met a stale plan (its statements are unnamed since).
+   */
   protected override retryable(err: unknown): boolean {
     const code = (err as { code?: unknown } | null)?.code;
-    return code === '40001' || code === '40P01';
+    return code === '40001' || code === '40P01' || stalePlan(err);
   }
 
   /** A transaction-scoped advisory lock on the 64-bit hash of `key` (see Db.lock). */

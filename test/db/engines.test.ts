@@ -363,3 +363,26 @@ test('postgres: a transaction the server rolls back for a deadlock runs again, a
   assert.deepEqual(hooks.sort(), ['a', 'b'], 'one hook per committed transaction');
   assert.deepEqual((await db.all<{ n: number }>('SELECT n FROM items ORDER BY id')).map((r) => r.n), [2, 2]);
 });
+
+test('postgres: a statement run often is prepared by name on its connection, and a table changing shape under it is no error', async (t) => {
+  const db = await freshPostgres(t, 1); // one connection: every statement below meets the same prepared ones
+  await db.exec("CREATE TABLE shapes (id TEXT PRIMARY KEY); INSERT INTO shapes VALUES ('a')");
+  const read = () => db.all<Record<string, unknown>>('SELECT * FROM shapes WHERE id <> ?', 'z');
+  for (let i = 0; i < 4; i++) assert.deepEqual(await read(), [{ id: 'a' }]);
+  const prepared = await db.all<{ name: string; statement: string }>('SELECT name, statement FROM pg_prepared_statements WHERE statement LIKE ?', '%FROM shapes%');
+  assert.equal(prepared.length, 1, 'prepared once, by name');
+  assert.match(prepared[0].name, /^svc\d+_\d+$/);
+  // A migration while the process runs: the prepared plan's result type is stale (0A000 on the server).
+  await db.exec('ALTER TABLE shapes ADD COLUMN label TEXT');
+  assert.deepEqual(await read(), [{ id: 'a', label: null }], 'outside a transaction: run again unnamed');
+  await db.exec('ALTER TABLE shapes ADD COLUMN size INTEGER');
+  for (let i = 0; i < 4; i++) await read(); // named again, in the next generation
+  await db.exec('ALTER TABLE shapes DROP COLUMN size');
+  let attempts = 0;
+  const inTx = await db.tx(async () => {
+    attempts++;
+    return await read();
+  });
+  assert.deepEqual(inTx, [{ id: 'a', label: null }]);
+  assert.equal(attempts, 2, 'in a transaction: the transaction runs again');
+});
