@@ -4,7 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { loadConfig } from '../../src/kernel/config.ts';
-import { startTestServer, tempDir } from '../helpers/server.ts';
+import { startTestServer, tempDir, type TestServer } from '../helpers/server.ts';
+import { schemaDatabaseUrl } from '../helpers/postgres.ts';
 import { WORKER_ENV, connector, createJob, sleep, startModel, waitJob } from '../helpers/jobs.ts';
 import { login, makeUser, member } from '../helpers/factories.ts';
 
@@ -50,6 +51,37 @@ test('an api process queues jobs without running them; a worker process on the s
     assert.equal(r.body.error.code, 'not_found');
     assert.match(r.body.error.message, /worker role \(SVC_ROLE=worker\)/);
   }
+});
+
+test('postgres: a job cancelled through an API process stops its call on a worker process at once, through the notification', async (t) => {
+  const dir = tempDir(t);
+  const dirs = { dataDir: path.join(dir, 'data'), storageDir: path.join(dir, 'storage') };
+  const servers: TestServer[] = [];
+  const url = await schemaDatabaseUrl(t, async () => { for (const s of servers) await s.close(); });
+  const pg = { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url, SVC_POSTGRES_POOL: '4' };
+  const api = await startTestServer(t, { ...WORKER_ENV, ...pg, SVC_ROLE: 'api', SVC_WORKER_ID: 'api-1' }, dirs);
+  servers.push(api);
+  // The default lease (300 s) is renewed every 100 s: a renewal cannot be what notices the cancel here.
+  servers.push(await startTestServer(t, { ...WORKER_ENV, ...pg, SVC_ROLE: 'worker', SVC_WORKER_ID: 'worker-1' }, dirs));
+  const m = await startModel(t);
+  const owner = await member(api, 'org_owner');
+  const id = await connector(api, owner.token, m.url, { capability: ['chat'] });
+  await m.control({ hang: true }); // the model server holds the call until the client leaves
+  const job = await createJob(api, owner.token, { kind: 'chat', connectorId: id });
+  await waitJob(api, owner.token, job.id, ['running']);
+  // The worker writes its running count with every heartbeat (every 100 ms here).
+  const running = async () => (await api.db.get<{ running: number }>("SELECT running FROM worker_state WHERE worker_id = 'worker-1'"))?.running;
+  while (await running() !== 1) await sleep(20);
+  const c = await api.call('POST', `/api/jobs/${job.id}/cancel`, { token: owner.token });
+  assert.equal(c.body.status, 'cancelled', c.text);
+  const until = Date.now() + 10_000;
+  while (await running() !== 0) {
+    assert.ok(Date.now() < until, 'the worker process still runs the cancelled call 10 s later (only the notification could have stopped it that soon)');
+    await sleep(20);
+  }
+  const after = await waitJob(api, owner.token, job.id, ['cancelled']);
+  assert.equal(after.output, null, 'the aborted call wrote no result');
+  assert.deepEqual(after.attempts.map((a: { outcome: string }) => a.outcome), ['cancelled']);
 });
 
 test('SVC_ROLE and --role take all, api or worker; anything else stops the start', () => {
