@@ -1,0 +1,102 @@
+// Figure: the SQL statements (and, on PostgreSQL, round trips) the worker runs per chat job, by
+// statement, on each engine: a burn-down of BENCH_STATEMENT_JOBS (200) chat jobs against svc
+// model-server with the worker loop in this process (src/generation/worker/loop.ts, concurrency 2),
+// every statement of its Db counted by its text (transaction control included: BEGIN, COMMIT,
+// SAVEPOINT, RELEASE). PostgreSQL runs on the bench's own cluster (freshPostgresUrl in lib.ts). The
+// per-job figure includes the loop's own statements (heartbeat, stamps) spread over the jobs.
+import { loadConfig, type Config } from '../src/kernel/config.ts';
+import { openDatabase } from '../src/db/open.ts';
+import type { Db } from '../src/db/db.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { createContext } from '../src/directory/context.ts';
+import { createLogger } from '../src/kernel/log.ts';
+import { registerConnector } from '../src/generation/connectors/service.ts';
+import { createJob } from '../src/generation/jobs/service.ts';
+import { startWorkerLoop } from '../src/generation/worker/loop.ts';
+import { workerActor } from '../src/generation/worker/host.ts';
+import { bindSubscribers } from '../src/subscribers.ts';
+import { BENCH_POSTGRES, NO_BENCH_POSTGRES, SVC_BIN, createStudio, freshPostgresUrl, num, printTable, setupSvc, startProcess } from './lib.ts';
+
+const JOBS = Number(process.env.BENCH_STATEMENT_JOBS ?? 200);
+const VERBOSE = process.env.BENCH_STATEMENT_TEXT === '1';
+
+const model = await startProcess([SVC_BIN, 'model-server', '--port', '0']);
+bindSubscribers();
+
+/** A statement's text as counted: one line, numbered placeholders as `?`, cut at 110 characters. */
+const label = (sql: string) => sql.replace(/\s+/g, ' ').replace(/\$\d+|\?\d+/g, '?').replace(/'[^']*'/g, "'…'").trim().slice(0, 110);
+
+/** Counts every statement `db` runs by its text: the engines' private statement paths and transaction steps are wrapped. */
+function counting(db: Db): Map<string, number> {
+  const counts = new Map<string, number>();
+  const add = (sql: string) => { const k = label(sql); counts.set(k, (counts.get(k) ?? 0) + 1); };
+  const o = db as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const wrap = (name: string, text: (a: unknown[]) => string) => {
+    const f = o[name].bind(db);
+    o[name] = (...a: unknown[]) => { add(text(a)); return f(...a); };
+  };
+  if (db.engine === 'sqlite') {
+    wrap('prepare', (a) => a[0] as string);
+    // exec() counts through raw.exec; transaction steps are raw exec calls too.
+    const raw = o.raw as unknown as { exec: (sql: string) => void };
+    const exec = raw.exec.bind(raw);
+    raw.exec = (sql: string) => { add(sql); exec(sql); };
+  } else {
+    wrap('query', (a) => a[0] as string);
+    wrap('exec', (a) => a[0] as string);
+    wrap('begin', () => 'BEGIN');
+    wrap('commit', () => 'COMMIT');
+    wrap('rollback', () => 'ROLLBACK');
+    wrap('savepointStep', (a) => `${a[1] as string} spN`);
+  }
+  return counts;
+}
+
+async function measure(env: Record<string, string>): Promise<{ counts: Map<string, number>; seconds: number }> {
+  const setup = setupSvc({ env });
+  const config: Config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir },
+    { SVC_WORKER_CONCURRENCY: '2', SVC_WORKER_ID: 'bench-worker', SVC_LOG_LEVEL: 'warn', ...env });
+  const db = await openDatabase(config);
+  const watch = await openDatabase(config);
+  try {
+    await migrate(db);
+    const { ctx: scoped } = await createStudio(db, config, setup.email);
+    const connector = await registerConnector(scoped, {
+      label: 'svc model-server', endpoint: model.url, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
+      protocol: { models: { chat: 'svc-chat' } },
+    });
+    await db.tx(async () => { for (let i = 0; i < JOBS; i++) await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` }); });
+    await db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", connector.id);
+    const counts = counting(db);
+    const t0 = performance.now();
+    const loop = await startWorkerLoop(createContext({ db, config, log: createLogger('warn'), actor: workerActor(config.workerId), requestId: 'bench-worker' }));
+    const left = async () => (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status IN ('queued', 'running')"))!.n;
+    while (await left() > 0) await new Promise((res) => setTimeout(res, 20));
+    const seconds = (performance.now() - t0) / 1000;
+    await loop.stop(1000);
+    const failed = (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status <> 'completed'"))!.n;
+    if (failed) throw new Error(`${failed} jobs not completed`);
+    return { counts, seconds };
+  } finally {
+    await watch.close();
+    await db.close();
+  }
+}
+
+const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+const sqlite = await measure({});
+const url = await freshPostgresUrl();
+const postgres = url ? await measure({ SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: url }) : null;
+const keys = [...new Set([...sqlite.counts.keys(), ...(postgres?.counts.keys() ?? [])])]
+  .sort((a, b) => (postgres?.counts.get(b) ?? sqlite.counts.get(b) ?? 0) - (postgres?.counts.get(a) ?? sqlite.counts.get(a) ?? 0));
+const perJob = (m: Map<string, number> | undefined, k: string) => (m?.has(k) ? num(m.get(k)! / JOBS, 2) : '-');
+const rows: string[][] = [['statement', 'SQLite per job', 'PostgreSQL per job']];
+rows.push(['all statements', num(total(sqlite.counts) / JOBS, 2), postgres ? num(total(postgres.counts) / JOBS, 2) : 'n/a']);
+for (const k of keys) rows.push([k, perJob(sqlite.counts, k), perJob(postgres?.counts, k)]);
+printTable(`Statements per chat job (worker loop in process, concurrency 2, ${num(JOBS)} jobs against svc model-server)`, rows, [
+  `burn-down: SQLite ${num(sqlite.seconds, 2)} s, PostgreSQL ${postgres ? `${num(postgres.seconds, 2)} s` : 'n/a'} (in-process, timing only indicative)`,
+  'every statement counted by its text, transaction control included (on PostgreSQL each one is a round trip)',
+  url ? BENCH_POSTGRES : NO_BENCH_POSTGRES,
+]);
+if (VERBOSE) for (const k of keys) console.log(`${perJob(sqlite.counts, k)}\t${perJob(postgres?.counts, k)}\t${k}`);
+await model.stop();
