@@ -70,9 +70,10 @@ export async function settleSuccess(
       return { status: 'lost', released: [], runAfter: null };
     }
     const clip = VIDEO_KINDS.has(job.kind);
-    // The billing account, time zone and workspace quota, read once for the artifacts' and the clip's quota warnings.
-    const quotas = media || clip ? await quotaContextOf(ctx.db, job.organization_id, job.workspace_id) : null;
-    if (media && quotas) await registerArtifacts(c, job, artifacts, media.composition, at, quotas);
+    // The billing account, time zone and workspace quota, read once for the artifacts' and the clip's
+    // quota warnings; a job without output files (a chat answer) registers nothing and reads none.
+    const quotas = artifacts.length > 0 || clip ? await quotaContextOf(ctx.db, job.organization_id, job.workspace_id) : null;
+    if (media && quotas && artifacts.length > 0) await registerArtifacts(c, job, artifacts, media.composition, at, quotas);
     await recordAttempt(ctx.db, job, 'completed', at, null);
     if (clip && quotas && await recordClipUsage(c, job, at, quotas)) await clipQuotaWarnings(c, job.organization_id, job.workspace_id, quotas);
     await setDocumentStatus(ctx.db, 'job', job.id, 'completed');
