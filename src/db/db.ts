@@ -71,9 +71,13 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
 
   statementCount = 0;
 
-  /** The cached statement of `sql` (about to run: counted); with `bigInts`, a statement of its own that reads INTEGER values as bigint. */
+  /**
+   * The cached statement of `sql` (about to run: counted, and the savepoints around it sent); with
+   * `bigInts`, a statement of its own that reads INTEGER values as bigint.
+   */
   private prepare(sql: string, bigInts = false): StatementSync {
     this.statementCount++;
+    this.beginning();
     const key = bigInts ? `\u0000bigint\u0000${sql}` : sql;
     let st = this.statements.get(key);
     if (!st) {
@@ -90,6 +94,12 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
   /** The transaction of this Db the calling async context runs in, if any. */
   protected override frame(): Frame<DatabaseSync> | undefined {
     return this.locked ? super.frame() : undefined; // no transaction is open: the cheap test first
+  }
+
+  /** Before a statement: the savepoints around it not yet sent (Transactional.begun; synchronous here). */
+  private beginning(): void {
+    const f = this.frame();
+    if (f && !f.begun) void this.begun(f);
   }
 
   /** Resolves when the connection is this caller's: at once inside its transaction or when idle. */
@@ -165,6 +175,7 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
     return this.when(() => {
       this.invalidate();
       this.statementCount++;
+      this.beginning();
       this.raw.exec(sql);
     });
   }

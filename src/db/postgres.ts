@@ -125,21 +125,28 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   statementCount = 0;
 
-  /** Every statement with parameters goes through here; one holding U+0000 in a text is refused unsent (TextWithNul). */
-  private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on: Pool | PoolClient = this.frame()?.conn ?? this.pool) {
+  /**
+   * Every statement with parameters goes through here: on `on`, or in the calling transaction (after
+   * the savepoints around it not yet sent, Transactional.begun), or on the pool. One holding U+0000 in
+   * a text is refused unsent (TextWithNul).
+   */
+  private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on?: Pool | PoolClient) {
     for (const p of params) if (typeof p === 'string' && p.includes('\u0000')) return Promise.reject(new TextWithNul());
     this.statementCount++;
     const t = this.translate(sql, params.length);
-    const values = params.map(value);
-    const sent = on.query<T>({ text: t.text, name: t.name, values, types });
+    const q = { text: t.text, name: t.name, values: params.map(value), types };
+    const frame = on ? undefined : this.frame();
+    const conn: Pool | PoolClient = on ?? frame?.conn ?? this.pool;
+    const opening = frame ? this.begun(frame) : undefined;
+    const sent = opening ? opening.then(() => conn.query<T>(q)) : conn.query<T>(q);
     if (t.name === undefined) return sent;
     // A stale plan: no name is used again. Outside a transaction the statement runs again unnamed; in
     // one, the transaction runs again (retryable()).
     return sent.catch((err: unknown) => {
       if (!stalePlan(err)) throw err;
       if (t.name !== undefined) this.forgetNames();
-      if (on !== this.pool) throw err;
-      return on.query<T>({ text: t.text, values, types });
+      if (conn !== this.pool) throw err;
+      return conn.query<T>({ ...q, name: undefined });
     });
   }
 
@@ -168,9 +175,12 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   /** Statements without parameters, several separated by semicolons (a migration). */
   async exec(sql: string): Promise<void> {
-    const conn = this.frame()?.conn;
+    const frame = this.frame();
+    const conn = frame?.conn;
     this.statementCount++;
     try {
+      const opening = frame ? this.begun(frame) : undefined;
+      if (opening) await opening;
       await (conn ?? this.pool).query(sql);
     } finally {
       if (!conn) this.cache.clear();

@@ -2,8 +2,11 @@
 // in postgres.ts). `await db.tx(fn)` opens a transaction on a connection of its own (the engine's
 // begin()); every statement fn issues, through any depth of calls and awaits, finds it with frame()
 // and runs on that connection. A nested tx() is a savepoint: an inner failure undoes only the inner
-// work; branches of one transaction that open savepoints concurrently take turns. After-commit hooks
-// run once, in order, after the outermost commit (never after a rollback), outside the transaction.
+// work; branches of one transaction that open savepoints concurrently take turns. A savepoint is sent
+// with its first statement (the engine calls begun() before each one): one in which no statement runs
+// costs nothing, and savepoints that begin where the one around them began, no statement between
+// them, share its SAVEPOINT (rolling back to it undoes exactly their work). After-commit hooks run
+// once, in order, after the outermost commit (never after a rollback), outside the transaction.
 import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** An after-commit hook: it may be asynchronous (the transaction's caller waits for it). */
@@ -20,6 +23,14 @@ export interface Frame<C> {
   readonly hooks: Hook[];
   /** Serializes this frame's savepoints when branches of one transaction run concurrently. */
   child: Promise<void>;
+  /** The frame around this one; null for the outermost transaction. */
+  readonly parent: Frame<C> | null;
+  /** True once a statement ran in it (or in a frame inside it): its savepoint was sent. The outermost: always. */
+  begun: boolean;
+  /** The savepoint a failure rolls back to once begun: its own, or the one it shares with the frames around it. */
+  savepoint: string | null;
+  /** True when this frame sent `savepoint` (it releases it); false when it shares one of a frame around it. */
+  owns: boolean;
 }
 
 const frames = new AsyncLocalStorage<Frame<unknown>>();
@@ -81,7 +92,9 @@ export abstract class Transactional<C> {
   private async outermost<T>(fn: (db: this) => Promise<T> | T): Promise<T> {
     const begun = this.begin();
     const conn = begun instanceof Promise ? await begun : begun; // no extra turn when the engine begins at once
-    const frame: Frame<C> = { owner: this, conn, depth: 1, open: true, hooks: [], child: Promise.resolve() };
+    const frame: Frame<C> = {
+      owner: this, conn, depth: 1, open: true, hooks: [], child: Promise.resolve(), parent: null, begun: true, savepoint: null, owns: false,
+    };
     let result: T;
     try {
       try {
@@ -106,32 +119,54 @@ export abstract class Transactional<C> {
     let done!: () => void;
     parent.child = new Promise<void>((resolve) => { done = resolve; });
     await before;
-    const sp = `sp${parent.depth}`;
-    const frame: Frame<C> = { owner: this, conn: parent.conn, depth: parent.depth + 1, open: true, hooks: parent.hooks, child: Promise.resolve() };
+    const frame: Frame<C> = {
+      owner: this, conn: parent.conn, depth: parent.depth + 1, open: true, hooks: parent.hooks, child: Promise.resolve(), parent,
+      begun: false, savepoint: null, owns: false,
+    };
     const hooksBefore = frame.hooks.length;
     // An engine whose steps are synchronous (SQLite) takes no extra turn for them: awaited only when a promise.
-    const step = (kind: 'SAVEPOINT' | 'ROLLBACK TO' | 'RELEASE') => this.savepointStep(frame.conn, kind, sp);
+    const step = (kind: 'ROLLBACK TO' | 'RELEASE') => this.savepointStep(frame.conn, kind, frame.savepoint!);
     try {
-      let r = step('SAVEPOINT');
-      if (r) await r;
       let result: T;
       try {
         result = await frames.run(frame, () => fn(this));
       } catch (err) {
-        r = step('ROLLBACK TO');
-        if (r) await r;
-        r = step('RELEASE');
-        if (r) await r;
+        // Nothing ran in a frame not begun: nothing to undo. A shared savepoint stays for its owner.
+        if (frame.begun) {
+          let r = step('ROLLBACK TO');
+          if (r) await r;
+          r = frame.owns ? step('RELEASE') : undefined;
+          if (r) await r;
+        }
         frame.hooks.length = hooksBefore;
         throw err;
       }
-      r = step('RELEASE');
+      const r = frame.owns ? step('RELEASE') : undefined;
       if (r) await r;
       return result;
     } finally {
       frame.open = false;
       done();
     }
+  }
+
+  /**
+   * Called by the engine before each statement it runs in `frame`: sends the SAVEPOINT of the frames
+   * not yet begun from `frame` outwards, once, by the outermost of them; those inside it share it (they
+   * began at the same point, no statement between them). Undefined when nothing is to be sent (the
+   * common case), else the step (a promise on an engine whose steps are).
+   */
+  protected begun(frame: Frame<C>): Promise<void> | void {
+    if (frame.begun) return;
+    let head = frame;
+    while (!head.parent!.begun) head = head.parent!;
+    const name = `sp${head.parent!.depth}`;
+    for (let f: Frame<C> | null = frame; f !== null && !f.begun; f = f.parent) {
+      f.begun = true;
+      f.savepoint = name;
+      f.owns = f === head;
+    }
+    return this.savepointStep(frame.conn, 'SAVEPOINT', name);
   }
 
   /**

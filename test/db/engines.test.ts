@@ -62,6 +62,49 @@ for (const engine of Object.keys(ENGINES)) {
     assert.deepEqual(await ids(), ['a', 'b']);
   });
 
+  test(`${engine}: a savepoint is sent with its first statement; nested ones that begin together share it and each failure undoes only its own work`, async (t) => {
+    const { db, insert, ids } = await withItems(t, engine);
+    // The savepoint steps the engine sends (the engine's own method, recorded and called on).
+    const steps: string[] = [];
+    const raw = db as unknown as { savepointStep: (conn: unknown, step: string, name: string) => unknown };
+    const send = raw.savepointStep.bind(db);
+    raw.savepointStep = (conn, step, name) => { steps.push(`${step} ${name}`); return send(conn, step, name); };
+    const fails = (fn: () => Promise<unknown>) => assert.rejects(async () => await db.tx(fn), /inner|UNIQUE|duplicate key/);
+    await db.tx(async () => {
+      await db.tx(async () => {}); // no statement: nothing sent
+      await db.tx(async () => await db.tx(async () => {}));
+      assert.deepEqual(steps, []);
+      // A inside nothing-yet, B inside A: one SAVEPOINT, B's failure rolls back to it and A goes on.
+      await db.tx(async () => {
+        await fails(async () => { await insert('b1'); throw new Error('inner'); });
+        await insert('a1');
+      });
+      assert.deepEqual(steps, ['SAVEPOINT sp1', 'ROLLBACK TO sp1', 'RELEASE sp1']);
+      // A failing statement in a shared savepoint leaves the transaction usable (PostgreSQL: rolled back to it).
+      await db.tx(async () => {
+        await fails(async () => await db.tx(async () => await insert('a1')));
+        await insert('a2');
+      });
+      // B succeeds, then A fails: B's rows go with A's.
+      await fails(async () => { await db.tx(async () => await insert('b3')); await insert('a3'); throw new Error('inner'); });
+      // Three deep: C fails inside B, B goes on then fails inside A, A goes on.
+      await db.tx(async () => {
+        await fails(async () => {
+          await fails(async () => { await insert('c4'); throw new Error('inner'); });
+          await insert('b4');
+          throw new Error('inner');
+        });
+        await insert('a4');
+        // A has run statements: its next savepoint is one of its own.
+        steps.length = 0;
+        await fails(async () => { await insert('b5'); throw new Error('inner'); });
+        assert.deepEqual(steps, ['SAVEPOINT sp2', 'ROLLBACK TO sp2', 'RELEASE sp2']);
+        await insert('a5');
+      });
+    });
+    assert.deepEqual(await ids(), ['a1', 'a2', 'a4', 'a5']);
+  });
+
   test(`${engine}: a text parameter holding U+0000: kept on SQLite; on PostgreSQL the statement is refused unsent (TextWithNul, 422) and the transaction goes on`, async (t) => {
     const { db, insert, ids } = await withItems(t, engine);
     if (engine === 'sqlite') {
