@@ -53,6 +53,11 @@ export interface Dialect {
    */
   jsonArrayAgg(expr: string, orderBy: string): string;
   /**
+   * A JSON object (as text) of the given members: each a key (letters, digits and _) and the SQL
+   * expression of its value. Texts are JSON strings (a column holding JSON text too), NULL is null.
+   */
+  jsonObject(members: ReadonlyArray<readonly [key: string, expr: string]>): string;
+  /**
    * The LIKE operator that ignores the case of ASCII letters (other letters match exactly), as
    * SQLite's LIKE does: LIKE there, ILIKE on PostgreSQL (whose LIKE is case-sensitive; ILIKE folds
    * ASCII only in the C collation the schema's databases use).
@@ -94,6 +99,7 @@ export const SQLITE: Dialect = {
   jsonGet: (json, key) => `(${json} -> ${jsonKey(key)})`,
   jsonText: (json, key) => `(${json} ->> ${jsonKey(key)})`,
   jsonArrayAgg: (expr, orderBy) => `json_group_array(${expr} ORDER BY ${orderBy})`,
+  jsonObject: (members) => `json_object(${members.map(([k, e]) => `${jsonKey(k)}, ${e}`).join(', ')})`,
   likeAnyCase: 'LIKE',
   roundHalfAway: (x) => `round(${x})`,
   rowKey: 'rowid',
@@ -110,6 +116,7 @@ export const POSTGRES: Dialect = {
   jsonGet: (json, key) => `(CAST(${json} AS jsonb) -> ${jsonKey(key)})`,
   jsonText: (json, key) => `(CAST(${json} AS jsonb) ->> ${jsonKey(key)})`,
   jsonArrayAgg: (expr, orderBy) => `coalesce(json_agg(${expr} ORDER BY ${orderBy}), '[]')`,
+  jsonObject: (members) => `json_build_object(${members.map(([k, e]) => `${jsonKey(k)}, ${e}`).join(', ')})`,
   likeAnyCase: 'ILIKE',
   roundHalfAway: (x) => `(sign(${x}) * trunc(abs(${x}) + 0.5))`,
   rowKey: 'id',

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { openDb, type Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { claimJobs } from '../../src/generation/jobs/claim.ts';
+import { claimForRun, claimJobs } from '../../src/generation/jobs/claim.ts';
 import { claimDue } from '../../src/platform/notifications/store.ts';
 import { tempDir } from '../helpers/server.ts';
 import { freshDatabaseUrl } from '../helpers/postgres.ts';
@@ -51,6 +51,36 @@ async function world(db: Db): Promise<void> {
 }
 
 for (const engine of Object.keys(ENGINES)) {
+  test(`${engine}: a claim reads the job's call with it: the connector as it is then (a change or a pause counts from the next claim), the names`, async (t) => {
+    const [db] = await ENGINES[engine](t);
+    await world(db);
+    const connector = {
+      id: 'con_1', label: 'local', endpoint: 'http://127.0.0.1:1', kind: 'openai-compatible', capability: '[]', cost_mode: 'local', auth_env: null, protocol: '{}',
+    };
+    const claim = async () => (await db.tx(() => claimJobs(db, 'w', NOW, 1)))[0];
+    const job = await claim();
+    assert.deepEqual(job.call, { connector, organizationName: 'Studio', projectName: 'Pilot' });
+    assert.deepEqual(Object.keys(job).filter((k) => k.startsWith('call')), ['call'], 'only the job\'s columns and its call');
+    assert.deepEqual({ ...job, call: undefined }, { ...(await db.get('SELECT * FROM generation_jobs WHERE id = ?', job.id))!, call: undefined });
+    await db.run("UPDATE model_connectors SET label = 'renamed', endpoint = 'http://127.0.0.1:2', protocol = '{\"models\":{\"image\":\"m\"}}', auth_env = 'SVC_X' WHERE id = 'con_1'");
+    await db.run("UPDATE organizations SET name = 'Studio 2' WHERE id = 'org_1'");
+    await db.run("UPDATE projects SET name = 'Pilot 2' WHERE id = 'prj_1'");
+    assert.deepEqual((await claim()).call, {
+      connector: { ...connector, label: 'renamed', endpoint: 'http://127.0.0.1:2', protocol: '{"models":{"image":"m"}}', auth_env: 'SVC_X' },
+      organizationName: 'Studio 2', projectName: 'Pilot 2',
+    });
+    await db.run("UPDATE model_connectors SET status = 'disabled' WHERE id = 'con_1'");
+    assert.equal(await claim(), undefined, 'a paused connector: nothing claimed');
+    await db.run("UPDATE model_connectors SET status = 'ready' WHERE id = 'con_1'");
+    assert.equal((await claim()).call.connector?.label, 'renamed');
+    // A compose job has no connector; a manual run's claim reads the call too.
+    await db.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, priority, created_at, updated_at)
+      VALUES ('job_compose', 'org_1', 'ws_1', 'prj_1', 'compose', 'queued', 9, ?, ?)`, T0, T0);
+    assert.deepEqual((await claim()).call, { connector: null, organizationName: 'Studio 2', projectName: 'Pilot 2' });
+    const run = await db.tx(() => claimForRun(db, 'job_059', 'run:u', NOW));
+    assert.equal(run?.call.connector?.endpoint, 'http://127.0.0.1:2');
+  });
+
   test(`${engine}: concurrent claims by several workers lease every job exactly once, in priority then age order`, async (t) => {
     const dbs = await ENGINES[engine](t);
     await world(dbs[0]);

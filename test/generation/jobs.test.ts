@@ -93,6 +93,18 @@ test('claim condition, connector status: pending, unreachable and disabled conne
   assert.equal(done.attempt, 1);
 });
 
+test('a connector changed between two jobs: the next claim calls it as changed, the job before ran as it was claimed', async (t) => {
+  const { s, token, id } = await jobWorld(t);
+  const first = await waitJob(s, token, (await createJob(s, token, { kind: 'chat', connectorId: id })).id, ['completed', 'failed']);
+  assert.equal(first.output.model, 'svc-chat', JSON.stringify(first));
+  const patched = await s.call('PATCH', `/api/platform/models/${id}`, { token, body: { protocol: { models: { chat: 'svc-chat-2' } } } });
+  assert.equal(patched.status, 200, patched.text);
+  if (patched.body.status !== 'ready') assert.equal((await s.call('POST', `/api/platform/models/${id}/probe`, { token })).body.status, 'ready');
+  const second = await waitJob(s, token, (await createJob(s, token, { kind: 'chat', connectorId: id })).id, ['completed', 'failed']);
+  assert.equal(second.output.model, 'svc-chat-2', JSON.stringify(second));
+  assert.equal(first.output.model, 'svc-chat');
+});
+
 test('claim condition, dependency: a job starts only after the job it depends on completed', async (t) => {
   const { s, m, token, id } = await jobWorld(t);
   await m.control({ latencyMs: 300 });

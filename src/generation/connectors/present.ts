@@ -4,7 +4,7 @@
 // the presence of any other variable is nobody's business). Holders of model:manage see the full record; job readers see no endpoint.
 import * as o from '../../kernel/view.ts';
 import { CONNECTOR_KINDS, CONNECTOR_STATUSES, COST_MODES, WORK_KINDS, type ConnectorKind, type ConnectorProtocol, type ConnectorSpec, type ConnectorStatus, type CostMode, type WorkKind } from './protocols/types.ts';
-import type { ConnectorRow } from './store.ts';
+import type { ConnectorRow, SpecRow } from './store.ts';
 import { credentialPresent, type CredentialPolicy } from '../../kernel/credentials.ts';
 
 function parseObject(text: string): Record<string, unknown> {
@@ -44,7 +44,7 @@ export function protocolOf(row: Pick<ConnectorRow, 'protocol'>): ConnectorProtoc
 export const capabilityOf = (row: Pick<ConnectorRow, 'capability'>): string[] => parseList(row.capability);
 
 /** A connector row as the protocols take it (JSON columns parsed). */
-export function connectorSpec(row: ConnectorRow): ConnectorSpec {
+export function connectorSpec(row: SpecRow): ConnectorSpec {
   return {
     id: row.id, label: row.label, endpoint: row.endpoint, kind: row.kind as ConnectorKind,
     capability: capabilityOf(row), costMode: row.cost_mode as CostMode, authEnv: row.auth_env, protocol: protocolOf(row),

@@ -15,6 +15,10 @@ export interface ConnectorRow {
   created_by: string | null; created_at: string; updated_at: string;
 }
 
+/** The columns a call is made from (present.ts connectorSpec): what the worker's claim reads with each job. */
+export const SPEC_COLUMNS = ['id', 'label', 'endpoint', 'kind', 'capability', 'cost_mode', 'auth_env', 'protocol'] as const;
+export type SpecRow = Pick<ConnectorRow, (typeof SPEC_COLUMNS)[number]>;
+
 export async function insertConnector(db: Db, c: ConnectorRow): Promise<void> {
   await db.run(
     `INSERT INTO model_connectors (id, organization_id, label, endpoint, kind, capability, cost_mode, auth_env, protocol, status,

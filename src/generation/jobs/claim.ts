@@ -3,8 +3,11 @@
 // priority then age order, and leases them. On PostgreSQL the picked rows are locked (FOR UPDATE SKIP
 // LOCKED, db.dialect): two workers claiming at once take different jobs, and neither waits for the other.
 // Manual runs (/run) take one named job the same way; reclaim returns expired leases to the queue.
+// Both claims read, in their statement, what the job's call is made from (CallContext).
 import { flatMapSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
+import { perDialect, type Dialect } from '../../db/dialect.ts';
+import { SPEC_COLUMNS, type SpecRow } from '../connectors/store.ts';
 import type { JobRow } from './store.ts';
 
 const CLAIMABLE = `j.status = 'queued' AND (j.run_after IS NULL OR j.run_after <= ?2)
@@ -12,24 +15,48 @@ const CLAIMABLE = `j.status = 'queued' AND (j.run_after IS NULL OR j.run_after <
   AND (EXISTS (SELECT 1 FROM model_connectors c WHERE c.id = j.connector_id AND c.status = 'ready' AND c.cost_mode = 'local')
        OR (j.connector_id IS NULL AND j.kind = 'compose'))`;
 
+/**
+ * What a job's call is made from, read by the claim with the job (one statement, no read per job
+ * after it): its connector's configuration (null without one: a compose job) and the names of its
+ * organization and project (the production contract). A job runs with its connector as it was when it
+ * was claimed; a change (or a pause) takes effect from the next claim.
+ */
+export interface CallContext { connector: SpecRow | null; organizationName: string; projectName: string }
+
+/** A claimed job with its call's context. */
+export interface ClaimedJob extends JobRow { call: CallContext }
+
+/** The RETURNING columns of CallContext (`generation_jobs` is the claimed row); the connector's only when of the job's organization. */
+const CALL_COLUMNS = perDialect((d: Dialect) => `
+  (SELECT ${d.jsonObject(SPEC_COLUMNS.map((c) => [c, `c.${c}`]))} FROM model_connectors c
+    WHERE c.id = generation_jobs.connector_id AND c.organization_id = generation_jobs.organization_id) AS call_connector,
+  (SELECT o.name FROM organizations o WHERE o.id = generation_jobs.organization_id) AS call_organization,
+  (SELECT p.name FROM projects p WHERE p.id = generation_jobs.project_id) AS call_project`);
+
+interface CallColumns { call_connector: string | null; call_organization: string; call_project: string }
+
+function claimed({ call_connector: connector, call_organization: organizationName, call_project: projectName, ...job }: JobRow & CallColumns): ClaimedJob {
+  return { ...job, call: { connector: connector === null ? null : JSON.parse(connector) as SpecRow, organizationName, projectName } };
+}
+
 const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, leased_at = ?2, started_at = coalesce(started_at, ?2),
   attempt_started_at = ?2, updated_at = ?2, error = NULL`;
 
 /** Leases up to `limit` claimable jobs (of one organization when given) to `workerId`. */
-export async function claimJobs(db: Db, workerId: string, now: string, limit: number, organizationId: string | null = null): Promise<JobRow[]> {
+export async function claimJobs(db: Db, workerId: string, now: string, limit: number, organizationId: string | null = null): Promise<ClaimedJob[]> {
   if (limit <= 0) return [];
   // The limit is written into the SQL (one cached statement per value, 1..8): with a bound LIMIT
   // SQLite plans the ordered index scan several times slower.
   // The picked ids are materialized once: PostgreSQL could otherwise run a locking subquery again
   // (its rows differ each time with SKIP LOCKED) and lease more than `limit`. RETURNING has no order.
-  const jobs = await db.all<JobRow>(
+  const jobs = await db.all<JobRow & CallColumns>(
     `WITH picked AS MATERIALIZED (
        SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (j.organization_id = ?3 OR ?3 IS NULL)
         ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))}${db.dialect.skipLocked})
      UPDATE generation_jobs SET ${LEASE_SET}
       WHERE id IN (SELECT id FROM picked) AND status = 'queued'
-      RETURNING *`, workerId, now, organizationId);
-  return jobs.sort(claimOrder);
+      RETURNING *, ${CALL_COLUMNS(db.dialect)}`, workerId, now, organizationId);
+  return jobs.map(claimed).sort(claimOrder);
 }
 
 /** Priority then age order (what the claim picks first comes first). */
@@ -47,10 +74,11 @@ export async function nextRunAfter(db: Db, now: string): Promise<string | null> 
 }
 
 /** Leases one named job for a manual run: queued (due or not) or failed (one more attempt). */
-export async function claimForRun(db: Db, jobId: string, runner: string, now: string): Promise<JobRow | null> {
-  return await db.get<JobRow>(
+export async function claimForRun(db: Db, jobId: string, runner: string, now: string): Promise<ClaimedJob | null> {
+  const row = await db.get<JobRow & CallColumns>(
     `UPDATE generation_jobs SET ${LEASE_SET}, run_after = NULL, finished_at = NULL, max_attempts = max(max_attempts, attempt + 1)
-      WHERE id = ?3 AND status IN ('queued', 'failed') RETURNING *`, runner, now, jobId) ?? null;
+      WHERE id = ?3 AND status IN ('queued', 'failed') RETURNING *, ${CALL_COLUMNS(db.dialect)}`, runner, now, jobId);
+  return row ? claimed(row) : null;
 }
 
 /**

@@ -56,11 +56,16 @@ async function bibleOf(db: Db, projectId: string, shotId: string): Promise<Produ
 /** An input file of a call: the key of its object, and what the connector is told of it. */
 export interface StoredInput { key: string; fileName: string; mimeType: string }
 
-/** The contract, and the stored input files in contract.inputs order (a dry run uses the contract only). */
-export async function buildContract(db: Db, job: JobRow): Promise<{ contract: ProductionContract; inputs: StoredInput[] }> {
+/**
+ * The contract, and the stored input files in contract.inputs order (a dry run uses the contract
+ * only). `names`: the organization's and project's, when the caller has them (the claim read them).
+ */
+export async function buildContract(
+  db: Db, job: JobRow, names?: { organizationName: string; projectName: string },
+): Promise<{ contract: ProductionContract; inputs: StoredInput[] }> {
   const input = JSON.parse(job.input) as JobInput;
-  const org = (await organizationById(db, job.organization_id))!;
-  const project = (await projectById(db, job.project_id))!;
+  const org = { id: job.organization_id, name: names?.organizationName ?? (await organizationById(db, job.organization_id))!.name };
+  const project = { id: job.project_id, name: names?.projectName ?? (await projectById(db, job.project_id))!.name };
   const shot = job.shot_id ? await shotById(db, job.project_id, job.shot_id) : undefined;
   const episode = shot ? await episodeById(db, job.project_id, shot.episode_id) : undefined;
   const versions = (await mapSeq(input.inputs, (i) => db.get<VersionRef>(

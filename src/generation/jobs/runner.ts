@@ -15,6 +15,7 @@ import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type
 import { gatherEvidence, inputProvenance } from '../media/register.ts';
 import { COMPOSE_KIND, runCompose } from './compose-job.ts';
 import { renewLease, setExternalRef, type JobRow, type Lease } from './store.ts';
+import type { CallContext } from './claim.ts';
 
 export interface RunOutcome extends SettleOutcome { result: CallResult | null; failure: FailureInfo | null }
 
@@ -32,8 +33,14 @@ function failureOf(err: unknown, aborted: string | null): FailureInfo {
 export type Committer = <T>(fn: () => T | Promise<T>) => Promise<T>;
 const immediate: Committer = async (fn) => await fn();
 
+/**
+ * A leased job: as claimed (claim.ts), with what its call is made from; without `call` (a row read
+ * otherwise), the connector and the names are read here.
+ */
+export type LeasedJob = JobRow & { call?: CallContext };
+
 /** The call's result: the connector's answer, or the episode cut of a compose job; with the artifacts' provenance. */
-async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal): Promise<{ result: CallResult; media: Omit<MediaOutcome, 'prepared'> }> {
+async function produce(base: Ctx, job: LeasedJob, lease: Lease, signal: AbortSignal): Promise<{ result: CallResult; media: Omit<MediaOutcome, 'prepared'> }> {
   const { config } = base;
   const input = JSON.parse(job.input) as JobInput;
   if (job.kind === COMPOSE_KIND) {
@@ -45,10 +52,10 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
     const provenance = { kind: job.kind, connectorId: null, model: null, parameters: input.parameters, workflow: input.workflow ?? null, inputs };
     return { result, media: { composition, provenance } };
   }
-  const row = job.connector_id ? await connectorById(base.db, job.organization_id, job.connector_id) : undefined;
+  const row = job.call ? job.call.connector : job.connector_id ? await connectorById(base.db, job.organization_id, job.connector_id) : undefined;
   if (!row) throw new ConnectorError('connector_missing', 'the job has no usable connector', false);
   const connector = connectorSpec(row);
-  const { contract, inputs: stored } = await buildContract(base.db, job);
+  const { contract, inputs: stored } = await buildContract(base.db, job, job.call);
   const model = connector.protocol.models?.[job.kind] ?? null;
   const staged = await stageInputs(base.storage, stored);
   let result: CallResult;
@@ -81,7 +88,7 @@ async function produce(base: Ctx, job: JobRow, lease: Lease, signal: AbortSignal
 }
 
 export async function runLeased(
-  base: Ctx, job: JobRow, signal?: AbortSignal, also?: (o: SettleOutcome) => void | Promise<void>, commit: Committer = immediate,
+  base: Ctx, job: LeasedJob, signal?: AbortSignal, also?: (o: SettleOutcome) => void | Promise<void>, commit: Committer = immediate,
 ): Promise<RunOutcome> {
   const { config } = base;
   const lease: Lease = { jobId: job.id, leasedBy: job.leased_by!, attempt: job.attempt };
