@@ -243,7 +243,10 @@ CREATE TABLE generation_jobs (
   -- When the current (or last) attempt was claimed; its job_attempts row is written when it ends.
   attempt_started_at text,
   -- The episode a job works on (a shot's episode, or the episode a compose job cuts).
-  episode_id text REFERENCES episodes(id)
+  episode_id text REFERENCES episodes(id),
+  -- The workflow run whose step made the job (that step names it: workflow_run_steps.job_id); NULL
+  -- for any other job, whose status changes the trigger workflow_runs_follow_jobs skips.
+  workflow_run_id text
 );
 -- By project in list order; not by status, so that a status change rewrites no entry of it.
 CREATE INDEX generation_jobs_project ON generation_jobs(project_id, created_at);
@@ -1055,7 +1058,7 @@ BEGIN
   RETURN NULL;
 END $$;
 CREATE TRIGGER workflow_runs_follow_jobs AFTER UPDATE OF status, attempt ON generation_jobs
-  FOR EACH ROW EXECUTE FUNCTION workflow_runs_follow_jobs();
+  FOR EACH ROW WHEN (NEW.workflow_run_id IS NOT NULL) EXECUTE FUNCTION workflow_runs_follow_jobs();
 -- A step inserted or a gate's status set: the run of NEW.run_id.
 CREATE FUNCTION workflow_runs_follow_run_id() RETURNS trigger
   LANGUAGE plpgsql

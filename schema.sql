@@ -185,7 +185,10 @@ CREATE TABLE generation_jobs (
   -- When the current (or last) attempt was claimed; its job_attempts row is written when it ends.
   attempt_started_at TEXT,
   -- The episode a job works on (a shot's episode, or the episode a compose job cuts).
-  episode_id TEXT REFERENCES episodes(id)
+  episode_id TEXT REFERENCES episodes(id),
+  -- The workflow run whose step made the job (that step names it: workflow_run_steps.job_id); NULL
+  -- for any other job, whose status changes the trigger workflow_runs_follow_jobs skips.
+  workflow_run_id TEXT
 );
 -- By project in list order; not by status, so that a status change rewrites no entry of it.
 CREATE INDEX generation_jobs_project ON generation_jobs(project_id, created_at);
@@ -947,7 +950,7 @@ BEGIN
     FROM workflow_run_steps st LEFT JOIN generation_jobs j ON j.id = st.job_id WHERE st.run_id = NEW.id)
   WHERE id = NEW.id;
 END;
-CREATE TRIGGER workflow_runs_follow_jobs AFTER UPDATE OF status, attempt ON generation_jobs
+CREATE TRIGGER workflow_runs_follow_jobs AFTER UPDATE OF status, attempt ON generation_jobs WHEN NEW.workflow_run_id IS NOT NULL
 BEGIN
   UPDATE workflow_runs SET revision = revision + 1 WHERE id = (SELECT st.run_id FROM workflow_run_steps st WHERE st.job_id = NEW.id);
 END;

@@ -105,6 +105,7 @@ async function seedRun(db: Db, p: ProjectRow, userId: string, status: RunStatus,
       created_by: userId, created_at: created, updated_at: js === 'queued' ? created : t(2),
       started_at: js === 'queued' || js === 'blocked' ? null : t(1), finished_at: ['completed', 'failed', 'cancelled'].includes(js) ? t(2) : null,
       external_ref: null, attempt_started_at: js === 'queued' || js === 'blocked' ? null : t(1), episode_id: null,
+      workflow_run_id: runId,
     };
     await insertJob(db, job);
     await insertRunStep(db, {

@@ -118,7 +118,7 @@ test('a version 1 database (the first release) migrates to exactly the current s
   await db.exec('PRAGMA user_version = 1');
   await db.run("INSERT INTO organizations (id, name, created_at) VALUES ('org_1', 'Old studio', '2026-01-01T00:00:00.000Z')");
   const result = await migrate(db);
-  assert.deepEqual(result, { from: 1, to: currentSchemaVersion(), applied: ['0002-generation.sql', '0003-identity.sql', '0004-media.sql', '0005-workflows.sql', '0006-commercial.sql', '0007-system.sql', '0008-review.sql', '0009-operations.sql', '0010-sso.sql', '0011-attempt-limits.sql', '0012-delivery-link-export.sql', '0013-qa-gate-decisions.sql', '0014-event-outbox.sql', '0015-audit-head-storage-added.sql'] });
+  assert.deepEqual(result, { from: 1, to: currentSchemaVersion(), applied: ['0002-generation.sql', '0003-identity.sql', '0004-media.sql', '0005-workflows.sql', '0006-commercial.sql', '0007-system.sql', '0008-review.sql', '0009-operations.sql', '0010-sso.sql', '0011-attempt-limits.sql', '0012-delivery-link-export.sql', '0013-qa-gate-decisions.sql', '0014-event-outbox.sql', '0015-audit-head-storage-added.sql', '0016-jobs-name-their-workflow-run.sql'] });
   assert.equal((await db.get<{ name: string }>("SELECT name FROM organizations WHERE id = 'org_1'"))!.name, 'Old studio');
   assert.deepEqual(await shape(db), await shape(await fresh(t)));
 });

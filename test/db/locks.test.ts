@@ -105,7 +105,7 @@ function job(id: string, o: Partial<JobRow> = {}): JobRow {
     id, organization_id: ORG, workspace_id: WS, project_id: PROJECT, shot_id: null, kind: 'video', status: 'queued', connector_id: null,
     priority: 0, attempt: 0, max_attempts: 3, depends_on: null, leased_by: null, leased_at: null, run_after: null, input: '{}', output: null,
     error: null, created_by: null, created_at: T0, updated_at: T0, started_at: null, finished_at: null, external_ref: null,
-    attempt_started_at: null, episode_id: null, ...o,
+    attempt_started_at: null, episode_id: null, workflow_run_id: null, ...o,
   };
 }
 

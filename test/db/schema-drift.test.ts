@@ -339,12 +339,13 @@ test('each refusing trigger refuses on PostgreSQL what it refuses on SQLite, wit
 test('a workflow run\'s status follows its steps, jobs and gates on PostgreSQL as on SQLite', async (t) => {
   const run = (id: string, mode: string, status = 'queued') =>
     `INSERT INTO workflow_runs (id, organization_id, workspace_id, project_id, template_id, template_version, mode, status, priority, approve_external, created_at) VALUES ('${id}', 'o1', 'w1', 'p1', 't1', 1, '${mode}', '${status}', 0, 0, 'now')`;
-  const job = (id: string) => `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, created_at, updated_at) VALUES ('${id}', 'o1', 'w1', 'p1', 'video', 'queued', 'now', 'now')`;
+  const job = (id: string, runId: string | null) => `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, kind, status, created_at, updated_at, workflow_run_id)
+    VALUES ('${id}', 'o1', 'w1', 'p1', 'video', 'queued', 'now', 'now', ${runId ? `'${runId}'` : 'NULL'})`;
   const step = (runId: string, position: number, jobId: string | null) =>
     `INSERT INTO workflow_run_steps (run_id, position, step_key, label, job_kind, job_id, preview, blockers) VALUES ('${runId}', ${position}, 's${position}', 'S', 'video', ${jobId ? `'${jobId}'` : 'NULL'}, '{}', '[]')`;
   // Each statement, then the status of r1 to r4.
   const statements = [
-    run('r1', 'queue'), job('ja'), job('jb'), step('r1', 0, 'ja'), step('r1', 1, 'jb'),
+    run('r1', 'queue'), job('ja', 'r1'), job('jb', 'r1'), step('r1', 0, 'ja'), step('r1', 1, 'jb'),
     "UPDATE generation_jobs SET attempt = 1 WHERE id = 'ja'",
     "UPDATE generation_jobs SET status = 'completed' WHERE id = 'ja'",
     "INSERT INTO workflow_run_gates (run_id, gate_key, label, blocking) VALUES ('r1', 'qa', 'QA', 1)",
@@ -357,6 +358,8 @@ test('a workflow run\'s status follows its steps, jobs and gates on PostgreSQL a
     "UPDATE workflow_runs SET status = 'blocked' WHERE id = 'r1'", // revision untouched: nothing derives
     "UPDATE generation_jobs SET updated_at = 'later' WHERE id = 'ja'", // neither status nor attempt: nothing follows
     "UPDATE generation_jobs SET status = status WHERE id = 'ja'", // set though unchanged: the run follows
+    job('jc', null), "UPDATE generation_jobs SET status = 'running', attempt = 1 WHERE id = 'jc'", // of no run: nothing follows
+    "UPDATE workflow_runs SET status = 'blocked' WHERE id = 'r1'", "UPDATE generation_jobs SET status = 'completed' WHERE id = 'jc'",
     run('r2', 'queue', 'running'), "UPDATE workflow_runs SET revision = revision + 1 WHERE id = 'r2'", // no steps: queued
     run('r3', 'plan', 'running'), step('r3', 0, null),
     run('r4', 'queue', 'running'), step('r4', 0, null), // a step without a job yet
@@ -374,9 +377,10 @@ test('a workflow run\'s status follows its steps, jobs and gates on PostgreSQL a
     'r1=queued', 'r1=queued', 'r1=queued', 'r1=queued', 'r1=queued',
     'r1=running', 'r1=running', 'r1=running', 'r1=awaiting_qa', 'r1=failed', 'r1=completed', 'r1=blocked', 'r1=cancelled', 'r1=queued',
     'r1=blocked', 'r1=blocked', 'r1=queued',
-    'r1=queued r2=running', 'r1=queued r2=queued',
-    'r1=queued r2=queued r3=running', 'r1=queued r2=queued r3=planned',
-    'r1=queued r2=queued r3=planned r4=running', 'r1=queued r2=queued r3=planned r4=queued',
+    'r1=queued', 'r1=queued', 'r1=blocked', 'r1=blocked',
+    'r1=blocked r2=running', 'r1=blocked r2=queued',
+    'r1=blocked r2=queued r3=running', 'r1=blocked r2=queued r3=planned',
+    'r1=blocked r2=queued r3=planned r4=running', 'r1=blocked r2=queued r3=planned r4=queued',
   ];
   assert.deepEqual(await trail(lite), expected, 'SQLite');
   assert.deepEqual(await trail(pg), expected, 'PostgreSQL');

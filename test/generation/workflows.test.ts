@@ -360,6 +360,9 @@ test('a run follows its jobs: a failing middle step blocks it and the later step
   const [clip, voice] = await Promise.all(done.steps.slice(1).map(async (x: any) => (await s.call('GET', `/api/jobs/${x.jobId}`, { token })).body));
   assert.ok(voice.startedAt >= clip.finishedAt, 'the voice line started after the clip completed');
   assert.deepEqual((await s.call('GET', '/api/workflows/runs?status=completed', { token })).body.items.map((r: any) => r.id), [run.id]);
+  // Each step's job names the run (the trigger that follows a run's jobs fires for those only).
+  const named = await s.db.all<{ workflow_run_id: string | null }>('SELECT workflow_run_id FROM generation_jobs WHERE id IN (?, ?, ?)', ...done.steps.map((x: any) => x.jobId as string));
+  assert.deepEqual(named.map((r) => r.workflow_run_id), [run.id, run.id, run.id]);
 });
 
 test('the built-in shot-to-episode-cut run against the model server produces the episode cut, then waits for QA', async (t) => {

@@ -13,6 +13,7 @@ import { GENESIS_HASH, HASHED_FIELDS, insertAudit, type NewAuditRow } from '../.
 import { rowHash, verifyChain } from '../../src/platform/audit/chain.ts';
 import { tempDir } from '../helpers/server.ts';
 import { freshDatabaseUrl } from '../helpers/postgres.ts';
+import { atVersion15 } from '../helpers/schema-steps.ts';
 
 /**
  * The database twice: `a` and `b` are two connections to it (PostgreSQL: two pools, as two processes
@@ -100,8 +101,9 @@ SELECT ${HASHED_FIELDS.map((f) => `n.${f}`).join(', ')}, n.prev_hash, svc_sha256
   FROM (SELECT ${HASHED_FIELDS.map((f) => `CAST(? AS TEXT) AS ${f}`).join(', ')},
                coalesce((SELECT hash FROM audit_log ORDER BY seq DESC LIMIT 1), '${GENESIS_HASH}') AS prev_hash) AS n`;
 
-/** A current database taken back to version 14: what step 0015 adds is dropped. */
+/** A current database taken back to version 14: what step 0015 adds is dropped (after the later steps). */
 async function atVersion14(db: Db): Promise<void> {
+  await atVersion15(db);
   if (db.engine === 'sqlite') {
     await db.exec(`DROP TRIGGER audit_log_head; DROP TABLE audit_chain_head;
       DROP TRIGGER asset_versions_added; DROP TRIGGER media_artifacts_added; DROP TABLE storage_added; PRAGMA user_version = 14`);
@@ -117,7 +119,7 @@ test('sqlite: step 0015 seeds the head from a log of the statement before it; th
   const { a: db } = await open(t, 'sqlite');
   await atVersion14(db);
   for (const id of ['aud_1', 'aud_2', 'aud_3']) await db.run(OLD_APPEND, ...HASHED_FIELDS.map((f) => row(id)[f]));
-  assert.deepEqual((await migrate(db)).applied, ['0015-audit-head-storage-added.sql']);
+  assert.deepEqual((await migrate(db)).applied, ['0015-audit-head-storage-added.sql', '0016-jobs-name-their-workflow-run.sql']);
   const before = await logOf(db);
   assert.deepEqual(await headOf(db), { seq: 3, hash: before[2].hash });
   await insertAudit(db, row('aud_4'));
@@ -149,7 +151,7 @@ test('postgres: step 0015 seeds the head from the last row; the chain goes on fr
     prev = r.hash;
   }
   assert.equal(await schemaVersionOf(db), 14);
-  assert.deepEqual((await migrate(db)).applied, ['0015-audit-head-storage-added.sql']);
+  assert.deepEqual((await migrate(db)).applied, ['0015-audit-head-storage-added.sql', '0016-jobs-name-their-workflow-run.sql']);
   assert.deepEqual(await headOf(db), { seq: 2, hash: prev });
   await insertAudit(db, row('aud_3'));
   const log = await logOf(db);

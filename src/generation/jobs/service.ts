@@ -212,7 +212,7 @@ export async function prepareJob(ctx: Ctx, input: Create, opts: PrepareOptions =
     priority: input.priority ?? 0, attempt: 0, max_attempts: input.maxAttempts ?? DEFAULT_MAX_ATTEMPTS, depends_on: dependsOn,
     leased_by: null, leased_at: null, run_after: null, input: JSON.stringify(jobInput), output: null, error: null,
     created_by: ctx.actor.userId, created_at: now, updated_at: now, started_at: null, finished_at: null, external_ref: null,
-    attempt_started_at: null, episode_id: episodeId,
+    attempt_started_at: null, episode_id: episodeId, workflow_run_id: opts.workflow?.runId ?? null,
   };
   return { job, prompt: jobInput.prompt, costMode: connector?.cost_mode ?? 'local' };
 }

@@ -13,6 +13,8 @@ export interface JobRow {
   input: string; output: string | null; error: string | null; created_by: string | null; created_at: string; updated_at: string;
   started_at: string | null; finished_at: string | null; external_ref: string | null; attempt_started_at: string | null;
   episode_id: string | null;
+  /** The workflow run whose step made the job, or null (the trigger that follows a run's jobs skips the others). */
+  workflow_run_id: string | null;
 }
 
 export interface AttemptRow {
@@ -25,11 +27,11 @@ export async function insertJob(db: Db, j: JobRow): Promise<void> {
   await db.run(
     `INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, shot_id, kind, status, connector_id, priority, attempt,
        max_attempts, depends_on, leased_by, leased_at, run_after, input, output, error, created_by, created_at, updated_at, started_at,
-       finished_at, external_ref, attempt_started_at, episode_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+       finished_at, external_ref, attempt_started_at, episode_id, workflow_run_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     j.id, j.organization_id, j.workspace_id, j.project_id, j.shot_id, j.kind, j.status, j.connector_id, j.priority, j.attempt,
     j.max_attempts, j.depends_on, j.leased_by, j.leased_at, j.run_after, j.input, j.output, j.error, j.created_by, j.created_at,
-    j.updated_at, j.started_at, j.finished_at, j.external_ref, j.attempt_started_at, j.episode_id,
+    j.updated_at, j.started_at, j.finished_at, j.external_ref, j.attempt_started_at, j.episode_id, j.workflow_run_id,
   );
 }
 
