@@ -26,14 +26,24 @@ bindSubscribers();
 /** A statement's text as counted: one line, numbered placeholders as `?`, cut at 110 characters. */
 const label = (sql: string) => sql.replace(/\s+/g, ' ').replace(/\$\d+|\?\d+/g, '?').replace(/'[^']*'/g, "'…'").trim().slice(0, 110);
 
-/** Counts every statement `db` runs by its text: the engines' private statement paths and transaction steps are wrapped. */
-function counting(db: Db): Map<string, number> {
+/**
+ * Counts every statement `db` runs by its text (the engines' private statement paths and transaction
+ * steps are wrapped), with the milliseconds until each one's answer on PostgreSQL (`ms`).
+ */
+function counting(db: Db): { counts: Map<string, number>; ms: Map<string, number> } {
   const counts = new Map<string, number>();
-  const add = (sql: string) => { const k = label(sql); counts.set(k, (counts.get(k) ?? 0) + 1); };
+  const ms = new Map<string, number>();
+  const add = (sql: string) => { const k = label(sql); counts.set(k, (counts.get(k) ?? 0) + 1); return k; };
   const o = db as unknown as Record<string, (...a: unknown[]) => unknown>;
   const wrap = (name: string, text: (a: unknown[]) => string) => {
     const f = o[name].bind(db);
-    o[name] = (...a: unknown[]) => { add(text(a)); return f(...a); };
+    o[name] = (...a: unknown[]) => {
+      const k = add(text(a));
+      const t0 = performance.now();
+      const r = f(...a);
+      if (r instanceof Promise) void r.finally(() => { ms.set(k, (ms.get(k) ?? 0) + performance.now() - t0); }).catch(() => {});
+      return r;
+    };
   };
   if (db.engine === 'sqlite') {
     wrap('prepare', (a) => a[0] as string);
@@ -49,10 +59,10 @@ function counting(db: Db): Map<string, number> {
     wrap('rollback', () => 'ROLLBACK');
     wrap('savepointStep', (a) => `${a[1] as string} spN`);
   }
-  return counts;
+  return { counts, ms };
 }
 
-async function measure(env: Record<string, string>): Promise<{ counts: Map<string, number>; seconds: number }> {
+async function measure(env: Record<string, string>): Promise<{ counts: Map<string, number>; ms: Map<string, number>; seconds: number }> {
   const setup = setupSvc({ env });
   const config: Config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir },
     { SVC_WORKER_CONCURRENCY: '2', SVC_WORKER_ID: 'bench-worker', SVC_LOG_LEVEL: 'warn', ...env });
@@ -67,7 +77,7 @@ async function measure(env: Record<string, string>): Promise<{ counts: Map<strin
     });
     await db.tx(async () => { for (let i = 0; i < JOBS; i++) await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` }); });
     await db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", connector.id);
-    const counts = counting(db);
+    const { counts, ms } = counting(db);
     const t0 = performance.now();
     const loop = await startWorkerLoop(createContext({ db, config, log: createLogger('warn'), actor: workerActor(config.workerId), requestId: 'bench-worker' }));
     const left = async () => (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status IN ('queued', 'running')"))!.n;
@@ -76,7 +86,7 @@ async function measure(env: Record<string, string>): Promise<{ counts: Map<strin
     await loop.stop(1000);
     const failed = (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status <> 'completed'"))!.n;
     if (failed) throw new Error(`${failed} jobs not completed`);
-    return { counts, seconds };
+    return { counts, ms, seconds };
   } finally {
     await watch.close();
     await db.close();
@@ -90,12 +100,14 @@ const postgres = url ? await measure({ SVC_DATABASE: 'postgres', SVC_POSTGRES_UR
 const keys = [...new Set([...sqlite.counts.keys(), ...(postgres?.counts.keys() ?? [])])]
   .sort((a, b) => (postgres?.counts.get(b) ?? sqlite.counts.get(b) ?? 0) - (postgres?.counts.get(a) ?? sqlite.counts.get(a) ?? 0));
 const perJob = (m: Map<string, number> | undefined, k: string) => (m?.has(k) ? num(m.get(k)! / JOBS, 2) : '-');
-const rows: string[][] = [['statement', 'SQLite per job', 'PostgreSQL per job']];
-rows.push(['all statements', num(total(sqlite.counts) / JOBS, 2), postgres ? num(total(postgres.counts) / JOBS, 2) : 'n/a']);
-for (const k of keys) rows.push([k, perJob(sqlite.counts, k), perJob(postgres?.counts, k)]);
+const meanMs = (k: string) => (postgres?.ms.has(k) ? num(postgres.ms.get(k)! / postgres.counts.get(k)!, 2) : '-');
+const rows: string[][] = [['statement', 'SQLite per job', 'PostgreSQL per job', 'PostgreSQL ms each']];
+rows.push(['all statements', num(total(sqlite.counts) / JOBS, 2), postgres ? num(total(postgres.counts) / JOBS, 2) : 'n/a', '']);
+for (const k of keys) rows.push([k, perJob(sqlite.counts, k), perJob(postgres?.counts, k), meanMs(k)]);
 printTable(`Statements per chat job (worker loop in process, concurrency 2, ${num(JOBS)} jobs against svc model-server)`, rows, [
   `burn-down: SQLite ${num(sqlite.seconds, 2)} s, PostgreSQL ${postgres ? `${num(postgres.seconds, 2)} s` : 'n/a'} (in-process, timing only indicative)`,
   'every statement counted by its text, transaction control included (on PostgreSQL each one is a round trip)',
+  'PostgreSQL ms each: mean time from sending to the answer (waits for the connection included)',
   url ? BENCH_POSTGRES : NO_BENCH_POSTGRES,
 ]);
 if (VERBOSE) for (const k of keys) console.log(`${perJob(sqlite.counts, k)}\t${perJob(postgres?.counts, k)}\t${k}`);
