@@ -25,7 +25,8 @@ import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import { MISS, ReadCache } from './read-cache.ts';
 import { TextWithNul } from './errors.ts';
-import { numberPlaceholders, readingTypes, type Parser, type Types } from './pg-sql.ts';
+import { readingTypes, type Parser, type Types } from './pg-sql.ts';
+import { stalePlan, StatementTexts } from './pg-statements.ts';
 import { listenOn } from './pg-listen.ts';
 import type { Db, Param, Row } from './db.ts';
 import type { RowCursor, SnapshotQuery, SnapshotReader } from './cursor.ts';
@@ -42,26 +43,6 @@ export interface PostgresOptions {
 /** A bound value as the driver takes it (bigint as its decimal text). */
 const value = (p: Param) => (typeof p === 'bigint' ? p.toString() : p);
 
-const TRANSLATION_LIMIT = 2000;
-/**
- * A statement text run this many times is prepared by name on each connection that runs it again, so
- * that the server parses and plans it once per connection instead of on every run.
- */
-const PREPARE_AFTER = 3;
-/** Texts given a name, at most (until a stale plan renames them all): what a connection may hold prepared. */
-const NAMED_LIMIT = 500;
-/** Only these are prepared by name (not DECLARE, SET, LISTEN...). */
-const PREPARABLE = /^\s*(?:SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
-
-/** A statement text as sent: placeholders numbered, and its prepared statement's name once it has one. */
-interface Translation { text: string; uses: number; name: string | undefined }
-
-/**
- * 0A000 "cached plan must not change result type": a table a prepared statement reads changed shape
- * (a migration while this process runs); the name must not be used again.
- */
-const stalePlan = (err: unknown) =>
-  (err as { code?: unknown } | null)?.code === '0A000' && /cached plan must not change result type/.test((err as Error).message);
 /** Rows a snapshot cursor fetches at a time. */
 const SNAPSHOT_BATCH = 500;
 
@@ -69,10 +50,7 @@ const SNAPSHOT_BATCH = 500;
 export class PostgresDb extends Transactional<PoolClient> implements Db {
   readonly engine = 'postgres' as const;
   readonly dialect = POSTGRES;
-  private readonly translations = new Map<string, Translation>();
-  /** Names given in this generation; a stale plan starts the next generation (see query()). */
-  private named = 0;
-  private generation = 0;
+  private readonly texts = new StatementTexts();
   private readonly broken = new WeakSet<PoolClient>();
   private readonly types: Types;
   private readonly bigTypes: Types;
@@ -99,30 +77,6 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     this.bigTypes = readingTypes(true, fallback);
   }
 
-  /** `sql` with numbered placeholders, translated once per text; named once it has run PREPARE_AFTER times. */
-  private translate(sql: string, params: number): Translation {
-    let t = this.translations.get(sql);
-    if (t === undefined) {
-      t = { text: numberPlaceholders(sql, params), uses: 0, name: undefined };
-      if (this.translations.size >= TRANSLATION_LIMIT) this.translations.delete(this.translations.keys().next().value!);
-      this.translations.set(sql, t);
-    }
-    if (t.name === undefined && ++t.uses >= PREPARE_AFTER && this.named < NAMED_LIMIT && PREPARABLE.test(t.text)) {
-      t.name = `svc${this.generation}_${++this.named}`;
-    }
-    return t;
-  }
-
-  /** After a stale plan: every text is unnamed, and names given later are new ones (the old ones stay unused on their connections). */
-  private forgetNames(): void {
-    this.generation++;
-    this.named = 0;
-    for (const t of this.translations.values()) {
-      t.name = undefined;
-      t.uses = 0;
-    }
-  }
-
   statementCount = 0;
 
   /**
@@ -133,7 +87,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on?: Pool | PoolClient) {
     for (const p of params) if (typeof p === 'string' && p.includes('\u0000')) return Promise.reject(new TextWithNul());
     this.statementCount++;
-    const t = this.translate(sql, params.length);
+    const t = this.texts.translate(sql, params.length);
     const q = { text: t.text, name: t.name, values: params.map(value), types };
     const frame = on ? undefined : this.frame();
     const conn: Pool | PoolClient = on ?? frame?.conn ?? this.pool;
@@ -144,7 +98,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     // one, the transaction runs again (retryable()).
     return sent.catch((err: unknown) => {
       if (!stalePlan(err)) throw err;
-      if (t.name !== undefined) this.forgetNames();
+      if (t.name !== undefined) this.texts.forgetNames();
       if (conn !== this.pool) throw err;
       return conn.query<T>({ ...q, name: undefined });
     });
