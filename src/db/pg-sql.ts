@@ -1,7 +1,9 @@
 // What PostgresDb (postgres.ts) does to a statement before the driver sends it, and to values after:
 // SQLite's `?` and `?N` placeholders numbered $1, $2..., and the type parsers that read 64-bit integers,
-// numeric and JSON as db.ts gives them.
-import type { QueryConfig } from 'pg';
+// numeric and JSON as db.ts gives them; and rows read from a query's events as they arrive (eachRow),
+// as the snapshot cursors fetch them (fetchBatches).
+import type { PoolClient, Query, QueryConfig } from 'pg';
+import type { Row } from './values.ts';
 
 const INT8 = 20;
 const NUMERIC = 1700;
@@ -78,4 +80,45 @@ export function numberPlaceholders(sql: string, params: number): string {
   }
   if (n !== params) throw new Error(`the statement has ${n} parameter(s) and ${params} value(s): ${sql}`);
   return out;
+}
+
+/**
+ * Runs `query` on `client` and hands each row to `fn` as it arrives (pg's row events); resolves when
+ * the query has ended, rejects with its error or the first throw of `fn` (later rows are skipped).
+ * Not client.query()'s result: rows that pg gathers in its own result array survive V8's young
+ * collections (about two thirds of what a FETCH of usage events allocates; Node 24, pg 8.23), so an
+ * export of 1,000,000 usage events grew the process by some 200 MB.
+ */
+export function eachRow(client: PoolClient, query: Query<Row>, fn: (row: Row) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let failed: Error | null = null;
+    query.on('row', (row: Row) => {
+      if (failed !== null) return;
+      try {
+        fn(row);
+      } catch (err) {
+        failed = err instanceof Error ? err : new Error(String(err));
+      }
+    });
+    query.on('end', () => { if (failed === null) resolve(); else reject(failed); });
+    query.on('error', reject);
+    client.query(query);
+  });
+}
+
+/**
+ * Rows a snapshot cursor fetches at a time. The batch in hand is alive at every young collection of
+ * V8, and what survives those makes V8 grow its young generation: exporting 1,000,000 usage events
+ * grew the server by about 60 MB with 500 rows a fetch, 30 MB with 200 (as on SQLite).
+ */
+export const SNAPSHOT_BATCH = 200;
+
+/** The rows of the declared cursor `name` on `client`, fetched SNAPSHOT_BATCH at a time (queries of `fetch`) as the caller asks; no fetch once `stopped()`. */
+export async function* fetchBatches(client: PoolClient, name: string, fetch: (text: string) => Query<Row>, stopped = () => false): AsyncGenerator<Row, void, undefined> {
+  for (let n = SNAPSHOT_BATCH; n === SNAPSHOT_BATCH && !stopped();) {
+    const batch: Row[] = [];
+    await eachRow(client, fetch(`FETCH ${SNAPSHOT_BATCH} FROM ${name}`), (row) => { batch.push(row); });
+    yield* batch;
+    n = batch.length;
+  }
 }

@@ -20,12 +20,12 @@
 // server empty it too. This process's own writes empty it at once (run and exec outside a
 // transaction, the end of every transaction), and a read that was in flight when the cache was
 // emptied does not keep what it read (ReadCache.epoch). Reads inside a transaction bypass it.
-import type { Client, Pool, PoolClient, QueryResultRow } from 'pg';
+import type { Client, Pool, PoolClient, Query, QueryConfig, QueryResultRow } from 'pg';
 import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import { MISS, ReadCache } from './read-cache.ts';
 import { TextWithNul } from './errors.ts';
-import { readingTypes, type Parser, type Types } from './pg-sql.ts';
+import { fetchBatches, readingTypes, type Parser, type Types } from './pg-sql.ts';
 import { stalePlan, StatementTexts } from './pg-statements.ts';
 import { listenOn } from './pg-listen.ts';
 import type { Db, Param, Row } from './db.ts';
@@ -43,9 +43,6 @@ export interface PostgresOptions {
 /** A bound value as the driver takes it (bigint as its decimal text). */
 const value = (p: Param) => (typeof p === 'bigint' ? p.toString() : p);
 
-/** Rows a snapshot cursor fetches at a time. */
-const SNAPSHOT_BATCH = 500;
-
 
 export class PostgresDb extends Transactional<PoolClient> implements Db {
   readonly engine = 'postgres' as const;
@@ -58,6 +55,8 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   private readonly pool: Pool;
   /** A new connection outside the pool (for LISTEN, which keeps its connection). */
   private readonly connect: () => Client;
+  /** A new pg query, whose rows are read from its events (eachRow, pg-sql.ts). */
+  private readonly newQuery: (config: QueryConfig) => Query<Row>;
   private readonly listeners = new Set<() => Promise<void>>();
   private readonly cache = new ReadCache();
   /** Bumped by every syncCache(): cached reads want a check that started at this generation or later. */
@@ -69,10 +68,11 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   /** pg_current_snapshot() as the latest check read it. */
   private snapshot: string | null = null;
 
-  constructor(pool: Pool, fallback: (oid: number) => Parser, connect: () => Client) {
+  constructor(pool: Pool, fallback: (oid: number) => Parser, connect: () => Client, newQuery: (config: QueryConfig) => Query<Row>) {
     super();
     this.pool = pool;
     this.connect = connect;
+    this.newQuery = newQuery;
     this.types = readingTypes(false, fallback);
     this.bigTypes = readingTypes(true, fallback);
   }
@@ -225,7 +225,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   /**
    * A cursor (DECLARE ... CURSOR) in a REPEATABLE READ, READ ONLY transaction on a pooled connection of
-   * its own, fetched SNAPSHOT_BATCH rows at a time as the consumer reads; the `each` read runs on
+   * its own, fetched SNAPSHOT_BATCH (pg-sql.ts) rows at a time as the consumer reads; the `each` read runs on
    * the same connection, in the same snapshot. The connection is taken at once; close() ends the
    * transaction and gives it back (also when called before it was taken).
    */
@@ -246,7 +246,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     opening.catch(() => {}); // reported by the first read
     const each = q.each;
     const side = (row: Row, client: PoolClient) => this.query<Row>(each!.sql, each!.params(row), types, client);
-    const fetched = (client: PoolClient) => this.fetched(client, 'svc_snapshot', types, () => closed);
+    const fetched = (client: PoolClient) => fetchBatches(client, 'svc_snapshot', (text) => this.newQuery({ text, types }), () => closed);
     async function* rows(): AsyncGenerator<R, void, undefined> {
       const client = await opening;
       for await (const row of fetched(client)) {
@@ -272,19 +272,10 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     };
   }
 
-  /** The rows of the declared cursor `name` on `client`, fetched SNAPSHOT_BATCH at a time as the caller asks (no fetch once `stopped()`). */
-  private async *fetched(client: PoolClient, name: string, types: Types, stopped = () => false): AsyncGenerator<Row, void, undefined> {
-    for (let n = SNAPSHOT_BATCH; n === SNAPSHOT_BATCH && !stopped();) {
-      const batch = (await client.query<Row>({ text: `FETCH ${SNAPSHOT_BATCH} FROM ${name}`, types })).rows;
-      yield* batch;
-      n = batch.length;
-    }
-  }
-
   /** A REPEATABLE READ, READ ONLY transaction on a pooled connection; each read a cursor fetched SNAPSHOT_BATCH rows at a time. */
   async readSnapshot<T>(fn: (read: SnapshotReader) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
-    const [query, fetched, types] = [this.query.bind(this), this.fetched.bind(this), this.bigTypes];
+    const [query, newQuery, types] = [this.query.bind(this), this.newQuery, this.bigTypes];
     let [cursors, clean] = [0, false];
     try {
       await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY'); // the first read fixes the snapshot
@@ -292,7 +283,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
         async* rows<R>(sql: string, ...params: Param[]) {
           const name = `svc_read_${++cursors}`;
           await query(`DECLARE ${name} NO SCROLL CURSOR FOR ${sql}`, params, types, client);
-          yield* fetched(client, name, types) as AsyncGenerator<R>;
+          yield* fetchBatches(client, name, (text) => newQuery({ text, types })) as AsyncGenerator<R>;
           await client.query(`CLOSE ${name}`);
         },
       });
@@ -377,7 +368,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
   const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, ...(opts.readOnly ? { options: '-c default_transaction_read_only=on' } : {}) });
   // An idle connection the server drops is replaced by the pool; it must not end the process.
   pool.on('error', () => {});
-  const db = new PostgresDb(pool, (oid) => pg.types.getTypeParser(oid) as Parser, () => new pg.Client({ connectionString: opts.url }));
+  const db = new PostgresDb(pool, (oid) => pg.types.getTypeParser(oid) as Parser, () => new pg.Client({ connectionString: opts.url }), (config) => new pg.Query<Row>(config));
   try {
     await db.get('SELECT 1');
   } catch (err) {
