@@ -16,7 +16,7 @@ import { newId } from '../src/kernel/ids.ts';
 import { insertWorkspaceCommercial } from '../src/directory/plan/account.ts';
 import { localDate, monthOf, startOfLocalDay } from '../src/kernel/periods.ts';
 import { usageTrend } from '../src/commercial/trend.ts';
-import { resolveQuery, usageCombos, usageWhere, windowSums, FACET_INDEXES, type FacetColumn } from '../src/commercial/usage/store.ts';
+import { eachUsageCombo, resolveQuery, usageWhere, windowSums, FACET_INDEXES, type FacetColumn } from '../src/commercial/usage/store.ts';
 import { login, measuredDownload, num, percentile, printTable, setupSvc, startSvc, svcCli } from './lib.ts';
 
 const EVENTS = Number(process.env.BENCH_USAGE_EVENTS ?? 1_000_000);
@@ -161,7 +161,7 @@ async function aggregationMs(c: Case): Promise<{ grouped: number; loose: number 
   const onlyWindow = [...q.keys()].every((k) => k === 'from' || k === 'to' || k === 'page');
   const columns = Object.keys(FACET_INDEXES) as FacetColumn[];
   return {
-    grouped: await median5(async () => await usageCombos(db, w)),
+    grouped: await median5(async () => await eachUsageCombo(db, w, () => {})),
     loose: onlyWindow ? await median5(async () => await mapSeq(columns, async (col) => await windowSums(db, org.id, col, from, to, 2000))) : null,
   };
 }

@@ -36,10 +36,11 @@ function openReader(dbPath: string): DatabaseSync {
 /**
  * node:sqlite's row objects each leave about 70 bytes in V8's old space (Node 24: get(), all() and
  * iterate() alike; rows read as arrays do not), so a read of a million rows grew the heap by tens of
- * MB before a full collection. The snapshot readers therefore read arrays (setReturnArrays) and build
- * the objects here, which die young. Returns what makes one row of `statement`'s columns.
+ * MB before a full collection. The snapshot readers (and SqliteDb.eachBig) therefore read arrays
+ * (setReturnArrays) and build the objects here, which die young. Returns what makes one row of
+ * `statement`'s columns.
  */
-function rowMaker(statement: StatementSync): (values: unknown[]) => Row {
+export function rowMaker(statement: StatementSync): (values: unknown[]) => Row {
   statement.setReturnArrays(true);
   const names = statement.columns().map((c) => c.name);
   // As node:sqlite's rows: no prototype when a column is named __proto__ (an assignment would set it).

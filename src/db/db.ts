@@ -20,7 +20,7 @@ import path from 'node:path';
 import { Transactional, type Frame } from './transactions.ts';
 import { SQLITE } from './dialect.ts';
 import { MISS, ReadCache } from './read-cache.ts';
-import { openSqliteSnapshot, readSqliteSnapshot, type RowCursor, type SnapshotQuery, type SnapshotReader } from './cursor.ts';
+import { openSqliteSnapshot, readSqliteSnapshot, rowMaker, type RowCursor, type SnapshotQuery, type SnapshotReader } from './cursor.ts';
 
 export type { Hook } from './transactions.ts';
 
@@ -73,16 +73,18 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
 
   /**
    * The cached statement of `sql` (about to run: counted, and the savepoints around it sent); with
-   * `bigInts`, a statement of its own that reads INTEGER values as bigint.
+   * `bigInts`, a statement of its own that reads INTEGER values as bigint; with `arrays`, one that
+   * returns each row as an array of its values.
    */
-  private prepare(sql: string, bigInts = false): StatementSync {
+  private prepare(sql: string, bigInts = false, arrays = false): StatementSync {
     this.statementCount++;
     this.beginning();
-    const key = bigInts ? `\u0000bigint\u0000${sql}` : sql;
+    const key = bigInts || arrays ? `\u0000${bigInts ? 'bigint' : ''}${arrays ? 'arrays' : ''}\u0000${sql}` : sql;
     let st = this.statements.get(key);
     if (!st) {
       st = this.raw.prepare(sql);
       if (bigInts) st.setReadBigInts(true);
+      if (arrays) st.setReturnArrays(true);
       if (this.statements.size >= STATEMENT_CACHE_LIMIT) {
         this.statements.delete(this.statements.keys().next().value!);
       }
@@ -152,6 +154,19 @@ export class SqliteDb extends Transactional<DatabaseSync> implements Db {
    */
   allBig<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
     return this.when(() => this.prepare(sql, true).all(...params) as T[]);
+  }
+
+  /**
+   * Read in one synchronous pass, as all(): no other statement runs on the connection meanwhile. The
+   * rows are read as arrays and made objects here (rowMaker, cursor.ts): faster than node:sqlite's
+   * objects, and no old-space garbage.
+   */
+  eachBig<T = Row>(sql: string, params: Param[], fn: (row: T) => void): Promise<void> {
+    return this.when(() => {
+      const statement = this.prepare(sql, true, true);
+      const make = rowMaker(statement);
+      for (const values of statement.iterate(...params) as IterableIterator<unknown[]>) fn(make(values) as T);
+    });
   }
 
   run(sql: string, ...params: Param[]): Promise<{ changes: number }> {

@@ -17,6 +17,12 @@ export interface Db {
   all<T = Row>(sql: string, ...params: Param[]): Promise<T[]>;
   /** all() with 64-bit integers read as bigint. */
   allBig<T = Row>(sql: string, ...params: Param[]): Promise<T[]>;
+  /**
+   * allBig()'s rows handed to `fn` one at a time as they are read, none kept: for folding many rows
+   * (an array of them lives through V8's young collections, and what survives those makes V8 grow its
+   * young generation). Resolves once every row was handed over; a throw of `fn` stops the read and rejects.
+   */
+  eachBig<T = Row>(sql: string, params: Param[], fn: (row: T) => void): Promise<void>;
   run(sql: string, ...params: Param[]): Promise<{ changes: number }>;
   /** Statements without parameters, several separated by semicolons. */
   exec(sql: string): Promise<void>;

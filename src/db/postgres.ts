@@ -25,7 +25,7 @@ import { Transactional } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import { MISS, ReadCache } from './read-cache.ts';
 import { TextWithNul } from './errors.ts';
-import { fetchBatches, readingTypes, type Parser, type Types } from './pg-sql.ts';
+import { eachRow, fetchBatches, numberPlaceholders, readingTypes, type Parser, type Types } from './pg-sql.ts';
 import { stalePlan, StatementTexts } from './pg-statements.ts';
 import { listenOn } from './pg-listen.ts';
 import type { Db, Param, Row } from './db.ts';
@@ -115,6 +115,17 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   /** all() with 64-bit integers read as bigint (and integral numeric values too). */
   async allBig<T = Row>(sql: string, ...params: Param[]): Promise<T[]> {
     return (await this.query<QueryResultRow>(sql, params, this.bigTypes)).rows as T[];
+  }
+
+  /** Rows from the query's events (eachRow), in the calling transaction (its savepoints sent first) or on a pooled connection; never named. */
+  async eachBig<T = Row>(sql: string, params: Param[], fn: (row: T) => void): Promise<void> {
+    if (params.some((p) => typeof p === 'string' && p.includes('\u0000'))) throw new TextWithNul();
+    this.statementCount++;
+    const frame = this.frame();
+    if (frame) await this.begun(frame);
+    const client = frame?.conn ?? await this.pool.connect();
+    const query = this.newQuery({ text: numberPlaceholders(sql, params.length), values: params.map(value), types: this.bigTypes });
+    await eachRow(client, query, fn as (row: Row) => void).finally(() => { if (!frame) client.release(); });
   }
 
   /** A statement that writes: outside a transaction it has committed (or failed) when it returns, so the read cache is emptied then. */

@@ -280,6 +280,26 @@ for (const engine of Object.keys(ENGINES)) {
     const read = await db.all<{ id: string }>(`SELECT id FROM items WHERE ${db.dialect.rowKey} IN (SELECT ${db.dialect.rowKey} FROM items ORDER BY ${db.dialect.rowKey} DESC LIMIT 5) ORDER BY ${db.dialect.rowKey} DESC`);
     assert.deepEqual(read.map((r) => r.id), ids.slice(-5).reverse());
   });
+
+  test(`${engine}: eachBig hands over allBig's rows one at a time; a throw stops it; inside tx() it reads the transaction's rows`, async (t) => {
+    const db = await ENGINES[engine](t);
+    await db.exec('CREATE TABLE m (k TEXT, cents BIGINT)');
+    await db.tx(async () => { for (let i = 1; i <= 700; i++) await db.run('INSERT INTO m VALUES (?, ?)', `k${i}`, i === 1 ? 2n ** 60n : BigInt(i)); });
+    const seen: Array<{ k: string; cents: bigint }> = [];
+    await db.eachBig<{ k: string; cents: bigint }>('SELECT k, cents FROM m WHERE cents > ? ORDER BY cents', [1], (r) => { seen.push({ ...r }); });
+    assert.deepEqual([seen.length, seen[0], seen.at(-1)], [700, { k: 'k2', cents: 2n }, { k: 'k1', cents: 2n ** 60n }]);
+    let handed = 0;
+    await assert.rejects(db.eachBig('SELECT k FROM m', [], () => { if (++handed === 3) throw new Error('enough'); }), /enough/);
+    assert.equal(handed, 3, 'no row after the throw');
+    await assert.rejects(db.eachBig('SELECT nope FROM m', [], () => {}), /nope/);
+    await db.tx(async () => {
+      await db.run("INSERT INTO m VALUES ('late', 1)");
+      let late = 0;
+      await db.eachBig<{ k: string }>('SELECT k FROM m WHERE cents = ?', [1], (r) => { if (r.k === 'late') late++; });
+      assert.equal(late, 1);
+    });
+    assert.equal((await db.get<{ n: number }>('SELECT count(*) AS n FROM m'))!.n, 701, 'the connection is still good');
+  });
 }
 
 test('postgres: allBig reads 64-bit integers and integral sums as bigint; all() refuses what a number cannot hold', async (t) => {

@@ -10,8 +10,9 @@ import type { RowCursor } from '../../src/db/cursor.ts';
 import { LocalStore } from '../../src/kernel/storage/local.ts';
 import { usageByBucket } from '../../src/commercial/trend.ts';
 import {
-  costCenterByIdOrCode, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageCombos, usageWhere, windowSums,
+  costCenterByIdOrCode, eachUsageCombo, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageWhere, windowSums, type UsageCombo,
 } from '../../src/commercial/usage/store.ts';
+import type { Where } from '../../src/platform/audit/store.ts';
 import { openInvoiceCursor, pageInvoices, usageGroups } from '../../src/commercial/invoices/store.ts';
 import { quotaWarningsView } from '../../src/commercial/quotas/service.ts';
 import { billingAccountEventsOf } from '../../src/directory/plan/account.ts';
@@ -275,8 +276,13 @@ test('the stores\' statements answer alike on SQLite and PostgreSQL', async (t) 
   await check('usage combinations, window sums and scope sums keep counts as numbers and costs as bigint', async (db) => {
     const all = usageWhere(db.dialect, { organizationId: 'org_a', from: MARCH.start, to: null });
     const byKey = (c: { kind: string; u: string | null }) => `${c.kind} ${c.u}`;
+    const combos = async (d: Db, w: Where) => {
+      const out: UsageCombo[] = [];
+      await eachUsageCombo(d, w, (c) => { out.push(c); });
+      return out;
+    };
     return {
-      combos: (await usageCombos(db, all)).sort((a, b) => (byKey(a) < byKey(b) ? -1 : 1)).map((c) => [c.kind, c.u, c.n, c.e4]),
+      combos: (await combos(db, all)).sort((a, b) => (byKey(a) < byKey(b) ? -1 : 1)).map((c) => [c.kind, c.u, c.n, c.e4]),
       kinds: (await windowSums(db, 'org_a', 'kind', MARCH.start, null, 100))!.map((s) => [s.value, s.n, s.q, s.e4]),
       workspaces: (await windowSums(db, 'org_a', 'workspace_id', MARCH.start, MARCH.end, 100))!.map((s) => [s.value, s.n]),
       units: (await windowSums(db, 'org_a', 'unit', MARCH.start, null, 100))!.map((s) => [s.value, s.n, s.e4]),

@@ -14,7 +14,7 @@ import { withScope } from '../../directory/context.ts';
 import { hasPermission } from '../../directory/roles.ts';
 import { organizationById } from '../../directory/tenancy/store.ts';
 import { newId } from '../../kernel/ids.ts';
-import { FACET_LIMIT } from '../../platform/audit/store.ts';
+import { FACET_LIMIT, type Where } from '../../platform/audit/store.ts';
 import { parseMetadata } from '../../platform/audit/present.ts';
 import { csvRow, csvText, exportStamp, jsonArrayText, recordStream, type ExportFormat } from '../../kernel/export-stream.ts';
 import { clipsTowardQuota, organizationStoredBytes, projectStoredBytes, workspaceStoredBytes } from '../meters.ts';
@@ -28,7 +28,7 @@ import { roundUnits } from '../trend.ts';
 import type { UsageFilters } from './schema.ts';
 import type { UsageLevel } from '../vocabulary.ts';
 import {
-  costCenterByIdOrCode, insertUsageEvent, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageCombos, usageWhere, windowSums,
+  costCenterByIdOrCode, eachUsageCombo, insertUsageEvent, namesOf, openUsageCursor, pageUsage, resolveQuery, scopeSums, usageWhere, windowSums,
   type FacetColumn, type UsageCombo, type UsageRow,
 } from './store.ts';
 import type { Out } from '../../kernel/view.ts';
@@ -146,13 +146,14 @@ interface Aggregates { units: Map<string, Tally>; counts: Record<FacetKey, Map<s
 
 const emptyAggregates = (): Aggregates => ({ units: new Map(), counts: Object.fromEntries(KEYS.map((k) => [k, new Map()])) as Aggregates['counts'] });
 
-function fromCombos(combos: UsageCombo[]): Aggregates {
+/** The filtered set's combinations (one grouped pass), folded as they are read. */
+async function fromCombos(db: Db, where: Where): Promise<Aggregates> {
   const a = emptyAggregates();
-  for (const c of combos) {
+  await eachUsageCombo(db, where, (c: UsageCombo) => {
     const t = a.units.get(c.unit) ?? { events: 0, quantity: 0, e4: 0n };
     a.units.set(c.unit, { events: t.events + c.n, quantity: t.quantity + c.q, e4: t.e4 + c.e4 });
     for (const k of KEYS) a.counts[k].set(c[k], (a.counts[k].get(c[k]) ?? 0) + c.n);
-  }
+  });
   return a;
 }
 
@@ -214,7 +215,7 @@ export async function listUsage(ctx: Ctx, organizationId: string, f: UsageFilter
   const { where, window } = await whereOf(ctx, organizationId, f);
   const items = (await pageUsage(ctx.db, where, page.pageSize, page.offset)).map(presentUsage);
   const onlyWindow = NARROWING.every((k) => f[k] === undefined);
-  const aggregates = (onlyWindow ? await fromWindow(ctx.db, organizationId, window.from, window.to) : null) ?? fromCombos(await usageCombos(ctx.db, where));
+  const aggregates = (onlyWindow ? await fromWindow(ctx.db, organizationId, window.from, window.to) : null) ?? await fromCombos(ctx.db, where);
   const { summary, facets } = await present(ctx.db, organizationId, aggregates, await currencyOf(ctx.db, organizationId));
   return { items, summary, pagination: { page: page.page, pageSize: page.pageSize, total: summary.events }, facets, window };
 }
