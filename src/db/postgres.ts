@@ -40,6 +40,9 @@ export interface PostgresOptions {
   readOnly?: boolean;
 }
 
+/** True when a text parameter holds U+0000, which PostgreSQL cannot store: such a statement is refused unsent (TextWithNul). */
+const holdsNul = (params: Param[]) => params.some((p) => typeof p === 'string' && p.includes('\u0000'));
+
 /** A bound value as the driver takes it (bigint as its decimal text). */
 const value = (p: Param) => (typeof p === 'bigint' ? p.toString() : p);
 
@@ -85,7 +88,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
    * a text is refused unsent (TextWithNul).
    */
   private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on?: Pool | PoolClient) {
-    for (const p of params) if (typeof p === 'string' && p.includes('\u0000')) return Promise.reject(new TextWithNul());
+    if (holdsNul(params)) return Promise.reject(new TextWithNul());
     this.statementCount++;
     const t = this.texts.translate(sql, params.length);
     const q = { text: t.text, name: t.name, values: params.map(value), types };
@@ -119,7 +122,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   /** Rows from the query's events (eachRow), in the calling transaction (its savepoints sent first) or on a pooled connection; never named. */
   async eachBig<T = Row>(sql: string, params: Param[], fn: (row: T) => void): Promise<void> {
-    if (params.some((p) => typeof p === 'string' && p.includes('\u0000'))) throw new TextWithNul();
+    if (holdsNul(params)) throw new TextWithNul();
     this.statementCount++;
     const frame = this.frame();
     if (frame) await this.begun(frame);
