@@ -112,10 +112,13 @@ const LISTENING = /^listening on (http:\/\/\S+)$/;
 
 /**
  * Starts `node ...args` (process.execPath), resolves once it prints "listening on URL" on stdout.
- * Its stderr goes to `stderrFile` (appended) or is ignored.
+ * Its stderr goes to `stderrFile` (appended) or is ignored. BENCH_NODE_ARGS (space-separated) are
+ * Node's own options for these processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile
+ * every thread of the measured servers (Node refuses --cpu-prof in NODE_OPTIONS).
  */
 export function startProcess(args: string[], opts: { env?: EnvOverrides; stderrFile?: string } = {}): Promise<Running> {
-  return startChild(process.execPath, args, { ...opts, ready: LISTENING });
+  const nodeArgs = process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  return startChild(process.execPath, [...nodeArgs, ...args], { ...opts, ready: LISTENING });
 }
 
 export interface Child extends Running {
