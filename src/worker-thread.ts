@@ -5,23 +5,21 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase } from './db/open.ts';
 import { createContext } from './directory/context.ts';
 import type { Config } from './kernel/config.ts';
-import type { Logger } from './kernel/log.ts';
+import { portLogger } from './kernel/log.ts';
 import { startWorkerLoop } from './generation/worker/loop.ts';
 import { workerActor, type ToWorker } from './generation/worker/host.ts';
+import { startCallThread } from './generation/worker/calls.ts';
 import { onWorkerMessage, WORKER_CHANNEL } from './generation/dispatch/control.ts';
 import { bindSubscribers } from './subscribers.ts';
 
 const port = parentPort!;
 const config = (workerData as { config: Config }).config;
-const send = (level: 'debug' | 'info' | 'warn' | 'error') => (msg: string, fields?: Record<string, unknown>) => {
-  const err = fields?.err;
-  const safe = err instanceof Error ? { ...fields, err: { message: err.message, stack: err.stack } } : fields;
-  port.postMessage({ type: 'log', level, msg, fields: safe });
-};
-const log: Logger = { debug: send('debug'), info: send('info'), warn: send('warn'), error: send('error'), flush() {} };
+const log = portLogger(port);
 bindSubscribers();
 const db = await openDatabase(config);
-const loop = await startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }));
+// On SQLite a commit blocks its thread for the fsync: the calls run on a thread of their own.
+const calls = db.engine === 'sqlite' ? await startCallThread(config, log) : null;
+const loop = await startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }), calls?.producer);
 // Wake-ups and aborts from any process (PostgreSQL; nothing is heard on SQLite, where the main thread's messages below do it).
 const unlisten = await db.listen(WORKER_CHANNEL, onWorkerMessage(loop));
 
@@ -36,6 +34,7 @@ port.on('message', (m: ToWorker) => {
     case 'stop':
       void loop.stop(m.graceMs).finally(async () => {
         await unlisten();
+        await calls?.stop();
         await db.close();
         port.postMessage({ type: 'stopped' });
       });

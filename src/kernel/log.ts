@@ -75,3 +75,16 @@ function errorReplacer(_key: string, value: unknown): unknown {
   if (value instanceof Error) return { name: value.name, message: value.message, stack: value.stack };
   return value;
 }
+
+/** A log line sent by a thread to the one that started it (which writes it with its own logger). */
+export interface LogMessage { type: 'log'; level: Level; msg: string; fields?: Record<string, unknown> }
+
+/** The logger of a thread: each line goes to `port` as a LogMessage (an `err` field as its message and stack). */
+export function portLogger(port: { postMessage(m: LogMessage): void }): Logger {
+  const send = (level: Level) => (msg: string, fields?: Record<string, unknown>) => {
+    const err = fields?.err;
+    const safe = err instanceof Error ? { ...fields, err: { message: err.message, stack: err.stack } } : fields;
+    port.postMessage({ type: 'log', level, msg, fields: safe });
+  };
+  return { debug: send('debug'), info: send('info'), warn: send('warn'), error: send('error'), flush() {} };
+}

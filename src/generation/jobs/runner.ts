@@ -19,7 +19,8 @@ import type { CallContext } from './claim.ts';
 
 export interface RunOutcome extends SettleOutcome { result: CallResult | null; failure: FailureInfo | null }
 
-function failureOf(err: unknown, aborted: string | null): FailureInfo {
+/** How an attempt's error is recorded (the worker's call thread answers this for a call that threw). */
+export function failureOf(err: unknown, aborted: string | null): FailureInfo {
   if (aborted) return { code: 'job_aborted', message: aborted, retryable: true };
   if (err instanceof ConnectorError) return { code: err.code, message: err.message, retryable: err.retryable };
   if (err instanceof AppError) return { code: err.code, message: err.message, retryable: false };
@@ -39,8 +40,26 @@ const immediate: Committer = async (fn) => await fn();
  */
 export type LeasedJob = JobRow & { call?: CallContext };
 
+/** What a call produced: the connector's answer (or a compose job's episode cut) with the media evidence of its files. */
+export interface Produced { result: CallResult; media: MediaOutcome }
+
+/**
+ * Makes a leased job's call and examines its output files; `onRef` records the connector's external
+ * reference (with the lease). Here by default; the worker runs it on its call thread on SQLite
+ * (worker/calls.ts), so that its commits never wait on a connector nor a connector on a commit.
+ */
+export type Producer = (base: Ctx, job: LeasedJob, signal: AbortSignal, onRef: (ref: string) => Promise<void>) => Promise<Produced>;
+
+export const produceHere: Producer = async (base, job, signal, onRef) => {
+  const { result, media } = await produce(base, job, signal, onRef);
+  signal.throwIfAborted();
+  return { result, media: { ...media, prepared: await gatherEvidence(base, job, result.files, signal) } };
+};
+
 /** The call's result: the connector's answer, or the episode cut of a compose job; with the artifacts' provenance. */
-async function produce(base: Ctx, job: LeasedJob, lease: Lease, signal: AbortSignal): Promise<{ result: CallResult; media: Omit<MediaOutcome, 'prepared'> }> {
+async function produce(
+  base: Ctx, job: LeasedJob, signal: AbortSignal, onRef: (ref: string) => Promise<void>,
+): Promise<{ result: CallResult; media: Omit<MediaOutcome, 'prepared'> }> {
   const { config } = base;
   const input = JSON.parse(job.input) as JobInput;
   if (job.kind === COMPOSE_KIND) {
@@ -64,7 +83,7 @@ async function produce(base: Ctx, job: LeasedJob, lease: Lease, signal: AbortSig
       connector, contract, inputFiles: staged.files,
       execution: { jobId: job.id, attempt: job.attempt, kind: job.kind, model, deadline: new Date(base.now().getTime() + config.jobTimeoutMs).toISOString() },
       resumeRef: job.external_ref,
-      onRef: async (ref) => { await setExternalRef(base.db, lease, ref); },
+      onRef,
       signal, storage: base.storage, maxOutputBytes: config.maxOutputBytes, timeoutMs: config.connectorTimeoutMs, env: process.env,
       outputOrigins: config.connectorOutputOrigins ? config.connectorOutputOrigins.split(',') : [],
       credentials: credentialPolicy(config),
@@ -87,9 +106,17 @@ async function produce(base: Ctx, job: LeasedJob, lease: Lease, signal: AbortSig
   };
 }
 
-export async function runLeased(
-  base: Ctx, job: LeasedJob, signal?: AbortSignal, also?: (o: SettleOutcome) => void | Promise<void>, commit: Committer = immediate,
-): Promise<RunOutcome> {
+export interface RunOptions {
+  /** Aborted when the runner stops (the lease is then released, not failed). */
+  signal?: AbortSignal;
+  /** Runs inside the settling transaction (settle.ts). */
+  also?: (o: SettleOutcome) => void | Promise<void>;
+  commit?: Committer;
+  producer?: Producer;
+}
+
+export async function runLeased(base: Ctx, job: LeasedJob, opts: RunOptions = {}): Promise<RunOutcome> {
+  const { signal, also, commit = immediate, producer = produceHere } = opts;
   const { config } = base;
   const lease: Lease = { jobId: job.id, leasedBy: job.leased_by!, attempt: job.attempt };
   const abort = new AbortController();
@@ -110,12 +137,10 @@ export async function runLeased(
     }
   }
   try {
-    const { result, media } = await produce(base, job, lease, abort.signal);
-    if (aborted) throw new Error(aborted);
-    const prepared = await gatherEvidence(base, job, result.files, abort.signal);
+    const { result, media } = await producer(base, job, abort.signal, async (ref) => { await setExternalRef(base.db, lease, ref); });
     if (aborted) throw new Error(aborted);
     clearInterval(renew);
-    return { ...await commit(() => settleSuccess(base, job, lease, result, { ...media, prepared }, also)), result, failure: null };
+    return { ...await commit(() => settleSuccess(base, job, lease, result, media, also)), result, failure: null };
   } catch (err) {
     const failure = failureOf(err, aborted);
     // Stopping the service is not the job's failure: the lease is released (see releaseLeases).

@@ -347,7 +347,7 @@ export async function runNow(ctx: Ctx, jobId: string, approveExternal: boolean):
   const run: ManualRun = { controller, db: ctx.db, runner };
   manualRuns.set(job.id, run);
   try {
-    const outcome = await runLeased(ctx, leased, controller.signal);
+    const outcome = await runLeased(ctx, leased, { signal: controller.signal });
     await run.released;
     if (outcome.released.length) await wakeWorker(ctx);
     const after = (await jobById(ctx.db, job.id))!;

@@ -5,7 +5,7 @@ import { SHARE_ENV, Worker } from 'node:worker_threads';
 import type { Actor } from '../../directory/context.ts';
 import type { Config } from '../../kernel/config.ts';
 import type { Db } from '../../db/db.ts';
-import type { Logger } from '../../kernel/log.ts';
+import type { Logger, LogMessage } from '../../kernel/log.ts';
 import { registerWorker } from '../dispatch/control.ts';
 
 export type ToWorker =
@@ -18,7 +18,7 @@ type FromWorker =
   | { type: 'ready' }
   | { type: 'stopped' }
   | { type: 'dispatched'; ref: number; jobId: string | null }
-  | { type: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; msg: string; fields?: Record<string, unknown> };
+  | LogMessage;
 
 export const workerActor = (id: string): Actor => ({
   type: 'system', userId: null, name: `worker ${id}`, email: null, isSystemAdmin: false, sessionId: null, sessionKind: null,

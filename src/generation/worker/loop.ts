@@ -4,7 +4,7 @@
 // process, src/generation/dispatch/control.ts); the poll interval is only the backstop,
 // and a timer wakes it when the earliest backoff ends.
 import type { Ctx } from '../../directory/context.ts';
-import { runLeased, type Committer } from '../jobs/runner.ts';
+import { produceHere, runLeased, type Committer, type Producer } from '../jobs/runner.ts';
 import type { SettleOutcome } from '../jobs/settle.ts';
 import { recordFailure, jobScope } from '../jobs/settle.ts';
 import { recordAttempt, type JobRow } from '../jobs/store.ts';
@@ -24,10 +24,12 @@ type Stamp = 'last_claimed_at' | 'last_completed_at' | 'last_failed_at' | 'last_
 /** Least interval between two writes of the last-event times outside heartbeats. */
 const STAMP_MS = 100;
 
-export async function startWorkerLoop(ctx: Ctx): Promise<WorkerLoop> {
+/** `producer` runs the calls (on the call thread on SQLite, calls.ts; in this thread by default). */
+export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere): Promise<WorkerLoop> {
   const { db, config, log } = ctx;
   const id = config.workerId;
   interface Slot { controller: AbortController; done: Promise<void> }
+  /** The jobs this worker holds a lease on and has not settled (each in a concurrency slot). */
   const running = new Map<string, Slot>();
   const stopping = new AbortController();
   let tickTimer: NodeJS.Timeout | null = null;
@@ -50,54 +52,6 @@ export async function startWorkerLoop(ctx: Ctx): Promise<WorkerLoop> {
     for (const c of cols) delete stamps[c];
     lastError = null;
   };
-
-  // Group commit: settles of calls that finish in the same turn of the event loop share one
-  // transaction (one fsync), each in its own savepoint; the claims of the freed slots join it.
-  // (Waiting longer for more calls to finish was measured: it lowers throughput on 2 cores.)
-  type Pending = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
-  let batch: Pending[] = [];
-  const flushBatch = async () => {
-    const work = batch;
-    batch = [];
-    // Each settle runs in its own savepoint (a failing one is undone alone and rejected); the
-    // others are resolved only once the whole transaction has committed.
-    const done: Array<() => void> = [];
-    try {
-      await db.tx(async () => {
-        for (const w of work) {
-          try {
-            const v = await db.tx(w.fn);
-            done.push(() => w.resolve(v));
-          } catch (err) {
-            done.push(() => w.reject(err));
-          }
-        }
-        try {
-          await db.tx(() => flushStamps());
-        } catch (err) {
-          log.error('worker state write failed', { err }); // never at the price of the settles beside it
-        }
-      });
-    } catch (err) {
-      for (const w of work) w.reject(err);
-      return;
-    }
-    for (const d of done) d();
-  };
-  const commit: Committer = <T>(fn: () => T | Promise<T>) => new Promise<T>((resolve, reject) => {
-    if (batch.length === 0) setImmediate(() => { void flushBatch(); });
-    batch.push({ fn, resolve: resolve as (v: unknown) => void, reject });
-  });
-
-  await db.tx(async () => {
-    const at = now();
-    await db.run(
-      `INSERT INTO worker_state (worker_id, started_at, heartbeat_at, enabled, concurrency, poll_ms, lease_ms, running, stopped_at)
-       VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, 0, NULL)
-       ON CONFLICT (worker_id) DO UPDATE SET started_at = ?2, heartbeat_at = ?2, enabled = ?3, concurrency = ?4, poll_ms = ?5,
-         lease_ms = ?6, running = 0, stopped_at = NULL`,
-      id, at, config.workerEnabled ? 1 : 0, config.workerConcurrency, config.workerPollMs, config.workerLeaseMs);
-  });
 
   /** Slots promised to claims in flight (taken before their statement's await, so two claims never share a slot). */
   let reserved = 0;
@@ -122,6 +76,63 @@ export async function startWorkerLoop(ctx: Ctx): Promise<WorkerLoop> {
     return rows;
   }
 
+  // Group commit: settles of calls that finish in the same turn of the event loop share one
+  // transaction (one fsync), each in its own savepoint; one claim for the freed slots joins it.
+  // (Waiting longer for more calls to finish was measured: it lowers throughput on 2 cores.)
+  type Pending = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+  let batch: Pending[] = [];
+  const flushBatch = async () => {
+    const work = batch;
+    batch = [];
+    // Each settle runs in its own savepoint (a failing one is undone alone and rejected); the
+    // others are resolved only once the whole transaction has committed, and the jobs claimed
+    // with them start then.
+    const done: Array<() => void> = [];
+    let claimed: JobRow[] = [];
+    try {
+      await db.tx(async () => {
+        for (const w of work) {
+          try {
+            const v = await db.tx(w.fn);
+            done.push(() => w.resolve(v));
+          } catch (err) {
+            done.push(() => w.reject(err));
+          }
+        }
+        try {
+          claimed = await db.tx(() => claim(free()));
+        } catch (err) {
+          log.error('worker claim failed', { err }); // never at the price of the settles beside it
+        }
+        try {
+          await db.tx(() => flushStamps());
+        } catch (err) {
+          log.error('worker state write failed', { err });
+        }
+      });
+    } catch (err) {
+      for (const j of claimed) running.delete(j.id); // claimed inside the rolled-back transaction
+      for (const w of work) w.reject(err);
+      return;
+    }
+    for (const d of done) d();
+    start(claimed);
+  };
+  const commit: Committer = <T>(fn: () => T | Promise<T>) => new Promise<T>((resolve, reject) => {
+    if (batch.length === 0) setImmediate(() => { void flushBatch(); });
+    batch.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+  });
+
+  await db.tx(async () => {
+    const at = now();
+    await db.run(
+      `INSERT INTO worker_state (worker_id, started_at, heartbeat_at, enabled, concurrency, poll_ms, lease_ms, running, stopped_at)
+       VALUES (?1, ?2, ?2, ?3, ?4, ?5, ?6, 0, NULL)
+       ON CONFLICT (worker_id) DO UPDATE SET started_at = ?2, heartbeat_at = ?2, enabled = ?3, concurrency = ?4, poll_ms = ?5,
+         lease_ms = ?6, running = 0, stopped_at = NULL`,
+      id, at, config.workerEnabled ? 1 : 0, config.workerConcurrency, config.workerPollMs, config.workerLeaseMs);
+  });
+
   function start(rows: JobRow[]): void {
     for (const job of rows) {
       const entry = running.get(job.id);
@@ -139,47 +150,36 @@ export async function startWorkerLoop(ctx: Ctx): Promise<WorkerLoop> {
 
   async function execute(job: JobRow, slot: Slot): Promise<void> {
     const signal = slot.controller.signal;
-    let next: JobRow[] = [];
-    let settled = false;
+    const also = (o: SettleOutcome) => {
+      release(job.id, slot);
+      const at = now();
+      if (o.status === 'completed') stamp('last_completed_at', at);
+      else if (o.status === 'queued') stamp('last_retried_at', at);
+      else if (o.status === 'failed') stamp('last_failed_at', at);
+    };
     try {
-      const outcome = await runLeased(ctx, job, signal, async (o: SettleOutcome) => {
-        settled = true;
-        release(job.id, slot);
-        const at = now();
-        if (o.status === 'completed') stamp('last_completed_at', at);
-        else if (o.status === 'queued') stamp('last_retried_at', at);
-        else if (o.status === 'failed') stamp('last_failed_at', at);
-        next = await claim(free());
-      }, commit);
+      const outcome = await runLeased(ctx, job, { signal, also, commit, producer });
       if (outcome.failure && outcome.status !== 'lost') {
         log.warn('job attempt failed', { jobId: job.id, attempt: job.attempt, outcome: outcome.status, error: outcome.failure.message });
         lastError = `${job.id}: ${outcome.failure.code}: ${outcome.failure.message}`;
       }
       if (outcome.runAfter) scheduleWake(Date.parse(outcome.runAfter));
       if (outcome.released.length) {
-        next.push(...await claim(free()));
+        await pump();
         await wakeWorker(ctx); // the workers of other processes, for what this one has no slot for (PostgreSQL)
       }
     } catch (err) {
-      // The settling transaction failed (the lease stays and expires): claims made inside it were
-      // rolled back too, so their slots are given back instead of starting them.
+      // The settling transaction failed (the lease stays and expires).
       log.error('worker failed to run a job', { jobId: job.id, err });
-      for (const j of next) running.delete(j.id); // reserved inside the rolled-back transaction
-      next = [];
-      settled = false;
     } finally {
-      release(job.id, slot);
-      if (!settled) {
-        try {
-          next = await claim(free());
-        } catch (err) {
-          log.error('worker claim failed', { err });
-        }
+      if (running.get(job.id) === slot) {
+        release(job.id, slot);
+        await pump();
       }
-      start(next);
     }
   }
 
+  /** Claims for the free call slots. */
   async function pump(): Promise<void> {
     if (!config.workerEnabled || free() <= 0) return;
     try {
