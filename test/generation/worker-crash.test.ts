@@ -22,22 +22,29 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
 }
 
 /**
- * A sandbox whose database holds one queued job of `kind` on a ready local connector, set up through
- * HTTP on an in-process server (its worker paused) that is closed again: `svc serve` runs it. `row`
- * reads that database (read-only) from this process.
+ * A sandbox whose database holds `count` queued jobs of `kind` on a ready local connector, set up
+ * through HTTP on an in-process server (its worker paused) that is closed again: `svc serve` runs
+ * them. `row` reads that database (read-only) from this process.
  */
-async function stagedJob(t: TestContext, kind: string) {
+async function stagedJobs(t: TestContext, kind: string, count: number) {
   const sb = new Sandbox(t);
   const m = await startModel(t);
   const setup = await startTestServer(t, { SVC_WORKER_ENABLED: '0' }, { dataDir: sb.data, storageDir: sb.storage });
   const { token } = await member(setup, 'org_owner');
   const id = await connector(setup, token, m.url);
-  const job = await createJob(setup, token, { kind, connectorId: id });
+  const jobs: Array<{ id: string }> = [];
+  for (let i = 0; i < count; i++) jobs.push(await createJob(setup, token, { kind, connectorId: id, prompt: `line ${i}` }));
   await setup.close();
   // The database `svc serve` uses, read from this process: the SQLite file, or the folder's PostgreSQL database.
   const db = await openDataFolderDb(t, sb.data);
   const row = async <T>(sql: string, ...params: string[]): Promise<T> => (await db.get<T>(sql, ...params))!;
-  return { sb, m, job, db, row };
+  return { sb, m, jobs, db, row };
+}
+
+/** One queued job of `kind` (see stagedJobs). */
+async function stagedJob(t: TestContext, kind: string) {
+  const { jobs: [job], ...rest } = await stagedJobs(t, kind, 1);
+  return { job, ...rest };
 }
 
 test('kill -9 during a running job: after a restart with a 2 s lease the job is reclaimed and completes once', async (t) => {
@@ -84,6 +91,41 @@ test('SIGTERM during a running job: the service exits 0 within 10 s and the job 
   const after = await row<{ status: string; attempt: number; leased_by: string | null }>('SELECT * FROM generation_jobs WHERE id = ?', job.id);
   assert.deepEqual([after.status, after.attempt, after.leased_by], ['queued', 0, null]);
   assert.equal((await row<{ n: number }>('SELECT count(*) AS n FROM job_attempts WHERE job_id = ?', job.id)).n, 0);
+});
+
+test('kill -9 while completions are committed in groups: every completion seen before the kill is kept, none runs or completes twice', async (t) => {
+  const total = 240;
+  const { sb, m, jobs, db } = await stagedJobs(t, 'chat', total);
+  const completed = async () => new Set((await db.all<{ id: string }>("SELECT id FROM generation_jobs WHERE status = 'completed'")).map((r) => r.id));
+  // Eight slots and instant answers: results come back together and are settled several to a commit.
+  const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_CONCURRENCY: '8', SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
+  // What a reader of the database saw completed: acknowledged. Kill while the rest is still flowing.
+  const seen = await until('completions to flow', async () => { const c = await completed(); return c.size >= 60 ? c : undefined; });
+  first.child.kill('SIGKILL');
+  assert.equal((await first.done).signal, 'SIGKILL');
+  const atKill = await completed();
+  assert.ok(atKill.size < total, 'killed before the queue was empty');
+  for (const id of seen) assert.ok(atKill.has(id), `${id}, seen completed, is still completed after the kill`);
+  const callsBefore = m.faults.calls().generation;
+
+  const second = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_CONCURRENCY: '8', SVC_WORKER_POLL_MS: '100', SVC_WORKER_LEASE_MS: '2000', SVC_WORKER_ID: 'second' });
+  await until('every job to complete', async () => (await completed()).size === total, 60_000);
+  second.child.kill('SIGTERM');
+  assert.equal((await second.done).code, 0);
+
+  // Each job completed exactly once: one completed attempt, its result written once.
+  const attempts = await db.all<{ job_id: string; outcome: string; runner: string; n: number }>(
+    'SELECT job_id, outcome, runner, count(*) AS n FROM job_attempts GROUP BY job_id, outcome, runner');
+  const completions = attempts.filter((a) => a.outcome === 'completed');
+  assert.equal(completions.length, total);
+  assert.ok(completions.every((a) => Number(a.n) === 1), 'no job completed twice');
+  for (const a of completions) assert.equal(a.runner, atKill.has(a.job_id) ? 'first' : 'second', `${a.job_id} completed by the runner that was running when it settled`);
+  // Only the jobs not completed at the kill were called again: one call each (those the kill
+  // interrupted after their reclaim, the others as they were claimed).
+  assert.equal(m.faults.calls().generation - callsBefore, total - atKill.size, 'no completed job was called again');
+  const reclaimed = attempts.filter((a) => a.outcome === 'reclaimed');
+  assert.ok(reclaimed.every((a) => a.runner === 'first' && !atKill.has(a.job_id) && Number(a.n) === 1), 'only the interrupted attempts were reclaimed');
+  assert.equal(jobs.length, total);
 });
 
 /** Every regular file under the storage folders that storage reclaim scans, relative to the root. */
