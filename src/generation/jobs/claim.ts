@@ -35,8 +35,25 @@ const CALL_COLUMNS = perDialect((d: Dialect) => `
 
 interface CallColumns { call_connector: string | null; call_organization: string; call_project: string }
 
+/**
+ * The connectors last read by claims, by their JSON text (the same text is the same configuration):
+ * a burst of jobs on one connector parses it once. Frozen, shared by those jobs.
+ */
+const parsedConnectors = new Map<string, SpecRow>();
+const PARSED_CONNECTORS_MAX = 64;
+
+function connectorOf(text: string): SpecRow {
+  let row = parsedConnectors.get(text);
+  if (row === undefined) {
+    if (parsedConnectors.size >= PARSED_CONNECTORS_MAX) parsedConnectors.clear();
+    row = Object.freeze(JSON.parse(text) as SpecRow);
+    parsedConnectors.set(text, row);
+  }
+  return row;
+}
+
 function claimed({ call_connector: connector, call_organization: organizationName, call_project: projectName, ...job }: JobRow & CallColumns): ClaimedJob {
-  return { ...job, call: { connector: connector === null ? null : JSON.parse(connector) as SpecRow, organizationName, projectName } };
+  return { ...job, call: { connector: connector === null ? null : connectorOf(connector), organizationName, projectName } };
 }
 
 const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, leased_at = ?2, started_at = coalesce(started_at, ?2),
