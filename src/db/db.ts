@@ -24,7 +24,7 @@ import { openSqliteSnapshot, readSqliteSnapshot, rowMaker, type RowCursor, type 
 
 export type { Hook } from './transactions.ts';
 
-export type { Param, Row } from './values.ts';
+export type { Param, Row, Statement } from './values.ts';
 
 export type { Db } from './engine.ts';
 

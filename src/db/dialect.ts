@@ -76,6 +76,11 @@ export interface Dialect {
    * monotonic), so both engines order the same rows alike.
    */
   readonly rowKey: string;
+  /**
+   * True when a statement may write in its WITH clause (PostgreSQL's data-modifying CTEs): several
+   * writes in one round trip. SQLite runs such parts as statements of their own.
+   */
+  readonly writingCtes: boolean;
 }
 
 /** A JSON object key (a quoted SQL string; letters, digits and _ only) or an array index. */
@@ -103,6 +108,7 @@ export const SQLITE: Dialect = {
   likeAnyCase: 'LIKE',
   roundHalfAway: (x) => `round(${x})`,
   rowKey: 'rowid',
+  writingCtes: false,
 };
 
 export const POSTGRES: Dialect = {
@@ -120,6 +126,7 @@ export const POSTGRES: Dialect = {
   likeAnyCase: 'ILIKE',
   roundHalfAway: (x) => `(sign(${x}) * trunc(abs(${x}) + 0.5))`,
   rowKey: 'id',
+  writingCtes: true,
 };
 
 /**

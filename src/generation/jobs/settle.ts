@@ -7,7 +7,7 @@ import type { Ctx } from '../../directory/context.ts';
 import { withScope } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import { notify } from '../../platform/notifications/service.ts';
-import { indexDocument, setDocumentStatus } from '../../platform/search/index.ts';
+import { documentStatus, indexDocument, setDocumentStatus } from '../../platform/search/index.ts';
 import { recordUsageEvent } from '../../commercial/usage/service.ts';
 import { quotaContextOf, type QuotaContext } from '../../commercial/quotas/service.ts';
 import { clipQuotaWarnings } from '../../commercial/quotas/warnings.ts';
@@ -15,7 +15,7 @@ import type { CallResult } from '../connectors/protocols/types.ts';
 import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
 import { jobRetryDelayMs } from './backoff.ts';
 import {
-  blockDescendants, completeLeased, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
+  blockDescendants, completeLeased, completeWithoutMedia, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
 } from './store.ts';
 import { consoleLinks } from '../../kernel/links.ts';
 
@@ -64,18 +64,23 @@ export async function settleSuccess(
   const at = ctx.now().toISOString();
   const c = jobScope(ctx, job);
   const artifacts = media ? artifactRows(job, media.prepared, media.provenance, at) : [];
+  const clip = VIDEO_KINDS.has(job.kind);
   return await ctx.db.tx(async () => {
     const output = { ...result.output, files: result.files, artifactIds: artifacts.map((a) => a.id) };
+    if (artifacts.length === 0 && !clip) {
+      // Nothing to register, no quota to read (a chat answer): one statement on PostgreSQL.
+      const released = await completeWithoutMedia(ctx.db, job, lease, JSON.stringify(output), at, documentStatus('job', job.id, 'completed'));
+      if (released === null) return { status: 'lost', released: [], runAfter: null };
+      return await finish({ status: 'completed', released, runAfter: null }, also);
+    }
     if (!await completeLeased(ctx.db, lease, JSON.stringify(output), at)) {
       return { status: 'lost', released: [], runAfter: null };
     }
-    const clip = VIDEO_KINDS.has(job.kind);
-    // The billing account, time zone and workspace quota, read once for the artifacts' and the clip's
-    // quota warnings; a job without output files (a chat answer) registers nothing and reads none.
-    const quotas = artifacts.length > 0 || clip ? await quotaContextOf(ctx.db, job.organization_id, job.workspace_id) : null;
-    if (media && quotas && artifacts.length > 0) await registerArtifacts(c, job, artifacts, media.composition, at, quotas);
+    // The billing account, time zone and workspace quota, read once for the artifacts' and the clip's quota warnings.
+    const quotas = await quotaContextOf(ctx.db, job.organization_id, job.workspace_id);
+    if (media && artifacts.length > 0) await registerArtifacts(c, job, artifacts, media.composition, at, quotas);
     await recordAttempt(ctx.db, job, 'completed', at, null);
-    if (clip && quotas && await recordClipUsage(c, job, at, quotas)) await clipQuotaWarnings(c, job.organization_id, job.workspace_id, quotas);
+    if (clip && await recordClipUsage(c, job, at, quotas)) await clipQuotaWarnings(c, job.organization_id, job.workspace_id, quotas);
     await setDocumentStatus(ctx.db, 'job', job.id, 'completed');
     return await finish({ status: 'completed', released: await unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
   });

@@ -1,7 +1,7 @@
 // SQL of generation jobs and their attempts. Reads name the project (or the organization for the
 // queue views); the worker's statements (claim, settle, reclaim) fence on the lease
 // (status running, leased_by, attempt) so that a write from a lost lease changes nothing.
-import type { Db } from '../../db/db.ts';
+import type { Db, Param, Statement } from '../../db/db.ts';
 
 export const JOB_STATUSES = ['queued', 'running', 'blocked', 'failed', 'completed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -76,15 +76,25 @@ export async function attemptsOf(db: Db, job: JobRow): Promise<AttemptRow[]> {
 
 const modeOf = (runner: string): AttemptRow['mode'] => (runner.startsWith('run:') ? 'run' : 'worker');
 
-/** Writes the row of an attempt that ended; `job` is the row as leased (runner, attempt, start). */
-export async function recordAttempt(db: Db, job: JobRow, outcome: Exclude<AttemptRow['outcome'], 'running'>, at: string, error: string | null): Promise<void> {
+type EndedOutcome = Exclude<AttemptRow['outcome'], 'running'>;
+
+const ATTEMPT_COLUMNS = '(job_id, attempt, project_id, mode, runner, started_at, finished_at, outcome, error, latency_ms)';
+/** The integers are cast: as `INSERT ... SELECT` (completeWithoutMedia) PostgreSQL would take untyped parameters for text. */
+const ATTEMPT_VALUES = '?, CAST(? AS bigint), ?, ?, ?, ?, ?, ?, ?, CAST(? AS bigint)';
+
+/** The values of the row of an attempt that ended; `job` is the row as leased (runner, attempt, start). */
+function attemptValues(job: JobRow, outcome: EndedOutcome, at: string, error: string | null): Param[] {
   const started = job.attempt_started_at ?? job.leased_at ?? at;
-  await db.run(
-    `INSERT INTO job_attempts (job_id, attempt, project_id, mode, runner, started_at, finished_at, outcome, error, latency_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, attempt) DO NOTHING`,
+  return [
     job.id, job.attempt, job.project_id, modeOf(job.leased_by ?? 'worker'), job.leased_by ?? 'unknown', started, at, outcome, error,
     Math.max(0, Date.parse(at) - Date.parse(started)),
-  );
+  ];
+}
+
+/** Writes the row of an attempt that ended; `job` is the row as leased (runner, attempt, start). */
+export async function recordAttempt(db: Db, job: JobRow, outcome: EndedOutcome, at: string, error: string | null): Promise<void> {
+  await db.run(`INSERT INTO job_attempts ${ATTEMPT_COLUMNS} VALUES (${ATTEMPT_VALUES}) ON CONFLICT (job_id, attempt) DO NOTHING`,
+    ...attemptValues(job, outcome, at, error));
 }
 
 /** The lease a runner holds: a settle with another lease changes nothing. */
@@ -93,10 +103,44 @@ export interface Lease { jobId: string; leasedBy: string; attempt: number }
 const FENCE = "id = ? AND status = 'running' AND leased_by = ? AND attempt = ?";
 const fence = (l: Lease) => [l.jobId, l.leasedBy, l.attempt] as const;
 
+const completion = (l: Lease, output: string, at: string): Statement => ({
+  sql: `UPDATE generation_jobs SET status = 'completed', output = ?, error = NULL, leased_by = NULL, leased_at = NULL, run_after = NULL,
+       finished_at = ?, updated_at = ? WHERE ${FENCE}`,
+  params: [output, at, at, ...fence(l)],
+});
+
 export async function completeLeased(db: Db, l: Lease, output: string, at: string): Promise<boolean> {
-  return (await db.run(
-    `UPDATE generation_jobs SET status = 'completed', output = ?, error = NULL, leased_by = NULL, leased_at = NULL, run_after = NULL,
-       finished_at = ?, updated_at = ? WHERE ${FENCE}`, output, at, at, ...fence(l))).changes === 1;
+  const s = completion(l, output, at);
+  return (await db.run(s.sql, ...s.params)).changes === 1;
+}
+
+/**
+ * A completion that registers no media (a chat answer), whole: the job completed under its lease, the
+ * attempt's row, the search document's status (`doc`, whose WHERE clause comes last) and the children
+ * released. On PostgreSQL one statement (data-modifying CTEs, each part guarded by the completion;
+ * they write different rows, and the trigger that follows a workflow run fires at its end, seeing all
+ * of them); on SQLite the same statements in turn. Null when the lease was lost (nothing written),
+ * else the released children's ids.
+ */
+export async function completeWithoutMedia(db: Db, job: JobRow, l: Lease, output: string, at: string, doc: Statement): Promise<string[] | null> {
+  const done = completion(l, output, at);
+  const attempt = attemptValues(job, 'completed', at, null);
+  const release = unblocking(job.id, at);
+  if (!db.dialect.writingCtes) {
+    if ((await db.run(done.sql, ...done.params)).changes !== 1) return null;
+    await recordAttempt(db, job, 'completed', at, null);
+    await db.run(doc.sql, ...doc.params);
+    return await unblockChildren(db, job.id, at);
+  }
+  const rows = await db.all<{ part: 'done' | 'released'; id: string }>(
+    `WITH done AS (${done.sql} RETURNING id),
+       attempt AS (INSERT INTO job_attempts ${ATTEMPT_COLUMNS} SELECT ${ATTEMPT_VALUES} FROM done ON CONFLICT (job_id, attempt) DO NOTHING),
+       doc AS (${doc.sql} AND EXISTS (SELECT 1 FROM done)),
+       released AS (${release.sql} AND EXISTS (SELECT 1 FROM done) RETURNING id)
+     SELECT 'done' AS part, id FROM done UNION ALL SELECT 'released' AS part, id FROM released`,
+    ...done.params, ...attempt, ...doc.params, ...release.params);
+  if (!rows.some((r) => r.part === 'done')) return null;
+  return rows.filter((r) => r.part === 'released').map((r) => r.id);
 }
 
 /** Back to the queue (run_after set) or failed, by the caller's decision. */
@@ -133,11 +177,13 @@ export async function blockDescendants(db: Db, jobId: string, at: string): Promi
   return blocked;
 }
 
+const unblocking = (jobId: string, at: string): Statement =>
+  ({ sql: "UPDATE generation_jobs SET status = 'queued', updated_at = ? WHERE depends_on = ? AND status = 'blocked'", params: [at, jobId] });
+
 /** A completed job releases its blocked children (their own children wait for them). */
 export async function unblockChildren(db: Db, jobId: string, at: string): Promise<string[]> {
-  return (await db.all<{ id: string }>(
-    "UPDATE generation_jobs SET status = 'queued', updated_at = ? WHERE depends_on = ? AND status = 'blocked' RETURNING id", at, jobId,
-  )).map((r) => r.id);
+  const s = unblocking(jobId, at);
+  return (await db.all<{ id: string }>(`${s.sql} RETURNING id`, ...s.params)).map((r) => r.id);
 }
 
 /** Sets the priority of a job still in the queue (queued, blocked or running); false when it finished meanwhile. */

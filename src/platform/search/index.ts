@@ -2,7 +2,7 @@
 // Only display fields go in: titles, descriptions, prompts, statuses; never connector endpoints,
 // API keys, tokens or storage paths. Each type is read (shown in results) under the rule of the route
 // that opens that kind of object (`read`, from src/directory/tenancy/reads.ts).
-import type { Db } from '../../db/db.ts';
+import type { Db, Statement } from '../../db/db.ts';
 import { READ_ACCESS } from '../../directory/tenancy/reads.ts';
 
 export const SEARCH_TYPES = {
@@ -49,8 +49,13 @@ export async function indexDocument(db: Db, d: SearchDocument): Promise<void> {
  * FTS index nor the date indexes are rewritten.
  */
 export async function setDocumentStatus(db: Db, type: SearchType, id: string, status: string): Promise<void> {
-  await db.run('UPDATE search_documents SET status = ? WHERE doc_key = ?', status, `${type}:${id}`);
+  const s = documentStatus(type, id, status);
+  await db.run(s.sql, ...s.params);
 }
+
+/** setDocumentStatus's statement (its WHERE clause last, so that a caller may add a condition). */
+export const documentStatus = (type: SearchType, id: string, status: string): Statement =>
+  ({ sql: 'UPDATE search_documents SET status = ? WHERE doc_key = ?', params: [status, `${type}:${id}`] });
 
 export async function removeDocument(db: Db, type: SearchType, id: string): Promise<void> {
   await db.run('DELETE FROM search_documents WHERE doc_key = ?', `${type}:${id}`);
