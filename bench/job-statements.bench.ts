@@ -2,7 +2,7 @@
 // statement, on each engine: a burn-down of BENCH_STATEMENT_JOBS (200) chat jobs against svc
 // model-server with the worker loop in this process (src/generation/worker/loop.ts, concurrency 2),
 // every statement of its Db counted by its text (transaction control included: BEGIN, COMMIT,
-// SAVEPOINT, RELEASE). PostgreSQL runs on the bench's own cluster (freshPostgresUrl in lib.ts). The
+// SAVEPOINT, RELEASE; on PostgreSQL every message its connections send, as sent). PostgreSQL runs on the bench's own cluster (freshPostgresUrl in lib.ts). The
 // per-job figure includes the loop's own statements (heartbeat, stamps) spread over the jobs.
 import { loadConfig, type Config } from '../src/kernel/config.ts';
 import { openDatabase } from '../src/db/open.ts';
@@ -15,6 +15,8 @@ import { createJob } from '../src/generation/jobs/service.ts';
 import { startWorkerLoop } from '../src/generation/worker/loop.ts';
 import { workerActor } from '../src/generation/worker/host.ts';
 import { bindSubscribers } from '../src/subscribers.ts';
+/** The driver's client class, whose messages are counted on PostgreSQL (the optional package pg; absent, PostgreSQL is skipped). */
+const pgClient = (await import('pg').catch(() => null))?.default.Client;
 import { BENCH_POSTGRES, NO_BENCH_POSTGRES, SVC_BIN, createStudio, freshPostgresUrl, num, printTable, setupSvc, startProcess } from './lib.ts';
 
 const JOBS = Number(process.env.BENCH_STATEMENT_JOBS ?? 200);
@@ -35,29 +37,28 @@ function counting(db: Db): { counts: Map<string, number>; ms: Map<string, number
   const ms = new Map<string, number>();
   const add = (sql: string) => { const k = label(sql); counts.set(k, (counts.get(k) ?? 0) + 1); return k; };
   const o = db as unknown as Record<string, (...a: unknown[]) => unknown>;
-  const wrap = (name: string, text: (a: unknown[]) => string) => {
-    const f = o[name].bind(db);
-    o[name] = (...a: unknown[]) => {
-      const k = add(text(a));
-      const t0 = performance.now();
-      const r = f(...a);
-      if (r instanceof Promise) void r.finally(() => { ms.set(k, (ms.get(k) ?? 0) + performance.now() - t0); }).catch(() => {});
-      return r;
-    };
-  };
   if (db.engine === 'sqlite') {
-    wrap('prepare', (a) => a[0] as string);
+    const prepare = o.prepare.bind(db);
+    o.prepare = (...a: unknown[]) => { add(a[0] as string); return prepare(...a); };
     // exec() counts through raw.exec; transaction steps are raw exec calls too.
     const raw = o.raw as unknown as { exec: (sql: string) => void };
     const exec = raw.exec.bind(raw);
     raw.exec = (sql: string) => { add(sql); exec(sql); };
   } else {
-    wrap('query', (a) => a[0] as string);
-    wrap('exec', (a) => a[0] as string);
-    wrap('begin', () => 'BEGIN');
-    wrap('commit', () => 'COMMIT');
-    wrap('rollback', () => 'ROLLBACK');
-    wrap('savepointStep', (a) => `${a[1] as string} spN`);
+    // Every message a connection of db's pool sends, as sent: transaction control that waits for a
+    // statement (BEGIN, RELEASE) goes with it, or is never sent (postgres.ts).
+    const pool = o.pool as unknown as { _clients: unknown[] };
+    const proto = pgClient!.prototype as unknown as { query: (...a: unknown[]) => unknown };
+    const query = proto.query;
+    proto.query = function (this: unknown, ...a: unknown[]) {
+      if (!pool._clients.includes(this)) return query.apply(this, a);
+      const q = a[0] as string | { text: string };
+      const k = add(typeof q === 'string' ? q : q.text);
+      const t0 = performance.now();
+      const r = query.apply(this, a);
+      if (r instanceof Promise) void r.finally(() => { ms.set(k, (ms.get(k) ?? 0) + performance.now() - t0); }).catch(() => {});
+      return r;
+    };
   }
   return { counts, ms };
 }
@@ -106,7 +107,7 @@ rows.push(['all statements', num(total(sqlite.counts) / JOBS, 2), postgres ? num
 for (const k of keys) rows.push([k, perJob(sqlite.counts, k), perJob(postgres?.counts, k), meanMs(k)]);
 printTable(`Statements per chat job (worker loop in process, concurrency 2, ${num(JOBS)} jobs against svc model-server)`, rows, [
   `burn-down: SQLite ${num(sqlite.seconds, 2)} s, PostgreSQL ${postgres ? `${num(postgres.seconds, 2)} s` : 'n/a'} (in-process, timing only indicative)`,
-  'every statement counted by its text, transaction control included (on PostgreSQL each one is a round trip)',
+  'every statement counted by its text, transaction control included (on PostgreSQL each message as sent, one round trip)',
   'PostgreSQL ms each: mean time from sending to the answer (waits for the connection included)',
   url ? BENCH_POSTGRES : NO_BENCH_POSTGRES,
 ]);
