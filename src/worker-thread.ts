@@ -16,7 +16,7 @@ const port = parentPort!;
 const config = (workerData as { config: Config }).config;
 const log = portLogger(port);
 bindSubscribers();
-const db = await openDatabase(config);
+const db = await openDatabase(config, { claims: true });
 // On SQLite a commit blocks its thread for the fsync: the calls run on a thread of their own.
 const calls = db.engine === 'sqlite' ? await startCallThread(config, log) : null;
 const loop = await startWorkerLoop(createContext({ db, config, log, actor: workerActor(config.workerId), requestId: `worker-${config.workerId}` }), calls?.producer);

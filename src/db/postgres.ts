@@ -38,6 +38,13 @@ export interface PostgresOptions {
   max?: number;
   /** Every transaction read-only (default_transaction_read_only): for a database that must only be read. */
   readOnly?: boolean;
+  /**
+   * Plans without bitmap scans (enable_bitmapscan off), for the connections that claim queued work:
+   * a claim must walk its index in order and stop at its LIMIT. When the statistics say few rows are
+   * queued (a fresh table, or a burst into a table of mostly finished jobs, which does not trigger an
+   * analyze), PostgreSQL would otherwise read every queued row and sort them, for each claim.
+   */
+  orderedScans?: boolean;
 }
 
 /** True when a text parameter holds U+0000, which PostgreSQL cannot store: such a statement is refused unsent (TextWithNul). */
@@ -414,7 +421,8 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
   } catch {
     throw new Error('PostgreSQL needs the optional package pg, which is not installed: npm install pg');
   }
-  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, ...(opts.readOnly ? { options: '-c default_transaction_read_only=on' } : {}) });
+  const settings = [opts.readOnly ? '-c default_transaction_read_only=on' : '', opts.orderedScans ? '-c enable_bitmapscan=off' : ''].filter(Boolean);
+  const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, ...(settings.length ? { options: settings.join(' ') } : {}) });
   // An idle connection the server drops is replaced by the pool; it must not end the process.
   pool.on('error', () => {});
   const db = new PostgresDb(pool, (oid) => pg.types.getTypeParser(oid) as Parser, () => new pg.Client({ connectionString: opts.url }), (config) => new pg.Query<Row>(config));

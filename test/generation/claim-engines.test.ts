@@ -7,7 +7,7 @@ import path from 'node:path';
 import { openDb, type Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { claimForRun, claimJobs } from '../../src/generation/jobs/claim.ts';
+import { claimForRun, claimJobs, claimSql } from '../../src/generation/jobs/claim.ts';
 import { claimDue } from '../../src/platform/notifications/store.ts';
 import { tempDir } from '../helpers/server.ts';
 import { freshDatabaseUrl } from '../helpers/postgres.ts';
@@ -132,3 +132,27 @@ for (const engine of Object.keys(ENGINES)) {
     assert.equal(seen.size, JOBS);
   });
 }
+
+test('postgres: the worker\'s connections plan the claim as an ordered walk of the claim index, whatever the statistics say', async (t) => {
+  const pools: Db[] = [];
+  const url = await freshDatabaseUrl(t, async () => { for (const db of pools) await db.close(); });
+  const plain = await openPostgres({ url, max: 1 });
+  const worker = await openPostgres({ url, max: 1, orderedScans: true });
+  pools.push(plain, worker);
+  await world(plain);
+  // A burst of queued jobs into a table never analyzed: the statistics say a handful are queued.
+  await plain.tx(async () => {
+    for (let i = 0; i < 3000; i++) {
+      await plain.run(`INSERT INTO generation_jobs (id, organization_id, workspace_id, project_id, connector_id, kind, status, priority, created_at, updated_at)
+        VALUES (?, 'org_1', 'ws_1', 'prj_1', 'con_1', 'image', 'queued', 0, ?, ?)`, `burst_${String(i).padStart(4, '0')}`, NOW, NOW);
+    }
+  });
+  const plan = async (db: Db) => (await db.all<{ 'QUERY PLAN': string }>(`EXPLAIN ${claimSql(db.dialect, 1)}`, 'w', NOW, null)).map((r) => r['QUERY PLAN']).join('\n');
+  const planned = await plan(worker);
+  assert.match(planned, /Index Scan using generation_jobs_claim/);
+  assert.doesNotMatch(planned, /Bitmap|Sort/);
+  // Without it, this plan reads every queued job and sorts them for each claim (what orderedScans prevents).
+  assert.match(await plan(plain), /Bitmap Heap Scan on generation_jobs/);
+  const [first] = await worker.tx(() => claimJobs(worker, 'w', NOW, 1));
+  assert.equal(first.id, 'job_002', 'still the highest priority, then the oldest');
+});

@@ -59,20 +59,25 @@ function claimed({ call_connector: connector, call_organization: organizationNam
 const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, leased_at = ?2, started_at = coalesce(started_at, ?2),
   attempt_started_at = ?2, updated_at = ?2, error = NULL`;
 
+/**
+ * The claim of up to `limit` jobs (parameters: worker id, now, organization id or null). The limit is
+ * written into the SQL (one cached statement per value, 1..8): with a bound LIMIT SQLite plans the
+ * ordered index scan several times slower. The picked ids are materialized once: PostgreSQL could
+ * otherwise run a locking subquery again (its rows differ each time with SKIP LOCKED) and lease more
+ * than `limit`. RETURNING has no order. On PostgreSQL the worker's connections plan it without bitmap
+ * scans (orderedScans in db/postgres.ts).
+ */
+export const claimSql = (dialect: Dialect, limit: number) => `WITH picked AS MATERIALIZED (
+       SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (j.organization_id = ?3 OR ?3 IS NULL)
+        ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))}${dialect.skipLocked})
+     UPDATE generation_jobs SET ${LEASE_SET}
+      WHERE id IN (SELECT id FROM picked) AND status = 'queued'
+      RETURNING *, ${CALL_COLUMNS(dialect)}`;
+
 /** Leases up to `limit` claimable jobs (of one organization when given) to `workerId`. */
 export async function claimJobs(db: Db, workerId: string, now: string, limit: number, organizationId: string | null = null): Promise<ClaimedJob[]> {
   if (limit <= 0) return [];
-  // The limit is written into the SQL (one cached statement per value, 1..8): with a bound LIMIT
-  // SQLite plans the ordered index scan several times slower.
-  // The picked ids are materialized once: PostgreSQL could otherwise run a locking subquery again
-  // (its rows differ each time with SKIP LOCKED) and lease more than `limit`. RETURNING has no order.
-  const jobs = await db.all<JobRow & CallColumns>(
-    `WITH picked AS MATERIALIZED (
-       SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (j.organization_id = ?3 OR ?3 IS NULL)
-        ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))}${db.dialect.skipLocked})
-     UPDATE generation_jobs SET ${LEASE_SET}
-      WHERE id IN (SELECT id FROM picked) AND status = 'queued'
-      RETURNING *, ${CALL_COLUMNS(db.dialect)}`, workerId, now, organizationId);
+  const jobs = await db.all<JobRow & CallColumns>(claimSql(db.dialect, limit), workerId, now, organizationId);
   return jobs.map(claimed).sort(claimOrder);
 }
 
