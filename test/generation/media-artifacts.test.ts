@@ -258,6 +258,7 @@ test('a compose job of an episode whose shot has no video fails at once, naming 
   // A compose job waiting in the queue (behind a slow chat job) raises no connector alert.
   await m.control({ latencyMs: 3000 });
   const slow = await createJob(s, token, { kind: 'chat', connectorId: id });
+  await waitJob(s, token, slow.id, ['running']); // the worker has it: only the compose job waits
   const queued = await s.call('POST', '/api/jobs', { token, body: { kind: 'compose', episodeId: first.episode_id, dependsOn: slow.id } });
   assert.equal(queued.body.status, 'queued');
   const overview = await s.call('GET', '/api/admin/queue', { token });
