@@ -28,6 +28,7 @@ import { TextWithNul } from './errors.ts';
 import { eachRow, fetchBatches, numberPlaceholders, readingTypes, type Parser, type Types } from './pg-sql.ts';
 import { stalePlan, StatementTexts } from './pg-statements.ts';
 import { listenOn } from './pg-listen.ts';
+import { UnsentControl } from './pg-control.ts';
 import type { Db, Param, Row } from './db.ts';
 import type { RowCursor, SnapshotQuery, SnapshotReader } from './cursor.ts';
 
@@ -59,12 +60,8 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   readonly dialect = POSTGRES;
   private readonly texts = new StatementTexts();
   private readonly broken = new WeakSet<PoolClient>();
-  /**
-   * The transaction control not yet sent on a connection in a transaction: its BEGIN (sent with its
-   * first statement), and RELEASEs of ended savepoints (sent with the next SAVEPOINT or ROLLBACK TO
-   * in one message, before the next statement alone, never before COMMIT or ROLLBACK, which end them).
-   */
-  private readonly unsent = new Map<PoolClient, { begin: boolean; release: string[] }>();
+  /** BEGIN and RELEASEs not sent yet (pg-control.ts). */
+  private readonly unsent = new UnsentControl<PoolClient>();
   private readonly types: Types;
   private readonly bigTypes: Types;
 
@@ -107,7 +104,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     const q = { text: t.text, name: t.name, values: params.map(value), types };
     const frame = on ? undefined : this.frame();
     const conn: Pool | PoolClient = on ?? frame?.conn ?? this.pool;
-    const opening = frame ? this.opening(frame.conn, this.begun(frame)) : undefined;
+    const opening = frame ? this.unsent.opening(frame.conn, this.begun(frame)) : undefined;
     const sent = opening ? opening.then(() => conn.query<T>(q)) : conn.query<T>(q);
     if (t.name === undefined) return sent;
     // A stale plan: no name is used again. Outside a transaction the statement runs again unnamed; in
@@ -138,7 +135,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     if (holdsNul(params)) throw new TextWithNul();
     this.statementCount++;
     const frame = this.frame();
-    if (frame) await this.opening(frame.conn, this.begun(frame));
+    if (frame) await this.unsent.opening(frame.conn, this.begun(frame));
     const client = frame?.conn ?? await this.pool.connect();
     const query = this.newQuery({ text: numberPlaceholders(sql, params.length), values: params.map(value), types: this.bigTypes });
     await eachRow(client, query, fn as (row: Row) => void).finally(() => { if (!frame) client.release(); });
@@ -160,7 +157,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     const conn = frame?.conn;
     this.statementCount++;
     try {
-      const opening = frame ? this.opening(frame.conn, this.begun(frame)) : undefined;
+      const opening = frame ? this.unsent.opening(frame.conn, this.begun(frame)) : undefined;
       if (opening) await opening;
       await (conn ?? this.pool).query(sql);
     } finally {
@@ -325,34 +322,13 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
   /** A pooled connection; its BEGIN goes with the transaction's first statement (a transaction that runs none sends nothing). */
   protected async begin(): Promise<PoolClient> {
     const client = await this.pool.connect();
-    this.unsent.set(client, { begin: true, release: [] });
+    this.unsent.begin(client);
     return client;
-  }
-
-  /** The transaction control not yet sent on `conn` (see `unsent`), taken: the statements to send before the next one. */
-  private takeUnsent(conn: PoolClient): string[] {
-    const u = this.unsent.get(conn);
-    if (u === undefined || (!u.begin && u.release.length === 0)) return [];
-    const steps = [...(u.begin ? ['BEGIN'] : []), ...u.release.map((name) => `RELEASE ${name}`)];
-    u.begin = false;
-    u.release = [];
-    return steps;
-  }
-
-  /**
-   * What a statement in a transaction on `conn` waits for before it is sent: the savepoints begun for it
-   * (`savepoint`, which carried the unsent control), else the unsent control in one message of its own.
-   */
-  private opening(conn: PoolClient, savepoint: Promise<void> | void): Promise<void> | undefined {
-    if (savepoint) return savepoint;
-    const steps = this.takeUnsent(conn);
-    return steps.length ? conn.query(steps.join('; ')).then(() => {}) : undefined;
   }
 
   /** COMMIT, unless nothing was sent (no statement ran): then there is nothing to commit. Unsent RELEASEs are left to it. */
   protected async commit(conn: PoolClient): Promise<void> {
-    const u = this.unsent.get(conn);
-    if (u?.begin) return;
+    if (this.unsent.idle(conn)) return;
     try {
       await conn.query('COMMIT'); // a COMMIT the server refuses ends the transaction (rolled back)
     } catch (err) {
@@ -363,7 +339,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   /** A ROLLBACK that fails (the connection is gone) leaves the caller's error to be reported, not its own. */
   protected async rollback(conn: PoolClient): Promise<void> {
-    if (this.unsent.get(conn)?.begin) return;
+    if (this.unsent.idle(conn)) return;
     try {
       await conn.query('ROLLBACK');
     } catch {
@@ -373,21 +349,14 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
 
   /** Back to the pool; a connection whose transaction could not end cleanly is closed instead. The transaction may have written: the read cache is emptied. */
   protected end(conn: PoolClient): void {
-    this.unsent.delete(conn);
+    this.unsent.end(conn);
     this.cache.clear();
     conn.release(this.broken.delete(conn));
   }
 
-  /**
-   * A RELEASE waits (`unsent`): COMMIT or ROLLBACK ends the savepoint with the transaction, and a
-   * SAVEPOINT or ROLLBACK TO carries it in its message, so that a savepoint costs one round trip.
-   */
+  /** A RELEASE waits; SAVEPOINT and ROLLBACK TO carry what waits (pg-control.ts). */
   protected savepointStep(conn: PoolClient, step: 'SAVEPOINT' | 'ROLLBACK TO' | 'RELEASE', name: string): Promise<void> | void {
-    if (step === 'RELEASE') {
-      this.unsent.get(conn)!.release.push(name);
-      return;
-    }
-    return conn.query([...this.takeUnsent(conn), `${step} ${name}`].join('; ')).then(() => {});
+    return this.unsent.step(conn, step, name);
   }
 
   /** pg_notify: delivered to every listener when the calling transaction commits (at once outside one; never after a rollback). */
