@@ -39,12 +39,7 @@ export interface PostgresOptions {
   max?: number;
   /** Every transaction read-only (default_transaction_read_only): for a database that must only be read. */
   readOnly?: boolean;
-  /**
-   * Plans without bitmap scans (enable_bitmapscan off), for the connections that claim queued work:
-   * a claim must walk its index in order and stop at its LIMIT. When the statistics say few rows are
-   * queued (a fresh table, or a burst into a table of mostly finished jobs, which does not trigger an
-   * analyze), PostgreSQL would otherwise read every queued row and sort them, for each claim.
-   */
+  /** No bitmap scans (enable_bitmapscan off): for the connections that claim queued work (see claimSql). */
   orderedScans?: boolean;
 }
 
