@@ -47,10 +47,8 @@ port.on('message', (m: ToCalls) => {
     case 'refStored': refsStored.get(m.ref)?.(m.error); break;
     case 'stop':
       for (const c of running.values()) c.abort(new Error('the service is stopping'));
-      void Promise.resolve(db.close()).finally(() => {
-        post({ type: 'stopped' });
-        port.close();
-      });
+      // The loop's thread waits for this thread's exit, which follows once the port is closed.
+      void Promise.resolve(db.close()).finally(() => { port.close(); });
       break;
   }
 });

@@ -22,7 +22,6 @@ export type ToCalls =
 /** From the call thread. */
 export type FromCalls =
   | { type: 'ready' }
-  | { type: 'stopped' }
   | { type: 'produced'; ref: number; produced: Produced }
   | { type: 'failed'; ref: number; failure: FailureInfo }
   | { type: 'externalRef'; ref: number; externalRef: string }
@@ -68,7 +67,6 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
               .then((error) => { thread.postMessage({ type: 'refStored', ref: m.ref, error } satisfies ToCalls); }, () => {});
             break;
           }
-          case 'stopped': break;
         }
       });
     });
