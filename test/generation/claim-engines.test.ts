@@ -7,7 +7,9 @@ import path from 'node:path';
 import { openDb, type Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { claimForRun, claimJobs, claimSql } from '../../src/generation/jobs/claim.ts';
+import { claimForRun, claimJobs, claimRider, claimSql, type ClaimedJob, type ClaimRide } from '../../src/generation/jobs/claim.ts';
+import { completeWithoutMedia } from '../../src/generation/jobs/store.ts';
+import { documentStatus } from '../../src/platform/search/index.ts';
 import { claimDue } from '../../src/platform/notifications/store.ts';
 import { tempDir } from '../helpers/server.ts';
 import { freshDatabaseUrl } from '../helpers/postgres.ts';
@@ -106,6 +108,57 @@ for (const engine of Object.keys(ENGINES)) {
     await dbs[0].run("UPDATE generation_jobs SET status = 'queued', attempt = 0, leased_by = NULL");
     const first = await dbs[0].tx(() => claimJobs(dbs[0], 'solo', NOW, 3));
     assert.deepEqual(first.map((j) => j.id), ['job_002', 'job_005', 'job_008']);
+  });
+
+  test(`${engine}: a chat completion carries the worker's next claim (ClaimRide): each job leased once under concurrent completions, also after a lost lease`, async (t) => {
+    const dbs = await ENGINES[engine](t);
+    await world(dbs[0]);
+    // On PostgreSQL the completion is one statement and needs no transaction; SQLite runs it in the caller's.
+    const inTx = <T>(db: Db, fn: () => Promise<T>) => (engine === 'sqlite' ? db.tx(fn) : fn());
+    const complete = (db: Db, job: ClaimedJob, worker: string, limit: number) => {
+      const rode: ClaimedJob[][] = [];
+      const ride: ClaimRide = { workerId: worker, now: NOW, limit, taken: (jobs) => { rode.push(jobs); } };
+      return inTx(db, async () => ({
+        released: await completeWithoutMedia(db, job, { jobId: job.id, leasedBy: worker, attempt: job.attempt }, '{"text":"ok"}', NOW,
+          documentStatus('job', job.id, 'completed'), claimRider(ride)),
+        rode: rode.flat(),
+      }));
+    };
+    const leasedTo = new Map<string, string>();
+    const [reference] = await dbs[0].tx(() => claimJobs(dbs[0], 'worker-0', NOW, 1));
+    leasedTo.set(reference.id, 'worker-0');
+    await Promise.all(dbs.map(async (db, w) => {
+      const worker = `worker-${w}`;
+      const mine = w === 0 ? [reference] : await db.tx(() => claimJobs(db, worker, NOW, 1));
+      for (const j of mine) leasedTo.set(j.id, worker);
+      for (let job = mine.shift(); job; job = mine.shift()) {
+        // Two slots: the one this completion frees and the one no job holds.
+        const { released, rode } = await complete(db, job, worker, 2 - mine.length);
+        assert.deepEqual(released, []);
+        for (const j of rode) {
+          assert.equal(leasedTo.get(j.id), undefined, `${j.id} leased to ${worker} and ${leasedTo.get(j.id)}`);
+          leasedTo.set(j.id, worker);
+          assert.deepEqual([j.status, j.leased_by, j.attempt], ['running', worker, 1]);
+          assert.deepEqual(j.call, reference.call, 'the call read with the job, as a claim reads it');
+          assert.deepEqual({ ...j, call: undefined }, { ...(await db.get('SELECT * FROM generation_jobs WHERE id = ?', j.id))!, call: undefined });
+        }
+        mine.push(...rode);
+        assert.ok(mine.length <= 2);
+      }
+    }));
+    assert.equal(leasedTo.size, JOBS);
+    assert.equal((await dbs[0].get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status = 'completed' AND attempt = 1"))!.n, JOBS);
+    assert.equal((await dbs[0].get<{ n: number }>("SELECT count(*) AS n FROM job_attempts WHERE outcome = 'completed'"))!.n, JOBS);
+    assert.ok(new Set(leasedTo.values()).size >= 2, 'the work was shared');
+    // A completion whose lease was lost writes nothing of its own, and its ride still claims (the slot is free either way).
+    const db = dbs[0];
+    await db.run("UPDATE generation_jobs SET status = 'queued', attempt = 0, leased_by = NULL, output = NULL WHERE id IN ('job_000', 'job_003')");
+    const [lost] = await db.tx(() => claimJobs(db, 'w', NOW, 1));
+    await db.run("UPDATE generation_jobs SET leased_by = 'someone-else' WHERE id = ?", lost.id);
+    const after = await complete(db, lost, 'w', 1);
+    assert.equal(after.released, null);
+    assert.deepEqual(after.rode.map((j) => [j.id, j.leased_by]), [[lost.id === 'job_000' ? 'job_003' : 'job_000', 'w']]);
+    assert.deepEqual({ ...(await db.get('SELECT status, leased_by, output FROM generation_jobs WHERE id = ?', lost.id)) }, { status: 'running', leased_by: 'someone-else', output: null });
   });
 
   test(`${engine}: concurrent outbox claims take each due row once`, async (t) => {

@@ -218,6 +218,7 @@ test('SVC_WORKER_ENABLED=0 shows paused and runs nothing until dispatch; worker 
   const admin = await login(s, await makeUser(s, { systemAdmin: true }));
   const id = await connector(s, token, m.url);
   const job = await createJob(s, token, { kind: 'chat', connectorId: id });
+  const second = await createJob(s, token, { kind: 'chat', connectorId: id });
   await sleep(400);
   assert.equal((await waitJob(s, token, job.id, ['queued'])).attempt, 0);
   let st = await s.call('GET', '/api/system/worker', { token: admin });
@@ -231,7 +232,7 @@ test('SVC_WORKER_ENABLED=0 shows paused and runs nothing until dispatch; worker 
   assert.ok(st.body.heartbeatAgeMs < 1000, 'heartbeat is live');
   assert.equal(st.body.staleThresholdMs, 30000);
   assert.equal(st.body.pollIntervalMs, 100);
-  assert.equal(st.body.queueDepth.queued, 1);
+  assert.equal(st.body.queueDepth.queued, 2);
   assert.ok(st.body.queueAlerts.some((a: { code: string }) => a.code === 'worker_paused'));
   assert.equal(st.body.lastClaimedAt, null);
   const other = await member(s, 'org_owner');
@@ -248,6 +249,9 @@ test('SVC_WORKER_ENABLED=0 shows paused and runs nothing until dispatch; worker 
   assert.ok(st.body.lastClaimedAt && st.body.lastCompletedAt, JSON.stringify(st.body));
   assert.ok(Date.parse(st.body.lastCompletedAt) >= Date.parse(done.startedAt));
   assert.equal(st.body.queueDepth.completed, 1);
+  // The slot the dispatched job freed is not filled: a paused worker claims only on dispatch.
+  await sleep(300);
+  assert.equal((await waitJob(s, token, second.id, ['queued'])).attempt, 0, 'the paused worker claimed nothing after the dispatched job');
 });
 
 test('jobs routes: 401 without a session, 403 without job:create/queue:manage, another project\u2019s job 404, lists scoped to the project', async (t) => {

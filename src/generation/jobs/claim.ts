@@ -8,7 +8,7 @@ import { flatMapSeq } from '../../kernel/seq.ts';
 import type { Db } from '../../db/db.ts';
 import { perDialect, type Dialect } from '../../db/dialect.ts';
 import { SPEC_COLUMNS, type SpecRow } from '../connectors/store.ts';
-import type { JobRow } from './store.ts';
+import type { JobRow, Rider } from './store.ts';
 
 const CLAIMABLE = `j.status = 'queued' AND (j.run_after IS NULL OR j.run_after <= ?2)
   AND (j.depends_on IS NULL OR EXISTS (SELECT 1 FROM generation_jobs d WHERE d.id = j.depends_on AND d.status = 'completed'))
@@ -70,18 +70,46 @@ const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, le
  * finished jobs, which does not trigger an analyze), PostgreSQL would otherwise read every queued row
  * and sort them, for each claim.
  */
-export const claimSql = (dialect: Dialect, limit: number) => `WITH picked AS MATERIALIZED (
+export const claimSql = (dialect: Dialect, limit: number) => `WITH ${picking(dialect, limit)} ${leasing(dialect)}`;
+
+/** The claim's parts (parameters ?1 worker, ?2 now, ?3 organization): the CTE `picked`, and the UPDATE that leases its jobs. */
+const picking = (dialect: Dialect, limit: number) => `picked AS MATERIALIZED (
        SELECT j.id FROM generation_jobs j WHERE ${CLAIMABLE} AND (j.organization_id = ?3 OR ?3 IS NULL)
-        ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))}${dialect.skipLocked})
-     UPDATE generation_jobs SET ${LEASE_SET}
+        ORDER BY j.priority DESC, j.created_at, j.id LIMIT ${Math.max(1, Math.trunc(limit))}${dialect.skipLocked})`;
+const leasing = (dialect: Dialect) => `UPDATE generation_jobs SET ${LEASE_SET}
       WHERE id IN (SELECT id FROM picked) AND status = 'queued'
       RETURNING *, ${CALL_COLUMNS(dialect)}`;
 
 /** Leases up to `limit` claimable jobs (of one organization when given) to `workerId`. */
 export async function claimJobs(db: Db, workerId: string, now: string, limit: number, organizationId: string | null = null): Promise<ClaimedJob[]> {
   if (limit <= 0) return [];
-  const jobs = await db.all<JobRow & CallColumns>(claimSql(db.dialect, limit), workerId, now, organizationId);
-  return jobs.map(claimed).sort(claimOrder);
+  return claimedRows(await db.all<JobRow & CallColumns>(claimSql(db.dialect, limit), workerId, now, organizationId));
+}
+
+const claimedRows = (rows: Array<JobRow & CallColumns>) => rows.map(claimed).sort(claimOrder);
+
+/**
+ * A claim made by another writing statement, for the worker's free slots: a chat completion on
+ * PostgreSQL carries it as its last CTEs (completeWithoutMedia), so that settling one job and
+ * leasing the next cost one round trip. `taken` gets the leased jobs (inside the settle's
+ * transaction, as claimJobs would answer them).
+ */
+export interface ClaimRide { workerId: string; now: string; limit: number; taken(jobs: ClaimedJob[]): void }
+
+/**
+ * A ride as the rider of a one-statement completion (completeWithoutMedia): on PostgreSQL its CTEs
+ * `picked` and `rider` (the leased jobs), parameters numbered after the statement's first `offset`;
+ * on SQLite a claim of its own after the completion's statements.
+ */
+export function claimRider(ride: ClaimRide): Rider {
+  return {
+    ctes: (dialect, offset) => ({
+      sql: `${picking(dialect, ride.limit)}, rider AS (${leasing(dialect)})`.replace(/\?(\d)/g, (_, d: string) => `?${Number(d) + offset}`),
+      params: [ride.workerId, ride.now, null],
+    }),
+    rows: (rows) => { ride.taken(claimedRows(rows as unknown as Array<JobRow & CallColumns>)); },
+    alone: async (db) => { ride.taken(await claimJobs(db, ride.workerId, ride.now, ride.limit)); },
+  };
 }
 
 /** Priority then age order (what the claim picks first comes first). */

@@ -11,7 +11,7 @@ import { credentialPolicy } from '../../kernel/credentials.ts';
 import { ConnectorError, type CallResult } from '../connectors/protocols/types.ts';
 import { AppError } from '../../kernel/errors.ts';
 import { buildContract, stageInputs, type JobInput } from './contract.ts';
-import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleOutcome } from './settle.ts';
+import { settleFailure, settleSuccess, type FailureInfo, type MediaOutcome, type SettleHooks, type SettleOutcome } from './settle.ts';
 import { gatherEvidence, inputProvenance } from '../media/register.ts';
 import { COMPOSE_KIND, runCompose } from './compose-job.ts';
 import { renewLease, setExternalRef, type JobRow, type Lease } from './store.ts';
@@ -106,17 +106,15 @@ async function produce(
   };
 }
 
-export interface RunOptions {
+export interface RunOptions extends SettleHooks {
   /** Aborted when the runner stops (the lease is then released, not failed). */
   signal?: AbortSignal;
-  /** Runs inside the settling transaction (settle.ts). */
-  also?: (o: SettleOutcome) => void | Promise<void>;
   commit?: Committer;
   producer?: Producer;
 }
 
 export async function runLeased(base: Ctx, job: LeasedJob, opts: RunOptions = {}): Promise<RunOutcome> {
-  const { signal, also, commit = immediate, producer = produceHere } = opts;
+  const { signal, also, ride, commit = immediate, producer = produceHere } = opts;
   const { config } = base;
   const lease: Lease = { jobId: job.id, leasedBy: job.leased_by!, attempt: job.attempt };
   const abort = new AbortController();
@@ -140,13 +138,13 @@ export async function runLeased(base: Ctx, job: LeasedJob, opts: RunOptions = {}
     const { result, media } = await producer(base, job, abort.signal, async (ref) => { await setExternalRef(base.db, lease, ref); });
     if (aborted) throw new Error(aborted);
     clearInterval(renew);
-    return { ...await commit(() => settleSuccess(base, job, lease, result, media, also)), result, failure: null };
+    return { ...await commit(() => settleSuccess(base, job, lease, result, media, { also, ride })), result, failure: null };
   } catch (err) {
     const failure = failureOf(err, aborted);
     // Stopping the service is not the job's failure: the lease is released (see releaseLeases).
     if (signal?.aborted) return { status: 'lost', released: [], runAfter: null, result: null, failure };
     clearInterval(renew);
-    return { ...await commit(() => settleFailure(base, job, lease, failure, config.workerRetryBaseMs, also)), result: null, failure };
+    return { ...await commit(() => settleFailure(base, job, lease, failure, config.workerRetryBaseMs, { also })), result: null, failure };
   } finally {
     clearTimeout(deadline);
     clearInterval(renew);

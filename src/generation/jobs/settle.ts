@@ -17,6 +17,7 @@ import { jobRetryDelayMs } from './backoff.ts';
 import {
   blockDescendants, completeLeased, completeWithoutMedia, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
 } from './store.ts';
+import { claimRider, type ClaimRide } from './claim.ts';
 import { consoleLinks } from '../../kernel/links.ts';
 
 export const jobScope = (ctx: Ctx, job: JobRow) =>
@@ -46,11 +47,18 @@ async function recordClipUsage(ctx: Ctx, job: JobRow, at: string, { account }: Q
 
 export interface SettleOutcome { status: 'completed' | 'queued' | 'failed' | 'lost'; released: string[]; runAfter: string | null }
 
-/**
- * `also` runs inside the settling transaction: the worker records its state and claims its next job
- * there, so that finishing one job and starting the next cost one commit.
- */
-async function finish(o: SettleOutcome, also?: (o: SettleOutcome) => void | Promise<void>): Promise<SettleOutcome> {
+/** What the worker adds to a settle. */
+export interface SettleHooks {
+  /** Runs in the settle, after its writes (the worker gives back the job's slot and records its state). */
+  also?: (o: SettleOutcome) => void | Promise<void>;
+  /**
+   * A claim for the worker's free slots that a chat completion makes in its own statement on
+   * PostgreSQL (completeWithoutMedia); null when the worker claims nothing now.
+   */
+  ride?: () => ClaimRide | null;
+}
+
+async function finish(o: SettleOutcome, { also }: SettleHooks): Promise<SettleOutcome> {
   await also?.(o);
   return o;
 }
@@ -58,37 +66,41 @@ async function finish(o: SettleOutcome, also?: (o: SettleOutcome) => void | Prom
 /** The media evidence of a finished call, registered with its completion. */
 export interface MediaOutcome { prepared: PreparedArtifact[]; provenance: Record<string, unknown>; composition: CompositionDraft | null }
 
+const LOST: SettleOutcome = { status: 'lost', released: [], runAfter: null };
+
 export async function settleSuccess(
-  ctx: Ctx, job: JobRow, lease: Lease, result: CallResult, media: MediaOutcome | null, also?: (o: SettleOutcome) => void | Promise<void>,
+  ctx: Ctx, job: JobRow, lease: Lease, result: CallResult, media: MediaOutcome | null, hooks: SettleHooks = {},
 ): Promise<SettleOutcome> {
   const at = ctx.now().toISOString();
   const c = jobScope(ctx, job);
   const artifacts = media ? artifactRows(job, media.prepared, media.provenance, at) : [];
   const clip = VIDEO_KINDS.has(job.kind);
+  const output = { ...result.output, files: result.files, artifactIds: artifacts.map((a) => a.id) };
+  if (artifacts.length === 0 && !clip) {
+    // Nothing to register, no quota to read (a chat answer): on PostgreSQL one statement, which
+    // needs no transaction of its own (and carries the worker's next claim: one round trip).
+    const complete = async () => {
+      const ride = hooks.ride?.();
+      const released = await completeWithoutMedia(ctx.db, job, lease, JSON.stringify(output), at, documentStatus('job', job.id, 'completed'), ride ? claimRider(ride) : null);
+      return released === null ? LOST : await finish({ status: 'completed', released, runAfter: null }, hooks);
+    };
+    return ctx.db.dialect.writingCtes ? await complete() : await ctx.db.tx(complete);
+  }
   return await ctx.db.tx(async () => {
-    const output = { ...result.output, files: result.files, artifactIds: artifacts.map((a) => a.id) };
-    if (artifacts.length === 0 && !clip) {
-      // Nothing to register, no quota to read (a chat answer): one statement on PostgreSQL.
-      const released = await completeWithoutMedia(ctx.db, job, lease, JSON.stringify(output), at, documentStatus('job', job.id, 'completed'));
-      if (released === null) return { status: 'lost', released: [], runAfter: null };
-      return await finish({ status: 'completed', released, runAfter: null }, also);
-    }
-    if (!await completeLeased(ctx.db, lease, JSON.stringify(output), at)) {
-      return { status: 'lost', released: [], runAfter: null };
-    }
+    if (!await completeLeased(ctx.db, lease, JSON.stringify(output), at)) return LOST;
     // The billing account, time zone and workspace quota, read once for the artifacts' and the clip's quota warnings.
     const quotas = await quotaContextOf(ctx.db, job.organization_id, job.workspace_id);
     if (media && artifacts.length > 0) await registerArtifacts(c, job, artifacts, media.composition, at, quotas);
     await recordAttempt(ctx.db, job, 'completed', at, null);
     if (clip && await recordClipUsage(c, job, at, quotas)) await clipQuotaWarnings(c, job.organization_id, job.workspace_id, quotas);
     await setDocumentStatus(ctx.db, 'job', job.id, 'completed');
-    return await finish({ status: 'completed', released: await unblockChildren(ctx.db, job.id, at), runAfter: null }, also);
+    return await finish({ status: 'completed', released: await unblockChildren(ctx.db, job.id, at), runAfter: null }, hooks);
   });
 }
 
 export interface FailureInfo { code: string; message: string; retryable: boolean }
 
-export async function settleFailure(ctx: Ctx, job: JobRow, lease: Lease, f: FailureInfo, retryBaseMs: number, also?: (o: SettleOutcome) => void | Promise<void>): Promise<SettleOutcome> {
+export async function settleFailure(ctx: Ctx, job: JobRow, lease: Lease, f: FailureInfo, retryBaseMs: number, hooks: SettleHooks = {}): Promise<SettleOutcome> {
   const now = ctx.now();
   const at = now.toISOString();
   const c = jobScope(ctx, job);
@@ -96,10 +108,10 @@ export async function settleFailure(ctx: Ctx, job: JobRow, lease: Lease, f: Fail
   const runAfter = retry ? new Date(now.getTime() + jobRetryDelayMs(lease.attempt, retryBaseMs)).toISOString() : null;
   const error = `${f.code}: ${f.message}`;
   return await ctx.db.tx(async () => {
-    if (!await failLeased(ctx.db, lease, retry ? 'queued' : 'failed', error, runAfter, at)) return { status: 'lost', released: [], runAfter: null };
+    if (!await failLeased(ctx.db, lease, retry ? 'queued' : 'failed', error, runAfter, at)) return LOST;
     await recordAttempt(ctx.db, job, retry ? 'retry' : 'failed', at, error);
     await recordFailure(c, job, lease.attempt, error, retry ? 'retry' : 'failed', runAfter);
-    return await finish({ status: retry ? 'queued' : 'failed', released: [], runAfter }, also);
+    return await finish({ status: retry ? 'queued' : 'failed', released: [], runAfter }, hooks);
   });
 }
 

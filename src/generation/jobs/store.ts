@@ -1,7 +1,8 @@
 // SQL of generation jobs and their attempts. Reads name the project (or the organization for the
 // queue views); the worker's statements (claim, settle, reclaim) fence on the lease
 // (status running, leased_by, attempt) so that a write from a lost lease changes nothing.
-import type { Db, Param, Statement } from '../../db/db.ts';
+import type { Db, Param, Row, Statement } from '../../db/db.ts';
+import type { Dialect } from '../../db/dialect.ts';
 
 export const JOB_STATUSES = ['queued', 'running', 'blocked', 'failed', 'completed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -115,32 +116,56 @@ export async function completeLeased(db: Db, l: Lease, output: string, at: strin
 }
 
 /**
+ * What rides on a one-statement completion: the worker's claim for its free slots (claimRider in
+ * claim.ts), made whether or not the lease was lost (the slot is free either way).
+ */
+export interface Rider {
+  /** Its CTEs, the last named `rider`, whose rows the statement answers (PostgreSQL); parameters numbered after the first `offset`. */
+  ctes(dialect: Dialect, offset: number): Statement;
+  /** The rows of `rider`, inside the completion's transaction. */
+  rows(rows: Row[]): void;
+  /** Runs after the completion's statements, in its transaction (SQLite). */
+  alone(db: Db): Promise<void>;
+}
+
+/**
  * A completion that registers no media (a chat answer), whole: the job completed under its lease, the
  * attempt's row, the search document's status (`doc`, whose WHERE clause comes last) and the children
- * released. On PostgreSQL one statement (data-modifying CTEs, each part guarded by the completion;
- * they write different rows, and the trigger that follows a workflow run fires at its end, seeing all
- * of them); on SQLite the same statements in turn. Null when the lease was lost (nothing written),
- * else the released children's ids.
+ * released; and what rides on it. On PostgreSQL one statement (data-modifying CTEs, each part guarded
+ * by the completion; they write different rows, and the trigger that follows a workflow run fires at
+ * its end, seeing all of them), so it needs no transaction of its own; on SQLite the same statements
+ * in turn, in the caller's transaction. Null when the lease was lost (nothing written), else the
+ * released children's ids.
  */
-export async function completeWithoutMedia(db: Db, job: JobRow, l: Lease, output: string, at: string, doc: Statement): Promise<string[] | null> {
+export async function completeWithoutMedia(
+  db: Db, job: JobRow, l: Lease, output: string, at: string, doc: Statement, rider: Rider | null = null,
+): Promise<string[] | null> {
   const done = completion(l, output, at);
   const attempt = attemptValues(job, 'completed', at, null);
   const release = unblocking(job.id, at);
   if (!db.dialect.writingCtes) {
-    if ((await db.run(done.sql, ...done.params)).changes !== 1) return null;
-    await recordAttempt(db, job, 'completed', at, null);
-    await db.run(doc.sql, ...doc.params);
-    return await unblockChildren(db, job.id, at);
+    let released: string[] | null = null;
+    if ((await db.run(done.sql, ...done.params)).changes === 1) {
+      await recordAttempt(db, job, 'completed', at, null);
+      await db.run(doc.sql, ...doc.params);
+      released = await unblockChildren(db, job.id, at);
+    }
+    await rider?.alone(db);
+    return released;
   }
-  const rows = await db.all<{ part: 'done' | 'released'; id: string }>(
+  const params = [...done.params, ...attempt, ...doc.params, ...release.params];
+  const ride = rider?.ctes(db.dialect, params.length);
+  const [row, ...more] = await db.all<{ settle_done: number; settle_released: string | null }>(
     `WITH done AS (${done.sql} RETURNING id),
        attempt AS (INSERT INTO job_attempts ${ATTEMPT_COLUMNS} SELECT ${ATTEMPT_VALUES} FROM done ON CONFLICT (job_id, attempt) DO NOTHING),
        doc AS (${doc.sql} AND EXISTS (SELECT 1 FROM done)),
-       released AS (${release.sql} AND EXISTS (SELECT 1 FROM done) RETURNING id)
-     SELECT 'done' AS part, id FROM done UNION ALL SELECT 'released' AS part, id FROM released`,
-    ...done.params, ...attempt, ...doc.params, ...release.params);
-  if (!rows.some((r) => r.part === 'done')) return null;
-  return rows.filter((r) => r.part === 'released').map((r) => r.id);
+       released AS (${release.sql} AND EXISTS (SELECT 1 FROM done) RETURNING id)${ride ? `, ${ride.sql}` : ''}
+     SELECT (SELECT count(*) FROM done) AS settle_done, (SELECT json_agg(id) FROM released) AS settle_released${ride ? ', r.*' : ''}
+       FROM (SELECT 1 AS one) one${ride ? ' LEFT JOIN rider r ON true' : ''}`,
+    ...params, ...(ride?.params ?? []));
+  rider?.rows([row, ...more].map(({ settle_done: _d, settle_released: _r, ...rest }) => rest as Row).filter((r) => r.id != null));
+  if (row.settle_done === 0) return null;
+  return row.settle_released === null ? [] : JSON.parse(row.settle_released) as string[];
 }
 
 /** Back to the queue (run_after set) or failed, by the caller's decision. */

@@ -8,7 +8,7 @@ import { produceHere, runLeased, type Committer, type Producer } from '../jobs/r
 import type { SettleOutcome } from '../jobs/settle.ts';
 import { recordFailure, jobScope } from '../jobs/settle.ts';
 import { recordAttempt, type JobRow } from '../jobs/store.ts';
-import { anyClaimable, claimJobs, nextRunAfter, reclaimExpired, releaseLeases } from '../jobs/claim.ts';
+import { anyClaimable, claimJobs, nextRunAfter, reclaimExpired, releaseLeases, type ClaimRide } from '../jobs/claim.ts';
 import { wakeWorker } from '../dispatch/control.ts';
 
 export interface WorkerLoop {
@@ -56,6 +56,16 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
   /** Slots promised to claims in flight (taken before their statement's await, so two claims never share a slot). */
   let reserved = 0;
   const free = () => (stopping.signal.aborted ? 0 : config.workerConcurrency - running.size - reserved);
+  /** The free slots this worker fills on its own: none while it is paused (SVC_WORKER_ENABLED=0; dispatch still claims). */
+  const auto = () => (config.workerEnabled ? free() : 0);
+  /**
+   * On SQLite a commit blocks this thread for its fsync: the settles that come in meanwhile share
+   * the next commit (group commit below). On PostgreSQL a commit does not block this thread and the
+   * server's WAL flush serves concurrent commits together: each settle commits on its own
+   * connection, and a chat completion carries the claim for the slots it frees in its statement
+   * (one round trip, ClaimRide).
+   */
+  const grouped = !db.dialect.writingCtes;
 
   /**
    * Claims inside the caller's transaction (or its own). Claimed jobs take their slot at once (a
@@ -65,12 +75,15 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
   async function claim(limit: number, organizationId: string | null = null): Promise<JobRow[]> {
     if (limit <= 0) return [];
     reserved += limit;
-    let rows: JobRow[];
     try {
-      rows = await claimJobs(db, id, now(), limit, organizationId);
+      return take(await claimJobs(db, id, now(), limit, organizationId));
     } finally {
       reserved -= limit;
     }
+  }
+
+  /** Claimed jobs take their slots. */
+  function take(rows: JobRow[]): JobRow[] {
     if (rows.length) stamp('last_claimed_at', now());
     for (const job of rows) running.set(job.id, { controller: new AbortController(), done: Promise.resolve() });
     return rows;
@@ -100,7 +113,7 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
           }
         }
         try {
-          claimed = await db.tx(() => claim(free()));
+          claimed = await db.tx(() => claim(auto()));
         } catch (err) {
           log.error('worker claim failed', { err }); // never at the price of the settles beside it
         }
@@ -150,6 +163,22 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
 
   async function execute(job: JobRow, slot: Slot): Promise<void> {
     const signal = slot.controller.signal;
+    // PostgreSQL: the claim a chat completion makes for the free slots and this job's own (which it
+    // gives back as the claim answers; the others are reserved until then), started once the settle
+    // has committed. A settle without one (a failure, media) is followed by a claim of its own.
+    let rideMade = false;
+    let held = 0;
+    let rode: JobRow[] = [];
+    const ride = (): ClaimRide | null => {
+      if (!config.workerEnabled || stopping.signal.aborted || free() < 0) return null;
+      rideMade = true;
+      held = free();
+      reserved += held;
+      return {
+        workerId: id, now: now(), limit: held + 1,
+        taken: (jobs) => { reserved -= held; held = 0; release(job.id, slot); rode = take(jobs); },
+      };
+    };
     const also = (o: SettleOutcome) => {
       release(job.id, slot);
       const at = now();
@@ -158,7 +187,10 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
       else if (o.status === 'failed') stamp('last_failed_at', at);
     };
     try {
-      const outcome = await runLeased(ctx, job, { signal, also, commit, producer });
+      const outcome = await runLeased(ctx, job, grouped ? { signal, also, commit, producer } : { signal, also, ride, producer });
+      start(rode);
+      rode = [];
+      if (!grouped) await flushStamps().catch((err: unknown) => { log.error('worker state write failed', { err }); });
       if (outcome.failure && outcome.status !== 'lost') {
         log.warn('job attempt failed', { jobId: job.id, attempt: job.attempt, outcome: outcome.status, error: outcome.failure.message });
         lastError = `${job.id}: ${outcome.failure.code}: ${outcome.failure.message}`;
@@ -169,21 +201,23 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
         await wakeWorker(ctx); // the workers of other processes, for what this one has no slot for (PostgreSQL)
       }
     } catch (err) {
-      // The settling transaction failed (the lease stays and expires).
+      // The settling transaction failed (the lease stays and expires), with the claim it carried.
       log.error('worker failed to run a job', { jobId: job.id, err });
+      for (const j of rode) running.delete(j.id);
     } finally {
-      if (running.get(job.id) === slot) {
-        release(job.id, slot);
-        await pump();
-      }
+      reserved -= held;
+      held = 0;
+      const mine = running.get(job.id) === slot;
+      if (mine) release(job.id, slot);
+      if (mine || !(grouped || rideMade)) await pump();
     }
   }
 
   /** Claims for the free call slots. */
   async function pump(): Promise<void> {
-    if (!config.workerEnabled || free() <= 0) return;
+    if (auto() <= 0) return;
     try {
-      start(await claim(free()));
+      start(await claim(auto()));
       const due = await nextRunAfter(db, now());
       if (due) scheduleWake(Date.parse(due));
     } catch (err) {
