@@ -97,28 +97,31 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
   const flushBatch = async () => {
     const work = batch;
     batch = [];
-    // Each settle runs in its own savepoint (a failing one is undone alone and rejected); the
-    // others are resolved only once the whole transaction has committed, and the jobs claimed
-    // with them start then.
+    // Each settle runs in its own savepoint (a failing one is undone alone and rejected), unless it
+    // is alone: its failure then rolls the whole transaction back. The others are resolved only once
+    // the whole transaction has committed, and the jobs claimed with them start then. (This is
+    // SQLite's path: a statement that fails there undoes only itself, so the claim and the state
+    // write, one statement each, need no savepoint to spare the settles beside them.)
     const done: Array<() => void> = [];
     let claimed: JobRow[] = [];
     try {
       await db.tx(async () => {
         for (const w of work) {
           try {
-            const v = await db.tx(w.fn);
+            const v = work.length === 1 ? await w.fn() : await db.tx(w.fn);
             done.push(() => w.resolve(v));
           } catch (err) {
+            if (work.length === 1) throw err;
             done.push(() => w.reject(err));
           }
         }
         try {
-          claimed = await db.tx(() => claim(auto()));
+          claimed = await claim(auto());
         } catch (err) {
           log.error('worker claim failed', { err }); // never at the price of the settles beside it
         }
         try {
-          await db.tx(() => flushStamps());
+          await flushStamps();
         } catch (err) {
           log.error('worker state write failed', { err });
         }
