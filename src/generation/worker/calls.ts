@@ -40,7 +40,7 @@ interface Call { resolve(p: Produced): void; reject(e: unknown): void; onRef(ref
 export async function startCallThread(config: Config, log: Logger): Promise<CallThread> {
   const calls = new Map<number, Call>();
   let next = 0;
-  let live: { thread: Worker; ready: Promise<void> } | null = null;
+  let live: { thread: Worker; ready: Promise<void>; up: boolean } | null = null;
   let stopping = false;
 
   const settle = (ref: number, how: (c: Call) => void) => {
@@ -50,7 +50,7 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
     how(c);
   };
 
-  function spawn(): { thread: Worker; ready: Promise<void> } {
+  function spawn(): { thread: Worker; ready: Promise<void>; up: boolean } {
     const thread = new Worker(new URL('./call-thread.ts', import.meta.url), { workerData: { config: { ...config } }, env: SHARE_ENV });
     const ready = new Promise<void>((resolve, reject) => {
       thread.once('error', reject);
@@ -78,7 +78,9 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
       for (const ref of [...calls.keys()]) settle(ref, (c) => { c.reject(new Error('the call thread stopped')); });
     });
     ready.catch(() => {});
-    return { thread, ready };
+    const spawned = { thread, ready, up: false };
+    void ready.then(() => { spawned.up = true; }, () => {});
+    return spawned;
   }
 
   live = spawn();
@@ -86,8 +88,8 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
 
   const producer: Producer = async (_base, job, signal, onRef) => {
     live ??= spawn();
-    const { thread, ready } = live;
-    await ready;
+    const { thread, ready, up } = live;
+    if (!up) await ready; // once it is up, a call is posted in this turn
     signal.throwIfAborted();
     const ref = ++next;
     const abort = () => { thread.postMessage({ type: 'abort', ref, reason: String((signal.reason as Error | undefined)?.message ?? signal.reason) } satisfies ToCalls); };

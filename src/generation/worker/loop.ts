@@ -131,8 +131,8 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
       for (const w of work) w.reject(err);
       return;
     }
+    start(claimed); // their calls are posted before the settled jobs' callers go on
     for (const d of done) d();
-    start(claimed);
   };
   const commit: Committer = <T>(fn: () => T | Promise<T>) => new Promise<T>((resolve, reject) => {
     if (batch.length === 0) setImmediate(() => { void flushBatch(); });
