@@ -35,10 +35,31 @@ export interface TestServer extends RunningServer {
 
 export const TEST_ENV = { SVC_SCRYPT_LOG_N: '10', SVC_LOG_LEVEL: 'info' };
 
+/** Each temporary folder's users: what must stop writing in it (a server on it closes) before it is removed. */
+const folderUsers = new Map<string, Array<() => Promise<void>>>();
+
+/**
+ * A temporary folder, removed after the test once every server started on it (or on a folder in it)
+ * has closed. Hooks run in the order they were added and a failing one skips the rest, so removing the
+ * folder under a worker still writing in it would fail and leave the server open: the file never ends.
+ */
 export function tempDir(t: TestContext): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const users: Array<() => Promise<void>> = [];
+  folderUsers.set(dir, users);
+  t.after(async () => {
+    folderUsers.delete(dir);
+    for (const close of users) await close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
   return dir;
+}
+
+/** `close` runs before the temporary folders holding any of `paths` are removed. */
+function closeBeforeRemoval(paths: string[], close: () => Promise<void>): void {
+  for (const [dir, users] of folderUsers) {
+    if (paths.some((p) => p === dir || p.startsWith(dir + path.sep))) users.push(close);
+  }
 }
 
 // Test servers serve the API only (SVC_ROLE=api): starting the worker thread is most of a server's
@@ -119,6 +140,7 @@ export async function startTestServer(t: TestContext, env: Record<string, string
   });
   const running = await startServer(config, log);
   started.server = running;
+  closeBeforeRemoval([path.resolve(dataDir), path.resolve(storageDir)], () => running.close());
   t.after(() => running.close());
   const call = callerOf(() => running.url);
   return {
