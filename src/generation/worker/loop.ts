@@ -204,9 +204,10 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
         await wakeWorker(ctx); // the workers of other processes, for what this one has no slot for (PostgreSQL)
       }
     } catch (err) {
-      // The settling transaction failed (the lease stays and expires), with the claim it carried.
+      // The settle failed (the lease stays and expires). A ride that answered was committed on its
+      // own (its statement is outside any transaction): its jobs run.
       log.error('worker failed to run a job', { jobId: job.id, err });
-      for (const j of rode) running.delete(j.id);
+      start(rode);
     } finally {
       reserved -= held;
       held = 0;
