@@ -20,8 +20,8 @@
 // server empty it too. This process's own writes empty it at once (run and exec outside a
 // transaction, the end of every transaction), and a read that was in flight when the cache was
 // emptied does not keep what it read (ReadCache.epoch). Reads inside a transaction bypass it.
-import type { Client, Pool, PoolClient, Query, QueryConfig, QueryResultRow } from 'pg';
-import { Transactional } from './transactions.ts';
+import type { Client, Pool, PoolClient, Query, QueryConfig, QueryResult, QueryResultRow } from 'pg';
+import { Transactional, TX_ATTEMPTS } from './transactions.ts';
 import { POSTGRES } from './dialect.ts';
 import { MISS, ReadCache } from './read-cache.ts';
 import { TextWithNul } from './errors.ts';
@@ -92,7 +92,7 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
    * the savepoints around it not yet sent, Transactional.begun), or on the pool. One holding U+0000 in
    * a text is refused unsent (TextWithNul).
    */
-  private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on?: Pool | PoolClient) {
+  private query<T extends QueryResultRow>(sql: string, params: Param[], types = this.types, on?: Pool | PoolClient, attempt = 1): Promise<QueryResult<T>> {
     if (holdsNul(params)) return Promise.reject(new TextWithNul());
     this.statementCount++;
     const t = this.texts.translate(sql, params.length);
@@ -101,14 +101,13 @@ export class PostgresDb extends Transactional<PoolClient> implements Db {
     const conn: Pool | PoolClient = on ?? frame?.conn ?? this.pool;
     const opening = frame ? this.unsent.opening(frame.conn, this.begun(frame)) : undefined;
     const sent = opening ? opening.then(() => conn.query<T>(q)) : conn.query<T>(q);
-    if (t.name === undefined) return sent;
-    // A stale plan: no name is used again. Outside a transaction the statement runs again unnamed; in
-    // one, the transaction runs again (retryable()).
+    // A stale plan: no name is used again. Outside a transaction a statement is a transaction of its
+    // own, and one the server rolled back (retryable(): also a deadlock or a serialization failure)
+    // runs again, up to TX_ATTEMPTS times in all; in a transaction the whole transaction runs again.
     return sent.catch((err: unknown) => {
-      if (!stalePlan(err)) throw err;
-      if (t.name !== undefined) this.texts.forgetNames();
-      if (conn !== this.pool) throw err;
-      return conn.query<T>({ ...q, name: undefined });
+      if (t.name !== undefined && stalePlan(err)) this.texts.forgetNames();
+      if (conn !== this.pool || attempt >= TX_ATTEMPTS || !this.retryable(err)) throw err;
+      return this.query<T>(sql, params, types, on, attempt + 1);
     });
   }
 

@@ -36,7 +36,7 @@ export interface Frame<C> {
 const frames = new AsyncLocalStorage<Frame<unknown>>();
 
 /** How many times an outermost transaction runs at most when the engine rolls it back for a deadlock or a serialization failure. */
-const TX_ATTEMPTS = 3;
+export const TX_ATTEMPTS = 3;
 
 export abstract class Transactional<C> {
   /** Called with errors thrown by after-commit hooks (they must never undo a commit). */

@@ -427,6 +427,32 @@ test('postgres: a transaction the server rolls back for a deadlock runs again, a
   assert.deepEqual((await db.all<{ n: number }>('SELECT n FROM items ORDER BY id')).map((r) => r.n), [2, 2]);
 });
 
+test('postgres: a statement outside any transaction that the server rolls back for a deadlock runs again', async (t) => {
+  const db = await freshPostgres(t);
+  await db.exec("CREATE TABLE items (id TEXT PRIMARY KEY, n INTEGER); INSERT INTO items VALUES ('a', 0), ('b', 0)");
+  // A transaction holds b. The statement (a transaction of its own) takes a, then waits for b; the
+  // transaction then wants a. The statement waited first, so its deadlock check finds the cycle and
+  // the server rolls it back (40P01): it runs again, once the transaction has committed.
+  const held = Promise.withResolvers<void>();
+  const wanted = Promise.withResolvers<void>();
+  const other = db.tx(async () => {
+    await db.run("UPDATE items SET n = n + 1 WHERE id = 'b'");
+    held.resolve();
+    await wanted.promise;
+    await db.run("UPDATE items SET n = n + 1 WHERE id = 'a'");
+  });
+  await held.promise;
+  const statement = db.all(`WITH first AS (UPDATE items SET n = n + 10 WHERE id = 'a' RETURNING id)
+    UPDATE items SET n = n + 10 WHERE id = 'b' AND EXISTS (SELECT 1 FROM first) RETURNING id`);
+  while ((await db.get<{ n: number }>("SELECT count(*) AS n FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'"))!.n === 0) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  wanted.resolve();
+  assert.deepEqual(await statement, [{ id: 'b' }]);
+  await other;
+  assert.deepEqual((await db.all<{ n: number }>('SELECT n FROM items ORDER BY id')).map((r) => r.n), [11, 11]);
+});
+
 test('postgres: a statement run often is prepared by name on its connection, and a table changing shape under it is no error', async (t) => {
   const db = await freshPostgres(t, 1); // one connection: every statement below meets the same prepared ones
   await db.exec("CREATE TABLE shapes (id TEXT PRIMARY KEY); INSERT INTO shapes VALUES ('a')");
