@@ -35,6 +35,12 @@ export interface Frame<C> {
 
 const frames = new AsyncLocalStorage<Frame<unknown>>();
 
+/**
+ * Runs fn outside the caller's transaction: the work fn starts (and everything it later awaits) does
+ * not join that transaction, even while it is still open.
+ */
+export const outsideTransactions = <T>(fn: () => T): T => frames.exit(fn);
+
 /** How many times an outermost transaction runs at most when the engine rolls it back for a deadlock or a serialization failure. */
 export const TX_ATTEMPTS = 3;
 

@@ -10,6 +10,7 @@ import { recordFailure, jobScope } from '../jobs/settle.ts';
 import { recordAttempt, type JobRow } from '../jobs/store.ts';
 import { anyClaimable, claimJobs, nextRunAfter, reclaimExpired, releaseLeases, type ClaimRide } from '../jobs/claim.ts';
 import { wakeWorker } from '../dispatch/control.ts';
+import { outsideTransactions } from '../../db/transactions.ts';
 
 export interface WorkerLoop {
   wake(): void;
@@ -70,7 +71,8 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
   /**
    * Claims inside the caller's transaction (or its own). Claimed jobs take their slot at once (a
    * claim made while a batch of results commits must not see the slots of jobs not yet started as
-   * free); start() runs them after the commit.
+   * free); start() runs them once their lease is written (in a group commit before its COMMIT, see
+   * flushBatch).
    */
   async function claim(limit: number, organizationId: string | null = null): Promise<JobRow[]> {
     if (limit <= 0) return [];
@@ -104,6 +106,8 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
     // write, one statement each, need no savepoint to spare the settles beside them.)
     const done: Array<() => void> = [];
     let claimed: JobRow[] = [];
+    const early: JobRow[] = [];
+    const late: JobRow[] = [];
     try {
       await db.tx(async () => {
         for (const w of work) {
@@ -120,6 +124,12 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
         } catch (err) {
           log.error('worker claim failed', { err }); // never at the price of the settles beside it
         }
+        // The claimed calls are posted now and run while the commit's fsync does: a call needs its
+        // lease written, not yet durable. A crash loses both; a failed commit aborts them (below).
+        // A job that depends on another reads that job's outputs, which this transaction may have
+        // just written (its settle released the job): it starts once they are committed.
+        for (const j of claimed) (j.depends_on === null ? early : late).push(j);
+        outsideTransactions(() => { start(early); });
         try {
           await flushStamps();
         } catch (err) {
@@ -127,11 +137,14 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
         }
       });
     } catch (err) {
-      for (const j of claimed) running.delete(j.id); // claimed inside the rolled-back transaction
+      // Claimed inside the rolled-back transaction: their calls stop, and their settles, finding no
+      // lease, write nothing; each keeps its slot until then.
+      for (const j of early) running.get(j.id)?.controller.abort();
+      for (const j of late) running.delete(j.id);
       for (const w of work) w.reject(err);
       return;
     }
-    start(claimed); // their calls are posted before the settled jobs' callers go on
+    start(late);
     for (const d of done) d();
   };
   const commit: Committer = <T>(fn: () => T | Promise<T>) => new Promise<T>((resolve, reject) => {
