@@ -4,20 +4,16 @@
 // every statement of its Db counted by its text (transaction control included: BEGIN, COMMIT,
 // SAVEPOINT, RELEASE; on PostgreSQL every message its connections send, as sent). PostgreSQL runs on the bench's own cluster (freshPostgresUrl in lib.ts). The
 // per-job figure includes the loop's own statements (heartbeat, stamps) spread over the jobs.
-import { loadConfig, type Config } from '../src/kernel/config.ts';
-import { openDatabase } from '../src/db/open.ts';
 import type { Db } from '../src/db/db.ts';
-import { migrate } from '../src/db/migrate.ts';
 import { createContext } from '../src/directory/context.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { registerConnector } from '../src/generation/connectors/service.ts';
-import { createJob } from '../src/generation/jobs/service.ts';
 import { startWorkerLoop } from '../src/generation/worker/loop.ts';
 import { workerActor } from '../src/generation/worker/host.ts';
 import { bindSubscribers } from '../src/subscribers.ts';
+import { workerWorld } from './worker-world.ts';
 /** The driver's client class, whose messages are counted on PostgreSQL (the optional package pg; absent, PostgreSQL is skipped). */
 const pgClient = (await import('pg').catch(() => null))?.default.Client;
-import { BENCH_POSTGRES, NO_BENCH_POSTGRES, SVC_BIN, createStudio, freshPostgresUrl, num, printTable, setupSvc, startProcess } from './lib.ts';
+import { BENCH_POSTGRES, NO_BENCH_POSTGRES, SVC_BIN, freshPostgresUrl, num, printTable, startProcess } from './lib.ts';
 
 const JOBS = Number(process.env.BENCH_STATEMENT_JOBS ?? 200);
 const VERBOSE = process.env.BENCH_STATEMENT_TEXT === '1';
@@ -64,20 +60,10 @@ function counting(db: Db): { counts: Map<string, number>; ms: Map<string, number
 }
 
 async function measure(env: Record<string, string>): Promise<{ counts: Map<string, number>; ms: Map<string, number>; seconds: number }> {
-  const setup = setupSvc({ env });
-  const config: Config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir },
-    { SVC_WORKER_CONCURRENCY: '2', SVC_WORKER_ID: 'bench-worker', SVC_LOG_LEVEL: 'warn', ...env });
-  const db = await openDatabase(config);
-  const watch = await openDatabase(config);
+  const { config, db, watch, connectorId, chat } = await workerWorld(model.url, env);
   try {
-    await migrate(db);
-    const { ctx: scoped } = await createStudio(db, config, setup.email);
-    const connector = await registerConnector(scoped, {
-      label: 'svc model-server', endpoint: model.url, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
-      protocol: { models: { chat: 'svc-chat' } },
-    });
-    await db.tx(async () => { for (let i = 0; i < JOBS; i++) await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` }); });
-    await db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", connector.id);
+    await db.tx(async () => { for (let i = 0; i < JOBS; i++) await chat(i); });
+    await db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", connectorId);
     const { counts, ms } = counting(db);
     const t0 = performance.now();
     const loop = await startWorkerLoop(createContext({ db, config, log: createLogger('warn'), actor: workerActor(config.workerId), requestId: 'bench-worker' }));

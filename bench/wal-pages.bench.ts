@@ -12,18 +12,14 @@
 // it claimed; "1+1" (one settle and the next claim) is the worker's steady state at concurrency 2.
 import fs from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { loadConfig, type Config } from '../src/kernel/config.ts';
-import { openDatabase } from '../src/db/open.ts';
 import type { Db, Param } from '../src/db/db.ts';
-import { migrate } from '../src/db/migrate.ts';
 import { createContext } from '../src/directory/context.ts';
 import { createLogger } from '../src/kernel/log.ts';
-import { registerConnector } from '../src/generation/connectors/service.ts';
-import { createJob } from '../src/generation/jobs/service.ts';
 import { startWorkerLoop } from '../src/generation/worker/loop.ts';
 import { workerActor } from '../src/generation/worker/host.ts';
 import { bindSubscribers } from '../src/subscribers.ts';
-import { SVC_BIN, createStudio, num, percentile, printTable, report, setupSvc, startProcess } from './lib.ts';
+import { workerWorld } from './worker-world.ts';
+import { SVC_BIN, num, percentile, printTable, report, startProcess } from './lib.ts';
 
 const JOBS = Number(process.env.BENCH_WAL_JOBS ?? 400);
 const HISTORIES = (process.env.BENCH_WAL_HISTORY ?? '0,20000').split(',').map(Number);
@@ -95,22 +91,12 @@ function pageNames(file: string, names: Map<number, string>): Map<number, string
 interface Run { history: number; commits: Commit[]; seconds: number }
 
 async function measure(history: number): Promise<Run> {
-  const setup = setupSvc();
-  const config: Config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir },
-    { SVC_WORKER_CONCURRENCY: '2', SVC_WORKER_ID: 'bench-worker', SVC_LOG_LEVEL: 'warn' });
-  const db = await openDatabase(config);
-  const watch = await openDatabase(config);
+  const { config, db, watch, connectorId, chat } = await workerWorld(model.url);
   try {
-    await migrate(db);
-    const { ctx: scoped } = await createStudio(db, config, setup.email);
-    const connector = await registerConnector(scoped, {
-      label: 'svc model-server', endpoint: model.url, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
-      protocol: { models: { chat: 'svc-chat' } },
-    });
-    const first = await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: 'line 0: the conductor looks up' });
-    await seedHistory(db, first.id, history);
-    await db.tx(async () => { for (let i = 1; i < JOBS; i++) await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` }); });
-    await db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", connector.id);
+    const first = await chat(0);
+    await seedHistory(db, first, history);
+    await db.tx(async () => { for (let i = 1; i < JOBS; i++) await chat(i); });
+    await db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", connectorId);
     if (process.env.BENCH_WAL_SQL) await db.exec(process.env.BENCH_WAL_SQL); // a variant of the schema to try
     await db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     let names = pageNames(config.dbPath, new Map());

@@ -1,0 +1,43 @@
+// The in-process world of the worker benches that run the worker loop in the bench's own process
+// (job-statements, wal-pages): a data folder, its config (worker concurrency 2, SVC_LOG_LEVEL=warn,
+// `env` over them), a migrated database with a writing connection and a watching one, a studio, and a
+// connector on the model server at `modelUrl` (not yet ready: the bench sets it ready once its jobs
+// are queued). The caller closes both connections.
+import { loadConfig, type Config } from '../src/kernel/config.ts';
+import { openDatabase } from '../src/db/open.ts';
+import type { Db } from '../src/db/db.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { registerConnector } from '../src/generation/connectors/service.ts';
+import { createJob } from '../src/generation/jobs/service.ts';
+import { createStudio, setupSvc } from './lib.ts';
+
+export interface WorkerWorld {
+  config: Config;
+  db: Db;
+  watch: Db;
+  connectorId: string;
+  /** Queues chat job `i` (in the caller's transaction, if any); its id. */
+  chat: (i: number) => Promise<string>;
+}
+
+export async function workerWorld(modelUrl: string, env: Record<string, string> = {}): Promise<WorkerWorld> {
+  const setup = setupSvc({ env });
+  const config = loadConfig({ dataDir: setup.dataDir, storageDir: setup.storageDir },
+    { SVC_WORKER_CONCURRENCY: '2', SVC_WORKER_ID: 'bench-worker', SVC_LOG_LEVEL: 'warn', ...env });
+  const db = await openDatabase(config);
+  const watch = await openDatabase(config);
+  try {
+    await migrate(db);
+    const { ctx: scoped } = await createStudio(db, config, setup.email);
+    const connector = await registerConnector(scoped, {
+      label: 'svc model-server', endpoint: modelUrl, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
+      protocol: { models: { chat: 'svc-chat' } },
+    });
+    const chat = async (i: number) => (await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` })).id;
+    return { config, db, watch, connectorId: connector.id, chat };
+  } catch (err) {
+    await watch.close();
+    await db.close();
+    throw err;
+  }
+}
