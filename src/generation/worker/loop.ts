@@ -92,24 +92,34 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
   }
 
   // Group commit: settles of calls that finish in the same turn of the event loop share one
-  // transaction (one fsync), each in its own savepoint; one claim for the freed slots joins it.
+  // transaction (one fsync), each in its own savepoint; one claim for the slots they free opens it.
   // (Waiting longer for more calls to finish was measured: it lowers throughput on 2 cores.)
   type Pending = { fn: () => unknown; resolve: (v: unknown) => void; reject: (e: unknown) => void };
   let batch: Pending[] = [];
   const flushBatch = async () => {
     const work = batch;
     batch = [];
-    // Each settle runs in its own savepoint (a failing one is undone alone and rejected), unless it
-    // is alone: its failure then rolls the whole transaction back. The others are resolved only once
-    // the whole transaction has committed, and the jobs claimed with them start then. (This is
-    // SQLite's path: a statement that fails there undoes only itself, so the claim and the state
-    // write, one statement each, need no savepoint to spare the settles beside them.)
+    // The claim for the slots the batch frees comes first, so that its calls start at once. Each
+    // settle runs in its own savepoint (a failing one is undone alone and rejected), unless it is
+    // alone: its failure then rolls the whole transaction back. The others are resolved only once
+    // the whole transaction has committed. (This is SQLite's path: a statement that fails there
+    // undoes only itself, so the claim and the state write, one statement each, need no savepoint
+    // to spare the settles beside them.)
     const done: Array<() => void> = [];
     let claimed: JobRow[] = [];
-    const early: JobRow[] = [];
-    const late: JobRow[] = [];
     try {
       await db.tx(async () => {
+        try {
+          // The slots free now and those of the results settled below: their calls have ended.
+          claimed = await claim(config.workerEnabled && !stopping.signal.aborted ? free() + work.length : 0);
+        } catch (err) {
+          log.error('worker claim failed', { err }); // never at the price of the settles beside it
+        }
+        // The claimed calls are posted now and run while the settles and the commit's fsync do: a
+        // call needs its lease written, not yet durable. A crash loses both; a failed commit aborts
+        // them (below). What a call reads (a parent job's outputs too) was committed before: the
+        // claim is this transaction's first write.
+        outsideTransactions(() => { start(claimed); });
         for (const w of work) {
           try {
             const v = work.length === 1 ? await w.fn() : await db.tx(w.fn);
@@ -120,17 +130,6 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
           }
         }
         try {
-          claimed = await claim(auto());
-        } catch (err) {
-          log.error('worker claim failed', { err }); // never at the price of the settles beside it
-        }
-        // The claimed calls are posted now and run while the commit's fsync does: a call needs its
-        // lease written, not yet durable. A crash loses both; a failed commit aborts them (below).
-        // A job that depends on another reads that job's outputs, which this transaction may have
-        // just written (its settle released the job): it starts once they are committed.
-        for (const j of claimed) (j.depends_on === null ? early : late).push(j);
-        outsideTransactions(() => { start(early); });
-        try {
           await flushStamps();
         } catch (err) {
           log.error('worker state write failed', { err });
@@ -139,12 +138,10 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
     } catch (err) {
       // Claimed inside the rolled-back transaction: their calls stop, and their settles, finding no
       // lease, write nothing; each keeps its slot until then.
-      for (const j of early) running.get(j.id)?.controller.abort();
-      for (const j of late) running.delete(j.id);
+      for (const j of claimed) running.get(j.id)?.controller.abort();
       for (const w of work) w.reject(err);
       return;
     }
-    start(late);
     for (const d of done) d();
   };
   const commit: Committer = <T>(fn: () => T | Promise<T>) => new Promise<T>((resolve, reject) => {
