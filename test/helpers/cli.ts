@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dataFolderDatabase, testDatabase } from './postgres.ts';
+import { removeAfterTest } from './server.ts';
 
 export const BIN_SVC = fileURLToPath(new URL('../../bin/svc', import.meta.url));
 export const LISTENING = /^listening on http:\/\/127\.0\.0\.1:(\d+)$/;
@@ -59,7 +60,8 @@ export interface SandboxOptions {
 
 /**
  * One test's world: its own temporary directory (cwd of every child, holding data/ and storage/)
- * and every child it started; both are cleaned up in t.after, children first, whatever failed.
+ * and every child it started; both are cleaned up after the test, children first, then the test
+ * servers started on its folders (removeAfterTest), whatever failed.
  */
 export class Sandbox {
   readonly root: string;
@@ -75,14 +77,13 @@ export class Sandbox {
     this.root = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-cli-test-'));
     this.data = path.join(this.root, 'data');
     this.storage = path.join(this.root, 'storage');
-    t.after(async () => {
+    removeAfterTest(t, this.root, async () => {
       const running = [...this.children].filter((c) => !exited(c));
       await Promise.all(running.map((c) => new Promise<void>((resolve) => {
         c.once('exit', () => resolve());
         c.kill('SIGKILL');
         setTimeout(resolve, 5_000).unref();
       })));
-      fs.rmSync(this.root, { recursive: true, force: true });
     });
   }
 

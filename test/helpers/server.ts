@@ -39,19 +39,26 @@ export const TEST_ENV = { SVC_SCRYPT_LOG_N: '10', SVC_LOG_LEVEL: 'info' };
 const folderUsers = new Map<string, Array<() => Promise<void>>>();
 
 /**
- * A temporary folder, removed after the test once every server started on it (or on a folder in it)
- * has closed. Hooks run in the order they were added and a failing one skips the rest, so removing the
- * folder under a worker still writing in it would fail and leave the server open: the file never ends.
+ * Removes the temporary folder `dir` after the test, once `first` has run (a sandbox's children
+ * stopped) and every test server started on it (or on a folder in it) has closed. Hooks run in the
+ * order they were added and a failing one skips the rest, so removing the folder under a worker still
+ * writing in it would fail and leave the server open: the file would never end.
  */
-export function tempDir(t: TestContext): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'));
+export function removeAfterTest(t: TestContext, dir: string, first: () => Promise<void> = async () => {}): void {
   const users: Array<() => Promise<void>> = [];
   folderUsers.set(dir, users);
   t.after(async () => {
     folderUsers.delete(dir);
+    await first();
     for (const close of users) await close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
+}
+
+/** A temporary folder, removed after the test (removeAfterTest). */
+export function tempDir(t: TestContext): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-test-'));
+  removeAfterTest(t, dir);
   return dir;
 }
 

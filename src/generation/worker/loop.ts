@@ -57,8 +57,11 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
   /** Slots promised to claims in flight (taken before their statement's await, so two claims never share a slot). */
   let reserved = 0;
   const free = () => (stopping.signal.aborted ? 0 : config.workerConcurrency - running.size - reserved);
-  /** The free slots this worker fills on its own: none while it is paused (SVC_WORKER_ENABLED=0; dispatch still claims). */
-  const auto = () => (config.workerEnabled ? free() : 0);
+  /**
+   * The free slots this worker fills on its own, with those of `settling` results whose calls have
+   * ended: none while it is paused (SVC_WORKER_ENABLED=0; dispatch still claims) or stopping.
+   */
+  const auto = (settling = 0) => (config.workerEnabled && !stopping.signal.aborted ? free() + settling : 0);
   /**
    * On SQLite a commit blocks this thread for its fsync: the settles that come in meanwhile share
    * the next commit (group commit below). On PostgreSQL a commit does not block this thread and the
@@ -110,8 +113,7 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
     try {
       await db.tx(async () => {
         try {
-          // The slots free now and those of the results settled below: their calls have ended.
-          claimed = await claim(config.workerEnabled && !stopping.signal.aborted ? free() + work.length : 0);
+          claimed = await claim(auto(work.length)); // the results settled below free their slots
         } catch (err) {
           log.error('worker claim failed', { err }); // never at the price of the settles beside it
         }
