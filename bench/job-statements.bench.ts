@@ -60,23 +60,21 @@ function counting(db: Db): { counts: Map<string, number>; ms: Map<string, number
 }
 
 async function measure(env: Record<string, string>): Promise<{ counts: Map<string, number>; ms: Map<string, number>; seconds: number }> {
-  const { config, db, watch, connectorId, chat } = await workerWorld(model.url, env);
+  const world = await workerWorld(model.url, env);
+  const { config, db, connectorId, chat } = world;
   try {
     await db.tx(async () => { for (let i = 0; i < JOBS; i++) await chat(i); });
     await db.run("UPDATE model_connectors SET status = 'ready' WHERE id = ?", connectorId);
     const { counts, ms } = counting(db);
     const t0 = performance.now();
     const loop = await startWorkerLoop(createContext({ db, config, log: createLogger('warn'), actor: workerActor(config.workerId), requestId: 'bench-worker' }));
-    const left = async () => (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status IN ('queued', 'running')"))!.n;
-    while (await left() > 0) await new Promise((res) => setTimeout(res, 20));
+    await world.drained();
     const seconds = (performance.now() - t0) / 1000;
     await loop.stop(1000);
-    const failed = (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status <> 'completed'"))!.n;
-    if (failed) throw new Error(`${failed} jobs not completed`);
+    await world.allCompleted();
     return { counts, ms, seconds };
   } finally {
-    await watch.close();
-    await db.close();
+    await world.close();
   }
 }
 

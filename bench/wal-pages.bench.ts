@@ -91,7 +91,8 @@ function pageNames(file: string, names: Map<number, string>): Map<number, string
 interface Run { history: number; commits: Commit[]; seconds: number }
 
 async function measure(history: number): Promise<Run> {
-  const { config, db, watch, connectorId, chat } = await workerWorld(model.url);
+  const world = await workerWorld(model.url);
+  const { config, db, connectorId, chat } = world;
   try {
     const first = await chat(0);
     await seedHistory(db, first, history);
@@ -140,20 +141,16 @@ async function measure(history: number): Promise<Run> {
 
     const t0 = performance.now();
     const loop = await startWorkerLoop(createContext({ db, config, log: createLogger('warn'), actor: workerActor(config.workerId), requestId: 'bench-worker' }));
-    const left = async () => (await watch.get<{ n: number }>(
-      "SELECT (SELECT count(*) FROM generation_jobs WHERE status = 'queued') + (SELECT count(*) FROM generation_jobs WHERE status = 'running') AS n"))!.n;
-    while (await left() > 0) await new Promise((res) => setTimeout(res, 20));
+    await world.drained();
     const seconds = (performance.now() - t0) / 1000;
     await loop.stop(1000);
     collect(NaN, false);
     raw.exec = exec;
-    const failed = (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status <> 'completed'"))!.n;
-    if (failed) throw new Error(`${failed} jobs not completed`);
+    await world.allCompleted();
 
     return { history, commits, seconds };
   } finally {
-    await watch.close();
-    await db.close();
+    await world.close();
   }
 }
 

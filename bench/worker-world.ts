@@ -2,7 +2,7 @@
 // (job-statements, wal-pages): a data folder, its config (worker concurrency 2, SVC_LOG_LEVEL=warn,
 // `env` over them), a migrated database with a writing connection and a watching one, a studio, and a
 // connector on the model server at `modelUrl` (not yet ready: the bench sets it ready once its jobs
-// are queued). The caller closes both connections.
+// are queued). The caller closes it (both connections).
 import { loadConfig, type Config } from '../src/kernel/config.ts';
 import { openDatabase } from '../src/db/open.ts';
 import type { Db } from '../src/db/db.ts';
@@ -14,10 +14,15 @@ import { createStudio, setupSvc } from './lib.ts';
 export interface WorkerWorld {
   config: Config;
   db: Db;
-  watch: Db;
   connectorId: string;
   /** Queues chat job `i` (in the caller's transaction, if any); its id. */
   chat: (i: number) => Promise<string>;
+  /** Resolves once no job is queued or running (read every 20 ms on the watching connection). */
+  drained: () => Promise<void>;
+  /** Throws unless every job completed. */
+  allCompleted: () => Promise<void>;
+  /** Closes both connections. */
+  close: () => Promise<void>;
 }
 
 export async function workerWorld(modelUrl: string, env: Record<string, string> = {}): Promise<WorkerWorld> {
@@ -26,6 +31,10 @@ export async function workerWorld(modelUrl: string, env: Record<string, string> 
     { SVC_WORKER_CONCURRENCY: '2', SVC_WORKER_ID: 'bench-worker', SVC_LOG_LEVEL: 'warn', ...env });
   const db = await openDatabase(config);
   const watch = await openDatabase(config);
+  const close = async () => {
+    await watch.close();
+    await db.close();
+  };
   try {
     await migrate(db);
     const { ctx: scoped } = await createStudio(db, config, setup.email);
@@ -34,10 +43,16 @@ export async function workerWorld(modelUrl: string, env: Record<string, string> 
       protocol: { models: { chat: 'svc-chat' } },
     });
     const chat = async (i: number) => (await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` })).id;
-    return { config, db, watch, connectorId: connector.id, chat };
+    const left = async () => (await watch.get<{ n: number }>(
+      "SELECT (SELECT count(*) FROM generation_jobs WHERE status = 'queued') + (SELECT count(*) FROM generation_jobs WHERE status = 'running') AS n"))!.n;
+    const drained = async () => { while (await left() > 0) await new Promise((res) => setTimeout(res, 20)); };
+    const allCompleted = async () => {
+      const failed = (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status <> 'completed'"))!.n;
+      if (failed) throw new Error(`${failed} jobs not completed`);
+    };
+    return { config, db, connectorId: connector.id, chat, drained, allCompleted, close };
   } catch (err) {
-    await watch.close();
-    await db.close();
+    await close();
     throw err;
   }
 }
