@@ -39,8 +39,8 @@ export interface PostgresOptions {
   max?: number;
   /** Every transaction read-only (default_transaction_read_only): for a database that must only be read. */
   readOnly?: boolean;
-  /** No bitmap scans (enable_bitmapscan off): for the connections that claim queued work (see claimSql). */
-  orderedScans?: boolean;
+  /** The worker's connections: no bitmap scans (see claimSql) and generic plans (docs/architecture.md, "Two engines"). */
+  workerPlans?: boolean;
 }
 
 /** True when a text parameter holds U+0000, which PostgreSQL cannot store: such a statement is refused unsent (TextWithNul). */
@@ -384,7 +384,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
   } catch {
     throw new Error('PostgreSQL needs the optional package pg, which is not installed: npm install pg');
   }
-  const settings = [opts.readOnly ? '-c default_transaction_read_only=on' : '', opts.orderedScans ? '-c enable_bitmapscan=off' : ''].filter(Boolean);
+  const settings = [opts.readOnly ? '-c default_transaction_read_only=on' : '', ...(opts.workerPlans ? ['-c enable_bitmapscan=off', '-c plan_cache_mode=force_generic_plan'] : [])].filter(Boolean);
   const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, ...(settings.length ? { options: settings.join(' ') } : {}) });
   // An idle connection the server drops is replaced by the pool; it must not end the process.
   pool.on('error', () => {});

@@ -186,11 +186,11 @@ for (const engine of Object.keys(ENGINES)) {
   });
 }
 
-test('postgres: the worker\'s connections plan the claim as an ordered walk of the claim index, whatever the statistics say', async (t) => {
+test('postgres: the worker\'s connections plan the claim once, as an ordered walk of the claim index, whatever the statistics say', async (t) => {
   const pools: Db[] = [];
   const url = await freshDatabaseUrl(t, async () => { for (const db of pools) await db.close(); });
   const plain = await openPostgres({ url, max: 1 });
-  const worker = await openPostgres({ url, max: 1, orderedScans: true });
+  const worker = await openPostgres({ url, max: 1, workerPlans: true });
   pools.push(plain, worker);
   await world(plain);
   // A burst of queued jobs into a table never analyzed: the statistics say a handful are queued.
@@ -204,8 +204,25 @@ test('postgres: the worker\'s connections plan the claim as an ordered walk of t
   const planned = await plan(worker);
   assert.match(planned, /Index Scan using generation_jobs_claim/);
   assert.doesNotMatch(planned, /Bitmap|Sort/);
-  // Without it, this plan reads every queued job and sorts them for each claim (what orderedScans prevents).
+  // Without it, this plan reads every queued job and sorts them for each claim (what workerPlans prevents).
   assert.match(await plan(plain), /Bitmap Heap Scan on generation_jobs/);
-  const [first] = await worker.tx(() => claimJobs(worker, 'w', NOW, 1));
-  assert.equal(first.id, 'job_002', 'still the highest priority, then the oldest');
+  // The plan the worker's prepared claim keeps (generic: planned once, whatever the parameters) is that walk too.
+  await worker.run(`PREPARE generic_claim (text, text, text) AS ${claimSql(worker.dialect, 1).replace(/\?(\d)/g, '$$$1')}`);
+  const generic = (await worker.all<{ 'QUERY PLAN': string }>("EXPLAIN EXECUTE generic_claim ('w', '2026-01-01T00:01:00.000Z', NULL)")).map((r) => r['QUERY PLAN']).join('\n');
+  assert.match(generic, /Index Scan using generation_jobs_claim/);
+  assert.doesNotMatch(generic, /Bitmap|Sort/);
+  await worker.run('DEALLOCATE generic_claim');
+  const claims = [];
+  for (let i = 0; i < 8; i++) claims.push(...await worker.tx(() => claimJobs(worker, 'w', NOW, 1)));
+  assert.equal(claims[0].id, 'job_002', 'still the highest priority, then the oldest');
+  assert.equal(new Set(claims.map((j) => j.id)).size, 8);
+  // Prepared after its first runs (pg-statements.ts), the claim was planned once (generic) and never again per run.
+  const plans = async (db: Db) => (await db.all<{ generic: number; custom: number }>(
+    "SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE statement LIKE '%picked AS MATERIALIZED%'"))[0];
+  const kept = await plans(worker);
+  assert.ok(kept.generic >= 1, `generic plans: ${kept.generic}`);
+  assert.equal(kept.custom, 0);
+  // A connection left to choose plans it anew for its first runs at least (and, for the worker's statements, for ever).
+  for (let i = 0; i < 8; i++) await plain.tx(() => claimJobs(plain, 'w2', NOW, 1));
+  assert.ok((await plans(plain)).custom >= 1);
 });

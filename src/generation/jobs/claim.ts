@@ -65,7 +65,7 @@ const LEASE_SET = `status = 'running', attempt = attempt + 1, leased_by = ?1, le
  * ordered index scan several times slower. The picked ids are materialized once: PostgreSQL could
  * otherwise run a locking subquery again (its rows differ each time with SKIP LOCKED) and lease more
  * than `limit`. RETURNING has no order. On PostgreSQL the worker's connections plan it without bitmap
- * scans (orderedScans in db/postgres.ts): it must walk the claim index in order and stop at its LIMIT.
+ * scans (workerPlans in db/postgres.ts): it must walk the claim index in order and stop at its LIMIT.
  * When the statistics say few rows are queued (a fresh table, or a burst into a table of mostly
  * finished jobs, which does not trigger an analyze), PostgreSQL would otherwise read every queued row
  * and sort them, for each claim.
