@@ -5,12 +5,13 @@
 // The call thread opens the database read-only: the external reference a connector reports is
 // written by the loop's thread, which answers once it is stored. An error is sent back as what the
 // attempt records (failureOf), so the job fails exactly as if the call had run in the loop's thread.
-import { SHARE_ENV, Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Config } from '../../kernel/config.ts';
 import type { Logger, LogMessage } from '../../kernel/log.ts';
 import { ConnectorError } from '../connectors/protocols/types.ts';
 import type { FailureInfo } from '../jobs/settle.ts';
 import type { LeasedJob, Produced, Producer } from '../jobs/runner.ts';
+import { spawnThread } from './spawn.ts';
 
 /** To the call thread. */
 export type ToCalls =
@@ -51,24 +52,18 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
   };
 
   function spawn(): { thread: Worker; ready: Promise<void>; up: boolean } {
-    const thread = new Worker(new URL('./call-thread.ts', import.meta.url), { workerData: { config: { ...config } }, env: SHARE_ENV });
-    const ready = new Promise<void>((resolve, reject) => {
-      thread.once('error', reject);
-      thread.on('message', (m: FromCalls) => {
-        switch (m.type) {
-          case 'ready': resolve(); break;
-          case 'log': log[m.level](m.msg, { worker: config.workerId, thread: 'calls', ...m.fields }); break;
-          case 'produced': settle(m.ref, (c) => { c.resolve(m.produced); }); break;
-          case 'failed': settle(m.ref, (c) => { c.reject(new ConnectorError(m.failure.code, m.failure.message, m.failure.retryable)); }); break;
-          case 'externalRef': {
-            const c = calls.get(m.ref);
-            const stored = c ? c.onRef(m.externalRef) : Promise.reject(new Error('the call is no longer running'));
-            stored.then(() => null, (err: unknown) => (err instanceof Error ? err.message : String(err)))
-              .then((error) => { thread.postMessage({ type: 'refStored', ref: m.ref, error } satisfies ToCalls); }, () => {});
-            break;
-          }
+    const { thread, ready } = spawnThread<FromCalls>(new URL('./call-thread.ts', import.meta.url), config, log, { worker: config.workerId, thread: 'calls' }, (m) => {
+      switch (m.type) {
+        case 'produced': settle(m.ref, (c) => { c.resolve(m.produced); }); break;
+        case 'failed': settle(m.ref, (c) => { c.reject(new ConnectorError(m.failure.code, m.failure.message, m.failure.retryable)); }); break;
+        case 'externalRef': {
+          const c = calls.get(m.ref);
+          const stored = c ? c.onRef(m.externalRef) : Promise.reject(new Error('the call is no longer running'));
+          stored.then(() => null, (err: unknown) => (err instanceof Error ? err.message : String(err)))
+            .then((error) => { thread.postMessage({ type: 'refStored', ref: m.ref, error } satisfies ToCalls); }, () => {});
+          break;
         }
-      });
+      }
     });
     thread.on('error', (err) => { log.error('call thread failed', { err }); });
     thread.on('exit', (code) => {

@@ -1,12 +1,12 @@
 // The main thread's side of the worker thread: start it with the configuration, forward its log
 // lines, wake it after commits (a message, never a poll from here), ask it to dispatch one claim,
 // abort a cancelled job's call, and stop it within the shutdown budget.
-import { SHARE_ENV, Worker } from 'node:worker_threads';
 import type { Actor } from '../../directory/context.ts';
 import type { Config } from '../../kernel/config.ts';
 import type { Db } from '../../db/db.ts';
 import type { Logger, LogMessage } from '../../kernel/log.ts';
 import { registerWorker } from '../dispatch/control.ts';
+import { spawnThread } from './spawn.ts';
 
 export type ToWorker =
   | { type: 'wake' }
@@ -32,22 +32,15 @@ export interface WorkerHost {
 /** Starts the thread whose entry module is `entry` (src/worker-thread.ts: the server names it, from above every wing). */
 export async function startWorkerThread(deps: { db: Db; config: Config; log: Logger; entry: URL }): Promise<WorkerHost> {
   const { db, config, log, entry } = deps;
-  // SHARE_ENV: credentials (authEnv) are read from the live environment at call time, as in the main thread.
-  const thread = new Worker(entry, { workerData: { config: { ...config } }, env: SHARE_ENV });
   const pending = new Map<number, (jobId: string | null) => void>();
   let ref = 0;
   let exited = false;
   let stopped: (() => void) | null = null;
-  const post = (m: ToWorker) => { if (!exited) thread.postMessage(m); };
-  const ready = new Promise<void>((resolve, reject) => {
-    thread.once('error', reject);
-    thread.on('message', (m: FromWorker) => {
-      if (m.type === 'ready') resolve();
-      else if (m.type === 'log') log[m.level](m.msg, { worker: config.workerId, ...m.fields });
-      else if (m.type === 'dispatched') { pending.get(m.ref)?.(m.jobId); pending.delete(m.ref); }
-      else if (m.type === 'stopped') stopped?.();
-    });
+  const { thread, ready } = spawnThread<FromWorker>(entry, config, log, { worker: config.workerId }, (m) => {
+    if (m.type === 'dispatched') { pending.get(m.ref)?.(m.jobId); pending.delete(m.ref); }
+    else stopped?.();
   });
+  const post = (m: ToWorker) => { if (!exited) thread.postMessage(m); };
   thread.on('error', (err) => log.error('worker thread failed', { err }));
   thread.on('exit', (code) => {
     exited = true;
