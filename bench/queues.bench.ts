@@ -21,7 +21,7 @@ import {
   BENCH_POSTGRES, NO_BENCH_POSTGRES, freshPostgresUrl, num, percentile, printTable, report, ROOT, startChild, startProcess, SVC_BIN, tempDir,
   type Child,
 } from './lib.ts';
-import { burnDown, cloneSvcQueue, enqueueToStart, seedSvcQueue, type SvcQueue } from './svc-queue.ts';
+import { burnDown, chatPrompt, cloneSvcQueue, enqueueToStart, seedSvcQueue, type SvcQueue } from './svc-queue.ts';
 
 const JOBS = Number(process.env.BENCH_QUEUE_JOBS ?? 20_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -43,7 +43,6 @@ interface System {
   close(): Promise<void>;
 }
 
-const prompt = (i: number) => `line ${i}: the conductor looks up`;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Polls `remaining` every 50 ms until it is 0, or until it has not moved for STALL_MS; the seconds since `t0` and what is left. */
@@ -102,7 +101,7 @@ async function bullmqSystem(key: string, name: string, modelUrl: string, durable
       const queue = new Queue(queueName, { connection });
       try {
         for (let i = 0; i < JOBS; i += 1000) {
-          await queue.addBulk(Array.from({ length: Math.min(1000, JOBS - i) }, (_, k) => ({ name: 'chat', data: { prompt: prompt(i + k) } })));
+          await queue.addBulk(Array.from({ length: Math.min(1000, JOBS - i) }, (_, k) => ({ name: 'chat', data: { prompt: chatPrompt(i + k) } })));
         }
         const w = await worker(queueName, concurrency);
         try {
@@ -166,7 +165,7 @@ async function graphileSystem(modelUrl: string, url: string): Promise<System> {
       const w = await worker(concurrency);
       try {
         // One statement adds every job; its commit (and graphile-worker's NOTIFY) starts the clock.
-        await utils.addJobs(Array.from({ length: JOBS }, (_, i) => ({ identifier: 'chat', payload: { prompt: prompt(i) } })));
+        await utils.addJobs(Array.from({ length: JOBS }, (_, i) => ({ identifier: 'chat', payload: { prompt: chatPrompt(i) } })));
         const t0 = performance.now();
         const burn = await waitDone(t0, left);
         const stored = Number((await client.query('SELECT count(*) AS n FROM bench_results')).rows[0].n);

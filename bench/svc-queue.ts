@@ -7,12 +7,26 @@ import path from 'node:path';
 import { loadConfig, type Config } from '../src/kernel/config.ts';
 import { openDatabase } from '../src/db/open.ts';
 import type { Db } from '../src/db/db.ts';
+import type { Ctx } from '../src/directory/context.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { registerConnector } from '../src/generation/connectors/service.ts';
 import { createJob } from '../src/generation/jobs/service.ts';
 import { clonePostgresDatabase, createStudio, login, setupSvc, startProcess, SVC_BIN, tempDir, type Running, type SvcSetup } from './lib.ts';
 
 export interface SvcQueue { setup: SvcSetup; config: Config; env: Record<string, string>; connectorId: string; jobs: number }
+
+/** The prompt of chat job `i`, the same for every system the queue benches compare. */
+export const chatPrompt = (i: number) => `line ${i}: the conductor looks up`;
+
+/** The chat connector of the queue benches: svc model-server at `modelUrl`, local, pending (not yet probed). */
+export const registerChatConnector = (scoped: Ctx, modelUrl: string) => registerConnector(scoped, {
+  label: 'svc model-server', endpoint: modelUrl, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
+  protocol: { models: { chat: 'svc-chat' } },
+});
+
+/** Queues chat job `i` on `connectorId` (in the caller's transaction, if any); its id. */
+export const queueChat = async (scoped: Ctx, connectorId: string, i: number) =>
+  (await createJob(scoped, { kind: 'chat', connectorId, prompt: chatPrompt(i) })).id;
 
 /** A studio with a pending chat connector to `modelUrl` and `jobs` queued chat jobs, on the engine of `env`. */
 export async function seedSvcQueue(modelUrl: string, jobs: number, env: Record<string, string> = {}): Promise<SvcQueue> {
@@ -21,11 +35,8 @@ export async function seedSvcQueue(modelUrl: string, jobs: number, env: Record<s
   const db = await openDatabase(config);
   await migrate(db);
   const { ctx: scoped } = await createStudio(db, config, setup.email);
-  const connector = await registerConnector(scoped, {
-    label: 'svc model-server', endpoint: modelUrl, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
-    protocol: { models: { chat: 'svc-chat' } },
-  });
-  await db.tx(async () => { for (let i = 0; i < jobs; i++) await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` }); });
+  const connector = await registerChatConnector(scoped, modelUrl);
+  await db.tx(async () => { for (let i = 0; i < jobs; i++) await queueChat(scoped, connector.id, i); });
   await db.close();
   return { setup, config, env, connectorId: connector.id, jobs };
 }
@@ -56,7 +67,7 @@ async function probe(url: string, token: string, connectorId: string): Promise<v
 
 const count = async (db: Db, where: string) => (await db.get<{ n: number }>(`SELECT count(*) AS n FROM generation_jobs WHERE ${where}`))!.n;
 /** Queued and running jobs, through the two partial indexes only (so that the poll costs the measured processes next to nothing). */
-const left = async (db: Db) => (await db.get<{ n: number }>(
+export const left = async (db: Db) => (await db.get<{ n: number }>(
   "SELECT (SELECT count(*) FROM generation_jobs WHERE status = 'queued') + (SELECT count(*) FROM generation_jobs WHERE status = 'running') AS n"))!.n;
 
 /**

@@ -7,9 +7,8 @@ import { loadConfig, type Config } from '../src/kernel/config.ts';
 import { openDatabase } from '../src/db/open.ts';
 import type { Db } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { registerConnector } from '../src/generation/connectors/service.ts';
-import { createJob } from '../src/generation/jobs/service.ts';
 import { createStudio, setupSvc } from './lib.ts';
+import { left, queueChat, registerChatConnector } from './svc-queue.ts';
 
 export interface WorkerWorld {
   config: Config;
@@ -38,14 +37,9 @@ export async function workerWorld(modelUrl: string, env: Record<string, string> 
   try {
     await migrate(db);
     const { ctx: scoped } = await createStudio(db, config, setup.email);
-    const connector = await registerConnector(scoped, {
-      label: 'svc model-server', endpoint: modelUrl, kind: 'openai-compatible', capability: ['chat'], costMode: 'local',
-      protocol: { models: { chat: 'svc-chat' } },
-    });
-    const chat = async (i: number) => (await createJob(scoped, { kind: 'chat', connectorId: connector.id, prompt: `line ${i}: the conductor looks up` })).id;
-    const left = async () => (await watch.get<{ n: number }>(
-      "SELECT (SELECT count(*) FROM generation_jobs WHERE status = 'queued') + (SELECT count(*) FROM generation_jobs WHERE status = 'running') AS n"))!.n;
-    const drained = async () => { while (await left() > 0) await new Promise((res) => setTimeout(res, 20)); };
+    const connector = await registerChatConnector(scoped, modelUrl);
+    const chat = (i: number) => queueChat(scoped, connector.id, i);
+    const drained = async () => { while (await left(watch) > 0) await new Promise((res) => setTimeout(res, 20)); };
     const allCompleted = async () => {
       const failed = (await watch.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status <> 'completed'"))!.n;
       if (failed) throw new Error(`${failed} jobs not completed`);
