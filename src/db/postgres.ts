@@ -384,7 +384,7 @@ export async function openPostgres(opts: PostgresOptions): Promise<PostgresDb> {
   } catch {
     throw new Error('PostgreSQL needs the optional package pg, which is not installed: npm install pg');
   }
-  const settings = [opts.readOnly ? '-c default_transaction_read_only=on' : '', ...(opts.workerPlans ? ['-c enable_bitmapscan=off', '-c plan_cache_mode=force_generic_plan'] : [])].filter(Boolean);
+  const settings = [...(opts.readOnly ? ['-c default_transaction_read_only=on'] : []), ...(opts.workerPlans ? ['-c enable_bitmapscan=off', '-c plan_cache_mode=force_generic_plan'] : [])];
   const pool = new pg.Pool({ connectionString: opts.url, max: opts.max ?? 10, ...(settings.length ? { options: settings.join(' ') } : {}) });
   // An idle connection the server drops is replaced by the pool; it must not end the process.
   pool.on('error', () => {});

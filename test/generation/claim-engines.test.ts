@@ -208,7 +208,7 @@ test('postgres: the worker\'s connections plan the claim once, as an ordered wal
   assert.match(await plan(plain), /Bitmap Heap Scan on generation_jobs/);
   // The plan the worker's prepared claim keeps (generic: planned once, whatever the parameters) is that walk too.
   await worker.run(`PREPARE generic_claim (text, text, text) AS ${claimSql(worker.dialect, 1).replace(/\?(\d)/g, '$$$1')}`);
-  const generic = (await worker.all<{ 'QUERY PLAN': string }>("EXPLAIN EXECUTE generic_claim ('w', '2026-01-01T00:01:00.000Z', NULL)")).map((r) => r['QUERY PLAN']).join('\n');
+  const generic = (await worker.all<{ 'QUERY PLAN': string }>(`EXPLAIN EXECUTE generic_claim ('w', '${NOW}', NULL)`)).map((r) => r['QUERY PLAN']).join('\n');
   assert.match(generic, /Index Scan using generation_jobs_claim/);
   assert.doesNotMatch(generic, /Bitmap|Sort/);
   await worker.run('DEALLOCATE generic_claim');

@@ -38,7 +38,7 @@ export async function startWorkerThread(deps: { db: Db; config: Config; log: Log
   let stopped: (() => void) | null = null;
   const { thread, ready } = spawnThread<FromWorker>(entry, config, log, { worker: config.workerId }, (m) => {
     if (m.type === 'dispatched') { pending.get(m.ref)?.(m.jobId); pending.delete(m.ref); }
-    else stopped?.();
+    else if (m.type === 'stopped') stopped?.();
   });
   const post = (m: ToWorker) => { if (!exited) thread.postMessage(m); };
   thread.on('error', (err) => log.error('worker thread failed', { err }));
