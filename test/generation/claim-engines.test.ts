@@ -7,9 +7,8 @@ import path from 'node:path';
 import { openDb, type Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { claimForRun, claimJobs, claimRider, claimSql, type ClaimedJob, type ClaimRide } from '../../src/generation/jobs/claim.ts';
-import { completeWithoutMedia } from '../../src/generation/jobs/store.ts';
-import { documentStatus } from '../../src/platform/search/index.ts';
+import { claimForRun, claimJobs, claimSql, type ClaimedJob, type ClaimRide } from '../../src/generation/jobs/claim.ts';
+import { completeChats } from '../../src/generation/jobs/settle.ts';
 import { claimDue } from '../../src/platform/notifications/store.ts';
 import { tempDir } from '../helpers/server.ts';
 import { freshDatabaseUrl } from '../helpers/postgres.ts';
@@ -110,57 +109,6 @@ for (const engine of Object.keys(ENGINES)) {
     assert.deepEqual(first.map((j) => j.id), ['job_002', 'job_005', 'job_008']);
   });
 
-  test(`${engine}: a chat completion carries the worker's next claim (ClaimRide): each job leased once under concurrent completions, also after a lost lease`, async (t) => {
-    const dbs = await ENGINES[engine](t);
-    await world(dbs[0]);
-    // On PostgreSQL the completion is one statement and needs no transaction; SQLite runs it in the caller's.
-    const inTx = <T>(db: Db, fn: () => Promise<T>) => (engine === 'sqlite' ? db.tx(fn) : fn());
-    const complete = (db: Db, job: ClaimedJob, worker: string, limit: number) => {
-      const rode: ClaimedJob[][] = [];
-      const ride: ClaimRide = { workerId: worker, now: NOW, limit, taken: (jobs) => { rode.push(jobs); } };
-      return inTx(db, async () => ({
-        released: await completeWithoutMedia(db, job, { jobId: job.id, leasedBy: worker, attempt: job.attempt }, '{"text":"ok"}', NOW,
-          documentStatus('job', job.id, 'completed'), claimRider(ride)),
-        rode: rode.flat(),
-      }));
-    };
-    const leasedTo = new Map<string, string>();
-    const [reference] = await dbs[0].tx(() => claimJobs(dbs[0], 'worker-0', NOW, 1));
-    leasedTo.set(reference.id, 'worker-0');
-    await Promise.all(dbs.map(async (db, w) => {
-      const worker = `worker-${w}`;
-      const mine = w === 0 ? [reference] : await db.tx(() => claimJobs(db, worker, NOW, 1));
-      for (const j of mine) leasedTo.set(j.id, worker);
-      for (let job = mine.shift(); job; job = mine.shift()) {
-        // Two slots: the one this completion frees and the one no job holds.
-        const { released, rode } = await complete(db, job, worker, 2 - mine.length);
-        assert.deepEqual(released, []);
-        for (const j of rode) {
-          assert.equal(leasedTo.get(j.id), undefined, `${j.id} leased to ${worker} and ${leasedTo.get(j.id)}`);
-          leasedTo.set(j.id, worker);
-          assert.deepEqual([j.status, j.leased_by, j.attempt], ['running', worker, 1]);
-          assert.deepEqual(j.call, reference.call, 'the call read with the job, as a claim reads it');
-          assert.deepEqual({ ...j, call: undefined }, { ...(await db.get('SELECT * FROM generation_jobs WHERE id = ?', j.id))!, call: undefined });
-        }
-        mine.push(...rode);
-        assert.ok(mine.length <= 2);
-      }
-    }));
-    assert.equal(leasedTo.size, JOBS);
-    assert.equal((await dbs[0].get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status = 'completed' AND attempt = 1"))!.n, JOBS);
-    assert.equal((await dbs[0].get<{ n: number }>("SELECT count(*) AS n FROM job_attempts WHERE outcome = 'completed'"))!.n, JOBS);
-    assert.ok(new Set(leasedTo.values()).size >= 2, 'the work was shared');
-    // A completion whose lease was lost writes nothing of its own, and its ride still claims (the slot is free either way).
-    const db = dbs[0];
-    await db.run("UPDATE generation_jobs SET status = 'queued', attempt = 0, leased_by = NULL, output = NULL WHERE id IN ('job_000', 'job_003')");
-    const [lost] = await db.tx(() => claimJobs(db, 'w', NOW, 1));
-    await db.run("UPDATE generation_jobs SET leased_by = 'someone-else' WHERE id = ?", lost.id);
-    const after = await complete(db, lost, 'w', 1);
-    assert.equal(after.released, null);
-    assert.deepEqual(after.rode.map((j) => [j.id, j.leased_by]), [[lost.id === 'job_000' ? 'job_003' : 'job_000', 'w']]);
-    assert.deepEqual({ ...(await db.get('SELECT status, leased_by, output FROM generation_jobs WHERE id = ?', lost.id)) }, { status: 'running', leased_by: 'someone-else', output: null });
-  });
-
   test(`${engine}: concurrent outbox claims take each due row once`, async (t) => {
     const dbs = await ENGINES[engine](t);
     await world(dbs[0]);
@@ -225,4 +173,66 @@ test('postgres: the worker\'s connections plan the claim once, as an ordered wal
   // A connection left to choose plans it anew for its first runs at least (and, for the worker's statements, for ever).
   for (let i = 0; i < 8; i++) await plain.tx(() => claimJobs(plain, 'w2', NOW, 1));
   assert.ok((await plans(plain)).custom >= 1);
+});
+
+test('postgres: chat completions written together carry the worker\'s next claim: each job leased once under concurrent batches; a lost lease writes nothing of its own; children released to their parents', async (t) => {
+  const dbs = await ENGINES.postgres(t);
+  await world(dbs[0]);
+  const HELD = 3;
+  const DONE_AT = '2026-01-01T00:01:05.000Z';
+  /** Completes `jobs` in one statement with a claim for `limit` slots riding on it. */
+  const complete = async (db: Db, jobs: ClaimedJob[], worker: string, limit: number) => {
+    const rode: ClaimedJob[][] = [];
+    const ride: ClaimRide = { workerId: worker, now: NOW, limit, taken: (taken) => { rode.push(taken); } };
+    const chats = jobs.map((job) => ({ job, lease: { jobId: job.id, leasedBy: worker, attempt: job.attempt }, output: `{"text":"${job.id}"}`, at: DONE_AT }));
+    return { released: await completeChats(db, chats, ride), rode: rode.flat() };
+  };
+  const leasedTo = new Map<string, string>();
+  const [reference] = await claimJobs(dbs[0], 'worker-0', NOW, 1);
+  leasedTo.set(reference.id, 'worker-0');
+  let batches = 0;
+  await Promise.all(dbs.map(async (db, w) => {
+    const worker = `worker-${w}`;
+    let mine = w === 0 ? [reference] : await claimJobs(db, worker, NOW, HELD);
+    for (const j of mine) leasedTo.set(j.id, worker);
+    while (mine.length) {
+      // The slots these completions free, and those no job holds.
+      const { released, rode } = await complete(db, mine, worker, HELD);
+      batches++;
+      assert.deepEqual(released, mine.map(() => []));
+      for (const j of rode) {
+        assert.equal(leasedTo.get(j.id), undefined, `${j.id} leased to ${worker} and ${leasedTo.get(j.id)}`);
+        leasedTo.set(j.id, worker);
+        assert.deepEqual([j.status, j.leased_by, j.attempt], ['running', worker, 1]);
+        assert.deepEqual(j.call, reference.call, 'the call read with the job, as a claim reads it');
+        assert.deepEqual({ ...j, call: undefined }, { ...(await db.get('SELECT * FROM generation_jobs WHERE id = ?', j.id))!, call: undefined });
+      }
+      assert.ok(rode.length <= HELD);
+      mine = rode;
+    }
+  }));
+  assert.equal(leasedTo.size, JOBS);
+  assert.ok(batches < JOBS, 'completions were written together');
+  const db = dbs[0];
+  assert.equal((await db.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status = 'completed' AND attempt = 1 AND output = '{\"text\":\"' || id || '\"}'"))!.n, JOBS);
+  assert.equal((await db.get<{ n: number }>("SELECT count(*) AS n FROM job_attempts WHERE outcome = 'completed' AND runner LIKE 'worker-%' AND latency_ms = 5000 AND finished_at = ?", DONE_AT))!.n, JOBS);
+  assert.ok(new Set(leasedTo.values()).size >= 2, 'the work was shared');
+  // In one statement: a completion whose lease was lost writes nothing of its own, the other's job
+  // releases its blocked child (queued, for a later claim: the ride reads the queue as the statement
+  // began), and the ride still claims (the slots are free either way).
+  await db.run("UPDATE generation_jobs SET status = 'queued', attempt = 0, leased_by = NULL, output = NULL WHERE id IN ('job_000', 'job_003', 'job_006', 'job_009')");
+  await db.run("UPDATE generation_jobs SET status = 'blocked', depends_on = 'job_003' WHERE id = 'job_006'");
+  await db.run("INSERT INTO search_documents (doc_key, type, target_id, organization_id, workspace_id, project_id, title, status, target_tab, updated_at) VALUES ('job:job_003', 'job', 'job_003', 'org_1', 'ws_1', 'prj_1', 'image job', 'running', 'jobs', ?)", T0);
+  await db.run("UPDATE generation_jobs SET priority = -1 WHERE id = 'job_009'");
+  const held = await claimJobs(db, 'w', NOW, 2);
+  assert.deepEqual(held.map((j) => j.id).sort(), ['job_000', 'job_003']);
+  await db.run("UPDATE generation_jobs SET leased_by = 'someone-else' WHERE id = 'job_000'");
+  const after = await complete(db, held, 'w', 2);
+  assert.deepEqual(after.released, held.map((j) => (j.id === 'job_000' ? null : ['job_006'])));
+  assert.deepEqual(after.rode.map((j) => [j.id, j.leased_by]), [['job_009', 'w']]);
+  assert.equal((await db.get<{ status: string }>("SELECT status FROM generation_jobs WHERE id = 'job_006'"))!.status, 'queued');
+  assert.deepEqual({ ...(await db.get('SELECT status, leased_by, output FROM generation_jobs WHERE id = ?', 'job_000')) }, { status: 'running', leased_by: 'someone-else', output: null });
+  assert.deepEqual({ ...(await db.get('SELECT status, output FROM generation_jobs WHERE id = ?', 'job_003')) }, { status: 'completed', output: '{"text":"job_003"}' });
+  assert.equal((await db.get<{ status: string }>("SELECT status FROM search_documents WHERE doc_key = 'job:job_003'"))!.status, 'completed');
+  assert.equal((await db.get<{ n: number }>("SELECT count(*) AS n FROM job_attempts WHERE job_id = 'job_000' AND attempt = 1 AND runner = 'w'"))!.n, 0);
 });

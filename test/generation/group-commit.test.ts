@@ -1,13 +1,15 @@
 // SQLite's group commit posts the calls of the jobs it claims before its COMMIT, so that they run
 // while the fsync does. A commit that then fails (a disk error, injected here into a real SQLite
 // connection on the test's database) must abort those calls and write nothing for them: the jobs
-// are claimed again and complete once, and no job ever runs twice at once.
+// are claimed again and complete once, and no job ever runs twice at once. On PostgreSQL the chat
+// completions that end while one statement of completions is being written share the next.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import type { DatabaseSync } from 'node:sqlite';
-import { SqliteDb } from '../../src/db/db.ts';
+import { SqliteDb, type Param } from '../../src/db/db.ts';
 import { createContext } from '../../src/directory/context.ts';
+import { openDatabase } from '../../src/db/open.ts';
 import { produceHere, type Producer } from '../../src/generation/jobs/runner.ts';
 import { startWorkerLoop } from '../../src/generation/worker/loop.ts';
 import { workerActor } from '../../src/generation/worker/host.ts';
@@ -86,4 +88,49 @@ test('a group commit that fails after its claim aborts the calls it posted; thos
   }
   const secondAttempts = await s.db.all<{ attempt: number }>('SELECT attempt FROM job_attempts WHERE job_id = ?', second);
   assert.deepEqual(secondAttempts.map((a) => a.attempt), [1], 'the rolled-back claim took no attempt');
+});
+
+test('postgres: chat completions that end while one statement of completions is being written share the next, each job completed once', {
+  skip: testDatabase() !== 'postgres' && 'PostgreSQL only (SQLite commits the settles of one turn together, above)',
+}, async (t) => {
+  const { s, token, id } = await jobWorld(t); // an API server: its worker does not run here
+  const JOBS = 4;
+  for (let i = 0; i < JOBS; i++) await createJob(s, token, { kind: 'chat', connectorId: id, prompt: `line ${i}` });
+
+  const db = await openDatabase(s.config, { claims: true });
+  // The completions of each statement of completions, read from its parameter (a spy: the statement runs unchanged).
+  const statements: string[][] = [];
+  const all = db.all.bind(db);
+  db.all = (sql: string, ...params: Param[]) => {
+    if (sql.trimStart().startsWith('WITH input AS')) statements.push((JSON.parse(params[0] as string) as Array<{ id: string }>).map((c) => c.id));
+    return all(sql, ...params);
+  };
+  // The calls are held until all are in, then end together: the first completion is written at once,
+  // the others while it is.
+  const held: Array<() => void> = [];
+  const gate = () => new Promise<void>((resolve) => {
+    held.push(resolve);
+    if (held.length === JOBS) for (const go of held) go();
+  });
+  const producer: Producer = async (base, job, signal, onRef) => {
+    const produced = await produceHere(base, job, signal, onRef);
+    await gate();
+    return produced;
+  };
+  const config = { ...s.config, workerId: 'batched', workerConcurrency: JOBS, workerPollMs: 50, workerEnabled: true };
+  const loop = await startWorkerLoop(createContext({ db, config, log: s.log, actor: workerActor(config.workerId) }), producer);
+  t.after(async () => { await loop.stop(1000); await db.close(); });
+  loop.wake();
+
+  const until = Date.now() + 20_000;
+  while ((await s.db.get<{ n: number }>("SELECT count(*) AS n FROM generation_jobs WHERE status = 'completed'"))!.n < JOBS) {
+    if (Date.now() > until) assert.fail(`jobs not completed; statements: ${JSON.stringify(statements)}`);
+    await sleep(50);
+  }
+  assert.deepEqual(statements.map((c) => c.length), [1, JOBS - 1], 'one completion alone, then the three that ended while it was written');
+  const attempts = await s.db.all<{ job_id: string; attempt: number; outcome: string }>('SELECT job_id, attempt, outcome FROM job_attempts ORDER BY job_id');
+  assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome]), Array.from({ length: JOBS }, () => [1, 'completed']));
+  assert.deepEqual(attempts.map((a) => a.job_id).sort(), statements.flat().sort(), 'each job completed once, by the statement that carried it');
+  const docs = await s.db.all<{ status: string }>("SELECT status FROM search_documents WHERE type = 'job'");
+  assert.deepEqual(docs.map((d) => d.status), Array.from({ length: JOBS }, () => 'completed'));
 });

@@ -89,17 +89,16 @@ export async function claimJobs(db: Db, workerId: string, now: string, limit: nu
 const claimedRows = (rows: Array<JobRow & CallColumns>) => rows.map(claimed).sort(claimOrder);
 
 /**
- * A claim made by another writing statement, for the worker's free slots: a chat completion on
- * PostgreSQL carries it as its last CTEs (completeWithoutMedia), so that settling one job and
- * leasing the next cost one round trip. `taken` gets the leased jobs (inside the settle's
- * transaction, as claimJobs would answer them).
+ * A claim made by another writing statement, for the worker's free slots: chat completions on
+ * PostgreSQL carry it as their statement's last CTEs (completeWithoutMedia), so that settling jobs
+ * and leasing the next cost one round trip. `taken` gets the leased jobs once the statement has
+ * answered, as claimJobs would answer them.
  */
 export interface ClaimRide { workerId: string; now: string; limit: number; taken(jobs: ClaimedJob[]): void }
 
 /**
- * A ride as the rider of a one-statement completion (completeWithoutMedia): on PostgreSQL its CTEs
- * `picked` and `rider` (the leased jobs), parameters numbered after the statement's first `offset`;
- * on SQLite a claim of its own after the completion's statements.
+ * A ride as the rider of a one-statement completion (completeWithoutMedia, PostgreSQL): its CTEs
+ * `picked` and `rider` (the leased jobs), parameters numbered after the statement's first `offset`.
  */
 export function claimRider(ride: ClaimRide): Rider {
   return {
@@ -108,7 +107,6 @@ export function claimRider(ride: ClaimRide): Rider {
       params: [ride.workerId, ride.now, null],
     }),
     rows: (rows) => { ride.taken(claimedRows(rows as unknown as Array<JobRow & CallColumns>)); },
-    alone: async (db) => { ride.taken(await claimJobs(db, ride.workerId, ride.now, ride.limit)); },
   };
 }
 

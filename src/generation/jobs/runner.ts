@@ -114,7 +114,7 @@ export interface RunOptions extends SettleHooks {
 }
 
 export async function runLeased(base: Ctx, job: LeasedJob, opts: RunOptions = {}): Promise<RunOutcome> {
-  const { signal, also, ride, commit = immediate, producer = produceHere } = opts;
+  const { signal, also, complete, commit = immediate, producer = produceHere } = opts;
   const { config } = base;
   const lease: Lease = { jobId: job.id, leasedBy: job.leased_by!, attempt: job.attempt };
   const abort = new AbortController();
@@ -138,7 +138,7 @@ export async function runLeased(base: Ctx, job: LeasedJob, opts: RunOptions = {}
     const { result, media } = await producer(base, job, abort.signal, async (ref) => { await setExternalRef(base.db, lease, ref); });
     if (aborted) throw new Error(aborted);
     clearInterval(renew);
-    return { ...await commit(() => settleSuccess(base, job, lease, result, media, { also, ride })), result, failure: null };
+    return { ...await commit(() => settleSuccess(base, job, lease, result, media, { also, complete })), result, failure: null };
   } catch (err) {
     const failure = failureOf(err, aborted);
     // Stopping the service is not the job's failure: the lease is released (see releaseLeases).

@@ -4,10 +4,11 @@
 // error, an audit record and a notification (generation jobs category). The same code settles
 // jobs of the worker thread and of a manual run.
 import type { Ctx } from '../../directory/context.ts';
+import type { Db } from '../../db/db.ts';
 import { withScope } from '../../directory/context.ts';
 import { record } from '../../platform/audit/service.ts';
 import { notify } from '../../platform/notifications/service.ts';
-import { documentStatus, indexDocument, setDocumentStatus } from '../../platform/search/index.ts';
+import { documentStatuses, indexDocument, setDocumentStatus } from '../../platform/search/index.ts';
 import { recordUsageEvent } from '../../commercial/usage/service.ts';
 import { quotaContextOf, type QuotaContext } from '../../commercial/quotas/service.ts';
 import { clipQuotaWarnings } from '../../commercial/quotas/warnings.ts';
@@ -15,7 +16,7 @@ import type { CallResult } from '../connectors/protocols/types.ts';
 import { artifactRows, registerArtifacts, type CompositionDraft, type PreparedArtifact } from '../media/register.ts';
 import { jobRetryDelayMs } from './backoff.ts';
 import {
-  blockDescendants, completeLeased, completeWithoutMedia, failLeased, recordAttempt, unblockChildren, type JobRow, type Lease,
+  blockDescendants, completeLeased, completeWithoutMedia, failLeased, recordAttempt, unblockChildren, type Completion, type JobRow, type Lease,
 } from './store.ts';
 import { claimRider, type ClaimRide } from './claim.ts';
 import { consoleLinks } from '../../kernel/links.ts';
@@ -52,11 +53,17 @@ export interface SettleHooks {
   /** Runs in the settle, after its writes (the worker gives back the job's slot and records its state). */
   also?: (o: SettleOutcome) => void | Promise<void>;
   /**
-   * A claim for the worker's free slots that a chat completion makes in its own statement on
-   * PostgreSQL (completeWithoutMedia); null when the worker claims nothing now.
+   * Stores a chat answer (no media) for the worker; null when its lease was lost. On PostgreSQL the
+   * worker's completions go together in one statement with its next claim (worker/completions.ts).
    */
-  ride?: () => ClaimRide | null;
+  complete?: (c: Completion) => Promise<string[] | null>;
 }
+
+const COMPLETED = documentStatuses('job', 'completed');
+
+/** Chat completions (completeWithoutMedia) with their search documents' status; a claim rides on them on PostgreSQL. */
+export const completeChats = (db: Db, items: readonly Completion[], ride: ClaimRide | null = null) =>
+  completeWithoutMedia(db, items, COMPLETED, ride ? claimRider(ride) : null);
 
 async function finish(o: SettleOutcome, { also }: SettleHooks): Promise<SettleOutcome> {
   await also?.(o);
@@ -79,9 +86,9 @@ export async function settleSuccess(
   if (artifacts.length === 0 && !clip) {
     // Nothing to register, no quota to read (a chat answer): on PostgreSQL one statement, which
     // needs no transaction of its own (and carries the worker's next claim: one round trip).
+    const chat: Completion = { job, lease, output: JSON.stringify(output), at };
     const complete = async () => {
-      const ride = hooks.ride?.();
-      const released = await completeWithoutMedia(ctx.db, job, lease, JSON.stringify(output), at, documentStatus('job', job.id, 'completed'), ride ? claimRider(ride) : null);
+      const released = hooks.complete ? await hooks.complete(chat) : (await completeChats(ctx.db, [chat]))[0];
       return released === null ? LOST : await finish({ status: 'completed', released, runAfter: null }, hooks);
     };
     return ctx.db.dialect.writingCtes ? await complete() : await ctx.db.tx(complete);

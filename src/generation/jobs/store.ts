@@ -3,6 +3,7 @@
 // (status running, leased_by, attempt) so that a write from a lost lease changes nothing.
 import type { Db, Param, Row, Statement } from '../../db/db.ts';
 import type { Dialect } from '../../db/dialect.ts';
+import { mapSeq } from '../../kernel/seq.ts';
 
 export const JOB_STATUSES = ['queued', 'running', 'blocked', 'failed', 'completed', 'cancelled'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
@@ -117,55 +118,74 @@ export async function completeLeased(db: Db, l: Lease, output: string, at: strin
 
 /**
  * What rides on a one-statement completion: the worker's claim for its free slots (claimRider in
- * claim.ts), made whether or not the lease was lost (the slot is free either way).
+ * claim.ts), made whether or not the leases were lost (the slots are free either way).
  */
 export interface Rider {
   /** Its CTEs, the last named `rider`, whose rows the statement answers (PostgreSQL); parameters numbered after the first `offset`. */
   ctes(dialect: Dialect, offset: number): Statement;
-  /** The rows of `rider`, inside the completion's transaction. */
+  /** The rows of `rider`, once the completion's statement has answered. */
   rows(rows: Row[]): void;
-  /** Runs after the completion's statements, in its transaction (SQLite). */
-  alone(db: Db): Promise<void>;
 }
 
+/** A chat answer to store: the job as leased, its lease, the output's JSON text and the time. */
+export interface Completion { job: JobRow; lease: Lease; output: string; at: string }
+
+/** How completions set their jobs' search documents: one job's statement, or a statement's part for the ids of the relation `ids`. */
+export interface DocumentWrites { one(id: string): Statement; of(ids: string): Statement }
+
 /**
- * A completion that registers no media (a chat answer), whole: the job completed under its lease, the
- * attempt's row, the search document's status (`doc`, whose WHERE clause comes last) and the children
- * released; and what rides on it. On PostgreSQL one statement (data-modifying CTEs, each part guarded
- * by the completion; they write different rows, and the trigger that follows a workflow run fires at
- * its end, seeing all of them), so it needs no transaction of its own; on SQLite the same statements
- * in turn, in the caller's transaction. Null when the lease was lost (nothing written), else the
- * released children's ids.
+ * Completions that register no media (chat answers), each whole: the job completed under its lease,
+ * the attempt's row, the search document's status and the children released; and what rides on
+ * them. On PostgreSQL one statement for all of them (data-modifying CTEs over the completions given
+ * as one JSON parameter, each part guarded by the completions that held; they write different rows,
+ * and the trigger that follows a workflow run fires at its end, seeing all of them), so it needs no
+ * transaction of its own; on SQLite the same statements in turn for each, in the caller's
+ * transaction, and no rider. For each completion, in order: null when its lease was lost (nothing
+ * written for it), else the released children's ids.
  */
 export async function completeWithoutMedia(
-  db: Db, job: JobRow, l: Lease, output: string, at: string, doc: Statement, rider: Rider | null = null,
-): Promise<string[] | null> {
-  const done = completion(l, output, at);
-  const attempt = attemptValues(job, 'completed', at, null);
-  const release = unblocking(job.id, at);
+  db: Db, items: readonly Completion[], docs: DocumentWrites, rider: Rider | null = null,
+): Promise<Array<string[] | null>> {
   if (!db.dialect.writingCtes) {
-    let released: string[] | null = null;
-    if ((await db.run(done.sql, ...done.params)).changes === 1) {
+    if (rider) throw new Error('a claim rides on a completion only on PostgreSQL');
+    return await mapSeq(items, async ({ job, lease, output, at }) => {
+      const done = completion(lease, output, at);
+      if ((await db.run(done.sql, ...done.params)).changes !== 1) return null;
       await recordAttempt(db, job, 'completed', at, null);
+      const doc = docs.one(job.id);
       await db.run(doc.sql, ...doc.params);
-      released = await unblockChildren(db, job.id, at);
-    }
-    await rider?.alone(db);
-    return released;
+      return await unblockChildren(db, job.id, at);
+    });
   }
-  const params = [...done.params, ...attempt, ...doc.params, ...release.params];
+  const input = JSON.stringify(items.map(({ job, lease, output, at }) => {
+    const [, attempt, projectId, mode, runner, started, , , , latency] = attemptValues(job, 'completed', at, null);
+    return { id: lease.jobId, leased_by: lease.leasedBy, attempt: lease.attempt, output, at, a_attempt: attempt, a_project: projectId, a_mode: mode, a_runner: runner, a_started: started, a_latency: latency };
+  }));
+  const doc = docs.of('done'); // its placeholders follow ?1, numbered as SQLite numbers them
+  const params = [input, ...doc.params];
   const ride = rider?.ctes(db.dialect, params.length);
-  const [row, ...more] = await db.all<{ settle_done: number; settle_released: string | null }>(
-    `WITH done AS (${done.sql} RETURNING id),
-       attempt AS (INSERT INTO job_attempts ${ATTEMPT_COLUMNS} SELECT ${ATTEMPT_VALUES} FROM done ON CONFLICT (job_id, attempt) DO NOTHING),
-       doc AS (${doc.sql} AND EXISTS (SELECT 1 FROM done)),
-       released AS (${release.sql} AND EXISTS (SELECT 1 FROM done) RETURNING id)${ride ? `, ${ride.sql}` : ''}
-     SELECT (SELECT count(*) FROM done) AS settle_done, (SELECT json_agg(id) FROM released) AS settle_released${ride ? ', r.*' : ''}
+  // The LIMIT, written into the SQL, tells the planner how many completions there are (a generic
+  // plan would otherwise count on json_to_recordset's 100 rows).
+  const [row, ...more] = await db.all<{ settle_done: string | null; settle_released: string | null }>(
+    `WITH input AS MATERIALIZED (
+         SELECT * FROM json_to_recordset(CAST(?1 AS json)) AS x(id text, leased_by text, attempt bigint, output text, at text,
+           a_attempt bigint, a_project text, a_mode text, a_runner text, a_started text, a_latency bigint) LIMIT ${items.length}),
+       done AS (UPDATE generation_jobs g SET status = 'completed', output = x.output, error = NULL, leased_by = NULL, leased_at = NULL,
+           run_after = NULL, finished_at = x.at, updated_at = x.at
+         FROM input x WHERE g.id = x.id AND g.status = 'running' AND g.leased_by = x.leased_by AND g.attempt = x.attempt RETURNING g.id),
+       attempt AS (INSERT INTO job_attempts ${ATTEMPT_COLUMNS}
+         SELECT x.id, x.a_attempt, x.a_project, x.a_mode, x.a_runner, x.a_started, x.at, 'completed', NULL, x.a_latency
+           FROM input x WHERE x.id IN (SELECT id FROM done) ON CONFLICT (job_id, attempt) DO NOTHING),
+       doc AS (${doc.sql}),
+       released AS (UPDATE generation_jobs c SET status = 'queued', updated_at = x.at FROM input x
+         WHERE c.depends_on = x.id AND c.status = 'blocked' AND x.id IN (SELECT id FROM done) RETURNING c.id, c.depends_on)${ride ? `, ${ride.sql}` : ''}
+     SELECT (SELECT json_agg(id) FROM done) AS settle_done, (SELECT json_agg(json_build_array(depends_on, id)) FROM released) AS settle_released${ride ? ', r.*' : ''}
        FROM (SELECT 1 AS one) one${ride ? ' LEFT JOIN rider r ON true' : ''}`,
     ...params, ...(ride?.params ?? []));
   rider?.rows([row, ...more].map(({ settle_done: _d, settle_released: _r, ...rest }) => rest as Row).filter((r) => r.id != null));
-  if (row.settle_done === 0) return null;
-  return row.settle_released === null ? [] : JSON.parse(row.settle_released) as string[];
+  const done = new Set(row.settle_done === null ? [] : JSON.parse(row.settle_done) as string[]);
+  const released = row.settle_released === null ? [] : JSON.parse(row.settle_released) as Array<[string, string]>;
+  return items.map(({ lease }) => (done.has(lease.jobId) ? released.filter(([parent]) => parent === lease.jobId).map(([, id]) => id) : null));
 }
 
 /** Back to the queue (run_after set) or failed, by the caller's decision. */

@@ -7,8 +7,9 @@ import type { Ctx } from '../../directory/context.ts';
 import { produceHere, runLeased, type Committer, type Producer } from '../jobs/runner.ts';
 import type { SettleOutcome } from '../jobs/settle.ts';
 import { recordFailure, jobScope } from '../jobs/settle.ts';
-import { recordAttempt, type JobRow } from '../jobs/store.ts';
-import { anyClaimable, claimJobs, nextRunAfter, reclaimExpired, releaseLeases, type ClaimRide } from '../jobs/claim.ts';
+import { recordAttempt, type Completion, type JobRow } from '../jobs/store.ts';
+import { anyClaimable, claimJobs, nextRunAfter, reclaimExpired, releaseLeases } from '../jobs/claim.ts';
+import { batchedCompletions, type BatchRide } from './completions.ts';
 import { wakeWorker } from '../dispatch/control.ts';
 import { outsideTransactions } from '../../db/transactions.ts';
 
@@ -64,10 +65,10 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
   const auto = (settling = 0) => (config.workerEnabled && !stopping.signal.aborted ? free() + settling : 0);
   /**
    * On SQLite a commit blocks this thread for its fsync: the settles that come in meanwhile share
-   * the next commit (group commit below). On PostgreSQL a commit does not block this thread and the
-   * server's WAL flush serves concurrent commits together: each settle commits on its own
-   * connection, and a chat completion carries the claim for the slots it frees in its statement
-   * (one round trip, ClaimRide).
+   * the next commit (group commit below). On PostgreSQL a commit does not block this thread: chat
+   * completions that end while one statement of completions is being written share the next, which
+   * carries the claim for the slots they free (completions.ts); any other settle commits on its own
+   * connection.
    */
   const grouped = !db.dialect.writingCtes;
 
@@ -176,24 +177,27 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
     if (running.get(jobId) === entry) running.delete(jobId);
   };
 
+  /**
+   * PostgreSQL: the claim that chat completions make for the free slots and the `n` their jobs free
+   * (`freed` gives those back as the claim answers; the others are reserved until then), its jobs
+   * started at once: the statement has committed when it answers.
+   */
+  const batchRide = (n: number, freed: () => void): BatchRide | null => {
+    if (!config.workerEnabled || stopping.signal.aborted || free() < 0) return null;
+    let held = free();
+    reserved += held;
+    const end = () => { reserved -= held; held = 0; };
+    return { workerId: id, now: now(), limit: held + n, end, taken: (jobs) => { end(); freed(); start(take(jobs)); } };
+  };
+  const completions = grouped ? null : batchedCompletions(db, batchRide);
+
   async function execute(job: JobRow, slot: Slot): Promise<void> {
     const signal = slot.controller.signal;
-    // PostgreSQL: the claim a chat completion makes for the free slots and this job's own (which it
-    // gives back as the claim answers; the others are reserved until then), started once the settle
-    // has committed. A settle without one (a failure, media) is followed by a claim of its own.
-    let rideMade = false;
-    let held = 0;
-    let rode: JobRow[] = [];
-    const ride = (): ClaimRide | null => {
-      if (!config.workerEnabled || stopping.signal.aborted || free() < 0) return null;
-      rideMade = true;
-      held = free();
-      reserved += held;
-      return {
-        workerId: id, now: now(), limit: held + 1,
-        taken: (jobs) => { reserved -= held; held = 0; release(job.id, slot); rode = take(jobs); },
-      };
-    };
+    // PostgreSQL: a chat completion goes with those that end meanwhile (completions.ts), and their
+    // statement carries the claim for the slots they free. A settle without one (a failure, media)
+    // is followed by a claim of its own.
+    let rode = false;
+    const complete = completions && ((chat: Completion) => completions(chat, () => { rode = true; release(job.id, slot); }));
     const also = (o: SettleOutcome) => {
       release(job.id, slot);
       const at = now();
@@ -202,9 +206,7 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
       else if (o.status === 'failed') stamp('last_failed_at', at);
     };
     try {
-      const outcome = await runLeased(ctx, job, grouped ? { signal, also, commit, producer } : { signal, also, ride, producer });
-      start(rode);
-      rode = [];
+      const outcome = await runLeased(ctx, job, complete ? { signal, also, complete, producer } : { signal, also, commit, producer });
       if (!grouped) await flushStamps().catch((err: unknown) => { log.error('worker state write failed', { err }); });
       if (outcome.failure && outcome.status !== 'lost') {
         log.warn('job attempt failed', { jobId: job.id, attempt: job.attempt, outcome: outcome.status, error: outcome.failure.message });
@@ -216,16 +218,12 @@ export async function startWorkerLoop(ctx: Ctx, producer: Producer = produceHere
         await wakeWorker(ctx); // the workers of other processes, for what this one has no slot for (PostgreSQL)
       }
     } catch (err) {
-      // The settle failed (the lease stays and expires). A ride that answered was committed on its
-      // own (its statement is outside any transaction): its jobs run.
+      // The settle failed (the lease stays and expires).
       log.error('worker failed to run a job', { jobId: job.id, err });
-      start(rode);
     } finally {
-      reserved -= held;
-      held = 0;
       const mine = running.get(job.id) === slot;
       if (mine) release(job.id, slot);
-      if (mine || !(grouped || rideMade)) await pump();
+      if (mine || !(grouped || rode)) await pump();
     }
   }
 

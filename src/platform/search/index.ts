@@ -53,9 +53,18 @@ export async function setDocumentStatus(db: Db, type: SearchType, id: string, st
   await db.run(s.sql, ...s.params);
 }
 
-/** setDocumentStatus's statement (its WHERE clause last, so that a caller may add a condition). */
+/** setDocumentStatus's statement. */
 export const documentStatus = (type: SearchType, id: string, status: string): Statement =>
   ({ sql: 'UPDATE search_documents SET status = ? WHERE doc_key = ?', params: [status, `${type}:${id}`] });
+
+/**
+ * The statements that set the shown status of documents of `type`: one document's, or, as a part of
+ * a larger statement, those whose ids the relation `ids` (a column `id`) answers.
+ */
+export const documentStatuses = (type: SearchType, status: string) => ({
+  one: (id: string) => documentStatus(type, id, status),
+  of: (ids: string): Statement => ({ sql: `UPDATE search_documents SET status = ? WHERE doc_key IN (SELECT ? || id FROM ${ids})`, params: [status, `${type}:`] }),
+});
 
 export async function removeDocument(db: Db, type: SearchType, id: string): Promise<void> {
   await db.run('DELETE FROM search_documents WHERE doc_key = ?', `${type}:${id}`);
