@@ -9,6 +9,7 @@ import { openPostgres } from '../../src/db/postgres.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { claimForRun, claimJobs, claimSql, type ClaimedJob, type ClaimRide } from '../../src/generation/jobs/claim.ts';
 import { completeChats } from '../../src/generation/jobs/settle.ts';
+import { batchedCompletions } from '../../src/generation/worker/completions.ts';
 import { claimDue } from '../../src/platform/notifications/store.ts';
 import { tempDir } from '../helpers/server.ts';
 import { freshDatabaseUrl } from '../helpers/postgres.ts';
@@ -235,4 +236,27 @@ test('postgres: chat completions written together carry the worker\'s next claim
   assert.deepEqual({ ...(await db.get('SELECT status, output FROM generation_jobs WHERE id = ?', 'job_003')) }, { status: 'completed', output: '{"text":"job_003"}' });
   assert.equal((await db.get<{ status: string }>("SELECT status FROM search_documents WHERE doc_key = 'job:job_003'"))!.status, 'completed');
   assert.equal((await db.get<{ n: number }>("SELECT count(*) AS n FROM job_attempts WHERE job_id = 'job_000' AND attempt = 1 AND runner = 'w'"))!.n, 0);
+});
+
+test('postgres: a statement of completions that fails writes each of them alone: the one that cannot be written fails alone, the others complete', async (t) => {
+  const [db] = await ENGINES.postgres(t);
+  await world(db);
+  const jobs = await claimJobs(db, 'w', NOW, 3);
+  const chat = (job: ClaimedJob, projectId = job.project_id) =>
+    ({ job: { ...job, project_id: projectId }, lease: { jobId: job.id, leasedBy: 'w', attempt: job.attempt }, output: '{"text":"ok"}', at: NOW });
+  const freed: string[] = [];
+  const complete = batchedCompletions(db, () => null);
+  // The first is written at once; the other two wait for it and go together. The second's attempt
+  // names a project that does not exist, which fails their statement.
+  const settled = await Promise.allSettled([
+    complete(chat(jobs[0]), () => { freed.push(jobs[0].id); }),
+    complete(chat(jobs[1], 'prj_missing'), () => { freed.push(jobs[1].id); }),
+    complete(chat(jobs[2]), () => { freed.push(jobs[2].id); }),
+  ]);
+  assert.deepEqual(settled.map((s) => s.status), ['fulfilled', 'rejected', 'fulfilled']);
+  assert.deepEqual(settled.map((s) => (s.status === 'fulfilled' ? s.value : null)), [[], null, []]);
+  const rows = await db.all<{ id: string; status: string }>('SELECT id, status FROM generation_jobs WHERE id IN (?, ?, ?) ORDER BY id', ...jobs.map((j) => j.id));
+  assert.deepEqual(Object.fromEntries(rows.map((r) => [r.id, r.status])), { [jobs[0].id]: 'completed', [jobs[1].id]: 'running', [jobs[2].id]: 'completed' });
+  assert.equal((await db.get<{ n: number }>('SELECT count(*) AS n FROM job_attempts WHERE job_id = ?', jobs[1].id))!.n, 0, 'nothing half-written');
+  assert.deepEqual(freed, [], 'no claim rode on them, so no slot was given back by one');
 });
