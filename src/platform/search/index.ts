@@ -54,7 +54,7 @@ export async function setDocumentStatus(db: Db, type: SearchType, id: string, st
 }
 
 /** setDocumentStatus's statement. */
-export const documentStatus = (type: SearchType, id: string, status: string): Statement =>
+const documentStatus = (type: SearchType, id: string, status: string): Statement =>
   ({ sql: 'UPDATE search_documents SET status = ? WHERE doc_key = ?', params: [status, `${type}:${id}`] });
 
 /**
