@@ -7,7 +7,9 @@
 //   bench's own, fsync and synchronous_commit on: freshPostgresUrl in lib.ts), the answer inserted
 //   into a table by the task.
 // Each system burns down BENCH_QUEUE_JOBS (20,000) jobs queued before its workers start, at each
-// concurrency of BENCH_CONCURRENCY (2,8), in BENCH_ROUNDS (3) alternating rounds; then the
+// concurrency of BENCH_CONCURRENCY (2,8), in BENCH_ROUNDS (5) alternating rounds, the systems'
+// order reversed every other round (so that no system always runs right after the same one, for
+// instance after a PostgreSQL burn-down whose checkpoint and autovacuum may still run); then the
 // enqueue-to-start latency of BENCH_SPACED (200) jobs enqueued 25 ms apart on an idle worker of
 // concurrency 2 (svc: POST /api/jobs, started_at - created_at; peers: the client's add, then the
 // processor's first line). Printed: jobs/s per round and the median, the ratio svc/peer per round
@@ -24,7 +26,7 @@ import {
 import { burnDown, chatPrompt, cloneSvcQueue, enqueueToStart, seedSvcQueue, type SvcQueue } from './svc-queue.ts';
 
 const JOBS = Number(process.env.BENCH_QUEUE_JOBS ?? 20_000);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const CONCURRENCIES = (process.env.BENCH_CONCURRENCY ?? '2,8').split(',').map(Number);
 const SPACED = Number(process.env.BENCH_SPACED ?? 200);
 const LATENCY_CONCURRENCY = 2;
@@ -238,7 +240,7 @@ try {
   let missed = 0;
   for (let round = 1; round <= ROUNDS; round++) {
     for (const c of CONCURRENCIES) {
-      for (const s of systems) {
+      for (const s of round % 2 === 1 ? systems : [...systems].reverse()) {
         const r = await s.burnDown(c);
         incomplete += r.notCompleted;
         if (r.notCompleted) process.stderr.write(`${s.name} C=${c} round ${round}: ${r.notCompleted} jobs not completed\n`);
@@ -256,7 +258,7 @@ try {
     })]);
     for (const c of CONCURRENCIES) report({ figure: `${s.name} C=${c} jobs/s`, value: median(rates.get(s.key)!.get(c)!), unit: 'jobs/s', better: 'higher' });
   }
-  printTable(`Queues side by side: ${num(JOBS)} chat jobs burned down, ${ROUNDS} alternating rounds`, rows, [
+  printTable(`Queues side by side: ${num(JOBS)} chat jobs burned down, ${ROUNDS} rounds, the order reversed every other round`, rows, [
     'each job: one POST /v1/chat/completions to svc model-server over keep-alive HTTP, the answer stored durably (svc: the job row; BullMQ: the return value; graphile-worker: a row the task inserts)',
     ...notes,
     ...(incomplete ? [`WARNING: ${incomplete} jobs were not completed in some burn-down (see above)`] : []),
