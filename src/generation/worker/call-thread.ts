@@ -40,7 +40,9 @@ async function call(ref: number, job: LeasedJob): Promise<void> {
   }
 }
 
-port.on('message', (m: ToCalls) => {
+port.on('message', (said: ToCalls[]) => { for (const m of said) take(m); });
+
+function take(m: ToCalls): void {
   switch (m.type) {
     case 'call': void call(m.ref, m.job); break;
     case 'abort': running.get(m.ref)?.abort(new Error(m.reason)); break;
@@ -51,5 +53,5 @@ port.on('message', (m: ToCalls) => {
       void Promise.resolve(db.close()).finally(() => { port.close(); });
       break;
   }
-});
+}
 post({ type: 'ready' });

@@ -2,6 +2,8 @@
 // blocks its thread for the fsync), and the connector calls with their media evidence run on this
 // second thread, so that neither waits for the other. A call's result comes back as a message;
 // results that arrive during a commit are settled together by the next one (group commit, loop.ts).
+// What the loop's thread says in one turn crosses as one message (a claim's calls among it), so that
+// the call thread wakes once for them and sends their requests back to back.
 // The call thread opens the database read-only: the external reference a connector reports is
 // written by the loop's thread, which answers once it is stored. An error is sent back as what the
 // attempt records (failureOf), so the job fails exactly as if the call had run in the loop's thread.
@@ -13,7 +15,7 @@ import type { FailureInfo } from '../jobs/settle.ts';
 import type { LeasedJob, Produced, Producer } from '../jobs/runner.ts';
 import { spawnThread } from './spawn.ts';
 
-/** To the call thread. */
+/** To the call thread (as lists: what one turn of the loop's thread said, in order). */
 export type ToCalls =
   | { type: 'call'; ref: number; job: LeasedJob }
   | { type: 'abort'; ref: number; reason: string }
@@ -41,7 +43,8 @@ interface Call { resolve(p: Produced): void; reject(e: unknown): void; onRef(ref
 export async function startCallThread(config: Config, log: Logger): Promise<CallThread> {
   const calls = new Map<number, Call>();
   let next = 0;
-  let live: { thread: Worker; ready: Promise<void>; up: boolean } | null = null;
+  interface Live { thread: Worker; ready: Promise<void>; up: boolean; send: (m: ToCalls) => void }
+  let live: Live | null = null;
   let stopping = false;
 
   const settle = (ref: number, how: (c: Call) => void) => {
@@ -51,7 +54,29 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
     how(c);
   };
 
-  function spawn(): { thread: Worker; ready: Promise<void>; up: boolean } {
+  function spawn(): Live {
+    // The messages of this turn, to this thread (a thread started again later does not get them).
+    let outbox: ToCalls[] = [];
+    const flush = () => {
+      const said = outbox;
+      outbox = [];
+      try {
+        thread.postMessage(said);
+      } catch {
+        // A message that cannot cross (a value that cannot be cloned) fails its own call only.
+        for (const m of said) {
+          try {
+            thread.postMessage([m]);
+          } catch (err) {
+            if (m.type === 'call') settle(m.ref, (c) => { c.reject(err); });
+          }
+        }
+      }
+    };
+    const send = (m: ToCalls) => {
+      if (outbox.length === 0) queueMicrotask(flush);
+      outbox.push(m);
+    };
     const { thread, ready } = spawnThread<FromCalls>(new URL('./call-thread.ts', import.meta.url), config, log, { worker: config.workerId, thread: 'calls' }, (m) => {
       switch (m.type) {
         case 'produced': settle(m.ref, (c) => { c.resolve(m.produced); }); break;
@@ -60,7 +85,7 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
           const c = calls.get(m.ref);
           const stored = c ? c.onRef(m.externalRef) : Promise.reject(new Error('the call is no longer running'));
           stored.then(() => null, (err: unknown) => (err instanceof Error ? err.message : String(err)))
-            .then((error) => { thread.postMessage({ type: 'refStored', ref: m.ref, error } satisfies ToCalls); }, () => {});
+            .then((error) => { send({ type: 'refStored', ref: m.ref, error }); }, () => {});
           break;
         }
       }
@@ -73,7 +98,7 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
       for (const ref of [...calls.keys()]) settle(ref, (c) => { c.reject(new Error('the call thread stopped')); });
     });
     ready.catch(() => {});
-    const spawned = { thread, ready, up: false };
+    const spawned: Live = { thread, ready, up: false, send };
     void ready.then(() => { spawned.up = true; }, () => {});
     return spawned;
   }
@@ -83,16 +108,16 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
 
   const producer: Producer = async (_base, job, signal, onRef) => {
     live ??= spawn();
-    const { thread, ready, up } = live;
+    const { send, ready, up } = live;
     if (!up) await ready; // once it is up, a call is posted in this turn
     signal.throwIfAborted();
     const ref = ++next;
-    const abort = () => { thread.postMessage({ type: 'abort', ref, reason: String((signal.reason as Error | undefined)?.message ?? signal.reason) } satisfies ToCalls); };
+    const abort = () => { send({ type: 'abort', ref, reason: String((signal.reason as Error | undefined)?.message ?? signal.reason) }); };
     signal.addEventListener('abort', abort, { once: true });
     try {
       return await new Promise<Produced>((resolve, reject) => {
         calls.set(ref, { resolve, reject, onRef });
-        thread.postMessage({ type: 'call', ref, job } satisfies ToCalls);
+        send({ type: 'call', ref, job });
       });
     } finally {
       signal.removeEventListener('abort', abort);
@@ -106,7 +131,7 @@ export async function startCallThread(config: Config, log: Logger): Promise<Call
       const l = live;
       if (!l) return;
       const exited = new Promise<void>((resolve) => { l.thread.once('exit', () => { resolve(); }); });
-      l.thread.postMessage({ type: 'stop' } satisfies ToCalls);
+      l.send({ type: 'stop' });
       const timer = setTimeout(() => { void l.thread.terminate(); }, 2000).unref();
       await exited;
       clearTimeout(timer);
