@@ -13,6 +13,7 @@ import { assertProjectWritable } from './directory/tenancy/guard.ts';
 import { Router, type Reply } from './http/router.ts';
 import { AppError, clientClosed, internalError, isClientAbort, methodNotAllowed, notFound, unauthenticated, forbidden } from './kernel/errors.ts';
 import { clientAddress, readJson, requestId } from './http/request.ts';
+import { turnWriter } from './http/turn-writes.ts';
 import { authenticate } from './gate/auth.ts';
 import { auditScopeDenied, checkAccess, requestedScope, resolveRequestScope } from './gate/access.ts';
 import { parse } from './kernel/validate.ts';
@@ -180,6 +181,9 @@ export function createApp({ config, db, log }: AppDeps): App {
     return await (meta.body ? readJson(req, config.maxBodyBytes).then(run) : run(undefined));
   }
 
+  // Replies are written at the end of the turn of the event loop they finish in (src/http/turn-writes.ts).
+  const writeSoon = turnWriter((err) => log.error('writing a reply failed', { err }));
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
     const rid = requestId(req);
@@ -190,14 +194,14 @@ export function createApp({ config, db, log }: AppDeps): App {
     } catch (err) {
       reply = errorReply(err, req, rid, log);
     }
-    send(req, res, reply, rid, () => {
+    writeSoon(res, () => send(req, res, reply, rid, () => {
       const url = req.url ?? '';
       const q = url.indexOf('?');
       log.info('request', {
         method: req.method, path: q < 0 ? url : url.slice(0, q), status: res.statusCode,
         ms: Math.round((performance.now() - started) * 100) / 100, requestId: rid, actorId,
       });
-    });
+    }));
   }
 
   return {
@@ -223,6 +227,14 @@ function errorReply(err: unknown, req: IncomingMessage, rid: string, log: Logger
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply, rid: string, logLine: () => void): void {
   if (res.headersSent) {
     if (!res.writableEnded) res.destroy();
+    logLine();
+    return;
+  }
+  if (res.destroyed) {
+    // The client went away before its reply was written (its 'close' has been and gone): nothing is
+    // written, a stream is not started, and the access log says 499 like any request whose client left.
+    if (reply.raw instanceof Readable) reply.raw.destroy();
+    res.statusCode = 499;
     logLine();
     return;
   }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import { startTestServer, type TestServer } from '../helpers/server.ts';
 import { makeTree, member } from '../helpers/factories.ts';
 
@@ -116,4 +117,33 @@ test('a JSON body dropped mid-way is a 499 at info and changes nothing; a thrown
   const lines = await linesOf(s, 'boom-after-body');
   assert.equal(lines.filter((l) => l.level === 'error').length, 1);
   assert.equal(lines.find((l) => l.msg === 'request').status, 500);
+});
+
+test('a client that leaves before its reply is written gets nothing written: its stream is not started, the access line says 499', async (t) => {
+  const s = await startTestServer(t);
+  let entered = false;
+  let left = false;
+  let release = (): void => {};
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  let produced = 0;
+  const stream = new Readable({ read() { produced++; this.push(Buffer.alloc(64 * 1024)); } });
+  s.app.router.get('/api/test/late-stream', { summary: 'test only', auth: 'none' }, async ({ res }) => {
+    entered = true;
+    res.once('close', () => { left = true; });
+    await held; // the reply is ready only after the client has gone
+    return { status: 200, raw: stream, headers: { 'content-type': 'application/octet-stream' } };
+  });
+  const sock = net.connect(s.port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => { sock.once('connect', resolve); sock.once('error', reject); });
+  sock.on('error', () => { /* reset by us */ });
+  sock.write(`GET /api/test/late-stream HTTP/1.1\r\nhost: 127.0.0.1:${s.port}\r\nx-request-id: late-stream\r\n\r\n`);
+  await until('the handler to start', () => entered);
+  sock.resetAndDestroy();
+  await until('the server to see the client leave', () => left);
+  release();
+  assertClientClosed(s, await linesOf(s, 'late-stream'), 'late-stream');
+  await until('the stream to be destroyed', () => stream.destroyed);
+  assert.equal(produced, 0, 'nothing was read from the stream');
+  // The server still answers.
+  assert.equal((await s.call('GET', '/api/health')).status, 200);
 });
