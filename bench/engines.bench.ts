@@ -6,13 +6,14 @@
 // one process). The svc side is bench/svc-queue.ts.
 // BENCH_ENGINE_JOBS (5000), BENCH_WORKERS (1,2,4) and BENCH_SPACED (100) change the run. Each
 // worker process runs SVC_WORKER_CONCURRENCY=2.
-import { BENCH_POSTGRES, NO_BENCH_POSTGRES, freshPostgresUrl, SVC_BIN, num, percentile, printTable, report, startProcess } from './lib.ts';
+import { BENCH_POSTGRES, NO_BENCH_POSTGRES, freshPostgresUrl, SVC_BIN, goal, num, percentile, printTable, report, startProcess } from './lib.ts';
 import { burnDown, cloneSvcQueue, enqueueToStart, seedSvcQueue } from './svc-queue.ts';
 
 const JOBS = Number(process.env.BENCH_ENGINE_JOBS ?? 5000);
 const WORKERS = (process.env.BENCH_WORKERS ?? '1,2,4').split(',').map(Number);
 const SPACED = Number(process.env.BENCH_SPACED ?? 100);
 const CONCURRENCY = 2;
+const GOAL_P99_MS = 10;
 
 const model = await startProcess([SVC_BIN, 'model-server', '--port', '0']);
 
@@ -21,10 +22,10 @@ try {
   const sqlite = await burnDown(await seedSvcQueue(model.url, JOBS), { workers: 0, concurrency: CONCURRENCY });
   rows.push(['SQLite (one node, role all)', '1 (thread)', num(JOBS), num(sqlite.seconds, 2), num(JOBS / sqlite.seconds), String(sqlite.notCompleted)]);
   report({ figure: 'SQLite burn-down jobs/s', value: JOBS / sqlite.seconds, unit: 'jobs/s', better: 'higher' });
-  const latency: string[][] = [['engine', 'jobs', 'p50 ms', 'p99 ms', 'max ms']];
+  const latency: string[][] = [['engine', 'jobs', 'p50 ms', 'p99 ms', 'max ms', `goal p99 <= ${GOAL_P99_MS} ms`]];
   const lat = await enqueueToStart(await seedSvcQueue(model.url, 0), { spaced: SPACED, workerProcess: false, concurrency: CONCURRENCY });
-  latency.push(['SQLite (one process)', String(SPACED), num(percentile(lat, 50), 1), num(percentile(lat, 99), 1), num(Math.max(...lat), 1)]);
-  report({ figure: 'SQLite enqueue-to-start p99', value: percentile(lat, 99), unit: 'ms', better: 'lower', goal: 10 });
+  latency.push(['SQLite (one process)', String(SPACED), num(percentile(lat, 50), 1), num(percentile(lat, 99), 1), num(Math.max(...lat), 1), goal(percentile(lat, 99) <= GOAL_P99_MS)]);
+  report({ figure: 'SQLite enqueue-to-start p99', value: percentile(lat, 99), unit: 'ms', better: 'lower', goal: GOAL_P99_MS });
   const url = await freshPostgresUrl();
   if (url) {
     // Seeded once; each run gets a copy (its database made from this one as a template).
@@ -36,14 +37,14 @@ try {
     }
     const idle = await seedSvcQueue(model.url, 0, { SVC_DATABASE: 'postgres', SVC_POSTGRES_URL: (await freshPostgresUrl())! });
     const l = await enqueueToStart(idle, { spaced: SPACED, workerProcess: true, concurrency: CONCURRENCY });
-    latency.push(['PostgreSQL (api process -> worker process)', String(SPACED), num(percentile(l, 50), 1), num(percentile(l, 99), 1), num(Math.max(...l), 1)]);
-    report({ figure: 'PostgreSQL enqueue-to-start p99', value: percentile(l, 99), unit: 'ms', better: 'lower', goal: 10 });
+    latency.push(['PostgreSQL (api process -> worker process)', String(SPACED), num(percentile(l, 50), 1), num(percentile(l, 99), 1), num(Math.max(...l), 1), goal(percentile(l, 99) <= GOAL_P99_MS)]);
+    report({ figure: 'PostgreSQL enqueue-to-start p99', value: percentile(l, 99), unit: 'ms', better: 'lower', goal: GOAL_P99_MS });
   }
   printTable('Worker burn-down: chat jobs against svc model-server, by engine and worker processes', rows, [
     `each worker process: concurrency ${CONCURRENCY}; SQLite synchronous=FULL`,
     url ? BENCH_POSTGRES : NO_BENCH_POSTGRES,
   ]);
-  printTable('Enqueue-to-start latency (POST /api/jobs 25 ms apart, started_at - created_at; goal p99 <= 10 ms)', latency, ['timestamps have millisecond resolution']);
+  printTable('Enqueue-to-start latency (POST /api/jobs 25 ms apart, started_at - created_at)', latency, ['timestamps have millisecond resolution']);
 } finally {
   await model.stop();
 }

@@ -16,7 +16,7 @@ import { createProject } from '../src/production/projects/service.ts';
 import { registerConnector } from '../src/generation/connectors/service.ts';
 import { createJob } from '../src/generation/jobs/service.ts';
 import { userByEmail } from '../src/directory/users/store.ts';
-import { SVC_BIN, login, num, percentile, printTable, report, setupSvc, startProcess, startSvc, type SvcSetup } from './lib.ts';
+import { SVC_BIN, goal, login, num, percentile, printTable, report, setupSvc, startProcess, startSvc, type SvcSetup } from './lib.ts';
 
 const JOBS = Number(process.env.BENCH_JOBS ?? 20_000);
 const SPACED = 200;
@@ -120,7 +120,7 @@ try {
   const rows: Array<Array<string | number>> = [['concurrency', 'jobs', 'seconds', 'jobs/s', 'not completed', `goal >= ${num(GOAL_RATE)}/s`]];
   for (const c of (process.env.BENCH_CONCURRENCY ?? "2,8").split(",").map(Number)) {
     const r = await burnDown(c, SYNC);
-    rows.push([c, num(JOBS), num(r.seconds, 2), num(r.rate), r.failed, r.rate >= GOAL_RATE ? 'met' : 'NOT met']);
+    rows.push([c, num(JOBS), num(r.seconds, 2), num(r.rate), r.failed, goal(r.rate >= GOAL_RATE)]);
     report({ figure: `burn-down jobs/s, concurrency ${c}`, value: r.rate, unit: 'jobs/s', better: 'higher' });
   }
   printTable('Worker burn-down: chat jobs against svc model-server (openai-compatible, real HTTP)', rows, [
@@ -130,7 +130,7 @@ try {
   const lat = await enqueueToStart();
   printTable('Enqueue-to-start latency (POST /api/jobs 25 ms apart, idle worker, started_at - created_at)', [
     ['jobs', 'p50 ms', 'p99 ms', 'max ms', `goal p99 < ${GOAL_P99_MS} ms`],
-    [SPACED, num(percentile(lat, 50), 1), num(percentile(lat, 99), 1), num(Math.max(...lat), 1), percentile(lat, 99) < GOAL_P99_MS ? 'met' : 'NOT met'],
+    [SPACED, num(percentile(lat, 50), 1), num(percentile(lat, 99), 1), num(Math.max(...lat), 1), goal(percentile(lat, 99) < GOAL_P99_MS)],
   ], ['timestamps have millisecond resolution']);
   report({ figure: 'enqueue-to-start p50', value: percentile(lat, 50), unit: 'ms', better: 'lower' });
   report({ figure: 'enqueue-to-start p99', value: percentile(lat, 99), unit: 'ms', better: 'lower', goal: GOAL_P99_MS });

@@ -286,6 +286,15 @@ export function report(f: Figure): void {
   fs.appendFileSync(file, JSON.stringify({ bench, ...f }) + '\n');
 }
 
+/**
+ * The verdict on a goal the script prints: 'met', or 'NOT MET', which also makes the script exit 1
+ * once it has printed everything (so `npm run bench` lists it as failed and exits 1 too).
+ */
+export function goal(met: boolean): 'met' | 'NOT MET' {
+  if (!met) process.exitCode = 1;
+  return met ? 'met' : 'NOT MET';
+}
+
 /** Formats a number with `digits` decimals and thousands separators. */
 export const num = (n: number, digits = 0): string =>
   n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });

@@ -20,7 +20,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import {
-  BENCH_POSTGRES, NO_BENCH_POSTGRES, freshPostgresUrl, num, percentile, printTable, report, ROOT, startChild, startProcess, SVC_BIN, tempDir,
+  BENCH_POSTGRES, NO_BENCH_POSTGRES, freshPostgresUrl, goal, num, percentile, printTable, report, ROOT, startChild, startProcess, SVC_BIN, tempDir,
   type Child,
 } from './lib.ts';
 import { burnDown, chatPrompt, cloneSvcQueue, enqueueToStart, seedSvcQueue, type SvcQueue } from './svc-queue.ts';
@@ -237,7 +237,6 @@ try {
   // rates[system][concurrency] = jobs/s of each round
   const rates = new Map(systems.map((s) => [s.key, new Map(CONCURRENCIES.map((c) => [c, [] as number[]]))]));
   let incomplete = 0;
-  let missed = 0;
   for (let round = 1; round <= ROUNDS; round++) {
     for (const c of CONCURRENCIES) {
       for (const s of round % 2 === 1 ? systems : [...systems].reverse()) {
@@ -274,8 +273,7 @@ try {
       const per = ra.get(c)!.map((x, i) => x / rb.get(c)![i]);
       const m = median(ra.get(c)!) / median(rb.get(c)!);
       report({ figure: `${a} / ${b} C=${c}`, value: m, unit: '×', better: 'higher', goal: 1 });
-      if (m < 1) missed++;
-      return [per.map((x) => num(x, 2)).join(' / '), num(m, 2) + '×', m >= 1 ? 'met' : 'NOT met'];
+      return [per.map((x) => num(x, 2)).join(' / '), num(m, 2) + '×', goal(m >= 1)];
     })]);
   }
   printTable('Ratios (median of the rounds against median of the rounds; per round, each against the same round)', ratioRows);
@@ -284,14 +282,13 @@ try {
   for (const s of systems) {
     const lat = await s.latency();
     const p99 = percentile(lat, 99);
-    latRows.push([s.name, String(lat.length), num(percentile(lat, 50), 1), num(p99, 1), num(Math.max(...lat), 1), s.key.startsWith('svc') ? (p99 <= GOAL_P99_MS ? 'met' : 'NOT met') : '']);
-    if (s.key.startsWith('svc') && p99 > GOAL_P99_MS) missed++;
+    latRows.push([s.name, String(lat.length), num(percentile(lat, 50), 1), num(p99, 1), num(Math.max(...lat), 1), s.key.startsWith('svc') ? goal(p99 <= GOAL_P99_MS) : '']);
     if (s.key.startsWith('svc')) report({ figure: `${s.name} enqueue-to-start p99`, value: p99, unit: 'ms', better: 'lower', goal: GOAL_P99_MS });
   }
   printTable(`Enqueue-to-start latency (${SPACED} jobs 25 ms apart, idle worker of concurrency ${LATENCY_CONCURRENCY})`, latRows, [
     'svc: POST /api/jobs, started_at - created_at (millisecond timestamps); peers: Date.now() before the client\'s add to Date.now() on the processor\'s first line',
   ]);
-  if (missed || incomplete) process.exitCode = 1;
+  if (incomplete) process.exitCode = 1;
 } finally {
   for (const s of systems) await s.close();
   await model.stop();

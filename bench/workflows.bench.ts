@@ -21,7 +21,7 @@ import { insertJob, type JobRow, type JobStatus } from '../src/generation/jobs/s
 import { BUILTIN_TEMPLATES, syncBuiltinTemplates } from '../src/generation/workflows/builtin.ts';
 import { insertRun, insertRunGate, insertRunStep, type RunGateRow } from '../src/generation/workflows/store.ts';
 import type { RunStatus } from '../src/generation/workflows/schema.ts';
-import { login, num, percentile, printTable, setupSvc, startSvc } from './lib.ts';
+import { goal, login, num, percentile, printTable, setupSvc, startSvc } from './lib.ts';
 
 const RUNS = Number(process.env.BENCH_WORKFLOW_RUNS ?? 10_000);
 const PROJECTS = 4;
@@ -220,13 +220,13 @@ try {
     const p95 = percentile(times, 95);
     if (c.list) worstList = Math.max(worstList, p95);
     rows.push([c.label, num(results), `${num(percentile(times, 50), 2)} ms`, `${num(p95, 2)} ms`, `${num(Math.max(...times), 2)} ms`,
-      c.list ? (p95 < GOAL_P95_MS ? 'met' : 'NOT MET') : '-']);
+      c.list ? goal(p95 < GOAL_P95_MS) : '-']);
   }
 } finally {
   await svc.stop();
 }
 printTable(`Workflow runs: ${num(RUNS)} runs of ${TEMPLATE_ID} v1 in the project (${PROJECTS} projects, ${num(totals.runs)} runs in the database), ${REQUESTS} sequential requests each after ${WARMUP} warm-up`, rows, [
-  `worst list p95 ${num(worstList, 2)} ms (goal < ${GOAL_P95_MS} ms: ${worstList < GOAL_P95_MS ? 'met' : 'NOT MET'}); times include the HTTP round trip; every answer checked (200, ids, derived status, project)`,
+  `worst list p95 ${num(worstList, 2)} ms (goal < ${GOAL_P95_MS} ms: ${goal(worstList < GOAL_P95_MS)}); times include the HTTP round trip; every answer checked (200, ids, derived status, project)`,
   `measured project: ${mix}`,
   `seeded in ${num(seedSeconds, 1)} s through the store's SQL (one transaction, synchronous=normal): ${num(totals.runs)} runs, ${num(totals.steps)} steps, ${num(totals.jobs)} jobs, ${num(totals.gates)} gates`,
 ]);
