@@ -234,7 +234,7 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, rid: stri
     // The client went away before its reply was written (its 'close' has been and gone): nothing is
     // written, a stream is not started, and the access log says 499 like any request whose client left.
     if (reply.raw instanceof Readable) reply.raw.destroy();
-    res.statusCode = 499;
+    res.statusCode = clientClosed().status;
     logLine();
     return;
   }
