@@ -98,11 +98,18 @@ test('kill -9 while completions are committed in groups: every completion seen b
   const { sb, m, jobs, db } = await stagedJobs(t, 'chat', total);
   const completed = async () => new Set((await db.all<{ id: string }>("SELECT id FROM generation_jobs WHERE status = 'completed'")).map((r) => r.id));
   // Eight slots and instant answers: results come back together and are settled several to a commit.
-  const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_CONCURRENCY: '8', SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first' });
+  // Its PostgreSQL connections are named (PGAPPNAME, read by the pg driver) so that the test can wait for them below.
+  const first = await sb.serve([...sb.dirs, '--port', '0'], { SVC_WORKER_CONCURRENCY: '8', SVC_WORKER_POLL_MS: '100', SVC_WORKER_ID: 'first', PGAPPNAME: 'svc-crash-first' });
   // What a reader of the database saw completed: acknowledged. Kill while the rest is still flowing.
   const seen = await until('completions to flow', async () => { const c = await completed(); return c.size >= 60 ? c : undefined; });
   first.child.kill('SIGKILL');
   assert.equal((await first.done).signal, 'SIGKILL');
+  // On PostgreSQL a statement the killed process had already sent still runs to its end, and commits,
+  // in its server backend, which exits only then: the database is final once those backends are gone.
+  if (db.engine === 'postgres') {
+    await until('the killed process\'s server backends to end', async () => Number((await db.get<{ n: number }>(
+      "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'svc-crash-first'"))!.n) === 0);
+  }
   const atKill = await completed();
   assert.ok(atKill.size < total, 'killed before the queue was empty');
   for (const id of seen) assert.ok(atKill.has(id), `${id}, seen completed, is still completed after the kill`);
