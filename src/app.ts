@@ -194,14 +194,26 @@ export function createApp({ config, db, log }: AppDeps): App {
     } catch (err) {
       reply = errorReply(err, req, rid, log);
     }
-    writeSoon(res, () => send(req, res, reply, rid, () => {
+    const logLine = () => {
       const url = req.url ?? '';
       const q = url.indexOf('?');
       log.info('request', {
         method: req.method, path: q < 0 ? url : url.slice(0, q), status: res.statusCode,
         ms: Math.round((performance.now() - started) * 100) / 100, requestId: rid, actorId,
       });
-    }));
+    };
+    writeSoon(res, () => {
+      try {
+        send(req, res, reply, rid, logLine);
+      } catch (err) {
+        // A reply node refuses to write (a header value it rejects): nothing has gone out, so the
+        // client gets the contract's 500 instead, with the error line and the access line of its
+        // request; a stream it carried is never started.
+        if (reply.raw instanceof Readable) reply.raw.destroy();
+        if (res.headersSent) throw err; // cut short: the turn writer destroys the response and reports it
+        send(req, res, errorReply(err, req, rid, log), rid, logLine);
+      }
+    });
   }
 
   return {

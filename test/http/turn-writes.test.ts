@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import type { ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import { turnWriter } from '../../src/http/turn-writes.ts';
 import { startTestServer } from '../helpers/server.ts';
 
@@ -79,4 +80,27 @@ test('pipelined requests on one connection are answered in order, each once', as
   const logged = s.logs.map((l) => JSON.parse(l) as { msg: string; requestId?: string }).filter((l) => l.msg === 'request').map((l) => l.requestId);
   // Each request has one access-log line, written when its reply was (in the order the replies finished).
   assert.deepEqual(logged.filter((id) => id?.startsWith('pipe-')).sort(), ids);
+});
+
+test('a reply node refuses to write is answered as the contract\'s 500, logged with its request id, its stream never started', async (t) => {
+  const s = await startTestServer(t);
+  let produced = 0;
+  const stream = new Readable({ read() { produced++; this.push(Buffer.alloc(1024)); } });
+  // A header value with a line break: node's writeHead throws before anything is sent.
+  s.app.router.get('/api/test/bad-header', { summary: 'test only', auth: 'none' }, () => ({ status: 200, body: { ok: true }, headers: { 'x-note': 'a\nb' } }));
+  s.app.router.get('/api/test/bad-header-stream', { summary: 'test only', auth: 'none' }, () => ({ status: 200, raw: stream, headers: { 'x-note': 'a\nb' } }));
+  for (const [path, rid] of [['/api/test/bad-header', 'bad-header'], ['/api/test/bad-header-stream', 'bad-header-stream']]) {
+    const r = await s.call('GET', path, { headers: { 'x-request-id': rid } });
+    assert.equal(r.status, 500);
+    assert.equal(r.headers.get('x-request-id'), rid);
+    assert.equal(r.headers.get('x-note'), null);
+    assert.equal((r.body as { error: { code: string } }).error.code, 'internal_error');
+    s.log.flush();
+    const lines = s.logs.map((l) => JSON.parse(l) as { msg: string; level: string; requestId?: string; status?: number }).filter((l) => l.requestId === rid);
+    assert.deepEqual(lines.filter((l) => l.level === 'error').map((l) => l.msg), ['unhandled error']);
+    assert.deepEqual(lines.filter((l) => l.msg === 'request').map((l) => l.status), [500]);
+  }
+  assert.ok(stream.destroyed, 'the stream was destroyed');
+  assert.equal(produced, 0, 'nothing was read from it');
+  assert.equal((await s.call('GET', '/api/health')).status, 200);
 });
