@@ -209,7 +209,7 @@ export function createApp({ config, db, log }: AppDeps): App {
         // A reply node refuses to write (a header value it rejects): nothing has gone out, so the
         // client gets the contract's 500 instead, with the error line and the access line of its
         // request; a stream it carried is never started.
-        if (reply.raw instanceof Readable) reply.raw.destroy();
+        dropStream(reply);
         if (res.headersSent) throw err; // cut short: the turn writer destroys the response and reports it
         send(req, res, errorReply(err, req, rid, log), rid, logLine);
       }
@@ -235,6 +235,11 @@ function errorReply(err: unknown, req: IncomingMessage, rid: string, log: Logger
   return reply;
 }
 
+/** A reply that will not be written: its stream (a file handle, say) is closed unread. */
+function dropStream(reply: Reply): void {
+  if (reply.raw instanceof Readable) reply.raw.destroy();
+}
+
 /** Writes the reply, then the access-log line (for a stream: when it has finished). */
 function send(req: IncomingMessage, res: ServerResponse, reply: Reply, rid: string, logLine: () => void): void {
   if (res.headersSent) {
@@ -245,7 +250,7 @@ function send(req: IncomingMessage, res: ServerResponse, reply: Reply, rid: stri
   if (res.destroyed) {
     // The client went away before its reply was written (its 'close' has been and gone): nothing is
     // written, a stream is not started, and the access log says 499 like any request whose client left.
-    if (reply.raw instanceof Readable) reply.raw.destroy();
+    dropStream(reply);
     res.statusCode = clientClosed().status;
     logLine();
     return;

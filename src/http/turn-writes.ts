@@ -14,8 +14,9 @@ import type { ServerResponse } from 'node:http';
 export type TurnWriter = (res: ServerResponse, write: () => void) => void;
 
 /**
- * A turn writer. A write that throws (a header value node refuses, say) does not stop the others:
- * its response is destroyed (the client sees the connection close) and the error goes to `report`.
+ * A turn writer. A write that throws does not stop the others: its response is destroyed (the client
+ * sees the connection close) and the error goes to `report`. (The app answers a reply node refuses
+ * before anything is sent itself, as a 500: what reaches this catch is a write cut short after that.)
  */
 export function turnWriter(report: (err: unknown) => void): TurnWriter {
   let due: Array<[ServerResponse, () => void]> = [];
